@@ -1,0 +1,145 @@
+//! Backends: the kernel-driver specific part of a device. `core` sees only this trait.
+//!
+//! A backend opens the GPU, allocates memory that is GPU-mapped (and CPU-mapped, at the same
+//! address where the driver allows it), creates channels (GPFIFO ring + USERD + doorbell + token)
+//! and reports errors. Everything above it (pushbuffers, QMDs, signals) is backend-independent.
+
+pub mod nvgpu;
+pub mod rm;
+
+use crate::error::Result;
+use crate::os::KernelFaultRecord;
+use std::os::fd::RawFd;
+
+/// Which kernel driver a device is driven through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    /// Jetson Orin: nvgpu.ko + nvmap.ko (real or emulated).
+    Nvgpu,
+    /// Desktop NVIDIA / Jetson Thor: nvidia.ko + nvidia-uvm.ko.
+    Rm,
+}
+
+/// Static facts about a device, read from the driver at open time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Chip or product name: "ga10b", "NVIDIA H200".
+    pub name: String,
+    pub backend: BackendKind,
+    /// True when the kernel driver is the in-process emulated Orin.
+    pub emulated: bool,
+    /// Architecture id as the driver reports it (nvgpu: 0x170 = GA10B; RM: e.g. 0x180 = GH100).
+    pub arch: u32,
+    /// SM version, e.g. (8, 7) for Orin, (9, 0) for Hopper.
+    pub sm_major: u32,
+    pub sm_minor: u32,
+    /// Enabled SMs.
+    pub sm_count: u32,
+    /// Upper bounds for sizing local memory (full die, not the floorswept count).
+    pub max_gpc_count: u32,
+    pub max_tpc_per_gpc: u32,
+    pub sm_per_tpc: u32,
+    pub warps_per_sm: u32,
+    /// Memory usable for allocations, bytes (Orin: system memory shared with the CPU).
+    pub memory_bytes: u64,
+    /// Width of the GPU virtual address space, bits.
+    pub va_bits: u32,
+    pub compute_class: u32,
+    pub copy_class: u32,
+    pub gpfifo_class: u32,
+    /// Kernel driver version string, where the driver reports one.
+    pub driver_version: String,
+    /// Base of the shader shared-memory window (reserved in the GPU VA space).
+    pub shared_window: u64,
+    /// Base of the shader local-memory window (reserved in the GPU VA space).
+    pub local_window: u64,
+    /// CPU pointers of buffers equal their GPU addresses (true where the driver allows it).
+    pub unified_addresses: bool,
+}
+
+/// Allocation flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MemFlags {
+    /// CPU-cached mapping (Orin: nvmap CACHEABLE; fast CPU reads). Default when neither is set.
+    pub cpu_cached: bool,
+    /// Write-combined CPU mapping (for rings and command memory the CPU only writes).
+    pub write_combined: bool,
+    /// Zero the memory before returning it.
+    pub zeroed: bool,
+}
+
+/// One GPU allocation. `cpu` is a CPU pointer to the whole allocation.
+#[derive(Debug)]
+pub struct Allocation {
+    pub gpu_va: u64,
+    pub cpu: *mut u8,
+    pub size: u64,
+    /// Backend's identifier for `free` / `export_dmabuf`.
+    pub id: u64,
+}
+// SAFETY: the pointer refers to a shared mapping owned by the backend until `free`.
+unsafe impl Send for Allocation {}
+unsafe impl Sync for Allocation {}
+
+/// The engine a channel feeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    Compute,
+    Copy,
+}
+
+/// The CPU-side view of a channel, for user-mode submission. All pointers stay valid until the
+/// channel is dropped.
+#[derive(Debug, Clone, Copy)]
+pub struct ChannelRaw {
+    /// CPU pointer to the GPFIFO ring (`entries` 64-bit entries).
+    pub gpfifo: *mut u64,
+    pub entries: u32,
+    /// CPU pointer to USERD (GP_GET at byte 0x88, GP_PUT at byte 0x8c).
+    pub userd: *mut u32,
+    /// CPU pointer to the doorbell register (usermode page + 0x90).
+    pub doorbell: *mut u32,
+    /// Work-submit token to write to the doorbell.
+    pub token: u32,
+    /// Engine class bound to the channel (compute or copy class id).
+    pub class: u32,
+    /// Subchannel the engine is bound to (1 compute, 4 copy).
+    pub subchannel: u32,
+}
+// SAFETY: the pointers refer to shared device mappings that live as long as the channel.
+unsafe impl Send for ChannelRaw {}
+unsafe impl Sync for ChannelRaw {}
+
+/// A channel error reported by the driver (nvgpu error notifier, RM RC error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelError {
+    /// Driver error code (nvgpu notifier info32: 31 MMU fault, 13 GR exception, 8 idle timeout...).
+    pub code: u32,
+    pub what: String,
+    /// Faulting address where the driver reports it.
+    pub address: Option<u64>,
+}
+
+/// One channel: ring, USERD, doorbell, bound engine object. Dropping it tears the channel down.
+pub trait Channel: Send + Sync {
+    fn raw(&self) -> ChannelRaw;
+    /// The driver's error state for this channel, if it has posted one.
+    fn error(&self) -> Option<ChannelError>;
+}
+
+/// A kernel-driver backend.
+pub trait Backend: Send + Sync {
+    fn info(&self) -> &DeviceInfo;
+    /// Allocate `size` bytes (rounded up to 4 KiB) of GPU-mapped, CPU-mapped memory.
+    fn alloc(&self, size: u64, flags: MemFlags) -> Result<Allocation>;
+    /// Free an allocation made by `alloc` (unmaps GPU and CPU views).
+    fn free(&self, alloc: &Allocation) -> Result<()>;
+    /// Export an allocation as a new dma-buf fd owned by the caller.
+    fn export_dmabuf(&self, alloc: &Allocation) -> Result<RawFd>;
+    /// Create a channel for `engine` with a GPFIFO ring of `entries` entries (power of two).
+    fn create_channel(&self, engine: Engine, entries: u32) -> Result<Box<dyn Channel>>;
+    /// Fault records the kernel driver exposes (with addresses), newest last.
+    fn fault_log(&self) -> Vec<KernelFaultRecord> {
+        Vec::new()
+    }
+}

@@ -1,0 +1,1 @@
+//! nvgpu + nvmap backend (Jetson Orin), real or over the emulated kernel.

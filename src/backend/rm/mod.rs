@@ -1,0 +1,1 @@
+//! RM backend: nvidia.ko + nvidia-uvm (desktop GPUs, Jetson Thor).

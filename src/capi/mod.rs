@@ -1,0 +1,1 @@
+//! The C API (extern "C"), wrapped by include/tegragpu.h.

@@ -1,0 +1,1 @@
+//! Backend-independent runtime: Device, Buffer, Module/Kernel, Queue, Signal.

@@ -1,0 +1,1 @@
+//! CUDA cubin (ELF) loading.

@@ -1,0 +1,1 @@
+//! Registry of reference kernels: code bytes of known cubin functions → CPU closures.

@@ -1,0 +1,1 @@
+//! GPU programming layer: method encoding, pushbuffers, GPFIFO ring, QMDs, architecture table.

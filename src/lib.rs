@@ -1,0 +1,18 @@
+//! libtegragpu: usermode GPU compute dispatch for NVIDIA Jetson Orin (nvgpu + nvmap) and
+//! desktop NVIDIA GPUs (nvidia.ko + nvidia-uvm), with no libcuda.
+//!
+//! Layers (dependencies point down only):
+//! `capi` → `core` → `hw`, `cubin`, `backend` → `sys`, `os`; `emu` sits under the `os::Sys` seam.
+
+pub mod backend;
+pub mod capi;
+pub mod core;
+pub mod cubin;
+pub mod emu;
+pub mod error;
+pub mod hw;
+pub mod nvrtc;
+pub mod os;
+pub mod sys;
+
+pub use error::{Error, Result, Status};

@@ -1,0 +1,1 @@
+//! Optional run-time compilation of CUDA C through libnvrtc, loaded with libloading.

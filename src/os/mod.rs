@@ -1,0 +1,126 @@
+//! The system-call seam. Every call the backends make to a kernel driver goes through [`Sys`]:
+//! [`LinuxSys`] issues the real system calls; the emulated Orin kernel (`crate::emu`) implements
+//! the same trait so that CI runs the real backend code against a strict model of the driver.
+
+use std::ffi::CStr;
+use std::os::fd::RawFd;
+
+/// A raw errno value (positive, e.g. `libc::EINVAL`).
+pub type Errno = i32;
+
+/// What the kernel told us about a GPU fault, where the driver makes it available
+/// (the emulator always does; real nvgpu only logs MMU fault addresses to dmesg).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelFaultRecord {
+    /// Work-submit token of the faulting channel.
+    pub token: u32,
+    /// Faulting GPU virtual address, when known.
+    pub address: Option<u64>,
+    /// nvgpu notifier error code (31 = MMU fault, 13 = GR exception, 32 = PBDMA error, ...).
+    pub code: u32,
+    /// Human-readable description ("MMU fault: write to unmapped VA 0x...").
+    pub what: String,
+}
+
+/// The system calls the library issues. All methods return `Err(errno)` on failure.
+///
+/// # Safety
+/// `ioctl`, `mmap` and `munmap` take raw pointers and have the same contracts as the libc calls.
+pub trait Sys: Send + Sync {
+    /// `open(path, flags)`; the library always passes `O_CLOEXEC`.
+    fn open(&self, path: &CStr, flags: i32) -> Result<RawFd, Errno>;
+    /// `close(fd)`.
+    fn close(&self, fd: RawFd) -> Result<(), Errno>;
+    /// `ioctl(fd, request, arg)`; `arg` is a pointer to the argument struct or, for requests
+    /// that take a value (e.g. `NVMAP_IOC_FREE`), the value itself. Returns the ioctl's
+    /// non-negative return value.
+    ///
+    /// # Safety
+    /// `arg` must point to memory valid for the request's size and direction.
+    unsafe fn ioctl(&self, fd: RawFd, request: u64, arg: usize) -> Result<i32, Errno>;
+    /// `mmap(addr, len, prot, flags, fd, offset)`.
+    ///
+    /// # Safety
+    /// As for `libc::mmap`; `MAP_FIXED` may replace existing mappings.
+    unsafe fn mmap(
+        &self,
+        addr: *mut u8,
+        len: usize,
+        prot: i32,
+        flags: i32,
+        fd: RawFd,
+        offset: i64,
+    ) -> Result<*mut u8, Errno>;
+    /// `munmap(addr, len)`.
+    ///
+    /// # Safety
+    /// As for `libc::munmap`.
+    unsafe fn munmap(&self, addr: *mut u8, len: usize) -> Result<(), Errno>;
+    /// Whether this is an emulated kernel.
+    fn is_emulated(&self) -> bool {
+        false
+    }
+    /// Fault records the kernel exposes (emulator only; the real driver logs them to dmesg).
+    fn fault_log(&self) -> Vec<KernelFaultRecord> {
+        Vec::new()
+    }
+}
+
+/// The real Linux system calls.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LinuxSys;
+
+fn last_errno() -> Errno {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+}
+
+impl Sys for LinuxSys {
+    fn open(&self, path: &CStr, flags: i32) -> Result<RawFd, Errno> {
+        // SAFETY: path is a valid NUL-terminated string.
+        let fd = unsafe { libc::open(path.as_ptr(), flags) };
+        if fd < 0 { Err(last_errno()) } else { Ok(fd) }
+    }
+    fn close(&self, fd: RawFd) -> Result<(), Errno> {
+        // SAFETY: closing an fd has no memory-safety preconditions.
+        let r = unsafe { libc::close(fd) };
+        if r < 0 { Err(last_errno()) } else { Ok(()) }
+    }
+    unsafe fn ioctl(&self, fd: RawFd, request: u64, arg: usize) -> Result<i32, Errno> {
+        loop {
+            let r = libc::ioctl(fd, request as _, arg);
+            if r >= 0 {
+                return Ok(r);
+            }
+            let e = last_errno();
+            if e != libc::EINTR && e != libc::EAGAIN {
+                return Err(e);
+            }
+        }
+    }
+    unsafe fn mmap(
+        &self,
+        addr: *mut u8,
+        len: usize,
+        prot: i32,
+        flags: i32,
+        fd: RawFd,
+        offset: i64,
+    ) -> Result<*mut u8, Errno> {
+        let p = libc::mmap(addr.cast(), len, prot, flags, fd, offset as libc::off_t);
+        if p == libc::MAP_FAILED { Err(last_errno()) } else { Ok(p.cast()) }
+    }
+    unsafe fn munmap(&self, addr: *mut u8, len: usize) -> Result<(), Errno> {
+        let r = libc::munmap(addr.cast(), len);
+        if r < 0 { Err(last_errno()) } else { Ok(()) }
+    }
+}
+
+/// Number of open file descriptors of this process (for leak tests).
+pub fn open_fd_count() -> usize {
+    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+}
+
+/// Number of memory mappings of this process (for leak tests).
+pub fn mapping_count() -> usize {
+    std::fs::read_to_string("/proc/self/maps").map(|s| s.lines().count()).unwrap_or(0)
+}
