@@ -27,7 +27,8 @@ use std::sync::Arc;
 /// Environment variable naming the libnvrtc file to use.
 pub const ENV_NVRTC: &str = "TEGRAGPU_NVRTC";
 
-const INSTALL_HINT: &str = "install it with `pip install nvidia-cuda-nvrtc-cu12` (or the CUDA toolkit), \
+const INSTALL_HINT: &str =
+    "install it with `pip install nvidia-cuda-nvrtc-cu12` (or the CUDA toolkit), \
                             or set TEGRAGPU_NVRTC=/path/to/libnvrtc.so.12";
 
 type NvrtcResult = c_int;
@@ -95,7 +96,9 @@ fn open(path: &Path) -> std::result::Result<Nvrtc, String> {
 /// Directories matching `<prefix>/lib/python3*/{site,dist}-packages`.
 fn python_package_dirs(prefix: &Path, out: &mut Vec<PathBuf>) {
     let lib = prefix.join("lib");
-    let Ok(rd) = std::fs::read_dir(&lib) else { return };
+    let Ok(rd) = std::fs::read_dir(&lib) else {
+        return;
+    };
     let mut pys: Vec<PathBuf> = rd
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
@@ -110,7 +113,10 @@ fn python_package_dirs(prefix: &Path, out: &mut Vec<PathBuf>) {
 
 /// Every candidate, in search order (excluding `$TEGRAGPU_NVRTC`).
 fn candidates() -> Vec<PathBuf> {
-    let mut c: Vec<PathBuf> = ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"].iter().map(PathBuf::from).collect();
+    let mut c: Vec<PathBuf> = ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
     let mut dirs: Vec<PathBuf> = vec![PathBuf::from("/usr/local/cuda/lib64")];
     for t in ["aarch64-linux", "sbsa-linux", "x86_64-linux"] {
         dirs.push(PathBuf::from(format!("/usr/local/cuda/targets/{t}/lib")));
@@ -199,7 +205,10 @@ fn load() -> Result<Arc<Nvrtc>> {
         }
         None => Err(Error::new(
             Status::LibraryMissing,
-            format!("libnvrtc not found; {INSTALL_HINT}. Searched: {}", tried.join("; ")),
+            format!(
+                "libnvrtc not found; {INSTALL_HINT}. Searched: {}",
+                tried.join("; ")
+            ),
         )),
     }
 }
@@ -220,7 +229,10 @@ impl Nvrtc {
         if r == 0 {
             Ok(())
         } else {
-            Err(Error::new(Status::CompileError, format!("{call} failed: {}", self.err_str(r))))
+            Err(Error::new(
+                Status::CompileError,
+                format!("{call} failed: {}", self.err_str(r)),
+            ))
         }
     }
 }
@@ -262,7 +274,10 @@ pub fn version() -> Result<(i32, i32)> {
 /// [`Status::InvalidArgument`] for NUL bytes in the inputs or an architecture option.
 pub fn compile(source: &str, name: &str, sm: (u32, u32), options: &[&str]) -> Result<Vec<u8>> {
     if sm.1 > 9 || sm.0 == 0 || sm.0 > 99 {
-        return Err(Error::invalid(format!("nvrtc compile: SM version ({}, {}) is not valid", sm.0, sm.1)));
+        return Err(Error::invalid(format!(
+            "nvrtc compile: SM version ({}, {}) is not valid",
+            sm.0, sm.1
+        )));
     }
     if let Some(o) = options.iter().find(|o| {
         o.starts_with("--gpu-architecture") || o.starts_with("-arch") || o.starts_with("--gpu-name")
@@ -275,19 +290,30 @@ pub fn compile(source: &str, name: &str, sm: (u32, u32), options: &[&str]) -> Re
     let nul = |what: &str| Error::invalid(format!("nvrtc compile: {what} contains a NUL byte"));
     let c_src = CString::new(source).map_err(|_| nul("source"))?;
     let c_name = CString::new(name).map_err(|_| nul("program name"))?;
-    let mut all: Vec<CString> = vec![CString::new(format!("--gpu-architecture=sm_{}{}", sm.0, sm.1))
-        .map_err(|_| nul("architecture option"))?];
+    let mut all: Vec<CString> =
+        vec![
+            CString::new(format!("--gpu-architecture=sm_{}{}", sm.0, sm.1))
+                .map_err(|_| nul("architecture option"))?,
+        ];
     for o in options {
         all.push(CString::new(*o).map_err(|_| nul(&format!("option {o:?}")))?);
     }
     let ptrs: Vec<*const c_char> = all.iter().map(|c| c.as_ptr()).collect();
-    let n_opts = c_int::try_from(ptrs.len()).map_err(|_| Error::invalid("nvrtc compile: too many options"))?;
+    let n_opts = c_int::try_from(ptrs.len())
+        .map_err(|_| Error::invalid("nvrtc compile: too many options"))?;
 
     let nv = load()?;
     let mut prog: Program = std::ptr::null_mut();
     // SAFETY: valid out-pointer and NUL-terminated strings; no headers.
     let r = unsafe {
-        (nv.create_program)(&mut prog, c_src.as_ptr(), c_name.as_ptr(), 0, std::ptr::null(), std::ptr::null())
+        (nv.create_program)(
+            &mut prog,
+            c_src.as_ptr(),
+            c_name.as_ptr(),
+            0,
+            std::ptr::null(),
+            std::ptr::null(),
+        )
     };
     nv.check(r, &format!("nvrtcCreateProgram({name})"))?;
     let guard = ProgramGuard { nv: &nv, prog };
@@ -305,7 +331,10 @@ pub fn compile(source: &str, name: &str, sm: (u32, u32), options: &[&str]) -> Re
     let log_end = log.iter().position(|&c| c == 0).unwrap_or(log.len());
     let log = String::from_utf8_lossy(&log[..log_end]).into_owned();
 
-    let opts_text: Vec<String> = all.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+    let opts_text: Vec<String> = all
+        .iter()
+        .map(|c| c.to_string_lossy().into_owned())
+        .collect();
     if rc != 0 {
         return Err(Error::new(
             Status::CompileError,
@@ -323,7 +352,10 @@ pub fn compile(source: &str, name: &str, sm: (u32, u32), options: &[&str]) -> Re
     if size == 0 {
         return Err(Error::new(
             Status::CompileError,
-            format!("nvrtc produced no cubin for {name} ({}); log:\n{log}", opts_text.join(" ")),
+            format!(
+                "nvrtc produced no cubin for {name} ({}); log:\n{log}",
+                opts_text.join(" ")
+            ),
         ));
     }
     let mut cubin = vec![0u8; size];

@@ -37,7 +37,12 @@ pub(crate) fn bad(msg: impl Into<String>) -> Error {
 }
 
 /// Bounds-checked slice `data[off..off+len]`, with `what` naming the structure in errors.
-pub(crate) fn slice<'a>(data: &'a [u8], off: u64, len: u64, what: &dyn Fn() -> String) -> Result<&'a [u8]> {
+pub(crate) fn slice<'a>(
+    data: &'a [u8],
+    off: u64,
+    len: u64,
+    what: &dyn Fn() -> String,
+) -> Result<&'a [u8]> {
     let end = off.checked_add(len);
     match end {
         Some(end) if end <= data.len() as u64 => Ok(&data[off as usize..end as usize]),
@@ -50,10 +55,12 @@ pub(crate) fn slice<'a>(data: &'a [u8], off: u64, len: u64, what: &dyn Fn() -> S
 }
 
 pub(crate) fn rd_u16(b: &[u8], off: usize) -> Option<u16> {
-    b.get(off..off.checked_add(2)?).map(|s| u16::from_le_bytes([s[0], s[1]]))
+    b.get(off..off.checked_add(2)?)
+        .map(|s| u16::from_le_bytes([s[0], s[1]]))
 }
 pub(crate) fn rd_u32(b: &[u8], off: usize) -> Option<u32> {
-    b.get(off..off.checked_add(4)?).map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    b.get(off..off.checked_add(4)?)
+        .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
 }
 pub(crate) fn rd_u64(b: &[u8], off: usize) -> Option<u64> {
     let s = b.get(off..off.checked_add(8)?)?;
@@ -138,7 +145,10 @@ impl<'a> Elf<'a> {
             return Err(bad(format!("ELF class {} is not ELFCLASS64 (2)", data[4])));
         }
         if data[5] != 1 {
-            return Err(bad(format!("ELF data encoding {} is not ELFDATA2LSB (1)", data[5])));
+            return Err(bad(format!(
+                "ELF data encoding {} is not ELFDATA2LSB (1)",
+                data[5]
+            )));
         }
         let h = |off| rd_u16(data, off).unwrap_or(0);
         let header = Header {
@@ -168,9 +178,17 @@ impl<'a> Elf<'a> {
                 header.e_shoff
             )));
         }
-        let table = slice(data, header.e_shoff, header.e_shnum as u64 * SHDR_SIZE as u64, &|| {
-            format!("section header table (e_shoff {:#x}, e_shnum {})", header.e_shoff, header.e_shnum)
-        })?;
+        let table = slice(
+            data,
+            header.e_shoff,
+            header.e_shnum as u64 * SHDR_SIZE as u64,
+            &|| {
+                format!(
+                    "section header table (e_shoff {:#x}, e_shnum {})",
+                    header.e_shoff, header.e_shnum
+                )
+            },
+        )?;
         let mut sections = Vec::with_capacity(header.e_shnum as usize);
         for i in 0..header.e_shnum as usize {
             let b = &table[i * SHDR_SIZE..(i + 1) * SHDR_SIZE];
@@ -186,13 +204,18 @@ impl<'a> Elf<'a> {
                 sh_entsize: rd_u64(b, 56).unwrap_or(0),
             };
             if s.sh_type != SHT_NULL && s.sh_type != SHT_NOBITS {
-                slice(data, s.sh_offset, s.sh_size, &|| format!("section {i} contents"))?;
+                slice(data, s.sh_offset, s.sh_size, &|| {
+                    format!("section {i} contents")
+                })?;
             }
             sections.push(s);
         }
         let si = header.e_shstrndx as usize;
         let shstr = sections.get(si).copied().ok_or_else(|| {
-            bad(format!("e_shstrndx {si} is not a section (e_shnum {})", header.e_shnum))
+            bad(format!(
+                "e_shstrndx {si} is not a section (e_shnum {})",
+                header.e_shnum
+            ))
         })?;
         if shstr.sh_type != SHT_STRTAB {
             return Err(bad(format!(
@@ -200,21 +223,32 @@ impl<'a> Elf<'a> {
                 shstr.sh_type
             )));
         }
-        let shstrtab = slice(data, shstr.sh_offset, shstr.sh_size, &|| "section name table".into())?;
-        Ok(Elf { data, header, sections, shstrtab })
+        let shstrtab = slice(data, shstr.sh_offset, shstr.sh_size, &|| {
+            "section name table".into()
+        })?;
+        Ok(Elf {
+            data,
+            header,
+            sections,
+            shstrtab,
+        })
     }
 
     /// The section header at `idx`.
     pub fn section(&self, idx: usize) -> Result<&Shdr> {
-        self.sections
-            .get(idx)
-            .ok_or_else(|| bad(format!("section index {idx} out of range (e_shnum {})", self.sections.len())))
+        self.sections.get(idx).ok_or_else(|| {
+            bad(format!(
+                "section index {idx} out of range (e_shnum {})",
+                self.sections.len()
+            ))
+        })
     }
 
     /// The name of section `idx`.
     pub fn section_name(&self, idx: usize) -> Result<&'a str> {
         let s = self.section(idx)?;
-        cstr(self.shstrtab, s.sh_name as u64).map_err(|e| bad(format!("name of section {idx}: {e}")))
+        cstr(self.shstrtab, s.sh_name as u64)
+            .map_err(|e| bad(format!("name of section {idx}: {e}")))
     }
 
     /// The file contents of section `idx` (empty for NOBITS).
@@ -223,7 +257,9 @@ impl<'a> Elf<'a> {
         if s.sh_type == SHT_NOBITS || s.sh_type == SHT_NULL {
             return Ok(&[]);
         }
-        slice(self.data, s.sh_offset, s.sh_size, &|| format!("section {idx} contents"))
+        slice(self.data, s.sh_offset, s.sh_size, &|| {
+            format!("section {idx} contents")
+        })
     }
 
     /// All symbols of the symbol table at section `symtab_idx`, with its string table.
@@ -272,7 +308,11 @@ impl<'a> Elf<'a> {
         let (size, rela) = match s.sh_type {
             SHT_REL => (16usize, false),
             SHT_RELA => (24usize, true),
-            t => return Err(bad(format!("section {idx} has type {t:#x}, not SHT_REL/SHT_RELA"))),
+            t => {
+                return Err(bad(format!(
+                    "section {idx} has type {t:#x}, not SHT_REL/SHT_RELA"
+                )))
+            }
         };
         if s.sh_size % size as u64 != 0 || (s.sh_entsize != 0 && s.sh_entsize != size as u64) {
             return Err(bad(format!(
@@ -292,7 +332,11 @@ impl<'a> Elf<'a> {
                     r_offset: rd_u64(b, 0).unwrap_or(0),
                     r_sym: (info >> 32) as u32,
                     r_type: info as u32,
-                    r_addend: if rela { rd_u64(b, 16).unwrap_or(0) as i64 } else { 0 },
+                    r_addend: if rela {
+                        rd_u64(b, 16).unwrap_or(0) as i64
+                    } else {
+                        0
+                    },
                 }
             })
             .collect())
@@ -304,7 +348,12 @@ pub fn cstr(table: &[u8], off: u64) -> std::result::Result<&str, String> {
     let rest = usize::try_from(off)
         .ok()
         .and_then(|o| table.get(o..))
-        .ok_or_else(|| format!("string offset {off:#x} outside the {:#x}-byte string table", table.len()))?;
+        .ok_or_else(|| {
+            format!(
+                "string offset {off:#x} outside the {:#x}-byte string table",
+                table.len()
+            )
+        })?;
     let end = rest
         .iter()
         .position(|&c| c == 0)

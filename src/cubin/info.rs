@@ -31,13 +31,41 @@ pub const EIATTR_SYSCALL_OFFSETS: u8 = 0x46;
 /// Attributes whose presence means the kernel needs a launch mode or runtime service that
 /// libtegragpu does not provide, with the reason given in errors.
 pub const UNSUPPORTED: &[(u8, &str, &str)] = &[
-    (EIATTR_EXTERNS, "EIATTR_EXTERNS", "unresolved external symbols"),
-    (EIATTR_COOP_GROUP_INSTR_OFFSETS, "EIATTR_COOP_GROUP_INSTR_OFFSETS", "cooperative launch (grid sync)"),
-    (EIATTR_COOP_GROUP_MASK_REGIDS, "EIATTR_COOP_GROUP_MASK_REGIDS", "cooperative launch (grid sync)"),
-    (EIATTR_CTA_PER_CLUSTER, "EIATTR_CTA_PER_CLUSTER", "thread-block clusters"),
-    (EIATTR_EXPLICIT_CLUSTER, "EIATTR_EXPLICIT_CLUSTER", "thread-block clusters"),
-    (EIATTR_MAX_CLUSTER_RANK, "EIATTR_MAX_CLUSTER_RANK", "thread-block clusters"),
-    (EIATTR_SYSCALL_OFFSETS, "EIATTR_SYSCALL_OFFSETS", "device syscalls (printf/malloc)"),
+    (
+        EIATTR_EXTERNS,
+        "EIATTR_EXTERNS",
+        "unresolved external symbols",
+    ),
+    (
+        EIATTR_COOP_GROUP_INSTR_OFFSETS,
+        "EIATTR_COOP_GROUP_INSTR_OFFSETS",
+        "cooperative launch (grid sync)",
+    ),
+    (
+        EIATTR_COOP_GROUP_MASK_REGIDS,
+        "EIATTR_COOP_GROUP_MASK_REGIDS",
+        "cooperative launch (grid sync)",
+    ),
+    (
+        EIATTR_CTA_PER_CLUSTER,
+        "EIATTR_CTA_PER_CLUSTER",
+        "thread-block clusters",
+    ),
+    (
+        EIATTR_EXPLICIT_CLUSTER,
+        "EIATTR_EXPLICIT_CLUSTER",
+        "thread-block clusters",
+    ),
+    (
+        EIATTR_MAX_CLUSTER_RANK,
+        "EIATTR_MAX_CLUSTER_RANK",
+        "thread-block clusters",
+    ),
+    (
+        EIATTR_SYSCALL_OFFSETS,
+        "EIATTR_SYSCALL_OFFSETS",
+        "device syscalls (printf/malloc)",
+    ),
 ];
 
 /// One attribute record.
@@ -113,7 +141,13 @@ pub fn parse<'a>(data: &'a [u8], section: &str) -> Result<Vec<Attr<'a>>> {
                 )))
             }
         };
-        out.push(Attr { format, attr, value, payload, offset: off });
+        out.push(Attr {
+            format,
+            attr,
+            value,
+            payload,
+            offset: off,
+        });
         off += 4 + payload.len();
     }
     Ok(out)

@@ -20,7 +20,9 @@ mod elf;
 mod info;
 
 use crate::error::{Error, Result, Status};
-use elf::{bad, Elf, Rel, Sym, SHN_ABS, SHN_LORESERVE, SHN_UNDEF, SHT_CUDA_INFO, SHT_NOBITS, SHT_PROGBITS};
+use elf::{
+    bad, Elf, Rel, Sym, SHN_ABS, SHN_LORESERVE, SHN_UNDEF, SHT_CUDA_INFO, SHT_NOBITS, SHT_PROGBITS,
+};
 use elf::{SHT_REL, SHT_RELA, SHT_SYMTAB, STO_CUDA_ENTRY, STT_FUNC};
 use info::Attr;
 use std::collections::HashMap;
@@ -120,9 +122,12 @@ pub struct KernelInfo {
 /// Saturates at `u32::MAX` (a launch check must reject such sizes).
 pub fn shared_memory_total(info: &KernelInfo, dynamic_bytes: u32, sm_major: u32) -> u32 {
     if sm_major >= 9 {
-        info.static_shared_bytes.max(info.shared_reserved).saturating_add(dynamic_bytes)
+        info.static_shared_bytes
+            .max(info.shared_reserved)
+            .saturating_add(dynamic_bytes)
     } else {
-        let raw = info.static_shared_bytes as u64 + dynamic_bytes as u64 + info.shared_reserved as u64;
+        let raw =
+            info.static_shared_bytes as u64 + dynamic_bytes as u64 + info.shared_reserved as u64;
         let rounded = raw.div_ceil(128) * 128;
         u32::try_from(rounded).unwrap_or(u32::MAX)
     }
@@ -202,7 +207,10 @@ fn sm_of(h: &elf::Header) -> Result<(u32, u32)> {
         }
     };
     if sm < 10 {
-        return Err(bad(format!("e_flags {:#x} encode SM {sm}, not a valid SM version", h.e_flags)));
+        return Err(bad(format!(
+            "e_flags {:#x} encode SM {sm}, not a valid SM version",
+            h.e_flags
+        )));
     }
     Ok((sm / 10, sm % 10))
 }
@@ -267,7 +275,11 @@ fn insert_keyed(map: &mut HashMap<u32, u32>, a: &Attr<'_>, what: &str) -> Result
 
 fn dims(a: &Attr<'_>, section: &str) -> Result<[u32; 3]> {
     a.expect_format(info::EIFMT_SVAL, section)?;
-    Ok([a.u32_at(0, section)?, a.u32_at(4, section)?, a.u32_at(8, section)?])
+    Ok([
+        a.u32_at(0, section)?,
+        a.u32_at(4, section)?,
+        a.u32_at(8, section)?,
+    ])
 }
 
 impl Module {
@@ -290,7 +302,11 @@ impl Module {
         }
         if elf.header.e_type != 2 {
             return Err(Error::new(
-                if elf.header.e_type == 1 { Status::NotSupported } else { Status::InvalidCubin },
+                if elf.header.e_type == 1 {
+                    Status::NotSupported
+                } else {
+                    Status::InvalidCubin
+                },
                 format!(
                     "e_type {} is not ET_EXEC (2); only final (linked) cubins can be loaded",
                     elf.header.e_type
@@ -305,11 +321,18 @@ impl Module {
         }
 
         // Symbol table (exactly one).
-        let symtabs: Vec<usize> = (0..n).filter(|&i| elf.sections[i].sh_type == SHT_SYMTAB).collect();
+        let symtabs: Vec<usize> = (0..n)
+            .filter(|&i| elf.sections[i].sh_type == SHT_SYMTAB)
+            .collect();
         let symtab_idx = match symtabs.as_slice() {
             [one] => *one,
             [] => return Err(bad("no SHT_SYMTAB section")),
-            many => return Err(bad(format!("{} SHT_SYMTAB sections (indices {many:?}), expected one", many.len()))),
+            many => {
+                return Err(bad(format!(
+                    "{} SHT_SYMTAB sections (indices {many:?}), expected one",
+                    many.len()
+                )))
+            }
         };
         let (syms, strtab) = elf.symbols(symtab_idx)?;
         let sym_name = |i: usize, s: &Sym| -> Result<&str> {
@@ -339,7 +362,9 @@ impl Module {
             let align = a.max(IMAGE_ALIGN);
             base_alignment = base_alignment.max(align);
             let offset = round_up(end, align).ok_or_else(|| bad("image size overflows"))?;
-            end = offset.checked_add(s.sh_size).ok_or_else(|| bad("image size overflows"))?;
+            end = offset
+                .checked_add(s.sh_size)
+                .ok_or_else(|| bad("image size overflows"))?;
             if end > MAX_IMAGE_BYTES {
                 return Err(Error::new(
                     Status::NotSupported,
@@ -350,7 +375,10 @@ impl Module {
                     ),
                 ));
             }
-            placed[i] = Some(Placed { offset, size: s.sh_size });
+            placed[i] = Some(Placed {
+                offset,
+                size: s.sh_size,
+            });
         }
         let total = round_up(end, IMAGE_ALIGN)
             .and_then(|e| e.checked_add(IMAGE_SLACK))
@@ -364,23 +392,36 @@ impl Module {
             if let Some(p) = placed[i] {
                 let dst = image
                     .get_mut(p.offset as usize..(p.offset + p.size) as usize)
-                    .ok_or_else(|| Error::new(Status::Internal, "cubin: image layout out of range"))?;
+                    .ok_or_else(|| {
+                        Error::new(Status::Internal, "cubin: image layout out of range")
+                    })?;
                 dst.copy_from_slice(data);
             }
         }
         let range_of = |g: Group| -> Result<Option<(u64, u64)>> {
-            let found: Vec<usize> = groups.iter().filter(|(gg, _)| *gg == g).map(|(_, i)| *i).collect();
+            let found: Vec<usize> = groups
+                .iter()
+                .filter(|(gg, _)| *gg == g)
+                .map(|(_, i)| *i)
+                .collect();
             match found.as_slice() {
                 [] => Ok(None),
                 [i] => Ok(placed[*i].map(|p| (p.offset, p.size))),
-                many => Err(bad(format!("{} sections named {} (indices {many:?})", many.len(), names[many[0]]))),
+                many => Err(bad(format!(
+                    "{} sections named {} (indices {many:?})",
+                    many.len(),
+                    names[many[0]]
+                ))),
             }
         };
         let cbank3 = range_of(Group::Constant3)?;
         let cbank4 = range_of(Group::Constant4)?;
         let global = range_of(Group::Global)?;
         let global_init = range_of(Group::GlobalInit)?;
-        for (what, r) in [("constant bank 3 (.nv.constant3)", cbank3), ("constant bank 4 (.nv.constant4)", cbank4)] {
+        for (what, r) in [
+            ("constant bank 3 (.nv.constant3)", cbank3),
+            ("constant bank 4 (.nv.constant4)", cbank4),
+        ] {
             if let Some((_, size)) = r {
                 if size > MAX_CBANK_BYTES {
                     return Err(bad(format!("{what} is {size:#x} bytes, more than 64 KiB")));
@@ -406,23 +447,31 @@ impl Module {
                 )));
             }
             for (k, r) in elf.relocations(i)?.into_iter().enumerate() {
-                relocs.push(Self::resolve_reloc(&r, k, names[i], names[tgt], tp, &syms, &placed, &names, &sym_name)?);
+                relocs.push(Self::resolve_reloc(
+                    &r, k, names[i], names[tgt], tp, &syms, &placed, &names, &sym_name,
+                )?);
             }
         }
 
         // Module .nv.info.
         let mut minfo = ModuleInfo::default();
-        for i in 0..n {
-            if elf.sections[i].sh_type != SHT_CUDA_INFO || names[i] != ".nv.info" {
+        for (i, name) in names.iter().enumerate() {
+            if elf.sections[i].sh_type != SHT_CUDA_INFO || *name != ".nv.info" {
                 continue;
             }
             let attrs = info::parse(elf.section_data(i)?, ".nv.info")?;
             check_unsupported(&attrs, ".nv.info")?;
             for a in &attrs {
                 match a.attr {
-                    info::EIATTR_REGCOUNT => insert_keyed(&mut minfo.regcount, a, "EIATTR_REGCOUNT")?,
-                    info::EIATTR_FRAME_SIZE => insert_keyed(&mut minfo.frame_size, a, "EIATTR_FRAME_SIZE")?,
-                    info::EIATTR_MIN_STACK_SIZE => insert_keyed(&mut minfo.min_stack, a, "EIATTR_MIN_STACK_SIZE")?,
+                    info::EIATTR_REGCOUNT => {
+                        insert_keyed(&mut minfo.regcount, a, "EIATTR_REGCOUNT")?
+                    }
+                    info::EIATTR_FRAME_SIZE => {
+                        insert_keyed(&mut minfo.frame_size, a, "EIATTR_FRAME_SIZE")?
+                    }
+                    info::EIATTR_MIN_STACK_SIZE => {
+                        insert_keyed(&mut minfo.min_stack, a, "EIATTR_MIN_STACK_SIZE")?
+                    }
                     _ => {}
                 }
             }
@@ -442,7 +491,17 @@ impl Module {
             kernels.push(k);
         }
 
-        Ok(Module { sm, image, base_alignment, relocs, kernels, cbank3, cbank4, global, global_init })
+        Ok(Module {
+            sm,
+            image,
+            base_alignment,
+            relocs,
+            kernels,
+            cbank3,
+            cbank4,
+            global,
+            global_init,
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -457,7 +516,12 @@ impl Module {
         names: &[&'n str],
         sym_name: &dyn Fn(usize, &Sym) -> Result<&'n str>,
     ) -> Result<Reloc> {
-        let ctx = || format!("relocation {k} in {sec} (type {:#x}, r_offset {:#x})", r.r_type, r.r_offset);
+        let ctx = || {
+            format!(
+                "relocation {k} in {sec} (type {:#x}, r_offset {:#x})",
+                r.r_type, r.r_offset
+            )
+        };
         let (patch, start, width) = match r.r_type {
             R_CUDA_32 => (Patch::Abs32, 0u64, 4u64),
             R_CUDA_64 | R_CUDA_G64 => (Patch::Abs64, 0, 8),
@@ -466,7 +530,10 @@ impl Module {
             R_CUDA_FUNC_DESC32_LO_32 | R_CUDA_FUNC_DESC32_HI_32 => {
                 return Err(Error::new(
                     Status::NotSupported,
-                    format!("{}: R_CUDA_FUNC_DESC32 (function-pointer descriptors) is not supported", ctx()),
+                    format!(
+                        "{}: R_CUDA_FUNC_DESC32 (function-pointer descriptors) is not supported",
+                        ctx()
+                    ),
                 ))
             }
             t => {
@@ -476,7 +543,10 @@ impl Module {
                 ))
             }
         };
-        let fits = r.r_offset.checked_add(start + width).is_some_and(|e| e <= tp.size);
+        let fits = r
+            .r_offset
+            .checked_add(start + width)
+            .is_some_and(|e| e <= tp.size);
         if !fits {
             return Err(bad(format!(
                 "{}: patches bytes {:#x}+{} outside the {:#x}-byte section {tgt_name}",
@@ -488,19 +558,30 @@ impl Module {
         }
         let at = tp.offset + r.r_offset + start;
         let sym = syms.get(r.r_sym as usize).ok_or_else(|| {
-            bad(format!("{}: symbol index {} out of range ({} symbols)", ctx(), r.r_sym, syms.len()))
+            bad(format!(
+                "{}: symbol index {} out of range ({} symbols)",
+                ctx(),
+                r.r_sym,
+                syms.len()
+            ))
         })?;
         let sname = sym_name(r.r_sym as usize, sym).unwrap_or("?");
         let target = match sym.st_shndx {
             SHN_UNDEF => {
                 return Err(Error::new(
                     Status::NotSupported,
-                    format!("{}: symbol {sname} is undefined (unresolved external)", ctx()),
+                    format!(
+                        "{}: symbol {sname} is undefined (unresolved external)",
+                        ctx()
+                    ),
                 ))
             }
             SHN_ABS => Target::Abs(sym.st_value),
             x if x >= SHN_LORESERVE => {
-                return Err(bad(format!("{}: symbol {sname} has special section index {x:#x}", ctx())))
+                return Err(bad(format!(
+                    "{}: symbol {sname} has special section index {x:#x}",
+                    ctx()
+                )))
             }
             x => {
                 let p = placed.get(x as usize).copied().flatten().ok_or_else(|| {
@@ -521,7 +602,14 @@ impl Module {
                 Target::Image(p.offset + sym.st_value)
             }
         };
-        Ok(Reloc { at, patch, r_type: r.r_type, target, addend: r.r_addend, section: sec.to_string() })
+        Ok(Reloc {
+            at,
+            patch,
+            r_type: r.r_type,
+            target,
+            addend: r.r_addend,
+            section: sec.to_string(),
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -536,7 +624,9 @@ impl Module {
         sm: (u32, u32),
     ) -> Result<KernelInfo> {
         let ti = sym.st_shndx as usize;
-        let tsec = elf.section(ti).map_err(|e| bad(format!("kernel {name}: {}", e.message)))?;
+        let tsec = elf
+            .section(ti)
+            .map_err(|e| bad(format!("kernel {name}: {}", e.message)))?;
         let tp = match placed.get(ti).copied().flatten() {
             Some(p) if names[ti].starts_with(".text.") => p,
             _ => {
@@ -568,10 +658,16 @@ impl Module {
                 r
             }
             None if sh_info_regs != 0 => sh_info_regs,
-            None => return Err(bad(format!("kernel {name}: no EIATTR_REGCOUNT for symbol {si} in .nv.info"))),
+            None => {
+                return Err(bad(format!(
+                    "kernel {name}: no EIATTR_REGCOUNT for symbol {si} in .nv.info"
+                )))
+            }
         };
         if register_count == 0 || register_count > 255 {
-            return Err(bad(format!("kernel {name}: register count {register_count} is not in 1..=255")));
+            return Err(bad(format!(
+                "kernel {name}: register count {register_count} is not in 1..=255"
+            )));
         }
         let barrier_count = ((tsec.sh_flags >> 20) & 0x7f) as u32;
         if barrier_count > 16 {
@@ -589,18 +685,28 @@ impl Module {
         let c2name = format!(".nv.constant2.{name}");
         for (i, s) in elf.sections.iter().enumerate() {
             let nm = names[i];
-            if s.sh_info as usize == ti && s.sh_type == SHT_CUDA_INFO && nm.starts_with(".nv.info.") {
+            if s.sh_info as usize == ti && s.sh_type == SHT_CUDA_INFO && nm.starts_with(".nv.info.")
+            {
                 let attrs = info::parse(elf.section_data(i)?, nm)?;
                 check_unsupported(&attrs, nm)?;
                 attrs_all.extend(attrs.into_iter().map(|a| (a, nm)));
-            } else if s.sh_info as usize == ti && s.sh_type == SHT_NOBITS && nm.starts_with(".nv.shared.") {
+            } else if s.sh_info as usize == ti
+                && s.sh_type == SHT_NOBITS
+                && nm.starts_with(".nv.shared.")
+            {
                 static_shared = static_shared.max(s.sh_size);
-            } else if s.sh_info as usize == ti && s.sh_type == SHT_PROGBITS && nm.starts_with(".nv.constant0.") {
+            } else if s.sh_info as usize == ti
+                && s.sh_type == SHT_PROGBITS
+                && nm.starts_with(".nv.constant0.")
+            {
                 cbank0_section = s.sh_size;
             } else if nm == c2name {
                 if let Some(p) = placed[i] {
                     if p.size > MAX_CBANK_BYTES {
-                        return Err(bad(format!("kernel {name}: {nm} is {:#x} bytes, more than 64 KiB", p.size)));
+                        return Err(bad(format!(
+                            "kernel {name}: {nm} is {:#x} bytes, more than 64 KiB",
+                            p.size
+                        )));
                     }
                     cbank2 = Some((p.offset, p.size));
                 }
@@ -609,7 +715,11 @@ impl Module {
         let static_shared_bytes = u32::try_from(static_shared)
             .ok()
             .filter(|&v| v <= 0x4_0000)
-            .ok_or_else(|| bad(format!("kernel {name}: static shared memory {static_shared:#x} bytes exceeds 256 KiB")))?;
+            .ok_or_else(|| {
+                bad(format!(
+                    "kernel {name}: static shared memory {static_shared:#x} bytes exceeds 256 KiB"
+                ))
+            })?;
 
         let mut param_cbank: Option<(u32, u32)> = None;
         let mut cbank_param_size: Option<u32> = None;
@@ -622,7 +732,9 @@ impl Module {
                     a.expect_format(info::EIFMT_SVAL, sec)?;
                     let v = (a.u16_at(4, sec)? as u32, a.u16_at(6, sec)? as u32);
                     if param_cbank.is_some_and(|o| o != v) {
-                        return Err(bad(format!("{sec}: EIATTR_PARAM_CBANK given twice with different values")));
+                        return Err(bad(format!(
+                            "{sec}: EIATTR_PARAM_CBANK given twice with different values"
+                        )));
                     }
                     param_cbank = Some(v);
                 }
@@ -641,10 +753,16 @@ impl Module {
                             format!("kernel {name}: parameter {ordinal} is not in the constant-bank parameter space (flags {flags:#x})"),
                         ));
                     }
-                    let p = ParamInfo { ordinal, offset, size: flags >> 18 };
+                    let p = ParamInfo {
+                        ordinal,
+                        offset,
+                        size: flags >> 18,
+                    };
                     if let Some(o) = params.iter().find(|o| o.ordinal == ordinal) {
                         if *o != p {
-                            return Err(bad(format!("kernel {name}: parameter {ordinal} described twice differently")));
+                            return Err(bad(format!(
+                                "kernel {name}: parameter {ordinal} described twice differently"
+                            )));
                         }
                     } else {
                         params.push(p);
@@ -664,13 +782,17 @@ impl Module {
         let (param_base, param_bytes) = match (param_cbank, cbank_param_size) {
             (Some((_, s)), Some(c)) if s != c => {
                 return Err(bad(format!(
-                    "kernel {name}: EIATTR_PARAM_CBANK size {s:#x} != EIATTR_CBANK_PARAM_SIZE {c:#x}"
-                )))
+                "kernel {name}: EIATTR_PARAM_CBANK size {s:#x} != EIATTR_CBANK_PARAM_SIZE {c:#x}"
+            )))
             }
             (Some((b, s)), _) => (b, s),
             (None, Some(c)) => (default_base, c),
             (None, None) if params.is_empty() => (default_base, 0),
-            (None, None) => return Err(bad(format!("kernel {name}: parameters but no EIATTR_PARAM_CBANK"))),
+            (None, None) => {
+                return Err(bad(format!(
+                    "kernel {name}: parameters but no EIATTR_PARAM_CBANK"
+                )))
+            }
         };
         for (idx, p) in params.iter().enumerate() {
             if p.ordinal != idx as u32 {
@@ -808,7 +930,10 @@ impl Module {
             let list: Vec<&str> = self.kernels.iter().map(|k| k.name.as_str()).collect();
             Error::new(
                 Status::NotFound,
-                format!("kernel {name:?} not found in the cubin; it has: {}", list.join(", ")),
+                format!(
+                    "kernel {name:?} not found in the cubin; it has: {}",
+                    list.join(", ")
+                ),
             )
         })
     }
@@ -839,7 +964,12 @@ fn write(image: &mut [u8], at: usize, bytes: &[u8]) -> Result<()> {
     let dst = at
         .checked_add(bytes.len())
         .and_then(|e| image.get_mut(at..e))
-        .ok_or_else(|| Error::new(Status::Internal, format!("cubin relocate: offset {at:#x} outside the image")))?;
+        .ok_or_else(|| {
+            Error::new(
+                Status::Internal,
+                format!("cubin relocate: offset {at:#x} outside the image"),
+            )
+        })?;
     dst.copy_from_slice(bytes);
     Ok(())
 }
