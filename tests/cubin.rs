@@ -658,6 +658,46 @@ fn barrier_flags_are_read_from_sh_flags() {
     assert_eq!(parse(&f, ORIN).kernel("saxpy").unwrap().barrier_count, 6);
 }
 
+#[test]
+fn num_barriers_attribute_is_honoured() {
+    // sm_100 cubins also carry EIATTR_NUM_BARRIERS (0x4c, BVAL); the larger count wins.
+    let mut f = K100.to_vec();
+    let at = find_attr(&f, ".nv.info.reduce_sum", 0x4c);
+    assert_eq!((f[at], u16_at(&f, at + 2)), (2, 1));
+    f[at + 2..at + 4].copy_from_slice(&3u16.to_le_bytes());
+    let m = parse(&f, (10, 0));
+    assert_eq!(m.kernel("reduce_sum").unwrap().barrier_count, 3);
+    f[at + 2..at + 4].copy_from_slice(&17u16.to_le_bytes());
+    expect_err(&f, (10, 0), Status::InvalidCubin, &["reduce_sum", "17"]);
+}
+
+#[test]
+fn constant2_section_becomes_the_kernels_cbank2() {
+    // nvrtc 12.9 emitted no jump tables for our sources, so rename `.nv.constant0.switchy`
+    // (PROGBITS, non-zero size) to `.nv.constant2.switchy` in the section-name table.
+    for (b, sm) in [(G87, ORIN), (G90, HOPPER)] {
+        let mut f = b.to_vec();
+        let shstr = sections(b)[u16_at(b, 62) as usize].clone();
+        let tab = &b[shstr.offset as usize..(shstr.offset + shstr.size) as usize];
+        let needle = b".nv.constant0.switchy\0";
+        let pos = tab.windows(needle.len()).position(|w| w == needle).unwrap();
+        f[shstr.offset as usize + pos + 12] = b'2';
+        let src = section(&f, ".nv.constant2.switchy");
+        let m = parse(&f, sm);
+        let k = m.kernel("switchy").unwrap();
+        let (off, size) = k.cbank2.expect("cbank2");
+        assert_eq!(size, src.size);
+        assert_eq!(off % 128, 0);
+        assert_eq!(
+            &m.image()[off as usize..(off + size) as usize],
+            &f[src.offset as usize..(src.offset + src.size) as usize]
+        );
+        assert_eq!(m.kernel("use_globals").unwrap().cbank2, None);
+        // Without the section the kernel has no cbank 2.
+        assert_eq!(parse(b, sm).kernel("switchy").unwrap().cbank2, None);
+    }
+}
+
 // ---------------------------------------------------------------- fuzzing
 
 /// splitmix64: deterministic, dependency-free.

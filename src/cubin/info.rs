@@ -27,6 +27,7 @@ pub const EIATTR_CTA_PER_CLUSTER: u8 = 0x3d;
 pub const EIATTR_EXPLICIT_CLUSTER: u8 = 0x3e;
 pub const EIATTR_MAX_CLUSTER_RANK: u8 = 0x3f;
 pub const EIATTR_SYSCALL_OFFSETS: u8 = 0x46;
+pub const EIATTR_NUM_BARRIERS: u8 = 0x4c;
 
 /// Attributes whose presence means the kernel needs a launch mode or runtime service that
 /// libtegragpu does not provide, with the reason given in errors.

@@ -669,13 +669,7 @@ impl Module {
                 "kernel {name}: register count {register_count} is not in 1..=255"
             )));
         }
-        let barrier_count = ((tsec.sh_flags >> 20) & 0x7f) as u32;
-        if barrier_count > 16 {
-            return Err(bad(format!(
-                "kernel {name}: {} sh_flags {:#x} declare {barrier_count} barriers, more than 16",
-                names[ti], tsec.sh_flags
-            )));
-        }
+        let mut barrier_count = ((tsec.sh_flags >> 20) & 0x7f) as u32;
 
         // Per-kernel sections, tied to the .text section by sh_info.
         let mut attrs_all: Vec<(Attr<'_>, &str)> = Vec::new();
@@ -770,10 +764,21 @@ impl Module {
                 }
                 info::EIATTR_MAX_THREADS => max_threads = Some(dims(a, sec)?),
                 info::EIATTR_REQNTID => reqntid = Some(dims(a, sec)?),
+                info::EIATTR_NUM_BARRIERS => {
+                    // Newer toolchains (sm_100); the larger of this and the sh_flags count wins.
+                    barrier_count = barrier_count.max(a.value as u32)
+                }
                 _ => {}
             }
         }
         params.sort_by_key(|p| p.ordinal);
+        if barrier_count > 16 {
+            return Err(bad(format!(
+                "kernel {name}: {} sh_flags {:#x} / EIATTR_NUM_BARRIERS declare {barrier_count} \
+                 barriers, more than 16",
+                names[ti], tsec.sh_flags
+            )));
+        }
         let default_base = match sm.0 {
             ..=8 => 0x160,
             9 => 0x210,
