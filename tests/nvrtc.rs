@@ -53,7 +53,7 @@ fn recompiling_the_sources_reproduces_the_committed_fixtures() {
         ("tests/fixtures/cubin/globals.cu", "globals.cu", "globals"),
     ] {
         let source = String::from_utf8(read(src)).unwrap();
-        for sm in [(8, 7), (9, 0)] {
+        for sm in [(8, 7), (9, 0), (10, 0)] {
             let cubin = nvrtc::compile(&source, prog, sm, FIXTURE_OPTIONS).unwrap();
             let want = read(&format!(
                 "tests/fixtures/cubin/{stem}.sm_{}{}.cubin",
