@@ -110,7 +110,7 @@ impl Module {
         let lm_per_thread = crate::hw::local_mem::lm_per_thread(k.local_bytes_per_thread);
         dev.ensure_local_memory(lm_per_thread)?;
         let max_smem = dev.arch().max_shared_per_block;
-        let static_total = cubin::shared_total(k, 0, dev.info().sm_major);
+        let static_total = cubin::shared_memory_total(k, 0, dev.info().sm_major);
         let attrs = KernelAttributes {
             name: k.name.clone(),
             params: k.params.iter().map(|p| ParamAttr { offset: p.offset, size: p.size }).collect(),

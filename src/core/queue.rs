@@ -482,7 +482,7 @@ impl Queue {
         // SAFETY: [karg_off, karg_off + cb_size) was just reserved in the CPU-mapped ring.
         let cb = unsafe { std::slice::from_raw_parts_mut(karg.alloc.cpu.add(karg_off), cb_size as usize) };
         let dev_info = self.dev.info();
-        let shared_total = crate::cubin::shared_total(info, cfg.dynamic_shared_bytes, dev_info.sm_major);
+        let shared_total = crate::cubin::shared_memory_total(info, cfg.dynamic_shared_bytes, dev_info.sm_major);
         let p = crate::hw::cbank0::Cbank0Params {
             block: cfg.block,
             grid: cfg.grid,
