@@ -200,7 +200,10 @@ const CAPS_AMPERE: PbCaps = PbCaps {
     ce_addr_bits: 49,
     ce_sem_payload64: true,
 };
-const CAPS_GA100: PbCaps = PbCaps { ce_sem_payload64: false, ..CAPS_AMPERE };
+const CAPS_GA100: PbCaps = PbCaps {
+    ce_sem_payload64: false,
+    ..CAPS_AMPERE
+};
 const CAPS_HOPPER: PbCaps = PbCaps {
     host_sem_addr_bits: 57,
     local_mem_addr_bits: 57,
@@ -218,7 +221,7 @@ const GIB: u64 = 1 << 30;
 
 /// Jetson Orin (ga10b, sm_87): the primary target. Windows as in the Orin seeds, each reserved
 /// with 1 GiB of NVGPU_AS_IOCTL_ALLOC_SPACE.
-pub const GA10B: ArchInfo = ArchInfo {
+pub static GA10B: ArchInfo = ArchInfo {
     name: "ga10b",
     sm_major: 8,
     sm_minor: 7,
@@ -242,7 +245,7 @@ pub const GA10B: ArchInfo = ArchInfo {
 };
 
 /// A100 (GA100, sm_80).
-pub const GA100: ArchInfo = ArchInfo {
+pub static GA100: ArchInfo = ArchInfo {
     name: "ga100",
     sm_major: 8,
     sm_minor: 0,
@@ -266,7 +269,7 @@ pub const GA100: ArchInfo = ArchInfo {
 };
 
 /// Desktop Ampere (GA10x, sm_86).
-pub const GA10X: ArchInfo = ArchInfo {
+pub static GA10X: ArchInfo = ArchInfo {
     name: "ga10x",
     sm_major: 8,
     sm_minor: 6,
@@ -290,7 +293,7 @@ pub const GA10X: ArchInfo = ArchInfo {
 };
 
 /// Ada (AD10x, sm_89).
-pub const AD10X: ArchInfo = ArchInfo {
+pub static AD10X: ArchInfo = ArchInfo {
     name: "ad10x",
     sm_major: 8,
     sm_minor: 9,
@@ -314,7 +317,7 @@ pub const AD10X: ArchInfo = ArchInfo {
 };
 
 /// Hopper (GH100: H100/H200, sm_90). QMD V04 with QMD_TYPE GRID_CTA ([H200-verified]).
-pub const GH100: ArchInfo = ArchInfo {
+pub static GH100: ArchInfo = ArchInfo {
     name: "gh100",
     sm_major: 9,
     sm_minor: 0,
@@ -338,7 +341,7 @@ pub const GH100: ArchInfo = ArchInfo {
 };
 
 /// Blackwell datacenter / Thor (GB100, GB10B, sm_100). QMD V05 — unverified.
-pub const GB100: ArchInfo = ArchInfo {
+pub static GB100: ArchInfo = ArchInfo {
     name: "gb100",
     sm_major: 10,
     sm_minor: 0,
@@ -362,7 +365,7 @@ pub const GB100: ArchInfo = ArchInfo {
 };
 
 /// Blackwell consumer (GB20x, sm_120). QMD V05; cbank0 layout assumed equal to sm_100 — unverified.
-pub const GB20X: ArchInfo = ArchInfo {
+pub static GB20X: ArchInfo = ArchInfo {
     name: "gb20x",
     sm_major: 12,
     sm_minor: 0,

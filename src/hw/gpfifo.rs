@@ -139,7 +139,17 @@ impl GpRing {
                  pointers must be non-null and aligned, entries a power of two >= 2"
             )));
         }
-        Ok(GpRing { ring, entries, mask: entries - 1, put: 0, last_get: 0, userd, doorbell, token, label })
+        Ok(GpRing {
+            ring,
+            entries,
+            mask: entries - 1,
+            put: 0,
+            last_get: 0,
+            userd,
+            doorbell,
+            token,
+            label,
+        })
     }
 
     /// Number of entries (power of two).
@@ -173,7 +183,11 @@ impl GpRing {
     /// Read GP_GET from USERD (byte 0x88). It may be stale (a lower bound of the GPU's progress).
     pub fn userd_gp_get(&self) -> u32 {
         // SAFETY: `new`'s contract: userd points to >= 0x90 readable, 4-aligned bytes.
-        unsafe { std::ptr::read_volatile(self.userd.add(crate::hw::method::NVC56F_USERD_GP_GET) as *const u32) }
+        unsafe {
+            std::ptr::read_volatile(
+                self.userd.add(crate::hw::method::NVC56F_USERD_GP_GET) as *const u32
+            )
+        }
     }
 
     /// Write `entry` at the next slot. When the ring is full, polls `progress` (which returns
@@ -196,7 +210,11 @@ impl GpRing {
     }
 
     #[cold]
-    fn wait_for_slot(&mut self, progress: &mut dyn FnMut() -> Result<u32>, timeout_ns: u64) -> Result<()> {
+    fn wait_for_slot(
+        &mut self,
+        progress: &mut dyn FnMut() -> Result<u32>,
+        timeout_ns: u64,
+    ) -> Result<()> {
         let start = Instant::now();
         let mut polls: u32 = 0;
         loop {
@@ -242,7 +260,9 @@ impl GpRing {
     pub fn kick(&mut self) {
         store_barrier();
         // SAFETY: `new`'s contract: userd has >= 0x90 writable, 4-aligned bytes.
-        unsafe { std::ptr::write_volatile(self.userd.add(NVC56F_USERD_GP_PUT) as *mut u32, self.put) };
+        unsafe {
+            std::ptr::write_volatile(self.userd.add(NVC56F_USERD_GP_PUT) as *mut u32, self.put)
+        };
         full_barrier();
         // SAFETY: `new`'s contract: doorbell is a writable, aligned u32.
         unsafe { std::ptr::write_volatile(self.doorbell, self.token) };

@@ -98,7 +98,8 @@ pub const fn header(sec_op: u32, count: u32, subch: u32, byte_method: u32) -> u3
 
 #[inline]
 fn check(what: &str, subch: u32, byte_method: u32, count: u32) -> Result<()> {
-    if subch > 7 || byte_method >= METHOD_LIMIT || byte_method & 3 != 0 || count > MAX_METHOD_COUNT {
+    if subch > 7 || byte_method >= METHOD_LIMIT || byte_method & 3 != 0 || count > MAX_METHOD_COUNT
+    {
         return Err(Error::new(
             Status::InvalidArgument,
             format!(
@@ -113,13 +114,23 @@ fn check(what: &str, subch: u32, byte_method: u32, count: u32) -> Result<()> {
 /// Incrementing-method header (SEC_OP 1): `count` data words go to `method`, `method+4`, ...
 pub fn inc(subch: u32, byte_method: u32, count: u32) -> Result<u32> {
     check("inc", subch, byte_method, count)?;
-    Ok(header(NVC56F_DMA_SEC_OP_INC_METHOD, count, subch, byte_method))
+    Ok(header(
+        NVC56F_DMA_SEC_OP_INC_METHOD,
+        count,
+        subch,
+        byte_method,
+    ))
 }
 
 /// Non-incrementing header (SEC_OP 3): all `count` data words go to `method`.
 pub fn noninc(subch: u32, byte_method: u32, count: u32) -> Result<u32> {
     check("noninc", subch, byte_method, count)?;
-    Ok(header(NVC56F_DMA_SEC_OP_NON_INC_METHOD, count, subch, byte_method))
+    Ok(header(
+        NVC56F_DMA_SEC_OP_NON_INC_METHOD,
+        count,
+        subch,
+        byte_method,
+    ))
 }
 
 /// Increment-once header (SEC_OP 5): the first word goes to `method`, the rest to `method+4`.
@@ -136,7 +147,12 @@ pub fn immd(subch: u32, byte_method: u32, data: u32) -> Result<u32> {
             "hw::method::immd(subch={subch}, method={byte_method:#x}, data={data:#x}): immediate data must be at most {MAX_IMMD_DATA:#x}"
         )));
     }
-    Ok(header(NVC56F_DMA_SEC_OP_IMMD_DATA_METHOD, data, subch, byte_method))
+    Ok(header(
+        NVC56F_DMA_SEC_OP_IMMD_DATA_METHOD,
+        data,
+        subch,
+        byte_method,
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -453,14 +469,19 @@ pub const NVC7B5_LAUNCH_DMA_SEMAPHORE_PAYLOAD_SIZE: Field = Field::new(27, 27);
 pub const NVC7B5_LAUNCH_DMA_SEMAPHORE_PAYLOAD_SIZE_TWO_WORD: u32 = 1;
 
 /// Linear copy LAUNCH_DMA: NON_PIPELINED | SRC PITCH | DST PITCH = 0x182.
-pub const CE_LAUNCH_COPY: u32 = NVC7B5_LAUNCH_DMA_DATA_TRANSFER_TYPE.val(NVC7B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_NON_PIPELINED)
+pub const CE_LAUNCH_COPY: u32 = NVC7B5_LAUNCH_DMA_DATA_TRANSFER_TYPE
+    .val(NVC7B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_NON_PIPELINED)
     | NVC7B5_LAUNCH_DMA_SRC_MEMORY_LAYOUT.val(NVC7B5_LAUNCH_DMA_MEMORY_LAYOUT_PITCH)
     | NVC7B5_LAUNCH_DMA_DST_MEMORY_LAYOUT.val(NVC7B5_LAUNCH_DMA_MEMORY_LAYOUT_PITCH);
 /// Linear copy LAUNCH_DMA with FLUSH_ENABLE = 0x186 (last chunk).
-pub const CE_LAUNCH_COPY_FLUSH: u32 = CE_LAUNCH_COPY | NVC7B5_LAUNCH_DMA_FLUSH_ENABLE.val(NVC7B5_LAUNCH_DMA_FLUSH_ENABLE_TRUE);
+pub const CE_LAUNCH_COPY_FLUSH: u32 =
+    CE_LAUNCH_COPY | NVC7B5_LAUNCH_DMA_FLUSH_ENABLE.val(NVC7B5_LAUNCH_DMA_FLUSH_ENABLE_TRUE);
 /// Semaphore-only LAUNCH_DMA: FLUSH_ENABLE | FOUR_WORD release (payload + timestamp) = 0x14.
-pub const CE_LAUNCH_SEM_FOUR_WORD: u32 = NVC7B5_LAUNCH_DMA_FLUSH_ENABLE.val(NVC7B5_LAUNCH_DMA_FLUSH_ENABLE_TRUE)
-    | NVC7B5_LAUNCH_DMA_SEMAPHORE_TYPE.val(NVC7B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD_SEMAPHORE);
+pub const CE_LAUNCH_SEM_FOUR_WORD: u32 = NVC7B5_LAUNCH_DMA_FLUSH_ENABLE
+    .val(NVC7B5_LAUNCH_DMA_FLUSH_ENABLE_TRUE)
+    | NVC7B5_LAUNCH_DMA_SEMAPHORE_TYPE
+        .val(NVC7B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD_SEMAPHORE);
 /// [`CE_LAUNCH_SEM_FOUR_WORD`] with a 64-bit payload (bit 27) = 0x0800_0014.
 pub const CE_LAUNCH_SEM_FOUR_WORD_64: u32 = CE_LAUNCH_SEM_FOUR_WORD
-    | NVC7B5_LAUNCH_DMA_SEMAPHORE_PAYLOAD_SIZE.val(NVC7B5_LAUNCH_DMA_SEMAPHORE_PAYLOAD_SIZE_TWO_WORD);
+    | NVC7B5_LAUNCH_DMA_SEMAPHORE_PAYLOAD_SIZE
+        .val(NVC7B5_LAUNCH_DMA_SEMAPHORE_PAYLOAD_SIZE_TWO_WORD);

@@ -16,4 +16,6 @@ pub use arch::{arch_for_compute_class, arch_for_device, ArchInfo, QmdVersion};
 pub use cbank0::{build_cbank0, Cbank0Params};
 pub use gpfifo::{gp_entry, GpRing};
 pub use pushbuf::PushBuf;
-pub use qmd::{encode_qmd, encode_v03, encode_v04, encode_v05, smem_config, LaunchDesc, QmdRelease, SmemConfig};
+pub use qmd::{
+    encode_qmd, encode_v03, encode_v04, encode_v05, smem_config, LaunchDesc, QmdRelease, SmemConfig,
+};

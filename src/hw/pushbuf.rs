@@ -86,7 +86,8 @@ impl<'a> PushBuf<'a> {
 
     /// Append raw words.
     pub fn push_words(&mut self, words: &[u32]) -> Result<()> {
-        self.reserve("push_words", words.len())?.copy_from_slice(words);
+        self.reserve("push_words", words.len())?
+            .copy_from_slice(words);
         Ok(())
     }
 
@@ -121,7 +122,9 @@ impl<'a> PushBuf<'a> {
     /// SET_OBJECT(`class`) on `subch` (0x20012000, class for compute on subchannel 1).
     pub fn set_object(&mut self, subch: u32, class: u32) -> Result<()> {
         if class > 0xFFFF {
-            return Err(Error::invalid(format!("hw::pushbuf::set_object(subch={subch}, class={class:#x}): class must fit 16 bits")));
+            return Err(Error::invalid(format!(
+                "hw::pushbuf::set_object(subch={subch}, class={class:#x}): class must fit 16 bits"
+            )));
         }
         self.inc(subch, NVC56F_SET_OBJECT, &[class])
     }
@@ -141,7 +144,14 @@ impl<'a> PushBuf<'a> {
     /// payload+PTIMER semaphore (16-byte alignment); `wfi` RELEASE_WFI (wait for idle + sysmembar
     /// first). tinygrad's signal is `(payload64, timestamp, wfi) = (true, true, true)` →
     /// SEM_EXECUTE 0x0310_0001.
-    pub fn host_sem_release(&mut self, va: u64, payload: u64, payload64: bool, timestamp: bool, wfi: bool) -> Result<()> {
+    pub fn host_sem_release(
+        &mut self,
+        va: u64,
+        payload: u64,
+        payload64: bool,
+        timestamp: bool,
+        wfi: bool,
+    ) -> Result<()> {
         let align = if timestamp {
             16
         } else if payload64 {
@@ -161,8 +171,19 @@ impl<'a> PushBuf<'a> {
             | NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP.val(u32::from(timestamp));
         self.run(
             "host_sem_release",
-            header(NVC56F_DMA_SEC_OP_INC_METHOD, 5, SUBCH_HOST, NVC56F_SEM_ADDR_LO),
-            &[va as u32, (va >> 32) as u32, payload as u32, (payload >> 32) as u32, exec],
+            header(
+                NVC56F_DMA_SEC_OP_INC_METHOD,
+                5,
+                SUBCH_HOST,
+                NVC56F_SEM_ADDR_LO,
+            ),
+            &[
+                va as u32,
+                (va >> 32) as u32,
+                payload as u32,
+                (payload >> 32) as u32,
+                exec,
+            ],
         )
     }
 
@@ -175,8 +196,19 @@ impl<'a> PushBuf<'a> {
             | NVC56F_SEM_EXECUTE_PAYLOAD_SIZE.val(NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT);
         self.run(
             "host_sem_acquire_geq",
-            header(NVC56F_DMA_SEC_OP_INC_METHOD, 5, SUBCH_HOST, NVC56F_SEM_ADDR_LO),
-            &[va as u32, (va >> 32) as u32, value as u32, (value >> 32) as u32, exec],
+            header(
+                NVC56F_DMA_SEC_OP_INC_METHOD,
+                5,
+                SUBCH_HOST,
+                NVC56F_SEM_ADDR_LO,
+            ),
+            &[
+                va as u32,
+                (va >> 32) as u32,
+                value as u32,
+                (value >> 32) as u32,
+                exec,
+            ],
         )
     }
 
@@ -208,7 +240,12 @@ impl<'a> PushBuf<'a> {
     pub fn non_stall_interrupt(&mut self) -> Result<()> {
         self.run(
             "non_stall_interrupt",
-            header(NVC56F_DMA_SEC_OP_INC_METHOD, 1, SUBCH_HOST, NVC56F_NON_STALL_INTERRUPT),
+            header(
+                NVC56F_DMA_SEC_OP_INC_METHOD,
+                1,
+                SUBCH_HOST,
+                NVC56F_NON_STALL_INTERRUPT,
+            ),
             &[0],
         )
     }
@@ -216,7 +253,12 @@ impl<'a> PushBuf<'a> {
     /// Compute channel init: SET_OBJECT(`compute_class`) on subchannel 1, INVALIDATE_SKED_CACHES,
     /// SET_SHADER_SHARED_MEMORY_WINDOW_A/B and SET_SHADER_LOCAL_MEMORY_WINDOW_A/B. Windows must be
     /// 16 MiB aligned (the shared window `caps.shared_window_align`) and below 2^49.
-    pub fn compute_init(&mut self, compute_class: u32, shared_window: u64, local_window: u64) -> Result<()> {
+    pub fn compute_init(
+        &mut self,
+        compute_class: u32,
+        shared_window: u64,
+        local_window: u64,
+    ) -> Result<()> {
         let c = self.caps;
         let shared_align = c.shared_window_align.max(1 << 24);
         if compute_class > 0xFFFF
@@ -233,14 +275,34 @@ impl<'a> PushBuf<'a> {
             )));
         }
         let s = self.reserve("compute_init", 2 + 2 + 3 + 3)?;
-        s[0] = header(NVC56F_DMA_SEC_OP_INC_METHOD, 1, SUBCH_COMPUTE, NVC7C0_SET_OBJECT);
+        s[0] = header(
+            NVC56F_DMA_SEC_OP_INC_METHOD,
+            1,
+            SUBCH_COMPUTE,
+            NVC7C0_SET_OBJECT,
+        );
         s[1] = compute_class;
-        s[2] = header(NVC56F_DMA_SEC_OP_INC_METHOD, 1, SUBCH_COMPUTE, NVC7C0_INVALIDATE_SKED_CACHES);
+        s[2] = header(
+            NVC56F_DMA_SEC_OP_INC_METHOD,
+            1,
+            SUBCH_COMPUTE,
+            NVC7C0_INVALIDATE_SKED_CACHES,
+        );
         s[3] = 0;
-        s[4] = header(NVC56F_DMA_SEC_OP_INC_METHOD, 2, SUBCH_COMPUTE, NVC7C0_SET_SHADER_SHARED_MEMORY_WINDOW_A);
+        s[4] = header(
+            NVC56F_DMA_SEC_OP_INC_METHOD,
+            2,
+            SUBCH_COMPUTE,
+            NVC7C0_SET_SHADER_SHARED_MEMORY_WINDOW_A,
+        );
         s[5] = (shared_window >> 32) as u32;
         s[6] = shared_window as u32;
-        s[7] = header(NVC56F_DMA_SEC_OP_INC_METHOD, 2, SUBCH_COMPUTE, NVC7C0_SET_SHADER_LOCAL_MEMORY_WINDOW_A);
+        s[7] = header(
+            NVC56F_DMA_SEC_OP_INC_METHOD,
+            2,
+            SUBCH_COMPUTE,
+            NVC7C0_SET_SHADER_LOCAL_MEMORY_WINDOW_A,
+        );
         s[8] = (local_window >> 32) as u32;
         s[9] = local_window as u32;
         Ok(())
@@ -258,10 +320,20 @@ impl<'a> PushBuf<'a> {
             )));
         }
         let s = self.reserve("set_local_memory", 3 + 4)?;
-        s[0] = header(NVC56F_DMA_SEC_OP_INC_METHOD, 2, SUBCH_COMPUTE, NVC7C0_SET_SHADER_LOCAL_MEMORY_A);
+        s[0] = header(
+            NVC56F_DMA_SEC_OP_INC_METHOD,
+            2,
+            SUBCH_COMPUTE,
+            NVC7C0_SET_SHADER_LOCAL_MEMORY_A,
+        );
         s[1] = (base >> 32) as u32;
         s[2] = base as u32;
-        s[3] = header(NVC56F_DMA_SEC_OP_INC_METHOD, 3, SUBCH_COMPUTE, NVC7C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A);
+        s[3] = header(
+            NVC56F_DMA_SEC_OP_INC_METHOD,
+            3,
+            SUBCH_COMPUTE,
+            NVC7C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A,
+        );
         s[4] = (bytes_per_tpc >> 32) as u32;
         s[5] = bytes_per_tpc as u32;
         s[6] = 0xFF;
@@ -273,7 +345,12 @@ impl<'a> PushBuf<'a> {
     pub fn invalidate_shader_caches_no_wfi(&mut self, flags: u32) -> Result<()> {
         self.run(
             "invalidate_shader_caches_no_wfi",
-            header(NVC56F_DMA_SEC_OP_INC_METHOD, 1, SUBCH_COMPUTE, NVC7C0_INVALIDATE_SHADER_CACHES_NO_WFI),
+            header(
+                NVC56F_DMA_SEC_OP_INC_METHOD,
+                1,
+                SUBCH_COMPUTE,
+                NVC7C0_INVALIDATE_SHADER_CACHES_NO_WFI,
+            ),
             &[flags],
         )
     }
@@ -291,9 +368,19 @@ impl<'a> PushBuf<'a> {
             ));
         }
         let s = self.reserve("send_pcas", 3)?;
-        s[0] = header(NVC56F_DMA_SEC_OP_INC_METHOD, 1, SUBCH_COMPUTE, NVC7C0_SEND_PCAS_A);
+        s[0] = header(
+            NVC56F_DMA_SEC_OP_INC_METHOD,
+            1,
+            SUBCH_COMPUTE,
+            NVC7C0_SEND_PCAS_A,
+        );
         s[1] = (qmd_va >> 8) as u32;
-        s[2] = header(NVC56F_DMA_SEC_OP_IMMD_DATA_METHOD, action, SUBCH_COMPUTE, NVC7C0_SEND_SIGNALING_PCAS2_B);
+        s[2] = header(
+            NVC56F_DMA_SEC_OP_IMMD_DATA_METHOD,
+            action,
+            SUBCH_COMPUTE,
+            NVC7C0_SEND_SIGNALING_PCAS2_B,
+        );
         Ok(())
     }
 
@@ -301,7 +388,12 @@ impl<'a> PushBuf<'a> {
     pub fn wait_for_idle(&mut self) -> Result<()> {
         self.run(
             "wait_for_idle",
-            header(NVC56F_DMA_SEC_OP_IMMD_DATA_METHOD, 0, SUBCH_COMPUTE, NVC7C0_WAIT_FOR_IDLE),
+            header(
+                NVC56F_DMA_SEC_OP_IMMD_DATA_METHOD,
+                0,
+                SUBCH_COMPUTE,
+                NVC7C0_WAIT_FOR_IDLE,
+            ),
             &[],
         )
     }
@@ -331,15 +423,34 @@ impl<'a> PushBuf<'a> {
             let n = (len - off).min(CE_MAX_CHUNK);
             let (a, b) = (src + off, dst + off);
             off += n;
-            w[0] = header(NVC56F_DMA_SEC_OP_INC_METHOD, 4, SUBCH_COPY, NVC7B5_OFFSET_IN_UPPER);
+            w[0] = header(
+                NVC56F_DMA_SEC_OP_INC_METHOD,
+                4,
+                SUBCH_COPY,
+                NVC7B5_OFFSET_IN_UPPER,
+            );
             w[1] = (a >> 32) as u32;
             w[2] = a as u32;
             w[3] = (b >> 32) as u32;
             w[4] = b as u32;
-            w[5] = header(NVC56F_DMA_SEC_OP_INC_METHOD, 1, SUBCH_COPY, NVC7B5_LINE_LENGTH_IN);
+            w[5] = header(
+                NVC56F_DMA_SEC_OP_INC_METHOD,
+                1,
+                SUBCH_COPY,
+                NVC7B5_LINE_LENGTH_IN,
+            );
             w[6] = n as u32;
-            w[7] = header(NVC56F_DMA_SEC_OP_INC_METHOD, 1, SUBCH_COPY, NVC7B5_LAUNCH_DMA);
-            w[8] = if off == len { CE_LAUNCH_COPY_FLUSH } else { CE_LAUNCH_COPY };
+            w[7] = header(
+                NVC56F_DMA_SEC_OP_INC_METHOD,
+                1,
+                SUBCH_COPY,
+                NVC7B5_LAUNCH_DMA,
+            );
+            w[8] = if off == len {
+                CE_LAUNCH_COPY_FLUSH
+            } else {
+                CE_LAUNCH_COPY
+            };
         }
         Ok(())
     }
@@ -350,7 +461,10 @@ impl<'a> PushBuf<'a> {
     /// LAUNCH_DMA 0x14 and `payload` must fit 32 bits.
     pub fn ce_sem_release(&mut self, va: u64, payload: u64) -> Result<()> {
         let c = self.caps;
-        if va & 0xF != 0 || !fits(va, c.ce_addr_bits) || (!c.ce_sem_payload64 && payload > u64::from(u32::MAX)) {
+        if va & 0xF != 0
+            || !fits(va, c.ce_addr_bits)
+            || (!c.ce_sem_payload64 && payload > u64::from(u32::MAX))
+        {
             return Err(Error::invalid(format!(
                 "hw::pushbuf::ce_sem_release(va={va:#x}, payload={payload:#x}): va must be 16-byte aligned and below 2^{}{}",
                 c.ce_addr_bits,
@@ -359,20 +473,40 @@ impl<'a> PushBuf<'a> {
         }
         if c.ce_sem_payload64 {
             let s = self.reserve("ce_sem_release", 7)?;
-            s[0] = header(NVC56F_DMA_SEC_OP_INC_METHOD, 4, SUBCH_COPY, NVC7B5_SET_SEMAPHORE_A);
+            s[0] = header(
+                NVC56F_DMA_SEC_OP_INC_METHOD,
+                4,
+                SUBCH_COPY,
+                NVC7B5_SET_SEMAPHORE_A,
+            );
             s[1] = (va >> 32) as u32;
             s[2] = va as u32;
             s[3] = payload as u32;
             s[4] = (payload >> 32) as u32;
-            s[5] = header(NVC56F_DMA_SEC_OP_INC_METHOD, 1, SUBCH_COPY, NVC7B5_LAUNCH_DMA);
+            s[5] = header(
+                NVC56F_DMA_SEC_OP_INC_METHOD,
+                1,
+                SUBCH_COPY,
+                NVC7B5_LAUNCH_DMA,
+            );
             s[6] = CE_LAUNCH_SEM_FOUR_WORD_64;
         } else {
             let s = self.reserve("ce_sem_release", 6)?;
-            s[0] = header(NVC56F_DMA_SEC_OP_INC_METHOD, 3, SUBCH_COPY, NVC7B5_SET_SEMAPHORE_A);
+            s[0] = header(
+                NVC56F_DMA_SEC_OP_INC_METHOD,
+                3,
+                SUBCH_COPY,
+                NVC7B5_SET_SEMAPHORE_A,
+            );
             s[1] = (va >> 32) as u32;
             s[2] = va as u32;
             s[3] = payload as u32;
-            s[4] = header(NVC56F_DMA_SEC_OP_INC_METHOD, 1, SUBCH_COPY, NVC7B5_LAUNCH_DMA);
+            s[4] = header(
+                NVC56F_DMA_SEC_OP_INC_METHOD,
+                1,
+                SUBCH_COPY,
+                NVC7B5_LAUNCH_DMA,
+            );
             s[5] = CE_LAUNCH_SEM_FOUR_WORD;
         }
         Ok(())

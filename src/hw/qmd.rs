@@ -84,7 +84,11 @@ pub fn smem_config(arch: &ArchInfo, bytes: u32) -> Result<SmemConfig> {
     };
     let target = smem_config_value(kib);
     let max = smem_config_value(kib.max(arch.smem_default_max_kib));
-    Ok(SmemConfig { min: target, max, target })
+    Ok(SmemConfig {
+        min: target,
+        max,
+        target,
+    })
 }
 
 /// A QMD release (semaphore written when the grid completes).
@@ -105,7 +109,13 @@ pub struct QmdRelease {
 impl QmdRelease {
     /// A 64-bit release without timestamp, with FE_SYSMEMBAR.
     pub const fn new(va: u64, payload: u64) -> QmdRelease {
-        QmdRelease { va, payload, payload64: true, timestamp: false, membar_sys: true }
+        QmdRelease {
+            va,
+            payload,
+            payload64: true,
+            timestamp: false,
+            membar_sys: true,
+        }
     }
 }
 
@@ -427,7 +437,10 @@ fn split(v: u64, hi_bits: u32) -> Option<(u32, u32)> {
 
 fn encode(l: &Layout, d: &LaunchDesc, q: &mut [u32]) -> Result<()> {
     if q.len() < l.dwords {
-        return Err(bad(l, format_args!("output has {} dwords, the QMD needs {}", q.len(), l.dwords)));
+        return Err(bad(
+            l,
+            format_args!("output has {} dwords, the QMD needs {}", q.len(), l.dwords),
+        ));
     }
     let q = &mut q[..l.dwords];
     q.fill(0);
@@ -435,21 +448,36 @@ fn encode(l: &Layout, d: &LaunchDesc, q: &mut [u32]) -> Result<()> {
     // --- validation -------------------------------------------------------------------------
     let [gx, gy, gz] = d.grid;
     if gx == 0 || gy == 0 || gz == 0 || gx > 0x7FFF_FFFF || gy > 0xFFFF || gz > 0xFFFF {
-        return Err(bad(l, format_args!("grid {:?}: each dim must be >= 1, x <= 2^31-1, y and z <= 65535", d.grid)));
+        return Err(bad(
+            l,
+            format_args!(
+                "grid {:?}: each dim must be >= 1, x <= 2^31-1, y and z <= 65535",
+                d.grid
+            ),
+        ));
     }
     let [bx, by, bz] = d.block;
     let threads = u64::from(bx) * u64::from(by) * u64::from(bz);
     if bx == 0 || by == 0 || bz == 0 || bx > 1024 || by > 1024 || bz > 64 || threads > 1024 {
         return Err(bad(
             l,
-            format_args!("block {:?}: each dim must be >= 1, x and y <= 1024, z <= 64, x*y*z <= 1024", d.block),
+            format_args!(
+                "block {:?}: each dim must be >= 1, x and y <= 1024, z <= 64, x*y*z <= 1024",
+                d.block
+            ),
         ));
     }
     if d.register_count > 255 {
-        return Err(bad(l, format_args!("register_count {} exceeds 255", d.register_count)));
+        return Err(bad(
+            l,
+            format_args!("register_count {} exceeds 255", d.register_count),
+        ));
     }
     if d.barrier_count > 16 {
-        return Err(bad(l, format_args!("barrier_count {} exceeds 16", d.barrier_count)));
+        return Err(bad(
+            l,
+            format_args!("barrier_count {} exceeds 16", d.barrier_count),
+        ));
     }
     let smem = if l.smem_shift == 0 {
         d.shared_memory_bytes
@@ -457,12 +485,22 @@ fn encode(l: &Layout, d: &LaunchDesc, q: &mut [u32]) -> Result<()> {
         d.shared_memory_bytes.div_ceil(1 << l.smem_shift)
     };
     if !fits(u64::from(smem), width(l.smem)) {
-        return Err(bad(l, format_args!("shared_memory_bytes {:#x} does not fit SHARED_MEMORY_SIZE", d.shared_memory_bytes)));
+        return Err(bad(
+            l,
+            format_args!(
+                "shared_memory_bytes {:#x} does not fit SHARED_MEMORY_SIZE",
+                d.shared_memory_bytes
+            ),
+        ));
     }
     let c = d.smem_config;
     let cw = width(l.smem_min);
-    if !fits(u64::from(c.min), cw) || !fits(u64::from(c.max), cw) || !fits(u64::from(c.target), cw) {
-        return Err(bad(l, format_args!("smem_config {c:?}: values must fit {cw} bits")));
+    if !fits(u64::from(c.min), cw) || !fits(u64::from(c.max), cw) || !fits(u64::from(c.target), cw)
+    {
+        return Err(bad(
+            l,
+            format_args!("smem_config {c:?}: values must fit {cw} bits"),
+        ));
     }
     let slm = if l.slm_shift == 0 {
         d.local_memory_per_thread
@@ -472,17 +510,35 @@ fn encode(l: &Layout, d: &LaunchDesc, q: &mut [u32]) -> Result<()> {
     if !fits(u64::from(slm), width(l.slm_high)) {
         return Err(bad(
             l,
-            format_args!("local_memory_per_thread {:#x} does not fit SHADER_LOCAL_MEMORY_HIGH_SIZE", d.local_memory_per_thread),
+            format_args!(
+                "local_memory_per_thread {:#x} does not fit SHADER_LOCAL_MEMORY_HIGH_SIZE",
+                d.local_memory_per_thread
+            ),
         ));
     }
     if d.program_va & 0xF != 0 {
-        return Err(bad(l, format_args!("program_va {:#x} is not 16-byte aligned", d.program_va)));
+        return Err(bad(
+            l,
+            format_args!("program_va {:#x} is not 16-byte aligned", d.program_va),
+        ));
     }
     let Some((prog_lo, prog_hi)) = split(d.program_va >> l.prog_shift, width(l.prog_hi)) else {
-        return Err(bad(l, format_args!("program_va {:#x} exceeds the PROGRAM_ADDRESS field", d.program_va)));
+        return Err(bad(
+            l,
+            format_args!(
+                "program_va {:#x} exceeds the PROGRAM_ADDRESS field",
+                d.program_va
+            ),
+        ));
     };
     let Some((pf_lo, pf_hi)) = split(d.program_va >> 8, width(l.prefetch_hi)) else {
-        return Err(bad(l, format_args!("program_va {:#x} exceeds the PROGRAM_PREFETCH_ADDR field", d.program_va)));
+        return Err(bad(
+            l,
+            format_args!(
+                "program_va {:#x} exceeds the PROGRAM_PREFETCH_ADDR field",
+                d.program_va
+            ),
+        ));
     };
 
     // --- header / constant recipe ------------------------------------------------------------
@@ -505,7 +561,11 @@ fn encode(l: &Layout, d: &LaunchDesc, q: &mut [u32]) -> Result<()> {
     put(
         q,
         l.cwd_membar,
-        if d.cwd_membar_sysmembar { CWD_MEMBAR_TYPE_L1_SYSMEMBAR } else { CWD_MEMBAR_TYPE_L1_NONE },
+        if d.cwd_membar_sysmembar {
+            CWD_MEMBAR_TYPE_L1_SYSMEMBAR
+        } else {
+            CWD_MEMBAR_TYPE_L1_NONE
+        },
     );
 
     // --- launch shape -----------------------------------------------------------------------
@@ -524,7 +584,11 @@ fn encode(l: &Layout, d: &LaunchDesc, q: &mut [u32]) -> Result<()> {
     put(q, l.prog_hi, prog_hi);
     put(q, l.prefetch_lo, pf_lo);
     put(q, l.prefetch_hi, pf_hi);
-    put(q, l.prefetch_size, (d.program_prefetch_bytes >> 8).min(0x1FF));
+    put(
+        q,
+        l.prefetch_size,
+        (d.program_prefetch_bytes >> 8).min(0x1FF),
+    );
     put(q, l.sass, u32::from(d.sass_version));
 
     // --- constant banks ---------------------------------------------------------------------
@@ -533,21 +597,33 @@ fn encode(l: &Layout, d: &LaunchDesc, q: &mut [u32]) -> Result<()> {
         let (valid_bit, inval_bit) = if l.cb_flag_stride == 0 {
             (l.cb_valid + i32_, l.cb_invalidate + 64 * i32_)
         } else {
-            (l.cb_valid + l.cb_flag_stride * i32_, l.cb_invalidate + l.cb_flag_stride * i32_)
+            (
+                l.cb_valid + l.cb_flag_stride * i32_,
+                l.cb_invalidate + l.cb_flag_stride * i32_,
+            )
         };
         if d.cbank_invalidate_mask & (1 << i) != 0 {
             put(q, (inval_bit, inval_bit), 1);
         }
         let Some((va, size)) = *cb else { continue };
         if size == 0 || size > 0x1_0000 {
-            return Err(bad(l, format_args!("cbank {i}: size {size:#x} must be 1..=0x10000 bytes")));
+            return Err(bad(
+                l,
+                format_args!("cbank {i}: size {size:#x} must be 1..=0x10000 bytes"),
+            ));
         }
         let align = 1u64 << l.cb_addr_shift.max(4);
         if va & (align - 1) != 0 {
-            return Err(bad(l, format_args!("cbank {i}: address {va:#x} is not {align}-byte aligned")));
+            return Err(bad(
+                l,
+                format_args!("cbank {i}: address {va:#x} is not {align}-byte aligned"),
+            ));
         }
         let Some((lo, hi)) = split(va >> l.cb_addr_shift, width(l.cb_addr_hi)) else {
-            return Err(bad(l, format_args!("cbank {i}: address {va:#x} exceeds the CONSTANT_BUFFER_ADDR field")));
+            return Err(bad(
+                l,
+                format_args!("cbank {i}: address {va:#x} exceeds the CONSTANT_BUFFER_ADDR field"),
+            ));
         };
         let o = 64 * i32_;
         put(q, (valid_bit, valid_bit), 1);
@@ -566,13 +642,25 @@ fn encode(l: &Layout, d: &LaunchDesc, q: &mut [u32]) -> Result<()> {
             (RELEASE_STRUCTURE_SIZE_ONE_WORD, 4)
         };
         if r.va & (align - 1) != 0 {
-            return Err(bad(l, format_args!("release address {:#x} is not {align}-byte aligned", r.va)));
+            return Err(bad(
+                l,
+                format_args!("release address {:#x} is not {align}-byte aligned", r.va),
+            ));
         }
         if !r.payload64 && r.payload > u64::from(u32::MAX) {
-            return Err(bad(l, format_args!("release payload {:#x} needs payload64", r.payload)));
+            return Err(bad(
+                l,
+                format_args!("release payload {:#x} needs payload64", r.payload),
+            ));
         }
         let Some((lo, hi)) = split(r.va, width(l.rel_addr_hi)) else {
-            return Err(bad(l, format_args!("release address {:#x} exceeds the RELEASE address field", r.va)));
+            return Err(bad(
+                l,
+                format_args!(
+                    "release address {:#x} exceeds the RELEASE address field",
+                    r.va
+                ),
+            ));
         };
         put(q, l.rel_enable, 1);
         put(q, l.rel_structure, structure);
@@ -587,7 +675,10 @@ fn encode(l: &Layout, d: &LaunchDesc, q: &mut [u32]) -> Result<()> {
     // --- dependent QMD ----------------------------------------------------------------------
     if let Some(next) = d.dependent_qmd {
         if next & 0xFF != 0 || !fits(next, 40) {
-            return Err(bad(l, format_args!("dependent_qmd {next:#x} must be 256-byte aligned and below 2^40")));
+            return Err(bad(
+                l,
+                format_args!("dependent_qmd {next:#x} must be 256-byte aligned and below 2^40"),
+            ));
         }
         put(q, l.dep_pointer, (next >> 8) as u32);
         put(q, l.dep_enable, 1);
