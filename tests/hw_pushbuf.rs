@@ -147,7 +147,7 @@ fn host_sem_checks() {
 #[test]
 fn compute_methods() {
     assert_eq!(
-        build(|p| p.compute_init(0xC7C0, 0xFE_0000_0000, 0xFD_0000_0000)),
+        build(|p| p.compute_init(0xFE_0000_0000, 0xFD_0000_0000)),
         [
             0x2001_2000,
             0xC7C0,
@@ -204,21 +204,36 @@ fn compute_checks() {
         "bytes_per_tpc not 0x8000-aligned"
     );
     assert!(
-        pb.compute_init(0xC7C0, 0xFE_0010_0000, 0xFD_0000_0000)
-            .is_err(),
+        pb.compute_init(0xFE_0010_0000, 0xFD_0000_0000).is_err(),
         "shared window unaligned"
     );
     assert!(pb.is_empty());
     let mut mem = [0u32; 64];
     let mut pb = PushBuf::for_arch(&mut mem, &arch::GH100);
     assert!(
-        pb.compute_init(0xCBC0, 0x7294_0100_0000, 0x7293_0000_0000)
-            .is_err(),
+        pb.compute_init(0x7294_0100_0000, 0x7293_0000_0000).is_err(),
         "Hopper shared window 4 GiB"
     );
-    pb.compute_init(0xCBC0, 0x7294_0000_0000, 0x7293_0000_0000)
-        .unwrap();
+    pb.compute_init(0x7294_0000_0000, 0x7293_0000_0000).unwrap();
+    assert_eq!(
+        &pb.as_slice()[..2],
+        &[0x2001_2000, 0xCBC0],
+        "gh100 binds HOPPER_COMPUTE_A"
+    );
     assert_eq!(&pb.as_slice()[4..7], &[0x2002_20A8, 0x7294, 0]);
+    let mut mem = [0u32; 64];
+    let mut pb = PushBuf::new(&mut mem);
+    assert!(
+        pb.compute_init(0x7294_0000_0000, 0x7293_0000_0000).is_err(),
+        "no class known"
+    );
+    pb.compute_init_class(0xCDC0, 0x7294_0000_0000, 0x7293_0000_0000)
+        .unwrap();
+    assert_eq!(pb.as_slice()[1], 0xCDC0);
+    let mut mem = [0u32; 64];
+    let mut pb = PushBuf::for_arch(&mut mem, &arch::GB20X);
+    pb.compute_init(0x7294_0000_0000, 0x7293_0000_0000).unwrap();
+    assert_eq!(pb.as_slice()[1], 0xCEC0);
 }
 
 #[test]

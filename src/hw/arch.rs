@@ -116,6 +116,8 @@ pub const CBANK0_SM100: Cbank0Layout = Cbank0Layout {
 /// [`crate::hw::pushbuf::PushBuf`] to reject values that would be silently truncated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PbCaps {
+    /// Compute class that [`crate::hw::pushbuf::PushBuf::compute_init`] binds (0 = unknown).
+    pub compute_class: u32,
     /// Host SEM_ADDR_HI width + 32 (c56f/c76f: 40, c86f: 57).
     pub host_sem_addr_bits: u32,
     /// Compute SET_SHADER_LOCAL_MEMORY_A width + 32 (c7c0: 49, cbc0: 57).
@@ -134,6 +136,7 @@ impl PbCaps {
     /// The widest limits of any supported class (57-bit addresses, 64-bit CE payloads). Use
     /// [`ArchInfo::pb_caps`] for the real limits of a chip.
     pub const WIDEST: PbCaps = PbCaps {
+        compute_class: 0,
         host_sem_addr_bits: 57,
         local_mem_addr_bits: 57,
         window_addr_bits: 49,
@@ -193,6 +196,7 @@ const CARVEOUT_SM86: &[u32] = &[0, 8, 16, 32, 64, 100];
 const CARVEOUT_SM90: &[u32] = &[0, 8, 16, 32, 64, 100, 132, 164, 196, 228];
 
 const CAPS_AMPERE: PbCaps = PbCaps {
+    compute_class: 0xC7C0,
     host_sem_addr_bits: 40,
     local_mem_addr_bits: 49,
     window_addr_bits: 49,
@@ -201,10 +205,12 @@ const CAPS_AMPERE: PbCaps = PbCaps {
     ce_sem_payload64: true,
 };
 const CAPS_GA100: PbCaps = PbCaps {
+    compute_class: 0xC6C0,
     ce_sem_payload64: false,
     ..CAPS_AMPERE
 };
 const CAPS_HOPPER: PbCaps = PbCaps {
+    compute_class: 0xCBC0,
     host_sem_addr_bits: 57,
     local_mem_addr_bits: 57,
     window_addr_bits: 49,
@@ -313,7 +319,10 @@ pub static AD10X: ArchInfo = ArchInfo {
     smem_default_max_kib: 100,
     max_warps_per_sm: 48,
     sms_per_tpc: 2,
-    pb_caps: CAPS_AMPERE,
+    pb_caps: PbCaps {
+        compute_class: 0xC9C0,
+        ..CAPS_AMPERE
+    },
 };
 
 /// Hopper (GH100: H100/H200, sm_90). QMD V04 with QMD_TYPE GRID_CTA ([H200-verified]).
@@ -361,7 +370,10 @@ pub static GB100: ArchInfo = ArchInfo {
     smem_default_max_kib: 100,
     max_warps_per_sm: 64,
     sms_per_tpc: 2,
-    pb_caps: CAPS_HOPPER,
+    pb_caps: PbCaps {
+        compute_class: 0xCDC0,
+        ..CAPS_HOPPER
+    },
 };
 
 /// Blackwell consumer (GB20x, sm_120). QMD V05; cbank0 layout assumed equal to sm_100 — unverified.
@@ -385,7 +397,10 @@ pub static GB20X: ArchInfo = ArchInfo {
     smem_default_max_kib: 100,
     max_warps_per_sm: 48,
     sms_per_tpc: 2,
-    pb_caps: CAPS_HOPPER,
+    pb_caps: PbCaps {
+        compute_class: 0xCEC0,
+        ..CAPS_HOPPER
+    },
 };
 
 /// Every known architecture, ga10b (Orin) first.

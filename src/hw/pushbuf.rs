@@ -250,10 +250,16 @@ impl<'a> PushBuf<'a> {
         )
     }
 
+    /// Compute channel init with the compute class of the builder's caps (`PushBuf::for_arch`):
+    /// see [`PushBuf::compute_init_class`]. Fails on a builder made with `PushBuf::new`.
+    pub fn compute_init(&mut self, shared_window: u64, local_window: u64) -> Result<()> {
+        self.compute_init_class(self.caps.compute_class, shared_window, local_window)
+    }
+
     /// Compute channel init: SET_OBJECT(`compute_class`) on subchannel 1, INVALIDATE_SKED_CACHES,
     /// SET_SHADER_SHARED_MEMORY_WINDOW_A/B and SET_SHADER_LOCAL_MEMORY_WINDOW_A/B. Windows must be
     /// 16 MiB aligned (the shared window `caps.shared_window_align`) and below 2^49.
-    pub fn compute_init(
+    pub fn compute_init_class(
         &mut self,
         compute_class: u32,
         shared_window: u64,
@@ -261,7 +267,8 @@ impl<'a> PushBuf<'a> {
     ) -> Result<()> {
         let c = self.caps;
         let shared_align = c.shared_window_align.max(1 << 24);
-        if compute_class > 0xFFFF
+        if compute_class == 0
+            || compute_class > 0xFFFF
             || shared_window & (shared_align - 1) != 0
             || local_window & ((1 << 24) - 1) != 0
             || !fits(shared_window, c.window_addr_bits)
@@ -269,7 +276,7 @@ impl<'a> PushBuf<'a> {
         {
             return Err(Error::invalid(format!(
                 "hw::pushbuf::compute_init(class={compute_class:#x}, shared_window={shared_window:#x}, \
-                 local_window={local_window:#x}): class must fit 16 bits, the shared window be {shared_align:#x}-aligned, \
+                 local_window={local_window:#x}): class must be non-zero and fit 16 bits, the shared window be {shared_align:#x}-aligned, \
                  the local window 16 MiB-aligned, both below 2^{}",
                 c.window_addr_bits
             )));
