@@ -186,6 +186,28 @@ fn compute_methods() {
         [0x2001_20AD, 1, 0x8003_20B0]
     );
     assert_eq!(build(|p| p.wait_for_idle()), [0x8000_2044]);
+    // SET_REPORT_SEMAPHORE_A..D (0x1B00 >> 2 = 0x6C0), D = one-word release = 0x1000_0000.
+    assert_eq!(
+        build(|p| p.compute_report_semaphore(0xAB_0000_1004, 77)),
+        [0x2004_26C0, 0xAB, 0x1004, 77, 0x1000_0000]
+    );
+    // I2M (§3.5): INC 4 at LINE_LENGTH_IN (0x180 >> 2 = 0x60), then 1INC at LAUNCH_DMA
+    // (0x1B0 >> 2 = 0x6C) with 0x11 and the data.
+    assert_eq!(
+        build(|p| p.i2m_write(0x1_0000_0100, &[0xA, 0xB, 0xC])),
+        [
+            0x2004_2060,
+            12,
+            1,
+            1,
+            0x100,
+            0xA004_206C,
+            0x11,
+            0xA,
+            0xB,
+            0xC
+        ]
+    );
 }
 
 #[test]
@@ -207,6 +229,13 @@ fn compute_checks() {
         pb.compute_init(0xFE_0010_0000, 0xFD_0000_0000).is_err(),
         "shared window unaligned"
     );
+    assert!(
+        pb.compute_report_semaphore(1 << 40, 1).is_err(),
+        "c7c0 report semaphore A is 8 bits"
+    );
+    assert!(pb.compute_report_semaphore(0x1002, 1).is_err());
+    assert!(pb.i2m_write(0x1002, &[1]).is_err(), "unaligned I2M");
+    assert!(pb.i2m_write(0x1000, &[]).is_err(), "empty I2M");
     assert!(pb.is_empty());
     let mut mem = [0u32; 64];
     let mut pb = PushBuf::for_arch(&mut mem, &arch::GH100);

@@ -250,6 +250,7 @@ fn v05_every_field_at_its_reference_position() {
     mw(&mut e, 415, 384, NEXT_QMD >> 8); // DEPENDENT_QMD0_POINTER
     mw(&mut e, 455, 448, 0xA0); // SASS_VERSION
     mw(&mut e, 456, 456, 1); // API_VISIBLE_CALL_LIMIT
+    mw(&mut e, 457, 457, 1); // SAMPLER_INDEX (tinygrad; CUDA's captured V05 has it too)
     mw(&mut e, 471, 468, 5); // QMD_MAJOR_VERSION
     for b in 472..=475 {
         mw(&mut e, b, b, 1);

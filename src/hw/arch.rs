@@ -120,7 +120,8 @@ pub struct PbCaps {
     pub compute_class: u32,
     /// Host SEM_ADDR_HI width + 32 (c56f/c76f: 40, c86f: 57).
     pub host_sem_addr_bits: u32,
-    /// Compute SET_SHADER_LOCAL_MEMORY_A width + 32 (c7c0: 49, cbc0: 57).
+    /// Compute address-upper width + 32 for SET_SHADER_LOCAL_MEMORY_A and the I2M
+    /// OFFSET_OUT_UPPER (c7c0: 49, cbc0: 57).
     pub local_mem_addr_bits: u32,
     /// Compute window A width + 32 (16:0 on every class: 49).
     pub window_addr_bits: u32,

@@ -8,6 +8,9 @@ use crate::error::{Error, Result, Status};
 use crate::hw::arch::{ArchInfo, PbCaps};
 use crate::hw::method::*;
 
+/// I2M LAUNCH_DMA: DST_MEMORY_LAYOUT PITCH | COMPLETION_TYPE FLUSH_ONLY = 0x11.
+pub const I2M_LAUNCH_DMA_PITCH_FLUSH_ONLY: u32 = 0x11;
+
 /// Largest chunk of one CE linear copy (LINE_LENGTH_IN); longer copies are split.
 pub const CE_MAX_CHUNK: u64 = 1 << 31;
 
@@ -403,6 +406,67 @@ impl<'a> PushBuf<'a> {
             ),
             &[],
         )
+    }
+
+    /// Compute-engine semaphore release (SET_REPORT_SEMAPHORE_A..D, INC 4 on subchannel 1): a
+    /// one-word (32-bit) release after the preceding work, with flush: D = 0x1000_0000 (the form
+    /// that fired on an H200). `va` must be 4-byte aligned and below 2^`host_sem_addr_bits` (the
+    /// compute class's A field has the same width as the host's SEM_ADDR_HI).
+    pub fn compute_report_semaphore(&mut self, va: u64, payload: u32) -> Result<()> {
+        let bits = self.caps.host_sem_addr_bits;
+        if va & 3 != 0 || !fits(va, bits) {
+            return Err(Error::invalid(format!(
+                "hw::pushbuf::compute_report_semaphore(va={va:#x}): address must be 4-byte aligned and below 2^{bits}"
+            )));
+        }
+        let d = NVC7C0_SET_REPORT_SEMAPHORE_D_OPERATION.val(0)
+            | NVC7C0_SET_REPORT_SEMAPHORE_D_STRUCTURE_SIZE.val(1);
+        self.run(
+            "compute_report_semaphore",
+            header(
+                NVC56F_DMA_SEC_OP_INC_METHOD,
+                4,
+                SUBCH_COMPUTE,
+                NVC7C0_SET_REPORT_SEMAPHORE_A,
+            ),
+            &[(va >> 32) as u32, va as u32, payload, d],
+        )
+    }
+
+    /// Inline-to-memory write through the compute engine (§3.5, NVK's recipe; unverified on
+    /// Orin): LINE_LENGTH_IN = bytes, LINE_COUNT = 1, OFFSET_OUT_UPPER/OFFSET_OUT = `dst` (INC 4 at
+    /// 0x180), then a 1INC run at LAUNCH_DMA (0x1B0) with 0x11 (PITCH | FLUSH_ONLY) followed by
+    /// the data words, which land on LOAD_INLINE_DATA. `dst` 4-byte aligned; 1..=0x1FFE words.
+    pub fn i2m_write(&mut self, dst: u64, data: &[u32]) -> Result<()> {
+        let bits = self.caps.local_mem_addr_bits;
+        let n = data.len();
+        let end = dst.checked_add(4 * n as u64);
+        if dst & 3 != 0 || n == 0 || n > 0x1FFE || !matches!(end, Some(e) if fits(e - 1, bits)) {
+            return Err(Error::invalid(format!(
+                "hw::pushbuf::i2m_write(dst={dst:#x}, words={n}): dst must be 4-byte aligned, the range below 2^{bits}, \
+                 and 1..=0x1FFE words"
+            )));
+        }
+        let s = self.reserve("i2m_write", 5 + 2 + n)?;
+        s[0] = header(
+            NVC56F_DMA_SEC_OP_INC_METHOD,
+            4,
+            SUBCH_COMPUTE,
+            NVC7C0_LINE_LENGTH_IN,
+        );
+        s[1] = (4 * n) as u32;
+        s[2] = 1;
+        s[3] = (dst >> 32) as u32;
+        s[4] = dst as u32;
+        s[5] = header(
+            NVC56F_DMA_SEC_OP_ONE_INC,
+            1 + n as u32,
+            SUBCH_COMPUTE,
+            NVC7C0_LAUNCH_DMA,
+        );
+        s[6] = I2M_LAUNCH_DMA_PITCH_FLUSH_ONLY;
+        s[7..].copy_from_slice(data);
+        Ok(())
     }
 
     /// Linear copy of `len` bytes on subchannel 4, split in chunks of at most 2^31 bytes. Each

@@ -14,7 +14,8 @@
 //! - V04: the recipe verified on an H200 (QMD_TYPE GRID_CTA, major 4, API_VISIBLE_CALL_LIMIT
 //!   NO_CHECK, SAMPLER_INDEX 0, cbank addresses `>> 6`), plus the same invalidates/membar.
 //! - V05: **unverified** on hardware; fields from `clcdc0qmd.h` (program address `>> 4`, shared
-//!   size `>> 7`, local size `>> 4`, 8-bit block z, QMD_TYPE GRID_CTA, QMD_GROUP_ID 0x3f).
+//!   size `>> 7`, local size `>> 4`, 8-bit block z, QMD_TYPE GRID_CTA, QMD_GROUP_ID 0x3f,
+//!   SAMPLER_INDEX 1 as tinygrad writes and a public CUDA-captured V05 QMD shows).
 
 use crate::error::{Error, Result, Status};
 use crate::hw::arch::{ArchInfo, QmdVersion};
@@ -356,7 +357,7 @@ const V05: Layout = Layout {
     invalidate_lo: 472,
     api_visible_call_limit: (456, 456),
     sampler_index: (457, 457),
-    sampler_index_value: 0,
+    sampler_index_value: 1,
     minor: (467, 464),
     major_f: (471, 468),
     cwd_membar: (625, 624),
