@@ -312,3 +312,39 @@ fn local_memory_sizing() {
     );
     assert!(local_mem::backing_size(u64::MAX, 2, 1).is_err());
 }
+
+/// Arbitrary param bases, parameter lengths and output sizes never panic.
+#[test]
+fn cbank0_arbitrary_inputs_never_panic() {
+    let mut x: u32 = 0x1234_5678;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x
+    };
+    let params = vec![7u8; 0x1_0100];
+    let mut out = vec![0u8; 0x1_0200];
+    for round in 0..5_000u32 {
+        let a = arch::ARCHS[(round % 7) as usize];
+        let p = Cbank0Params {
+            block: [next(); 3],
+            grid: [next(); 3],
+            shared_window: u64::from(next()) << 20,
+            local_window: u64::from(next()) << 20,
+            dynamic_smem_bytes: next(),
+            aggr_smem_bytes: next(),
+            sm_count: next(),
+            param_base: match round % 3 {
+                0 => next(),
+                1 => next() % 0x400,
+                _ => a.cbank0.param_base,
+            },
+            params: &params[..(next() % 0x1_0100) as usize],
+        };
+        let n = (next() % 0x1_0200) as usize;
+        if let Ok(size) = build_cbank0(a, &mut out[..n], &p) {
+            assert!(size <= n && size <= 0x1_0000 && size % 16 == 0);
+        }
+    }
+}

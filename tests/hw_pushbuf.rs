@@ -403,3 +403,53 @@ fn raw_runs() {
         [0x6002_206D, 7, 8, 0xA003_206C, 0x11, 1, 2, 0x9FFF_2044]
     );
 }
+
+/// Arbitrary arguments never panic, and a failed helper never changes the length.
+#[test]
+fn arbitrary_arguments_never_panic() {
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        match x % 6 {
+            0 => 0,
+            1 => u64::MAX,
+            2 => 1 << (x % 64),
+            _ => x,
+        }
+    };
+    let mut mem = [0u32; 40];
+    for round in 0..20_000u32 {
+        let a = [&arch::GA10B, &arch::GA100, &arch::GH100, &arch::GB20X][(round % 4) as usize];
+        let mut pb = PushBuf::for_arch(&mut mem[..(round % 41) as usize], a);
+        let before = pb.len();
+        let (v1, v2, v3) = (next(), next(), next());
+        let r = match round % 16 {
+            0 => pb.set_object(v1 as u32, v2 as u32),
+            1 => pb.host_sem_release(v1, v2, v3 % 2 == 0, v3 % 3 == 0, v3 % 5 == 0),
+            2 => pb.host_sem_acquire_geq(v1, v2),
+            3 => pb.compute_init(v1, v2),
+            4 => pb.set_local_memory(v1, v2),
+            5 => pb.send_pcas(v1, v2 as u32),
+            6 => pb.ce_copy_linear(v1, v2, v3 % (1 << 34)),
+            7 => pb.ce_sem_release(v1, v2),
+            8 => pb.immd(v1 as u32, v2 as u32, v3 as u32),
+            9 => pb.inc(v1 as u32, v2 as u32, &[1, 2, 3]),
+            10 => pb.compute_report_semaphore(v1, v2 as u32),
+            11 => pb.i2m_write(v1, &[1, 2, 3, 4][..(v2 % 5) as usize]),
+            12 => pb.compute_init_class(v1 as u32, v2, v3),
+            13 => pb.invalidate_shader_caches_no_wfi(v1 as u32),
+            14 => pb.one_inc(v1 as u32, v2 as u32, &[1]),
+            _ => pb.noninc(v1 as u32, v2 as u32, &[]),
+        };
+        if r.is_err() {
+            assert_eq!(
+                pb.len(),
+                before,
+                "round {round}: a failed helper wrote words"
+            );
+        }
+        let _ = tegragpu::hw::gpfifo::gp_entry(v1, v2 as u32, v3 % 2 == 0);
+    }
+}

@@ -404,6 +404,16 @@ fn range_checks() {
     expect_launch_err(
         qmd::encode_v03(
             &LaunchDesc {
+                block: [u32::MAX; 3],
+                ..ok
+            },
+            &mut q3,
+        ),
+        "huge block dims do not overflow",
+    );
+    expect_launch_err(
+        qmd::encode_v03(
+            &LaunchDesc {
                 register_count: 256,
                 ..ok
             },
@@ -582,4 +592,65 @@ fn smem_config_uses_carveout_table() {
         qmd::smem_config(&arch::GA10X, 101 * 1024).is_err(),
         "sm_86 tops out at 100 KiB"
     );
+}
+
+/// Arbitrary inputs never panic: every encoder returns Ok or an error.
+#[test]
+fn arbitrary_inputs_never_panic() {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        // Mix in extremes often.
+        match x % 8 {
+            0 => 0,
+            1 => u64::MAX,
+            2 => x & 0xFFFF,
+            3 => 1 << (x % 64),
+            _ => x,
+        }
+    };
+    let mut q3 = [0u32; 64];
+    let mut q4 = [0u32; 96];
+    for _ in 0..20_000 {
+        let mut cbanks = [None; 8];
+        for c in cbanks.iter_mut() {
+            if next() % 2 == 0 {
+                *c = Some((next(), next() as u32));
+            }
+        }
+        let d = LaunchDesc {
+            program_va: next(),
+            program_prefetch_bytes: next() as u32,
+            grid: [next() as u32, next() as u32, next() as u32],
+            block: [next() as u32, next() as u32, next() as u32],
+            register_count: next() as u32,
+            barrier_count: next() as u32,
+            shared_memory_bytes: next() as u32,
+            smem_config: SmemConfig {
+                min: next() as u32,
+                max: next() as u32,
+                target: next() as u32,
+            },
+            local_memory_per_thread: next() as u32,
+            cbanks,
+            cbank_invalidate_mask: next() as u8,
+            release: (next() % 2 == 0).then(|| QmdRelease {
+                va: next(),
+                payload: next(),
+                payload64: next() % 2 == 0,
+                timestamp: next() % 2 == 0,
+                membar_sys: next() % 2 == 0,
+            }),
+            dependent_qmd: (next() % 2 == 0).then(&mut next),
+            invalidate_caches: next() as u8,
+            sass_version: next() as u8,
+            cwd_membar_sysmembar: next() % 2 == 0,
+        };
+        let _ = qmd::encode_v03(&d, &mut q3);
+        let _ = qmd::encode_v04(&d, &mut q4);
+        let _ = qmd::encode_v05(&d, &mut q4);
+        let _ = qmd::smem_config(&arch::GA10B, next() as u32);
+    }
 }

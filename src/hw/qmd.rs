@@ -458,7 +458,9 @@ fn encode(l: &Layout, d: &LaunchDesc, q: &mut [u32]) -> Result<()> {
         ));
     }
     let [bx, by, bz] = d.block;
-    let threads = u64::from(bx) * u64::from(by) * u64::from(bz);
+    let threads = u64::from(bx)
+        .saturating_mul(u64::from(by))
+        .saturating_mul(u64::from(bz));
     if bx == 0 || by == 0 || bz == 0 || bx > 1024 || by > 1024 || bz > 64 || threads > 1024 {
         return Err(bad(
             l,
