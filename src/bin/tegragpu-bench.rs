@@ -130,12 +130,11 @@ fn bench_ours(o: &Opts, rows: &mut Vec<Row>, cuda: &mut Option<cuda::Cuda>) -> t
         ours.launch_wait()?;
         lat.push(t.elapsed().as_secs_f64() * 1e6);
     }
-    let (mut c50, mut c99) = (None, None);
+    let mut c50 = None;
     if let Some(c) = cuda.as_mut() {
         let mut v = c.launch_latency(reps);
         if !v.is_empty() {
             c50 = Some(percentile(&mut v, 0.5));
-            c99 = Some(percentile(&mut v, 0.99));
         }
     }
     let p50 = percentile(&mut lat, 0.5);
