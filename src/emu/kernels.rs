@@ -86,7 +86,10 @@ impl LaunchCtx<'_> {
         Ok(())
     }
     /// Visit every block: `f(blockIdx)`.
-    pub fn for_each_block(&self, mut f: impl FnMut([u32; 3]) -> Result<(), MmuFault>) -> Result<(), MmuFault> {
+    pub fn for_each_block(
+        &self,
+        mut f: impl FnMut([u32; 3]) -> Result<(), MmuFault>,
+    ) -> Result<(), MmuFault> {
         for bz in 0..self.grid[2] {
             for by in 0..self.grid[1] {
                 for bx in 0..self.grid[0] {
@@ -97,7 +100,10 @@ impl LaunchCtx<'_> {
         Ok(())
     }
     /// Visit every thread of one block: `f(threadIdx)`.
-    pub fn for_each_tid(&self, mut f: impl FnMut([u32; 3]) -> Result<(), MmuFault>) -> Result<(), MmuFault> {
+    pub fn for_each_tid(
+        &self,
+        mut f: impl FnMut([u32; 3]) -> Result<(), MmuFault>,
+    ) -> Result<(), MmuFault> {
         for tz in 0..self.block[2] {
             for ty in 0..self.block[1] {
                 for tx in 0..self.block[0] {
@@ -128,8 +134,17 @@ struct Win {
 impl<'a> GpuMem<'a> {
     /// An accessor over `mmu`.
     pub fn new(mmu: &'a dyn Mmu) -> GpuMem<'a> {
-        let empty = Win { va: 1, end: 0, ptr: std::ptr::null_mut(), write: false };
-        GpuMem { mmu, wins: [empty; 4], next: 0 }
+        let empty = Win {
+            va: 1,
+            end: 0,
+            ptr: std::ptr::null_mut(),
+            write: false,
+        };
+        GpuMem {
+            mmu,
+            wins: [empty; 4],
+            next: 0,
+        }
     }
 
     fn ptr(&mut self, va: u64, size: u64, write: bool) -> Result<*mut u8, MmuFault> {
@@ -142,9 +157,19 @@ impl<'a> GpuMem<'a> {
         }
         // Miss: translate the longest run of the mapping from the start of va's page.
         let page = va & !0xfff;
-        let base = if self.mmu.translate(page, 1, write).is_some() { page } else { va };
-        let (p, n) = mem::longest_piece(self.mmu, base, u64::MAX - base, write).map_err(|_| fault(va, size, write))?;
-        let w = Win { va: base, end: base + n, ptr: p.0, write };
+        let base = if self.mmu.translate(page, 1, write).is_some() {
+            page
+        } else {
+            va
+        };
+        let (p, n) = mem::longest_piece(self.mmu, base, u64::MAX - base, write)
+            .map_err(|_| fault(va, size, write))?;
+        let w = Win {
+            va: base,
+            end: base + n,
+            ptr: p.0,
+            write,
+        };
         if end > w.end {
             return Err(fault(w.end.max(va), size, write));
         }
@@ -266,10 +291,20 @@ fn builtin(name: &str) -> Option<RefKernelFn> {
 }
 
 /// Extract every fixture kernel of a cubin with its attributes.
-fn cubin_kernels(data: &[u8], sm: u32) -> Result<Vec<RefKernel>, object::Error> {
+fn cubin_kernels(bytes: &[u8], sm: u32) -> Result<Vec<RefKernel>, object::Error> {
     use object::{Object, ObjectSection, ObjectSymbol};
+    // `object` reads ELF headers in place and needs them aligned; `include_bytes!` data is not.
+    let mut aligned = vec![0u64; bytes.len().div_ceil(8)];
+    // SAFETY: `aligned` has at least bytes.len() bytes; u64 has no invalid bit patterns.
+    let data = unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), aligned.as_mut_ptr() as *mut u8, bytes.len());
+        std::slice::from_raw_parts(aligned.as_ptr() as *const u8, bytes.len())
+    };
     let file = object::File::parse(data)?;
-    let rd32 = |b: &[u8], o: usize| b.get(o..o + 4).map(|x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]));
+    let rd32 = |b: &[u8], o: usize| {
+        b.get(o..o + 4)
+            .map(|x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]))
+    };
     // Module-wide .nv.info: (attr, sym) -> value.
     let mut module_attrs: Vec<(u8, u32, u32)> = Vec::new();
     if let Some(s) = file.section_by_name(".nv.info") {
@@ -282,12 +317,22 @@ fn cubin_kernels(data: &[u8], sm: u32) -> Result<Vec<RefKernel>, object::Error> 
     let mut out = Vec::new();
     for sec in file.sections() {
         let Ok(name) = sec.name() else { continue };
-        let Some(fname) = name.strip_prefix(".text.") else { continue };
+        let Some(fname) = name.strip_prefix(".text.") else {
+            continue;
+        };
         let Some(f) = builtin(fname) else { continue };
         let code = sec.data()?.to_vec();
-        let sym_index = file.symbols().find(|s| s.name() == Ok(fname)).map(|s| s.index().0 as u32);
+        let sym_index = file
+            .symbols()
+            .find(|s| s.name() == Ok(fname))
+            .map(|s| s.index().0 as u32);
         let module = |attr: u8| {
-            sym_index.and_then(|si| module_attrs.iter().find(|(a, s, _)| *a == attr && *s == si).map(|t| t.2))
+            sym_index.and_then(|si| {
+                module_attrs
+                    .iter()
+                    .find(|(a, s, _)| *a == attr && *s == si)
+                    .map(|t| t.2)
+            })
         };
         let mut meta = KernelMeta {
             sm: Some(sm),
@@ -298,7 +343,11 @@ fn cubin_kernels(data: &[u8], sm: u32) -> Result<Vec<RefKernel>, object::Error> 
         if let Some(info) = file.section_by_name(&format!(".nv.info.{fname}")) {
             for (attr, p) in nv_info_records(info.data()?) {
                 match attr {
-                    0x0a => meta.param_base = p.get(4..6).map(|b| u32::from(u16::from_le_bytes([b[0], b[1]]))),
+                    0x0a => {
+                        meta.param_base = p
+                            .get(4..6)
+                            .map(|b| u32::from(u16::from_le_bytes([b[0], b[1]])))
+                    }
                     0x05 => {
                         if let (Some(x), Some(y), Some(z)) = (rd32(p, 0), rd32(p, 4), rd32(p, 8)) {
                             meta.max_threads = Some([x, y, z]);
@@ -308,9 +357,16 @@ fn cubin_kernels(data: &[u8], sm: u32) -> Result<Vec<RefKernel>, object::Error> 
                 }
             }
         }
-        meta.static_shared =
-            Some(file.section_by_name(&format!(".nv.shared.{fname}")).map_or(0, |s| s.size() as u32));
-        out.push(RefKernel { name: fname.to_string(), code, f, meta });
+        meta.static_shared = Some(
+            file.section_by_name(&format!(".nv.shared.{fname}"))
+                .map_or(0, |s| s.size() as u32),
+        );
+        out.push(RefKernel {
+            name: fname.to_string(),
+            code,
+            f,
+            meta,
+        });
     }
     Ok(out)
 }
@@ -324,7 +380,9 @@ fn nv_info_records(d: &[u8]) -> Vec<(u8, &[u8])> {
         let attr = d[o + 1];
         let val = usize::from(u16::from_le_bytes([d[o + 2], d[o + 3]]));
         let plen = if fmt == 4 { val } else { 0 };
-        let Some(p) = d.get(o + 4..o + 4 + plen) else { break };
+        let Some(p) = d.get(o + 4..o + 4 + plen) else {
+            break;
+        };
         v.push((attr, p));
         o += 4 + plen;
     }
@@ -334,7 +392,12 @@ fn nv_info_records(d: &[u8]) -> Vec<(u8, &[u8])> {
 /// Add a reference kernel keyed by its exact code bytes. Later registrations take precedence
 /// over earlier ones and over the fixtures.
 pub fn register(name: &str, code: Vec<u8>, f: RefKernelFn) {
-    let k = RefKernel { name: name.to_string(), code, f, meta: KernelMeta::default() };
+    let k = RefKernel {
+        name: name.to_string(),
+        code,
+        f,
+        meta: KernelMeta::default(),
+    };
     registry().write().insert(0, Arc::new(k));
 }
 
@@ -352,7 +415,9 @@ pub fn find(mmu: &dyn Mmu, program: u64) -> Option<Arc<RefKernel>> {
         if k.code.is_empty() {
             continue;
         }
-        let Some(p) = mmu.translate(program, k.code.len() as u64, false) else { continue };
+        let Some(p) = mmu.translate(program, k.code.len() as u64, false) else {
+            continue;
+        };
         buf.resize(k.code.len(), 0);
         // SAFETY: translate vouched for code.len() bytes at p.
         unsafe { std::ptr::copy(p.0 as *const u8, buf.as_mut_ptr(), buf.len()) };
@@ -379,7 +444,12 @@ fn empty_kernel(_: &LaunchCtx) -> Result<(), MmuFault> {
 }
 
 fn vector_add(ctx: &LaunchCtx) -> Result<(), MmuFault> {
-    let (a, b, c, n) = (ctx.param_u64(0), ctx.param_u64(8), ctx.param_u64(16), ctx.param_u32(24));
+    let (a, b, c, n) = (
+        ctx.param_u64(0),
+        ctx.param_u64(8),
+        ctx.param_u64(16),
+        ctx.param_u32(24),
+    );
     let mut m = GpuMem::new(ctx.mmu);
     let bdx = ctx.block_dim()[0];
     ctx.for_each_thread(|bi, ti| {
@@ -409,7 +479,12 @@ fn saxpy(ctx: &LaunchCtx) -> Result<(), MmuFault> {
 
 fn matmul_tiled(ctx: &LaunchCtx) -> Result<(), MmuFault> {
     const TILE: u32 = 16;
-    let (pa, pb, pc, n) = (ctx.param_u64(0), ctx.param_u64(8), ctx.param_u64(16), ctx.param_u32(24));
+    let (pa, pb, pc, n) = (
+        ctx.param_u64(0),
+        ctx.param_u64(8),
+        ctx.param_u64(16),
+        ctx.param_u32(24),
+    );
     let mut m = GpuMem::new(ctx.mmu);
     let ntiles = n.wrapping_add(TILE - 1) / TILE;
     let nthreads = (ctx.block[0] as usize) * (ctx.block[1] as usize) * (ctx.block[2] as usize);
@@ -418,15 +493,29 @@ fn matmul_tiled(ctx: &LaunchCtx) -> Result<(), MmuFault> {
         let mut a_s = [0f32; 256];
         let mut b_s = [0f32; 256];
         // Shared-array slot of a thread; threads beyond the 16 x 16 tile store nowhere.
-        let slot = |y: u32, x: u32| if y < TILE && x < TILE { Some((y * TILE + x) as usize) } else { None };
+        let slot = |y: u32, x: u32| {
+            if y < TILE && x < TILE {
+                Some((y * TILE + x) as usize)
+            } else {
+                None
+            }
+        };
         for t in 0..ntiles {
             ctx.for_each_tid(|ti| {
                 let row = bi[1].wrapping_mul(TILE).wrapping_add(ti[1]);
                 let col = bi[0].wrapping_mul(TILE).wrapping_add(ti[0]);
                 let ac = t.wrapping_mul(TILE).wrapping_add(ti[0]);
                 let br = t.wrapping_mul(TILE).wrapping_add(ti[1]);
-                let av = if row < n && ac < n { m.read_f32(elem(pa, row.wrapping_mul(n).wrapping_add(ac), 4))? } else { 0.0 };
-                let bv = if br < n && col < n { m.read_f32(elem(pb, br.wrapping_mul(n).wrapping_add(col), 4))? } else { 0.0 };
+                let av = if row < n && ac < n {
+                    m.read_f32(elem(pa, row.wrapping_mul(n).wrapping_add(ac), 4))?
+                } else {
+                    0.0
+                };
+                let bv = if br < n && col < n {
+                    m.read_f32(elem(pb, br.wrapping_mul(n).wrapping_add(col), 4))?
+                } else {
+                    0.0
+                };
                 if let Some(s) = slot(ti[1], ti[0]) {
                     a_s[s] = av;
                     b_s[s] = bv;
@@ -451,7 +540,10 @@ fn matmul_tiled(ctx: &LaunchCtx) -> Result<(), MmuFault> {
             let row = bi[1].wrapping_mul(TILE).wrapping_add(ti[1]);
             let col = bi[0].wrapping_mul(TILE).wrapping_add(ti[0]);
             if row < n && col < n {
-                m.write_f32(elem(pc, row.wrapping_mul(n).wrapping_add(col), 4), acc[k_thread])?;
+                m.write_f32(
+                    elem(pc, row.wrapping_mul(n).wrapping_add(col), 4),
+                    acc[k_thread],
+                )?;
             }
             k_thread += 1;
             Ok(())
@@ -481,7 +573,11 @@ fn reduce_sum(ctx: &LaunchCtx) -> Result<(), MmuFault> {
         let mut s = vec![0f32; threads];
         for (tid, slot) in s.iter_mut().enumerate() {
             let i = bi[0].wrapping_mul(bdx).wrapping_add(tid as u32);
-            *slot = if i < n { m.read_f32(elem(pin, i, 4))? } else { 0.0 };
+            *slot = if i < n {
+                m.read_f32(elem(pin, i, 4))?
+            } else {
+                0.0
+            };
         }
         let mut stride = bdx / 2;
         while stride > 0 {
@@ -534,7 +630,19 @@ fn mixed_params(ctx: &LaunchCtx) -> Result<(), MmuFault> {
     let sf = ctx.param_u32(28);
     let sd = ctx.param_u64(32);
     let e = ctx.param_u64(40);
-    let vals = [a, b, c, d as u32, (d >> 32) as u32, si, sf, sd as u32, (sd >> 32) as u32, e as u32, (e >> 32) as u32];
+    let vals = [
+        a,
+        b,
+        c,
+        d as u32,
+        (d >> 32) as u32,
+        si,
+        sf,
+        sd as u32,
+        (sd >> 32) as u32,
+        e as u32,
+        (e >> 32) as u32,
+    ];
     let mut m = GpuMem::new(ctx.mmu);
     ctx.for_each_thread(|bi, ti| {
         if ti[0] == 0 && bi[0] == 0 {

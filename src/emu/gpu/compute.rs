@@ -120,11 +120,20 @@ impl ComputeState {
 
     pub(crate) fn method(&mut self, mmu: &dyn Mmu, m: u32, data: u32) -> Result<(), Fault> {
         match m {
-            NO_OPERATION | WAIT_FOR_IDLE | SET_QMD_VIRTUALIZATION_BASE_A | SET_QMD_VIRTUALIZATION_BASE_B
-            | SET_SPA_VERSION | SET_SHADER_CACHE_CONTROL | SET_SM_TIMEOUT_INTERVAL | SET_SHADER_EXCEPTIONS
-            | SET_RENDER_ENABLE_OVERRIDE | SEND_PCAS_B => {}
+            NO_OPERATION
+            | WAIT_FOR_IDLE
+            | SET_QMD_VIRTUALIZATION_BASE_A
+            | SET_QMD_VIRTUALIZATION_BASE_B
+            | SET_SPA_VERSION
+            | SET_SHADER_CACHE_CONTROL
+            | SET_SM_TIMEOUT_INTERVAL
+            | SET_SHADER_EXCEPTIONS
+            | SET_RENDER_ENABLE_OVERRIDE
+            | SEND_PCAS_B => {}
             SET_CWD_SLOT_COUNT if self.is_hopper() => {}
-            INVALIDATE_SHADER_CACHES | INVALIDATE_SKED_CACHES | INVALIDATE_SAMPLER_CACHE_NO_WFI
+            INVALIDATE_SHADER_CACHES
+            | INVALIDATE_SKED_CACHES
+            | INVALIDATE_SAMPLER_CACHE_NO_WFI
             | INVALIDATE_SHADER_CACHES_NO_WFI => self.invalidates += 1,
             SET_SHADER_SHARED_MEMORY_WINDOW_A => self.shared_window[0] = Some(data),
             SET_SHADER_SHARED_MEMORY_WINDOW_B => self.shared_window[1] = Some(data),
@@ -149,7 +158,11 @@ impl ComputeState {
             SEND_SIGNALING_PCAS2_B => match data & 0xf {
                 0 | 1 | 8 => {}
                 2 | 3 | 9 | 0xa | 0xb => self.launch_pcas(mmu)?,
-                a => return Err(unimpl(format!("SEND_SIGNALING_PCAS2_B {data:#x}: PCAS_ACTION {a:#x} is not modelled"))),
+                a => {
+                    return Err(unimpl(format!(
+                        "SEND_SIGNALING_PCAS2_B {data:#x}: PCAS_ACTION {a:#x} is not modelled"
+                    )))
+                }
             },
             SEND_SIGNALING_PCAS_B => {
                 if data & 2 != 0 {
@@ -175,23 +188,35 @@ impl ComputeState {
     }
 
     fn report_semaphore(&mut self, mmu: &dyn Mmu, d: u32) -> Result<(), Fault> {
-        let addr = (u64::from(self.report[0] & self.sem_upper_mask()) << 32) | u64::from(self.report[1]);
+        let addr =
+            (u64::from(self.report[0] & self.sem_upper_mask()) << 32) | u64::from(self.report[1]);
         let payload = u64::from(self.report[2]);
         if d & 3 != 0 {
-            return Err(unimpl(format!("SET_REPORT_SEMAPHORE_D {d:#x}: operation {} is not modelled", d & 3)));
+            return Err(unimpl(format!(
+                "SET_REPORT_SEMAPHORE_D {d:#x}: operation {} is not modelled",
+                d & 3
+            )));
         }
         if d & (1 << 3) != 0 {
-            return Err(unimpl(format!("SET_REPORT_SEMAPHORE_D {d:#x}: reductions are not modelled")));
+            return Err(unimpl(format!(
+                "SET_REPORT_SEMAPHORE_D {d:#x}: reductions are not modelled"
+            )));
         }
         let one_word = d & (1 << 28) != 0;
         if one_word {
             if addr % 4 != 0 {
-                return Err(gr(Some(addr), format!("report semaphore at {addr:#x} is not 4-byte aligned")));
+                return Err(gr(
+                    Some(addr),
+                    format!("report semaphore at {addr:#x} is not 4-byte aligned"),
+                ));
             }
             mem::release(mmu, addr, payload, false, false)?;
         } else {
             if addr % 16 != 0 {
-                return Err(gr(Some(addr), format!("four-word report semaphore at {addr:#x} is not 16-byte aligned")));
+                return Err(gr(
+                    Some(addr),
+                    format!("four-word report semaphore at {addr:#x} is not 16-byte aligned"),
+                ));
             }
             mem::release(mmu, addr, payload, false, true)?;
         }
@@ -200,13 +225,20 @@ impl ComputeState {
 
     fn i2m_launch(&mut self, mmu: &dyn Mmu, d: u32) -> Result<(), Fault> {
         if d & 1 == 0 {
-            return Err(unimpl(format!("I2M LAUNCH_DMA {d:#x}: block-linear destination is not modelled")));
+            return Err(unimpl(format!(
+                "I2M LAUNCH_DMA {d:#x}: block-linear destination is not modelled"
+            )));
         }
         if (d >> 4) & 3 == 2 || d & 2 != 0 {
-            return Err(unimpl(format!("I2M LAUNCH_DMA {d:#x}: semaphore completion/reduction is not modelled")));
+            return Err(unimpl(format!(
+                "I2M LAUNCH_DMA {d:#x}: semaphore completion/reduction is not modelled"
+            )));
         }
         if self.i2m_line_count > 1 {
-            return Err(unimpl(format!("I2M with LINE_COUNT {} > 1 is not modelled", self.i2m_line_count)));
+            return Err(unimpl(format!(
+                "I2M with LINE_COUNT {} > 1 is not modelled",
+                self.i2m_line_count
+            )));
         }
         let dst = (u64::from(self.i2m_offset_out[0]) << 32) | u64::from(self.i2m_offset_out[1]);
         let total = self.i2m_line_length as usize;
@@ -214,14 +246,20 @@ impl ComputeState {
         if total > 0 {
             // Check the destination now so a bad address faults at launch.
             mem::for_each_piece(mmu, dst, total as u64, true, |_, _, _| {})?;
-            self.i2m = Some(I2m { dst, total, data: Vec::with_capacity(total) });
+            self.i2m = Some(I2m {
+                dst,
+                total,
+                data: Vec::with_capacity(total),
+            });
         }
         Ok(())
     }
 
     fn i2m_data(&mut self, mmu: &dyn Mmu, d: u32) -> Result<(), Fault> {
         let Some(t) = self.i2m.as_mut() else {
-            return Err(unimpl(format!("LOAD_INLINE_DATA {d:#x} without an I2M LAUNCH_DMA")));
+            return Err(unimpl(format!(
+                "LOAD_INLINE_DATA {d:#x} without an I2M LAUNCH_DMA"
+            )));
         };
         let take = (t.total - t.data.len()).min(4);
         t.data.extend_from_slice(&d.to_le_bytes()[..take]);
@@ -235,9 +273,14 @@ impl ComputeState {
 
     fn launch_pcas(&mut self, mmu: &dyn Mmu) -> Result<(), Fault> {
         let Some(a) = self.pcas_a else {
-            return Err(gr(None, "SEND_SIGNALING_PCAS2_B schedules a grid but SEND_PCAS_A was never sent".into()));
+            return Err(gr(
+                None,
+                "SEND_SIGNALING_PCAS2_B schedules a grid but SEND_PCAS_A was never sent".into(),
+            ));
         };
-        if self.shared_window.iter().any(Option::is_none) || self.local_window.iter().any(Option::is_none) {
+        if self.shared_window.iter().any(Option::is_none)
+            || self.local_window.iter().any(Option::is_none)
+        {
             return Err(gr(
                 None,
                 "SKED exception (esr 0x01000000): launch without SET_SHADER_SHARED_MEMORY_WINDOW_A/B and \
@@ -252,7 +295,10 @@ impl ComputeState {
             let Some(n) = next else { return Ok(()) };
             chain += 1;
             if chain >= MAX_CHAIN {
-                return Err(gr(Some(n), format!("dependent-QMD chain longer than {MAX_CHAIN} QMDs (loop?)")));
+                return Err(gr(
+                    Some(n),
+                    format!("dependent-QMD chain longer than {MAX_CHAIN} QMDs (loop?)"),
+                ));
             }
             qmd_va = n;
         }
@@ -263,8 +309,15 @@ impl ComputeState {
         let size = if self.is_hopper() { 384 } else { 256 };
         let mut raw = vec![0u8; size];
         mem::read(mmu, qmd_va, &mut raw)?;
-        let q: Vec<u32> = raw.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-        let qmd = if self.is_hopper() { decode_v04(&q, qmd_va)? } else { decode_v03(&q, qmd_va)? };
+        let q: Vec<u32> = raw
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let qmd = if self.is_hopper() {
+            decode_v04(&q, qmd_va)?
+        } else {
+            decode_v03(&q, qmd_va)?
+        };
         let Some(qmd) = qmd else { return Ok(None) };
         self.run_grid(mmu, &qmd)?;
         for r in &qmd.releases {
@@ -277,10 +330,19 @@ impl ComputeState {
         let [bx, by, bz] = q.block;
         let threads = u64::from(bx) * u64::from(by) * u64::from(bz);
         if bx == 0 || by == 0 || bz == 0 || bx > 1024 || by > 1024 || bz > 64 || threads > 1024 {
-            return Err(gr(Some(q.va), format!("QMD at {:#x}: invalid CTA thread dimensions {:?}", q.va, q.block)));
+            return Err(gr(
+                Some(q.va),
+                format!(
+                    "QMD at {:#x}: invalid CTA thread dimensions {:?}",
+                    q.va, q.block
+                ),
+            ));
         }
         if q.grid[1] > 0xffff || q.grid[2] > 0xffff {
-            return Err(gr(Some(q.va), format!("QMD at {:#x}: grid {:?} out of range", q.va, q.grid)));
+            return Err(gr(
+                Some(q.va),
+                format!("QMD at {:#x}: grid {:?} out of range", q.va, q.grid),
+            ));
         }
         if q.regs == 0 || q.regs > 255 || u64::from(q.regs) * threads > 65536 {
             return Err(gr(
@@ -289,10 +351,19 @@ impl ComputeState {
             ));
         }
         if !q.cb0_valid {
-            return Err(gr(Some(q.va), format!("QMD at {:#x}: CONSTANT_BUFFER_VALID(0) is not set", q.va)));
+            return Err(gr(
+                Some(q.va),
+                format!("QMD at {:#x}: CONSTANT_BUFFER_VALID(0) is not set", q.va),
+            ));
         }
         if q.cb0_size > 0x10000 {
-            return Err(gr(Some(q.va), format!("QMD at {:#x}: constant buffer 0 size {:#x} > 64 KiB", q.va, q.cb0_size)));
+            return Err(gr(
+                Some(q.va),
+                format!(
+                    "QMD at {:#x}: constant buffer 0 size {:#x} > 64 KiB",
+                    q.va, q.cb0_size
+                ),
+            ));
         }
         let mut cbank0 = vec![0u8; q.cb0_size as usize];
         mem::read(mmu, q.cb0_addr, &mut cbank0)?;
@@ -301,12 +372,18 @@ impl ComputeState {
                 return Err(Fault::new(
                     ERR_MMU_FAULT,
                     Some(q.program),
-                    format!("MMU fault: instruction fetch at unmapped program address {:#x}", q.program),
+                    format!(
+                        "MMU fault: instruction fetch at unmapped program address {:#x}",
+                        q.program
+                    ),
                 ));
             }
             return Err(gr(
                 Some(q.program),
-                format!("GR exception: no reference kernel matches the code at program address {:#x}", q.program),
+                format!(
+                    "GR exception: no reference kernel matches the code at program address {:#x}",
+                    q.program
+                ),
             ));
         };
         let meta = &k.meta;
@@ -315,7 +392,10 @@ impl ComputeState {
             if (ksm >= 90) != (sm >= 90) {
                 return Err(gr(
                     Some(q.program),
-                    format!("kernel {} is sm_{ksm} code but runs on class {:#x} (illegal instruction)", k.name, self.class),
+                    format!(
+                        "kernel {} is sm_{ksm} code but runs on class {:#x} (illegal instruction)",
+                        k.name, self.class
+                    ),
                 ));
             }
         }
@@ -323,7 +403,10 @@ impl ComputeState {
             if q.regs < r {
                 return Err(gr(
                     Some(q.program),
-                    format!("kernel {} needs {r} registers but the QMD grants {}", k.name, q.regs),
+                    format!(
+                        "kernel {} needs {r} registers but the QMD grants {}",
+                        k.name, q.regs
+                    ),
                 ));
             }
         }
@@ -332,7 +415,10 @@ impl ComputeState {
             if threads > max {
                 return Err(gr(
                     Some(q.program),
-                    format!("kernel {} is limited to {max} threads per block, launched with {threads}", k.name),
+                    format!(
+                        "kernel {} is limited to {max} threads per block, launched with {threads}",
+                        k.name
+                    ),
                 ));
             }
         }
@@ -350,9 +436,13 @@ impl ComputeState {
         }
         if let Some(stack) = meta.min_stack.filter(|s| *s > 0) {
             let base = self.local_memory.iter().all(Option::is_some);
-            let per_tpc = self.non_throttled[1].unwrap_or(0) != 0 || self.non_throttled[0].unwrap_or(0) != 0;
+            let per_tpc =
+                self.non_throttled[1].unwrap_or(0) != 0 || self.non_throttled[0].unwrap_or(0) != 0;
             if !base || !per_tpc || q.local_low.saturating_add(q.local_high) < stack {
-                let addr = self.local_memory.iter().fold(0u64, |acc, v| (acc << 32) | u64::from(v.unwrap_or(0)));
+                let addr = self
+                    .local_memory
+                    .iter()
+                    .fold(0u64, |acc, v| (acc << 32) | u64::from(v.unwrap_or(0)));
                 return Err(Fault::new(
                     ERR_MMU_FAULT,
                     Some(addr),
@@ -365,10 +455,23 @@ impl ComputeState {
                 ));
             }
         }
-        let param_base = meta.param_base.unwrap_or(if sm >= 90 { 0x210 } else { 0x160 }) as usize;
-        let ctx = LaunchCtx { grid: q.grid, block: q.block, cbank0: &cbank0, param_base, shared_bytes: q.shared, mmu };
+        let param_base = meta
+            .param_base
+            .unwrap_or(if sm >= 90 { 0x210 } else { 0x160 }) as usize;
+        let ctx = LaunchCtx {
+            grid: q.grid,
+            block: q.block,
+            cbank0: &cbank0,
+            param_base,
+            shared_bytes: q.shared,
+            mmu,
+        };
         (k.f)(&ctx).map_err(|f| {
-            Fault::new(ERR_MMU_FAULT, Some(f.address), format!("MMU fault in kernel {}: {}", k.name, f.what))
+            Fault::new(
+                ERR_MMU_FAULT,
+                Some(f.address),
+                format!("MMU fault in kernel {}: {}", k.name, f.what),
+            )
         })?;
         self.launches += 1;
         Ok(())
@@ -412,13 +515,21 @@ impl Release {
         if self.addr % align != 0 {
             return Err(gr(
                 Some(self.addr),
-                format!("QMD release semaphore at {:#x} is not {align}-byte aligned", self.addr),
+                format!(
+                    "QMD release semaphore at {:#x} is not {align}-byte aligned",
+                    self.addr
+                ),
             ));
         }
         match self.structure {
             0 => mem::release(mmu, self.addr, self.payload, self.payload64, true)?,
             1 | 2 => mem::release(mmu, self.addr, self.payload, wide, false)?,
-            s => return Err(gr(Some(self.addr), format!("QMD release STRUCTURE_SIZE {s} is invalid"))),
+            s => {
+                return Err(gr(
+                    Some(self.addr),
+                    format!("QMD release STRUCTURE_SIZE {s} is invalid"),
+                ))
+            }
         }
         Ok(())
     }
@@ -454,17 +565,25 @@ fn decode_v03(q: &[u32], va: u64) -> Result<Option<Qmd>, Fault> {
         // RELEASEn_ENABLE at base + 55.
         if bit(q, base + 55) {
             if bit(q, base + 58) {
-                return Err(unimpl(format!("QMD at {va:#x}: release reductions are not modelled")));
+                return Err(unimpl(format!(
+                    "QMD at {va:#x}: release reductions are not modelled"
+                )));
             }
             releases.push(Release {
-                addr: (u64::from(mw(q, base + 39, base + 32)) << 32) | u64::from(mw(q, base + 31, base)),
-                payload: (u64::from(mw(q, base + 127, base + 96)) << 32) | u64::from(mw(q, base + 95, base + 64)),
+                addr: (u64::from(mw(q, base + 39, base + 32)) << 32)
+                    | u64::from(mw(q, base + 31, base)),
+                payload: (u64::from(mw(q, base + 127, base + 96)) << 32)
+                    | u64::from(mw(q, base + 95, base + 64)),
                 payload64: bit(q, base + 61),
                 structure: mw(q, base + 63, base + 62),
             });
         }
     }
-    let dependent = if bit(q, 512) && mw(q, 515, 513) == 1 { Some(u64::from(mw(q, 511, 480)) << 8) } else { None };
+    let dependent = if bit(q, 512) && mw(q, 515, 513) == 1 {
+        Some(u64::from(mw(q, 511, 480)) << 8)
+    } else {
+        None
+    };
     Ok(Some(Qmd {
         va,
         grid: [mw(q, 415, 384), mw(q, 431, 416), mw(q, 463, 448)],
@@ -502,13 +621,18 @@ fn decode_v04(q: &[u32], va: u64) -> Result<Option<Qmd>, Fault> {
             let a = 640 + 128 * i;
             releases.push(Release {
                 addr: (u64::from(mw(q, a + 56, a + 32)) << 32) | u64::from(mw(q, a + 31, a)),
-                payload: (u64::from(mw(q, a + 127, a + 96)) << 32) | u64::from(mw(q, a + 95, a + 64)),
+                payload: (u64::from(mw(q, a + 127, a + 96)) << 32)
+                    | u64::from(mw(q, a + 95, a + 64)),
                 payload64: bit(q, 332 + 16 * i),
                 structure: mw(q, 322 + 16 * i, 321 + 16 * i),
             });
         }
     }
-    let dependent = if bit(q, 368) && mw(q, 371, 369) == 1 { Some(u64::from(mw(q, 479, 448)) << 8) } else { None };
+    let dependent = if bit(q, 368) && mw(q, 371, 369) == 1 {
+        Some(u64::from(mw(q, 479, 448)) << 8)
+    } else {
+        None
+    };
     let cb_lo = u64::from(mw(q, 1567, 1536));
     let cb_hi = u64::from(mw(q, 1586, 1568));
     Ok(Some(Qmd {

@@ -118,11 +118,15 @@ impl CopyState {
         let sem_reduction = d & (1 << 19) != 0;
         let payload64 = d & (1 << 27) != 0;
         if transfer == 3 {
-            return Err(unimpl(format!("LAUNCH_DMA {d:#x}: invalid DATA_TRANSFER_TYPE 3")));
+            return Err(unimpl(format!(
+                "LAUNCH_DMA {d:#x}: invalid DATA_TRANSFER_TYPE 3"
+            )));
         }
         if transfer != 0 {
             if phys {
-                return Err(unimpl(format!("LAUNCH_DMA {d:#x}: physical SRC/DST_TYPE is not modelled")));
+                return Err(unimpl(format!(
+                    "LAUNCH_DMA {d:#x}: physical SRC/DST_TYPE is not modelled"
+                )));
             }
             if !src_pitch || !dst_pitch {
                 return Err(unimpl(format!(
@@ -144,7 +148,9 @@ impl CopyState {
         }
         if sem_type != 0 {
             if sem_reduction {
-                return Err(unimpl(format!("LAUNCH_DMA {d:#x}: semaphore reductions are not modelled")));
+                return Err(unimpl(format!(
+                    "LAUNCH_DMA {d:#x}: semaphore reductions are not modelled"
+                )));
             }
             let addr = (u64::from(self.sem_a) << 32) | u64::from(self.sem_b);
             let payload = (u64::from(self.payload_upper) << 32) | u64::from(self.payload);
@@ -163,8 +169,8 @@ impl CopyState {
                 }
                 _ => {
                     return Err(unimpl(format!(
-                        "LAUNCH_DMA {d:#x}: SEMAPHORE_TYPE 3 (conditional interrupt) is not modelled"
-                    )))
+                    "LAUNCH_DMA {d:#x}: SEMAPHORE_TYPE 3 (conditional interrupt) is not modelled"
+                )))
                 }
             }
         }
@@ -182,7 +188,12 @@ impl CopyState {
         let mut e = 0u64;
         while e < n {
             let k = (n - e).min(step);
-            self.remap_elements(mmu, src.wrapping_add(e * cs * nsrc), dst.wrapping_add(e * cs * ndst), k)?;
+            self.remap_elements(
+                mmu,
+                src.wrapping_add(e * cs * nsrc),
+                dst.wrapping_add(e * cs * ndst),
+                k,
+            )?;
             e += k;
         }
         Ok(())
@@ -229,7 +240,9 @@ impl CopyState {
                     }
                     6 => {}
                     _ => {
-                        return Err(unimpl(format!("SET_REMAP_COMPONENTS {rc:#x}: invalid selector 7")));
+                        return Err(unimpl(format!(
+                            "SET_REMAP_COMPONENTS {rc:#x}: invalid selector 7"
+                        )));
                     }
                 }
             }

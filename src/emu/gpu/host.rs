@@ -133,7 +133,12 @@ impl Slot {
                 active: false,
                 gp_get,
                 seg: None,
-                dec: Decoder { method: 0, subch: 0, remaining: 0, mode: Mode::Inc },
+                dec: Decoder {
+                    method: 0,
+                    subch: 0,
+                    remaining: 0,
+                    mode: Mode::Inc,
+                },
                 pending: None,
                 sem_addr_lo: 0,
                 sem_addr_hi: 0,
@@ -224,7 +229,10 @@ pub(crate) fn service(slot: &Slot, st: &mut ChanState) -> Result<bool, Fault> {
         let pb_va = entry & 0x00ff_ffff_fffc;
         let mut bytes = vec![0u8; len_dw * 4];
         mem::read(&*hw.mmu, pb_va, &mut bytes)?;
-        let words = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let words = bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
         st.seg = Some(Segment { words, pos: 0 });
     }
 }
@@ -232,7 +240,9 @@ pub(crate) fn service(slot: &Slot, st: &mut ChanState) -> Result<bool, Fault> {
 /// Run the current segment. Returns `true` when a semaphore acquire blocked it.
 fn run_segment(hw: &HwChannel, st: &mut ChanState) -> Result<bool, Fault> {
     loop {
-        let Some(seg) = st.seg.as_mut() else { return Ok(false) };
+        let Some(seg) = st.seg.as_mut() else {
+            return Ok(false);
+        };
         if seg.pos >= seg.words.len() {
             return Ok(false);
         }
@@ -259,7 +269,9 @@ fn run_segment(hw: &HwChannel, st: &mut ChanState) -> Result<bool, Fault> {
         let subch = (word >> 13) & 7;
         let addr = (word & 0xfff) << 2;
         if sec_op != 0 && word & (1 << 12) != 0 {
-            return Err(pbdma(format!("pushbuffer header {word:#010x} has reserved bit 12 set")));
+            return Err(pbdma(format!(
+                "pushbuffer header {word:#010x} has reserved bit 12 set"
+            )));
         }
         match sec_op {
             0 => {
@@ -276,7 +288,12 @@ fn run_segment(hw: &HwChannel, st: &mut ChanState) -> Result<bool, Fault> {
                         3 => Mode::NonInc,
                         _ => Mode::OneInc,
                     };
-                    st.dec = Decoder { method: addr, subch, remaining: count, mode };
+                    st.dec = Decoder {
+                        method: addr,
+                        subch,
+                        remaining: count,
+                        mode,
+                    };
                 }
             }
             4 => {
@@ -288,13 +305,23 @@ fn run_segment(hw: &HwChannel, st: &mut ChanState) -> Result<bool, Fault> {
                 // END_PB_SEGMENT: the rest of this segment is not executed.
                 return Ok(false);
             }
-            _ => return Err(pbdma(format!("invalid pushbuffer opcode {sec_op} in header {word:#010x}"))),
+            _ => {
+                return Err(pbdma(format!(
+                    "invalid pushbuffer opcode {sec_op} in header {word:#010x}"
+                )))
+            }
         }
     }
 }
 
 /// Execute one method. Returns `true` if the channel is now blocked on an acquire.
-fn method(hw: &HwChannel, st: &mut ChanState, subch: u32, m: u32, data: u32) -> Result<bool, Fault> {
+fn method(
+    hw: &HwChannel,
+    st: &mut ChanState,
+    subch: u32,
+    m: u32,
+    data: u32,
+) -> Result<bool, Fault> {
     if m == NV_SET_OBJECT {
         set_object(hw, st, subch, data)?;
         return Ok(false);
@@ -347,7 +374,9 @@ fn set_object(hw: &HwChannel, st: &mut ChanState, subch: u32, data: u32) -> Resu
             AMPERE_COMPUTE_A | AMPERE_COMPUTE_B | ADA_COMPUTE_A | HOPPER_COMPUTE_A => {
                 Engine::Compute(Box::new(ComputeState::new(class)))
             }
-            AMPERE_DMA_COPY_A | AMPERE_DMA_COPY_B | HOPPER_DMA_COPY_A => Engine::Copy(Box::new(CopyState::new(class))),
+            AMPERE_DMA_COPY_A | AMPERE_DMA_COPY_B | HOPPER_DMA_COPY_A => {
+                Engine::Copy(Box::new(CopyState::new(class)))
+            }
             other => Engine::Other(other),
         });
     }
@@ -385,7 +414,9 @@ fn mem_op(d: u32) -> Result<(), Fault> {
         9 | 0xa => Err(pbdma(format!(
             "MEM_OP_D {d:#x}: MMU TLB invalidate is privileged (PBDMA METHOD interrupt)"
         ))),
-        op => Err(pbdma(format!("MEM_OP_D {d:#x}: operation {op:#x} is not allowed/implemented"))),
+        op => Err(pbdma(format!(
+            "MEM_OP_D {d:#x}: operation {op:#x} is not allowed/implemented"
+        ))),
     }
 }
 
@@ -413,7 +444,12 @@ fn sem_execute(hw: &HwChannel, st: &mut ChanState, data: u32) -> Result<bool, Fa
             Ok(false)
         }
         0 | 2..=5 => {
-            let acq = Acquire { addr, payload, op, is64 };
+            let acq = Acquire {
+                addr,
+                payload,
+                op,
+                is64,
+            };
             if acquire_satisfied(mmu, &acq)? {
                 Ok(false)
             } else {
@@ -425,7 +461,9 @@ fn sem_execute(hw: &HwChannel, st: &mut ChanState, data: u32) -> Result<bool, Fa
             reduction(mmu, addr, payload, is64, data)?;
             Ok(false)
         }
-        _ => Err(pbdma(format!("SEM_EXECUTE {data:#x}: invalid operation {op}"))),
+        _ => Err(pbdma(format!(
+            "SEM_EXECUTE {data:#x}: invalid operation {op}"
+        ))),
     }
 }
 
@@ -454,7 +492,13 @@ fn reduction(mmu: &dyn Mmu, addr: u64, payload: u64, is64: bool, data: u32) -> R
     let unsigned = data & (1 << 31) != 0;
     let mask = if is64 { u64::MAX } else { 0xffff_ffff };
     let v = mem::load_word(mmu, addr, is64)?;
-    let sext = |x: u64| if is64 { x as i64 } else { x as u32 as i32 as i64 };
+    let sext = |x: u64| {
+        if is64 {
+            x as i64
+        } else {
+            x as u32 as i32 as i64
+        }
+    };
     let r = match red {
         0 | 1 => {
             let take_min = red == 0;
@@ -487,7 +531,11 @@ fn reduction(mmu: &dyn Mmu, addr: u64, payload: u64, is64: bool, data: u32) -> R
                 v - 1
             }
         }
-        _ => return Err(pbdma(format!("SEM_EXECUTE {data:#x}: invalid reduction {red}"))),
+        _ => {
+            return Err(pbdma(format!(
+                "SEM_EXECUTE {data:#x}: invalid reduction {red}"
+            )))
+        }
     } & mask;
     mem::store_word(mmu, addr, r, is64)?;
     Ok(())

@@ -9,10 +9,15 @@ const PAGE: u64 = 4096;
 
 /// CLOCK_MONOTONIC in nanoseconds (the model's PTIMER).
 pub(crate) fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes the struct we pass; CLOCK_MONOTONIC always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
 }
 
 fn fault(va: u64, len: u64, write: bool) -> MmuFault {
@@ -29,7 +34,12 @@ fn fault(va: u64, len: u64, write: bool) -> MmuFault {
 
 /// The longest prefix of `[va, va + len)` that one `translate` call accepts, as (host pointer,
 /// length). Fails with an MMU fault at `va` when not even the first byte is mapped.
-pub(crate) fn longest_piece(mmu: &dyn Mmu, va: u64, len: u64, write: bool) -> Result<(HostPtr, u64), MmuFault> {
+pub(crate) fn longest_piece(
+    mmu: &dyn Mmu,
+    va: u64,
+    len: u64,
+    write: bool,
+) -> Result<(HostPtr, u64), MmuFault> {
     if let Some(p) = mmu.translate(va, len, write) {
         return Ok((p, len));
     }
@@ -39,7 +49,9 @@ pub(crate) fn longest_piece(mmu: &dyn Mmu, va: u64, len: u64, write: bool) -> Re
         Some(p) => p,
         None => {
             // Fake MMUs in tests may use byte-granular regions: fall back to a single byte.
-            let p = mmu.translate(va, 1, write).ok_or_else(|| fault(va, len, write))?;
+            let p = mmu
+                .translate(va, 1, write)
+                .ok_or_else(|| fault(va, len, write))?;
             let mut ok = 1u64;
             let mut step = 1u64;
             while ok + step <= len && mmu.translate(va, ok + step, write).is_some() {
@@ -105,7 +117,9 @@ pub(crate) fn read(mmu: &dyn Mmu, va: u64, buf: &mut [u8]) -> Result<(), MmuFaul
 /// range is unmapped (the range is checked first).
 pub(crate) fn write(mmu: &dyn Mmu, va: u64, data: &[u8]) -> Result<(), MmuFault> {
     let mut pieces = Vec::new();
-    for_each_piece(mmu, va, data.len() as u64, true, |p, off, n| pieces.push((p, off, n)))?;
+    for_each_piece(mmu, va, data.len() as u64, true, |p, off, n| {
+        pieces.push((p, off, n))
+    })?;
     for (p, off, n) in pieces {
         // SAFETY: as in `read`.
         unsafe { std::ptr::copy(data.as_ptr().add(off as usize), p.0, n as usize) }
@@ -115,7 +129,9 @@ pub(crate) fn write(mmu: &dyn Mmu, va: u64, data: &[u8]) -> Result<(), MmuFault>
 
 /// A naturally aligned 32- or 64-bit word for semaphore access.
 fn word_ptr(mmu: &dyn Mmu, va: u64, size: u64, write: bool) -> Result<*mut u8, MmuFault> {
-    mmu.translate(va, size, write).map(|p| p.0).ok_or_else(|| fault(va, size, write))
+    mmu.translate(va, size, write)
+        .map(|p| p.0)
+        .ok_or_else(|| fault(va, size, write))
 }
 
 /// Atomic load of a 32-bit (`is64` false) or 64-bit semaphore value. `va` must be aligned.
@@ -131,7 +147,9 @@ pub(crate) fn load_word(mmu: &dyn Mmu, va: u64, is64: bool) -> Result<u64, MmuFa
                 Ok(std::ptr::read_unaligned(p as *const u64))
             }
         } else if (p as usize) % 4 == 0 {
-            Ok(u64::from((*(p as *const AtomicU32)).load(Ordering::Acquire)))
+            Ok(u64::from(
+                (*(p as *const AtomicU32)).load(Ordering::Acquire),
+            ))
         } else {
             Ok(u64::from(std::ptr::read_unaligned(p as *const u32)))
         }
@@ -160,7 +178,13 @@ pub(crate) fn store_word(mmu: &dyn Mmu, va: u64, value: u64, is64: bool) -> Resu
 
 /// Write a semaphore structure: for `timestamp`, the 16-byte form (timestamp at +8 written first,
 /// then the payload as 8 bytes at +0); otherwise the payload as 4 or 8 bytes.
-pub(crate) fn release(mmu: &dyn Mmu, va: u64, payload: u64, is64: bool, timestamp: bool) -> Result<(), MmuFault> {
+pub(crate) fn release(
+    mmu: &dyn Mmu,
+    va: u64,
+    payload: u64,
+    is64: bool,
+    timestamp: bool,
+) -> Result<(), MmuFault> {
     if timestamp {
         // Check the whole structure first so a fault leaves memory untouched.
         word_ptr(mmu, va, 16, true)?;

@@ -71,10 +71,15 @@ impl Gpu {
             stop: AtomicBool::new(false),
         });
         let s2 = shared.clone();
-        let thread = std::thread::Builder::new().name("emu-gpu".into()).spawn(move || gpu_thread(s2));
+        let thread = std::thread::Builder::new()
+            .name("emu-gpu".into())
+            .spawn(move || gpu_thread(s2));
         // If the thread cannot be spawned the GPU simply never executes anything; channels then
         // time out in their waiters, which is what a hung GPU looks like.
-        Arc::new(Gpu { shared, thread: Mutex::new(thread.ok()) })
+        Arc::new(Gpu {
+            shared,
+            thread: Mutex::new(thread.ok()),
+        })
     }
 
     /// Watch a 64 KiB usermode page: a store of a channel's token at +0x90 makes Host service it.
@@ -192,13 +197,21 @@ pub(crate) struct Fault {
 
 impl Fault {
     pub(crate) fn new(code: u32, address: Option<u64>, what: impl Into<String>) -> Fault {
-        Fault { code, address, what: what.into() }
+        Fault {
+            code,
+            address,
+            what: what.into(),
+        }
     }
 }
 
 impl From<super::hwif::MmuFault> for Fault {
     fn from(f: super::hwif::MmuFault) -> Fault {
-        Fault { code: host::ERR_MMU_FAULT, address: Some(f.address), what: format!("MMU fault: {}", f.what) }
+        Fault {
+            code: host::ERR_MMU_FAULT,
+            address: Some(f.address),
+            what: format!("MMU fault: {}", f.what),
+        }
     }
 }
 
@@ -214,5 +227,10 @@ fn post_fault(shared: &Shared, ch: &HwChannel, f: Fault) {
         mem::host_store(n, 12, 0xffff_0000);
     }
     ch.dead.store(true, Ordering::Release);
-    shared.faults.lock().push(GpuFault { token: ch.token, code: f.code, address: f.address, what: f.what });
+    shared.faults.lock().push(GpuFault {
+        token: ch.token,
+        code: f.code,
+        address: f.address,
+        what: f.what,
+    });
 }
