@@ -1181,9 +1181,9 @@ fn fixture_reduce_sum() {
         );
         assert!(f.is_empty(), "{arch}: {f:?}");
         let got = f32s(&env, out, 8);
-        for blk in 0..8usize {
+        for (blk, g) in got.iter().enumerate() {
             let want: f32 = v.iter().skip(blk * 128).take(128).sum();
-            assert_eq!(got[blk], want, "{arch} out[{blk}]");
+            assert_eq!(*g, want, "{arch} out[{blk}]");
         }
         // Too little shared memory for the dynamic array: the kernel's stores fault.
         let f = run_fixture(
