@@ -79,6 +79,7 @@ const SPLIT_A: u64 = 0x30_0000_0000; // two adjacent 64 KiB mappings
 const SPLIT_B: u64 = SPLIT_A + 0x1_0000;
 const CODE: u64 = 0x40_0000_0000; // 64 KiB, read-only
 const UNMAPPED: u64 = 0x50_0000_0000;
+const LOCAL: u64 = 0x60_0000_0000; // 4 MiB local-memory backing store
 const TOKEN: u32 = 511;
 
 // Classes.
@@ -136,6 +137,7 @@ impl Env {
                 region(SPLIT_A, 0x1_0000, true),
                 region(SPLIT_B, 0x1_0000, true),
                 region(CODE, 0x1_0000, false),
+                region(LOCAL, 0x40_0000, true),
             ],
         });
         let mut userd = MmapMut::map_anon(4096).expect("userd");
@@ -643,6 +645,8 @@ struct Launch {
     cbank: u64,
     cbank_size: u32,
     release: Option<(u64, u32)>,
+    /// Per-thread local memory (QMD SHADER_LOCAL_MEMORY_HIGH_SIZE).
+    local: u32,
 }
 
 /// QMD V03_00 (§4.1).
@@ -664,6 +668,7 @@ fn qmd_v03(l: &Launch, minor: u32) -> Vec<u32> {
     set(&mut q, 1087, 1075, u64::from(l.cbank_size >> 4));
     set(&mut q, 1567, 1536, l.program & 0xffff_ffff);
     set(&mut q, 1584, 1568, l.program >> 32);
+    set(&mut q, 1623, 1600, u64::from(l.local));
     if let Some((addr, payload)) = l.release {
         set(&mut q, 799, 768, addr & 0xffff_ffff);
         set(&mut q, 807, 800, addr >> 32);
@@ -693,6 +698,7 @@ fn qmd_v04(l: &Launch, qmd_type: u32) -> Vec<u32> {
     set(&mut q, 1599, 1587, u64::from(l.cbank_size >> 4));
     set(&mut q, 1247, 1216, l.program & 0xffff_ffff);
     set(&mut q, 1272, 1248, l.program >> 32);
+    set(&mut q, 567, 544, u64::from(l.local));
     if let Some((addr, payload)) = l.release {
         set(&mut q, 320, 320, 1);
         set(&mut q, 322, 321, 1); // ONE_WORD
@@ -792,6 +798,7 @@ fn vector_add_setup(
         cbank: CBANK,
         cbank_size: cb.len() as u32,
         release: Some((SEM + 0x100, 0x77)),
+        local: 0,
     };
     (av, bv, c, l)
 }
@@ -942,6 +949,7 @@ fn registered_kernel_runs_and_report_semaphore_and_i2m() {
         cbank: CBANK + 0x1000,
         cbank_size: 0x170,
         release: None,
+        local: 0,
     };
     let cb = cbank0(l.block, l.grid, 0x160, &out.to_le_bytes());
     l.cbank_size = cb.len() as u32;
@@ -1014,6 +1022,20 @@ fn run_fixture(
     shared: u32,
     params: &[u8],
 ) -> Vec<tegragpu::emu::hwif::GpuFault> {
+    run_fixture_local(env, arch, name, grid, block, shared, 0, params)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_fixture_local(
+    env: &mut Env,
+    arch: &str,
+    name: &str,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    local: u32,
+    params: &[u8],
+) -> Vec<tegragpu::emu::hwif::GpuFault> {
     let code = fixture_code(arch, name);
     env.write(CODE, &code);
     let param_base = if arch == "sm_90" { 0x210 } else { 0x160 };
@@ -1028,6 +1050,7 @@ fn run_fixture(
         cbank: CBANK,
         cbank_size: cb.len() as u32,
         release: Some((SEM + 0x200, 0x5a5a)),
+        local,
     };
     env.put_u32(SEM + 0x200, 0);
     let q = if arch == "sm_90" {
@@ -1306,13 +1329,62 @@ fn fixture_uses_local_and_bounded_128() {
             &iv.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>(),
         );
         let p = params(&[&idx.to_le_bytes(), &out.to_le_bytes(), &n.to_le_bytes()]);
-        let f = run_fixture(
+        let idx_bytes: Vec<u8> = iv.iter().flat_map(|v| v.to_le_bytes()).collect();
+        // uses_local keeps buf[64] on the stack (EIATTR_MIN_STACK_SIZE 256). Sizes per §3.3:
+        // lm = round_up(256 + 0x240, 32) = 0x340 per thread; per warp round_up(lm * 32, 0x200)
+        // = 0x6800; per TPC 0x6800 * warps_per_sm (48 sm_87, 64 sm_90) * 2 SMs.
+        let per_tpc: u32 = if arch == "sm_90" {
+            0x34_0000
+        } else {
+            0x27_0000
+        };
+        let lm_base = [inc(1, 0x790, 2), (LOCAL >> 32) as u32, LOCAL as u32];
+        let lm_size = [inc(1, 0x2e4, 3), 0, per_tpc, 0xff];
+        env.submit(&lm_base);
+        let f = run_fixture_local(
             &mut env,
             arch,
             "uses_local",
             [5, 1, 1],
             [64, 1, 1],
             0x400,
+            0x340,
+            &p,
+        );
+        assert_eq!(
+            f.first().map(|f| f.code),
+            Some(31),
+            "{arch}: no NON_THROTTLED size: {f:?}"
+        );
+        let mut env = compute_env(arch, class);
+        env.write(idx, &idx_bytes);
+        env.submit(&[&lm_base[..], &lm_size[..]].concat());
+        let f = run_fixture_local(
+            &mut env,
+            arch,
+            "uses_local",
+            [5, 1, 1],
+            [64, 1, 1],
+            0x400,
+            0x300,
+            &p,
+        );
+        assert_eq!(
+            f.first().map(|f| f.code),
+            Some(31),
+            "{arch}: QMD local size too small: {f:?}"
+        );
+        let mut env = compute_env(arch, class);
+        env.write(idx, &idx_bytes);
+        env.submit(&[&lm_base[..], &lm_size[..]].concat());
+        let f = run_fixture_local(
+            &mut env,
+            arch,
+            "uses_local",
+            [5, 1, 1],
+            [64, 1, 1],
+            0x400,
+            0x340,
             &p,
         );
         assert!(f.is_empty(), "{arch}: {f:?}");
@@ -1379,6 +1451,7 @@ fn dependent_qmd_chain_runs_both_grids() {
             cbank: CBANK + k * 0x400,
             cbank_size: cb.len() as u32,
             release: None,
+            local: 0,
         };
         qmds.push(qmd_v03(&l, 0));
     }

@@ -435,25 +435,7 @@ impl ComputeState {
             }
         }
         if let Some(stack) = meta.min_stack.filter(|s| *s > 0) {
-            let base = self.local_memory.iter().all(Option::is_some);
-            let per_tpc =
-                self.non_throttled[1].unwrap_or(0) != 0 || self.non_throttled[0].unwrap_or(0) != 0;
-            if !base || !per_tpc || q.local_low.saturating_add(q.local_high) < stack {
-                let addr = self
-                    .local_memory
-                    .iter()
-                    .fold(0u64, |acc, v| (acc << 32) | u64::from(v.unwrap_or(0)));
-                return Err(Fault::new(
-                    ERR_MMU_FAULT,
-                    Some(addr),
-                    format!(
-                        "MMU fault: kernel {} uses {stack} bytes of stack but local memory is not set up \
-                         (SET_SHADER_LOCAL_MEMORY_A/B, NON_THROTTLED_A/B, QMD local size {:#x})",
-                        k.name,
-                        q.local_low.saturating_add(q.local_high)
-                    ),
-                ));
-            }
+            self.check_local_memory(mmu, q, stack, &k.name, sm)?;
         }
         let param_base = meta
             .param_base
@@ -475,6 +457,60 @@ impl ComputeState {
         })?;
         self.launches += 1;
         Ok(())
+    }
+}
+
+impl ComputeState {
+    /// A kernel with a stack needs (§3.3): a per-thread local size of at least
+    /// `round_up(stack + 0x240, 32)` in the QMD (the stack pointer starts 0x240 below the top of
+    /// the 16 MiB per-thread window), a backing store (SET_SHADER_LOCAL_MEMORY_A/B) and a
+    /// per-TPC size (NON_THROTTLED_A/B) of at least
+    /// `round_up(lm * 32, 0x200) * warps_per_sm * 2` bytes, the first TPC's share of which must be
+    /// mapped writable. Anything less makes the stack accesses fault (code 31 at the backing base).
+    fn check_local_memory(
+        &self,
+        mmu: &dyn Mmu,
+        q: &Qmd,
+        stack: u32,
+        name: &str,
+        sm: u32,
+    ) -> Result<(), Fault> {
+        let lm = (u64::from(stack) + 0x240).div_ceil(32) * 32;
+        let per_warp = (lm * 32).div_ceil(0x200) * 0x200;
+        let warps_per_sm: u64 = if sm >= 90 { 64 } else { 48 };
+        let need_tpc = per_warp * warps_per_sm * 2;
+        let base = match self.local_memory {
+            [Some(hi), Some(lo)] => (u64::from(hi & self.upper_mask17()) << 32) | u64::from(lo),
+            _ => 0,
+        };
+        let per_tpc = (u64::from(self.non_throttled[0].unwrap_or(0) & 0xff) << 32)
+            | u64::from(self.non_throttled[1].unwrap_or(0));
+        let qmd_lm = u64::from(q.local_low) + u64::from(q.local_high);
+        let problem = if self.local_memory.iter().any(Option::is_none) {
+            Some("SET_SHADER_LOCAL_MEMORY_A/B was never sent".to_string())
+        } else if qmd_lm < lm {
+            Some(format!(
+                "the QMD grants {qmd_lm:#x} bytes of local memory per thread, it needs {lm:#x}"
+            ))
+        } else if per_tpc < need_tpc {
+            Some(format!(
+                "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED gives {per_tpc:#x} bytes per TPC, it needs {need_tpc:#x}"
+            ))
+        } else if mmu.translate(base, need_tpc, true).is_none() {
+            Some(format!(
+                "the local-memory backing store at {base:#x} is not mapped for {need_tpc:#x} bytes"
+            ))
+        } else {
+            None
+        };
+        match problem {
+            None => Ok(()),
+            Some(p) => Err(Fault::new(
+                ERR_MMU_FAULT,
+                Some(base),
+                format!("MMU fault: kernel {name} uses {stack} bytes of stack but {p}"),
+            )),
+        }
     }
 }
 
