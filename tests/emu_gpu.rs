@@ -1587,3 +1587,49 @@ fn float_results_match_h200_bit_for_bit() {
         "saxpy"
     );
 }
+
+#[test]
+fn panicking_reference_kernel_is_a_fault_not_a_dead_gpu() {
+    fn boom(_: &tegragpu::emu::kernels::LaunchCtx) -> Result<(), tegragpu::emu::hwif::MmuFault> {
+        panic!("reference kernel bug")
+    }
+    let code: Vec<u8> = b"emu-gpu-test-panicking-kernel-code".to_vec();
+    tegragpu::emu::kernels::register("boom", code.clone(), boom);
+    let mut env = compute_env("sm_87", AMPERE_COMPUTE_B);
+    env.write(CODE + 0x2000, &code);
+    let cb = cbank0([1, 1, 1], [1, 1, 1], 0x160, &[]);
+    env.write(CBANK, &cb);
+    let l = Launch {
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        regs: 8,
+        shared: 0x400,
+        program: CODE + 0x2000,
+        cbank: CBANK,
+        cbank_size: cb.len() as u32,
+        release: None,
+        local: 0,
+    };
+    env.write(QMD, &qmd_bytes(&qmd_v03(&l, 0)));
+    env.submit(&launch_words(QMD));
+    env.wait_fault();
+    let f = env.gpu.faults();
+    assert_eq!(f[0].code, 13);
+    assert!(f[0].what.contains("reference kernel bug"), "{}", f[0].what);
+    // The GPU thread still polls doorbells.
+    // SAFETY: doorbell word.
+    let w = unsafe { &*(env.bell.as_ptr().add(0x90) as *const AtomicU32) };
+    w.store(7, Ordering::Release);
+    wait_for("the doorbell to be consumed", || {
+        w.load(Ordering::Acquire) == 0xffff_ffff
+    });
+}
+
+#[test]
+fn garbage_gp_put_is_pbdma_error() {
+    let env = Env::new(16, &[]);
+    env.userd_word(0x8c).store(1000, Ordering::Release);
+    env.ring();
+    env.wait_fault();
+    assert_eq!(env.notifier_status(), (32, 0xffff));
+}

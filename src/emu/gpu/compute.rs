@@ -249,7 +249,7 @@ impl ComputeState {
             self.i2m = Some(I2m {
                 dst,
                 total,
-                data: Vec::with_capacity(total),
+                data: Vec::new(),
             });
         }
         Ok(())

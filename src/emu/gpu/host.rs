@@ -198,10 +198,10 @@ pub(crate) fn service(slot: &Slot, st: &mut ChanState) -> Result<bool, Fault> {
             st.active = false;
             return Ok(progress);
         }
-        if hw.entries == 0 || put >= hw.entries {
+        if hw.entries == 0 || put >= hw.entries || st.gp_get >= hw.entries {
             return Err(pbdma(format!(
-                "GP_PUT {put} is outside the GPFIFO ring of {} entries (GP_GET {})",
-                hw.entries, st.gp_get
+                "GP_PUT {put} / GP_GET {} outside the GPFIFO ring of {} entries",
+                st.gp_get, hw.entries
             )));
         }
         let entry_va = hw.gpfifo_va.wrapping_add(u64::from(st.gp_get) * 8);

@@ -174,7 +174,24 @@ fn poll_once(shared: &Shared) -> bool {
         if !st.active {
             continue;
         }
-        match host::service(slot, &mut st) {
+        // A panic inside the model (a bug, or a test's reference kernel) must not kill the GPU
+        // thread: it becomes a fault of the channel that was running.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            host::service(slot, &mut st)
+        }))
+        .unwrap_or_else(|e| {
+            let msg = e
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| e.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(Fault::new(
+                host::ERR_GR_EXCEPTION,
+                None,
+                format!("GPU model panicked: {msg}"),
+            ))
+        });
+        match result {
             Ok(p) => progress |= p,
             Err(f) => {
                 progress = true;
