@@ -20,7 +20,8 @@
 //!   [`Gpu::faults`].
 //!
 //! Polling is adaptive: after work the thread spins briefly (yielding), then sleeps with
-//! exponential backoff up to ~200 µs, so an idle GPU costs little CPU.
+//! exponential backoff up to ~200 µs; after 20 ms without any work it polls every 1 ms, so an
+//! idle GPU costs little CPU (the first ring after a long pause is noticed within ~1 ms).
 
 mod compute;
 mod copy;
@@ -32,7 +33,7 @@ use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Byte offset of NV_USERMODE_NOTIFY_CHANNEL_PENDING in the usermode page.
 const DOORBELL_OFFSET: usize = 0x90;
@@ -40,8 +41,13 @@ const DOORBELL_OFFSET: usize = 0x90;
 const DOORBELL_IDLE: u32 = 0xFFFF_FFFF;
 /// Idle polls that only spin/yield before the thread starts sleeping.
 const SPIN_POLLS: u32 = 64;
-/// Longest sleep between idle polls.
+/// Longest sleep between idle polls while work was seen recently.
 const MAX_SLEEP: Duration = Duration::from_micros(200);
+/// After this long without any work the GPU is "deeply idle" and polls less often: a 200 µs
+/// sleep loop alone costs ~8 % of a core here, which adds up with one GPU per test on 2-core CI.
+const DEEP_IDLE_AFTER: Duration = Duration::from_millis(20);
+/// Poll period when deeply idle: the first ring after a long pause is seen within ~1 ms.
+const DEEP_IDLE_SLEEP: Duration = Duration::from_millis(1);
 
 /// State shared between the API object and the GPU thread.
 struct Shared {
@@ -135,15 +141,19 @@ impl Drop for Gpu {
 
 fn gpu_thread(shared: Arc<Shared>) {
     let mut idle_polls = 0u32;
+    let mut last_progress = Instant::now();
     while !shared.stop.load(Ordering::Acquire) {
         if poll_once(&shared) {
             idle_polls = 0;
+            last_progress = Instant::now();
             continue;
         }
         idle_polls = idle_polls.saturating_add(1);
         if idle_polls < SPIN_POLLS {
             std::hint::spin_loop();
             std::thread::yield_now();
+        } else if last_progress.elapsed() >= DEEP_IDLE_AFTER {
+            std::thread::park_timeout(DEEP_IDLE_SLEEP);
         } else {
             let shift = (idle_polls - SPIN_POLLS).min(8);
             let sleep = Duration::from_micros(1u64 << shift).min(MAX_SLEEP);
