@@ -488,6 +488,7 @@ fn detach_and_shutdown_return() {
     env.submit(&w);
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(env.u32(SEM + 0x40), 0, "a detached channel still ran");
+    env.gpu.quiesce();
     env.gpu.remove_doorbell(HostPtr(env.bell.as_mut_ptr()));
     env.gpu.shutdown();
     env.gpu.shutdown();

@@ -115,6 +115,15 @@ impl Gpu {
         drop(self.shared.busy.lock());
     }
 
+    /// Wait until the GPU thread has finished its current pass. Host pointers from
+    /// [`Mmu::translate`](super::hwif::Mmu::translate) are only used within one pass, so after a
+    /// mapping has been removed from an address space (new translations fail) and this returns,
+    /// the GPU no longer touches the old backing memory and it may be freed.
+    /// Must not be called from inside an `Mmu` implementation (the GPU thread would wait on itself).
+    pub fn quiesce(&self) {
+        drop(self.shared.busy.lock());
+    }
+
     /// Faults raised so far, oldest first.
     pub fn faults(&self) -> Vec<GpuFault> {
         self.shared.faults.lock().clone()
