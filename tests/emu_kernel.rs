@@ -70,7 +70,12 @@ impl Rig {
         let s = EmuSys::new();
         let ctrl = s.open(CTRL, libc::O_RDWR | libc::O_CLOEXEC).unwrap();
         let nvmap = s.open(NVMAP, libc::O_RDWR | libc::O_CLOEXEC).unwrap();
-        let mut r = Rig { s, ctrl, nvmap, as_fd: -1 };
+        let mut r = Rig {
+            s,
+            ctrl,
+            nvmap,
+            as_fd: -1,
+        };
         r.as_fd = r.alloc_as(SEED_START, SEED_END).unwrap();
         r
     }
@@ -123,10 +128,21 @@ impl Rig {
         })
     }
     fn unmap(&self, va: u64) -> Result<i32, i32> {
-        ioc(&self.s, self.as_fd, NVGPU_AS_IOCTL_UNMAP_BUFFER, &mut nvgpu_as_unmap_buffer_args { offset: va })
+        ioc(
+            &self.s,
+            self.as_fd,
+            NVGPU_AS_IOCTL_UNMAP_BUFFER,
+            &mut nvgpu_as_unmap_buffer_args { offset: va },
+        )
     }
     fn alloc_space(&self, pages: u64, page_size: u32, flags: u32, offset: u64) -> Result<u64, i32> {
-        let mut a = nvgpu_as_alloc_space_args { pages, page_size, flags, o_a: offset, ..Default::default() };
+        let mut a = nvgpu_as_alloc_space_args {
+            pages,
+            page_size,
+            flags,
+            o_a: offset,
+            ..Default::default()
+        };
         ioc(&self.s, self.as_fd, NVGPU_AS_IOCTL_ALLOC_SPACE, &mut a).map(|_| a.o_a)
     }
     fn open_tsg(&self) -> i32 {
@@ -135,7 +151,11 @@ impl Rig {
         a.tsg_fd as i32
     }
     fn subctx(&self, tsg: i32, as_fd: i32) -> Result<u32, i32> {
-        let mut a = nvgpu_tsg_create_subcontext_args { r#type: NVGPU_TSG_SUBCONTEXT_TYPE_ASYNC, as_fd, ..Default::default() };
+        let mut a = nvgpu_tsg_create_subcontext_args {
+            r#type: NVGPU_TSG_SUBCONTEXT_TYPE_ASYNC,
+            as_fd,
+            ..Default::default()
+        };
         ioc(&self.s, tsg, NVGPU_TSG_IOCTL_CREATE_SUBCONTEXT, &mut a).map(|_| a.veid)
     }
     fn open_channel(&self) -> i32 {
@@ -144,14 +164,33 @@ impl Rig {
         a.channel_fd
     }
     fn as_bind(&self, ch: i32) -> Result<i32, i32> {
-        ioc(&self.s, self.as_fd, NVGPU_AS_IOCTL_BIND_CHANNEL, &mut nvgpu_as_bind_channel_args { channel_fd: ch as u32 })
+        ioc(
+            &self.s,
+            self.as_fd,
+            NVGPU_AS_IOCTL_BIND_CHANNEL,
+            &mut nvgpu_as_bind_channel_args {
+                channel_fd: ch as u32,
+            },
+        )
     }
     fn bind_ex(&self, tsg: i32, ch: i32, veid: u32) -> Result<i32, i32> {
-        let mut a = nvgpu_tsg_bind_channel_ex_args { channel_fd: ch, subcontext_id: veid, ..Default::default() };
+        let mut a = nvgpu_tsg_bind_channel_ex_args {
+            channel_fd: ch,
+            subcontext_id: veid,
+            ..Default::default()
+        };
         ioc(&self.s, tsg, NVGPU_TSG_IOCTL_BIND_CHANNEL_EX, &mut a)
     }
     fn wdt(&self, ch: i32, status: u32) -> Result<i32, i32> {
-        ioc(&self.s, ch, NVGPU_IOCTL_CHANNEL_WDT, &mut nvgpu_channel_wdt_args { wdt_status: status, timeout_ms: 0 })
+        ioc(
+            &self.s,
+            ch,
+            NVGPU_IOCTL_CHANNEL_WDT,
+            &mut nvgpu_channel_wdt_args {
+                wdt_status: status,
+                timeout_ms: 0,
+            },
+        )
     }
     /// OPEN_TSG → CREATE_SUBCONTEXT → OPEN_CHANNEL → AS BIND → BIND_CHANNEL_EX → WDT disable.
     fn channel(&self) -> Chan {
@@ -188,12 +227,20 @@ impl Rig {
     fn mmap(&self, fd: i32, len: usize, off: i64) -> Result<*mut u8, i32> {
         // SAFETY: a fresh shared mapping.
         unsafe {
-            self.s.mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, off)
+            self.s.mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                off,
+            )
         }
     }
 }
 
-const UM_FLAGS: u32 = NVGPU_CHANNEL_SETUP_BIND_FLAGS_DETERMINISTIC | NVGPU_CHANNEL_SETUP_BIND_FLAGS_USERMODE_SUPPORT;
+const UM_FLAGS: u32 =
+    NVGPU_CHANNEL_SETUP_BIND_FLAGS_DETERMINISTIC | NVGPU_CHANNEL_SETUP_BIND_FLAGS_USERMODE_SUPPORT;
 
 // ------------------------------------------------------------------------------------------
 // Dispatcher rules (§1)
@@ -206,7 +253,10 @@ fn open_channel_with_16_byte_struct_is_enotty() {
     let mut buf = [0u8; 16];
     let req = iowr(NVGPU_GPU_IOCTL_MAGIC, 11, 16);
     // SAFETY: buf is 16 bytes.
-    assert_eq!(unsafe { r.s.ioctl(r.ctrl, req, buf.as_mut_ptr() as usize) }, Err(libc::ENOTTY));
+    assert_eq!(
+        unsafe { r.s.ioctl(r.ctrl, req, buf.as_mut_ptr() as usize) },
+        Err(libc::ENOTTY)
+    );
 }
 
 /// An ioctl on a raw byte buffer.
@@ -223,30 +273,87 @@ fn nvgpu_dispatcher_rules() {
     let ch = r.open_channel();
     let tsg = r.open_tsg();
     // Wrong magic on each nvgpu fd type → EINVAL.
-    assert_eq!(raw(&r.s, r.ctrl, iowr(b'A', 8, 64), &mut buf), Err(libc::EINVAL));
-    assert_eq!(raw(&r.s, r.as_fd, NVGPU_GPU_IOCTL_ALLOC_AS, &mut buf), Err(libc::EINVAL));
-    assert_eq!(raw(&r.s, tsg, NVGPU_IOCTL_CHANNEL_SETUP_BIND, &mut buf), Err(libc::EINVAL));
-    assert_eq!(raw(&r.s, ch, NVGPU_TSG_IOCTL_BIND_CHANNEL_EX, &mut buf), Err(libc::EINVAL));
+    assert_eq!(
+        raw(&r.s, r.ctrl, iowr(b'A', 8, 64), &mut buf),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        raw(&r.s, r.as_fd, NVGPU_GPU_IOCTL_ALLOC_AS, &mut buf),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        raw(&r.s, tsg, NVGPU_IOCTL_CHANNEL_SETUP_BIND, &mut buf),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        raw(&r.s, ch, NVGPU_TSG_IOCTL_BIND_CHANNEL_EX, &mut buf),
+        Err(libc::EINVAL)
+    );
     // nr 0 and nr > LAST (ctrl 44, AS 14, TSG 21, channel 128) → EINVAL.
-    assert_eq!(raw(&r.s, r.ctrl, iowr(b'G', 0, 4), &mut buf), Err(libc::EINVAL));
-    assert_eq!(raw(&r.s, r.ctrl, iowr(b'G', 45, 4), &mut buf), Err(libc::EINVAL));
-    assert_eq!(raw(&r.s, r.as_fd, iowr(b'A', 15, 4), &mut buf), Err(libc::EINVAL));
-    assert_eq!(raw(&r.s, tsg, iowr(b'T', 22, 4), &mut buf), Err(libc::EINVAL));
-    assert_eq!(raw(&r.s, ch, iowr(b'H', 129, 4), &mut buf), Err(libc::EINVAL));
+    assert_eq!(
+        raw(&r.s, r.ctrl, iowr(b'G', 0, 4), &mut buf),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        raw(&r.s, r.ctrl, iowr(b'G', 45, 4), &mut buf),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        raw(&r.s, r.as_fd, iowr(b'A', 15, 4), &mut buf),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        raw(&r.s, tsg, iowr(b'T', 22, 4), &mut buf),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        raw(&r.s, ch, iowr(b'H', 129, 4), &mut buf),
+        Err(libc::EINVAL)
+    );
     // size > MAX (ctrl 264, AS 40, TSG 32, channel 104) → EINVAL, even for a valid nr.
-    assert_eq!(raw(&r.s, r.ctrl, iowr(b'G', 8, 265), &mut buf), Err(libc::EINVAL));
-    assert_eq!(raw(&r.s, r.as_fd, iowr(b'A', 7, 41), &mut buf), Err(libc::EINVAL));
-    assert_eq!(raw(&r.s, tsg, iowr(b'T', 11, 33), &mut buf), Err(libc::EINVAL));
-    assert_eq!(raw(&r.s, ch, iowr(b'H', 128, 105), &mut buf), Err(libc::EINVAL));
+    assert_eq!(
+        raw(&r.s, r.ctrl, iowr(b'G', 8, 265), &mut buf),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        raw(&r.s, r.as_fd, iowr(b'A', 7, 41), &mut buf),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        raw(&r.s, tsg, iowr(b'T', 11, 33), &mut buf),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        raw(&r.s, ch, iowr(b'H', 128, 105), &mut buf),
+        Err(libc::EINVAL)
+    );
     // Right nr, wrong size or direction → ENOTTY.
-    assert_eq!(raw(&r.s, r.ctrl, iowr(b'G', 8, 60), &mut buf), Err(libc::ENOTTY));
-    assert_eq!(raw(&r.s, r.ctrl, ior(b'G', 8, 64), &mut buf), Err(libc::ENOTTY));
-    assert_eq!(raw(&r.s, r.as_fd, iow(b'A', 7, 40), &mut buf), Err(libc::ENOTTY));
-    assert_eq!(raw(&r.s, ch, iowr(b'H', 128, 100), &mut buf), Err(libc::ENOTTY));
+    assert_eq!(
+        raw(&r.s, r.ctrl, iowr(b'G', 8, 60), &mut buf),
+        Err(libc::ENOTTY)
+    );
+    assert_eq!(
+        raw(&r.s, r.ctrl, ior(b'G', 8, 64), &mut buf),
+        Err(libc::ENOTTY)
+    );
+    assert_eq!(
+        raw(&r.s, r.as_fd, iow(b'A', 7, 40), &mut buf),
+        Err(libc::ENOTTY)
+    );
+    assert_eq!(
+        raw(&r.s, ch, iowr(b'H', 128, 100), &mut buf),
+        Err(libc::ENOTTY)
+    );
     // Channel EVENT_ID_CTRL exists in the header but not in the r36 dispatcher.
-    assert_eq!(raw(&r.s, ch, NVGPU_IOCTL_CHANNEL_EVENT_ID_CTRL, &mut buf), Err(libc::ENOTTY));
+    assert_eq!(
+        raw(&r.s, ch, NVGPU_IOCTL_CHANNEL_EVENT_ID_CTRL, &mut buf),
+        Err(libc::ENOTTY)
+    );
     // A valid nr with no case at all (ctrl nr 3) → ENOTTY.
-    assert_eq!(raw(&r.s, r.ctrl, iowr(b'G', 3, 8), &mut buf), Err(libc::ENOTTY));
+    assert_eq!(
+        raw(&r.s, r.ctrl, iowr(b'G', 3, 8), &mut buf),
+        Err(libc::ENOTTY)
+    );
 }
 
 #[test]
@@ -254,28 +361,57 @@ fn nvmap_dispatcher_and_foreign_fds() {
     let _g = serial();
     let r = Rig::new();
     let mut buf = [0u8; 64];
-    assert_eq!(raw(&r.s, r.nvmap, iowr(b'G', 0, 8), &mut buf), Err(libc::ENOTTY));
-    assert_eq!(raw(&r.s, r.nvmap, iowr(b'N', 108, 8), &mut buf), Err(libc::ENOTTY));
-    assert_eq!(raw(&r.s, r.nvmap, iowr(b'N', 100, 8), &mut buf), Err(libc::ENOTTY));
+    assert_eq!(
+        raw(&r.s, r.nvmap, iowr(b'G', 0, 8), &mut buf),
+        Err(libc::ENOTTY)
+    );
+    assert_eq!(
+        raw(&r.s, r.nvmap, iowr(b'N', 108, 8), &mut buf),
+        Err(libc::ENOTTY)
+    );
+    assert_eq!(
+        raw(&r.s, r.nvmap, iowr(b'N', 100, 8), &mut buf),
+        Err(libc::ENOTTY)
+    );
     // CREATE with a bad pointer → EFAULT.
     // SAFETY: the emulator must fault-check the pointer, not dereference it.
-    assert_eq!(unsafe { r.s.ioctl(r.nvmap, NVMAP_IOC_CREATE, 0x10) }, Err(libc::EFAULT));
+    assert_eq!(
+        unsafe { r.s.ioctl(r.nvmap, NVMAP_IOC_CREATE, 0x10) },
+        Err(libc::EFAULT)
+    );
     // A dma-buf fd has no nvgpu ioctls.
     let (_, fd) = r.buf(4096);
-    assert_eq!(raw(&r.s, fd, NVGPU_GPU_IOCTL_ALLOC_AS, &mut buf), Err(libc::ENOTTY));
+    assert_eq!(
+        raw(&r.s, fd, NVGPU_GPU_IOCTL_ALLOC_AS, &mut buf),
+        Err(libc::ENOTTY)
+    );
     // A file that is not ours → ENOTTY; a closed fd → EBADF.
     let f = std::fs::File::open("/proc/self/stat").unwrap();
     use std::os::fd::AsRawFd;
-    assert_eq!(raw(&r.s, f.as_raw_fd(), NVGPU_GPU_IOCTL_ALLOC_AS, &mut buf), Err(libc::ENOTTY));
-    assert_eq!(raw(&r.s, 100_000, NVGPU_GPU_IOCTL_ALLOC_AS, &mut buf), Err(libc::EBADF));
+    assert_eq!(
+        raw(&r.s, f.as_raw_fd(), NVGPU_GPU_IOCTL_ALLOC_AS, &mut buf),
+        Err(libc::ENOTTY)
+    );
+    assert_eq!(
+        raw(&r.s, 100_000, NVGPU_GPU_IOCTL_ALLOC_AS, &mut buf),
+        Err(libc::EBADF)
+    );
 }
 
 #[test]
 fn no_copy_out_on_error() {
     let _g = serial();
     let r = Rig::new();
-    let mut a = nvgpu_alloc_as_args { as_fd: 0x5a5a, va_range_start: 0x1000, va_range_end: SEED_END, ..Default::default() };
-    assert_eq!(ioc(&r.s, r.ctrl, NVGPU_GPU_IOCTL_ALLOC_AS, &mut a), Err(libc::EINVAL));
+    let mut a = nvgpu_alloc_as_args {
+        as_fd: 0x5a5a,
+        va_range_start: 0x1000,
+        va_range_end: SEED_END,
+        ..Default::default()
+    };
+    assert_eq!(
+        ioc(&r.s, r.ctrl, NVGPU_GPU_IOCTL_ALLOC_AS, &mut a),
+        Err(libc::EINVAL)
+    );
     assert_eq!(a.as_fd, 0x5a5a);
     let mut m = nvgpu_as_map_buffer_ex_args {
         compr_kind: -1,
@@ -286,8 +422,14 @@ fn no_copy_out_on_error() {
     };
     assert_eq!(r.map_args(&mut m), Err(libc::ENOMEM));
     assert_eq!((m.offset, m.page_size), (0, 0x77));
-    let mut g = nvgpu_gpu_get_characteristics { gpu_characteristics_buf_size: 8, gpu_characteristics_buf_addr: 0x10 };
-    assert_eq!(ioc(&r.s, r.ctrl, NVGPU_GPU_IOCTL_GET_CHARACTERISTICS, &mut g), Err(libc::EFAULT));
+    let mut g = nvgpu_gpu_get_characteristics {
+        gpu_characteristics_buf_size: 8,
+        gpu_characteristics_buf_addr: 0x10,
+    };
+    assert_eq!(
+        ioc(&r.s, r.ctrl, NVGPU_GPU_IOCTL_GET_CHARACTERISTICS, &mut g),
+        Err(libc::EFAULT)
+    );
     assert_eq!(g.gpu_characteristics_buf_size, 8);
 }
 
@@ -300,9 +442,17 @@ fn open_paths() {
     let _g = serial();
     let s = EmuSys::new();
     assert!(s.is_emulated());
-    assert_eq!(s.open(c"/dev/nvgpu/igpu0/as", libc::O_RDWR | libc::O_CLOEXEC), Err(libc::EINVAL));
-    assert_eq!(s.open(c"/dev/nvgpu/igpu0/nope", libc::O_RDWR), Err(libc::ENOENT));
-    let fd = s.open(c"/dev/nvhost-ctrl-gpu", libc::O_RDWR | libc::O_CLOEXEC).unwrap();
+    assert_eq!(
+        s.open(c"/dev/nvgpu/igpu0/as", libc::O_RDWR | libc::O_CLOEXEC),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        s.open(c"/dev/nvgpu/igpu0/nope", libc::O_RDWR),
+        Err(libc::ENOENT)
+    );
+    let fd = s
+        .open(c"/dev/nvhost-ctrl-gpu", libc::O_RDWR | libc::O_CLOEXEC)
+        .unwrap();
     assert!(cloexec(fd));
     s.close(fd).unwrap();
     let fd = s.open(CTRL, libc::O_RDWR).unwrap();
@@ -312,12 +462,13 @@ fn open_paths() {
 
 /// The lowest fd number not open in this process (what the kernel hands out next).
 fn lowest_free_fd() -> i32 {
-    (0..).find(|&fd| {
-        // SAFETY: F_GETFD has no preconditions.
-        let r = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-        r < 0
-    })
-    .unwrap()
+    (0..)
+        .find(|&fd| {
+            // SAFETY: F_GETFD has no preconditions.
+            let r = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+            r < 0
+        })
+        .unwrap()
 }
 
 #[test]
@@ -330,7 +481,12 @@ fn fds_are_lowest_free_with_cloexec() {
     let expect = lowest_free_fd();
     let nvmap = s.open(NVMAP, libc::O_RDWR | libc::O_CLOEXEC).unwrap();
     assert_eq!(nvmap, expect);
-    let mut r = Rig { s, ctrl, nvmap, as_fd: -1 };
+    let mut r = Rig {
+        s,
+        ctrl,
+        nvmap,
+        as_fd: -1,
+    };
     let expect = lowest_free_fd();
     r.as_fd = r.alloc_as(SEED_START, SEED_END).unwrap();
     assert_eq!(r.as_fd, expect);
@@ -344,7 +500,10 @@ fn fds_are_lowest_free_with_cloexec() {
     r.alloc(id, NVMAP_HEAP_IOVMM, 0).unwrap();
     let expect = lowest_free_fd();
     let d1 = r.get_fd(id).unwrap();
-    assert_eq!(d1, expect, "CREATE/ALLOC consume no application-visible fd numbers");
+    assert_eq!(
+        d1, expect,
+        "CREATE/ALLOC consume no application-visible fd numbers"
+    );
     for fd in [r.as_fd, tsg, ch, d1] {
         assert!(cloexec(fd), "fd {fd} lacks FD_CLOEXEC");
     }
@@ -396,13 +555,32 @@ fn nvmap_create_alloc_free() {
     assert_eq!(r.create(0), Err(libc::EINVAL));
     let a = r.create(1).unwrap();
     let b = r.create(4096).unwrap();
-    assert!(a >= 0x7FFF_FFFF, "IDs come from the global counter ≥ 0x7FFFFFFF: {a:#x}");
+    assert!(
+        a >= 0x7FFF_FFFF,
+        "IDs come from the global counter ≥ 0x7FFFFFFF: {a:#x}"
+    );
     assert_eq!(b, a + 1);
     assert_eq!(r.alloc(a, 0, 4096), Err(libc::ENOMEM), "heap 0");
-    assert_eq!(r.alloc(a, 1 << 31, 4096), Err(libc::ENOMEM), "old SYSMEM heap");
-    assert_eq!(r.alloc(a, NVMAP_HEAP_IOVMM, 3), Err(libc::EINVAL), "align 3");
-    assert_eq!(r.alloc(0, NVMAP_HEAP_IOVMM, 0), Err(libc::EINVAL), "handle 0");
-    assert_eq!(r.alloc(0x1234, NVMAP_HEAP_IOVMM, 0), Err(libc::EINVAL), "unknown handle");
+    assert_eq!(
+        r.alloc(a, 1 << 31, 4096),
+        Err(libc::ENOMEM),
+        "old SYSMEM heap"
+    );
+    assert_eq!(
+        r.alloc(a, NVMAP_HEAP_IOVMM, 3),
+        Err(libc::EINVAL),
+        "align 3"
+    );
+    assert_eq!(
+        r.alloc(0, NVMAP_HEAP_IOVMM, 0),
+        Err(libc::EINVAL),
+        "handle 0"
+    );
+    assert_eq!(
+        r.alloc(0x1234, NVMAP_HEAP_IOVMM, 0),
+        Err(libc::EINVAL),
+        "unknown handle"
+    );
     // dma-buf of an unallocated handle: GET_FD works, mmap is refused.
     let fd = r.get_fd(a).unwrap();
     assert_eq!(r.mmap(fd, 4096, 0), Err(libc::EPERM));
@@ -440,16 +618,45 @@ fn alloc_as_checks() {
     let two_mib = 2 << 20;
     assert_eq!(r.alloc_as(0, SEED_END), Err(libc::EINVAL), "start 0");
     assert_eq!(r.alloc_as(SEED_START, 0), Err(libc::EINVAL), "end 0");
-    assert_eq!(r.alloc_as(SEED_START + 4096, SEED_END), Err(libc::EINVAL), "start not 2 MiB aligned");
-    assert_eq!(r.alloc_as(SEED_START, SEED_END - 4096), Err(libc::EINVAL), "end not 2 MiB aligned");
-    assert_eq!(r.alloc_as(SEED_END, SEED_START), Err(libc::EINVAL), "start > end");
+    assert_eq!(
+        r.alloc_as(SEED_START + 4096, SEED_END),
+        Err(libc::EINVAL),
+        "start not 2 MiB aligned"
+    );
+    assert_eq!(
+        r.alloc_as(SEED_START, SEED_END - 4096),
+        Err(libc::EINVAL),
+        "end not 2 MiB aligned"
+    );
+    assert_eq!(
+        r.alloc_as(SEED_END, SEED_START),
+        Err(libc::EINVAL),
+        "start > end"
+    );
     assert_eq!(r.alloc_as(two_mib, two_mib), Err(libc::EINVAL), "empty");
-    let mut a = nvgpu_alloc_as_args { big_page_size: 65536, va_range_start: SEED_START, va_range_end: SEED_END, ..Default::default() };
-    assert_eq!(ioc(&r.s, r.ctrl, NVGPU_GPU_IOCTL_ALLOC_AS, &mut a), Err(libc::EINVAL), "64K big pages");
+    let mut a = nvgpu_alloc_as_args {
+        big_page_size: 65536,
+        va_range_start: SEED_START,
+        va_range_end: SEED_END,
+        ..Default::default()
+    };
+    assert_eq!(
+        ioc(&r.s, r.ctrl, NVGPU_GPU_IOCTL_ALLOC_AS, &mut a),
+        Err(libc::EINVAL),
+        "64K big pages"
+    );
     a.big_page_size = 0;
     a.va_range_split = 1 << 36;
-    assert_eq!(ioc(&r.s, r.ctrl, NVGPU_GPU_IOCTL_ALLOC_AS, &mut a), Err(libc::EINVAL), "split");
-    assert_eq!(r.alloc_as(SEED_START, 1 << 49), Err(libc::ENOMEM), "aperture above 2^49");
+    assert_eq!(
+        ioc(&r.s, r.ctrl, NVGPU_GPU_IOCTL_ALLOC_AS, &mut a),
+        Err(libc::EINVAL),
+        "split"
+    );
+    assert_eq!(
+        r.alloc_as(SEED_START, 1 << 49),
+        Err(libc::ENOMEM),
+        "aperture above 2^49"
+    );
     let fd = r.alloc_as(SEED_START, 0xFF_0000_0000).unwrap();
     assert!(cloexec(fd));
 }
@@ -484,27 +691,93 @@ fn map_buffer_ex_checks() {
         ..Default::default()
     };
     // 1. not a file / not a dma-buf.
-    assert_eq!(r.map_args(&mut nvgpu_as_map_buffer_ex_args { dmabuf_fd: 99_999, ..base() }), Err(libc::EBADF));
-    assert_eq!(r.map_args(&mut nvgpu_as_map_buffer_ex_args { dmabuf_fd: r.ctrl as u32, ..base() }), Err(libc::EINVAL));
+    assert_eq!(
+        r.map_args(&mut nvgpu_as_map_buffer_ex_args {
+            dmabuf_fd: 99_999,
+            ..base()
+        }),
+        Err(libc::EBADF)
+    );
+    assert_eq!(
+        r.map_args(&mut nvgpu_as_map_buffer_ex_args {
+            dmabuf_fd: r.ctrl as u32,
+            ..base()
+        }),
+        Err(libc::EINVAL)
+    );
     // 2. non-fixed with offset / buffer_offset / mapping_size.
-    assert_eq!(r.map_args(&mut nvgpu_as_map_buffer_ex_args { offset: 0x10_0000_0000, ..base() }), Err(libc::EINVAL));
-    assert_eq!(r.map_args(&mut nvgpu_as_map_buffer_ex_args { buffer_offset: 4096, ..base() }), Err(libc::EINVAL));
-    assert_eq!(r.map_args(&mut nvgpu_as_map_buffer_ex_args { mapping_size: 4096, ..base() }), Err(libc::EINVAL));
+    assert_eq!(
+        r.map_args(&mut nvgpu_as_map_buffer_ex_args {
+            offset: 0x10_0000_0000,
+            ..base()
+        }),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        r.map_args(&mut nvgpu_as_map_buffer_ex_args {
+            buffer_offset: 4096,
+            ..base()
+        }),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        r.map_args(&mut nvgpu_as_map_buffer_ex_args {
+            mapping_size: 4096,
+            ..base()
+        }),
+        Err(libc::EINVAL)
+    );
     // 4/5. access bits 3, TEGRA_RAW, bit 4 (old IO_COHERENT), bit 8 (old DIRECT_KIND_CTRL).
-    for flags in [3 << 10, NVGPU_AS_MAP_BUFFER_FLAGS_TEGRA_RAW, 1 << 4, 1 << 8, 1 << 20] {
-        assert_eq!(r.map_args(&mut nvgpu_as_map_buffer_ex_args { flags, ..base() }), Err(libc::EINVAL), "{flags:#x}");
+    for flags in [
+        3 << 10,
+        NVGPU_AS_MAP_BUFFER_FLAGS_TEGRA_RAW,
+        1 << 4,
+        1 << 8,
+        1 << 20,
+    ] {
+        assert_eq!(
+            r.map_args(&mut nvgpu_as_map_buffer_ex_args { flags, ..base() }),
+            Err(libc::EINVAL),
+            "{flags:#x}"
+        );
     }
     // 11. kinds: both -1 → ENOMEM; compressible request falls back to incompr.
-    assert_eq!(r.map_args(&mut nvgpu_as_map_buffer_ex_args { incompr_kind: -1, ..base() }), Err(libc::ENOMEM));
-    assert_eq!(r.map_args(&mut nvgpu_as_map_buffer_ex_args { compr_kind: 0x7, incompr_kind: -1, ..base() }), Err(libc::ENOMEM));
+    assert_eq!(
+        r.map_args(&mut nvgpu_as_map_buffer_ex_args {
+            incompr_kind: -1,
+            ..base()
+        }),
+        Err(libc::ENOMEM)
+    );
+    assert_eq!(
+        r.map_args(&mut nvgpu_as_map_buffer_ex_args {
+            compr_kind: 0x7,
+            incompr_kind: -1,
+            ..base()
+        }),
+        Err(libc::ENOMEM)
+    );
     // Accepted flags: CACHEABLE | SYSTEM_COHERENT | ACCESS=RW.
-    let flags = NVGPU_AS_MAP_BUFFER_FLAGS_CACHEABLE | NVGPU_AS_MAP_BUFFER_FLAGS_SYSTEM_COHERENT | (2 << 10);
-    let va = r.map_args(&mut nvgpu_as_map_buffer_ex_args { flags, ..base() }).unwrap();
+    let flags =
+        NVGPU_AS_MAP_BUFFER_FLAGS_CACHEABLE | NVGPU_AS_MAP_BUFFER_FLAGS_SYSTEM_COHERENT | (2 << 10);
+    let va = r
+        .map_args(&mut nvgpu_as_map_buffer_ex_args { flags, ..base() })
+        .unwrap();
     // 8. re-map reuse: same VA, refcounted; a different flag set is a new mapping.
-    assert_eq!(r.map_args(&mut nvgpu_as_map_buffer_ex_args { flags, ..base() }), Ok(va));
+    assert_eq!(
+        r.map_args(&mut nvgpu_as_map_buffer_ex_args { flags, ..base() }),
+        Ok(va)
+    );
     // Any fd of the same dma-buf is the same buffer.
     let fd2 = r.get_fd(id).unwrap();
-    assert_eq!(r.map_args(&mut nvgpu_as_map_buffer_ex_args { flags, dmabuf_fd: fd2 as u32, ..base() }), Ok(va));
+    assert_eq!(
+        r.map_args(&mut nvgpu_as_map_buffer_ex_args {
+            flags,
+            dmabuf_fd: fd2 as u32,
+            ..base()
+        }),
+        Ok(va)
+    );
     let other = r.map(fd).unwrap();
     assert_ne!(other, va);
     assert_eq!(r.s.as_mapping_count(r.as_fd), Some(2));
@@ -542,39 +815,111 @@ fn fixed_maps_and_areas() {
     // FIXED outside any area → EINVAL.
     assert_eq!(r.map_args(&mut fixed(win, 0, 0)), Err(libc::EINVAL));
     // ALLOC_SPACE: only 4 KiB pages exist.
-    assert_eq!(r.alloc_space(262144, 65536, NVGPU_AS_ALLOC_SPACE_FLAGS_FIXED_OFFSET, win), Err(libc::EINVAL));
-    assert_eq!(r.alloc_space(262144, 4096, NVGPU_AS_ALLOC_SPACE_FLAGS_FIXED_OFFSET, win), Ok(win));
+    assert_eq!(
+        r.alloc_space(262144, 65536, NVGPU_AS_ALLOC_SPACE_FLAGS_FIXED_OFFSET, win),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        r.alloc_space(262144, 4096, NVGPU_AS_ALLOC_SPACE_FLAGS_FIXED_OFFSET, win),
+        Ok(win)
+    );
     // Overlapping fixed area → ENOMEM (not EINVAL); outside the VMA → ENOMEM.
-    assert_eq!(r.alloc_space(16, 4096, NVGPU_AS_ALLOC_SPACE_FLAGS_FIXED_OFFSET, win + (1 << 29)), Err(libc::ENOMEM));
-    assert_eq!(r.alloc_space(16, 4096, NVGPU_AS_ALLOC_SPACE_FLAGS_FIXED_OFFSET, win - 4096), Err(libc::ENOMEM));
-    assert_eq!(r.alloc_space(16, 4096, NVGPU_AS_ALLOC_SPACE_FLAGS_FIXED_OFFSET, 0x1000), Err(libc::ENOMEM));
-    assert_eq!(r.alloc_space(16, 4096, NVGPU_AS_ALLOC_SPACE_FLAGS_FIXED_OFFSET, 0x10_0000_0123), Err(libc::ENOMEM));
+    assert_eq!(
+        r.alloc_space(
+            16,
+            4096,
+            NVGPU_AS_ALLOC_SPACE_FLAGS_FIXED_OFFSET,
+            win + (1 << 29)
+        ),
+        Err(libc::ENOMEM)
+    );
+    assert_eq!(
+        r.alloc_space(
+            16,
+            4096,
+            NVGPU_AS_ALLOC_SPACE_FLAGS_FIXED_OFFSET,
+            win - 4096
+        ),
+        Err(libc::ENOMEM)
+    );
+    assert_eq!(
+        r.alloc_space(16, 4096, NVGPU_AS_ALLOC_SPACE_FLAGS_FIXED_OFFSET, 0x1000),
+        Err(libc::ENOMEM)
+    );
+    assert_eq!(
+        r.alloc_space(
+            16,
+            4096,
+            NVGPU_AS_ALLOC_SPACE_FLAGS_FIXED_OFFSET,
+            0x10_0000_0123
+        ),
+        Err(libc::ENOMEM)
+    );
     // FIXED inside: unaligned, crossing the end, overlapping → EINVAL; good ones land exactly.
     assert_eq!(r.map_args(&mut fixed(win + 0x800, 0, 0)), Err(libc::EINVAL));
-    assert_eq!(r.map_args(&mut fixed(win + (1 << 30) - 4096, 0, 0)), Err(libc::EINVAL));
+    assert_eq!(
+        r.map_args(&mut fixed(win + (1 << 30) - 4096, 0, 0)),
+        Err(libc::EINVAL)
+    );
     assert_eq!(r.map_args(&mut fixed(win, 0, 0)), Ok(win));
-    assert_eq!(r.map_args(&mut fixed(win + 4096, 0, 4096)), Err(libc::EINVAL), "overlap");
-    assert_eq!(r.map_args(&mut fixed(win + (4 << 20), 4096, 4096)), Ok(win + (4 << 20)));
+    assert_eq!(
+        r.map_args(&mut fixed(win + 4096, 0, 4096)),
+        Err(libc::EINVAL),
+        "overlap"
+    );
+    assert_eq!(
+        r.map_args(&mut fixed(win + (4 << 20), 4096, 4096)),
+        Ok(win + (4 << 20))
+    );
     // buffer_offset + mapping_size past the buffer → EINVAL.
-    assert_eq!(r.map_args(&mut fixed(win + (8 << 20), 2 << 20, 4096)), Err(libc::EINVAL));
+    assert_eq!(
+        r.map_args(&mut fixed(win + (8 << 20), 2 << 20, 4096)),
+        Err(libc::EINVAL)
+    );
     // Non-fixed mappings never land inside the reserved window.
     let low = 0xFD_0000_0000u64;
-    assert_eq!(r.alloc_space(262144, 4096, NVGPU_AS_ALLOC_SPACE_FLAGS_FIXED_OFFSET, low), Ok(low));
+    assert_eq!(
+        r.alloc_space(262144, 4096, NVGPU_AS_ALLOC_SPACE_FLAGS_FIXED_OFFSET, low),
+        Ok(low)
+    );
     for _ in 0..40 {
         let (_, f) = r.buf(16 << 20);
         let va = r.map(f).unwrap();
         for w in [win, low] {
-            assert!(va + (16 << 20) <= w || va >= w + (1 << 30), "{va:#x} inside window {w:#x}");
+            assert!(
+                va + (16 << 20) <= w || va >= w + (1 << 30),
+                "{va:#x} inside window {w:#x}"
+            );
         }
     }
     // FREE_SPACE drops the mappings inside and frees the VA.
     assert_eq!(r.s.as_mapping_count(r.as_fd), Some(42));
-    ioc(&r.s, r.as_fd, NVGPU_AS_IOCTL_FREE_SPACE, &mut nvgpu_as_free_space_args { offset: win + 4096, ..Default::default() }).unwrap();
+    ioc(
+        &r.s,
+        r.as_fd,
+        NVGPU_AS_IOCTL_FREE_SPACE,
+        &mut nvgpu_as_free_space_args {
+            offset: win + 4096,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!(r.s.as_mapping_count(r.as_fd), Some(40));
-    assert_eq!(r.alloc_space(16, 4096, NVGPU_AS_ALLOC_SPACE_FLAGS_FIXED_OFFSET, win), Ok(win));
+    assert_eq!(
+        r.alloc_space(16, 4096, NVGPU_AS_ALLOC_SPACE_FLAGS_FIXED_OFFSET, win),
+        Ok(win)
+    );
     // FREE_SPACE of an address in no area: 0.
     assert_eq!(
-        ioc(&r.s, r.as_fd, NVGPU_AS_IOCTL_FREE_SPACE, &mut nvgpu_as_free_space_args { offset: 0x300000, ..Default::default() }),
+        ioc(
+            &r.s,
+            r.as_fd,
+            NVGPU_AS_IOCTL_FREE_SPACE,
+            &mut nvgpu_as_free_space_args {
+                offset: 0x300000,
+                ..Default::default()
+            }
+        ),
         Ok(0)
     );
 }
@@ -594,26 +939,56 @@ fn tsg_bind_before_as_bind_is_einval() {
     let ch = r.open_channel();
     assert_eq!(r.bind_ex(tsg, ch, veid), Err(libc::EINVAL));
     r.as_bind(ch).unwrap();
-    assert_eq!(r.as_bind(ch), Err(libc::EINVAL), "a channel can never change AS");
+    assert_eq!(
+        r.as_bind(ch),
+        Err(libc::EINVAL),
+        "a channel can never change AS"
+    );
     // VEID from another AS → EINVAL; subcontext id ≥ max → EINVAL.
     let other_as = r.alloc_as(SEED_START, 0xFF_0000_0000).unwrap();
     let tsg2 = r.open_tsg();
     let v2 = r.subctx(tsg2, other_as).unwrap();
     assert_eq!(r.bind_ex(tsg2, ch, v2), Err(libc::EINVAL));
     assert_eq!(r.bind_ex(tsg, ch, 64), Err(libc::EINVAL));
-    assert_eq!(r.bind_ex(tsg, r.as_fd, veid), Err(libc::EINVAL), "not a channel");
+    assert_eq!(
+        r.bind_ex(tsg, r.as_fd, veid),
+        Err(libc::EINVAL),
+        "not a channel"
+    );
     assert_eq!(r.bind_ex(tsg, ch, veid), Ok(0));
-    assert_eq!(r.bind_ex(tsg, ch, veid), Err(libc::EINVAL), "already in a TSG");
+    assert_eq!(
+        r.bind_ex(tsg, ch, veid),
+        Err(libc::EINVAL),
+        "already in a TSG"
+    );
     // Subcontext checks.
-    let mut a = nvgpu_tsg_create_subcontext_args { r#type: 2, as_fd: r.as_fd, ..Default::default() };
-    assert_eq!(ioc(&r.s, tsg, NVGPU_TSG_IOCTL_CREATE_SUBCONTEXT, &mut a), Err(libc::EINVAL));
+    let mut a = nvgpu_tsg_create_subcontext_args {
+        r#type: 2,
+        as_fd: r.as_fd,
+        ..Default::default()
+    };
+    assert_eq!(
+        ioc(&r.s, tsg, NVGPU_TSG_IOCTL_CREATE_SUBCONTEXT, &mut a),
+        Err(libc::EINVAL)
+    );
     assert_eq!(r.subctx(tsg, ch), Err(libc::EINVAL), "not an AS fd");
     let mut d = nvgpu_tsg_delete_subcontext_args { veid, reserved: 0 };
-    assert_eq!(ioc(&r.s, tsg, NVGPU_TSG_IOCTL_DELETE_SUBCONTEXT, &mut d), Err(libc::EINVAL), "channel bound");
+    assert_eq!(
+        ioc(&r.s, tsg, NVGPU_TSG_IOCTL_DELETE_SUBCONTEXT, &mut d),
+        Err(libc::EINVAL),
+        "channel bound"
+    );
     d.veid = 64;
-    assert_eq!(ioc(&r.s, tsg, NVGPU_TSG_IOCTL_DELETE_SUBCONTEXT, &mut d), Err(libc::EINVAL));
+    assert_eq!(
+        ioc(&r.s, tsg, NVGPU_TSG_IOCTL_DELETE_SUBCONTEXT, &mut d),
+        Err(libc::EINVAL)
+    );
     d.veid = 40;
-    assert_eq!(ioc(&r.s, tsg, NVGPU_TSG_IOCTL_DELETE_SUBCONTEXT, &mut d), Ok(0), "unallocated");
+    assert_eq!(
+        ioc(&r.s, tsg, NVGPU_TSG_IOCTL_DELETE_SUBCONTEXT, &mut d),
+        Ok(0),
+        "unallocated"
+    );
 }
 
 #[test]
@@ -623,7 +998,13 @@ fn wdt_checks() {
     let ch = r.open_channel();
     assert_eq!(r.wdt(ch, 3), Err(libc::EINVAL), "both bits");
     assert_eq!(r.wdt(ch, 0), Err(libc::EINVAL), "neither");
-    assert_eq!(r.wdt(ch, NVGPU_IOCTL_CHANNEL_ENABLE_WDT | NVGPU_IOCTL_CHANNEL_WDT_FLAG_SET_TIMEOUT), Ok(0));
+    assert_eq!(
+        r.wdt(
+            ch,
+            NVGPU_IOCTL_CHANNEL_ENABLE_WDT | NVGPU_IOCTL_CHANNEL_WDT_FLAG_SET_TIMEOUT
+        ),
+        Ok(0)
+    );
     assert_eq!(r.wdt(ch, NVGPU_IOCTL_CHANNEL_DISABLE_WDT), Ok(0));
 }
 
@@ -635,22 +1016,48 @@ fn setup_bind_checks_in_order() {
     let (_, ud) = r.buf(4096);
     // Not AS-bound / not in a TSG → EINVAL.
     let bare = r.open_channel();
-    assert_eq!(r.setup_bind(bare, gp, ud, 1024, UM_FLAGS), Err(libc::EINVAL));
+    assert_eq!(
+        r.setup_bind(bare, gp, ud, 1024, UM_FLAGS),
+        Err(libc::EINVAL)
+    );
     r.as_bind(bare).unwrap();
-    assert_eq!(r.setup_bind(bare, gp, ud, 1024, UM_FLAGS), Err(libc::EINVAL));
+    assert_eq!(
+        r.setup_bind(bare, gp, ud, 1024, UM_FLAGS),
+        Err(libc::EINVAL)
+    );
     // DETERMINISTIC with the WDT still on → EINVAL.
     let tsg = r.open_tsg();
     let veid = r.subctx(tsg, r.as_fd).unwrap();
     r.bind_ex(tsg, bare, veid).unwrap();
-    assert_eq!(r.setup_bind(bare, gp, ud, 1024, UM_FLAGS), Err(libc::EINVAL));
+    assert_eq!(
+        r.setup_bind(bare, gp, ud, 1024, UM_FLAGS),
+        Err(libc::EINVAL)
+    );
     r.wdt(bare, NVGPU_IOCTL_CHANNEL_DISABLE_WDT).unwrap();
     let c = bare;
     // Entry counts.
     assert_eq!(r.setup_bind(c, gp, ud, 1, UM_FLAGS), Err(libc::EINVAL));
-    assert_eq!(r.setup_bind(c, gp, ud, 1000, UM_FLAGS), Err(libc::EINVAL), "not a power of two");
-    assert_eq!(r.setup_bind(c, gp, ud, 1 << 30, UM_FLAGS), Err(libc::EINVAL), "> U32_MAX/8");
+    assert_eq!(
+        r.setup_bind(c, gp, ud, 1000, UM_FLAGS),
+        Err(libc::EINVAL),
+        "not a power of two"
+    );
+    assert_eq!(
+        r.setup_bind(c, gp, ud, 1 << 30, UM_FLAGS),
+        Err(libc::EINVAL),
+        "> U32_MAX/8"
+    );
     // USERMODE without DETERMINISTIC → EINVAL.
-    assert_eq!(r.setup_bind(c, gp, ud, 1024, NVGPU_CHANNEL_SETUP_BIND_FLAGS_USERMODE_SUPPORT), Err(libc::EINVAL));
+    assert_eq!(
+        r.setup_bind(
+            c,
+            gp,
+            ud,
+            1024,
+            NVGPU_CHANNEL_SETUP_BIND_FLAGS_USERMODE_SUPPORT
+        ),
+        Err(libc::EINVAL)
+    );
     // fd 0 → EINVAL (fd 0 is open: stdin).
     assert_eq!(r.setup_bind(c, 0, ud, 1024, UM_FLAGS), Err(libc::EINVAL));
     assert_eq!(r.setup_bind(c, gp, 0, 1024, UM_FLAGS), Err(libc::EINVAL));
@@ -669,8 +1076,14 @@ fn setup_bind_checks_in_order() {
     assert_eq!(r.setup_bind_args(c, &mut a), Err(libc::EINVAL));
     // GPFIFO dma-buf smaller than max(4096, entries × 8) → EINVAL; not a dma-buf → EINVAL.
     assert_eq!(r.setup_bind(c, gp, ud, 2048, UM_FLAGS), Err(libc::EINVAL));
-    assert_eq!(r.setup_bind(c, r.ctrl, ud, 1024, UM_FLAGS), Err(libc::EINVAL));
-    assert_eq!(r.setup_bind(c, 99_999, ud, 1024, UM_FLAGS), Err(libc::EBADF));
+    assert_eq!(
+        r.setup_bind(c, r.ctrl, ud, 1024, UM_FLAGS),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        r.setup_bind(c, 99_999, ud, 1024, UM_FLAGS),
+        Err(libc::EBADF)
+    );
     // Success: token 511 (chid 511, runlist 0) on a fresh system; VA outputs 0.
     let mut ok = nvgpu_channel_setup_bind_args {
         num_gpfifo_entries: 1024,
@@ -681,7 +1094,10 @@ fn setup_bind_checks_in_order() {
         ..Default::default()
     };
     assert_eq!(r.setup_bind_args(c, &mut ok), Ok(511));
-    assert_eq!((ok.gpfifo_gpu_va, ok.userd_gpu_va, ok.usermode_mmio_gpu_va), (0, 0, 0));
+    assert_eq!(
+        (ok.gpfifo_gpu_va, ok.userd_gpu_va, ok.usermode_mmio_gpu_va),
+        (0, 0, 0)
+    );
     // Second SETUP_BIND → EEXIST.
     assert_eq!(r.setup_bind(c, gp, ud, 1024, UM_FLAGS), Err(libc::EEXIST));
     // WDT enable after deterministic → EINVAL; disable is fine.
@@ -689,7 +1105,10 @@ fn setup_bind_checks_in_order() {
     assert_eq!(r.wdt(c, NVGPU_IOCTL_CHANNEL_DISABLE_WDT), Ok(0));
     // SUBMIT_GPFIFO on a usermode channel → EINVAL.
     let mut s = nvgpu_submit_gpfifo_args::default();
-    assert_eq!(ioc(&r.s, c, NVGPU_IOCTL_CHANNEL_SUBMIT_GPFIFO, &mut s), Err(libc::EINVAL));
+    assert_eq!(
+        ioc(&r.s, c, NVGPU_IOCTL_CHANNEL_SUBMIT_GPFIFO, &mut s),
+        Err(libc::EINVAL)
+    );
     // The next channel gets chid 510.
     let ch2 = r.channel();
     let (_, gp2) = r.buf(8192);
@@ -725,21 +1144,45 @@ fn kernel_vma_and_syncpoint_match_hardware() {
     r.setup_bind(c.ch, gp, ud, 1024, UM_FLAGS).unwrap();
     let sp = r.syncpoint(c.ch).unwrap();
     assert_eq!(sp.gpu_va, 0xff_ffe1_0000, "seed syncpoint page VA");
-    assert_eq!(r.syncpoint(c.ch).unwrap(), sp, "same syncpoint on repeat calls");
+    assert_eq!(
+        r.syncpoint(c.ch).unwrap(),
+        sp,
+        "same syncpoint on repeat calls"
+    );
     let mut ro = nvgpu_as_get_sync_ro_map_args::default();
     ioc(&r.s, r.as_fd, NVGPU_AS_IOCTL_GET_SYNC_RO_MAP, &mut ro).unwrap();
-    assert_eq!((ro.base_gpuva, ro.sync_size, ro.num_syncpoints), (0x100_03e0_0000, 0x10000, 1024));
-    let mut o = nvgpu_alloc_obj_ctx_args { class_num: 0xc7c0, flags: 0, obj_id: 0x55 };
-    assert_eq!(ioc(&r.s, c.ch, NVGPU_IOCTL_CHANNEL_ALLOC_OBJ_CTX, &mut o), Ok(0));
+    assert_eq!(
+        (ro.base_gpuva, ro.sync_size, ro.num_syncpoints),
+        (0x100_03e0_0000, 0x10000, 1024)
+    );
+    let mut o = nvgpu_alloc_obj_ctx_args {
+        class_num: 0xc7c0,
+        flags: 0,
+        obj_id: 0x55,
+    };
+    assert_eq!(
+        ioc(&r.s, c.ch, NVGPU_IOCTL_CHANNEL_ALLOC_OBJ_CTX, &mut o),
+        Ok(0)
+    );
     assert_eq!(o.obj_id, 0x55, "not written back");
     o.class_num = 0x1234;
-    assert_eq!(ioc(&r.s, c.ch, NVGPU_IOCTL_CHANNEL_ALLOC_OBJ_CTX, &mut o), Err(libc::EINVAL));
+    assert_eq!(
+        ioc(&r.s, c.ch, NVGPU_IOCTL_CHANNEL_ALLOC_OBJ_CTX, &mut o),
+        Err(libc::EINVAL)
+    );
     // GET_VA_REGIONS: one 4 KiB region covering the user VMA.
     let mut reg = nvgpu_as_va_region::default();
-    let mut v = nvgpu_as_get_va_regions_args { buf_addr: &mut reg as *mut _ as u64, buf_size: 48, reserved: 0 };
+    let mut v = nvgpu_as_get_va_regions_args {
+        buf_addr: &mut reg as *mut _ as u64,
+        buf_size: 48,
+        reserved: 0,
+    };
     ioc(&r.s, r.as_fd, NVGPU_AS_IOCTL_GET_VA_REGIONS, &mut v).unwrap();
     assert_eq!(v.buf_size, 24);
-    assert_eq!((reg.offset, reg.page_size, reg.pages), (SEED_START, 4096, (SEED_END - SEED_START) / 4096));
+    assert_eq!(
+        (reg.offset, reg.page_size, reg.pages),
+        (SEED_START, 4096, (SEED_END - SEED_START) / 4096)
+    );
 }
 
 #[test]
@@ -761,8 +1204,14 @@ fn three_mib_gpfifo_then_alloc_obj_ctx_oopses() {
     let (_, ud) = r.buf(4096);
     r.setup_bind(c.ch, gp, ud, 1024, UM_FLAGS).unwrap();
     let sp = r.syncpoint(c.ch).unwrap();
-    assert_eq!(sp.gpu_va, 0x100_0020_0000, "the syncpoint page moved above 2^40");
-    let mut o = nvgpu_alloc_obj_ctx_args { class_num: 0xc7c0, ..Default::default() };
+    assert_eq!(
+        sp.gpu_va, 0x100_0020_0000,
+        "the syncpoint page moved above 2^40"
+    );
+    let mut o = nvgpu_alloc_obj_ctx_args {
+        class_num: 0xc7c0,
+        ..Default::default()
+    };
     let _ = ioc(&r.s, c.ch, NVGPU_IOCTL_CHANNEL_ALLOC_OBJ_CTX, &mut o);
 }
 
@@ -773,7 +1222,17 @@ fn error_notifier_and_injected_fault() {
     let c = r.channel();
     let (_, nf) = r.buf(4096);
     let set = |mem: u32, offset: u64| {
-        ioc(&r.s, c.ch, NVGPU_IOCTL_CHANNEL_SET_ERROR_NOTIFIER, &mut nvgpu_set_error_notifier { offset, size: 16, mem, padding: 0 })
+        ioc(
+            &r.s,
+            c.ch,
+            NVGPU_IOCTL_CHANNEL_SET_ERROR_NOTIFIER,
+            &mut nvgpu_set_error_notifier {
+                offset,
+                size: 16,
+                mem,
+                padding: 0,
+            },
+        )
     };
     assert_eq!(set(0, 0), Err(libc::EINVAL));
     assert_eq!(set(r.ctrl as u32, 0), Err(libc::EINVAL));
@@ -789,14 +1248,19 @@ fn error_notifier_and_injected_fault() {
         a.value
     };
     assert_eq!(timedout(), 0);
-    assert!(r.s.inject_channel_error(token, NVGPU_CHANNEL_FIFO_ERROR_MMU_ERR_FLT));
+    assert!(r
+        .s
+        .inject_channel_error(token, NVGPU_CHANNEL_FIFO_ERROR_MMU_ERR_FLT));
     assert_eq!(timedout(), 1);
     // SAFETY: the record lies at offset 64 of the 4 KiB mapping.
     let n: nvgpu_notification = unsafe { std::ptr::read_unaligned(p.add(64).cast()) };
     assert_eq!((n.info32, n.status), (31, 0xffff));
     assert!(n.time_stamp.nanoseconds != [0, 0]);
     let log = r.s.fault_log();
-    assert!(log.iter().any(|f| f.token == token && f.code == 31), "{log:?}");
+    assert!(
+        log.iter().any(|f| f.token == token && f.code == 31),
+        "{log:?}"
+    );
     // SAFETY: our mapping.
     unsafe { r.s.munmap(p, 4096).unwrap() };
 }
@@ -814,17 +1278,45 @@ fn characteristics_fixture() {
     assert_eq!(a.gpu_characteristics_buf_size, 328);
     assert_eq!((c.arch, c.r#impl, c.rev), (0x170, 0xb, 0xa1));
     assert_eq!(c.flags, 0x01bf_5fff_7f5d_035d);
-    assert_eq!((c.compute_class, c.gpfifo_class, c.dma_copy_class), (0xc7c0, 0xc76f, 0xc7b5));
-    assert_eq!((c.sm_arch_sm_version, c.sm_arch_warp_count, c.gpu_va_bit_count), (0x807, 96, 40));
+    assert_eq!(
+        (c.compute_class, c.gpfifo_class, c.dma_copy_class),
+        (0xc7c0, 0xc76f, 0xc7b5)
+    );
+    assert_eq!(
+        (
+            c.sm_arch_sm_version,
+            c.sm_arch_warp_count,
+            c.gpu_va_bit_count
+        ),
+        (0x807, 96, 40)
+    );
     assert_eq!(&c.chipname[..6], b"ga10b\0");
-    assert_eq!((c.gpu_ioctl_nr_last, c.tsg_ioctl_nr_last, c.ioctl_channel_nr_last, c.as_ioctl_nr_last), (44, 21, 128, 14));
-    assert_eq!((c.big_page_size, c.available_big_page_sizes, c.max_gpfifo_entries), (0, 0, 1 << 28));
+    assert_eq!(
+        (
+            c.gpu_ioctl_nr_last,
+            c.tsg_ioctl_nr_last,
+            c.ioctl_channel_nr_last,
+            c.as_ioctl_nr_last
+        ),
+        (44, 21, 128, 14)
+    );
+    assert_eq!(
+        (
+            c.big_page_size,
+            c.available_big_page_sizes,
+            c.max_gpfifo_entries
+        ),
+        (0, 0, 1 << 28)
+    );
     // buf_size 0 is fine (size query); a short buffer gets only that many bytes.
     let mut q = nvgpu_gpu_get_characteristics::default();
     ioc(&r.s, r.ctrl, NVGPU_GPU_IOCTL_GET_CHARACTERISTICS, &mut q).unwrap();
     assert_eq!(q.gpu_characteristics_buf_size, 328);
     let mut small = [0xeeu8; 16];
-    let mut s = nvgpu_gpu_get_characteristics { gpu_characteristics_buf_size: 8, gpu_characteristics_buf_addr: small.as_mut_ptr() as u64 };
+    let mut s = nvgpu_gpu_get_characteristics {
+        gpu_characteristics_buf_size: 8,
+        gpu_characteristics_buf_addr: small.as_mut_ptr() as u64,
+    };
     ioc(&r.s, r.ctrl, NVGPU_GPU_IOCTL_GET_CHARACTERISTICS, &mut s).unwrap();
     assert_eq!(&small[..8], &[0x70, 1, 0, 0, 0xb, 0, 0, 0]);
     assert_eq!(&small[8..], &[0xee; 8]);
@@ -848,10 +1340,26 @@ fn bring_up(r: &Rig) -> (Vec<i32>, Vec<(*mut u8, usize)>, Vec<u32>) {
     ids.extend([gi, ui, di]);
     r.setup_bind(c.ch, gp, ud, 1024, UM_FLAGS).unwrap();
     r.syncpoint(c.ch).unwrap();
-    ioc(&r.s, c.ch, NVGPU_IOCTL_CHANNEL_ALLOC_OBJ_CTX, &mut nvgpu_alloc_obj_ctx_args { class_num: 0xc7c0, ..Default::default() })
-        .unwrap();
-    ioc(&r.s, c.ch, NVGPU_IOCTL_CHANNEL_SET_ERROR_NOTIFIER, &mut nvgpu_set_error_notifier { mem: data as u32, ..Default::default() })
-        .unwrap();
+    ioc(
+        &r.s,
+        c.ch,
+        NVGPU_IOCTL_CHANNEL_ALLOC_OBJ_CTX,
+        &mut nvgpu_alloc_obj_ctx_args {
+            class_num: 0xc7c0,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    ioc(
+        &r.s,
+        c.ch,
+        NVGPU_IOCTL_CHANNEL_SET_ERROR_NOTIFIER,
+        &mut nvgpu_set_error_notifier {
+            mem: data as u32,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     r.map(data).unwrap();
     r.map(gp).unwrap();
     maps.push((r.mmap(data, 1 << 20, 0).unwrap(), 1 << 20));
@@ -911,7 +1419,10 @@ fn teardown_in_several_orders_returns_to_baseline() {
                     r.close(r.as_fd);
                     r.close(r.nvmap);
                     r.close(r.ctrl);
-                    assert!(emu_maps() > base_maps, "user mappings still hold the memory");
+                    assert!(
+                        emu_maps() > base_maps,
+                        "user mappings still hold the memory"
+                    );
                     // SAFETY: the data mapping is still valid.
                     unsafe { maps[0].0.write(7) };
                     unmap_all();
@@ -930,12 +1441,27 @@ fn teardown_in_several_orders_returns_to_baseline() {
                 }
             }
             let st = r.s.stats();
-            assert_eq!((st.fds, st.ctrls, st.clients, st.tsgs, st.channels, st.user_mappings), (0, 0, 0, 0, 0, 0), "order {order}");
+            assert_eq!(
+                (
+                    st.fds,
+                    st.ctrls,
+                    st.clients,
+                    st.tsgs,
+                    st.channels,
+                    st.user_mappings
+                ),
+                (0, 0, 0, 0, 0, 0),
+                "order {order}"
+            );
             assert_eq!(st.free_chids, 512);
         }
         assert_eq!(emu_fds(), base_fds, "order {order}: fds");
         assert_eq!(emu_maps(), base_maps, "order {order}: mappings");
-        assert_eq!(tegragpu::os::open_fd_count(), base_all_fds, "order {order}: all fds");
+        assert_eq!(
+            tegragpu::os::open_fd_count(),
+            base_all_fds,
+            "order {order}: all fds"
+        );
     }
 }
 

@@ -57,7 +57,11 @@ impl Buddy {
     /// (ALLOC_AS) has already validated that.
     pub fn new(start: u64, end: u64) -> Buddy {
         let blocks = end.saturating_sub(start) >> BLOCK_SHIFT;
-        let true_max = if blocks == 0 { 0 } else { 63 - blocks.leading_zeros() };
+        let true_max = if blocks == 0 {
+            0
+        } else {
+            63 - blocks.leading_zeros()
+        };
         let max_order = true_max.min(MAX_ORDER);
         let mut b = Buddy {
             start,
@@ -119,7 +123,13 @@ impl Buddy {
             self.list_remove(left, order);
             addr = left;
         }
-        self.allocs.insert(addr, Alloc { len: len.div_ceil(BLOCK) * BLOCK, blocks: vec![(addr, want)] });
+        self.allocs.insert(
+            addr,
+            Alloc {
+                len: len.div_ceil(BLOCK) * BLOCK,
+                blocks: vec![(addr, want)],
+            },
+        );
         Some(addr)
     }
 
@@ -139,7 +149,9 @@ impl Buddy {
             let rel = (cur - self.start) >> BLOCK_SHIFT;
             let remaining = (end - cur) >> BLOCK_SHIFT;
             let align_order = if rel == 0 { 63 } else { rel.trailing_zeros() };
-            let order = align_order.min(63 - remaining.leading_zeros()).min(self.max_order);
+            let order = align_order
+                .min(63 - remaining.leading_zeros())
+                .min(self.max_order);
             if !self.take_fixed_block(cur, order) {
                 // Roll back the blocks taken so far.
                 for (a, o) in blocks {
@@ -225,12 +237,20 @@ impl Buddy {
             return false;
         }
         // Every allocated block overlapping the range makes it non-free.
-        !self.allocs.values().flat_map(|a| a.blocks.iter()).any(|&(b, o)| b < end && addr < b + order_len(o))
+        !self
+            .allocs
+            .values()
+            .flat_map(|a| a.blocks.iter())
+            .any(|&(b, o)| b < end && addr < b + order_len(o))
     }
 
     /// Total free bytes.
     pub fn free_bytes(&self) -> u64 {
-        self.free.iter().enumerate().map(|(o, l)| l.len() as u64 * order_len(o as u32)).sum()
+        self.free
+            .iter()
+            .enumerate()
+            .map(|(o, l)| l.len() as u64 * order_len(o as u32))
+            .sum()
     }
 }
 
@@ -273,7 +293,10 @@ mod tests {
         let mut b = Buddy::new(0x200000, 0xFF_FFE0_0000);
         let total = b.free_bytes();
         assert_eq!(total, 0xFF_FFE0_0000 - 0x200000);
-        let v: Vec<u64> = [4096u64, 8192, 65536, 3 << 20, 1 << 30].iter().map(|&l| b.alloc(l).unwrap()).collect();
+        let v: Vec<u64> = [4096u64, 8192, 65536, 3 << 20, 1 << 30]
+            .iter()
+            .map(|&l| b.alloc(l).unwrap())
+            .collect();
         assert!(b.free_bytes() < total);
         for a in v.iter().rev() {
             assert!(b.free(*a));
@@ -299,7 +322,10 @@ mod tests {
         for _ in 0..64 {
             let a = b.alloc(16 << 20).unwrap();
             for w in [0xFD_0000_0000u64, 0xFE_0000_0000] {
-                assert!(a + (16 << 20) <= w || a >= w + (1 << 30), "{a:#x} inside window {w:#x}");
+                assert!(
+                    a + (16 << 20) <= w || a >= w + (1 << 30),
+                    "{a:#x} inside window {w:#x}"
+                );
             }
         }
         // Unaligned / out-of-range fixed requests.

@@ -21,7 +21,8 @@ const TIMESLICE_MIN_US: u32 = 1000;
 const TIMESLICE_MAX_US: u32 = 50_000;
 /// Engine classes ALLOC_OBJ_CTX accepts on ga10b (Ampere B, plus the older Turing/Volta ones).
 const VALID_CLASSES: &[u32] = &[
-    0xc7c0, 0xc7b5, 0xc76f, 0xc797, 0xc637, // Ampere: compute B, DMA copy B, GPFIFO B, 3D B, SMC ref
+    0xc7c0, 0xc7b5, 0xc76f, 0xc797,
+    0xc637, // Ampere: compute B, DMA copy B, GPFIFO B, 3D B, SMC ref
     0xc5c0, 0xc5b5, 0xc597, 0xc46f, // Turing
     0xc3c0, 0xc3b5, 0xc397, 0xc36f, // Volta
 ];
@@ -168,7 +169,10 @@ impl State {
 
     /// Free a TSG once its fd is closed and no channel is bound.
     pub(super) fn maybe_free_tsg(&mut self, id: u64) {
-        let free = self.tsgs.get(&id).is_some_and(|t| !t.fd_open && t.channels.is_empty());
+        let free = self
+            .tsgs
+            .get(&id)
+            .is_some_and(|t| !t.fd_open && t.channels.is_empty());
         if free {
             if let Some(t) = self.tsgs.remove(&id) {
                 if let Some((vm, va)) = t.gr_ctx {
@@ -180,7 +184,9 @@ impl State {
 
     /// Detach a channel's usermode state from the GPU model (before anything it uses goes).
     fn detach(&mut self, chid: u32) {
-        let Some(ch) = self.channels.get_mut(&chid) else { return };
+        let Some(ch) = self.channels.get_mut(&chid) else {
+            return;
+        };
         let vm = ch.vm.clone();
         if let Some(um) = ch.um.as_mut() {
             if um.attached {
@@ -197,7 +203,9 @@ impl State {
     /// Remove a channel from its TSG: it becomes unserviceable and stops running.
     fn unbind_from_tsg(&mut self, chid: u32) {
         self.detach(chid);
-        let Some(ch) = self.channels.get_mut(&chid) else { return };
+        let Some(ch) = self.channels.get_mut(&chid) else {
+            return;
+        };
         ch.unserviceable = true;
         if let Some(t) = ch.tsg.take() {
             if let Some(tsg) = self.tsgs.get_mut(&t) {
@@ -211,7 +219,9 @@ impl State {
     /// back to the head of the free list.
     pub(super) fn channel_free(&mut self, chid: u32) {
         self.unbind_from_tsg(chid);
-        let Some(ch) = self.channels.remove(&chid) else { return };
+        let Some(ch) = self.channels.remove(&chid) else {
+            return;
+        };
         if let Some(vm) = &ch.vm {
             if let Some(um) = &ch.um {
                 vm.kernel_unmap(um.gpfifo_va);
@@ -227,7 +237,9 @@ impl State {
 
     /// Post error `code` on a channel (notifier + unserviceable + dead).
     pub(super) fn post_error(&mut self, chid: u32, code: u32) {
-        let Some(ch) = self.channels.get_mut(&chid) else { return };
+        let Some(ch) = self.channels.get_mut(&chid) else {
+            return;
+        };
         if let Some(p) = ch.notifier_ptr() {
             write_notifier(p, code);
         }
@@ -298,8 +310,17 @@ impl State {
                 }
             }
             NVGPU_IOCTL_TSG_GET_TIMESLICE => {
-                let ts = self.tsgs.get(&id).map_or(TIMESLICE_DEFAULT_US, |t| t.timeslice_us);
-                put(b, &nvgpu_timeslice_args { timeslice_us: ts, reserved: 0 });
+                let ts = self
+                    .tsgs
+                    .get(&id)
+                    .map_or(TIMESLICE_DEFAULT_US, |t| t.timeslice_us);
+                put(
+                    b,
+                    &nvgpu_timeslice_args {
+                        timeslice_us: ts,
+                        reserved: 0,
+                    },
+                );
             }
             NVGPU_TSG_IOCTL_READ_SINGLE_SM_ERROR_STATE => {
                 let a: nvgpu_tsg_read_single_sm_error_state_args = get(b)?;
@@ -316,11 +337,16 @@ impl State {
                 if a.num_sm != self.num_sms() || a.buffer_size < a.num_sm as u64 * rsz {
                     return Err(libc::EINVAL);
                 }
-                copy_to_user(a.buffer_mem as usize, &vec![0u8; (a.num_sm as u64 * rsz) as usize])?;
+                copy_to_user(
+                    a.buffer_mem as usize,
+                    &vec![0u8; (a.num_sm as u64 * rsz) as usize],
+                )?;
             }
             NVGPU_TSG_IOCTL_CREATE_SUBCONTEXT => {
                 let mut a: nvgpu_tsg_create_subcontext_args = get(b)?;
-                if a.r#type != NVGPU_TSG_SUBCONTEXT_TYPE_SYNC && a.r#type != NVGPU_TSG_SUBCONTEXT_TYPE_ASYNC {
+                if a.r#type != NVGPU_TSG_SUBCONTEXT_TYPE_SYNC
+                    && a.r#type != NVGPU_TSG_SUBCONTEXT_TYPE_ASYNC
+                {
                     return Err(libc::EINVAL);
                 }
                 let vm = match self.fds.get(&a.as_fd) {
@@ -354,7 +380,9 @@ impl State {
                     if tsg.subctx[a.veid as usize].is_none() {
                         return Ok(());
                     }
-                    tsg.channels.iter().any(|c| self.channels.get(c).is_some_and(|ch| ch.veid == a.veid))
+                    tsg.channels
+                        .iter()
+                        .any(|c| self.channels.get(c).is_some_and(|ch| ch.veid == a.veid))
                 };
                 if busy {
                     return Err(libc::EINVAL);
@@ -392,10 +420,16 @@ impl State {
             }
             NVGPU_IOCTL_CHANNEL_ALLOC_OBJ_CTX => self.alloc_obj_ctx(chid, b)?,
             NVGPU_IOCTL_CHANNEL_SET_ERROR_NOTIFIER => self.set_error_notifier(chid, b)?,
-            NVGPU_IOCTL_CHANNEL_ENABLE | NVGPU_IOCTL_CHANNEL_DISABLE | NVGPU_IOCTL_CHANNEL_PREEMPT => {}
+            NVGPU_IOCTL_CHANNEL_ENABLE
+            | NVGPU_IOCTL_CHANNEL_DISABLE
+            | NVGPU_IOCTL_CHANNEL_PREEMPT => {}
             NVGPU_IOCTL_CHANNEL_FORCE_RESET => {
                 if let Some(t) = self.ch(chid)?.tsg {
-                    let chans = self.tsgs.get(&t).map(|t| t.channels.clone()).unwrap_or_default();
+                    let chans = self
+                        .tsgs
+                        .get(&t)
+                        .map(|t| t.channels.clone())
+                        .unwrap_or_default();
                     for c in chans {
                         self.post_error(c, NVGPU_CHANNEL_RESETCHANNEL_VERIF_ERROR);
                     }
@@ -404,7 +438,8 @@ impl State {
             NVGPU_IOCTL_CHANNEL_WDT => {
                 let a: nvgpu_channel_wdt_args = get(b)?;
                 let ch = self.ch(chid)?;
-                let status = a.wdt_status & (NVGPU_IOCTL_CHANNEL_DISABLE_WDT | NVGPU_IOCTL_CHANNEL_ENABLE_WDT);
+                let status = a.wdt_status
+                    & (NVGPU_IOCTL_CHANNEL_DISABLE_WDT | NVGPU_IOCTL_CHANNEL_ENABLE_WDT);
                 if ch.deterministic && status != NVGPU_IOCTL_CHANNEL_DISABLE_WDT {
                     return Err(libc::EINVAL);
                 }
@@ -421,8 +456,11 @@ impl State {
                 let a: nvgpu_preemption_mode_args = get(b)?;
                 let cm = a.compute_preempt_mode;
                 let gm = a.graphics_preempt_mode;
-                let ok_c = cm == 0 || (cm.is_power_of_two() && cm & self.chars.compute_preemption_mode_flags != 0);
-                let ok_g = gm == 0 || (gm.is_power_of_two() && gm & self.chars.graphics_preemption_mode_flags != 0);
+                let ok_c = cm == 0
+                    || (cm.is_power_of_two() && cm & self.chars.compute_preemption_mode_flags != 0);
+                let ok_g = gm == 0
+                    || (gm.is_power_of_two()
+                        && gm & self.chars.graphics_preemption_mode_flags != 0);
                 let ch = self.ch(chid)?;
                 if !ok_c || !ok_g || ch.tsg.is_none() {
                     return Err(libc::EINVAL);
@@ -493,7 +531,10 @@ impl State {
             vm.retire_buf(old);
         }
         let buf = found.map_err(|_| libc::EINVAL)?;
-        match a.offset.checked_add(std::mem::size_of::<nvgpu_notification>() as u64) {
+        match a
+            .offset
+            .checked_add(std::mem::size_of::<nvgpu_notification>() as u64)
+        {
             Some(end) if end <= buf.size => {}
             _ => return Err(libc::EINVAL),
         }
@@ -525,9 +566,12 @@ impl State {
             Some(s) => s,
             None => {
                 self.ensure_sync_ro(&vm)?;
-                let id = (FIRST_USER_SYNCPOINT..NUM_SYNCPOINTS).find(|i| !self.syncpoints.contains(i)).ok_or(libc::ENOMEM)?;
+                let id = (FIRST_USER_SYNCPOINT..NUM_SYNCPOINTS)
+                    .find(|i| !self.syncpoints.contains(i))
+                    .ok_or(libc::ENOMEM)?;
                 let ap = self.aperture()?;
-                let va = vm.kernel_map(&ap, id as u64 * SYNCPOINT_STRIDE, SYNCPOINT_STRIDE, true)?;
+                let va =
+                    vm.kernel_map(&ap, id as u64 * SYNCPOINT_STRIDE, SYNCPOINT_STRIDE, true)?;
                 self.syncpoints.insert(id);
                 self.ch(chid)?.syncpt = Some((id, va));
                 (id, va)
@@ -539,7 +583,14 @@ impl State {
             Some(p) => unsafe { std::ptr::read_volatile(p as *const u32) },
             None => 0,
         };
-        put(b, &nvgpu_get_user_syncpoint_args { gpu_va: va, syncpoint_id: id, syncpoint_max: value });
+        put(
+            b,
+            &nvgpu_get_user_syncpoint_args {
+                gpu_va: va,
+                syncpoint_id: id,
+                syncpoint_max: value,
+            },
+        );
         Ok(())
     }
 
@@ -555,7 +606,7 @@ impl State {
         }
         // 2.
         let ch = self.ch(chid)?;
-        if n > 1 << 31 || n < 2 {
+        if !(2..=1 << 31).contains(&n) {
             return Err(libc::EINVAL);
         }
         let vm = ch.vm.clone().ok_or(libc::EINVAL)?;
@@ -593,7 +644,9 @@ impl State {
         let ud = self.dmabuf_of_fd(a.userd_dmabuf_fd)?;
         let userd = ud.host_ptr(0).ok_or(libc::EINVAL)?;
         // 8. The whole GPFIFO dma-buf, read-only, in the kernel VMA.
-        let gpfifo_va = vm.kernel_map(&gp, 0, gp.size, false).map_err(|_| libc::ENOMEM)?;
+        let gpfifo_va = vm
+            .kernel_map(&gp, 0, gp.size, false)
+            .map_err(|_| libc::ENOMEM)?;
         // 10.
         let ch = self.ch(chid)?;
         let token = ch.token(chid);
@@ -608,7 +661,12 @@ impl State {
             dead: AtomicBool::new(false),
         });
         ch.deterministic = det;
-        ch.um = Some(Usermode { _bufs: [gp, ud], gpfifo_va, hw: hw.clone(), attached: true });
+        ch.um = Some(Usermode {
+            _bufs: [gp, ud],
+            gpfifo_va,
+            hw: hw.clone(),
+            attached: true,
+        });
         vm.set_attached(1);
         self.gpu.attach_channel(hw);
         a.work_submit_token = token;

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 fn errno() -> Errno {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
 }
 
 /// `memfd_create(name, MFD_CLOEXEC)` + `ftruncate(size)`: the lowest free fd, FD_CLOEXEC set.
@@ -28,7 +30,11 @@ pub(crate) fn memfd(name: &CStr, size: u64) -> Result<RawFd, Errno> {
         if unsafe { libc::ftruncate(fd, len) } < 0 {
             let e = errno();
             close_fd(fd);
-            return Err(if e == libc::EFBIG || e == libc::EINVAL { libc::ENOMEM } else { e });
+            return Err(if e == libc::EFBIG || e == libc::EINVAL {
+                libc::ENOMEM
+            } else {
+                e
+            });
         }
     }
     Ok(fd)
@@ -63,14 +69,20 @@ pub(crate) fn dup_cloexec(fd: RawFd) -> Result<RawFd, Errno> {
 fn hidden_base() -> RawFd {
     static BASE: OnceLock<RawFd> = OnceLock::new();
     *BASE.get_or_init(|| {
-        let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        let mut rl = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
         // SAFETY: rl is a valid out-pointer.
         if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
             return 512;
         }
         let want = rl.rlim_max.min(1 << 16);
         if rl.rlim_cur < want {
-            let new = libc::rlimit { rlim_cur: want, rlim_max: rl.rlim_max };
+            let new = libc::rlimit {
+                rlim_cur: want,
+                rlim_max: rl.rlim_max,
+            };
             // SAFETY: new is a valid rlimit.
             if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &new) } == 0 {
                 rl.rlim_cur = want;
@@ -85,7 +97,15 @@ fn hidden_base() -> RawFd {
 pub(crate) fn hide_fd(fd: RawFd) -> Result<RawFd, Errno> {
     // SAFETY: F_DUPFD_CLOEXEC has no memory-safety preconditions.
     let n = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, hidden_base()) };
-    let r = if n < 0 { Err(if errno() == libc::EMFILE || errno() == libc::EINVAL { libc::ENOMEM } else { errno() }) } else { Ok(n) };
+    let r = if n < 0 {
+        Err(if errno() == libc::EMFILE || errno() == libc::EINVAL {
+            libc::ENOMEM
+        } else {
+            errno()
+        })
+    } else {
+        Ok(n)
+    };
     close_fd(fd);
     r
 }
@@ -109,7 +129,14 @@ impl KMap {
         }
         // SAFETY: a fresh mapping chosen by the kernel; no existing memory is affected.
         let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
         };
         if p == libc::MAP_FAILED {
             return Err(errno());
@@ -170,7 +197,14 @@ impl DmaBuf {
     /// A new, unallocated buffer of `size` bytes (already rounded).
     pub(crate) fn new(handle: u32, size: u64) -> Result<Arc<DmaBuf>, Errno> {
         let fd = hide_fd(memfd(c"nvmap-dmabuf", size)?)?;
-        Ok(Arc::new(DmaBuf { oid: next_id(), handle, size, fd, backing: OnceLock::new(), tag: Mutex::new(0) }))
+        Ok(Arc::new(DmaBuf {
+            oid: next_id(),
+            handle,
+            size,
+            fd,
+            backing: OnceLock::new(),
+            tag: Mutex::new(0),
+        }))
     }
 
     /// Give the buffer memory (NVMAP_IOC_ALLOC). EEXIST if it already has some.
@@ -180,7 +214,9 @@ impl DmaBuf {
         }
         let len = usize::try_from(self.size).map_err(|_| libc::ENOMEM)?;
         let kmap = KMap::new(self.fd, len).map_err(|_| libc::ENOMEM)?;
-        self.backing.set(Backing { heap, flags, kmap }).map_err(|_| libc::EEXIST)
+        self.backing
+            .set(Backing { heap, flags, kmap })
+            .map_err(|_| libc::EEXIST)
     }
 
     /// The allocation, if any.
@@ -216,8 +252,14 @@ fn vm_rw(local: *mut u8, remote: usize, len: usize, write: bool) -> Result<(), E
     if remote == 0 {
         return Err(libc::EFAULT);
     }
-    let l = libc::iovec { iov_base: local.cast(), iov_len: len };
-    let r = libc::iovec { iov_base: remote as *mut libc::c_void, iov_len: len };
+    let l = libc::iovec {
+        iov_base: local.cast(),
+        iov_len: len,
+    };
+    let r = libc::iovec {
+        iov_base: remote as *mut libc::c_void,
+        iov_len: len,
+    };
     // SAFETY: process_vm_{read,write}v on our own pid validates the remote range and returns
     // EFAULT instead of faulting; the local buffer is valid for len bytes.
     let n = unsafe {

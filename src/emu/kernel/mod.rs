@@ -199,7 +199,10 @@ impl EmuSys {
             uvmas: BTreeMap::new(),
             injected: Vec::new(),
         };
-        Arc::new(EmuSys { state: Mutex::new(state), gpu })
+        Arc::new(EmuSys {
+            state: Mutex::new(state),
+            gpu,
+        })
     }
 
     /// The GPU model behind this kernel.
@@ -235,7 +238,12 @@ impl EmuSys {
     /// it in [`Sys::fault_log`]. Returns false if no such channel exists.
     pub fn inject_channel_error(&self, token: u32, code: u32) -> bool {
         let mut st = self.state.lock();
-        let Some(chid) = st.channels.iter().find(|(c, ch)| ch.token(**c) == token).map(|(c, _)| *c) else {
+        let Some(chid) = st
+            .channels
+            .iter()
+            .find(|(c, ch)| ch.token(**c) == token)
+            .map(|(c, _)| *c)
+        else {
             return false;
         };
         st.post_error(chid, code);
@@ -243,7 +251,10 @@ impl EmuSys {
             token,
             address: None,
             code,
-            what: format!("injected channel error {code} ({})", notifier_error_name(code)),
+            what: format!(
+                "injected channel error {code} ({})",
+                notifier_error_name(code)
+            ),
         });
         true
     }
@@ -278,7 +289,13 @@ impl State {
 
     /// Install a new emulated fd (a memfd of `size` bytes) for `obj`.
     fn new_fd(&mut self, name: &CStr, size: u64, obj: Obj) -> Result<RawFd, Errno> {
-        let fd = memfd(name, size).map_err(|e| if e == libc::EMFILE || e == libc::ENFILE { e } else { libc::ENOMEM })?;
+        let fd = memfd(name, size).map_err(|e| {
+            if e == libc::EMFILE || e == libc::ENFILE {
+                e
+            } else {
+                libc::ENOMEM
+            }
+        })?;
         self.fds.insert(fd, obj);
         Ok(fd)
     }
@@ -321,27 +338,49 @@ impl State {
     fn punch(&mut self, addr: usize, len: usize) {
         let ps = page_size();
         let end = addr.saturating_add(len.div_ceil(ps) * ps);
-        let keys: Vec<usize> = self.uvmas.range(..end).filter(|(s, v)| **s + v.len > addr).map(|(s, _)| *s).collect();
+        let keys: Vec<usize> = self
+            .uvmas
+            .range(..end)
+            .filter(|(s, v)| **s + v.len > addr)
+            .map(|(s, _)| *s)
+            .collect();
         let mut ctrls = Vec::new();
         for k in keys {
-            let Some(v) = self.uvmas.remove(&k) else { continue };
+            let Some(v) = self.uvmas.remove(&k) else {
+                continue;
+            };
             let vend = k + v.len;
             if k < addr {
-                self.uvmas.insert(k, UVma { len: addr - k, kind: v.kind.clone() });
+                self.uvmas.insert(
+                    k,
+                    UVma {
+                        len: addr - k,
+                        kind: v.kind.clone(),
+                    },
+                );
             }
             if vend > end {
                 let kind = match &v.kind {
                     UVmaKind::DmaBuf(b, off) => UVmaKind::DmaBuf(b.clone(), off + (end - k) as u64),
                     k2 => k2.clone(),
                 };
-                self.uvmas.insert(end, UVma { len: vend - end, kind });
+                self.uvmas.insert(
+                    end,
+                    UVma {
+                        len: vend - end,
+                        kind,
+                    },
+                );
             }
             if let UVmaKind::Doorbell(c) = v.kind {
                 ctrls.push(c);
             }
         }
         for c in ctrls {
-            let still = self.uvmas.values().any(|v| matches!(v.kind, UVmaKind::Doorbell(x) if x == c));
+            let still = self
+                .uvmas
+                .values()
+                .any(|v| matches!(v.kind, UVmaKind::Doorbell(x) if x == c));
             if !still {
                 self.release_doorbell(c);
             }
@@ -379,10 +418,26 @@ impl State {
 
     fn nvgpu_ioctl(&mut self, obj: &Obj, req: u64, arg: usize) -> Result<i32, Errno> {
         let (magic, last, max) = match obj {
-            Obj::Ctrl(_) => (NVGPU_GPU_IOCTL_MAGIC, NVGPU_GPU_IOCTL_LAST, NVGPU_GPU_IOCTL_MAX_ARG_SIZE),
-            Obj::As(_) => (NVGPU_AS_IOCTL_MAGIC, NVGPU_AS_IOCTL_LAST, NVGPU_AS_IOCTL_MAX_ARG_SIZE),
-            Obj::Tsg(_) => (NVGPU_TSG_IOCTL_MAGIC, NVGPU_TSG_IOCTL_LAST, NVGPU_TSG_IOCTL_MAX_ARG_SIZE),
-            Obj::Channel(_) => (NVGPU_IOCTL_MAGIC, NVGPU_IOCTL_CHANNEL_LAST, NVGPU_IOCTL_CHANNEL_MAX_ARG_SIZE),
+            Obj::Ctrl(_) => (
+                NVGPU_GPU_IOCTL_MAGIC,
+                NVGPU_GPU_IOCTL_LAST,
+                NVGPU_GPU_IOCTL_MAX_ARG_SIZE,
+            ),
+            Obj::As(_) => (
+                NVGPU_AS_IOCTL_MAGIC,
+                NVGPU_AS_IOCTL_LAST,
+                NVGPU_AS_IOCTL_MAX_ARG_SIZE,
+            ),
+            Obj::Tsg(_) => (
+                NVGPU_TSG_IOCTL_MAGIC,
+                NVGPU_TSG_IOCTL_LAST,
+                NVGPU_TSG_IOCTL_MAX_ARG_SIZE,
+            ),
+            Obj::Channel(_) => (
+                NVGPU_IOCTL_MAGIC,
+                NVGPU_IOCTL_CHANNEL_LAST,
+                NVGPU_IOCTL_CHANNEL_MAX_ARG_SIZE,
+            ),
             _ => return Err(libc::ENOTTY),
         };
         let nr = ioc_nr(req) as u32;
@@ -426,7 +481,12 @@ impl State {
     fn ctrl_ioctl(&mut self, req: u64, b: &mut [u8]) -> Result<(), Errno> {
         match req {
             NVGPU_GPU_IOCTL_ZCULL_GET_CTX_SIZE => {
-                put(b, &nvgpu_gpu_zcull_get_ctx_size_args { size: ZCULL_CTX_SIZE });
+                put(
+                    b,
+                    &nvgpu_gpu_zcull_get_ctx_size_args {
+                        size: ZCULL_CTX_SIZE,
+                    },
+                );
             }
             NVGPU_GPU_IOCTL_GET_CHARACTERISTICS => {
                 let mut a: nvgpu_gpu_get_characteristics = get(b)?;
@@ -456,9 +516,20 @@ impl State {
             NVGPU_GPU_IOCTL_GET_TPC_MASKS => {
                 let mut a: nvgpu_gpu_get_tpc_masks_args = get(b)?;
                 let c = &self.chars;
-                let tpc_mask = if c.num_tpc_per_gpc >= 32 { u32::MAX } else { (1u32 << c.num_tpc_per_gpc) - 1 };
+                let tpc_mask = if c.num_tpc_per_gpc >= 32 {
+                    u32::MAX
+                } else {
+                    (1u32 << c.num_tpc_per_gpc) - 1
+                };
                 let masks: Vec<u8> = (0..c.max_gpc_count)
-                    .flat_map(|g| (if g < 32 && c.gpc_mask >> g & 1 != 0 { tpc_mask } else { 0 }).to_ne_bytes())
+                    .flat_map(|g| {
+                        (if g < 32 && c.gpc_mask >> g & 1 != 0 {
+                            tpc_mask
+                        } else {
+                            0
+                        })
+                        .to_ne_bytes()
+                    })
                     .collect();
                 if a.mask_buf_size > 0 {
                     let n = masks.len().min(a.mask_buf_size as usize);
@@ -467,7 +538,8 @@ impl State {
                 a.mask_buf_size = masks.len() as u32;
                 put(b, &a);
             }
-            NVGPU_GPU_IOCTL_GET_GPC_LOCAL_TO_PHYSICAL_MAP | NVGPU_GPU_IOCTL_GET_GPC_LOCAL_TO_LOGICAL_MAP => {
+            NVGPU_GPU_IOCTL_GET_GPC_LOCAL_TO_PHYSICAL_MAP
+            | NVGPU_GPU_IOCTL_GET_GPC_LOCAL_TO_LOGICAL_MAP => {
                 // Same layout for both: u32 size, u32 reserved, u64 buffer.
                 let a: nvgpu_gpu_get_gpc_physical_map_args = get(b)?;
                 let n = self.chars.num_gpc;
@@ -501,12 +573,15 @@ impl State {
                     return Err(libc::EINVAL);
                 }
                 for i in 0..a.num_channels as usize {
-                    let addr = (a.channels as usize).checked_add(i * 4).ok_or(libc::EFAULT)?;
+                    let addr = (a.channels as usize)
+                        .checked_add(i * 4)
+                        .ok_or(libc::EFAULT)?;
                     let mut w = [0u8; 4];
                     copy_from_user(&mut w, addr)?;
                     let fd = i32::from_ne_bytes(w);
                     match self.fds.get(&fd) {
-                        Some(Obj::Channel(c)) if self.channels.get(c).is_some_and(|ch| ch.deterministic) => {}
+                        Some(Obj::Channel(c))
+                            if self.channels.get(c).is_some_and(|ch| ch.deterministic) => {}
                         _ => return Err(libc::EINVAL),
                     }
                 }
@@ -518,13 +593,17 @@ impl State {
 
     fn num_sms(&self) -> u32 {
         // Two SMs per TPC on ga10b.
-        self.chars.num_gpc.saturating_mul(self.chars.num_tpc_per_gpc).saturating_mul(2)
+        self.chars
+            .num_gpc
+            .saturating_mul(self.chars.num_tpc_per_gpc)
+            .saturating_mul(2)
     }
 
     /// ALLOC_AS (§4.1 step 2).
     fn alloc_as(&mut self, a: &nvgpu_alloc_as_args) -> Result<RawFd, Errno> {
         if a.big_page_size != 0
-            && (!a.big_page_size.is_power_of_two() || a.big_page_size & self.chars.available_big_page_sizes == 0)
+            && (!a.big_page_size.is_power_of_two()
+                || a.big_page_size & self.chars.available_big_page_sizes == 0)
         {
             return Err(libc::EINVAL);
         }
@@ -631,17 +710,24 @@ impl State {
 
 /// Nanoseconds of `clock`.
 pub(crate) fn now_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid out-pointer.
     unsafe { libc::clock_gettime(clock, &mut ts) };
-    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
 }
 
 /// Write an error record (`status = 0xffff`) into a channel's error notifier.
 pub(crate) fn write_notifier(p: HostPtr, code: u32) {
     let ns = now_ns(libc::CLOCK_REALTIME);
     let n = nvgpu_notification {
-        time_stamp: nvgpu_notification_time_stamp { nanoseconds: [ns as u32, (ns >> 32) as u32] },
+        time_stamp: nvgpu_notification_time_stamp {
+            nanoseconds: [ns as u32, (ns >> 32) as u32],
+        },
         info32: code,
         info16: 0,
         status: NVGPU_NOTIFICATION_STATUS_ERROR,
@@ -658,7 +744,13 @@ impl Sys for EmuSys {
             b"/dev/nvgpu/igpu0/ctrl" | b"/dev/nvhost-ctrl-gpu" => {
                 let id = mem::next_id();
                 let fd = st.new_fd(c"nvgpu-ctrl", NVGPU_USERMODE_MAP_SIZE as u64, Obj::Ctrl(id))?;
-                st.ctrls.insert(id, CtrlFile { fd_open: true, doorbell: None });
+                st.ctrls.insert(
+                    id,
+                    CtrlFile {
+                        fd_open: true,
+                        doorbell: None,
+                    },
+                );
                 fd
             }
             b"/dev/nvmap" => {
@@ -690,7 +782,9 @@ impl Sys for EmuSys {
                 drop(st);
                 // SAFETY: closing a foreign fd, as the caller asked.
                 if unsafe { libc::close(fd) } < 0 {
-                    Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
+                    Err(std::io::Error::last_os_error()
+                        .raw_os_error()
+                        .unwrap_or(libc::EIO))
                 } else {
                     Ok(())
                 }
@@ -702,7 +796,11 @@ impl Sys for EmuSys {
         let mut st = self.state.lock();
         let Some(obj) = st.fds.get(&fd).cloned() else {
             // Not an nvgpu/nvmap file: ENOTTY like any file without this ioctl.
-            return Err(if fd_is_open(fd) { libc::ENOTTY } else { libc::EBADF });
+            return Err(if fd_is_open(fd) {
+                libc::ENOTTY
+            } else {
+                libc::EBADF
+            });
         };
         match &obj {
             Obj::Nvmap(id) => st.nvmap_ioctl(*id, request, arg),
@@ -723,13 +821,19 @@ impl Sys for EmuSys {
         let raw = |flags: i32| -> Result<*mut u8, Errno> {
             let p = libc::mmap(addr.cast(), len, prot, flags, fd, offset as libc::off_t);
             if p == libc::MAP_FAILED {
-                Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
+                Err(std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO))
             } else {
                 Ok(p.cast())
             }
         };
         let mut st = self.state.lock();
-        let obj = if flags & libc::MAP_ANONYMOUS != 0 || fd < 0 { None } else { st.fds.get(&fd).cloned() };
+        let obj = if flags & libc::MAP_ANONYMOUS != 0 || fd < 0 {
+            None
+        } else {
+            st.fds.get(&fd).cloned()
+        };
         match obj {
             None => {
                 let p = raw(flags)?;
@@ -739,7 +843,7 @@ impl Sys for EmuSys {
             Some(Obj::Nvmap(_)) => Err(libc::EPERM),
             Some(Obj::As(_) | Obj::Tsg(_) | Obj::Channel(_)) => Err(libc::ENODEV),
             Some(Obj::Ctrl(id)) => {
-                let busy = st.ctrls.get(&id).is_none_or(|c| c.doorbell.is_some());
+                let busy = st.ctrls.get(&id).map_or(true, |c| c.doorbell.is_some());
                 if busy {
                     return Err(libc::EBUSY);
                 }
@@ -764,7 +868,13 @@ impl Sys for EmuSys {
                 }
                 st.punch(p as usize, len);
                 let ps = page_size();
-                st.uvmas.insert(p as usize, UVma { len: len.div_ceil(ps) * ps, kind: UVmaKind::Doorbell(id) });
+                st.uvmas.insert(
+                    p as usize,
+                    UVma {
+                        len: len.div_ceil(ps) * ps,
+                        kind: UVmaKind::Doorbell(id),
+                    },
+                );
                 Ok(p)
             }
             Some(Obj::DmaBuf(b)) => {
@@ -780,7 +890,10 @@ impl Sys for EmuSys {
                 let ps = page_size();
                 st.uvmas.insert(
                     p as usize,
-                    UVma { len: len.div_ceil(ps) * ps, kind: UVmaKind::DmaBuf(b.clone(), offset as u64) },
+                    UVma {
+                        len: len.div_ceil(ps) * ps,
+                        kind: UVmaKind::DmaBuf(b.clone(), offset as u64),
+                    },
                 );
                 Ok(p)
             }
@@ -789,7 +902,9 @@ impl Sys for EmuSys {
 
     unsafe fn munmap(&self, addr: *mut u8, len: usize) -> Result<(), Errno> {
         if libc::munmap(addr.cast(), len) < 0 {
-            return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
+            return Err(std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO));
         }
         self.state.lock().punch(addr as usize, len);
         Ok(())
@@ -804,7 +919,12 @@ impl Sys for EmuSys {
             .gpu
             .faults()
             .into_iter()
-            .map(|f| KernelFaultRecord { token: f.token, address: f.address, code: f.code, what: f.what })
+            .map(|f| KernelFaultRecord {
+                token: f.token,
+                address: f.address,
+                code: f.code,
+                what: f.what,
+            })
             .collect();
         v.extend(self.state.lock().injected.iter().cloned());
         v

@@ -36,13 +36,20 @@ impl State {
     /// The nvmap dispatcher (§1 rule 5): wrong magic or nr > 107 → ENOTTY; each handler copies
     /// its own arguments (bad pointer → EFAULT); unknown command → ENOTTY.
     pub(super) fn nvmap_ioctl(&mut self, cid: u64, req: u64, arg: usize) -> Result<i32, Errno> {
-        if req >> 32 != 0 || ioc_type(req) != NVMAP_IOC_MAGIC || ioc_nr(req) as u32 > NVMAP_IOC_MAXNR {
+        if req >> 32 != 0
+            || ioc_type(req) != NVMAP_IOC_MAGIC
+            || ioc_nr(req) as u32 > NVMAP_IOC_MAXNR
+        {
             return Err(libc::ENOTTY);
         }
         match req {
             NVMAP_IOC_CREATE | NVMAP_IOC_CREATE_64 => {
                 let mut a: nvmap_create_handle = read_user(arg)?;
-                let size = if req == NVMAP_IOC_CREATE { a.size as u64 } else { a.size64() };
+                let size = if req == NVMAP_IOC_CREATE {
+                    a.size as u64
+                } else {
+                    a.size64()
+                };
                 if size == 0 {
                     return Err(libc::EINVAL);
                 }
@@ -70,7 +77,12 @@ impl State {
                 if a.numa_nid != 0 && a.numa_nid != NVMAP_NUMA_NO_NODE {
                     return Err(libc::EINVAL);
                 }
-                let buf = self.client(cid)?.handles.get(&a.handle).map(|h| h.0.clone()).ok_or(libc::EINVAL)?;
+                let buf = self
+                    .client(cid)?
+                    .handles
+                    .get(&a.handle)
+                    .map(|h| h.0.clone())
+                    .ok_or(libc::EINVAL)?;
                 if a.heap_mask & PRESENT_HEAPS == 0 {
                     return Err(libc::ENOMEM);
                 }
@@ -81,10 +93,14 @@ impl State {
                     return Err(libc::EINVAL);
                 }
                 // nvmap's policy tries VPR, then the other carveouts, then IOVMM.
-                let heap = [NVMAP_HEAP_CARVEOUT_VPR, NVMAP_HEAP_CARVEOUT_FSI, NVMAP_HEAP_IOVMM]
-                    .into_iter()
-                    .find(|h| a.heap_mask & h != 0)
-                    .unwrap_or(NVMAP_HEAP_IOVMM);
+                let heap = [
+                    NVMAP_HEAP_CARVEOUT_VPR,
+                    NVMAP_HEAP_CARVEOUT_FSI,
+                    NVMAP_HEAP_IOVMM,
+                ]
+                .into_iter()
+                .find(|h| a.heap_mask & h != 0)
+                .unwrap_or(NVMAP_HEAP_IOVMM);
                 let flags = a.flags & !NVMAP_HANDLE_KIND_SPECIFIED;
                 buf.allocate(heap, flags)?;
                 *buf.tag.lock() = a.flags >> NVMAP_HANDLE_TAG_SHIFT;
@@ -113,10 +129,8 @@ impl State {
                 };
                 let fd = self.dmabuf_fd(buf)?;
                 a.size = fd as u32;
-                if let Err(e) = write_user(arg, &a) {
-                    // The fd is installed before the copy-out, as in the kernel.
-                    return Err(e);
-                }
+                // The fd stays installed if the copy-out faults, as in the kernel.
+                write_user(arg, &a)?;
             }
             NVMAP_IOC_FROM_FD => {
                 let mut a: nvmap_create_handle = read_user(arg)?;
@@ -141,14 +155,27 @@ impl State {
                 if !(NVMAP_CACHE_OP_WB..=NVMAP_CACHE_OP_WB_INV).contains(&op) || addr == 0 {
                     return Err(libc::EINVAL);
                 }
-                let buf = self.client(cid)?.handles.get(&handle).map(|h| h.0.clone()).ok_or(libc::EINVAL)?;
+                let buf = self
+                    .client(cid)?
+                    .handles
+                    .get(&handle)
+                    .map(|h| h.0.clone())
+                    .ok_or(libc::EINVAL)?;
                 let addr = addr as usize;
-                let (start, v) = self.uvmas.range(..=addr).next_back().ok_or(libc::EADDRNOTAVAIL)?;
+                let (start, v) = self
+                    .uvmas
+                    .range(..=addr)
+                    .next_back()
+                    .ok_or(libc::EADDRNOTAVAIL)?;
                 let UVmaKind::DmaBuf(vb, _) = &v.kind else {
                     return Err(libc::EADDRNOTAVAIL);
                 };
                 let end = start + v.len;
-                if addr >= end || (addr as u64).checked_add(len).is_none_or(|e| e > end as u64) {
+                if addr >= end
+                    || (addr as u64)
+                        .checked_add(len)
+                        .map_or(true, |e| e > end as u64)
+                {
                     return Err(libc::EADDRNOTAVAIL);
                 }
                 if vb.oid != buf.oid {
@@ -161,15 +188,23 @@ impl State {
                 if a.elem_size == 0 || a.count == 0 {
                     return Err(libc::EINVAL);
                 }
-                let buf = self.client(cid)?.handles.get(&a.handle).map(|h| h.0.clone()).ok_or(libc::EINVAL)?;
+                let buf = self
+                    .client(cid)?
+                    .handles
+                    .get(&a.handle)
+                    .map(|h| h.0.clone())
+                    .ok_or(libc::EINVAL)?;
                 if buf.backing().is_none() {
                     return Err(libc::EINVAL);
                 }
                 let elem = usize::try_from(a.elem_size).map_err(|_| libc::EINVAL)?;
                 let mut tmp = vec![0u8; elem];
                 for i in 0..a.count {
-                    let hoff = i.checked_mul(a.hmem_stride).and_then(|x| x.checked_add(a.offset)).ok_or(libc::EINVAL)?;
-                    if hoff.checked_add(a.elem_size).is_none_or(|e| e > buf.size) {
+                    let hoff = i
+                        .checked_mul(a.hmem_stride)
+                        .and_then(|x| x.checked_add(a.offset))
+                        .ok_or(libc::EINVAL)?;
+                    if hoff.checked_add(a.elem_size).map_or(true, |e| e > buf.size) {
                         return Err(libc::EINVAL);
                     }
                     let uaddr = i
@@ -192,17 +227,30 @@ impl State {
                 let _a: nvmap_set_tag_label = read_user(arg)?;
             }
             NVMAP_IOC_GET_AVAILABLE_HEAPS => {
-                write_user(arg, &nvmap_available_heaps { heaps: AVAILABLE_HEAPS })?;
+                write_user(
+                    arg,
+                    &nvmap_available_heaps {
+                        heaps: AVAILABLE_HEAPS,
+                    },
+                )?;
             }
             NVMAP_IOC_QUERY_HEAP_PARAMS => {
                 let mut a: nvmap_query_heap_params = read_user(arg)?;
                 if a.heap_mask & NVMAP_HEAP_IOVMM == 0 {
                     // Carveout parameters were not measured; absent heaps are an error.
-                    return Err(if a.heap_mask & PRESENT_HEAPS != 0 { libc::ENOSYS } else { libc::EINVAL });
+                    return Err(if a.heap_mask & PRESENT_HEAPS != 0 {
+                        libc::ENOSYS
+                    } else {
+                        libc::EINVAL
+                    });
                 }
                 // SAFETY: sysconf has no preconditions.
                 let (pages, avail, ps) = unsafe {
-                    (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_AVPHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE))
+                    (
+                        libc::sysconf(libc::_SC_PHYS_PAGES),
+                        libc::sysconf(libc::_SC_AVPHYS_PAGES),
+                        libc::sysconf(libc::_SC_PAGESIZE),
+                    )
                 };
                 let ps = ps.max(0) as u64;
                 a.total = pages.max(0) as u64 * ps;
@@ -213,7 +261,11 @@ impl State {
                 write_user(arg, &a)?;
             }
             _ => {
-                return Err(if request_entry(req).is_some() { libc::ENOSYS } else { libc::ENOTTY });
+                return Err(if request_entry(req).is_some() {
+                    libc::ENOSYS
+                } else {
+                    libc::ENOTTY
+                });
             }
         }
         Ok(0)

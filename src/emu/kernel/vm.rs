@@ -87,7 +87,8 @@ impl VmInner {
             self.retired.clear();
         } else {
             let now = Instant::now();
-            self.retired.retain(|(t, _)| now.duration_since(*t) < RETIRE_GRACE);
+            self.retired
+                .retain(|(t, _)| now.duration_since(*t) < RETIRE_GRACE);
         }
     }
 
@@ -129,7 +130,11 @@ impl Vm {
 
     /// MAP_BUFFER_EX checks 2-13 of nvgpu-kernel-interface.md §4.3 (check 1, resolving the fd,
     /// is the caller's). Returns the GPU VA.
-    pub(crate) fn map_buffer_ex(&self, a: &nvgpu_as_map_buffer_ex_args, buf: &Arc<DmaBuf>) -> Result<u64, Errno> {
+    pub(crate) fn map_buffer_ex(
+        &self,
+        a: &nvgpu_as_map_buffer_ex_args,
+        buf: &Arc<DmaBuf>,
+    ) -> Result<u64, Errno> {
         let fixed = a.flags & NVGPU_AS_MAP_BUFFER_FLAGS_FIXED_OFFSET != 0;
         // 2. Non-fixed maps take neither an address nor an offset nor a size.
         if !fixed && (a.buffer_offset != 0 || a.offset != 0) {
@@ -152,7 +157,9 @@ impl Vm {
             return Err(libc::EINVAL);
         }
         // 6. Read-only buffers.
-        let ro_buf = buf.backing().is_some_and(|b| b.flags & NVMAP_HANDLE_RO != 0);
+        let ro_buf = buf
+            .backing()
+            .is_some_and(|b| b.flags & NVMAP_HANDLE_RO != 0);
         if ro_buf && access == NVGPU_AS_MAP_BUFFER_ACCESS_READ_WRITE {
             return Err(libc::EINVAL);
         }
@@ -164,12 +171,17 @@ impl Vm {
         let mut g = self.inner.lock();
         g.sweep();
         // 8. Re-map reuse.
-        let kind_key = if a.compr_kind != NV_KIND_INVALID { a.compr_kind } else { a.incompr_kind };
-        if let Some(m) = g
-            .mappings
-            .values_mut()
-            .find(|m| m.buf.oid == buf.oid && m.kind == kind_key && m.flags == a.flags && (!fixed || m.va == a.offset))
-        {
+        let kind_key = if a.compr_kind != NV_KIND_INVALID {
+            a.compr_kind
+        } else {
+            a.incompr_kind
+        };
+        if let Some(m) = g.mappings.values_mut().find(|m| {
+            m.buf.oid == buf.oid
+                && m.kind == kind_key
+                && m.flags == a.flags
+                && (!fixed || m.va == a.offset)
+        }) {
             m.refs += 1;
             return Ok(m.va);
         }
@@ -283,7 +295,11 @@ impl Vm {
         let Some((s, area)) = g.area_containing(offset) else {
             return;
         };
-        let inside: Vec<u64> = g.mappings.range(s..s + area.size).map(|(&va, _)| va).collect();
+        let inside: Vec<u64> = g
+            .mappings
+            .range(s..s + area.size)
+            .map(|(&va, _)| va)
+            .collect();
         for va in inside {
             let gone = match g.mappings.get_mut(&va) {
                 Some(m) => {
@@ -307,12 +323,28 @@ impl Vm {
     }
 
     /// Map `len` bytes of `buf` from byte `buf_offset` into the kernel VMA.
-    pub(crate) fn kernel_map(&self, buf: &Arc<DmaBuf>, buf_offset: u64, len: u64, writable: bool) -> Result<u64, Errno> {
+    pub(crate) fn kernel_map(
+        &self,
+        buf: &Arc<DmaBuf>,
+        buf_offset: u64,
+        len: u64,
+        writable: bool,
+    ) -> Result<u64, Errno> {
         let mut g = self.inner.lock();
         let va = g.kernel.alloc(len).ok_or(libc::ENOMEM)?;
         g.kmaps.insert(
             va,
-            Mapping { va, size: len, buf: buf.clone(), buf_offset, flags: 0, kind: 0, refs: 1, fixed: false, writable },
+            Mapping {
+                va,
+                size: len,
+                buf: buf.clone(),
+                buf_offset,
+                flags: 0,
+                kind: 0,
+                refs: 1,
+                fixed: false,
+                writable,
+            },
         );
         Ok(va)
     }
