@@ -3,6 +3,7 @@
 
 use crate::os::Errno;
 use parking_lot::Mutex;
+use std::collections::BTreeSet;
 use std::ffi::CStr;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,10 +47,11 @@ pub(crate) fn close_fd(fd: RawFd) {
     unsafe { libc::close(fd) };
 }
 
-/// Whether `fd` is an open file descriptor of this process.
+/// Whether `fd` is an open file descriptor of the application (the emulator's hidden fds do
+/// not count).
 pub(crate) fn fd_is_open(fd: RawFd) -> bool {
     // SAFETY: F_GETFD has no memory-safety preconditions.
-    fd >= 0 && unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0
+    fd >= 0 && !is_hidden(fd) && unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0
 }
 
 /// Duplicate `fd` to the lowest free number with FD_CLOEXEC (what `get_unused_fd_flags(O_CLOEXEC)`
@@ -93,21 +95,50 @@ fn hidden_base() -> RawFd {
     })
 }
 
+/// The emulator's hidden fds (they do not exist for the application).
+static HIDDEN: Mutex<BTreeSet<RawFd>> = Mutex::new(BTreeSet::new());
+
+/// Whether `fd` is one of the emulator's hidden fds.
+pub(crate) fn is_hidden(fd: RawFd) -> bool {
+    HIDDEN.lock().contains(&fd)
+}
+
 /// Move `fd` to a hidden high number (FD_CLOEXEC), closing the original.
 pub(crate) fn hide_fd(fd: RawFd) -> Result<RawFd, Errno> {
     // SAFETY: F_DUPFD_CLOEXEC has no memory-safety preconditions.
     let n = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, hidden_base()) };
     let r = if n < 0 {
-        Err(if errno() == libc::EMFILE || errno() == libc::EINVAL {
+        let e = errno();
+        Err(if e == libc::EMFILE || e == libc::EINVAL {
             libc::ENOMEM
         } else {
-            errno()
+            e
         })
     } else {
+        HIDDEN.lock().insert(n);
         Ok(n)
     };
     close_fd(fd);
     r
+}
+
+/// Close a hidden fd.
+fn close_hidden(fd: RawFd) {
+    let mut h = HIDDEN.lock();
+    h.remove(&fd);
+    close_fd(fd);
+}
+
+/// Physical memory of the machine, bytes (an upper bound for one allocation).
+pub(crate) fn phys_mem() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, ps) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages.max(0) as u64).saturating_mul(ps.max(0) as u64)
 }
 
 /// A shared mapping the emulated kernel owns (its "vmap" of a buffer); unmapped on drop.
@@ -212,6 +243,9 @@ impl DmaBuf {
         if self.backing.get().is_some() {
             return Err(libc::EEXIST);
         }
+        if self.size > phys_mem() {
+            return Err(libc::ENOMEM);
+        }
         let len = usize::try_from(self.size).map_err(|_| libc::ENOMEM)?;
         let kmap = KMap::new(self.fd, len).map_err(|_| libc::ENOMEM)?;
         self.backing
@@ -237,7 +271,7 @@ impl DmaBuf {
 
 impl Drop for DmaBuf {
     fn drop(&mut self) {
-        close_fd(self.fd);
+        close_hidden(self.fd);
     }
 }
 

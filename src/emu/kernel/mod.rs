@@ -31,7 +31,9 @@ mod vm;
 
 pub use fixture::ga10b_characteristics;
 
-use self::mem::{close_fd, copy_from_user, copy_to_user, fd_is_open, memfd, DmaBuf, KMap};
+use self::mem::{
+    close_fd, copy_from_user, copy_to_user, fd_is_open, is_hidden, memfd, DmaBuf, KMap,
+};
 use self::vm::Vm;
 use crate::emu::gpu::Gpu;
 use crate::emu::hwif::HostPtr;
@@ -778,6 +780,7 @@ impl Sys for EmuSys {
                 st.release(obj);
                 Ok(())
             }
+            None if is_hidden(fd) => Err(libc::EBADF),
             None => {
                 drop(st);
                 // SAFETY: closing a foreign fd, as the caller asked.
@@ -834,6 +837,9 @@ impl Sys for EmuSys {
         } else {
             st.fds.get(&fd).cloned()
         };
+        if obj.is_none() && flags & libc::MAP_ANONYMOUS == 0 && is_hidden(fd) {
+            return Err(libc::EBADF);
+        }
         match obj {
             None => {
                 let p = raw(flags)?;
