@@ -1777,3 +1777,45 @@ fn ioc_int(s: &EmuSys, fd: i32, req: u64, v: &mut i32) -> Result<i32, i32> {
     // SAFETY: the request takes a pointer to an int.
     unsafe { s.ioctl(fd, req, v as *mut i32 as usize) }
 }
+
+#[test]
+fn map_buffer_batch() {
+    let _g = serial();
+    let r = Rig::new();
+    let (_, f1) = r.buf(4096);
+    let (_, f2) = r.buf(4096);
+    let mk = |fd: i32| nvgpu_as_map_buffer_ex_args {
+        compr_kind: NV_KIND_INVALID,
+        incompr_kind: NV_KIND_PITCH,
+        dmabuf_fd: fd as u32,
+        ..Default::default()
+    };
+    let mut maps = [mk(f1), mk(f2)];
+    let mut a = nvgpu_as_map_buffer_batch_args {
+        maps: maps.as_mut_ptr() as u64,
+        num_maps: 2,
+        ..Default::default()
+    };
+    ioc(&r.s, r.as_fd, NVGPU_AS_IOCTL_MAP_BUFFER_BATCH, &mut a).unwrap();
+    // Same placement as two single maps on a fresh seed VM (§7.4).
+    assert_eq!(
+        (maps[0].offset, maps[1].offset),
+        (0xff_ffa0_0000, 0xff_ffa0_1000)
+    );
+    let mut unmaps = [nvgpu_as_unmap_buffer_args {
+        offset: maps[0].offset,
+    }];
+    let mut a = nvgpu_as_map_buffer_batch_args {
+        unmaps: unmaps.as_mut_ptr() as u64,
+        num_unmaps: 1,
+        ..Default::default()
+    };
+    ioc(&r.s, r.as_fd, NVGPU_AS_IOCTL_MAP_BUFFER_BATCH, &mut a).unwrap();
+    assert_eq!(r.s.as_mapping_count(r.as_fd), Some(1));
+    a.num_unmaps = 257;
+    assert_eq!(
+        ioc(&r.s, r.as_fd, NVGPU_AS_IOCTL_MAP_BUFFER_BATCH, &mut a),
+        Err(libc::EINVAL),
+        "over the batch limit"
+    );
+}

@@ -19,7 +19,7 @@
 //! test that drives the library into that state fails loudly.
 //!
 //! Not modelled (ENOSYS): kernel-mode GPFIFO submission (SETUP_BIND without USERMODE_SUPPORT),
-//! VPR channels, TSG sharing, event fds, ZCULL info, clocks, REGISTER_BUFFER, MAP_BUFFER_BATCH,
+//! VPR channels, TSG sharing, event fds, ZCULL info, clocks, REGISTER_BUFFER, engine info,
 //! L2 evict-last; `open` of any other node returns ENOENT.
 
 pub mod buddy;
@@ -673,6 +673,29 @@ impl State {
                 }
                 a.buf_size = rsz as u32;
                 put(b, &a);
+            }
+            NVGPU_AS_IOCTL_MAP_BUFFER_BATCH => {
+                // Unmaps, then maps, each read from user memory; each map's VA is written back
+                // to its own element; the first error stops the batch. [SRC ioctl_as.c]
+                let a: nvgpu_as_map_buffer_batch_args = get(b)?;
+                let limit = self.chars.map_buffer_batch_limit;
+                if a.num_unmaps > limit || a.num_maps > limit {
+                    return Err(libc::EINVAL);
+                }
+                let usz = std::mem::size_of::<nvgpu_as_unmap_buffer_args>();
+                for i in 0..a.num_unmaps as usize {
+                    let u: nvgpu_as_unmap_buffer_args =
+                        read_user((a.unmaps as usize).wrapping_add(i * usz))?;
+                    vm.unmap_buffer(u.offset);
+                }
+                let msz = std::mem::size_of::<nvgpu_as_map_buffer_ex_args>();
+                for i in 0..a.num_maps as usize {
+                    let at = (a.maps as usize).wrapping_add(i * msz);
+                    let mut m: nvgpu_as_map_buffer_ex_args = read_user(at)?;
+                    let buf = self.dmabuf_of_fd(m.dmabuf_fd as i32)?;
+                    m.offset = vm.map_buffer_ex(&m, &buf)?;
+                    write_user(at, &m)?;
+                }
             }
             NVGPU_AS_IOCTL_GET_SYNC_RO_MAP => {
                 let base = self.ensure_sync_ro(vm)?;
