@@ -1819,3 +1819,15 @@ fn map_buffer_batch() {
         "over the batch limit"
     );
 }
+
+#[test]
+fn request_is_truncated_to_32_bits_like_the_syscall() {
+    let _g = serial();
+    let r = Rig::new();
+    // A sign-extended request number still reaches the driver as its low 32 bits.
+    let req = NVGPU_GPU_IOCTL_GET_CHARACTERISTICS as u32 as i32 as i64 as u64;
+    assert_ne!(req, NVGPU_GPU_IOCTL_GET_CHARACTERISTICS);
+    let mut q = nvgpu_gpu_get_characteristics::default();
+    assert_eq!(ioc(&r.s, r.ctrl, req, &mut q), Ok(0));
+    assert_eq!(q.gpu_characteristics_buf_size, 328);
+}

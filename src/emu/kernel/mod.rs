@@ -445,8 +445,8 @@ impl State {
         let nr = ioc_nr(req) as u32;
         let size = ioc_size(req);
         let dir = ioc_dir(req);
-        // Rule 1. (Bits above the 32-bit request are not part of a Linux ioctl number.)
-        if req >> 32 != 0 || ioc_type(req) != magic || nr == 0 || nr > last || size > max {
+        // Rule 1.
+        if ioc_type(req) != magic || nr == 0 || nr > last || size > max {
             return Err(libc::EINVAL);
         }
         // Rule 2: zeroed kernel buffer, `size` bytes copied in when WRITE is set.
@@ -819,6 +819,8 @@ impl Sys for EmuSys {
     }
 
     unsafe fn ioctl(&self, fd: RawFd, request: u64, arg: usize) -> Result<i32, Errno> {
+        // The syscall's `cmd` is an `unsigned int`: bits above 31 never reach a driver.
+        let request = request & 0xffff_ffff;
         let mut st = self.state.lock();
         let Some(obj) = st.fds.get(&fd).cloned() else {
             // Not an nvgpu/nvmap file: ENOTTY like any file without this ioctl.

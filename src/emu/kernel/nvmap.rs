@@ -36,10 +36,7 @@ impl State {
     /// The nvmap dispatcher (§1 rule 5): wrong magic or nr > 107 → ENOTTY; each handler copies
     /// its own arguments (bad pointer → EFAULT); unknown command → ENOTTY.
     pub(super) fn nvmap_ioctl(&mut self, cid: u64, req: u64, arg: usize) -> Result<i32, Errno> {
-        if req >> 32 != 0
-            || ioc_type(req) != NVMAP_IOC_MAGIC
-            || ioc_nr(req) as u32 > NVMAP_IOC_MAXNR
-        {
+        if ioc_type(req) != NVMAP_IOC_MAGIC || ioc_nr(req) as u32 > NVMAP_IOC_MAXNR {
             return Err(libc::ENOTTY);
         }
         match req {
