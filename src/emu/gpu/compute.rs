@@ -687,3 +687,42 @@ fn decode_v04(q: &[u32], va: u64) -> Result<Option<Qmd>, Fault> {
         dependent,
     }))
 }
+
+/// The emulator's own reading of a QMD, for cross-checking encoders (tests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodedQmd {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub register_count: u32,
+    pub shared_memory_bytes: u32,
+    pub program_va: u64,
+    pub cbank0: Option<(u64, u32)>,
+    pub local_low: u32,
+    pub local_high: u32,
+    /// (address, payload, payload64, structure size code) per enabled release.
+    pub releases: Vec<(u64, u64, bool, u32)>,
+    pub dependent_qmd: Option<u64>,
+}
+
+/// Decode a QMD with the emulator's field table: `major` 3 (V03, 64 dwords) or 4 (V04,
+/// 96 dwords). `Ok(None)`: a V04 QMD whose QMD_TYPE is not GRID_CTA (the GPU ignores it).
+pub fn decode_qmd(major: u32, words: &[u32]) -> Result<Option<DecodedQmd>, String> {
+    let q = match major {
+        3 => decode_v03(words, 0),
+        4 => decode_v04(words, 0),
+        m => return Err(format!("QMD major version {m} is not modelled")),
+    }
+    .map_err(|f| f.what)?;
+    Ok(q.map(|q| DecodedQmd {
+        grid: q.grid,
+        block: q.block,
+        register_count: q.regs,
+        shared_memory_bytes: q.shared,
+        program_va: q.program,
+        cbank0: q.cb0_valid.then_some((q.cb0_addr, q.cb0_size)),
+        local_low: q.local_low,
+        local_high: q.local_high,
+        releases: q.releases.iter().map(|r| (r.addr, r.payload, r.payload64, r.structure)).collect(),
+        dependent_qmd: q.dependent,
+    }))
+}

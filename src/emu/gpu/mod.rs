@@ -23,7 +23,7 @@
 //! exponential backoff up to ~200 µs; after 20 ms without any work it polls every 1 ms, so an
 //! idle GPU costs little CPU (the first ring after a long pause is noticed within ~1 ms).
 
-mod compute;
+pub mod compute;
 mod copy;
 mod host;
 pub(crate) mod mem;
