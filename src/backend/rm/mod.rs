@@ -919,7 +919,7 @@ impl RmBackend {
             "GET_BUILD_VERSION_V2: driver {dv:?} branch {:?}",
             c_string(&bv.driverBranch)
         );
-        if !dv.is_empty() && dv.split('.').next() != Some(&version.major.to_string()) {
+        if RmVersion::parse(&dv).is_ok_and(|b| b.major != version.major) {
             return Err(Error::new(
                 Status::UnsupportedDriver,
                 format!(
