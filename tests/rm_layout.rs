@@ -361,6 +361,15 @@ fn control_param_layouts_and_ids() {
     assert_eq!(NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_TPC_PER_GPC, 0x17);
     assert_eq!(NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_SM_PER_TPC, 0x20);
 
+    // §2.2 names GR_GET_TPC_MASK 0x2080122B; the GPC mask control is the one before it. Both
+    // structs are a 16-byte route info plus u32s (ctrl2080gr.h), padded to 8.
+    assert_eq!(NV2080_CTRL_CMD_GR_GET_TPC_MASK, 0x2080_122B);
+    assert_eq!(NV2080_CTRL_CMD_GR_GET_GPC_MASK, 0x2080_122A);
+    assert_eq!(size_of::<NV2080_CTRL_GR_GET_GPC_MASK_PARAMS>(), 24);
+    assert_eq!(offset_of!(NV2080_CTRL_GR_GET_GPC_MASK_PARAMS, gpcMask), 16);
+    assert_eq!(size_of::<NV2080_CTRL_GR_GET_TPC_MASK_PARAMS>(), 24);
+    assert_eq!(offset_of!(NV2080_CTRL_GR_GET_TPC_MASK_PARAMS, gpcId), 16);
+    assert_eq!(offset_of!(NV2080_CTRL_GR_GET_TPC_MASK_PARAMS, tpcMask), 20);
     assert_eq!(size_of::<NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS>(), 3);
     assert_eq!(
         size_of::<NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS>(),

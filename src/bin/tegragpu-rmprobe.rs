@@ -214,6 +214,41 @@ fn memory_tests(dev: &RmBackend, round: u32) -> Result<()> {
         dev.free(&a)?;
         println!("    free {:?}", t3.elapsed());
     }
+    // 16 GiB of video memory (2 MiB pages, BAR1-mapped): touch the first and last page.
+    let t = Instant::now();
+    match dev.alloc(16 << 30, VIDMEM) {
+        Ok(a) => {
+            let t_alloc = t.elapsed();
+            let p = a.cpu.cast::<u64>();
+            let last = (a.size / 8 - 1) as usize;
+            // SAFETY: within the allocation.
+            let ok = unsafe {
+                std::ptr::write_volatile(p, 0x1234);
+                std::ptr::write_volatile(p.add(last), 0x5678);
+                store_fence();
+                std::ptr::read_volatile(p) == 0x1234
+                    && std::ptr::read_volatile(p.add(last)) == 0x5678
+            };
+            println!(
+                "  alloc vidmem 16 GiB at {:#x}: {t_alloc:?}, first/last word {}",
+                a.gpu_va,
+                if ok { "OK" } else { "FAILED" }
+            );
+            dev.free(&a)?;
+        }
+        Err(e) => println!("  alloc vidmem 16 GiB FAILED: {e:?}"),
+    }
+    // A forged allocation must be refused, not freed.
+    let bogus = Allocation {
+        gpu_va: 0x10_0000_0000,
+        cpu: std::ptr::null_mut(),
+        size: 4096,
+        id: 999_999,
+    };
+    println!(
+        "  free(forged allocation) -> {:?}",
+        dev.free(&bogus).map_err(|e| e.status)
+    );
     // BAR1 read bandwidth on 4 MiB.
     let a = dev.alloc(4 << 20, VIDMEM)?;
     fill(&a, 7);
@@ -416,6 +451,39 @@ fn channel_tests(dev: &RmBackend, round: u32) -> Result<()> {
             t.elapsed() / 200
         );
     }
+    // 7. A third channel with a 16-entry ring: 100 round trips wrap it six times.
+    {
+        let small = dev.create_channel(Engine::Compute, 16)?;
+        let mut ss = Sub::new(&*small, &pb, 768 << 10, 128 << 10);
+        let t = Instant::now();
+        let mut res = Ok(Duration::ZERO);
+        for k in 0..100u64 {
+            let v = 0x8888_0000_0000_0000 + k;
+            let mut w = if k == 0 {
+                vec![hdr(1, 0, 1), info.compute_class]
+            } else {
+                Vec::new()
+            };
+            w.extend(host_release(sem.gpu_va + 192, v));
+            ss.submit(&w);
+            // SAFETY: within sem.
+            res = poll_u64(unsafe { s64.add(24) }, v, &*small);
+            if res.is_err() {
+                break;
+            }
+        }
+        println!(
+            "  third channel (16 entries, token {:#x}), 100 round trips with ring wrap: {} in {:?}; GP_GET {} put {}",
+            small.raw().token,
+            match &res {
+                Ok(_) => "OK".to_string(),
+                Err(e) => format!("FAILED {e}"),
+            },
+            t.elapsed(),
+            ss.gp_get(),
+            ss.put
+        );
+    }
     println!(
         "  channel errors: compute {:?}, copy {:?}",
         comp.error(),
@@ -498,10 +566,11 @@ fn round(r: u32) -> Result<()> {
         d.pci_device_id
     );
     println!(
-        "  uuid {}, cores {} sp/sm {}, FB ram {} MiB heap {} MiB free {} MiB, BAR1 {} MiB avail {} MiB, arch impl {:#x}",
+        "  uuid {}, cores {} sp/sm {} enabled TPCs {}, FB ram {} MiB heap {} MiB free {} MiB, BAR1 {} MiB avail {} MiB, arch impl {:#x}",
         d.uuid.iter().map(|b| format!("{b:02x}")).collect::<String>(),
         d.gpu_core_count,
         d.sp_per_sm,
+        d.tpc_count,
         d.fb_ram_kib / 1024,
         d.fb_heap_kib / 1024,
         d.fb_heap_free_kib / 1024,

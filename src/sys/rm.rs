@@ -1039,6 +1039,31 @@ pub const NV2080_CTRL_GR_INFO_INDEX_GPU_CORE_COUNT: u32 = 0x1D;
 /// GR info index: SMs per TPC.
 pub const NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_SM_PER_TPC: u32 = 0x20;
 
+/// Subdevice: mask of enabled GPCs.
+pub const NV2080_CTRL_CMD_GR_GET_GPC_MASK: u32 = 0x2080_122A;
+/// Subdevice: mask of enabled TPCs of one GPC.
+pub const NV2080_CTRL_CMD_GR_GET_TPC_MASK: u32 = 0x2080_122B;
+
+/// `NV2080_CTRL_CMD_GR_GET_GPC_MASK` parameters (24 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NV2080_CTRL_GR_GET_GPC_MASK_PARAMS {
+    pub grRouteInfo: NV2080_CTRL_GR_ROUTE_INFO,
+    pub gpcMask: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(core::mem::size_of::<NV2080_CTRL_GR_GET_GPC_MASK_PARAMS>() == 24);
+
+/// `NV2080_CTRL_CMD_GR_GET_TPC_MASK` parameters (24 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NV2080_CTRL_GR_GET_TPC_MASK_PARAMS {
+    pub grRouteInfo: NV2080_CTRL_GR_ROUTE_INFO,
+    pub gpcId: u32,
+    pub tpcMask: u32,
+}
+const _: () = assert!(core::mem::size_of::<NV2080_CTRL_GR_GET_TPC_MASK_PARAMS>() == 24);
+
 /// One FB info query (8 bytes).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

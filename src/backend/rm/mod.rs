@@ -204,9 +204,12 @@ pub struct RmDetails {
     /// Every class the device reports.
     pub class_list: Vec<u32>,
     pub classes: RmClasses,
-    /// GR info `GPU_CORE_COUNT` and `MAX_SP_PER_SM` (sm_count = cores / sp_per_sm).
+    /// GR info `GPU_CORE_COUNT` and `MAX_SP_PER_SM` (the latter reads 0 on H200 / 580).
     pub gpu_core_count: u32,
     pub sp_per_sm: u32,
+    /// Enabled TPCs (sum of `GR_GET_TPC_MASK` over `GR_GET_GPC_MASK`); sm_count = this ×
+    /// `LITTER_NUM_SM_PER_TPC`.
+    pub tpc_count: u32,
     /// FB info in KiB (0 when the control failed).
     pub fb_ram_kib: u32,
     pub fb_heap_kib: u32,
@@ -1089,13 +1092,21 @@ impl RmBackend {
             .control(inner.subdevice, NV2080_CTRL_CMD_GR_GET_INFO, &mut gp)?;
         let [sm_version, warps, sp_per_sm, cores, gpcs, tpc_per_gpc, sm_per_tpc] =
             [0, 1, 2, 3, 4, 5, 6].map(|i| gr[i].data);
-        let sm_count = if sp_per_sm != 0 && cores != 0 {
+        // Enabled SMs: enabled TPCs (GPC mask, then each GPC's TPC mask) × SMs per TPC. The
+        // GR info "litter" values describe the full die; MAX_SP_PER_SM reads 0 on H200.
+        let tpc_count = Self::enabled_tpcs(inner).unwrap_or_else(|e| {
+            trace!("GPC/TPC masks unavailable ({e})");
+            0
+        });
+        let sm_count = if tpc_count != 0 && sm_per_tpc != 0 {
+            tpc_count * sm_per_tpc
+        } else if sp_per_sm != 0 && cores != 0 {
             cores / sp_per_sm
         } else {
             gpcs * tpc_per_gpc * sm_per_tpc
         };
         trace!(
-            "GR: sm_version {sm_version:#x} warps {warps} sp/sm {sp_per_sm} cores {cores} gpcs {gpcs} tpc/gpc {tpc_per_gpc} sm/tpc {sm_per_tpc}"
+            "GR: sm_version {sm_version:#x} warps {warps} sp/sm {sp_per_sm} cores {cores} gpcs {gpcs} tpc/gpc {tpc_per_gpc} sm/tpc {sm_per_tpc}; enabled TPCs {tpc_count} → {sm_count} SMs"
         );
 
         // Name, architecture, framebuffer (best effort).
@@ -1271,6 +1282,7 @@ impl RmBackend {
             classes,
             gpu_core_count: cores,
             sp_per_sm,
+            tpc_count,
             fb_ram_kib: ram_kib,
             fb_heap_kib: heap_kib,
             fb_heap_free_kib: heap_free_kib,
@@ -1286,6 +1298,28 @@ impl RmBackend {
             subctx_id: cp.subctxId,
         };
         Ok((info, details))
+    }
+
+    /// Enabled TPCs summed over the enabled GPCs.
+    fn enabled_tpcs(inner: &Inner) -> Result<u32> {
+        let mut g = NV2080_CTRL_GR_GET_GPC_MASK_PARAMS::default();
+        inner
+            .api
+            .control(inner.subdevice, NV2080_CTRL_CMD_GR_GET_GPC_MASK, &mut g)?;
+        let mut n = 0;
+        for gpc in 0..32 {
+            if g.gpcMask & (1 << gpc) != 0 {
+                let mut t = NV2080_CTRL_GR_GET_TPC_MASK_PARAMS {
+                    gpcId: gpc,
+                    ..Default::default()
+                };
+                inner
+                    .api
+                    .control(inner.subdevice, NV2080_CTRL_CMD_GR_GET_TPC_MASK, &mut t)?;
+                n += t.tpcMask.count_ones();
+            }
+        }
+        Ok(n)
     }
 
     /// RM-specific facts (versions, PCI location, UUID, class list, FB/BAR1 sizes, handles).
