@@ -370,6 +370,17 @@ fn control_param_layouts_and_ids() {
     assert_eq!(size_of::<NV2080_CTRL_GR_GET_TPC_MASK_PARAMS>(), 24);
     assert_eq!(offset_of!(NV2080_CTRL_GR_GET_TPC_MASK_PARAMS, gpcId), 16);
     assert_eq!(offset_of!(NV2080_CTRL_GR_GET_TPC_MASK_PARAMS, tpcMask), 20);
+    // ctrl906f.h: three u32, a 32-byte string, then seven 8-aligned u64.
+    assert_eq!(NV906F_CTRL_CMD_GET_MMU_FAULT_INFO, 0x906F_0106);
+    assert_eq!(size_of::<NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS>(), 104);
+    assert_eq!(
+        offset_of!(NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS, faultString),
+        12
+    );
+    assert_eq!(
+        offset_of!(NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS, shaderProgramVA),
+        48
+    );
     assert_eq!(size_of::<NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS>(), 3);
     assert_eq!(
         size_of::<NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS>(),

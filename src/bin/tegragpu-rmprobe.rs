@@ -529,6 +529,11 @@ fn fault_round() -> Result<()> {
         Some(e) => println!("  channel error reported after {:?}: {e:?}", t0.elapsed()),
         None => println!("  NO channel error within 3 s (GP_GET {})", cs.gp_get()),
     }
+    println!(
+        "  error() again (cached): {:?}",
+        comp.error().map(|e| e.address)
+    );
+    println!("  fault_log: {:?}", dev.fault_log());
     drop(comp);
     dev.free(&pb)?;
     drop(dev);

@@ -1143,6 +1143,26 @@ const _: () = assert!(core::mem::size_of::<NVA06F_CTRL_GPFIFO_SCHEDULE_PARAMS>()
 /// The TSG form of the same parameters.
 pub type NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS = NVA06F_CTRL_GPFIFO_SCHEDULE_PARAMS;
 
+/// Channel: MMU fault information of the channel's last fault (cleared when read).
+pub const NV906F_CTRL_CMD_GET_MMU_FAULT_INFO: u32 = 0x906F_0106;
+/// Length of the fault string.
+pub const NV906F_CTRL_MMU_FAULT_STRING_LEN: usize = 32;
+/// Number of shader types in the fault info.
+pub const NV906F_CTRL_MMU_FAULT_SHADER_TYPES: usize = 7;
+
+/// `NV906F_CTRL_CMD_GET_MMU_FAULT_INFO` parameters (104 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS {
+    pub addrHi: u32,
+    pub addrLo: u32,
+    pub faultType: u32,
+    pub faultString: [u8; NV906F_CTRL_MMU_FAULT_STRING_LEN],
+    pub _pad: u32,
+    pub shaderProgramVA: [u64; NV906F_CTRL_MMU_FAULT_SHADER_TYPES],
+}
+const _: () = assert!(core::mem::size_of::<NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS>() == 104);
+
 /// `NVA06F_CTRL_CMD_BIND` parameters (4 bytes).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -4,8 +4,9 @@ use super::rmapi::uvm_ioctl;
 use super::{trace, va, Inner, MemRecord, CHANNEL_UVM_RANGE, DOORBELL_OFFSET};
 use crate::backend::{Channel, ChannelError, ChannelRaw, Engine};
 use crate::error::{Error, Result};
+use crate::os::KernelFaultRecord;
 use crate::sys::rm::*;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Smallest accepted GPFIFO ring (entries).
 pub const MIN_GPFIFO_ENTRIES: u32 = 8;
@@ -25,6 +26,8 @@ pub struct RmChannel {
     uvm_base: u64,
     uvm_registered: bool,
     raw: ChannelRaw,
+    /// The first error seen (RM clears the MMU fault info once read, so it is kept).
+    error: OnceLock<ChannelError>,
 }
 
 impl RmChannel {
@@ -68,6 +71,7 @@ impl RmChannel {
                 class,
                 subchannel,
             },
+            error: OnceLock::new(),
         };
         let guard = inner.sched.lock();
         let r = ch.build(engine, entries, bar1_kib);
@@ -198,6 +202,9 @@ impl Channel for RmChannel {
     }
 
     fn error(&self) -> Option<ChannelError> {
+        if let Some(e) = self.error.get() {
+            return Some(e.clone());
+        }
         let n = self.notifier.as_ref()?;
         let idx = NV_CHANNELGPFIFO_NOTIFICATION_TYPE_ERROR as usize;
         // SAFETY: the notifier mapping holds NOTIFIER_SIZE ≥ 3 × 16 bytes; RM writes it
@@ -206,17 +213,54 @@ impl Channel for RmChannel {
         if rec.status == 0 {
             return None;
         }
-        Some(ChannelError {
-            code: rec.info32,
-            what: format!(
+        // The notifier has no address; the channel's MMU fault info does (MMU faults only).
+        let mut f = NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS::default();
+        let fault =
+            match self
+                .inner
+                .api
+                .control(self.handle, NV906F_CTRL_CMD_GET_MMU_FAULT_INFO, &mut f)
+            {
+                Ok(()) if rec.info32 == ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT => Some((
+                    (f.addrHi as u64) << 32 | f.addrLo as u64,
+                    f.faultType,
+                    c_string(&f.faultString),
+                )),
+                Ok(()) => None,
+                Err(e) => {
+                    trace!("GET_MMU_FAULT_INFO: {e}");
+                    None
+                }
+            };
+        let what = match &fault {
+            Some((addr, ty, s)) => format!(
+                "RM robust-channel error {} ({}) on engine type {}: {s} (fault type {ty}) at GPU VA {addr:#x}",
+                rec.info32,
+                robust_channel_error_name(rec.info32),
+                rec.info16
+            ),
+            None => format!(
                 "RM robust-channel error {} ({}) on engine type {}, notifier status {:#x}",
                 rec.info32,
                 robust_channel_error_name(rec.info32),
                 rec.info16,
                 rec.status
             ),
-            address: None,
-        })
+        };
+        let err = ChannelError {
+            code: rec.info32,
+            what,
+            address: fault.as_ref().map(|f| f.0),
+        };
+        if self.error.set(err.clone()).is_ok() {
+            self.inner.faults.lock().push(KernelFaultRecord {
+                token: self.raw.token,
+                address: err.address,
+                code: err.code,
+                what: err.what.clone(),
+            });
+        }
+        self.error.get().cloned()
     }
 }
 

@@ -40,7 +40,7 @@ pub mod va;
 
 use crate::backend::{Allocation, Backend, BackendKind, Channel, DeviceInfo, Engine, MemFlags};
 use crate::error::{Error, Result, Status};
-use crate::os::{LinuxSys, Sys};
+use crate::os::{KernelFaultRecord, LinuxSys, Sys};
 use crate::sys::rm::*;
 use parking_lot::Mutex;
 use rmapi::{open_node, uvm_ioctl, RmApi};
@@ -307,6 +307,8 @@ pub(crate) struct Inner {
     /// Serialises channel creation and TSG scheduling.
     sched: Mutex<()>,
     tsg_scheduled: AtomicBool,
+    /// Channel errors seen so far (with MMU fault addresses where RM reports them).
+    faults: Mutex<Vec<KernelFaultRecord>>,
 }
 
 impl Inner {
@@ -344,6 +346,7 @@ impl Inner {
             next_handle: AtomicU32::new(0x5447_0000),
             sched: Mutex::new(()),
             tsg_scheduled: AtomicBool::new(false),
+            faults: Mutex::new(Vec::new()),
         }
     }
 
@@ -1415,5 +1418,11 @@ impl Backend for RmBackend {
             entries,
             self.details.bar1_kib,
         )?))
+    }
+
+    /// Channel errors reported so far through [`Channel::error`], with the MMU fault address
+    /// RM gives (`NV906F_CTRL_CMD_GET_MMU_FAULT_INFO`), oldest first.
+    fn fault_log(&self) -> Vec<KernelFaultRecord> {
+        self.inner.faults.lock().clone()
     }
 }
