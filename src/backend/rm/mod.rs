@@ -15,11 +15,14 @@
 //!
 //! **Memory.** Every allocation is mapped at the same address on the CPU and the GPU, chosen
 //! from the process-wide window [`va::LOW_VA_BASE`, `va::LOW_VA_END`):
+//! * sizes round up to 4 KiB, or to 2 MiB from 8 MiB up (2 MiB pages);
 //! * default and `write_combined` → video memory (`NV01_MEMORY_LOCAL_USER`, 2 MiB pages from
 //!   8 MiB up, else 4 KiB), CPU-mapped through BAR1 (a fresh `/dev/nvidiaN` fd per buffer,
 //!   `NV_ESC_RM_MAP_MEMORY`, `mmap(MAP_FIXED_NOREPLACE)`). CPU writes are fast (write-combined);
-//!   CPU **reads** cross PCIe uncached and are slow. BAR1 size bounds how much vidmem can be
-//!   CPU-visible at once; a failing BAR1 map is reported with the BAR1 size.
+//!   CPU **reads** cross PCIe uncached and are very slow (H200 in a VM: ~6 MiB/s, writes
+//!   ~8 GB/s): read results back through host memory or a copy. BAR1 size bounds how much
+//!   vidmem can be CPU-visible at once; a failing BAR1 map is reported with the BAR1 size.
+//!   `zeroed` video memory is cleared by CPU writes through BAR1.
 //! * `cpu_cached` (without `write_combined`) → host memory: anonymous pages at the chosen VA,
 //!   pinned and GPU-mapped through an OS descriptor (`NV01_MEMORY_SYSTEM_OS_DESCRIPTOR`).
 //!   CPU access is cached and coherent; GPU access crosses PCIe. Use it for signals/readback.
@@ -28,9 +31,23 @@
 //! GPFIFO rings and USERD live in one video-memory allocation per channel (as tinygrad does).
 //! `export_dmabuf` is not implemented for RM yet (`Status::NotSupported`).
 //!
-//! **Errors.** Each channel gets a 4 KiB `NV01_MEMORY_SYSTEM` error notifier (RM writes the
-//! robust-channel error there: `NvNotification.status = 0xffff`, `info32` = Xid type);
-//! [`Channel::error`] reads it without a system call.
+//! **Errors.** Each channel gets a 4 KiB `NV01_MEMORY_SYSTEM` error notifier as its
+//! `hObjectError` (RM writes the robust-channel error into entry 0: `NvNotification.status =
+//! 0xffff`, `info32` = the Xid type, e.g. 31 for an MMU fault, `info16` = engine type). It is
+//! CPU-mapped, so polling costs no system call; on the first error, [`Channel::error`] also
+//! asks RM for the channel's MMU fault info (`NV906F_CTRL_CMD_GET_MMU_FAULT_INFO`) so that
+//! MMU faults carry the faulting GPU VA, and records the error for `Backend::fault_log`.
+//! [H200-verified: a host semaphore release to an unmapped VA was reported ~140 ms later as
+//! Xid 31 "FAULT_PDE" at the right address; the device reopened and worked afterwards.]
+//!
+//! **DeviceInfo.** `name`: `NV2080_CTRL_CMD_GPU_GET_NAME_STRING` ("NVIDIA H200"); `arch`:
+//! `MC_GET_ARCH_INFO` architecture | implementation (0x180 = GH100); SM version and warps per SM:
+//! GR info `SM_VERSION` / `MAX_WARPS_PER_SM`; `sm_count`: enabled TPCs (`GR_GET_GPC_MASK`, then
+//! `GR_GET_TPC_MASK` per GPC) × `LITTER_NUM_SM_PER_TPC` (H200: 66 × 2 = 132; GR info
+//! `MAX_SP_PER_SM` reads 0 there, so `GPU_CORE_COUNT / SP` is only a fallback); the
+//! `max_*` fields are the full-die "litter" values (8 GPCs × 9 TPCs × 2 SMs); `memory_bytes`:
+//! FB info `HEAP_SIZE` (H200: 143155 MiB); `va_bits` 49: the size of the `FERMI_VASPACE_A`
+//! we allocate (0x1_FFFF_FB00_0000), although every buffer lives below 2^37 in practice.
 //!
 //! Set `TEGRAGPU_RM_TRACE=1` to print each bring-up step to stderr.
 
