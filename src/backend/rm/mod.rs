@@ -66,7 +66,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-pub use channel::RmChannel;
+pub use channel::{RmChannel, MAX_GPFIFO_ENTRIES, MIN_GPFIFO_ENTRIES, USERD_SIZE};
 
 /// Base of the shader shared-memory window used on Hopper and later (4 GiB aligned).
 pub const SHARED_WINDOW: u64 = 0x7294_0000_0000;
@@ -1350,6 +1350,11 @@ impl RmBackend {
     /// CPU pointer to the usermode region (doorbell at +0x90, PTIMER at +0x80/+0x84).
     pub fn usermode_ptr(&self) -> *mut u32 {
         self.inner.usermode_ptr as *mut u32
+    }
+
+    /// [`Backend::create_channel`] returning the concrete channel type (RM handle, ring VA).
+    pub fn create_rm_channel(&self, engine: Engine, entries: u32) -> Result<RmChannel> {
+        RmChannel::create(&self.inner, engine, entries, self.details.bar1_kib)
     }
 
     /// Number of allocations currently outstanding.
