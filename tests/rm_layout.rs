@@ -688,7 +688,7 @@ fn unsupported_branch_is_refused_before_any_rm_alloc_or_uvm_call() {
         requests: Default::default(),
         open_fds: Default::default(),
     });
-    let err = match RmBackend::open(fake.clone(), 0) {
+    let err = match RmBackend::open(fake.clone()) {
         Ok(_) => panic!("a 610 driver must be refused"),
         Err(e) => e,
     };
@@ -717,7 +717,7 @@ fn supported_branch_proceeds_to_the_root_client_allocation() {
         requests: Default::default(),
         open_fds: Default::default(),
     });
-    let err = match RmBackend::open(fake.clone(), 0) {
+    let err = match RmBackend::open(fake.clone()) {
         Ok(_) => panic!("the fake driver fails RM_ALLOC, so open must fail"),
         Err(e) => e,
     };

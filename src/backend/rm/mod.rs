@@ -881,12 +881,17 @@ fn read_sysfs(path: &str) -> Option<String> {
 impl RmBackend {
     /// Open the `ordinal`-th GPU (in card-info order) of the real driver.
     pub fn open_linux(ordinal: u32) -> Result<RmBackend> {
-        RmBackend::open(Arc::new(LinuxSys), ordinal)
+        RmBackend::open_ordinal(Arc::new(LinuxSys), ordinal)
     }
 
-    /// Open the `ordinal`-th GPU through `sys`. Refuses unsupported driver branches with
-    /// `Status::UnsupportedDriver` before any RM_ALLOC or UVM call.
-    pub fn open(sys: Arc<dyn Sys>, ordinal: u32) -> Result<RmBackend> {
+    /// Open the first GPU through `sys` (see [`RmBackend::open_ordinal`]).
+    pub fn open(sys: Arc<dyn Sys>) -> Result<RmBackend> {
+        RmBackend::open_ordinal(sys, 0)
+    }
+
+    /// Open the `ordinal`-th GPU (in card-info order) through `sys`. Refuses unsupported driver
+    /// branches with `Status::UnsupportedDriver` before any RM_ALLOC or UVM call.
+    pub fn open_ordinal(sys: Arc<dyn Sys>, ordinal: u32) -> Result<RmBackend> {
         let sysfs_nvidia = read_sysfs("/sys/module/nvidia/version");
         let sysfs_uvm = read_sysfs("/sys/module/nvidia_uvm/version");
         let ctl_fd = open_node(&*sys, "/dev/nvidiactl")?;
