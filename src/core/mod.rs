@@ -1,1 +1,44 @@
-//! Backend-independent runtime: Device, Buffer, Module/Kernel, Queue, Signal.
+//! Backend-independent runtime: [`Device`], [`Buffer`], [`Module`]/[`Kernel`], [`Queue`],
+//! [`Signal`]. This is the Rust API; `crate::capi` wraps it for C.
+//!
+//! Thread safety: `Device`, `Buffer`, `Module`, `Kernel` and `Signal` are `Send + Sync` and may be
+//! used from any thread. A `Queue` records commands through `&mut self`: one thread at a time
+//! (the C API wraps each queue in an uncontended lock).
+
+mod buffer;
+mod device;
+mod module;
+mod queue;
+mod signal;
+
+pub use buffer::Buffer;
+pub use device::{Device, FaultReport};
+pub use module::{Kernel, KernelAttributes, Module, ParamAttr};
+pub use queue::{LaunchConfig, Queue, QueueKind};
+pub use signal::Signal;
+
+pub use crate::backend::{BackendKind, DeviceInfo, MemFlags};
+
+/// Default timeout for internal waits (ring space, synchronize without an explicit timeout).
+pub const DEFAULT_TIMEOUT_NS: u64 = 10_000_000_000;
+
+/// Placeholder backend type until the backends land.
+#[doc(hidden)]
+pub struct DeviceInfoStub;
+impl crate::backend::Backend for DeviceInfoStub {
+    fn info(&self) -> &DeviceInfo {
+        unreachable!()
+    }
+    fn alloc(&self, _: u64, _: MemFlags) -> crate::Result<crate::backend::Allocation> {
+        unreachable!()
+    }
+    fn free(&self, _: &crate::backend::Allocation) -> crate::Result<()> {
+        unreachable!()
+    }
+    fn export_dmabuf(&self, _: &crate::backend::Allocation) -> crate::Result<std::os::fd::RawFd> {
+        unreachable!()
+    }
+    fn create_channel(&self, _: crate::backend::Engine, _: u32) -> crate::Result<Box<dyn crate::backend::Channel>> {
+        unreachable!()
+    }
+}

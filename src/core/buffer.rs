@@ -1,0 +1,108 @@
+//! GPU buffers.
+
+use super::device::Device;
+use crate::backend::{Allocation, MemFlags};
+use crate::error::{Error, Result, Status};
+use std::os::fd::RawFd;
+
+/// Largest single allocation accepted (1 TiB); larger requests are rejected before any syscall.
+pub const MAX_ALLOC_BYTES: u64 = 1 << 40;
+
+/// GPU memory that the CPU can access through [`Buffer::cpu_ptr`] (on Orin the memory is shared:
+/// no copy is needed). Dropping a buffer frees it once queued GPU work no longer needs it.
+pub struct Buffer {
+    dev: Device,
+    alloc: Option<Allocation>,
+    size: u64,
+}
+
+impl std::fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Buffer").field("gpu_va", &format_args!("{:#x}", self.gpu_va())).field("size", &self.size).finish()
+    }
+}
+
+impl Buffer {
+    pub(crate) fn new(dev: &Device, size_bytes: u64, flags: MemFlags) -> Result<Buffer> {
+        if size_bytes == 0 {
+            return Err(Error::invalid("size_bytes is 0"));
+        }
+        if size_bytes > MAX_ALLOC_BYTES {
+            return Err(Error::new(
+                Status::OutOfMemory,
+                format!("size_bytes {size_bytes} exceeds the largest allocation ({MAX_ALLOC_BYTES} bytes)"),
+            ));
+        }
+        if flags.cpu_cached && flags.write_combined {
+            return Err(Error::invalid("flags: CPU_CACHED and WRITE_COMBINED are mutually exclusive"));
+        }
+        let alloc = dev.backend().alloc(size_bytes, flags)?;
+        Ok(Buffer { dev: dev.clone(), alloc: Some(alloc), size: size_bytes })
+    }
+
+    fn a(&self) -> &Allocation {
+        // Invariant: `alloc` is Some until drop.
+        self.alloc.as_ref().expect("buffer allocation present until drop")
+    }
+
+    /// GPU virtual address of the first byte.
+    pub fn gpu_va(&self) -> u64 {
+        self.a().gpu_va
+    }
+
+    /// CPU pointer to the first byte (equal to `gpu_va` where the driver allows it).
+    pub fn cpu_ptr(&self) -> *mut u8 {
+        self.a().cpu
+    }
+
+    /// Size requested at allocation, bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The device this buffer belongs to.
+    pub fn device(&self) -> &Device {
+        &self.dev
+    }
+
+    /// Export as a dma-buf fd (owned by the caller; close it).
+    pub fn export_dmabuf(&self) -> Result<RawFd> {
+        self.dev.backend().export_dmabuf(self.a())
+    }
+
+    /// View the buffer as bytes (the GPU may write concurrently; synchronize first).
+    ///
+    /// # Safety
+    /// No GPU work may write the buffer while the slice is alive.
+    pub unsafe fn as_slice(&self) -> &[u8] {
+        std::slice::from_raw_parts(self.cpu_ptr(), self.size as usize)
+    }
+
+    /// Mutable view of the buffer's bytes.
+    ///
+    /// # Safety
+    /// No GPU work may access the buffer while the slice is alive.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn as_mut_slice(&self) -> &mut [u8] {
+        std::slice::from_raw_parts_mut(self.cpu_ptr(), self.size as usize)
+    }
+
+    /// Check that `[offset, offset + len)` lies inside the buffer.
+    pub(crate) fn check_range(&self, what: &str, offset: u64, len: u64) -> Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size => Ok(()),
+            _ => Err(Error::invalid(format!(
+                "{what}: range [offset {offset}, +{len} bytes) is outside the buffer of {} bytes",
+                self.size
+            ))),
+        }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        if let Some(a) = self.alloc.take() {
+            self.dev.free_when_idle(a);
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! Device: opening a backend, device-wide state (signal slots, local memory, deferred frees,
+//! sticky fault state).
+
+use super::buffer::Buffer;
+use super::queue::{Queue, QueueKind, QueueTrack};
+use super::signal::{Signal, SignalPool};
+use super::{Module, DEFAULT_TIMEOUT_NS};
+use crate::backend::{Allocation, Backend, BackendKind, DeviceInfo, MemFlags};
+use crate::error::{Error, Result, Status};
+use crate::hw::arch::ArchInfo;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+/// A GPU fault as reported to the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultReport {
+    /// Driver error code (nvgpu notifier info32: 31 MMU fault, 13 GR exception, 8 timeout, ...).
+    pub code: u32,
+    /// Faulting GPU virtual address, where the driver reports it.
+    pub address: Option<u64>,
+    /// Description naming the queue and what happened.
+    pub what: String,
+}
+
+/// Local memory (shader stack) backing store, shared by all compute queues of a device.
+pub(crate) struct LocalMem {
+    pub buf: Option<Allocation>,
+    pub bytes_per_tpc: u64,
+    pub per_thread: u32,
+    /// Bumped whenever the backing changes; queues re-emit SET_SHADER_LOCAL_MEMORY on change.
+    pub generation: u64,
+}
+
+pub(crate) struct DeviceInner {
+    pub backend: Box<dyn Backend>,
+    pub arch: &'static ArchInfo,
+    pub info: DeviceInfo,
+    pub fault: Mutex<Option<FaultReport>>,
+    pub faulted: AtomicBool,
+    pub signals: Mutex<SignalPool>,
+    pub local: Mutex<LocalMem>,
+    pub local_generation: AtomicU64,
+    pub queues: Mutex<Vec<Weak<QueueTrack>>>,
+    /// Allocations whose owners were dropped while queued work could still use them:
+    /// (allocation, per-queue timeline values that must be reached first).
+    pub deferred: Mutex<Vec<(Allocation, Vec<(Weak<QueueTrack>, u64)>)>>,
+}
+
+impl Drop for DeviceInner {
+    fn drop(&mut self) {
+        // Every queue, buffer, module and signal holds a Device, so none is alive here: free
+        // what is left without waiting.
+        for (a, _) in self.deferred.get_mut().drain(..) {
+            let _ = self.backend.free(&a);
+        }
+        if let Some(a) = self.local.get_mut().buf.take() {
+            let _ = self.backend.free(&a);
+        }
+        self.signals.get_mut().release_all(&*self.backend);
+    }
+}
+
+/// An open GPU. Cheap to clone (reference counted); children keep their device alive.
+#[derive(Clone)]
+pub struct Device {
+    pub(crate) inner: Arc<DeviceInner>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device").field("name", &self.inner.info.name).finish()
+    }
+}
+
+const NVGPU_CTRL: &str = "/dev/nvgpu/igpu0/ctrl";
+const NVIDIACTL: &str = "/dev/nvidiactl";
+
+/// The device specs `Device::open` accepts.
+pub const DEVICE_SPECS: &str = "\"emu\" (emulated Orin), \"nvgpu\" (Jetson Orin), \"rm\" (desktop NVIDIA driver)";
+
+impl Device {
+    /// Open a device.
+    ///
+    /// `spec`: `None` = the environment variable `TEGRAGPU_DEVICE` if set, else the real GPU of
+    /// this machine (nvgpu if `/dev/nvgpu/igpu0/ctrl` exists, else the RM driver if
+    /// `/dev/nvidiactl` exists); `"emu"` = the emulated Orin; `"nvgpu"`; `"rm"`.
+    /// `TEGRAGPU_DEVICE` overrides `spec` when set.
+    pub fn open(spec: Option<&str>) -> Result<Device> {
+        let env = std::env::var("TEGRAGPU_DEVICE").ok().filter(|s| !s.is_empty());
+        let chosen = env.as_deref().or(spec);
+        let backend: Box<dyn Backend> = match chosen {
+            Some("emu") => Box::new(crate::backend::nvgpu::NvgpuBackend::open(crate::emu::EmuSys::new())?),
+            Some("nvgpu") => Box::new(crate::backend::nvgpu::NvgpuBackend::open(Arc::new(crate::os::LinuxSys))?),
+            Some("rm") => Box::new(crate::backend::rm::RmBackend::open(Arc::new(crate::os::LinuxSys))?),
+            Some(other) => {
+                return Err(Error::invalid(format!(
+                    "unknown device spec \"{other}\"{}; expected {DEVICE_SPECS} or NULL for the GPU of this machine",
+                    if env.is_some() { " (from TEGRAGPU_DEVICE)" } else { "" }
+                )))
+            }
+            None => {
+                if std::path::Path::new(NVGPU_CTRL).exists() {
+                    Box::new(crate::backend::nvgpu::NvgpuBackend::open(Arc::new(crate::os::LinuxSys))?)
+                } else if std::path::Path::new(NVIDIACTL).exists() {
+                    Box::new(crate::backend::rm::RmBackend::open(Arc::new(crate::os::LinuxSys))?)
+                } else {
+                    return Err(Error::new(
+                        Status::NotFound,
+                        format!("no NVIDIA GPU found on this machine (neither {NVGPU_CTRL} nor {NVIDIACTL} exists); open \"emu\" for the emulated Orin"),
+                    ));
+                }
+            }
+        };
+        Self::from_backend(backend)
+    }
+
+    /// Wrap an opened backend.
+    pub fn from_backend(backend: Box<dyn Backend>) -> Result<Device> {
+        let info = backend.info().clone();
+        let arch = crate::hw::arch::arch_for_device(info.compute_class, info.backend == BackendKind::Nvgpu).ok_or_else(|| {
+            Error::new(
+                Status::NotSupported,
+                format!("compute class {:#x} of {} is not in the architecture table", info.compute_class, info.name),
+            )
+        })?;
+        Ok(Device {
+            inner: Arc::new(DeviceInner {
+                backend,
+                arch,
+                info,
+                fault: Mutex::new(None),
+                faulted: AtomicBool::new(false),
+                signals: Mutex::new(SignalPool::default()),
+                local: Mutex::new(LocalMem { buf: None, bytes_per_tpc: 0, per_thread: 0, generation: 0 }),
+                local_generation: AtomicU64::new(0),
+                queues: Mutex::new(Vec::new()),
+                deferred: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        &self.inner.info
+    }
+
+    pub fn arch(&self) -> &'static ArchInfo {
+        self.inner.arch
+    }
+
+    pub fn is_emulated(&self) -> bool {
+        self.inner.info.emulated
+    }
+
+    pub fn backend_kind(&self) -> BackendKind {
+        self.inner.info.backend
+    }
+
+    /// Allocate `size_bytes` of GPU memory visible to the CPU.
+    pub fn alloc(&self, size_bytes: u64, flags: MemFlags) -> Result<Buffer> {
+        self.check_usable()?;
+        self.collect_deferred();
+        Buffer::new(self, size_bytes, flags)
+    }
+
+    /// Load a cubin from memory.
+    pub fn load_module(&self, cubin: &[u8]) -> Result<Module> {
+        self.check_usable()?;
+        Module::load(self, cubin)
+    }
+
+    /// Compile CUDA C through libnvrtc (loaded at run time) and load the result.
+    pub fn compile_cuda(&self, source: &str, options: &[&str]) -> Result<Module> {
+        let cubin = crate::nvrtc::compile(source, "tegragpu.cu", (self.inner.info.sm_major, self.inner.info.sm_minor), options)?;
+        self.load_module(&cubin)
+    }
+
+    /// Create a queue. `entries` = GPFIFO ring entries (power of two) or 0 for the default.
+    pub fn create_queue(&self, kind: QueueKind) -> Result<Queue> {
+        self.check_usable()?;
+        Queue::new(self, kind)
+    }
+
+    /// Create a timeline signal with an initial value.
+    pub fn create_signal(&self, initial: u64) -> Result<Signal> {
+        Signal::new(self, initial)
+    }
+
+    /// Wait until all work submitted on every queue of this device has completed.
+    pub fn synchronize(&self, timeout_ns: u64) -> Result<()> {
+        let tracks: Vec<Arc<QueueTrack>> = self.inner.queues.lock().iter().filter_map(|w| w.upgrade()).collect();
+        for t in tracks {
+            t.wait_submitted(self, timeout_ns)?;
+        }
+        self.collect_deferred();
+        self.check_usable()
+    }
+
+    /// The sticky fault report, if the device has faulted.
+    pub fn fault_report(&self) -> Option<FaultReport> {
+        self.poll_faults();
+        self.inner.fault.lock().clone()
+    }
+
+    /// Error out if the device has faulted (sticky).
+    pub(crate) fn check_usable(&self) -> Result<()> {
+        if self.inner.faulted.load(Ordering::Acquire) {
+            let f = self.inner.fault.lock().clone();
+            let what = f.map(|f| f.what).unwrap_or_default();
+            return Err(Error::new(Status::DeviceFault, format!("the device faulted earlier and refuses new work: {what}")));
+        }
+        Ok(())
+    }
+
+    /// Look for channel errors on every queue; record the first as the sticky fault.
+    /// Returns the fault if there is one.
+    pub(crate) fn poll_faults(&self) -> Option<FaultReport> {
+        if self.inner.faulted.load(Ordering::Acquire) {
+            return self.inner.fault.lock().clone();
+        }
+        let tracks: Vec<Arc<QueueTrack>> = self.inner.queues.lock().iter().filter_map(|w| w.upgrade()).collect();
+        for t in tracks {
+            if let Some(e) = t.channel_error() {
+                let log = self.inner.backend.fault_log();
+                let address = e.address.or_else(|| log.iter().rev().find(|r| r.token == t.token).and_then(|r| r.address));
+                let detail = log.iter().rev().find(|r| r.token == t.token).map(|r| r.what.clone()).unwrap_or(e.what.clone());
+                let report = FaultReport {
+                    code: e.code,
+                    address,
+                    what: format!(
+                        "{} queue (token {:#x}): error code {}{}: {}",
+                        t.kind_name,
+                        t.token,
+                        e.code,
+                        address.map(|a| format!(" at GPU address {a:#x}")).unwrap_or_default(),
+                        detail
+                    ),
+                };
+                let mut g = self.inner.fault.lock();
+                if g.is_none() {
+                    *g = Some(report.clone());
+                }
+                self.inner.faulted.store(true, Ordering::Release);
+                return g.clone();
+            }
+        }
+        None
+    }
+
+    /// The error to return from a wait that observed a fault.
+    pub(crate) fn fault_error(&self, call: &str) -> Option<Error> {
+        self.poll_faults().map(|f| Error::new(Status::DeviceFault, format!("{call}: device fault: {}", f.what)))
+    }
+
+    pub(crate) fn register_queue(&self, t: &Arc<QueueTrack>) {
+        let mut q = self.inner.queues.lock();
+        q.retain(|w| w.strong_count() > 0);
+        q.push(Arc::downgrade(t));
+    }
+
+    /// Free an allocation once every queue has passed the work submitted so far.
+    pub(crate) fn free_when_idle(&self, alloc: Allocation) {
+        let tracks: Vec<(Weak<QueueTrack>, u64)> = self
+            .inner
+            .queues
+            .lock()
+            .iter()
+            .filter_map(|w| w.upgrade().map(|t| (Arc::downgrade(&t), t.submitted())))
+            .filter(|(w, v)| w.upgrade().map(|t| t.completed() < *v).unwrap_or(false))
+            .collect();
+        if tracks.is_empty() {
+            let _ = self.inner.backend.free(&alloc);
+        } else {
+            self.inner.deferred.lock().push((alloc, tracks));
+        }
+    }
+
+    /// Free deferred allocations whose queues have caught up.
+    pub(crate) fn collect_deferred(&self) {
+        let mut d = self.inner.deferred.lock();
+        if d.is_empty() {
+            return;
+        }
+        let mut i = 0;
+        while i < d.len() {
+            let done = d[i].1.iter().all(|(w, v)| w.upgrade().map(|t| t.completed() >= *v).unwrap_or(true));
+            if done {
+                let (a, _) = d.swap_remove(i);
+                let _ = self.inner.backend.free(&a);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    pub(crate) fn backend(&self) -> &dyn Backend {
+        &*self.inner.backend
+    }
+
+    /// Make sure the local-memory backing store fits `per_thread` bytes per thread.
+    /// Growing it waits for all queues to go idle first (a kernel in flight may be using it).
+    pub(crate) fn ensure_local_memory(&self, per_thread: u32) -> Result<()> {
+        let lm = self.inner.local.lock();
+        if lm.buf.is_some() && lm.per_thread >= per_thread {
+            return Ok(());
+        }
+        let info = &self.inner.info;
+        let bytes_per_tpc = crate::hw::local_mem::bytes_per_tpc(per_thread, info.warps_per_sm, info.sm_per_tpc)?;
+        let size = crate::hw::local_mem::backing_size(bytes_per_tpc, info.max_tpc_per_gpc, info.max_gpc_count)?;
+        drop(lm);
+        self.synchronize(DEFAULT_TIMEOUT_NS)?;
+        let new = self.inner.backend.alloc(size, MemFlags { zeroed: false, ..Default::default() })?;
+        let mut lm = self.inner.local.lock();
+        if let Some(old) = lm.buf.replace(new) {
+            let _ = self.inner.backend.free(&old);
+        }
+        lm.bytes_per_tpc = bytes_per_tpc;
+        lm.per_thread = per_thread;
+        lm.generation += 1;
+        self.inner.local_generation.store(lm.generation, Ordering::Release);
+        Ok(())
+    }
+}

@@ -1,0 +1,173 @@
+//! Modules (loaded cubins) and kernels.
+
+use super::device::Device;
+use crate::backend::{Allocation, MemFlags};
+use crate::cubin;
+use crate::error::{Error, Result, Status};
+use std::sync::Arc;
+
+pub(crate) struct ModuleInner {
+    pub dev: Device,
+    pub image: Option<Allocation>,
+    pub cubin: cubin::Module,
+}
+
+impl Drop for ModuleInner {
+    fn drop(&mut self) {
+        if let Some(a) = self.image.take() {
+            self.dev.free_when_idle(a);
+        }
+    }
+}
+
+/// A loaded cubin: its code and data live in GPU memory until the module (and every kernel
+/// taken from it) is dropped and queued work no longer uses them.
+#[derive(Clone)]
+pub struct Module {
+    pub(crate) inner: Arc<ModuleInner>,
+}
+
+/// One kernel parameter's place in the parameter block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParamAttr {
+    /// Offset from the start of the parameter block, bytes.
+    pub offset: u32,
+    /// Size, bytes.
+    pub size: u32,
+}
+
+/// What a kernel needs and allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelAttributes {
+    pub name: String,
+    /// Parameters in declaration order.
+    pub params: Vec<ParamAttr>,
+    /// Total bytes of the parameter block.
+    pub param_bytes: u32,
+    pub registers: u32,
+    /// Static shared memory the kernel declares, bytes (excluding the 1 KiB the hardware reserves).
+    pub static_shared_bytes: u32,
+    /// Local memory (stack) per thread, bytes.
+    pub local_bytes_per_thread: u32,
+    /// Largest block (threads) a launch may use.
+    pub max_threads_per_block: u32,
+    /// Largest dynamic shared memory a launch may request, bytes.
+    pub max_dynamic_shared_bytes: u32,
+}
+
+/// A kernel of a module. Keeps its module alive.
+#[derive(Clone)]
+pub struct Kernel {
+    pub(crate) module: Arc<ModuleInner>,
+    pub(crate) index: usize,
+    pub(crate) attrs: Arc<KernelAttributes>,
+    /// GPU address of the kernel's first instruction.
+    pub(crate) program_va: u64,
+    /// Bytes of local memory per thread the QMD asks for.
+    pub(crate) lm_per_thread: u32,
+    pub(crate) cbank2: Option<(u64, u32)>,
+    pub(crate) cbank3: Option<(u64, u32)>,
+    pub(crate) cbank4: Option<(u64, u32)>,
+}
+
+impl Module {
+    pub(crate) fn load(dev: &Device, bytes: &[u8]) -> Result<Module> {
+        let info = dev.info();
+        let cub = cubin::Module::parse(bytes, (info.sm_major, info.sm_minor))?;
+        let image_len = cub.image().len() as u64;
+        let alloc = dev.backend().alloc(image_len.max(4096), MemFlags { cpu_cached: true, zeroed: true, ..Default::default() })?;
+        let mut image = cub.image().to_vec();
+        if let Err(e) = cub.relocate(&mut image, alloc.gpu_va) {
+            let _ = dev.backend().free(&alloc);
+            return Err(e);
+        }
+        // SAFETY: the allocation is at least image_len bytes and CPU-mapped.
+        unsafe { std::ptr::copy_nonoverlapping(image.as_ptr(), alloc.cpu, image.len()) };
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        Ok(Module { inner: Arc::new(ModuleInner { dev: dev.clone(), image: Some(alloc), cubin: cub }) })
+    }
+
+    /// Names of the kernels in the module.
+    pub fn kernel_names(&self) -> Vec<String> {
+        self.inner.cubin.kernels().iter().map(|k| k.name.clone()).collect()
+    }
+
+    /// Look up a kernel by name.
+    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        let kernels = self.inner.cubin.kernels();
+        let index = kernels.iter().position(|k| k.name == name).ok_or_else(|| {
+            Error::new(
+                Status::NotFound,
+                format!(
+                    "kernel \"{name}\" is not in the module; it has: {}",
+                    kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            )
+        })?;
+        let k = &kernels[index];
+        let dev = &self.inner.dev;
+        let base = self.inner.image.as_ref().map(|a| a.gpu_va).unwrap_or(0);
+        let lm_per_thread = crate::hw::local_mem::lm_per_thread(k.local_bytes_per_thread)?;
+        dev.ensure_local_memory(lm_per_thread)?;
+        let max_smem = max_shared_per_block(dev.arch());
+        let static_total = cubin::shared_memory_total(k, 0, dev.info().sm_major);
+        let attrs = KernelAttributes {
+            name: k.name.clone(),
+            params: k.params.iter().map(|p| ParamAttr { offset: p.offset, size: p.size }).collect(),
+            param_bytes: k.param_bytes,
+            registers: k.register_count,
+            static_shared_bytes: k.static_shared_bytes,
+            local_bytes_per_thread: k.local_bytes_per_thread,
+            max_threads_per_block: max_threads(k),
+            max_dynamic_shared_bytes: max_smem.saturating_sub(static_total),
+        };
+        let cb = |o: Option<(u64, u64)>| o.map(|(off, size)| (base + off, size as u32));
+        Ok(Kernel {
+            module: self.inner.clone(),
+            index,
+            attrs: Arc::new(attrs),
+            program_va: base + k.code_offset,
+            lm_per_thread,
+            cbank2: cb(k.cbank2),
+            cbank3: cb(self.inner.cubin.cbank3()),
+            cbank4: cb(self.inner.cubin.cbank4()),
+        })
+    }
+}
+
+/// Largest block for a kernel: hardware 1024, the kernel's `__launch_bounds__`, and registers
+/// (64 Ki registers per SM, allocated per warp in units of 256).
+fn max_threads(k: &cubin::KernelInfo) -> u32 {
+    let mut m = 1024u32;
+    if let Some([x, y, z]) = k.max_threads {
+        m = m.min(x.saturating_mul(y).saturating_mul(z).max(1));
+    }
+    if let Some([x, y, z]) = k.reqntid {
+        m = m.min(x.saturating_mul(y).saturating_mul(z).max(1));
+    }
+    let regs = k.register_count.max(1);
+    let per_warp = (regs * 32).div_ceil(256) * 256;
+    let warps = 65536 / per_warp;
+    m.min(warps * 32).max(32.min(m))
+}
+
+impl Kernel {
+    pub fn attributes(&self) -> &KernelAttributes {
+        &self.attrs
+    }
+
+    pub(crate) fn info(&self) -> &cubin::KernelInfo {
+        &self.module.cubin.kernels()[self.index]
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.module.dev
+    }
+}
+
+/// Largest shared memory one block may use: the largest carveout less the 1 KiB the hardware
+/// reserves per CTA.
+pub(crate) fn max_shared_per_block(arch: &crate::hw::arch::ArchInfo) -> u32 {
+    let kib = arch.smem_carveouts_kib.iter().copied().max().unwrap_or(48);
+    (kib * 1024).saturating_sub(crate::cubin::SHARED_RESERVED_BYTES)
+}

@@ -1,0 +1,666 @@
+//! Queues: record launches, copies, signals and waits into a pushbuffer ring and submit them
+//! from user space (GPFIFO entry + GP_PUT + store barrier + doorbell).
+//!
+//! Memory for commands, QMDs and constant banks lives in rings that are reclaimed from the
+//! queue's own timeline: every submit ends with a host semaphore release of the next timeline
+//! value, and a ring region is rewritten only after the GPU has released the value of the
+//! submission that used it. A QMD or constant bank is therefore never rewritten while the GPU may
+//! still read it (the seeds' QMD reuse race).
+//!
+//! The hot path (`launch`, `signal`, `wait`, `submit`) makes no system call and no heap
+//! allocation, and takes no lock.
+
+use super::device::Device;
+use super::module::Kernel;
+use super::signal::{wait_value, Signal};
+use super::{Buffer, DEFAULT_TIMEOUT_NS};
+use crate::backend::{Allocation, Channel, ChannelError, ChannelRaw, Engine, MemFlags};
+use crate::error::{Error, Result, Status};
+use crate::hw::arch::QmdVersion;
+use crate::hw::gpfifo::{gp_entry, GpRing};
+use crate::hw::pushbuf::PushBuf;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Which engine a queue feeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueKind {
+    /// Kernel launches (and signals, waits, barriers).
+    Compute,
+    /// Copy-engine transfers (and signals, waits, barriers).
+    Copy,
+}
+
+/// Grid, block and dynamic shared memory of one launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dynamic_shared_bytes: u32,
+}
+
+const GPFIFO_ENTRIES: u32 = 1024;
+const CMD_BYTES: u64 = 1 << 20;
+const QMD_SLOTS: u64 = 1024;
+const QMD_STRIDE: u64 = 512;
+const KARG_BYTES: u64 = 1 << 20;
+/// Dwords kept free in the command ring for the closing release of a submit.
+const SUBMIT_RESERVE_DW: u64 = 16;
+/// The largest number of dwords one recorded command takes.
+const MAX_CMD_DW: u64 = 64;
+/// SEND_SIGNALING_PCAS2_B action: INVALIDATE_COPY_SCHEDULE (drops SKED's cached copy of a
+/// recycled QMD address).
+const PCAS_ACTION: u32 = 3;
+/// INVALIDATE_SHADER_CACHES_NO_WFI: INSTRUCTION | GLOBAL_DATA | CONSTANT.
+const INVALIDATE_BEFORE_LAUNCH: u32 = 0x1011;
+
+/// State shared between a queue and its device (for synchronize and fault polling).
+pub(crate) struct QueueTrack {
+    pub token: u32,
+    pub kind_name: &'static str,
+    channel: Box<dyn Channel>,
+    timeline: Signal,
+    submitted: AtomicU64,
+}
+
+impl QueueTrack {
+    pub fn submitted(&self) -> u64 {
+        self.submitted.load(Ordering::Acquire)
+    }
+    pub fn completed(&self) -> u64 {
+        self.timeline.value()
+    }
+    pub fn channel_error(&self) -> Option<ChannelError> {
+        self.channel.error()
+    }
+    pub fn wait_submitted(&self, dev: &Device, timeout_ns: u64) -> Result<()> {
+        let target = self.submitted();
+        self.wait_timeline(dev, target, timeout_ns, "tg_device_synchronize")
+    }
+    fn wait_timeline(&self, dev: &Device, value: u64, timeout_ns: u64, call: &str) -> Result<()> {
+        // SAFETY: the signal's slot is an aligned u64 in shared memory.
+        let word = unsafe { &*(self.timeline_ptr() as *const AtomicU64) };
+        wait_value(dev, word, value, timeout_ns, call).map_err(|e| {
+            if e.status == Status::Timeout {
+                Error::new(
+                    Status::Timeout,
+                    format!(
+                        "{call}: {} queue (token {:#x}) reached {} of {value} within {timeout_ns} ns",
+                        self.kind_name,
+                        self.token,
+                        self.completed()
+                    ),
+                )
+            } else {
+                e
+            }
+        })
+    }
+    fn timeline_ptr(&self) -> *const u8 {
+        self.timeline.slot_ptr()
+    }
+}
+
+/// A byte ring with monotonically increasing head/tail counters.
+struct Ring {
+    alloc: Allocation,
+    cap: u64,
+    head: u64,
+    tail: u64,
+}
+
+impl Ring {
+    fn pos(&self) -> u64 {
+        self.head % self.cap
+    }
+    fn free(&self) -> u64 {
+        self.cap - (self.head - self.tail)
+    }
+}
+
+/// One submission's ring positions, reclaimed when the timeline reaches `value`.
+#[derive(Clone, Copy)]
+struct Submission {
+    value: u64,
+    cmd_head: u64,
+    qmd_head: u64,
+    karg_head: u64,
+}
+
+/// A command queue on one channel.
+pub struct Queue {
+    dev: Device,
+    kind: QueueKind,
+    track: Arc<QueueTrack>,
+    raw: ChannelRaw,
+    ring: GpRing,
+    /// Command ring, counted in dwords.
+    cmd: Ring,
+    /// Start (dword counter) of the segment being recorded.
+    seg_start: u64,
+    qmd: Option<Ring>,
+    karg: Option<Ring>,
+    log: VecDeque<Submission>,
+    last_was_launch: bool,
+    local_generation: u64,
+    timeout_ns: u64,
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue").field("kind", &self.kind).field("token", &self.raw.token).finish()
+    }
+}
+
+fn ring(dev: &Device, bytes: u64, unit: u64) -> Result<Ring> {
+    let alloc = dev.backend().alloc(bytes, MemFlags { write_combined: true, zeroed: true, ..Default::default() })?;
+    Ok(Ring { alloc, cap: bytes / unit, head: 0, tail: 0 })
+}
+
+impl Queue {
+    pub(crate) fn new(dev: &Device, kind: QueueKind) -> Result<Queue> {
+        let engine = match kind {
+            QueueKind::Compute => Engine::Compute,
+            QueueKind::Copy => Engine::Copy,
+        };
+        let channel = dev.backend().create_channel(engine, GPFIFO_ENTRIES)?;
+        let raw = channel.raw();
+        let timeline = dev.create_signal(0)?;
+        let track = Arc::new(QueueTrack {
+            token: raw.token,
+            kind_name: if kind == QueueKind::Compute { "compute" } else { "copy" },
+            channel,
+            timeline,
+            submitted: AtomicU64::new(0),
+        });
+        let mut allocs: Vec<Ring> = Vec::new();
+        let mk = |bytes, unit, allocs: &mut Vec<Ring>| -> Result<()> {
+            allocs.push(ring(dev, bytes, unit)?);
+            Ok(())
+        };
+        let res = (|| {
+            mk(CMD_BYTES, 4, &mut allocs)?;
+            if kind == QueueKind::Compute {
+                mk(QMD_SLOTS * QMD_STRIDE, QMD_STRIDE, &mut allocs)?;
+                mk(KARG_BYTES, 1, &mut allocs)?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = res {
+            for r in allocs {
+                let _ = dev.backend().free(&r.alloc);
+            }
+            return Err(e);
+        }
+        let mut it = allocs.into_iter();
+        let cmd = it.next().ok_or_else(|| Error::new(Status::Internal, "command ring missing"))?;
+        let qmd = it.next();
+        let karg = it.next();
+        // SAFETY: the channel's ring, USERD and doorbell pointers live as long as the channel,
+        // which the track (owned by this queue) keeps alive.
+        let ring = unsafe { GpRing::new(raw.gpfifo, raw.entries, raw.userd as *mut u8, raw.doorbell, raw.token, if kind == QueueKind::Compute { "compute queue GPFIFO" } else { "copy queue GPFIFO" })? };
+        dev.register_queue(&track);
+        let mut q = Queue {
+            dev: dev.clone(),
+            kind,
+            track,
+            raw,
+            ring,
+            cmd,
+            seg_start: 0,
+            qmd,
+            karg,
+            log: VecDeque::with_capacity(raw.entries as usize),
+            last_was_launch: false,
+            local_generation: 0,
+            timeout_ns: DEFAULT_TIMEOUT_NS,
+        };
+        q.record_init()?;
+        q.submit()?;
+        Ok(q)
+    }
+
+    pub fn kind(&self) -> QueueKind {
+        self.kind
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.dev
+    }
+
+    /// Timeout for internal waits (ring space); default 10 s.
+    pub fn set_timeout_ns(&mut self, timeout_ns: u64) {
+        self.timeout_ns = timeout_ns;
+    }
+
+    /// The value the queue's own timeline reaches once everything submitted so far is done.
+    pub fn submitted_value(&self) -> u64 {
+        self.track.submitted()
+    }
+
+    /// Wait until everything submitted on this queue has completed.
+    pub fn synchronize(&self, timeout_ns: u64) -> Result<()> {
+        self.track.wait_timeline(&self.dev, self.track.submitted(), timeout_ns, "tg_queue_synchronize")
+    }
+
+    fn record_init(&mut self) -> Result<()> {
+        let info = self.dev.info().clone();
+        let class = self.raw.class;
+        let sub = self.raw.subchannel;
+        self.with_cmd(|pb| {
+            pb.set_object(sub, class)?;
+            if sub == crate::hw::method::SUBCH_COMPUTE {
+                pb.compute_init(info.shared_window, info.local_window)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Reserve room for one command (≤ MAX_CMD_DW dwords) and record it with `f`.
+    fn with_cmd(&mut self, f: impl FnOnce(&mut PushBuf<'_>) -> Result<()>) -> Result<()> {
+        self.ensure_cmd_space(MAX_CMD_DW)?;
+        let pos = self.cmd.pos() as usize;
+        // SAFETY: the ring is CPU-mapped, `cap` dwords long, and [pos, pos + MAX_CMD_DW) is
+        // free (ensure_cmd_space): the GPU no longer reads it.
+        let slice = unsafe { std::slice::from_raw_parts_mut((self.cmd.alloc.cpu as *mut u32).add(pos), MAX_CMD_DW as usize) };
+        let mut pb = PushBuf::for_arch(slice, self.dev.arch());
+        f(&mut pb)?;
+        self.cmd.head += pb.len() as u64;
+        Ok(())
+    }
+
+    /// Make `n` contiguous dwords (plus the submit reserve) available at the command ring's head.
+    fn ensure_cmd_space(&mut self, n: u64) -> Result<()> {
+        loop {
+            let pos = self.cmd.pos();
+            let wrap = if pos + n + SUBMIT_RESERVE_DW > self.cmd.cap { self.cmd.cap - pos } else { 0 };
+            if self.cmd.free() >= wrap + n + SUBMIT_RESERVE_DW {
+                if wrap > 0 {
+                    // Close the segment before the end of the ring and continue at the start.
+                    self.close_segment()?;
+                    self.cmd.head += wrap;
+                    self.seg_start = self.cmd.head;
+                }
+                return Ok(());
+            }
+            self.make_progress("command ring")?;
+        }
+    }
+
+    /// Free ring space: reclaim completed submissions, else submit what is recorded, else wait
+    /// for the oldest submission.
+    fn make_progress(&mut self, what: &str) -> Result<()> {
+        if self.reclaim() {
+            return Ok(());
+        }
+        if self.cmd.head != self.seg_start {
+            return self.submit();
+        }
+        let oldest = self.log.front().copied().ok_or_else(|| {
+            Error::new(Status::Internal, format!("{what} full with nothing in flight (queue token {:#x})", self.raw.token))
+        })?;
+        self.track.wait_timeline(&self.dev, oldest.value, self.timeout_ns, "tg_queue (waiting for ring space)")?;
+        self.reclaim();
+        Ok(())
+    }
+
+    /// Drop log entries the GPU has completed; returns whether anything was reclaimed.
+    fn reclaim(&mut self) -> bool {
+        let done = self.track.completed();
+        let mut any = false;
+        while let Some(s) = self.log.front().copied() {
+            if s.value > done {
+                break;
+            }
+            self.log.pop_front();
+            self.cmd.tail = s.cmd_head;
+            if let Some(r) = self.qmd.as_mut() {
+                r.tail = s.qmd_head;
+            }
+            if let Some(r) = self.karg.as_mut() {
+                r.tail = s.karg_head;
+            }
+            any = true;
+        }
+        any
+    }
+
+    /// Turn [seg_start, head) into a GPFIFO entry (written, not yet made visible).
+    fn close_segment(&mut self) -> Result<()> {
+        let len = self.cmd.head - self.seg_start;
+        if len == 0 {
+            return Ok(());
+        }
+        let va = self.cmd.alloc.gpu_va + (self.seg_start % self.cmd.cap) * 4;
+        let entry = gp_entry(va, len as u32, false)?;
+        let userd = self.raw.userd;
+        if self.ring.free_slots(gp_get(userd)) == 0 {
+            self.ring.kick();
+        }
+        let timeout = self.timeout_ns;
+        let dev = self.dev.clone();
+        let mut progress = || -> Result<u32> {
+            if let Some(e) = dev.fault_error("tg_queue_submit") {
+                return Err(e);
+            }
+            Ok(gp_get(userd))
+        };
+        self.ring.push(entry, &mut progress, timeout)?;
+        self.seg_start = self.cmd.head;
+        Ok(())
+    }
+
+    /// Make everything recorded so far visible to the GPU: close the segment with a release of
+    /// the next timeline value, write the GPFIFO entry, GP_PUT, barrier, doorbell.
+    pub fn submit(&mut self) -> Result<()> {
+        self.dev.check_usable()?;
+        if self.cmd.head == self.seg_start {
+            return Ok(());
+        }
+        if self.log.len() == self.log.capacity() {
+            let oldest = self.log.front().map(|s| s.value).unwrap_or(0);
+            self.track.wait_timeline(&self.dev, oldest, self.timeout_ns, "tg_queue_submit (waiting for ring space)")?;
+            self.reclaim();
+        }
+        let value = self.track.submitted() + 1;
+        let tl = self.track.timeline.gpu_va();
+        // The reserve guarantees room for the release without waiting.
+        let pos = self.cmd.pos() as usize;
+        // SAFETY: SUBMIT_RESERVE_DW dwords at the head are always free and contiguous.
+        let slice = unsafe { std::slice::from_raw_parts_mut((self.cmd.alloc.cpu as *mut u32).add(pos), SUBMIT_RESERVE_DW as usize) };
+        let mut pb = PushBuf::for_arch(slice, self.dev.arch());
+        pb.host_sem_release(tl, value, true, true, true)?;
+        self.cmd.head += pb.len() as u64;
+        self.close_segment()?;
+        self.log.push_back(Submission {
+            value,
+            cmd_head: self.cmd.head,
+            qmd_head: self.qmd.as_ref().map(|r| r.head).unwrap_or(0),
+            karg_head: self.karg.as_ref().map(|r| r.head).unwrap_or(0),
+        });
+        self.ring.kick();
+        self.track.submitted.store(value, Ordering::Release);
+        self.last_was_launch = false;
+        Ok(())
+    }
+
+    /// Record a kernel launch. `params` is the packed parameter block (`param_bytes` long).
+    pub fn launch(&mut self, kernel: &Kernel, cfg: &LaunchConfig, params: &[u8]) -> Result<()> {
+        let attrs = kernel.attributes();
+        if params.len() != attrs.param_bytes as usize {
+            return Err(Error::new(
+                Status::InvalidLaunch,
+                format!(
+                    "tg_launch: kernel \"{}\" takes {} bytes of parameters, got {}",
+                    attrs.name,
+                    attrs.param_bytes,
+                    params.len()
+                ),
+            ));
+        }
+        self.launch_with(kernel, cfg, |dst| {
+            dst.copy_from_slice(params);
+            Ok(())
+        })
+    }
+
+    /// Record a kernel launch with parameters given as an array of pointers, one per parameter,
+    /// each pointing to that parameter's value (like `cuLaunchKernel`'s `kernelParams`).
+    ///
+    /// # Safety
+    /// Each pointer must be valid for reads of its parameter's size.
+    pub unsafe fn launch_ptrs(&mut self, kernel: &Kernel, cfg: &LaunchConfig, args: &[*const u8]) -> Result<()> {
+        let attrs = kernel.attrs.clone();
+        if args.len() != attrs.params.len() {
+            return Err(Error::new(
+                Status::InvalidLaunch,
+                format!("tg_launch: kernel \"{}\" has {} parameters, got {} argument pointers", attrs.name, attrs.params.len(), args.len()),
+            ));
+        }
+        if let Some(i) = args.iter().position(|p| p.is_null()) {
+            return Err(Error::new(Status::NullPointer, format!("tg_launch: argument pointer {i} is NULL")));
+        }
+        self.launch_with(kernel, cfg, |dst| {
+            for (p, a) in attrs.params.iter().zip(args) {
+                let (o, s) = (p.offset as usize, p.size as usize);
+                let d = dst.get_mut(o..o + s).ok_or_else(|| Error::new(Status::Internal, "parameter outside the block"))?;
+                // SAFETY: the caller guarantees `a` is readable for `s` bytes.
+                std::ptr::copy_nonoverlapping(*a, d.as_mut_ptr(), s);
+            }
+            Ok(())
+        })
+    }
+
+    fn check_launch(&self, kernel: &Kernel, cfg: &LaunchConfig) -> Result<()> {
+        let a = kernel.attributes();
+        let [bx, by, bz] = cfg.block;
+        let [gx, gy, gz] = cfg.grid;
+        let bad = |m: String| Err(Error::new(Status::InvalidLaunch, format!("tg_launch: kernel \"{}\": {m}", a.name)));
+        if self.kind != QueueKind::Compute {
+            return Err(Error::new(Status::InvalidArgument, "tg_launch: launches need a compute queue; this is a copy queue"));
+        }
+        if !Arc::ptr_eq(&kernel.module.dev.inner, &self.dev.inner) {
+            return Err(Error::invalid("tg_launch: the kernel belongs to another device"));
+        }
+        if bx == 0 || by == 0 || bz == 0 || gx == 0 || gy == 0 || gz == 0 {
+            return bad(format!("grid ({gx},{gy},{gz}) and block ({bx},{by},{bz}) must have no zero dimension"));
+        }
+        if bx > 1024 || by > 1024 || bz > 64 {
+            return bad(format!("block ({bx},{by},{bz}) exceeds the per-dimension limits (1024,1024,64)"));
+        }
+        let threads = bx as u64 * by as u64 * bz as u64;
+        if threads > a.max_threads_per_block as u64 {
+            return bad(format!(
+                "block ({bx},{by},{bz}) = {threads} threads exceeds the kernel's limit of {} threads ({} registers per thread)",
+                a.max_threads_per_block, a.registers
+            ));
+        }
+        if gx > i32::MAX as u32 || gy > 65535 || gz > 65535 {
+            return bad(format!("grid ({gx},{gy},{gz}) exceeds the limits ({}, 65535, 65535)", i32::MAX));
+        }
+        if cfg.dynamic_shared_bytes > a.max_dynamic_shared_bytes {
+            return bad(format!(
+                "dynamic shared memory {} bytes exceeds the {} bytes available next to the kernel's {} static bytes",
+                cfg.dynamic_shared_bytes, a.max_dynamic_shared_bytes, a.static_shared_bytes
+            ));
+        }
+        Ok(())
+    }
+
+    fn launch_with(&mut self, kernel: &Kernel, cfg: &LaunchConfig, write_params: impl FnOnce(&mut [u8]) -> Result<()>) -> Result<()> {
+        self.dev.check_usable()?;
+        self.check_launch(kernel, cfg)?;
+        let arch = self.dev.arch();
+        let info = kernel.info();
+        let param_base = info.param_base as u64;
+        let cb_size = (param_base + info.param_bytes as u64).div_ceil(256) * 256;
+        let karg_va = self.alloc_karg(cb_size)?;
+        let qmd_va = self.alloc_qmd()?;
+        let (karg, qmd) = (self.karg.as_ref().expect("compute queue"), self.qmd.as_ref().expect("compute queue"));
+        let karg_off = (karg_va - karg.alloc.gpu_va) as usize;
+        // SAFETY: [karg_off, karg_off + cb_size) was just reserved in the CPU-mapped ring.
+        let cb = unsafe { std::slice::from_raw_parts_mut(karg.alloc.cpu.add(karg_off), cb_size as usize) };
+        let dev_info = self.dev.info();
+        let shared_total = crate::cubin::shared_memory_total(info, cfg.dynamic_shared_bytes, dev_info.sm_major);
+        let p = crate::hw::cbank0::Cbank0Params {
+            block: cfg.block,
+            grid: cfg.grid,
+            shared_window: dev_info.shared_window,
+            local_window: dev_info.local_window,
+            dynamic_smem_bytes: cfg.dynamic_shared_bytes,
+            aggr_smem_bytes: shared_total,
+            sm_count: dev_info.sm_count,
+            param_base: info.param_base,
+            params: &[],
+        };
+        crate::hw::cbank0::build_cbank0(arch, cb, &p)?;
+        write_params(&mut cb[param_base as usize..param_base as usize + info.param_bytes as usize])?;
+        let smem_config = crate::hw::qmd::smem_config(arch, shared_total)?;
+        let mut desc = crate::hw::qmd::LaunchDesc {
+            program_va: kernel.program_va,
+            grid: cfg.grid,
+            block: cfg.block,
+            register_count: info.register_count,
+            barrier_count: info.barrier_count,
+            shared_memory_bytes: shared_total,
+            smem_config,
+            local_memory_per_thread: kernel.lm_per_thread,
+            sass_version: arch.sass_version,
+            ..Default::default()
+        };
+        desc.cbanks[0] = Some((karg_va, cb_size as u32));
+        desc.cbanks[2] = kernel.cbank2;
+        desc.cbanks[3] = kernel.cbank3;
+        desc.cbanks[4] = kernel.cbank4;
+        let qmd_off = (qmd_va - qmd.alloc.gpu_va) as usize;
+        let mut words = [0u32; 96];
+        let n = match arch.qmd_version {
+            QmdVersion::V03 => {
+                let w: &mut [u32; 64] = (&mut words[..64]).try_into().expect("64 dwords");
+                crate::hw::qmd::encode_v03(&desc, w)?;
+                64
+            }
+            QmdVersion::V04 => {
+                crate::hw::qmd::encode_v04(&desc, &mut words)?;
+                96
+            }
+            QmdVersion::V05 => {
+                crate::hw::qmd::encode_v05(&desc, &mut words)?;
+                96
+            }
+        };
+        // SAFETY: the QMD slot (QMD_STRIDE bytes) was just reserved in the CPU-mapped ring.
+        unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), qmd.alloc.cpu.add(qmd_off) as *mut u32, n) };
+        let gen = self.dev.inner.local_generation.load(Ordering::Acquire);
+        let local = if gen != self.local_generation {
+            let lm = self.dev.inner.local.lock();
+            lm.buf.as_ref().map(|b| (b.gpu_va, lm.bytes_per_tpc))
+        } else {
+            None
+        };
+        let serialize = self.last_was_launch;
+        self.with_cmd(|pb| {
+            if let Some((base, per_tpc)) = local {
+                pb.set_local_memory(base, per_tpc)?;
+            }
+            if serialize {
+                pb.wait_for_idle()?;
+            }
+            pb.invalidate_shader_caches_no_wfi(INVALIDATE_BEFORE_LAUNCH)?;
+            pb.send_pcas(qmd_va, PCAS_ACTION)
+        })?;
+        if local.is_some() {
+            self.local_generation = gen;
+        }
+        self.last_was_launch = true;
+        Ok(())
+    }
+
+    fn alloc_karg(&mut self, size: u64) -> Result<u64> {
+        loop {
+            let r = self.karg.as_ref().expect("compute queue");
+            let pos = r.pos();
+            let wrap = if pos + size > r.cap { r.cap - pos } else { 0 };
+            if r.free() >= wrap + size {
+                let r = self.karg.as_mut().expect("compute queue");
+                r.head += wrap;
+                let va = r.alloc.gpu_va + r.pos();
+                r.head += size;
+                return Ok(va);
+            }
+            self.make_progress("constant-bank ring")?;
+        }
+    }
+
+    fn alloc_qmd(&mut self) -> Result<u64> {
+        loop {
+            let r = self.qmd.as_ref().expect("compute queue");
+            if r.free() >= 1 {
+                let r = self.qmd.as_mut().expect("compute queue");
+                let va = r.alloc.gpu_va + r.pos() * QMD_STRIDE;
+                r.head += 1;
+                return Ok(va);
+            }
+            self.make_progress("QMD ring")?;
+        }
+    }
+
+    /// Record a copy of `size_bytes` from `src` at `src_offset` to `dst` at `dst_offset`
+    /// (copy queues; the copy engine).
+    pub fn copy(&mut self, dst: &Buffer, dst_offset: u64, src: &Buffer, src_offset: u64, size_bytes: u64) -> Result<()> {
+        self.dev.check_usable()?;
+        if self.kind != QueueKind::Copy {
+            return Err(Error::invalid("tg_queue_copy: copies need a copy queue; this is a compute queue"));
+        }
+        dst.check_range("tg_queue_copy: dst", dst_offset, size_bytes)?;
+        src.check_range("tg_queue_copy: src", src_offset, size_bytes)?;
+        if size_bytes == 0 {
+            return Ok(());
+        }
+        self.copy_va(dst.gpu_va() + dst_offset, src.gpu_va() + src_offset, size_bytes)
+    }
+
+    /// Copy between raw GPU addresses (no range checks beyond the MMU's).
+    pub fn copy_va(&mut self, dst_va: u64, src_va: u64, size_bytes: u64) -> Result<()> {
+        const CHUNK: u64 = 1 << 30;
+        let mut done = 0;
+        while done < size_bytes {
+            let n = (size_bytes - done).min(CHUNK);
+            self.with_cmd(|pb| pb.ce_copy_linear(src_va + done, dst_va + done, n))?;
+            done += n;
+        }
+        self.last_was_launch = false;
+        Ok(())
+    }
+
+    /// Record a GPU write of `value` (and a timestamp) to `signal` once all earlier work on this
+    /// queue is complete and visible.
+    pub fn signal(&mut self, signal: &Signal, value: u64) -> Result<()> {
+        self.dev.check_usable()?;
+        let va = signal.gpu_va();
+        self.with_cmd(|pb| pb.host_sem_release(va, value, true, true, true))?;
+        self.last_was_launch = false;
+        Ok(())
+    }
+
+    /// Record a GPU wait until `signal` ≥ `value` before later work on this queue starts.
+    pub fn wait(&mut self, signal: &Signal, value: u64) -> Result<()> {
+        self.dev.check_usable()?;
+        let va = signal.gpu_va();
+        self.with_cmd(|pb| pb.host_sem_acquire_geq(va, value))?;
+        Ok(())
+    }
+
+    /// Record a full barrier: earlier work completes and its writes are visible (to the CPU and
+    /// other engines) before later work starts.
+    pub fn barrier(&mut self) -> Result<()> {
+        self.dev.check_usable()?;
+        let compute = self.kind == QueueKind::Compute;
+        self.with_cmd(|pb| {
+            if compute {
+                pb.wait_for_idle()?;
+            }
+            pb.host_wfi()?;
+            pb.host_membar_sys()
+        })?;
+        self.last_was_launch = false;
+        Ok(())
+    }
+}
+
+fn gp_get(userd: *mut u32) -> u32 {
+    // SAFETY: USERD is mapped for the channel's lifetime; GP_GET is at byte 0x88.
+    unsafe { std::ptr::read_volatile(userd.add(0x88 / 4)) }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        // Finish what was recorded, then wait (bounded) so the channel is idle before teardown.
+        let _ = self.submit();
+        let _ = self.synchronize(self.timeout_ns);
+        for r in [Some(&self.cmd), self.qmd.as_ref(), self.karg.as_ref()].into_iter().flatten() {
+            self.dev.free_when_idle(Allocation { gpu_va: r.alloc.gpu_va, cpu: r.alloc.cpu, size: r.alloc.size, id: r.alloc.id });
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! Timeline signals: a 64-bit value (plus a 64-bit GPU timestamp) in GPU-visible memory that the
+//! GPU writes with semaphore releases and the CPU polls.
+
+use super::device::Device;
+use super::queue::QueueTrack;
+use crate::backend::{Allocation, Backend, MemFlags};
+use crate::error::{Error, Result, Status};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Weak;
+use std::time::{Duration, Instant};
+
+/// Bytes per signal slot: u64 value, u64 timestamp (the 16-byte semaphore format).
+pub const SLOT_BYTES: u64 = 16;
+const CHUNK_BYTES: u64 = 64 * 1024;
+
+#[derive(Default)]
+pub(crate) struct SignalPool {
+    chunks: Vec<Allocation>,
+    free: Vec<(u64, *mut u8)>,
+    /// Freed slots that queued work may still write: reused once the queues pass these values.
+    parked: Vec<((u64, *mut u8), Vec<(Weak<QueueTrack>, u64)>)>,
+}
+// SAFETY: the raw pointers refer to the pool's own shared mappings.
+unsafe impl Send for SignalPool {}
+
+impl SignalPool {
+    fn take(&mut self, backend: &dyn Backend) -> Result<(u64, *mut u8)> {
+        if self.free.is_empty() {
+            let mut i = 0;
+            while i < self.parked.len() {
+                if self.parked[i].1.iter().all(|(w, v)| w.upgrade().map(|t| t.completed() >= *v).unwrap_or(true)) {
+                    let (slot, _) = self.parked.swap_remove(i);
+                    self.free.push(slot);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        if self.free.is_empty() {
+            let a = backend.alloc(CHUNK_BYTES, MemFlags { cpu_cached: true, zeroed: true, ..Default::default() })?;
+            for k in (0..CHUNK_BYTES / SLOT_BYTES).rev() {
+                // SAFETY: inside the chunk just allocated.
+                self.free.push((a.gpu_va + k * SLOT_BYTES, unsafe { a.cpu.add((k * SLOT_BYTES) as usize) }));
+            }
+            self.chunks.push(a);
+        }
+        self.free.pop().ok_or_else(|| Error::new(Status::Internal, "signal pool empty after refill"))
+    }
+
+    pub(crate) fn release_all(&mut self, backend: &dyn Backend) {
+        self.free.clear();
+        self.parked.clear();
+        for a in self.chunks.drain(..) {
+            let _ = backend.free(&a);
+        }
+    }
+}
+
+/// A 64-bit timeline signal. The GPU writes it from queues (`Queue::signal`); the CPU reads it,
+/// sets it, and waits for it to reach a value.
+pub struct Signal {
+    dev: Device,
+    gpu_va: u64,
+    ptr: *mut u8,
+}
+// SAFETY: the slot is shared memory; all accesses are atomic or volatile.
+unsafe impl Send for Signal {}
+unsafe impl Sync for Signal {}
+
+impl std::fmt::Debug for Signal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signal").field("gpu_va", &format_args!("{:#x}", self.gpu_va)).field("value", &self.value()).finish()
+    }
+}
+
+impl Signal {
+    pub(crate) fn new(dev: &Device, initial: u64) -> Result<Signal> {
+        let (gpu_va, ptr) = dev.inner.signals.lock().take(dev.backend())?;
+        let s = Signal { dev: dev.clone(), gpu_va, ptr };
+        s.atomic().store(initial, Ordering::Release);
+        // SAFETY: the timestamp word follows the value inside the slot.
+        unsafe { std::ptr::write_volatile(ptr.add(8) as *mut u64, 0) };
+        Ok(s)
+    }
+
+    fn atomic(&self) -> &AtomicU64 {
+        // SAFETY: the slot is 16-byte aligned shared memory valid for the signal's lifetime.
+        unsafe { &*(self.ptr as *const AtomicU64) }
+    }
+
+    /// GPU address of the 64-bit value (the timestamp follows at +8).
+    pub fn gpu_va(&self) -> u64 {
+        self.gpu_va
+    }
+
+    /// Current value.
+    pub fn value(&self) -> u64 {
+        self.atomic().load(Ordering::Acquire)
+    }
+
+    /// GPU timestamp (ns) written with the last GPU release, 0 if none.
+    pub fn timestamp(&self) -> u64 {
+        // SAFETY: inside the slot.
+        unsafe { std::ptr::read_volatile(self.ptr.add(8) as *const u64) }
+    }
+
+    /// Set the value from the CPU (releases GPU waits on it).
+    pub fn set(&self, value: u64) {
+        self.atomic().store(value, Ordering::Release);
+    }
+
+    /// Wait until the value is ≥ `value`, for at most `timeout_ns` (spins briefly, then sleeps).
+    /// Returns `Timeout` if the deadline passes and `DeviceFault` if the device faults meanwhile.
+    pub fn wait(&self, value: u64, timeout_ns: u64) -> Result<()> {
+        wait_value(&self.dev, self.atomic(), value, timeout_ns, "tg_signal_wait").map_err(|e| {
+            if e.status == Status::Timeout {
+                Error::new(
+                    Status::Timeout,
+                    format!(
+                        "tg_signal_wait: signal {:#x} is {} after {timeout_ns} ns, waiting for {value}",
+                        self.gpu_va,
+                        self.value()
+                    ),
+                )
+            } else {
+                e
+            }
+        })
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.dev
+    }
+
+    pub(crate) fn slot_ptr(&self) -> *const u8 {
+        self.ptr
+    }
+}
+
+impl Drop for Signal {
+    fn drop(&mut self) {
+        let tracks: Vec<(Weak<QueueTrack>, u64)> = self
+            .dev
+            .inner
+            .queues
+            .lock()
+            .iter()
+            .filter_map(|w| w.upgrade().map(|t| (w.clone(), t.submitted())))
+            .collect();
+        self.dev.inner.signals.lock().parked.push(((self.gpu_va, self.ptr), tracks));
+    }
+}
+
+/// Poll `word` until it is ≥ `value`: spin ~20 µs, then yield/sleep with backoff up to 100 µs.
+/// Checks the device for faults between sleeps.
+pub(crate) fn wait_value(dev: &Device, word: &AtomicU64, value: u64, timeout_ns: u64, call: &str) -> Result<()> {
+    if word.load(Ordering::Acquire) >= value {
+        return Ok(());
+    }
+    let start = Instant::now();
+    let deadline = Duration::from_nanos(timeout_ns);
+    let mut spins = 0u32;
+    let mut sleep_us = 1u64;
+    loop {
+        if word.load(Ordering::Acquire) >= value {
+            return Ok(());
+        }
+        let elapsed = start.elapsed();
+        if spins < 2000 || elapsed < Duration::from_micros(20) {
+            spins += 1;
+            std::hint::spin_loop();
+            continue;
+        }
+        if let Some(e) = dev.fault_error(call) {
+            return Err(e);
+        }
+        if elapsed >= deadline {
+            return Err(Error::new(Status::Timeout, format!("{call}: timed out after {timeout_ns} ns")));
+        }
+        if sleep_us <= 2 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(sleep_us.min((deadline - elapsed).as_micros() as u64 + 1)));
+        }
+        sleep_us = (sleep_us * 2).min(100);
+    }
+}
