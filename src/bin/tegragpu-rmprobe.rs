@@ -506,6 +506,49 @@ fn channel_tests(dev: &RmBackend, round: u32) -> Result<()> {
     Ok(())
 }
 
+/// After every channel is gone: a copy channel first in a fresh TSG, then compute, twice.
+fn channel_recreate_tests(dev: &RmBackend) -> Result<()> {
+    let pb = dev.alloc(64 << 10, VIDMEM)?;
+    let sem = dev.alloc(4096, HOST)?;
+    let s64 = sem.cpu.cast::<u64>();
+    for (k, engine) in [Engine::Copy, Engine::Compute, Engine::Copy, Engine::Compute]
+        .into_iter()
+        .enumerate()
+    {
+        let t = Instant::now();
+        let ch = match dev.create_channel(engine, 64) {
+            Ok(c) => c,
+            Err(e) => {
+                println!("  recreate #{k} {engine:?}: create FAILED {e:?}");
+                continue;
+            }
+        };
+        let mut sub = Sub::new(&*ch, &pb, 0, 32 << 10);
+        let v = 0x9999_0000_0000_0000 + k as u64;
+        let w = match engine {
+            Engine::Copy => {
+                let mut w = vec![hdr(4, 0, 1), dev.info().copy_class];
+                w.extend(host_release(sem.gpu_va, v));
+                w
+            }
+            Engine::Compute => {
+                let mut w = vec![hdr(1, 0, 1), dev.info().compute_class];
+                w.extend(host_release(sem.gpu_va, v));
+                w
+            }
+        };
+        sub.submit(&w);
+        println!(
+            "  recreate #{k} {engine:?} (alone in the TSG): {:?}, created in {:?}",
+            poll_u64(s64, v, &*ch),
+            t.elapsed()
+        );
+    }
+    dev.free(&pb)?;
+    dev.free(&sem)?;
+    Ok(())
+}
+
 fn fault_round() -> Result<()> {
     println!("== fault round: host semaphore release to an unmapped VA");
     let dev = RmBackend::open_linux(0)?;
@@ -600,6 +643,9 @@ fn round(r: u32) -> Result<()> {
     }
     if let Err(e) = channel_tests(&dev, r) {
         println!("  channel tests FAILED: {e:?}");
+    }
+    if let Err(e) = channel_recreate_tests(&dev) {
+        println!("  channel re-creation tests FAILED: {e:?}");
     }
     println!(
         "  outstanding allocations before close: {}",

@@ -20,7 +20,13 @@ pub const USERD_SIZE: u64 = 512;
 pub struct RmChannel {
     inner: Arc<Inner>,
     handle: u32,
+    /// The TSG the channel was allocated in (its RM parent).
+    tsg: u32,
+    /// Counted in the TSG's live channels.
+    counted: bool,
     engine_obj: u32,
+    /// Copy channels also carry a compute object (see `build`).
+    aux_obj: u32,
     ring: Option<MemRecord>,
     notifier: Option<MemRecord>,
     uvm_base: u64,
@@ -57,7 +63,10 @@ impl RmChannel {
         let mut ch = RmChannel {
             inner: inner.clone(),
             handle: 0,
+            tsg: 0,
+            counted: false,
             engine_obj: 0,
+            aux_obj: 0,
             ring: None,
             notifier: None,
             uvm_base: 0,
@@ -73,15 +82,23 @@ impl RmChannel {
             },
             error: OnceLock::new(),
         };
-        let guard = inner.sched.lock();
-        let r = ch.build(engine, entries, bar1_kib);
-        drop(guard);
+        let mut st = inner.sched.lock();
+        let r = inner
+            .fresh_tsg_if_emptied(&mut st)
+            .and_then(|()| ch.build(&mut st, engine, entries, bar1_kib));
+        drop(st);
         // On error `ch` drops (after the lock is released) and undoes whatever was built.
         r?;
         Ok(ch)
     }
 
-    fn build(&mut self, engine: Engine, entries: u32, bar1_kib: u32) -> Result<()> {
+    fn build(
+        &mut self,
+        st: &mut super::TsgState,
+        engine: Engine,
+        entries: u32,
+        bar1_kib: u32,
+    ) -> Result<()> {
         let inner = self.inner.clone();
         let classes = inner
             .classes
@@ -112,12 +129,16 @@ impl RmChannel {
             hObjectBuffer: ring_handle,
             gpFifoOffset: ring_va,
             gpFifoEntries: entries,
-            hContextShare: inner.ctxshare,
+            hContextShare: st.ctxshare,
             ..Default::default()
         };
         p.hUserdMemory[0] = ring_handle;
         p.userdOffset[0] = userd_off;
-        self.handle = inner.api.alloc(inner.tsg, classes.gpfifo, Some(&mut p))?;
+        self.handle = inner.api.alloc(st.tsg, classes.gpfifo, Some(&mut p))?;
+        self.tsg = st.tsg;
+        self.counted = true;
+        st.live += 1;
+        st.used = true;
         trace!(
             "channel {:#x} (class {:#x}, cid {}) ring at {ring_va:#x}",
             self.handle,
@@ -125,6 +146,12 @@ impl RmChannel {
             p.cid
         );
 
+        // A GR-runlist channel whose TSG has no GR context yet (no compute object anywhere in
+        // it) fails UVM_REGISTER_CHANNEL with NV_ERR_INVALID_OBJECT [H200]: give copy channels
+        // a compute object too, which creates the context.
+        if engine == Engine::Copy {
+            self.aux_obj = inner.api.alloc::<()>(self.handle, classes.compute, None)?;
+        }
         self.engine_obj = inner.api.alloc::<()>(self.handle, self.raw.class, None)?;
 
         let mut t = NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS::default();
@@ -170,7 +197,7 @@ impl RmChannel {
         )?;
         self.uvm_registered = true;
 
-        inner.schedule_tsg()?;
+        inner.schedule_tsg(st)?;
 
         self.raw.gpfifo = ring_cpu as *mut u64;
         self.raw.userd = (ring_cpu + userd_off as usize) as *mut u32;
@@ -267,7 +294,7 @@ impl Channel for RmChannel {
 impl Drop for RmChannel {
     fn drop(&mut self) {
         let inner = self.inner.clone();
-        let _guard = inner.sched.lock();
+        let mut st = inner.sched.lock();
         if self.uvm_registered {
             let what = || format!("UVM_UNREGISTER_CHANNEL(hChannel={:#x})", self.handle);
             let r = if inner.layout.uvm_unregister_channel_params_size
@@ -309,8 +336,14 @@ impl Drop for RmChannel {
         if self.engine_obj != 0 {
             let _ = inner.api.free(self.handle, self.engine_obj);
         }
+        if self.aux_obj != 0 {
+            let _ = inner.api.free(self.handle, self.aux_obj);
+        }
         if self.handle != 0 {
-            let _ = inner.api.free(inner.tsg, self.handle);
+            let _ = inner.api.free(self.tsg, self.handle);
+        }
+        if self.counted {
+            st.live = st.live.saturating_sub(1);
         }
         if self.uvm_base != 0 {
             va::low_va().lock().free(self.uvm_base, CHANNEL_UVM_RANGE);

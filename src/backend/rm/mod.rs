@@ -63,7 +63,7 @@ use parking_lot::Mutex;
 use rmapi::{open_node, uvm_ioctl, RmApi};
 use std::collections::HashMap;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 pub use channel::{RmChannel, MAX_GPFIFO_ENTRIES, MIN_GPFIFO_ENTRIES, USERD_SIZE};
@@ -240,6 +240,8 @@ pub struct RmDetails {
     pub device: u32,
     pub subdevice: u32,
     pub vaspace: u32,
+    /// TSG and context share as allocated at open (a TSG whose channels were all freed is
+    /// replaced by a new one when the next channel is created).
     pub tsg: u32,
     pub ctxshare: u32,
     /// Subcontext id of the context share.
@@ -315,15 +317,12 @@ pub(crate) struct Inner {
     uuid: NvProcessorUuid,
     uvm_gpu_registered: bool,
     uvm_vaspace_registered: bool,
-    tsg: u32,
-    ctxshare: u32,
     classes: Option<RmClasses>,
     mem: Mutex<HashMap<u64, MemRecord>>,
     next_id: AtomicU64,
     next_handle: AtomicU32,
-    /// Serialises channel creation and TSG scheduling.
-    sched: Mutex<()>,
-    tsg_scheduled: AtomicBool,
+    /// The TSG and its context share; the lock serialises channel creation and teardown.
+    sched: Mutex<TsgState>,
     /// Channel errors seen so far (with MMU fault addresses where RM reports them).
     faults: Mutex<Vec<KernelFaultRecord>>,
 }
@@ -353,16 +352,13 @@ impl Inner {
             uuid: NvProcessorUuid::default(),
             uvm_gpu_registered: false,
             uvm_vaspace_registered: false,
-            tsg: 0,
-            ctxshare: 0,
             classes: None,
             mem: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             // Caller-chosen handles (OS descriptors); RM's own handles look like 0xc1d0_00xx,
             // 0xcaf0_00xx, far from this range.
             next_handle: AtomicU32::new(0x5447_0000),
-            sched: Mutex::new(()),
-            tsg_scheduled: AtomicBool::new(false),
+            sched: Mutex::new(TsgState::default()),
             faults: Mutex::new(Vec::new()),
         }
     }
@@ -747,7 +743,60 @@ impl Inner {
         }
     }
 
-    fn schedule_tsg(&self) -> Result<()> {
+    /// Allocate the TSG (engine GRAPHICS) and its context share (ASYNC) into `st`.
+    fn alloc_tsg(&self, st: &mut TsgState) -> Result<()> {
+        let mut tp = NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS {
+            engineType: NV2080_ENGINE_TYPE_GRAPHICS,
+            ..Default::default()
+        };
+        st.tsg = self
+            .api
+            .alloc(self.device, KEPLER_CHANNEL_GROUP_A, Some(&mut tp))?;
+        let mut cp = NV_CTXSHARE_ALLOCATION_PARAMETERS {
+            hVASpace: self.vaspace,
+            flags: NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC,
+            subctxId: 0,
+        };
+        st.ctxshare = self
+            .api
+            .alloc(st.tsg, FERMI_CONTEXT_SHARE_A, Some(&mut cp))?;
+        st.subctx_id = cp.subctxId;
+        st.used = false;
+        st.scheduled = false;
+        trace!(
+            "TSG {:#x}, context share {:#x} (subctx {})",
+            st.tsg,
+            st.ctxshare,
+            st.subctx_id
+        );
+        Ok(())
+    }
+
+    fn free_tsg(&self, st: &mut TsgState) {
+        if st.ctxshare != 0 {
+            let _ = self.api.free(st.tsg, st.ctxshare);
+            st.ctxshare = 0;
+        }
+        if st.tsg != 0 {
+            let _ = self.api.free(self.device, st.tsg);
+            st.tsg = 0;
+        }
+    }
+
+    /// A TSG whose channels have all been freed does not accept new channels
+    /// (RM_ALLOC fails with NV_ERR_INVALID_STATE [H200]): replace it with a fresh one.
+    fn fresh_tsg_if_emptied(&self, st: &mut TsgState) -> Result<()> {
+        if st.live == 0 && st.used {
+            trace!("TSG {:#x} emptied; allocating a new one", st.tsg);
+            self.free_tsg(st);
+            self.alloc_tsg(st)?;
+        }
+        Ok(())
+    }
+
+    /// GPFIFO_SCHEDULE(enable) on the TSG, after each new channel (re-enabling a running TSG
+    /// is accepted [H200]).
+    fn schedule_tsg(&self, st: &mut TsgState) -> Result<()> {
         let size = self.layout.gpfifo_schedule_params_size;
         let mut p = NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS {
             bEnable: 1,
@@ -756,14 +805,14 @@ impl Inner {
         };
         let r = self
             .api
-            .control_sized(self.tsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &mut p, size);
+            .control_sized(st.tsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &mut p, size);
         match r {
             Ok(()) => {
-                trace!("GPFIFO_SCHEDULE(enable) on TSG {:#x}: ok", self.tsg);
-                self.tsg_scheduled.store(true, Ordering::Release);
+                trace!("GPFIFO_SCHEDULE(enable) on TSG {:#x}: ok", st.tsg);
+                st.scheduled = true;
                 Ok(())
             }
-            Err(e) if self.tsg_scheduled.load(Ordering::Acquire) => {
+            Err(e) if st.scheduled => {
                 // Already scheduled: disable and enable again so the new channel joins.
                 trace!("GPFIFO_SCHEDULE(enable) again failed ({e}); disabling and re-enabling");
                 let mut d = NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS {
@@ -772,18 +821,31 @@ impl Inner {
                     bSkipEnable: 0,
                 };
                 self.api
-                    .control_sized(self.tsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &mut d, size)?;
+                    .control_sized(st.tsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &mut d, size)?;
                 let mut p = NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS {
                     bEnable: 1,
                     bSkipSubmit: 0,
                     bSkipEnable: 0,
                 };
                 self.api
-                    .control_sized(self.tsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &mut p, size)
+                    .control_sized(st.tsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &mut p, size)
             }
             Err(e) => Err(e),
         }
     }
+}
+
+/// The device's TSG and context share, and how many channels live in it.
+#[derive(Debug, Default)]
+struct TsgState {
+    tsg: u32,
+    ctxshare: u32,
+    subctx_id: u32,
+    /// Channels currently allocated in the TSG.
+    live: u32,
+    /// A channel was ever allocated in this TSG.
+    used: bool,
+    scheduled: bool,
 }
 
 impl Drop for Inner {
@@ -792,12 +854,8 @@ impl Drop for Inner {
         for r in recs {
             let _ = self.free_record(r);
         }
-        if self.ctxshare != 0 {
-            let _ = self.api.free(self.tsg, self.ctxshare);
-        }
-        if self.tsg != 0 {
-            let _ = self.api.free(self.device, self.tsg);
-        }
+        let mut st = std::mem::take(self.sched.get_mut());
+        self.free_tsg(&mut st);
         if self.uvm_vaspace_registered {
             let mut p = UVM_UNREGISTER_GPU_VASPACE_PARAMS {
                 gpuUuid: self.uuid,
@@ -1249,27 +1307,11 @@ impl RmBackend {
         trace!("VA space {:#x} registered with UVM", inner.vaspace);
 
         // TSG + context share.
-        let mut tp = NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS {
-            engineType: NV2080_ENGINE_TYPE_GRAPHICS,
-            ..Default::default()
+        let (tsg, ctxshare, subctx_id) = {
+            let mut st = inner.sched.lock();
+            inner.alloc_tsg(&mut st)?;
+            (st.tsg, st.ctxshare, st.subctx_id)
         };
-        inner.tsg = inner
-            .api
-            .alloc(inner.device, KEPLER_CHANNEL_GROUP_A, Some(&mut tp))?;
-        let mut cp = NV_CTXSHARE_ALLOCATION_PARAMETERS {
-            hVASpace: inner.vaspace,
-            flags: NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC,
-            subctxId: 0,
-        };
-        inner.ctxshare = inner
-            .api
-            .alloc(inner.tsg, FERMI_CONTEXT_SHARE_A, Some(&mut cp))?;
-        trace!(
-            "TSG {:#x}, context share {:#x} (subctx {})",
-            inner.tsg,
-            inner.ctxshare,
-            cp.subctxId
-        );
 
         let info = DeviceInfo {
             name,
@@ -1318,9 +1360,9 @@ impl RmBackend {
             device: inner.device,
             subdevice: inner.subdevice,
             vaspace: inner.vaspace,
-            tsg: inner.tsg,
-            ctxshare: inner.ctxshare,
-            subctx_id: cp.subctxId,
+            tsg,
+            ctxshare,
+            subctx_id,
         };
         Ok((info, details))
     }
