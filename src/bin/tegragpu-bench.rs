@@ -356,7 +356,7 @@ mod cuda {
                 let retain: unsafe extern "C" fn(*mut CUcontext, CUdevice) -> CUresult = sym(&lib, b"cuDevicePrimaryCtxRetain\0")?;
                 let set: unsafe extern "C" fn(CUcontext) -> CUresult = sym(&lib, b"cuCtxSetCurrent\0")?;
                 let mload: unsafe extern "C" fn(*mut CUmodule, *const c_void) -> CUresult = sym(&lib, b"cuModuleLoadData\0")?;
-                let getf: unsafe extern "C" fn(*mut CUfunction, CUmodule, *const i8) -> CUresult = sym(&lib, b"cuModuleGetFunction\0")?;
+                let getf: unsafe extern "C" fn(*mut CUfunction, CUmodule, *const std::ffi::c_char) -> CUresult = sym(&lib, b"cuModuleGetFunction\0")?;
                 let screate: unsafe extern "C" fn(*mut CUstream, u32) -> CUresult = sym(&lib, b"cuStreamCreate\0")?;
                 let attr: unsafe extern "C" fn(*mut i32, i32, CUdevice) -> CUresult = sym(&lib, b"cuDeviceGetAttribute\0")?;
                 if init(0) != 0 {
@@ -380,7 +380,7 @@ mod cuda {
                     return None;
                 }
                 let mut f = std::ptr::null_mut();
-                if getf(&mut f, m, b"empty_kernel\0".as_ptr() as *const i8) != 0 {
+                if getf(&mut f, m, c"empty_kernel".as_ptr()) != 0 {
                     return None;
                 }
                 let mut stream = std::ptr::null_mut();

@@ -55,6 +55,27 @@ const PCAS_ACTION: u32 = 3;
 /// INVALIDATE_SHADER_CACHES_NO_WFI: INSTRUCTION | GLOBAL_DATA | CONSTANT.
 const INVALIDATE_BEFORE_LAUNCH: u32 = 0x1011;
 
+/// The point every queue of a device had reached in submission when something was released:
+/// the thing may be reused once every queue's timeline has passed its value.
+pub(crate) type Fence = Vec<(std::sync::Weak<QueueTrack>, u64)>;
+
+/// Record the submitted value of every live queue of `dev` that still has work in flight.
+pub(crate) fn fence_now(dev: &Device) -> Fence {
+    dev.inner
+        .queues
+        .lock()
+        .iter()
+        .filter_map(|w| w.upgrade().map(|t| (w.clone(), t.submitted(), t.completed())))
+        .filter(|(_, submitted, completed)| completed < submitted)
+        .map(|(w, s, _)| (w, s))
+        .collect()
+}
+
+/// Whether every queue in the fence has passed its value (or is gone).
+pub(crate) fn fence_passed(f: &Fence) -> bool {
+    f.iter().all(|(w, v)| w.upgrade().map(|t| t.completed() >= *v).unwrap_or(true))
+}
+
 /// State shared between a queue and its device (for synchronize and fault polling).
 pub(crate) struct QueueTrack {
     pub token: u32,
