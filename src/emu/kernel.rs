@@ -1,4 +1,0 @@
-//! The emulated nvgpu + nvmap kernel driver (implements `crate::os::Sys`).
-
-/// Placeholder until the emulated kernel lands.
-pub struct EmuSys;
