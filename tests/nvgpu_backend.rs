@@ -19,6 +19,14 @@ use tegragpu::os::{Errno, Sys};
 use tegragpu::sys::nvgpu::*;
 use tegragpu::sys::nvmap::*;
 
+/// Every test in this file runs alone: one of them measures process-wide fd and mapping
+/// counts, which any concurrently running test would change.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> parking_lot::MutexGuard<'static, ()> {
+    SERIAL.lock()
+}
+
 // ------------------------------------------------------------------------------------------
 // Fake kernel
 // ------------------------------------------------------------------------------------------
@@ -280,6 +288,7 @@ fn position(calls: &[Call], request: u64) -> usize {
 
 #[test]
 fn open_issues_documented_bringup() {
+    let _serial = serial();
     let (k, b) = open_fake();
     let calls = k.calls();
     let st = k.st.lock();
@@ -362,6 +371,7 @@ fn open_issues_documented_bringup() {
 
 #[test]
 fn alloc_uses_documented_nvmap_and_map_arguments() {
+    let _serial = serial();
     let (k, b) = open_fake();
     let n0 = k.calls().len();
     let a = b.alloc(1, MemFlags::default()).unwrap();
@@ -424,6 +434,7 @@ fn alloc_uses_documented_nvmap_and_map_arguments() {
 
 #[test]
 fn free_undoes_everything_and_rejects_double_free() {
+    let _serial = serial();
     let (k, b) = open_fake();
     let before_open = k.st.lock().open.len();
     let a = b.alloc(1 << 16, MemFlags::default()).unwrap();
@@ -465,6 +476,7 @@ fn free_undoes_everything_and_rejects_double_free() {
 
 #[test]
 fn channel_issues_documented_sequence() {
+    let _serial = serial();
     let (k, b) = open_fake();
     let n0 = k.calls().len();
     let ch = b.create_channel(Engine::Compute, 1024).unwrap();
@@ -575,6 +587,7 @@ fn channel_issues_documented_sequence() {
 
 #[test]
 fn notifier_error_is_reported() {
+    let _serial = serial();
     let (k, b) = open_fake();
     let ch = b.create_channel(Engine::Compute, 64).unwrap();
     let calls = k.calls();
@@ -598,6 +611,7 @@ fn notifier_error_is_reported() {
 
 #[test]
 fn teardown_follows_section_6() {
+    let _serial = serial();
     let k = RecordingKernel::new();
     {
         let b = NvgpuBackend::open(k.clone()).unwrap();
@@ -647,6 +661,7 @@ fn teardown_follows_section_6() {
 
 #[test]
 fn bad_input_is_rejected_before_any_syscall() {
+    let _serial = serial();
     let (k, b) = open_fake();
     let n = k.syscalls();
     for size in [0u64, (1 << 40) + 1, u64::MAX] {
@@ -676,6 +691,7 @@ fn bad_input_is_rejected_before_any_syscall() {
 
 #[test]
 fn failures_name_the_ioctl_and_release_partial_state() {
+    let _serial = serial();
     let (k, b) = open_fake();
     let open_before = k.st.lock().open.len();
     k.fail_on(NVGPU_AS_IOCTL_MAP_BUFFER_EX, libc::EINVAL);
@@ -729,6 +745,7 @@ fn failures_name_the_ioctl_and_release_partial_state() {
 
 #[test]
 fn open_failure_releases_everything() {
+    let _serial = serial();
     for req in [
         NVGPU_GPU_IOCTL_ALLOC_AS,
         NVGPU_AS_IOCTL_ALLOC_SPACE,
@@ -753,6 +770,7 @@ fn open_failure_releases_everything() {
 
 #[test]
 fn alloc_free_cycles_leave_nothing_behind_fake() {
+    let _serial = serial();
     // The fake's own books (fds, CPU mappings, nvmap handles) are exact; process-wide counts
     // are checked over the emulated kernel below.
     let (k, b) = open_fake();
@@ -776,4 +794,270 @@ fn alloc_free_cycles_leave_nothing_behind_fake() {
     assert_eq!((st.open.len(), st.maps.len()), (open, maps));
     assert!(st.handles.is_empty());
     assert_eq!(b.live_allocations(), 0);
+}
+
+// ------------------------------------------------------------------------------------------
+// Part 2: over the emulated kernel
+// ------------------------------------------------------------------------------------------
+
+use tegragpu::emu::EmuSys;
+
+fn open_emu() -> (Arc<EmuSys>, NvgpuBackend) {
+    let emu = EmuSys::new();
+    let b = NvgpuBackend::open(emu.clone()).unwrap_or_else(|e| panic!("open over EmuSys: {e}"));
+    (emu, b)
+}
+
+#[test]
+fn emu_bringup_reports_seed_characteristics() {
+    let _serial = serial();
+    let (emu, b) = open_emu();
+    let i = b.info().clone();
+    assert!(i.emulated);
+    assert_eq!(i.name, "ga10b");
+    assert_eq!((i.arch, i.sm_major, i.sm_minor), (0x170, 8, 7));
+    assert_eq!(
+        (i.compute_class, i.copy_class, i.gpfifo_class),
+        (0xc7c0, 0xc7b5, 0xc76f)
+    );
+    assert_eq!(i.va_bits, 40);
+    assert!(i.sm_count > 0);
+    assert_eq!(b.veid(), 1, "first ASYNC subcontext is VEID 1");
+    drop(b);
+    let s = emu.stats();
+    assert_eq!(
+        (
+            s.fds,
+            s.tsgs,
+            s.channels,
+            s.user_mappings,
+            s.ctrls,
+            s.clients
+        ),
+        (0, 0, 0, 0, 0, 0),
+        "{s:?}"
+    );
+}
+
+#[test]
+fn emu_one_channel_bringup_and_teardown() {
+    let _serial = serial();
+    let (emu, b) = open_emu();
+    let ch = b
+        .create_channel(Engine::Compute, 1024)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let r = ch.raw();
+    assert_eq!(r.token, 511, "fresh system hands out chid 511 on runlist 0");
+    assert_eq!((r.entries, r.class, r.subchannel), (1024, 0xc7c0, 1));
+    // USERD starts zeroed: GP_GET (0x88) and GP_PUT (0x8c).
+    unsafe {
+        assert_eq!(std::ptr::read_volatile(r.userd.add(0x88 / 4)), 0);
+        assert_eq!(std::ptr::read_volatile(r.userd.add(0x8c / 4)), 0);
+    }
+    assert!(ch.error().is_none());
+    assert_eq!(emu.stats().channels, 1);
+    drop(ch);
+    assert_eq!(emu.stats().channels, 0);
+    drop(b);
+    let s = emu.stats();
+    assert_eq!((s.fds, s.tsgs, s.user_mappings), (0, 0, 0), "{s:?}");
+    assert_eq!(s.free_chids, 512);
+}
+
+#[test]
+fn emu_eight_channels_compute_and_copy() {
+    let _serial = serial();
+    let (emu, b) = open_emu();
+    let mut chans = Vec::new();
+    for i in 0..8 {
+        let engine = if i % 2 == 0 {
+            Engine::Compute
+        } else {
+            Engine::Copy
+        };
+        chans.push(
+            b.create_channel(engine, 256)
+                .unwrap_or_else(|e| panic!("channel {i}: {e}")),
+        );
+    }
+    let tokens: HashSet<u32> = chans.iter().map(|c| c.raw().token).collect();
+    assert_eq!(tokens.len(), 8, "distinct tokens");
+    assert_eq!(
+        tokens,
+        (504..512).collect::<HashSet<u32>>(),
+        "LIFO chid pool from 511 down"
+    );
+    for (i, c) in chans.iter().enumerate() {
+        let r = c.raw();
+        if i % 2 == 0 {
+            assert_eq!((r.class, r.subchannel), (0xc7c0, 1));
+        } else {
+            assert_eq!((r.class, r.subchannel), (0xc7b5, 4));
+        }
+        assert_eq!(
+            r.doorbell,
+            chans[0].raw().doorbell,
+            "one doorbell page per device"
+        );
+    }
+    assert_eq!(emu.stats().channels, 8);
+    drop(b); // channels keep the device alive
+    assert_eq!(emu.stats().tsgs, 1);
+    drop(chans);
+    let s = emu.stats();
+    assert_eq!(
+        (s.fds, s.tsgs, s.channels, s.user_mappings),
+        (0, 0, 0, 0),
+        "{s:?}"
+    );
+}
+
+#[test]
+fn emu_alloc_is_cpu_and_gpu_visible() {
+    let _serial = serial();
+    let (emu, b) = open_emu();
+    let a = b
+        .alloc(
+            3 * 4096 + 1,
+            MemFlags {
+                zeroed: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(a.size, 4 * 4096);
+    assert!(
+        a.gpu_va >= 0x20_0000 && a.gpu_va + a.size <= 0xFF_0000_0000,
+        "inside the user VMA: {:#x}",
+        a.gpu_va
+    );
+    for w in [0xFD_0000_0000u64, 0xFE_0000_0000] {
+        assert!(
+            a.gpu_va + a.size <= w || a.gpu_va >= w + (1 << 30),
+            "inside the reserved window {w:#x}: {:#x}",
+            a.gpu_va
+        );
+    }
+    if b.info().unified_addresses {
+        assert_eq!(a.cpu as u64, a.gpu_va);
+    }
+    unsafe {
+        assert_eq!(std::ptr::read_volatile(a.cpu.add(100)), 0, "zeroed");
+        std::ptr::write_volatile(a.cpu, 0x5a);
+    }
+    let fd = b.export_dmabuf(&a).unwrap();
+    assert!(fd > 2);
+    emu.close(fd).unwrap();
+    b.free(&a).unwrap();
+}
+
+#[test]
+fn emu_alloc_free_cycles_leave_no_fds_or_mappings() {
+    let _serial = serial();
+    let (emu, b) = open_emu();
+    // Warm up allocator/bookkeeping growth before measuring.
+    for _ in 0..100 {
+        let a = b.alloc(4096, MemFlags::default()).unwrap();
+        b.free(&a).unwrap();
+    }
+    let fds = tegragpu::os::open_fd_count();
+    let maps = tegragpu::os::mapping_count();
+    let emu_before = emu.stats();
+    for i in 0..10_000u64 {
+        let flags = MemFlags {
+            write_combined: i % 3 == 0,
+            zeroed: i % 2 == 0,
+            ..Default::default()
+        };
+        let a = b
+            .alloc(4096 * (1 + i % 8), flags)
+            .unwrap_or_else(|e| panic!("cycle {i}: {e}"));
+        b.free(&a).unwrap_or_else(|e| panic!("cycle {i}: {e}"));
+    }
+    assert_eq!(tegragpu::os::open_fd_count(), fds, "open fds");
+    assert_eq!(tegragpu::os::mapping_count(), maps, "process mappings");
+    assert_eq!(emu.stats(), emu_before);
+    assert_eq!(b.live_allocations(), 0);
+}
+
+#[test]
+fn emu_bad_input_errors_without_panics() {
+    let _serial = serial();
+    let (_emu, b) = open_emu();
+    for size in [0u64, (1 << 40) + 1, u64::MAX] {
+        assert_eq!(
+            b.alloc(size, MemFlags::default()).unwrap_err().status,
+            Status::InvalidArgument
+        );
+    }
+    assert_eq!(
+        b.alloc(
+            1,
+            MemFlags {
+                cpu_cached: true,
+                write_combined: true,
+                zeroed: true
+            }
+        )
+        .unwrap_err()
+        .status,
+        Status::InvalidArgument
+    );
+    for entries in [0u32, 3, 1 << 31] {
+        let e = b
+            .create_channel(Engine::Compute, entries)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(e.status, Status::InvalidArgument, "entries={entries}");
+        assert!(
+            e.message.contains(&format!("entries={entries}")),
+            "{}",
+            e.message
+        );
+    }
+    // A stale or foreign Allocation is rejected, not acted on.
+    let a = b.alloc(4096, MemFlags::default()).unwrap();
+    let forged = tegragpu::backend::Allocation {
+        gpu_va: a.gpu_va + 4096,
+        cpu: a.cpu,
+        size: a.size,
+        id: a.id,
+    };
+    assert_eq!(b.free(&forged).unwrap_err().status, Status::InvalidHandle);
+    b.free(&a).unwrap();
+    assert_eq!(b.free(&a).unwrap_err().status, Status::InvalidHandle);
+    assert_eq!(
+        b.export_dmabuf(&a).unwrap_err().status,
+        Status::InvalidHandle
+    );
+}
+
+#[test]
+fn emu_huge_alloc_fails_with_named_ioctl() {
+    let _serial = serial();
+    let (_emu, b) = open_emu();
+    // 1 TiB passes validation but exceeds the emulated RAM / VA: the kernel refuses.
+    let e = b.alloc(1 << 40, MemFlags::default()).unwrap_err();
+    assert!(e.errno.is_some(), "{e:?}");
+    assert!(
+        e.message.contains("NVMAP_IOC_") || e.message.contains("NVGPU_AS_IOCTL_"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn emu_injected_error_reaches_channel_error() {
+    let _serial = serial();
+    let (emu, b) = open_emu();
+    let ch = b.create_channel(Engine::Compute, 64).unwrap();
+    assert!(ch.error().is_none());
+    assert!(emu.inject_channel_error(ch.raw().token, NVGPU_CHANNEL_FIFO_ERROR_MMU_ERR_FLT));
+    let e = ch.error().expect("error visible through the notifier");
+    assert_eq!(e.code, 31);
+    assert!(e.what.contains("MMU fault"), "{}", e.what);
+    assert!(b
+        .fault_log()
+        .iter()
+        .any(|f| f.token == ch.raw().token && f.code == 31));
 }
