@@ -68,7 +68,8 @@ pub struct MemFlags {
     pub zeroed: bool,
 }
 
-/// One GPU allocation. `cpu` is a CPU pointer to the whole allocation.
+/// One GPU allocation. `cpu` is a CPU pointer to the whole allocation, or null where the
+/// backend maps it lazily (then [`Backend::map_cpu`] maps it).
 #[derive(Debug)]
 pub struct Allocation {
     pub gpu_va: u64,
@@ -132,6 +133,12 @@ pub trait Backend: Send + Sync {
     fn info(&self) -> &DeviceInfo;
     /// Allocate `size` bytes (rounded up to 4 KiB) of GPU-mapped, CPU-mapped memory.
     fn alloc(&self, size: u64, flags: MemFlags) -> Result<Allocation>;
+    /// CPU pointer to `alloc`, creating the CPU mapping on first use where the backend maps
+    /// lazily (RM video memory allocated with default flags has `alloc.cpu` null until then).
+    /// The pointer stays valid until `free`. Default: `alloc.cpu`.
+    fn map_cpu(&self, alloc: &Allocation) -> Result<*mut u8> {
+        Ok(alloc.cpu)
+    }
     /// Free an allocation made by `alloc` (unmaps GPU and CPU views).
     fn free(&self, alloc: &Allocation) -> Result<()>;
     /// Export an allocation as a new dma-buf fd owned by the caller.

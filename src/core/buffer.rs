@@ -50,9 +50,20 @@ impl Buffer {
         self.a().gpu_va
     }
 
-    /// CPU pointer to the first byte (equal to `gpu_va` where the driver allows it).
+    /// CPU pointer to the first byte (equal to `gpu_va` where the driver allows it). Where the
+    /// backend maps CPU views lazily (RM video memory), the first call makes the mapping; null
+    /// if that fails ([`Buffer::map_cpu`] reports why).
     pub fn cpu_ptr(&self) -> *mut u8 {
-        self.a().cpu
+        self.map_cpu().unwrap_or(std::ptr::null_mut())
+    }
+
+    /// [`Buffer::cpu_ptr`] with the mapping error, if any.
+    pub fn map_cpu(&self) -> Result<*mut u8> {
+        let a = self.a();
+        if !a.cpu.is_null() {
+            return Ok(a.cpu);
+        }
+        self.dev.backend().map_cpu(a)
     }
 
     /// Size requested at allocation, bytes.
@@ -70,12 +81,16 @@ impl Buffer {
         self.dev.backend().export_dmabuf(self.a())
     }
 
-    /// View the buffer as bytes (the GPU may write concurrently; synchronize first).
+    /// View the buffer as bytes (the GPU may write concurrently; synchronize first). Empty if
+    /// the CPU mapping cannot be made.
     ///
     /// # Safety
     /// No GPU work may write the buffer while the slice is alive.
     pub unsafe fn as_slice(&self) -> &[u8] {
-        std::slice::from_raw_parts(self.cpu_ptr(), self.size as usize)
+        match self.cpu_ptr() {
+            p if p.is_null() => &[],
+            p => std::slice::from_raw_parts(p, self.size as usize),
+        }
     }
 
     /// Mutable view of the buffer's bytes.
@@ -84,7 +99,10 @@ impl Buffer {
     /// No GPU work may access the buffer while the slice is alive.
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn as_mut_slice(&self) -> &mut [u8] {
-        std::slice::from_raw_parts_mut(self.cpu_ptr(), self.size as usize)
+        match self.cpu_ptr() {
+            p if p.is_null() => &mut [],
+            p => std::slice::from_raw_parts_mut(p, self.size as usize),
+        }
     }
 
     /// Check that `[offset, offset + len)` lies inside the buffer.

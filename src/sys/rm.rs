@@ -561,6 +561,42 @@ pub const BLACKWELL_DMA_COPY_B: u32 = 0x0000_CAB5;
 
 /// `NV2080_ENGINE_TYPE_GRAPHICS` (TSG engine type for compute + GR copy).
 pub const NV2080_ENGINE_TYPE_GRAPHICS: u32 = 1;
+/// `NV2080_ENGINE_TYPE_COPY0` (logical copy engine 0); COPY1..COPY9 follow at 0x0a..0x12.
+pub const NV2080_ENGINE_TYPE_COPY0: u32 = 0x0000_0009;
+/// `NV2080_ENGINE_TYPE_COPY9`, the last of the contiguous COPY0..COPY9 range.
+pub const NV2080_ENGINE_TYPE_COPY9: u32 = 0x0000_0012;
+/// Number of logical copy engines in the COPY0..COPY9 range.
+pub const NV2080_ENGINE_TYPE_COPY_SIZE: u32 = 10;
+
+/// `NV2080_ENGINE_TYPE_COPY(i)` for i < [`NV2080_ENGINE_TYPE_COPY_SIZE`]; `None` otherwise.
+pub const fn NV2080_ENGINE_TYPE_COPY(i: u32) -> Option<u32> {
+    if i < NV2080_ENGINE_TYPE_COPY_SIZE {
+        Some(NV2080_ENGINE_TYPE_COPY0 + i)
+    } else {
+        None
+    }
+}
+
+/// The LCE index of a COPY0..COPY9 engine type.
+pub const fn NV2080_ENGINE_TYPE_COPY_IDX(engine_type: u32) -> Option<u32> {
+    if engine_type >= NV2080_ENGINE_TYPE_COPY0 && engine_type <= NV2080_ENGINE_TYPE_COPY9 {
+        Some(engine_type - NV2080_ENGINE_TYPE_COPY0)
+    } else {
+        None
+    }
+}
+
+/// Copy-object allocation parameters (`NVB0B5_ALLOCATION_PARAMETERS`, 8 bytes), used by the
+/// `*_DMA_COPY_*` classes: with `version` = 1, `engineType` names the copy engine.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NVB0B5_ALLOCATION_PARAMETERS {
+    pub version: u32,
+    pub engineType: u32,
+}
+const _: () = assert!(core::mem::size_of::<NVB0B5_ALLOCATION_PARAMETERS>() == 8);
+/// `NVB0B5_ALLOCATION_PARAMETERS_VERSION_1`.
+pub const NVB0B5_ALLOCATION_PARAMETERS_VERSION_1: u32 = 1;
 
 // ---------------------------------------------------------------------------------------------
 // Allocation parameter structs
@@ -1142,6 +1178,68 @@ pub struct NVA06F_CTRL_GPFIFO_SCHEDULE_PARAMS {
 const _: () = assert!(core::mem::size_of::<NVA06F_CTRL_GPFIFO_SCHEDULE_PARAMS>() == 3);
 /// The TSG form of the same parameters.
 pub type NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS = NVA06F_CTRL_GPFIFO_SCHEDULE_PARAMS;
+
+/// Subdevice: the engines the GPU exposes (`NV2080_ENGINE_TYPE_*` list).
+pub const NV2080_CTRL_CMD_GPU_GET_ENGINES_V2: u32 = 0x2080_0170;
+/// Capacity of the engine list in [`NV2080_CTRL_GPU_GET_ENGINES_V2_PARAMS`].
+pub const NV2080_GPU_MAX_ENGINES_LIST_SIZE: usize = 0x54;
+
+/// `NV2080_CTRL_CMD_GPU_GET_ENGINES_V2` parameters (340 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NV2080_CTRL_GPU_GET_ENGINES_V2_PARAMS {
+    pub engineCount: u32,
+    pub engineList: [u32; NV2080_GPU_MAX_ENGINES_LIST_SIZE],
+}
+const _: () = assert!(core::mem::size_of::<NV2080_CTRL_GPU_GET_ENGINES_V2_PARAMS>() == 340);
+impl Default for NV2080_CTRL_GPU_GET_ENGINES_V2_PARAMS {
+    fn default() -> Self {
+        NV2080_CTRL_GPU_GET_ENGINES_V2_PARAMS {
+            engineCount: 0,
+            engineList: [0; NV2080_GPU_MAX_ENGINES_LIST_SIZE],
+        }
+    }
+}
+
+/// Subdevice: the physical copy engines (PCE mask) behind one logical copy engine.
+pub const NV2080_CTRL_CMD_CE_GET_CE_PCE_MASK: u32 = 0x2080_2A02;
+/// Subdevice: capability bytes of one copy engine.
+pub const NV2080_CTRL_CMD_CE_GET_CAPS_V2: u32 = 0x2080_2A03;
+/// Size of a CE caps table, bytes.
+pub const NV2080_CTRL_CE_CAPS_TBL_SIZE: usize = 2;
+/// CE caps byte 0: the CE is synchronous with GR (a GRCE).
+pub const NV2080_CTRL_CE_CAPS_CE_GRCE: u8 = 0x01;
+/// CE caps byte 0: the CE shares physical CEs with another CE.
+pub const NV2080_CTRL_CE_CAPS_CE_SHARED: u8 = 0x02;
+/// CE caps byte 0: faster system-memory reads.
+pub const NV2080_CTRL_CE_CAPS_CE_SYSMEM_READ: u8 = 0x04;
+/// CE caps byte 0: faster system-memory writes.
+pub const NV2080_CTRL_CE_CAPS_CE_SYSMEM_WRITE: u8 = 0x08;
+/// CE caps byte 0: usable for NVLink peer-to-peer.
+pub const NV2080_CTRL_CE_CAPS_CE_NVLINK_P2P: u8 = 0x10;
+/// CE caps byte 0: usable for system-memory transfers.
+pub const NV2080_CTRL_CE_CAPS_CE_SYSMEM: u8 = 0x20;
+/// CE caps byte 0: usable for peer-to-peer transfers.
+pub const NV2080_CTRL_CE_CAPS_CE_P2P: u8 = 0x40;
+
+/// `NV2080_CTRL_CMD_CE_GET_CAPS_V2` parameters (8 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NV2080_CTRL_CE_GET_CAPS_V2_PARAMS {
+    pub ceEngineType: u32,
+    pub capsTbl: [u8; NV2080_CTRL_CE_CAPS_TBL_SIZE],
+    pub _pad: [u8; 2],
+}
+const _: () = assert!(core::mem::size_of::<NV2080_CTRL_CE_GET_CAPS_V2_PARAMS>() == 8);
+
+/// `NV2080_CTRL_CMD_CE_GET_CE_PCE_MASK` parameters (8 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NV2080_CTRL_CE_GET_CE_PCE_MASK_PARAMS {
+    pub ceEngineType: u32,
+    pub pceMask: u32,
+}
+const _: () = assert!(core::mem::size_of::<NV2080_CTRL_CE_GET_CE_PCE_MASK_PARAMS>() == 8);
 
 /// Channel: MMU fault information of the channel's last fault (cleared when read).
 pub const NV906F_CTRL_CMD_GET_MMU_FAULT_INFO: u32 = 0x906F_0106;

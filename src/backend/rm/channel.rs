@@ -1,7 +1,10 @@
 //! RM channels: a GPFIFO channel in the device's TSG with its engine object bound.
 
 use super::rmapi::uvm_ioctl;
-use super::{trace, va, Inner, MemRecord, CHANNEL_UVM_RANGE, DOORBELL_OFFSET};
+use super::{
+    select_copy_engine, trace, va, CopyEngineChoice, Inner, MemRecord, CHANNEL_UVM_RANGE,
+    COPY_ENGINE_ENV, DOORBELL_OFFSET,
+};
 use crate::backend::{Channel, ChannelError, ChannelRaw, Engine};
 use crate::error::{Error, Result};
 use crate::os::KernelFaultRecord;
@@ -22,6 +25,8 @@ pub struct RmChannel {
     handle: u32,
     /// The TSG the channel was allocated in (its RM parent).
     tsg: u32,
+    /// The TSG's engine type (key of `Inner::sched`).
+    tsg_engine: u32,
     /// Counted in the TSG's live channels.
     counted: bool,
     engine_obj: u32,
@@ -60,10 +65,11 @@ impl RmChannel {
             Engine::Compute => (classes.compute, 1),
             Engine::Copy => (classes.copy, 4),
         };
-        let mut ch = RmChannel {
+        let ch = RmChannel {
             inner: inner.clone(),
             handle: 0,
             tsg: 0,
+            tsg_engine: NV2080_ENGINE_TYPE_GRAPHICS,
             counted: false,
             engine_obj: 0,
             aux_obj: 0,
@@ -82,14 +88,70 @@ impl RmChannel {
             },
             error: OnceLock::new(),
         };
-        let mut st = inner.sched.lock();
-        let r = inner
-            .fresh_tsg_if_emptied(&mut st)
-            .and_then(|()| ch.build(&mut st, engine, entries, bar1_kib));
-        drop(st);
-        // On error `ch` drops (after the lock is released) and undoes whatever was built.
-        r?;
-        Ok(ch)
+        let choice = match engine {
+            Engine::Compute => CopyEngineChoice::Grce,
+            Engine::Copy => {
+                let req = std::env::var(COPY_ENGINE_ENV).ok();
+                select_copy_engine(&inner.copy_engines, req.as_deref())?
+            }
+        };
+        let tsg_engine = match choice {
+            CopyEngineChoice::Grce => NV2080_ENGINE_TYPE_GRAPHICS,
+            CopyEngineChoice::Lce(t) => t,
+        };
+        let template = ch;
+        let mut ch = template.fresh(tsg_engine);
+        let r = ch.build_in_tsg(engine, entries, bar1_kib);
+        match r {
+            Ok(()) => Ok(ch),
+            Err(e) if tsg_engine != NV2080_ENGINE_TYPE_GRAPHICS => {
+                // An async LCE channel failed: fall back to the GR copy engine.
+                trace!("copy channel on engine type {tsg_engine:#x} failed ({e}); using the GR copy engine");
+                drop(ch);
+                let mut g = template.fresh(NV2080_ENGINE_TYPE_GRAPHICS);
+                g.build_in_tsg(engine, entries, bar1_kib)?;
+                Ok(g)
+            }
+            // On error `ch` drops (after the lock is released) and undoes whatever was built.
+            Err(e) => Err(e),
+        }
+    }
+
+    /// An unbuilt copy of `self` for the TSG of `tsg_engine`.
+    fn fresh(&self, tsg_engine: u32) -> RmChannel {
+        RmChannel {
+            inner: self.inner.clone(),
+            handle: 0,
+            tsg: 0,
+            tsg_engine,
+            counted: false,
+            engine_obj: 0,
+            aux_obj: 0,
+            ring: None,
+            notifier: None,
+            uvm_base: 0,
+            uvm_registered: false,
+            raw: self.raw,
+            error: OnceLock::new(),
+        }
+    }
+
+    /// Build the channel in the TSG of `self.tsg_engine` (allocated on first use).
+    fn build_in_tsg(&mut self, engine: Engine, entries: u32, bar1_kib: u32) -> Result<()> {
+        let inner = self.inner.clone();
+        let mut map = inner.sched.lock();
+        let st = map
+            .entry(self.tsg_engine)
+            .or_insert_with(|| super::TsgState {
+                engine_type: self.tsg_engine,
+                ..Default::default()
+            });
+        let r = if st.tsg == 0 {
+            inner.alloc_tsg(st)
+        } else {
+            inner.fresh_tsg_if_emptied(st)
+        };
+        r.and_then(|()| self.build(st, engine, entries, bar1_kib))
     }
 
     fn build(
@@ -107,7 +169,7 @@ impl RmChannel {
         let ring_bytes = entries as u64 * 8;
         let userd_off = (ring_bytes + USERD_SIZE - 1) & !(USERD_SIZE - 1);
         let total = userd_off + USERD_SIZE;
-        let ring = inner.alloc_vidmem(total, true, bar1_kib)?;
+        let ring = inner.alloc_vidmem(total, true, true, bar1_kib)?;
         // SAFETY: ring.cpu..+ring.size is the CPU mapping just made; nothing else uses it yet.
         unsafe { std::ptr::write_bytes(ring.cpu as *mut u8, 0, ring.size as usize) };
         let (ring_handle, ring_va, ring_cpu) = (ring.handle, ring.va, ring.cpu);
@@ -134,6 +196,9 @@ impl RmChannel {
         };
         p.hUserdMemory[0] = ring_handle;
         p.userdOffset[0] = userd_off;
+        if st.engine_type != NV2080_ENGINE_TYPE_GRAPHICS {
+            p.engineType = st.engine_type;
+        }
         self.handle = inner.api.alloc(st.tsg, classes.gpfifo, Some(&mut p))?;
         self.tsg = st.tsg;
         self.counted = true;
@@ -146,13 +211,25 @@ impl RmChannel {
             p.cid
         );
 
-        // A GR-runlist channel whose TSG has no GR context yet (no compute object anywhere in
-        // it) fails UVM_REGISTER_CHANNEL with NV_ERR_INVALID_OBJECT [H200]: give copy channels
-        // a compute object too, which creates the context.
-        if engine == Engine::Copy {
-            self.aux_obj = inner.api.alloc::<()>(self.handle, classes.compute, None)?;
+        let async_ce = st.engine_type != NV2080_ENGINE_TYPE_GRAPHICS;
+        if async_ce {
+            // An async LCE: the copy object names its engine.
+            let mut cp = NVB0B5_ALLOCATION_PARAMETERS {
+                version: NVB0B5_ALLOCATION_PARAMETERS_VERSION_1,
+                engineType: st.engine_type,
+            };
+            self.engine_obj = inner
+                .api
+                .alloc(self.handle, self.raw.class, Some(&mut cp))?;
+        } else {
+            // A GR-runlist channel whose TSG has no GR context yet (no compute object anywhere
+            // in it) fails UVM_REGISTER_CHANNEL with NV_ERR_INVALID_OBJECT [H200]: give GR copy
+            // channels a compute object too, which creates the context.
+            if engine == Engine::Copy {
+                self.aux_obj = inner.api.alloc::<()>(self.handle, classes.compute, None)?;
+            }
+            self.engine_obj = inner.api.alloc::<()>(self.handle, self.raw.class, None)?;
         }
-        self.engine_obj = inner.api.alloc::<()>(self.handle, self.raw.class, None)?;
 
         let mut t = NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS::default();
         inner.api.control(
@@ -182,7 +259,7 @@ impl RmChannel {
             length: CHANNEL_UVM_RANGE,
             ..Default::default()
         };
-        uvm_ioctl(
+        let reg = uvm_ioctl(
             inner.sys(),
             inner.uvm_fd,
             UVM_REGISTER_CHANNEL,
@@ -194,8 +271,14 @@ impl RmChannel {
                     self.handle
                 )
             },
-        )?;
-        self.uvm_registered = true;
+        );
+        match reg {
+            Ok(()) => self.uvm_registered = true,
+            // Async copy engines have no context buffers for UVM to map; a refusal there only
+            // costs UVM's fault attribution, so the channel is still usable.
+            Err(e) if async_ce => trace!("{e} (async copy channel: continuing)"),
+            Err(e) => return Err(e),
+        }
 
         inner.schedule_tsg(st)?;
 
@@ -294,7 +377,7 @@ impl Channel for RmChannel {
 impl Drop for RmChannel {
     fn drop(&mut self) {
         let inner = self.inner.clone();
-        let mut st = inner.sched.lock();
+        let mut map = inner.sched.lock();
         if self.uvm_registered {
             let what = || format!("UVM_UNREGISTER_CHANNEL(hChannel={:#x})", self.handle);
             let r = if inner.layout.uvm_unregister_channel_params_size
@@ -343,7 +426,9 @@ impl Drop for RmChannel {
             let _ = inner.api.free(self.tsg, self.handle);
         }
         if self.counted {
-            st.live = st.live.saturating_sub(1);
+            if let Some(st) = map.get_mut(&self.tsg_engine) {
+                st.live = st.live.saturating_sub(1);
+            }
         }
         if self.uvm_base != 0 {
             va::low_va().lock().free(self.uvm_base, CHANNEL_UVM_RANGE);

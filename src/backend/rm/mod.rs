@@ -4,8 +4,19 @@
 //! Hopper classes): version check, root client, UVM initialise, card info, `/dev/nvidiaN` with
 //! REGISTER_FD, device, subdevice, class list, usermode (doorbell) mapping, GR/FB info,
 //! `FERMI_VASPACE_A` (UVM-owned, page-faulting), UVM REGISTER_GPU and REGISTER_GPU_VASPACE,
-//! TSG (engine GRAPHICS), context share (ASYNC). Compute and copy channels are created in that
-//! one TSG on demand (`Backend::create_channel`).
+//! TSG (engine GRAPHICS), context share (ASYNC). Compute channels are created in that TSG on
+//! demand (`Backend::create_channel`).
+//!
+//! **Copy channels** run on an asynchronous logical copy engine (LCE) in a TSG of their own
+//! (`engineType = NV2080_ENGINE_TYPE_COPY(n)`, own ASYNC context share on the same VA space,
+//! `HOPPER_DMA_COPY_A` allocated with `NVB0B5_ALLOCATION_PARAMETERS { version 1, engineType }`).
+//! At open the LCEs are listed (`NV2080_CTRL_CMD_GPU_GET_ENGINES_V2`) with their caps
+//! (`CE_GET_CAPS_V2`) and PCE masks (`CE_GET_CE_PCE_MASK`); [`select_copy_engine`] picks the
+//! non-GRCE LCE with the most PCEs (H200: LCE4, PCE mask 0xfff). [`COPY_ENGINE_ENV`]
+//! overrides the choice (`grce`, `auto`, or an LCE index). If the LCE channel cannot be built,
+//! the channel falls back to the GR copy engine in the GRAPHICS TSG (with a compute object, as
+//! UVM_REGISTER_CHANNEL needs a GR context there). [H200: every configuration, GRCE, each
+//! LCE, and one copy split over 2 or 3 LCEs, plateaus at ~94.5 GB/s device-to-device.]
 //!
 //! **Driver versions.** The loaded module's version is read from `/sys/module/nvidia/version`
 //! (and checked against `/sys/module/nvidia_uvm/version` and the `NV_ESC_CHECK_VERSION_STR`
@@ -18,7 +29,11 @@
 //! * sizes round up to 4 KiB, or to 2 MiB from 8 MiB up (2 MiB pages);
 //! * default and `write_combined` → video memory (`NV01_MEMORY_LOCAL_USER`, 2 MiB pages from
 //!   8 MiB up, else 4 KiB), CPU-mapped through BAR1 (a fresh `/dev/nvidiaN` fd per buffer,
-//!   `NV_ESC_RM_MAP_MEMORY`, `mmap(MAP_FIXED_NOREPLACE)`). CPU writes are fast (write-combined);
+//!   `NV_ESC_RM_MAP_MEMORY`, `mmap(MAP_FIXED_NOREPLACE)`). With default flags (neither
+//!   `write_combined` nor `zeroed`) the BAR1 mapping is made on first CPU access
+//!   ([`Backend::map_cpu`]; `Allocation::cpu` is null until then), because the mmap of a
+//!   256 MiB BAR1 window alone costs ~250 µs on H200; `TEGRAGPU_RM_EAGER_CPU_MAP=1` restores
+//!   eager mapping. `TEGRAGPU_RM_TIMING=1` prints each allocation step's time. CPU writes are fast (write-combined);
 //!   CPU **reads** cross PCIe uncached and are very slow (H200 in a VM: ~6 MiB/s, writes
 //!   ~8 GB/s): read results back through host memory or a copy. BAR1 size bounds how much
 //!   vidmem can be CPU-visible at once; a failing BAR1 map is reported with the BAR1 size.
@@ -103,6 +118,31 @@ macro_rules! trace {
     };
 }
 pub(crate) use trace;
+
+/// Set `TEGRAGPU_RM_TIMING=1` to print the duration of each allocation step to stderr.
+fn timing_enabled() -> bool {
+    static T: OnceLock<bool> = OnceLock::new();
+    *T.get_or_init(|| std::env::var_os("TEGRAGPU_RM_TIMING").is_some_and(|v| v != "0"))
+}
+
+fn timing_start() -> Option<std::time::Instant> {
+    timing_enabled().then(std::time::Instant::now)
+}
+
+fn timing_step(t: Option<std::time::Instant>, what: &str, size: u64) {
+    if let Some(t) = t {
+        eprintln!(
+            "[tegragpu rm timing] {what} ({size:#x} bytes): {:.1} us",
+            t.elapsed().as_secs_f64() * 1e6
+        );
+    }
+}
+
+/// Allocations with default flags are CPU-mapped on first access ([`Backend::map_cpu`]);
+/// `TEGRAGPU_RM_EAGER_CPU_MAP=1` maps them at allocation as before.
+fn eager_cpu_map() -> bool {
+    std::env::var_os("TEGRAGPU_RM_EAGER_CPU_MAP").is_some_and(|v| v != "0")
+}
 
 fn round_up(x: u64, a: u64) -> Option<u64> {
     Some(x.checked_add(a - 1)? & !(a - 1))
@@ -203,6 +243,85 @@ pub fn check_driver_version(
     Ok((v, b))
 }
 
+/// One logical copy engine (LCE) as RM reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyEngineInfo {
+    /// LCE index n (`NV2080_ENGINE_TYPE_COPY(n)`).
+    pub index: u32,
+    /// `NV2080_ENGINE_TYPE_COPY(n)`.
+    pub engine_type: u32,
+    /// `NV2080_CTRL_CMD_CE_GET_CAPS_V2` caps bytes (0 when the control failed).
+    pub caps: [u8; NV2080_CTRL_CE_CAPS_TBL_SIZE],
+    /// Physical copy engines behind this LCE (`NV2080_CTRL_CMD_CE_GET_CE_PCE_MASK`; 0 when
+    /// the control failed).
+    pub pce_mask: u32,
+}
+
+impl CopyEngineInfo {
+    /// The LCE is a GR copy engine (synchronous with graphics; `CE_CAPS_CE_GRCE`).
+    pub fn is_grce(&self) -> bool {
+        self.caps[0] & NV2080_CTRL_CE_CAPS_CE_GRCE != 0
+    }
+    /// Number of physical copy engines behind the LCE.
+    pub fn pce_count(&self) -> u32 {
+        self.pce_mask.count_ones()
+    }
+}
+
+/// Where copy channels run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyEngineChoice {
+    /// The GR copy engine, in the GRAPHICS TSG next to compute (one PCE on H200: ~94 GB/s).
+    Grce,
+    /// An asynchronous logical copy engine, in its own TSG (`NV2080_ENGINE_TYPE_*`).
+    Lce(u32),
+}
+
+/// Environment variable overriding the copy engine: `grce`, `auto` (default) or an LCE index.
+pub const COPY_ENGINE_ENV: &str = "TEGRAGPU_RM_COPY_ENGINE";
+
+/// Pick the copy engine for copy channels. `request` is the [`COPY_ENGINE_ENV`] value:
+/// `None`/`"auto"` → the async (non-GRCE) LCE with the most PCEs (lowest index on ties),
+/// or the GRCE when none is known; `"grce"` → GRCE; `"<n>"` → LCE n when the GPU lists it.
+pub fn select_copy_engine(
+    engines: &[CopyEngineInfo],
+    request: Option<&str>,
+) -> Result<CopyEngineChoice> {
+    match request.map(str::trim) {
+        None | Some("") | Some("auto") => Ok(engines
+            .iter()
+            .filter(|e| !e.is_grce() && (e.pce_mask != 0 || e.caps[0] != 0))
+            .fold(None::<&CopyEngineInfo>, |best, e| match best {
+                Some(b) if b.pce_count() >= e.pce_count() => Some(b),
+                _ => Some(e),
+            })
+            .map_or(CopyEngineChoice::Grce, |e| {
+                CopyEngineChoice::Lce(e.engine_type)
+            })),
+        Some("grce") => Ok(CopyEngineChoice::Grce),
+        Some(n) => {
+            let idx: u32 = n.parse().map_err(|_| {
+                Error::invalid(format!(
+                    "{COPY_ENGINE_ENV}={n:?}: expected \"auto\", \"grce\" or an LCE index"
+                ))
+            })?;
+            engines
+                .iter()
+                .find(|e| e.index == idx)
+                .map(|e| CopyEngineChoice::Lce(e.engine_type))
+                .ok_or_else(|| {
+                    Error::new(
+                        Status::NotFound,
+                        format!(
+                            "{COPY_ENGINE_ENV}={idx}: the GPU lists LCEs {:?}",
+                            engines.iter().map(|e| e.index).collect::<Vec<_>>()
+                        ),
+                    )
+                })
+        }
+    }
+}
+
 /// Facts about the RM device beyond [`DeviceInfo`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RmDetails {
@@ -246,6 +365,8 @@ pub struct RmDetails {
     pub ctxshare: u32,
     /// Subcontext id of the context share.
     pub subctx_id: u32,
+    /// The logical copy engines (`GPU_GET_ENGINES_V2`, caps, PCE masks; best effort).
+    pub copy_engines: Vec<CopyEngineInfo>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -321,8 +442,12 @@ pub(crate) struct Inner {
     mem: Mutex<HashMap<u64, MemRecord>>,
     next_id: AtomicU64,
     next_handle: AtomicU32,
-    /// The TSG and its context share; the lock serialises channel creation and teardown.
-    sched: Mutex<TsgState>,
+    /// One TSG (with its context share) per engine type: GRAPHICS for compute (and the GR
+    /// copy engine), `COPY(n)` for each async copy engine used. The lock serialises channel
+    /// creation and teardown.
+    sched: Mutex<HashMap<u32, TsgState>>,
+    /// The logical copy engines the GPU exposes (best effort; empty when the controls fail).
+    copy_engines: Vec<CopyEngineInfo>,
     /// Channel errors seen so far (with MMU fault addresses where RM reports them).
     faults: Mutex<Vec<KernelFaultRecord>>,
 }
@@ -358,7 +483,8 @@ impl Inner {
             // Caller-chosen handles (OS descriptors); RM's own handles look like 0xc1d0_00xx,
             // 0xcaf0_00xx, far from this range.
             next_handle: AtomicU32::new(0x5447_0000),
-            sched: Mutex::new(TsgState::default()),
+            sched: Mutex::new(HashMap::new()),
+            copy_engines: Vec::new(),
             faults: Mutex::new(Vec::new()),
         }
     }
@@ -510,8 +636,15 @@ impl Inner {
         }
     }
 
-    /// Video memory, BAR1 CPU mapping and UVM GPU mapping at one VA.
-    fn alloc_vidmem(&self, size: u64, contiguous: bool, bar1_kib: u32) -> Result<MemRecord> {
+    /// Video memory and its UVM GPU mapping at one VA; with `cpu_map`, also the BAR1 CPU
+    /// mapping at the same VA (otherwise [`Inner::map_cpu`] makes it on first CPU access).
+    fn alloc_vidmem(
+        &self,
+        size: u64,
+        contiguous: bool,
+        cpu_map: bool,
+        bar1_kib: u32,
+    ) -> Result<MemRecord> {
         let page = if size >= HUGE_PAGE_THRESHOLD {
             PAGE_2M
         } else {
@@ -530,23 +663,18 @@ impl Inner {
             rec.va_owned = true;
             rec.size = size;
             let mut p = self.mem_params(size, page, true, contiguous);
+            let t = timing_start();
             rec.handle = self
                 .api
                 .alloc(self.device, NV01_MEMORY_LOCAL_USER, Some(&mut p))?;
-            rec.map_fd = self.new_dev_fd()?;
-            rec.linear = self.api.map_memory(self.device, rec.handle, size, 0, rec.map_fd).map_err(|mut e| {
-                e.message = format!(
-                    "BAR1 CPU mapping of {size:#x} bytes of video memory failed (BAR1 is {} MiB, {} MiB free): {}",
-                    bar1_kib / 1024,
-                    self.bar1_avail_kib() / 1024,
-                    e.message
-                );
-                e
-            })?;
-            rec.rm_mapped = true;
-            rec.cpu = self.mmap_fixed(rec.va, size, rec.map_fd, libc::MAP_SHARED)?;
+            timing_step(t, "RM_ALLOC(NV01_MEMORY_LOCAL_USER)", size);
+            if cpu_map {
+                self.map_bar1(&mut rec, bar1_kib)?;
+            }
+            let t = timing_start();
             self.uvm_map(rec.va, size, rec.handle)?;
             rec.uvm_mapped = true;
+            timing_step(t, "UVM CREATE_EXTERNAL_RANGE+MAP_EXTERNAL_ALLOCATION", size);
             Ok(())
         })();
         match res {
@@ -556,6 +684,70 @@ impl Inner {
                 Err(e)
             }
         }
+    }
+
+    /// The BAR1 CPU mapping of a video-memory record at its VA (a fresh `/dev/nvidiaN` fd,
+    /// `NV_ESC_RM_MAP_MEMORY`, `mmap(MAP_FIXED_NOREPLACE)`).
+    fn map_bar1(&self, rec: &mut MemRecord, bar1_kib: u32) -> Result<()> {
+        let size = rec.size;
+        let t = timing_start();
+        rec.map_fd = self.new_dev_fd()?;
+        timing_step(t, "open /dev/nvidiaN + REGISTER_FD", size);
+        let t = timing_start();
+        rec.linear = self.api.map_memory(self.device, rec.handle, size, 0, rec.map_fd).map_err(|mut e| {
+            e.message = format!(
+                "BAR1 CPU mapping of {size:#x} bytes of video memory failed (BAR1 is {} MiB, {} MiB free): {}",
+                bar1_kib / 1024,
+                self.bar1_avail_kib() / 1024,
+                e.message
+            );
+            e
+        })?;
+        rec.rm_mapped = true;
+        timing_step(t, "RM_MAP_MEMORY (BAR1)", size);
+        let t = timing_start();
+        rec.cpu = self.mmap_fixed(rec.va, size, rec.map_fd, libc::MAP_SHARED)?;
+        timing_step(t, "mmap", size);
+        Ok(())
+    }
+
+    /// CPU pointer of allocation `id` (at `va`, `size` bytes), BAR1-mapping video memory
+    /// that was allocated without a CPU mapping.
+    fn map_cpu(&self, id: u64, va: u64, size: u64, bar1_kib: u32) -> Result<*mut u8> {
+        let mut m = self.mem.lock();
+        let rec = match m.get_mut(&id) {
+            Some(r) if r.va == va && r.size == size => r,
+            _ => {
+                return Err(Error::new(
+                    Status::InvalidHandle,
+                    format!("map_cpu: no allocation id {id} at {va:#x} (size {size:#x})"),
+                ))
+            }
+        };
+        if rec.cpu == 0 {
+            if rec.kind != MemKind::Vidmem {
+                return Err(Error::new(
+                    Status::Internal,
+                    format!(
+                        "map_cpu: allocation id {id} ({:?}) has no CPU mapping",
+                        rec.kind
+                    ),
+                ));
+            }
+            if let Err(e) = self.map_bar1(rec, bar1_kib) {
+                // Undo the partial mapping so that a later call can try again.
+                if rec.rm_mapped {
+                    let _ = self.api.unmap_memory(self.device, rec.handle, rec.linear);
+                    rec.rm_mapped = false;
+                }
+                if rec.map_fd >= 0 {
+                    let _ = self.sys().close(rec.map_fd);
+                    rec.map_fd = -1;
+                }
+                return Err(e);
+            }
+        }
+        Ok(rec.cpu as *mut u8)
     }
 
     /// Host pages at one VA, pinned through an OS descriptor and UVM-mapped.
@@ -712,7 +904,9 @@ impl Inner {
             );
         }
         if rec.rm_mapped {
+            let t = timing_start();
             note(self.api.unmap_memory(self.device, rec.handle, rec.linear));
+            timing_step(t, "free: RM_UNMAP_MEMORY", rec.size);
         }
         if rec.map_fd >= 0 {
             note(
@@ -722,10 +916,14 @@ impl Inner {
             );
         }
         if rec.uvm_mapped {
+            let t = timing_start();
             note(self.uvm_free(rec.va, rec.size));
+            timing_step(t, "free: UVM_FREE", rec.size);
         }
         if rec.handle != 0 {
+            let t = timing_start();
             note(self.api.free(self.device, rec.handle));
+            timing_step(t, "free: RM_FREE", rec.size);
         }
         if rec.kind == MemKind::Host && rec.cpu != 0 {
             // SAFETY: as above; unmapped only after RM released its pin.
@@ -743,10 +941,10 @@ impl Inner {
         }
     }
 
-    /// Allocate the TSG (engine GRAPHICS) and its context share (ASYNC) into `st`.
+    /// Allocate the TSG (engine `st.engine_type`) and its context share (ASYNC) into `st`.
     fn alloc_tsg(&self, st: &mut TsgState) -> Result<()> {
         let mut tp = NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS {
-            engineType: NV2080_ENGINE_TYPE_GRAPHICS,
+            engineType: st.engine_type,
             ..Default::default()
         };
         st.tsg = self
@@ -764,8 +962,9 @@ impl Inner {
         st.used = false;
         st.scheduled = false;
         trace!(
-            "TSG {:#x}, context share {:#x} (subctx {})",
+            "TSG {:#x} (engine type {:#x}), context share {:#x} (subctx {})",
             st.tsg,
+            st.engine_type,
             st.ctxshare,
             st.subctx_id
         );
@@ -835,9 +1034,11 @@ impl Inner {
     }
 }
 
-/// The device's TSG and context share, and how many channels live in it.
+/// One TSG and its context share, and how many channels live in it.
 #[derive(Debug, Default)]
 struct TsgState {
+    /// `NV2080_ENGINE_TYPE_*` the TSG was allocated for.
+    engine_type: u32,
     tsg: u32,
     ctxshare: u32,
     subctx_id: u32,
@@ -854,8 +1055,10 @@ impl Drop for Inner {
         for r in recs {
             let _ = self.free_record(r);
         }
-        let mut st = std::mem::take(self.sched.get_mut());
-        self.free_tsg(&mut st);
+        let tsgs: Vec<TsgState> = self.sched.get_mut().drain().map(|(_, t)| t).collect();
+        for mut st in tsgs {
+            self.free_tsg(&mut st);
+        }
         if self.uvm_vaspace_registered {
             let mut p = UVM_UNREGISTER_GPU_VASPACE_PARAMS {
                 gpuUuid: self.uuid,
@@ -1250,6 +1453,22 @@ impl RmBackend {
                 }
             };
 
+        // Copy engines (best effort: without them copies use the GR copy engine).
+        inner.copy_engines = Self::query_copy_engines(inner).unwrap_or_else(|e| {
+            trace!("copy-engine query failed ({e}); copies use the GR copy engine");
+            Vec::new()
+        });
+        for e in &inner.copy_engines {
+            trace!(
+                "LCE{} (engine type {:#x}): caps {:02x?}{} PCE mask {:#x}",
+                e.index,
+                e.engine_type,
+                e.caps,
+                if e.is_grce() { " GRCE" } else { "" },
+                e.pce_mask
+            );
+        }
+
         // UVM-owned VA space.
         let mut vp = NV_VASPACE_ALLOCATION_PARAMETERS {
             index: NV_VASPACE_ALLOCATION_INDEX_GPU_NEW,
@@ -1308,9 +1527,15 @@ impl RmBackend {
 
         // TSG + context share.
         let (tsg, ctxshare, subctx_id) = {
-            let mut st = inner.sched.lock();
-            inner.alloc_tsg(&mut st)?;
-            (st.tsg, st.ctxshare, st.subctx_id)
+            let mut st = TsgState {
+                engine_type: NV2080_ENGINE_TYPE_GRAPHICS,
+                ..Default::default()
+            };
+            let r = inner.alloc_tsg(&mut st);
+            let ids = (st.tsg, st.ctxshare, st.subctx_id);
+            inner.sched.lock().insert(NV2080_ENGINE_TYPE_GRAPHICS, st);
+            r?;
+            ids
         };
 
         let info = DeviceInfo {
@@ -1363,8 +1588,62 @@ impl RmBackend {
             tsg,
             ctxshare,
             subctx_id,
+            copy_engines: inner.copy_engines.clone(),
         };
         Ok((info, details))
+    }
+
+    /// The COPY engines of `GPU_GET_ENGINES_V2` with their caps and PCE masks.
+    fn query_copy_engines(inner: &Inner) -> Result<Vec<CopyEngineInfo>> {
+        let mut p = NV2080_CTRL_GPU_GET_ENGINES_V2_PARAMS::default();
+        inner
+            .api
+            .control(inner.subdevice, NV2080_CTRL_CMD_GPU_GET_ENGINES_V2, &mut p)?;
+        let n = (p.engineCount as usize).min(NV2080_GPU_MAX_ENGINES_LIST_SIZE);
+        let mut out = Vec::new();
+        for &t in &p.engineList[..n] {
+            let Some(index) = NV2080_ENGINE_TYPE_COPY_IDX(t) else {
+                continue;
+            };
+            let mut c = NV2080_CTRL_CE_GET_CAPS_V2_PARAMS {
+                ceEngineType: t,
+                ..Default::default()
+            };
+            let caps =
+                match inner
+                    .api
+                    .control(inner.subdevice, NV2080_CTRL_CMD_CE_GET_CAPS_V2, &mut c)
+                {
+                    Ok(()) => c.capsTbl,
+                    Err(e) => {
+                        trace!("CE_GET_CAPS_V2(LCE{index}): {e}");
+                        [0; NV2080_CTRL_CE_CAPS_TBL_SIZE]
+                    }
+                };
+            let mut m = NV2080_CTRL_CE_GET_CE_PCE_MASK_PARAMS {
+                ceEngineType: t,
+                pceMask: 0,
+            };
+            let pce_mask =
+                match inner
+                    .api
+                    .control(inner.subdevice, NV2080_CTRL_CMD_CE_GET_CE_PCE_MASK, &mut m)
+                {
+                    Ok(()) => m.pceMask,
+                    Err(e) => {
+                        trace!("CE_GET_CE_PCE_MASK(LCE{index}): {e}");
+                        0
+                    }
+                };
+            out.push(CopyEngineInfo {
+                index,
+                engine_type: t,
+                caps,
+                pce_mask,
+            });
+        }
+        out.sort_by_key(|e| e.index);
+        Ok(out)
     }
 
     /// Enabled TPCs summed over the enabled GPCs.
@@ -1426,11 +1705,15 @@ impl Backend for RmBackend {
             ));
         }
         let host = flags.cpu_cached && !flags.write_combined;
+        // Default-flag video memory is CPU-mapped lazily (BAR1 mapping is most of the cost of
+        // an allocation and GPU-only buffers never need it); write-combined and zeroed buffers
+        // are mapped now.
+        let cpu_map = flags.write_combined || flags.zeroed || eager_cpu_map();
         let rec = if host {
             self.inner.alloc_host(size)?
         } else {
             self.inner
-                .alloc_vidmem(size, false, self.details.bar1_kib)?
+                .alloc_vidmem(size, false, cpu_map, self.details.bar1_kib)?
         };
         if flags.zeroed && rec.kind == MemKind::Vidmem {
             // SAFETY: cpu..cpu+size is the buffer's live CPU mapping. (Host pages come zeroed.)
@@ -1471,6 +1754,16 @@ impl Backend for RmBackend {
             )
         })?;
         self.inner.free_record(rec)
+    }
+
+    /// The CPU pointer (equal to the GPU VA); video memory allocated with default flags gets
+    /// its BAR1 mapping here on first use.
+    fn map_cpu(&self, alloc: &Allocation) -> Result<*mut u8> {
+        if !alloc.cpu.is_null() {
+            return Ok(alloc.cpu);
+        }
+        self.inner
+            .map_cpu(alloc.id, alloc.gpu_va, alloc.size, self.details.bar1_kib)
     }
 
     fn export_dmabuf(&self, _alloc: &Allocation) -> Result<RawFd> {
