@@ -41,6 +41,9 @@ pub(crate) struct DeviceInner {
     pub signals: Mutex<SignalPool>,
     pub local: Mutex<LocalMem>,
     pub local_generation: AtomicU64,
+    /// Bumped whenever code is written to GPU memory; queues invalidate the shader caches
+    /// before their next launch when it changed.
+    pub code_generation: AtomicU64,
     pub queues: Mutex<Vec<Weak<QueueTrack>>>,
     /// Allocations whose owners were dropped while queued work could still use them:
     /// (allocation, per-queue timeline values that must be reached first).
@@ -134,6 +137,7 @@ impl Device {
                 signals: Mutex::new(SignalPool::default()),
                 local: Mutex::new(LocalMem { buf: None, bytes_per_tpc: 0, per_thread: 0, generation: 0 }),
                 local_generation: AtomicU64::new(0),
+                code_generation: AtomicU64::new(1),
                 queues: Mutex::new(Vec::new()),
                 deferred: Mutex::new(Vec::new()),
             }),

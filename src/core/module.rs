@@ -81,6 +81,7 @@ impl Module {
         // SAFETY: the allocation is at least image_len bytes and CPU-mapped.
         unsafe { std::ptr::copy_nonoverlapping(image.as_ptr(), alloc.cpu, image.len()) };
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        dev.inner.code_generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         Ok(Module { inner: Arc::new(ModuleInner { dev: dev.clone(), image: Some(alloc), cubin: cub }) })
     }
 

@@ -164,6 +164,8 @@ pub struct Queue {
     log: VecDeque<Submission>,
     last_was_launch: bool,
     local_generation: u64,
+    /// The device's code generation at this queue's last shader-cache invalidate.
+    code_generation: u64,
     timeout_ns: u64,
 }
 
@@ -234,6 +236,7 @@ impl Queue {
             log: VecDeque::with_capacity(raw.entries as usize),
             last_was_launch: false,
             local_generation: 0,
+            code_generation: 0,
             timeout_ns: DEFAULT_TIMEOUT_NS,
         };
         q.record_init()?;
@@ -533,6 +536,11 @@ impl Queue {
             None
         };
         let serialize = self.last_was_launch;
+        // Instruction/constant/global caches: invalidated when code was loaded since this
+        // queue's last invalidate (each QMD also invalidates its constant bank 0 and the L1 data
+        // caches itself).
+        let code_gen = self.dev.inner.code_generation.load(Ordering::Acquire);
+        let invalidate = code_gen != self.code_generation;
         self.with_cmd(|pb| {
             if let Some((base, per_tpc)) = local {
                 pb.set_local_memory(base, per_tpc)?;
@@ -540,12 +548,15 @@ impl Queue {
             if serialize {
                 pb.wait_for_idle()?;
             }
-            pb.invalidate_shader_caches_no_wfi(INVALIDATE_BEFORE_LAUNCH)?;
+            if invalidate {
+                pb.invalidate_shader_caches_no_wfi(INVALIDATE_BEFORE_LAUNCH)?;
+            }
             pb.send_pcas(qmd_va, PCAS_ACTION)
         })?;
         if local.is_some() {
             self.local_generation = gen;
         }
+        self.code_generation = code_gen;
         self.last_was_launch = true;
         Ok(())
     }
