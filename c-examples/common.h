@@ -76,18 +76,28 @@ static inline tg_device *open_device(int argc, char **argv, tg_device_info *info
 }
 
 /* Path of the fixture cubin for this device's SM version, from TEGRAGPU_CUBIN_DIR or the
- * directory meson compiled in. Exits with EXIT_SKIP when there is no fixture for this GPU. */
+ * directory meson compiled in, else ./tests/fixtures/cubin. Exits with EXIT_SKIP when there is
+ * no fixture for this GPU. */
 static inline void fixture_cubin(const tg_device_info *info, char *path, size_t size) {
-    const char *dir = getenv("TEGRAGPU_CUBIN_DIR");
-    FILE *f;
-    if (dir == NULL || dir[0] == '\0') dir = TG_FIXTURE_DIR;
-    snprintf(path, size, "%s/kernels.sm_%u%u.cubin", dir, info->sm_major, info->sm_minor);
-    f = fopen(path, "rb");
-    if (f == NULL) {
-        printf("SKIP: no fixture cubin for sm_%u%u (%s)\n", info->sm_major, info->sm_minor, path);
-        exit(EXIT_SKIP);
+    /* $TEGRAGPU_CUBIN_DIR, the source tree meson was configured in, then ./tests/... */
+    const char *dirs[3];
+    int i;
+    dirs[0] = getenv("TEGRAGPU_CUBIN_DIR");
+    dirs[1] = TG_FIXTURE_DIR;
+    dirs[2] = "tests/fixtures/cubin";
+    for (i = 0; i < 3; i++) {
+        FILE *f;
+        if (dirs[i] == NULL || dirs[i][0] == '\0') continue;
+        snprintf(path, size, "%s/kernels.sm_%u%u.cubin", dirs[i], info->sm_major, info->sm_minor);
+        f = fopen(path, "rb");
+        if (f != NULL) {
+            fclose(f);
+            return;
+        }
     }
-    fclose(f);
+    printf("SKIP: no fixture cubin kernels.sm_%u%u.cubin (set TEGRAGPU_CUBIN_DIR)\n",
+           info->sm_major, info->sm_minor);
+    exit(EXIT_SKIP);
 }
 
 static inline tg_launch_config launch_config(uint32_t gx, uint32_t gy, uint32_t bx,

@@ -53,6 +53,10 @@ int main(int argc, char **argv) {
     if (path == NULL || path[0] == '\0') path = TG_KERNELS_CU;
     source = read_file(path);
     if (source == NULL) {
+        path = "tests/fixtures/kernels.cu";
+        source = read_file(path);
+    }
+    if (source == NULL) {
         fprintf(stderr, "saxpy: cannot read %s\n", path);
         return 1;
     }
