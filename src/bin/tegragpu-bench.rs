@@ -1,1 +1,503 @@
-fn main() {}
+//! tegragpu-bench: launch latency, submission cost, copy bandwidth and allocation cost of
+//! libtegragpu, side by side with libcuda (loaded at run time with libloading) when present.
+//!
+//! Usage: tegragpu-bench [--device SPEC] [--json] [--quick] [--no-cuda] [--record-only N]
+//!
+//! `--record-only N` records and submits N empty-kernel launches and exits (used by
+//! scripts/bench-instructions.sh to count instructions per launch under callgrind).
+
+use std::time::{Duration, Instant};
+use tegragpu::core::{Device, LaunchConfig, MemFlags, Queue, QueueKind};
+
+const CUBIN_SM87: &[u8] = include_bytes!("../../tests/fixtures/cubin/kernels.sm_87.cubin");
+const CUBIN_SM90: &[u8] = include_bytes!("../../tests/fixtures/cubin/kernels.sm_90.cubin");
+
+struct Opts {
+    device: Option<String>,
+    json: bool,
+    quick: bool,
+    cuda: bool,
+    record_only: Option<u64>,
+}
+
+fn parse_args() -> Result<Opts, String> {
+    let mut o = Opts { device: None, json: false, quick: false, cuda: true, record_only: None };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--device" => o.device = Some(it.next().ok_or("--device needs a value")?),
+            "--json" => o.json = true,
+            "--quick" => o.quick = true,
+            "--no-cuda" => o.cuda = false,
+            "--record-only" => {
+                o.record_only = Some(it.next().ok_or("--record-only needs N")?.parse().map_err(|e| format!("--record-only: {e}"))?)
+            }
+            "-h" | "--help" => {
+                println!("usage: tegragpu-bench [--device emu|nvgpu|rm] [--json] [--quick] [--no-cuda] [--record-only N]");
+                std::process::exit(0)
+            }
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(o)
+}
+
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((v.len() - 1) as f64 * p).round() as usize;
+    v[i.min(v.len() - 1)]
+}
+
+/// One table row: value in `unit`; `better` = "lower" or "higher"; target as a factor of libcuda.
+struct Row {
+    name: &'static str,
+    unit: &'static str,
+    ours: f64,
+    cuda: Option<f64>,
+    target: Option<(&'static str, f64)>, // (description, ratio limit: ours/cuda <= limit (lower) or >= (higher))
+    lower_is_better: bool,
+}
+
+fn cubin_for(dev: &Device) -> &'static [u8] {
+    if dev.info().sm_major >= 9 { CUBIN_SM90 } else { CUBIN_SM87 }
+}
+
+const TO: u64 = 10_000_000_000;
+
+struct Ours {
+    dev: Device,
+    q: Queue,
+    empty: tegragpu::core::Kernel,
+    _m: tegragpu::core::Module,
+    sig: tegragpu::core::Signal,
+    next: u64,
+}
+
+fn one() -> LaunchConfig {
+    LaunchConfig { grid: [1, 1, 1], block: [32, 1, 1], dynamic_shared_bytes: 0 }
+}
+
+impl Ours {
+    fn new(spec: Option<&str>) -> tegragpu::Result<Ours> {
+        let dev = Device::open(spec)?;
+        let m = dev.load_module(cubin_for(&dev))?;
+        let empty = m.kernel("empty_kernel")?;
+        let q = dev.create_queue(QueueKind::Compute)?;
+        let sig = dev.create_signal(0)?;
+        Ok(Ours { dev, q, empty, _m: m, sig, next: 0 })
+    }
+    fn launch_wait(&mut self) -> tegragpu::Result<()> {
+        self.next += 1;
+        self.q.launch(&self.empty, &one(), &[])?;
+        self.q.signal(&self.sig, self.next)?;
+        self.q.submit()?;
+        self.sig.wait(self.next, TO)
+    }
+    fn signal_wait(&mut self) -> tegragpu::Result<()> {
+        self.next += 1;
+        self.q.signal(&self.sig, self.next)?;
+        self.q.submit()?;
+        self.sig.wait(self.next, TO)
+    }
+}
+
+fn bench_ours(o: &Opts, rows: &mut Vec<Row>, cuda: &mut Option<cuda::Cuda>) -> tegragpu::Result<()> {
+    let mut ours = Ours::new(o.device.as_deref())?;
+    let info = ours.dev.info().clone();
+    eprintln!(
+        "device: {} (sm_{}{}, {} SMs, {}backend {:?}, driver {})",
+        info.name,
+        info.sm_major,
+        info.sm_minor,
+        info.sm_count,
+        if info.emulated { "EMULATED, " } else { "" },
+        info.backend,
+        info.driver_version
+    );
+    let reps = if o.quick { 200 } else { 2000 };
+    let burst = if o.quick { 1000 } else { 10_000 };
+
+    // 1. Launch + wait latency.
+    for _ in 0..50 {
+        ours.launch_wait()?;
+    }
+    let mut lat = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t = Instant::now();
+        ours.launch_wait()?;
+        lat.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    let mut c50 = None;
+    if let Some(c) = cuda.as_mut() {
+        let mut v = c.launch_latency(reps);
+        if !v.is_empty() {
+            c50 = Some(percentile(&mut v, 0.5));
+        }
+    }
+    let p50 = percentile(&mut lat, 0.5);
+    let p99 = percentile(&mut lat, 0.99);
+    rows.push(Row { name: "empty launch + wait, p50", unit: "us", ours: p50, cuda: c50, target: Some(("<= 0.5x", 0.5)), lower_is_better: true });
+    rows.push(Row { name: "empty launch + wait, p99", unit: "us", ours: p99, cuda: c50, target: Some(("<= cuda p50", 1.0)), lower_is_better: true });
+
+    // 2. Floor: a host semaphore release round trip with no kernel.
+    let mut fl = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t = Instant::now();
+        ours.signal_wait()?;
+        fl.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    rows.push(Row { name: "floor: signal only + wait, p50", unit: "us", ours: percentile(&mut fl, 0.5), cuda: None, target: None, lower_is_better: true });
+
+    // 3. CPU cost of record + submit, back to back.
+    ours.dev.synchronize(TO)?;
+    let t = Instant::now();
+    for _ in 0..burst {
+        ours.q.launch(&ours.empty, &one(), &[])?;
+        ours.q.submit()?;
+    }
+    let cpu_us = t.elapsed().as_secs_f64() * 1e6 / burst as f64;
+    ours.dev.synchronize(TO)?;
+    let cuda_cpu = cuda.as_mut().map(|c| c.launch_cpu_cost(burst));
+    rows.push(Row { name: "CPU cost per launch (record+submit)", unit: "us", ours: cpu_us, cuda: cuda_cpu.flatten(), target: Some(("<= 0.1x", 0.1)), lower_is_better: true });
+
+    // 4. Wall time for back-to-back dependent launches until the last completes.
+    let t = Instant::now();
+    for _ in 0..burst {
+        ours.q.launch(&ours.empty, &one(), &[])?;
+    }
+    ours.next += 1;
+    ours.q.signal(&ours.sig, ours.next)?;
+    ours.q.submit()?;
+    ours.sig.wait(ours.next, 60 * TO)?;
+    let wall_ms = t.elapsed().as_secs_f64() * 1e3;
+    let cuda_wall = cuda.as_mut().and_then(|c| c.dependent_wall(burst));
+    rows.push(Row { name: "back-to-back launches, wall until last done", unit: "ms", ours: wall_ms, cuda: cuda_wall, target: Some(("<= 1x", 1.0)), lower_is_better: true });
+
+    // 5. Copy bandwidth.
+    let sizes: &[u64] = if o.quick || info.emulated { &[64 << 20] } else { &[64 << 20, 1 << 30] };
+    let mut cq = ours.dev.create_queue(QueueKind::Copy)?;
+    let csig = ours.dev.create_signal(0)?;
+    let mut cv = 0;
+    for &size in sizes {
+        let flags = MemFlags::default();
+        let a = ours.dev.alloc(size, flags)?;
+        let b = ours.dev.alloc(size, flags)?;
+        let iters = if info.emulated { 3 } else { 20 };
+        let mut best = f64::MAX;
+        for _ in 0..iters {
+            let t = Instant::now();
+            cq.copy(&b, 0, &a, 0, size)?;
+            cv += 1;
+            cq.signal(&csig, cv)?;
+            cq.submit()?;
+            csig.wait(cv, 60 * TO)?;
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        let gbs = size as f64 / best / 1e9;
+        let cgbs = cuda.as_mut().and_then(|c| c.copy_bandwidth(size, iters));
+        rows.push(Row {
+            name: if size == 64 << 20 { "D2D copy 64 MiB (copy engine)" } else { "D2D copy 1 GiB (copy engine)" },
+            unit: "GB/s",
+            ours: gbs,
+            cuda: cgbs,
+            target: Some((">= 0.95x", 0.95)),
+            lower_is_better: false,
+        });
+    }
+
+    // 6. Allocate + free 256 MiB.
+    let n = if o.quick { 5 } else { 20 };
+    let mut v = Vec::new();
+    for _ in 0..n {
+        let t = Instant::now();
+        let b = ours.dev.alloc(256 << 20, MemFlags::default())?;
+        drop(b);
+        v.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    let calloc = cuda.as_mut().and_then(|c| c.alloc_free(256 << 20, n));
+    rows.push(Row { name: "alloc + free 256 MiB, p50", unit: "us", ours: percentile(&mut v, 0.5), cuda: calloc, target: Some(("<= 1x", 1.0)), lower_is_better: true });
+    Ok(())
+}
+
+fn main() {
+    let o = match parse_args() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("tegragpu-bench: {e}");
+            std::process::exit(2)
+        }
+    };
+    if let Some(n) = o.record_only {
+        let r = (|| -> tegragpu::Result<()> {
+            let mut ours = Ours::new(o.device.as_deref().or(Some("emu")))?;
+            for _ in 0..n {
+                ours.q.launch(&ours.empty, &one(), &[])?;
+                ours.q.submit()?;
+            }
+            ours.dev.synchronize(60 * TO)
+        })();
+        if let Err(e) = r {
+            eprintln!("tegragpu-bench: {e}");
+            std::process::exit(1)
+        }
+        return;
+    }
+    let mut cuda = if o.cuda && o.device.as_deref() != Some("emu") { cuda::Cuda::load() } else { None };
+    eprintln!("libcuda: {}", if cuda.is_some() { "loaded, measured in the same run" } else { "not present (our numbers only)" });
+    let mut rows = Vec::new();
+    if let Err(e) = bench_ours(&o, &mut rows, &mut cuda) {
+        eprintln!("tegragpu-bench: {e}");
+        std::process::exit(1)
+    }
+    print_rows(&rows, o.json);
+}
+
+fn print_rows(rows: &[Row], json: bool) {
+    if json {
+        let items: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                let ratio = r.cuda.map(|c| r.ours / c);
+                format!(
+                    "{{\"name\":\"{}\",\"unit\":\"{}\",\"ours\":{:.4},\"libcuda\":{},\"ratio\":{},\"target\":{},\"pass\":{}}}",
+                    r.name,
+                    r.unit,
+                    r.ours,
+                    r.cuda.map(|c| format!("{c:.4}")).unwrap_or("null".into()),
+                    ratio.map(|x| format!("{x:.4}")).unwrap_or("null".into()),
+                    r.target.map(|t| format!("\"{}\"", t.0)).unwrap_or("null".into()),
+                    pass(r).map(|p| p.to_string()).unwrap_or("null".into())
+                )
+            })
+            .collect();
+        println!("[{}]", items.join(",\n "));
+        return;
+    }
+    println!("{:<46} {:>12} {:>12} {:>8} {:>12} {:>6}", "benchmark", "tegragpu", "libcuda", "ratio", "target", "result");
+    for r in rows {
+        let c = r.cuda.map(|c| format!("{c:.3}")).unwrap_or("-".into());
+        let ratio = r.cuda.map(|c| format!("{:.3}", r.ours / c)).unwrap_or("-".into());
+        let res = match pass(r) {
+            Some(true) => "pass",
+            Some(false) => "MISS",
+            None => "-",
+        };
+        println!(
+            "{:<46} {:>12} {:>12} {:>8} {:>12} {:>6}",
+            format!("{} [{}]", r.name, r.unit),
+            format!("{:.3}", r.ours),
+            c,
+            ratio,
+            r.target.map(|t| t.0).unwrap_or("-"),
+            res
+        );
+    }
+}
+
+fn pass(r: &Row) -> Option<bool> {
+    let (c, (_, lim)) = (r.cuda?, r.target?);
+    let ratio = r.ours / c;
+    Some(if r.lower_is_better { ratio <= lim } else { ratio >= lim })
+}
+
+/// libcuda, loaded at run time. Only the calls the benchmarks need.
+mod cuda {
+    use libloading::{Library, Symbol};
+    use std::ffi::c_void;
+    use std::time::Instant;
+
+    type CUresult = i32;
+    type CUdevice = i32;
+    type CUcontext = *mut c_void;
+    type CUmodule = *mut c_void;
+    type CUfunction = *mut c_void;
+    type CUstream = *mut c_void;
+    type CUevent = *mut c_void;
+    type CUdeviceptr = u64;
+
+    pub struct Cuda {
+        _lib: Library,
+        ctx: CUcontext,
+        func: CUfunction,
+        stream: CUstream,
+        launch: unsafe extern "C" fn(CUfunction, u32, u32, u32, u32, u32, u32, u32, CUstream, *mut *mut c_void, *mut *mut c_void) -> CUresult,
+        sync: unsafe extern "C" fn(CUstream) -> CUresult,
+        alloc: unsafe extern "C" fn(*mut CUdeviceptr, usize) -> CUresult,
+        free: unsafe extern "C" fn(CUdeviceptr) -> CUresult,
+        dtod: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize, CUstream) -> CUresult,
+        ev_create: unsafe extern "C" fn(*mut CUevent, u32) -> CUresult,
+        ev_record: unsafe extern "C" fn(CUevent, CUstream) -> CUresult,
+        ev_sync: unsafe extern "C" fn(CUevent) -> CUresult,
+        ev_elapsed: unsafe extern "C" fn(*mut f32, CUevent, CUevent) -> CUresult,
+    }
+
+    unsafe fn sym<T: Copy>(lib: &Library, name: &[u8]) -> Option<T> {
+        let s: Symbol<T> = lib.get(name).ok()?;
+        Some(*s)
+    }
+
+    impl Cuda {
+        /// Load libcuda and set up a context, the fixture module and a stream; None if absent or failing.
+        pub fn load() -> Option<Cuda> {
+            // SAFETY: calling the CUDA driver API with the documented signatures.
+            unsafe {
+                let lib = Library::new("libcuda.so.1").or_else(|_| Library::new("libcuda.so")).ok()?;
+                let init: unsafe extern "C" fn(u32) -> CUresult = sym(&lib, b"cuInit\0")?;
+                let dev_get: unsafe extern "C" fn(*mut CUdevice, i32) -> CUresult = sym(&lib, b"cuDeviceGet\0")?;
+                let retain: unsafe extern "C" fn(*mut CUcontext, CUdevice) -> CUresult = sym(&lib, b"cuDevicePrimaryCtxRetain\0")?;
+                let set: unsafe extern "C" fn(CUcontext) -> CUresult = sym(&lib, b"cuCtxSetCurrent\0")?;
+                let mload: unsafe extern "C" fn(*mut CUmodule, *const c_void) -> CUresult = sym(&lib, b"cuModuleLoadData\0")?;
+                let getf: unsafe extern "C" fn(*mut CUfunction, CUmodule, *const i8) -> CUresult = sym(&lib, b"cuModuleGetFunction\0")?;
+                let screate: unsafe extern "C" fn(*mut CUstream, u32) -> CUresult = sym(&lib, b"cuStreamCreate\0")?;
+                let attr: unsafe extern "C" fn(*mut i32, i32, CUdevice) -> CUresult = sym(&lib, b"cuDeviceGetAttribute\0")?;
+                if init(0) != 0 {
+                    return None;
+                }
+                let mut d = 0;
+                if dev_get(&mut d, 0) != 0 {
+                    return None;
+                }
+                let (mut maj, mut min) = (0, 0);
+                attr(&mut maj, 75, d);
+                attr(&mut min, 76, d);
+                let mut ctx = std::ptr::null_mut();
+                if retain(&mut ctx, d) != 0 || set(ctx) != 0 {
+                    return None;
+                }
+                let image = if maj >= 9 { super::CUBIN_SM90 } else { super::CUBIN_SM87 };
+                let mut m = std::ptr::null_mut();
+                if mload(&mut m, image.as_ptr() as *const c_void) != 0 {
+                    eprintln!("libcuda: cuModuleLoadData failed for sm_{maj}{min}");
+                    return None;
+                }
+                let mut f = std::ptr::null_mut();
+                if getf(&mut f, m, b"empty_kernel\0".as_ptr() as *const i8) != 0 {
+                    return None;
+                }
+                let mut stream = std::ptr::null_mut();
+                if screate(&mut stream, 1) != 0 {
+                    return None;
+                }
+                Some(Cuda {
+                    ctx,
+                    func: f,
+                    stream,
+                    launch: sym(&lib, b"cuLaunchKernel\0")?,
+                    sync: sym(&lib, b"cuStreamSynchronize\0")?,
+                    alloc: sym(&lib, b"cuMemAlloc_v2\0")?,
+                    free: sym(&lib, b"cuMemFree_v2\0")?,
+                    dtod: sym(&lib, b"cuMemcpyDtoDAsync_v2\0")?,
+                    ev_create: sym(&lib, b"cuEventCreate\0")?,
+                    ev_record: sym(&lib, b"cuEventRecord\0")?,
+                    ev_sync: sym(&lib, b"cuEventSynchronize\0")?,
+                    ev_elapsed: sym(&lib, b"cuEventElapsedTime\0")?,
+                    _lib: lib,
+                })
+            }
+        }
+
+        unsafe fn go(&self) -> bool {
+            (self.launch)(self.func, 1, 1, 1, 32, 1, 1, 0, self.stream, std::ptr::null_mut(), std::ptr::null_mut()) == 0
+        }
+
+        pub fn launch_latency(&mut self, reps: usize) -> Vec<f64> {
+            let _ = self.ctx;
+            let mut v = Vec::with_capacity(reps);
+            // SAFETY: valid function and stream from load().
+            unsafe {
+                for _ in 0..50 {
+                    self.go();
+                    (self.sync)(self.stream);
+                }
+                for _ in 0..reps {
+                    let t = Instant::now();
+                    if !self.go() || (self.sync)(self.stream) != 0 {
+                        return Vec::new();
+                    }
+                    v.push(t.elapsed().as_secs_f64() * 1e6);
+                }
+            }
+            v
+        }
+
+        pub fn launch_cpu_cost(&mut self, n: usize) -> Option<f64> {
+            // SAFETY: as above.
+            unsafe {
+                (self.sync)(self.stream);
+                let t = Instant::now();
+                for _ in 0..n {
+                    if !self.go() {
+                        return None;
+                    }
+                }
+                let us = t.elapsed().as_secs_f64() * 1e6 / n as f64;
+                (self.sync)(self.stream);
+                Some(us)
+            }
+        }
+
+        pub fn dependent_wall(&mut self, n: usize) -> Option<f64> {
+            // SAFETY: as above.
+            unsafe {
+                (self.sync)(self.stream);
+                let t = Instant::now();
+                for _ in 0..n {
+                    if !self.go() {
+                        return None;
+                    }
+                }
+                (self.sync)(self.stream);
+                Some(t.elapsed().as_secs_f64() * 1e3)
+            }
+        }
+
+        pub fn copy_bandwidth(&mut self, size: u64, iters: usize) -> Option<f64> {
+            // SAFETY: device allocations of `size` bytes, freed before returning.
+            unsafe {
+                let (mut a, mut b) = (0u64, 0u64);
+                if (self.alloc)(&mut a, size as usize) != 0 || (self.alloc)(&mut b, size as usize) != 0 {
+                    return None;
+                }
+                let (mut e0, mut e1) = (std::ptr::null_mut(), std::ptr::null_mut());
+                (self.ev_create)(&mut e0, 0);
+                (self.ev_create)(&mut e1, 0);
+                let mut best = f64::MAX;
+                for _ in 0..iters {
+                    (self.ev_record)(e0, self.stream);
+                    (self.dtod)(b, a, size as usize, self.stream);
+                    (self.ev_record)(e1, self.stream);
+                    (self.ev_sync)(e1);
+                    let mut ms = 0f32;
+                    (self.ev_elapsed)(&mut ms, e0, e1);
+                    best = best.min(ms as f64 / 1e3);
+                }
+                (self.free)(a);
+                (self.free)(b);
+                Some(size as f64 / best / 1e9)
+            }
+        }
+
+        pub fn alloc_free(&mut self, size: u64, n: usize) -> Option<f64> {
+            let mut v = Vec::new();
+            // SAFETY: allocation immediately freed.
+            unsafe {
+                for _ in 0..n {
+                    let t = Instant::now();
+                    let mut p = 0u64;
+                    if (self.alloc)(&mut p, size as usize) != 0 {
+                        return None;
+                    }
+                    (self.free)(p);
+                    v.push(t.elapsed().as_secs_f64() * 1e6);
+                }
+            }
+            Some(super::percentile(&mut v, 0.5))
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn _unused(_: Duration) {}

@@ -118,7 +118,7 @@ impl Device {
     /// Wrap an opened backend.
     pub fn from_backend(backend: Box<dyn Backend>) -> Result<Device> {
         let info = backend.info().clone();
-        let arch = crate::hw::arch::arch_for_compute_class(info.compute_class).ok_or_else(|| {
+        let arch = crate::hw::arch::arch_for_device(info.compute_class, info.backend == BackendKind::Nvgpu).ok_or_else(|| {
             Error::new(
                 Status::NotSupported,
                 format!("compute class {:#x} of {} is not in the architecture table", info.compute_class, info.name),
@@ -300,14 +300,13 @@ impl Device {
     /// Make sure the local-memory backing store fits `per_thread` bytes per thread.
     /// Growing it waits for all queues to go idle first (a kernel in flight may be using it).
     pub(crate) fn ensure_local_memory(&self, per_thread: u32) -> Result<()> {
-        let mut lm = self.inner.local.lock();
+        let lm = self.inner.local.lock();
         if lm.buf.is_some() && lm.per_thread >= per_thread {
             return Ok(());
         }
         let info = &self.inner.info;
-        let per_thread = per_thread.max(crate::hw::local_mem::MIN_PER_THREAD);
-        let bytes_per_tpc = crate::hw::local_mem::bytes_per_tpc(per_thread, info.warps_per_sm, info.sm_per_tpc);
-        let size = crate::hw::local_mem::backing_size(bytes_per_tpc, info.max_tpc_per_gpc, info.max_gpc_count);
+        let bytes_per_tpc = crate::hw::local_mem::bytes_per_tpc(per_thread, info.warps_per_sm, info.sm_per_tpc)?;
+        let size = crate::hw::local_mem::backing_size(bytes_per_tpc, info.max_tpc_per_gpc, info.max_gpc_count)?;
         drop(lm);
         self.synchronize(DEFAULT_TIMEOUT_NS)?;
         let new = self.inner.backend.alloc(size, MemFlags { zeroed: false, ..Default::default() })?;

@@ -107,10 +107,10 @@ impl Module {
         let k = &kernels[index];
         let dev = &self.inner.dev;
         let base = self.inner.image.as_ref().map(|a| a.gpu_va).unwrap_or(0);
-        let lm_per_thread = crate::hw::local_mem::lm_per_thread(k.local_bytes_per_thread);
+        let lm_per_thread = crate::hw::local_mem::lm_per_thread(k.local_bytes_per_thread)?;
         dev.ensure_local_memory(lm_per_thread)?;
-        let max_smem = dev.arch().max_shared_per_block;
-        let static_total = cubin::shared_total(k, 0, dev.info().sm_major);
+        let max_smem = max_shared_per_block(dev.arch());
+        let static_total = cubin::shared_memory_total(k, 0, dev.info().sm_major);
         let attrs = KernelAttributes {
             name: k.name.clone(),
             params: k.params.iter().map(|p| ParamAttr { offset: p.offset, size: p.size }).collect(),
@@ -163,4 +163,11 @@ impl Kernel {
     pub fn device(&self) -> &Device {
         &self.module.dev
     }
+}
+
+/// Largest shared memory one block may use: the largest carveout less the 1 KiB the hardware
+/// reserves per CTA.
+pub(crate) fn max_shared_per_block(arch: &crate::hw::arch::ArchInfo) -> u32 {
+    let kib = arch.smem_carveouts_kib.iter().copied().max().unwrap_or(48);
+    (kib * 1024).saturating_sub(crate::cubin::SHARED_RESERVED_BYTES)
 }

@@ -199,7 +199,7 @@ impl Queue {
         let karg = it.next();
         // SAFETY: the channel's ring, USERD and doorbell pointers live as long as the channel,
         // which the track (owned by this queue) keeps alive.
-        let ring = unsafe { GpRing::new(raw.gpfifo, raw.entries, raw.userd, raw.doorbell, raw.token) };
+        let ring = unsafe { GpRing::new(raw.gpfifo, raw.entries, raw.userd as *mut u8, raw.doorbell, raw.token, if kind == QueueKind::Compute { "compute queue GPFIFO" } else { "copy queue GPFIFO" })? };
         dev.register_queue(&track);
         let mut q = Queue {
             dev: dev.clone(),
@@ -264,7 +264,7 @@ impl Queue {
         // SAFETY: the ring is CPU-mapped, `cap` dwords long, and [pos, pos + MAX_CMD_DW) is
         // free (ensure_cmd_space): the GPU no longer reads it.
         let slice = unsafe { std::slice::from_raw_parts_mut((self.cmd.alloc.cpu as *mut u32).add(pos), MAX_CMD_DW as usize) };
-        let mut pb = PushBuf::new(slice);
+        let mut pb = PushBuf::for_arch(slice, self.dev.arch());
         f(&mut pb)?;
         self.cmd.head += pb.len() as u64;
         Ok(())
@@ -369,7 +369,7 @@ impl Queue {
         let pos = self.cmd.pos() as usize;
         // SAFETY: SUBMIT_RESERVE_DW dwords at the head are always free and contiguous.
         let slice = unsafe { std::slice::from_raw_parts_mut((self.cmd.alloc.cpu as *mut u32).add(pos), SUBMIT_RESERVE_DW as usize) };
-        let mut pb = PushBuf::new(slice);
+        let mut pb = PushBuf::for_arch(slice, self.dev.arch());
         pb.host_sem_release(tl, value, true, true, true)?;
         self.cmd.head += pb.len() as u64;
         self.close_segment()?;
@@ -482,21 +482,21 @@ impl Queue {
         // SAFETY: [karg_off, karg_off + cb_size) was just reserved in the CPU-mapped ring.
         let cb = unsafe { std::slice::from_raw_parts_mut(karg.alloc.cpu.add(karg_off), cb_size as usize) };
         let dev_info = self.dev.info();
-        let shared_total = crate::cubin::shared_total(info, cfg.dynamic_shared_bytes, dev_info.sm_major);
+        let shared_total = crate::cubin::shared_memory_total(info, cfg.dynamic_shared_bytes, dev_info.sm_major);
         let p = crate::hw::cbank0::Cbank0Params {
             block: cfg.block,
             grid: cfg.grid,
             shared_window: dev_info.shared_window,
             local_window: dev_info.local_window,
-            dynamic_shared_bytes: cfg.dynamic_shared_bytes,
-            shared_total_bytes: shared_total,
+            dynamic_smem_bytes: cfg.dynamic_shared_bytes,
+            aggr_smem_bytes: shared_total,
             sm_count: dev_info.sm_count,
             param_base: info.param_base,
             params: &[],
         };
         crate::hw::cbank0::build_cbank0(arch, cb, &p)?;
         write_params(&mut cb[param_base as usize..param_base as usize + info.param_bytes as usize])?;
-        let (min, max, target) = crate::hw::qmd::smem_config(arch, shared_total)?;
+        let smem_config = crate::hw::qmd::smem_config(arch, shared_total)?;
         let mut desc = crate::hw::qmd::LaunchDesc {
             program_va: kernel.program_va,
             grid: cfg.grid,
@@ -504,11 +504,9 @@ impl Queue {
             register_count: info.register_count,
             barrier_count: info.barrier_count,
             shared_memory_bytes: shared_total,
-            smem_config_min: min,
-            smem_config_max: max,
-            smem_config_target: target,
+            smem_config,
             local_memory_per_thread: kernel.lm_per_thread,
-            sass_version: arch.sass_version(dev_info.sm_major, dev_info.sm_minor),
+            sass_version: arch.sass_version,
             ..Default::default()
         };
         desc.cbanks[0] = Some((karg_va, cb_size as u32));

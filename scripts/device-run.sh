@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs on the device machine (H100/H200, driver 580): the contract suite and kernel tests on the
+# RM backend, every C example, the Python tests, tegragpu-info and tegragpu-bench. Every step has
+# a timeout; results go to stdout and $OUT (when set).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+D=.device
+export TEGRAGPU_TEST_DEVICE=rm TEGRAGPU_DEVICE=rm
+export LD_LIBRARY_PATH="$PWD/$D/lib:${LD_LIBRARY_PATH:-}"
+export TEGRAGPU_LIBRARY="$PWD/$D/lib/libtegragpu.so.0"
+log=${OUT:-/tmp}/device-run.log
+pass=0; fail=0
+step() { # name, timeout, command...
+  local name=$1 t=$2; shift 2
+  echo "=== $name"
+  if timeout -k 5 "$t" "$@"; then echo "--- PASS $name"; pass=$((pass+1)); else echo "--- FAIL $name (rc=$?)"; fail=$((fail+1)); fi
+}
+{
+  date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+  step info 60 "$D/bin/tegragpu-info"
+  for t in ${TESTS:-contract kernels}; do
+    step "rust:$t" 300 "$D/tests/$t" --test-threads=1
+  done
+  if [ -d "$D/c" ]; then
+    for ex in device_info vector_add saxpy matmul memcpy_bandwidth launch_latency; do
+      [ -x "$D/c/$ex" ] && step "c:$ex" 120 "$D/c/$ex" rm
+    done
+  fi
+  if [ -d python/tests ]; then
+    step python 300 python3 -m pytest -q python/tests
+  fi
+  [ -n "${BENCH:-}" ] && step bench 300 "$D/bin/tegragpu-bench" --device rm
+  echo "SUMMARY: $pass passed, $fail failed"
+} 2>&1 | tee "$log"

@@ -1,0 +1,362 @@
+//! Bounds-checked reading of the ELF64 little-endian structures a cubin uses: the file header,
+//! section headers, symbols and REL/RELA entries. Every accessor returns an
+//! [`Error`](crate::Error) with status `InvalidCubin` instead of panicking.
+
+use crate::error::{Error, Result, Status};
+
+/// `e_machine` of CUDA objects (EM_CUDA).
+pub const EM_CUDA: u16 = 190;
+/// `EI_OSABI` of old-style (ABI version 7) cubins: SM in `e_flags` bits 7:0.
+pub const ELFOSABI_CUDA: u8 = 0x33;
+/// `EI_OSABI` of new-style (ABI version 8, CUDA ≥ 12.8 for sm_100+) cubins: SM in bits 15:8.
+pub const ELFOSABI_CUDA_V2: u8 = 0x41;
+
+pub const SHT_NULL: u32 = 0;
+pub const SHT_PROGBITS: u32 = 1;
+pub const SHT_SYMTAB: u32 = 2;
+pub const SHT_STRTAB: u32 = 3;
+pub const SHT_RELA: u32 = 4;
+pub const SHT_NOBITS: u32 = 8;
+pub const SHT_REL: u32 = 9;
+/// `SHT_CUDA_INFO` (`.nv.info`, `.nv.info.<fn>`).
+pub const SHT_CUDA_INFO: u32 = 0x7000_0000;
+
+pub const STT_FUNC: u8 = 2;
+/// `st_other` bit marking a kernel entry point (STO_CUDA_ENTRY).
+pub const STO_CUDA_ENTRY: u8 = 0x10;
+pub const SHN_UNDEF: u16 = 0;
+pub const SHN_LORESERVE: u16 = 0xff00;
+pub const SHN_ABS: u16 = 0xfff1;
+
+const EHDR_SIZE: usize = 64;
+const SHDR_SIZE: usize = 64;
+const SYM_SIZE: usize = 24;
+
+pub(crate) fn bad(msg: impl Into<String>) -> Error {
+    Error::new(Status::InvalidCubin, msg)
+}
+
+/// Bounds-checked slice `data[off..off+len]`, with `what` naming the structure in errors.
+pub(crate) fn slice<'a>(
+    data: &'a [u8],
+    off: u64,
+    len: u64,
+    what: &dyn Fn() -> String,
+) -> Result<&'a [u8]> {
+    let end = off.checked_add(len);
+    match end {
+        Some(end) if end <= data.len() as u64 => Ok(&data[off as usize..end as usize]),
+        _ => Err(bad(format!(
+            "{}: bytes {off:#x}+{len:#x} lie outside the {:#x}-byte buffer",
+            what(),
+            data.len()
+        ))),
+    }
+}
+
+pub(crate) fn rd_u16(b: &[u8], off: usize) -> Option<u16> {
+    b.get(off..off.checked_add(2)?)
+        .map(|s| u16::from_le_bytes([s[0], s[1]]))
+}
+pub(crate) fn rd_u32(b: &[u8], off: usize) -> Option<u32> {
+    b.get(off..off.checked_add(4)?)
+        .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+}
+pub(crate) fn rd_u64(b: &[u8], off: usize) -> Option<u64> {
+    let s = b.get(off..off.checked_add(8)?)?;
+    let mut a = [0u8; 8];
+    a.copy_from_slice(s);
+    Some(u64::from_le_bytes(a))
+}
+
+/// The fields of the ELF file header a cubin loader needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Header {
+    pub osabi: u8,
+    pub abi_version: u8,
+    pub e_type: u16,
+    pub e_machine: u16,
+    pub e_flags: u32,
+    pub e_shoff: u64,
+    pub e_shnum: u16,
+    pub e_shstrndx: u16,
+}
+
+/// One section header (`Elf64_Shdr`).
+#[derive(Debug, Clone, Copy)]
+pub struct Shdr {
+    pub sh_name: u32,
+    pub sh_type: u32,
+    pub sh_flags: u64,
+    pub sh_offset: u64,
+    pub sh_size: u64,
+    pub sh_link: u32,
+    pub sh_info: u32,
+    pub sh_addralign: u64,
+    pub sh_entsize: u64,
+}
+
+/// One symbol (`Elf64_Sym`).
+#[derive(Debug, Clone, Copy)]
+pub struct Sym {
+    pub st_name: u32,
+    pub st_info: u8,
+    pub st_other: u8,
+    pub st_shndx: u16,
+    pub st_value: u64,
+    pub st_size: u64,
+}
+
+/// One relocation (`Elf64_Rel` with addend 0, or `Elf64_Rela`).
+#[derive(Debug, Clone, Copy)]
+pub struct Rel {
+    pub r_offset: u64,
+    pub r_sym: u32,
+    pub r_type: u32,
+    pub r_addend: i64,
+}
+
+/// A parsed ELF64 LE file: header plus validated section table.
+pub struct Elf<'a> {
+    pub data: &'a [u8],
+    pub header: Header,
+    pub sections: Vec<Shdr>,
+    shstrtab: &'a [u8],
+}
+
+impl<'a> Elf<'a> {
+    /// Parse the header and the section table. Checks the magic, class, byte order, machine,
+    /// that the section table and every section with file contents lie inside `data`, and the
+    /// section-name string table.
+    pub fn parse(data: &'a [u8]) -> Result<Self> {
+        if data.len() < EHDR_SIZE {
+            return Err(bad(format!(
+                "cubin is {} bytes, shorter than the 64-byte ELF64 header",
+                data.len()
+            )));
+        }
+        if data[0..4] != [0x7f, b'E', b'L', b'F'] {
+            return Err(bad(format!(
+                "not an ELF file: magic {:02x} {:02x} {:02x} {:02x}, expected 7f 45 4c 46",
+                data[0], data[1], data[2], data[3]
+            )));
+        }
+        if data[4] != 2 {
+            return Err(bad(format!("ELF class {} is not ELFCLASS64 (2)", data[4])));
+        }
+        if data[5] != 1 {
+            return Err(bad(format!(
+                "ELF data encoding {} is not ELFDATA2LSB (1)",
+                data[5]
+            )));
+        }
+        let h = |off| rd_u16(data, off).unwrap_or(0);
+        let header = Header {
+            osabi: data[7],
+            abi_version: data[8],
+            e_type: h(16),
+            e_machine: h(18),
+            e_flags: rd_u32(data, 48).unwrap_or(0),
+            e_shoff: rd_u64(data, 40).unwrap_or(0),
+            e_shnum: h(60),
+            e_shstrndx: h(62),
+        };
+        if header.e_machine != EM_CUDA {
+            return Err(bad(format!(
+                "e_machine {} is not EM_CUDA ({EM_CUDA}); this is not a CUDA cubin",
+                header.e_machine
+            )));
+        }
+        let shentsize = h(58);
+        if shentsize as usize != SHDR_SIZE {
+            return Err(bad(format!("e_shentsize {shentsize} is not {SHDR_SIZE}")));
+        }
+        if header.e_shnum == 0 {
+            return Err(bad(format!(
+                "e_shnum is 0 (e_shoff {:#x}): no sections, or an extended section count, \
+                 which cubins do not use",
+                header.e_shoff
+            )));
+        }
+        let table = slice(
+            data,
+            header.e_shoff,
+            header.e_shnum as u64 * SHDR_SIZE as u64,
+            &|| {
+                format!(
+                    "section header table (e_shoff {:#x}, e_shnum {})",
+                    header.e_shoff, header.e_shnum
+                )
+            },
+        )?;
+        let mut sections = Vec::with_capacity(header.e_shnum as usize);
+        for i in 0..header.e_shnum as usize {
+            let b = &table[i * SHDR_SIZE..(i + 1) * SHDR_SIZE];
+            let s = Shdr {
+                sh_name: rd_u32(b, 0).unwrap_or(0),
+                sh_type: rd_u32(b, 4).unwrap_or(0),
+                sh_flags: rd_u64(b, 8).unwrap_or(0),
+                sh_offset: rd_u64(b, 24).unwrap_or(0),
+                sh_size: rd_u64(b, 32).unwrap_or(0),
+                sh_link: rd_u32(b, 40).unwrap_or(0),
+                sh_info: rd_u32(b, 44).unwrap_or(0),
+                sh_addralign: rd_u64(b, 48).unwrap_or(0),
+                sh_entsize: rd_u64(b, 56).unwrap_or(0),
+            };
+            if s.sh_type != SHT_NULL && s.sh_type != SHT_NOBITS {
+                slice(data, s.sh_offset, s.sh_size, &|| {
+                    format!("section {i} contents")
+                })?;
+            }
+            sections.push(s);
+        }
+        let si = header.e_shstrndx as usize;
+        let shstr = sections.get(si).copied().ok_or_else(|| {
+            bad(format!(
+                "e_shstrndx {si} is not a section (e_shnum {})",
+                header.e_shnum
+            ))
+        })?;
+        if shstr.sh_type != SHT_STRTAB {
+            return Err(bad(format!(
+                "e_shstrndx {si} names a section of type {:#x}, not SHT_STRTAB",
+                shstr.sh_type
+            )));
+        }
+        let shstrtab = slice(data, shstr.sh_offset, shstr.sh_size, &|| {
+            "section name table".into()
+        })?;
+        Ok(Elf {
+            data,
+            header,
+            sections,
+            shstrtab,
+        })
+    }
+
+    /// The section header at `idx`.
+    pub fn section(&self, idx: usize) -> Result<&Shdr> {
+        self.sections.get(idx).ok_or_else(|| {
+            bad(format!(
+                "section index {idx} out of range (e_shnum {})",
+                self.sections.len()
+            ))
+        })
+    }
+
+    /// The name of section `idx`.
+    pub fn section_name(&self, idx: usize) -> Result<&'a str> {
+        let s = self.section(idx)?;
+        cstr(self.shstrtab, s.sh_name as u64)
+            .map_err(|e| bad(format!("name of section {idx}: {e}")))
+    }
+
+    /// The file contents of section `idx` (empty for NOBITS).
+    pub fn section_data(&self, idx: usize) -> Result<&'a [u8]> {
+        let s = *self.section(idx)?;
+        if s.sh_type == SHT_NOBITS || s.sh_type == SHT_NULL {
+            return Ok(&[]);
+        }
+        slice(self.data, s.sh_offset, s.sh_size, &|| {
+            format!("section {idx} contents")
+        })
+    }
+
+    /// All symbols of the symbol table at section `symtab_idx`, with its string table.
+    pub fn symbols(&self, symtab_idx: usize) -> Result<(Vec<Sym>, &'a [u8])> {
+        let s = *self.section(symtab_idx)?;
+        if s.sh_type != SHT_SYMTAB {
+            return Err(bad(format!(
+                "section {symtab_idx} ({}) has type {:#x}, expected SHT_SYMTAB",
+                self.section_name(symtab_idx).unwrap_or("?"),
+                s.sh_type
+            )));
+        }
+        if s.sh_entsize != SYM_SIZE as u64 || s.sh_size % SYM_SIZE as u64 != 0 {
+            return Err(bad(format!(
+                "symbol table section {symtab_idx}: sh_entsize {} / sh_size {:#x} do not describe \
+                 {SYM_SIZE}-byte entries",
+                s.sh_entsize, s.sh_size
+            )));
+        }
+        let data = self.section_data(symtab_idx)?;
+        let strtab_idx = s.sh_link as usize;
+        let st = *self.section(strtab_idx)?;
+        if st.sh_type != SHT_STRTAB {
+            return Err(bad(format!(
+                "symbol table's sh_link {strtab_idx} is not a SHT_STRTAB section"
+            )));
+        }
+        let strtab = self.section_data(strtab_idx)?;
+        let syms = data
+            .chunks_exact(SYM_SIZE)
+            .map(|b| Sym {
+                st_name: rd_u32(b, 0).unwrap_or(0),
+                st_info: b[4],
+                st_other: b[5],
+                st_shndx: rd_u16(b, 6).unwrap_or(0),
+                st_value: rd_u64(b, 8).unwrap_or(0),
+                st_size: rd_u64(b, 16).unwrap_or(0),
+            })
+            .collect();
+        Ok((syms, strtab))
+    }
+
+    /// The entries of a SHT_REL or SHT_RELA section (REL entries get addend 0).
+    pub fn relocations(&self, idx: usize) -> Result<Vec<Rel>> {
+        let s = *self.section(idx)?;
+        let (size, rela) = match s.sh_type {
+            SHT_REL => (16usize, false),
+            SHT_RELA => (24usize, true),
+            t => {
+                return Err(bad(format!(
+                    "section {idx} has type {t:#x}, not SHT_REL/SHT_RELA"
+                )))
+            }
+        };
+        if s.sh_size % size as u64 != 0 || (s.sh_entsize != 0 && s.sh_entsize != size as u64) {
+            return Err(bad(format!(
+                "relocation section {idx} ({}): sh_size {:#x} / sh_entsize {} do not describe \
+                 {size}-byte entries",
+                self.section_name(idx).unwrap_or("?"),
+                s.sh_size,
+                s.sh_entsize
+            )));
+        }
+        let data = self.section_data(idx)?;
+        Ok(data
+            .chunks_exact(size)
+            .map(|b| {
+                let info = rd_u64(b, 8).unwrap_or(0);
+                Rel {
+                    r_offset: rd_u64(b, 0).unwrap_or(0),
+                    r_sym: (info >> 32) as u32,
+                    r_type: info as u32,
+                    r_addend: if rela {
+                        rd_u64(b, 16).unwrap_or(0) as i64
+                    } else {
+                        0
+                    },
+                }
+            })
+            .collect())
+    }
+}
+
+/// The NUL-terminated UTF-8 string at `off` in `table`.
+pub fn cstr(table: &[u8], off: u64) -> std::result::Result<&str, String> {
+    let rest = usize::try_from(off)
+        .ok()
+        .and_then(|o| table.get(o..))
+        .ok_or_else(|| {
+            format!(
+                "string offset {off:#x} outside the {:#x}-byte string table",
+                table.len()
+            )
+        })?;
+    let end = rest
+        .iter()
+        .position(|&c| c == 0)
+        .ok_or_else(|| format!("string at offset {off:#x} is not NUL-terminated"))?;
+    std::str::from_utf8(&rest[..end]).map_err(|_| format!("string at offset {off:#x} is not UTF-8"))
+}

@@ -1,0 +1,270 @@
+//! GPFIFO entries and the ring that feeds them to Host (gpu-programming-interface.md §1.3–§1.6).
+//!
+//! GP entry format (`NV_PPBDMA_GP_ENTRY`, 64 bits): 0 FETCH, 31:2 GET (PB address 31:2),
+//! 39:32 GET_HI, 41 LEVEL, 62:42 LENGTH (dwords), 63 SYNC.
+//!
+//! **LEVEL choice:** [`gp_entry`] sets LEVEL = SUBROUTINE (bit 41), as tinygrad does on Orin and
+//! H200 and as nvgpu's own `gm20b_pbdma_format_gpfifo_entry` does; it only means Host does not
+//! update TOP_LEVEL_GET, which nothing here reads. [`gp_entry_level`] lets a caller choose.
+
+use crate::error::{Error, Result, Status};
+use crate::hw::method::NVC56F_USERD_GP_PUT;
+use std::sync::atomic::{compiler_fence, fence, Ordering};
+use std::time::{Duration, Instant};
+
+/// Bytes per GP entry.
+pub const GP_ENTRY_SIZE: usize = 8;
+/// GP entry LEVEL bit (SUBROUTINE).
+pub const GP_ENTRY_LEVEL_SUBROUTINE: u64 = 1 << 41;
+/// GP entry SYNC bit (wait for the previous segment to be fully processed by Host).
+pub const GP_ENTRY_SYNC_WAIT: u64 = 1 << 63;
+/// Shift of the GP entry LENGTH field.
+pub const GP_ENTRY_LENGTH_SHIFT: u32 = 42;
+/// Largest pushbuffer segment length in dwords (21-bit field).
+pub const GP_ENTRY_MAX_LENGTH: u32 = (1 << 21) - 1;
+/// Pushbuffers must lie below 2^40 (GET/GET_HI = 40 bits on c56f/c76f).
+pub const GP_ENTRY_VA_LIMIT: u64 = 1 << 40;
+
+/// GP entry for a pushbuffer segment with an explicit LEVEL (`subroutine` = bit 41).
+pub fn gp_entry_level(pb_va: u64, len_dwords: u32, sync: bool, subroutine: bool) -> Result<u64> {
+    let end = pb_va.checked_add(u64::from(len_dwords) * 4);
+    if pb_va & 3 != 0
+        || len_dwords == 0
+        || len_dwords > GP_ENTRY_MAX_LENGTH
+        || !matches!(end, Some(e) if e <= GP_ENTRY_VA_LIMIT)
+    {
+        return Err(Error::invalid(format!(
+            "hw::gpfifo::gp_entry(pb_va={pb_va:#x}, len_dwords={len_dwords}): the pushbuffer must be 4-byte aligned, \
+             below 2^40, and 1..={GP_ENTRY_MAX_LENGTH} dwords long"
+        )));
+    }
+    let mut e = pb_va | (u64::from(len_dwords) << GP_ENTRY_LENGTH_SHIFT);
+    if subroutine {
+        e |= GP_ENTRY_LEVEL_SUBROUTINE;
+    }
+    if sync {
+        e |= GP_ENTRY_SYNC_WAIT;
+    }
+    Ok(e)
+}
+
+/// GP entry for a pushbuffer segment at `pb_va` of `len_dwords` dwords (LEVEL = SUBROUTINE).
+pub fn gp_entry(pb_va: u64, len_dwords: u32, sync: bool) -> Result<u64> {
+    gp_entry_level(pb_va, len_dwords, sync, true)
+}
+
+/// Spins of the full-ring wait before it starts sleeping.
+const SPIN_POLLS: u32 = 2000;
+/// Sleep between polls once spinning is over.
+const POLL_SLEEP: Duration = Duration::from_micros(50);
+
+/// Store barrier before GP_PUT: makes the pushbuffer and GP entry visible to the GPU first.
+#[inline(always)]
+fn store_barrier() {
+    compiler_fence(Ordering::Release);
+    fence(Ordering::Release);
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: a barrier instruction; no memory or register effects beyond ordering.
+    unsafe {
+        std::arch::asm!("dsb st", options(nostack, preserves_flags));
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SFENCE has no preconditions; it orders write-combined stores.
+    unsafe {
+        std::arch::x86_64::_mm_sfence();
+    }
+}
+
+/// Full barrier between GP_PUT and the doorbell.
+#[inline(always)]
+fn full_barrier() {
+    compiler_fence(Ordering::SeqCst);
+    fence(Ordering::SeqCst);
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: a barrier instruction; no memory or register effects beyond ordering.
+    unsafe {
+        std::arch::asm!("dsb sy", options(nostack, preserves_flags));
+    }
+}
+
+/// A GPFIFO ring: the entries, the channel's USERD and its doorbell.
+///
+/// One slot is always left empty, so `put == get` means empty. `push` writes entries and never
+/// overwrites one the GPU has not consumed; `kick` publishes them (GP_PUT + doorbell).
+#[derive(Debug)]
+pub struct GpRing {
+    ring: *mut u64,
+    entries: u32,
+    mask: u32,
+    put: u32,
+    last_get: u32,
+    userd: *mut u8,
+    doorbell: *mut u32,
+    token: u32,
+    label: &'static str,
+}
+
+// SAFETY: the pointers refer to mappings the creator guarantees stay valid for the ring's life
+// (see `GpRing::new`); the ring is used through `&mut self`, so there is no unsynchronized
+// sharing.
+unsafe impl Send for GpRing {}
+
+impl GpRing {
+    /// Create the ring state. `entries` must be a power of two >= 2.
+    ///
+    /// # Safety
+    /// `ring` must point to `entries` writable, 8-byte aligned u64s; `userd` to at least 0x90
+    /// writable bytes (4-byte aligned) of the channel's USERD; `doorbell` to the writable,
+    /// 4-byte aligned doorbell word (usermode base + 0x90). All must stay valid while the
+    /// `GpRing` exists, and nothing else may write the ring entries or GP_PUT.
+    pub unsafe fn new(
+        ring: *mut u64,
+        entries: u32,
+        userd: *mut u8,
+        doorbell: *mut u32,
+        token: u32,
+        label: &'static str,
+    ) -> Result<GpRing> {
+        if ring.is_null()
+            || userd.is_null()
+            || doorbell.is_null()
+            || !entries.is_power_of_two()
+            || entries < 2
+            || (ring as usize) % 8 != 0
+            || (userd as usize) % 4 != 0
+            || (doorbell as usize) % 4 != 0
+        {
+            return Err(Error::invalid(format!(
+                "hw::gpfifo::GpRing::new({label}: ring={ring:p}, entries={entries}, userd={userd:p}, doorbell={doorbell:p}): \
+                 pointers must be non-null and aligned, entries a power of two >= 2"
+            )));
+        }
+        Ok(GpRing {
+            ring,
+            entries,
+            mask: entries - 1,
+            put: 0,
+            last_get: 0,
+            userd,
+            doorbell,
+            token,
+            label,
+        })
+    }
+
+    /// Number of entries (power of two).
+    pub fn entries(&self) -> u32 {
+        self.entries
+    }
+    /// Index of the next entry to be written (the GP_PUT value the next `kick` publishes).
+    pub fn put(&self) -> u32 {
+        self.put
+    }
+    /// The ring's label (for messages).
+    pub fn label(&self) -> &'static str {
+        self.label
+    }
+    /// Start over at `put` (e.g. after the channel was re-created with GP_GET = GP_PUT = `put`).
+    pub fn reset(&mut self, put: u32) {
+        self.put = put & self.mask;
+        self.last_get = self.put;
+    }
+
+    /// Free slots given the GPU's `gp_get` (an index below `entries`; larger values count as
+    /// "no room"). One slot always stays empty.
+    pub fn free_slots(&self, gp_get: u32) -> u32 {
+        if gp_get >= self.entries {
+            return 0;
+        }
+        let used = self.put.wrapping_sub(gp_get) & self.mask;
+        self.entries - 1 - used
+    }
+
+    /// Read GP_GET from USERD (byte 0x88). It may be stale (a lower bound of the GPU's progress).
+    pub fn userd_gp_get(&self) -> u32 {
+        // SAFETY: `new`'s contract: userd points to >= 0x90 readable, 4-aligned bytes.
+        unsafe {
+            std::ptr::read_volatile(
+                self.userd.add(crate::hw::method::NVC56F_USERD_GP_GET) as *const u32
+            )
+        }
+    }
+
+    /// Write `entry` at the next slot. When the ring is full, polls `progress` (which returns
+    /// the GPU's GP_GET) — spinning first, then sleeping briefly — until a slot frees, failing
+    /// with `Status::Timeout` after `timeout_ns`. Never overwrites an unconsumed entry and never
+    /// kicks.
+    pub fn push(
+        &mut self,
+        entry: u64,
+        progress: &mut dyn FnMut() -> Result<u32>,
+        timeout_ns: u64,
+    ) -> Result<()> {
+        if self.free_slots(self.last_get) == 0 {
+            self.wait_for_slot(progress, timeout_ns)?;
+        }
+        // SAFETY: put < entries and `new`'s contract makes ring[0..entries) writable.
+        unsafe { std::ptr::write_volatile(self.ring.add(self.put as usize), entry) };
+        self.put = (self.put + 1) & self.mask;
+        Ok(())
+    }
+
+    #[cold]
+    fn wait_for_slot(
+        &mut self,
+        progress: &mut dyn FnMut() -> Result<u32>,
+        timeout_ns: u64,
+    ) -> Result<()> {
+        let start = Instant::now();
+        let mut polls: u32 = 0;
+        loop {
+            let get = progress()?;
+            if get >= self.entries {
+                return Err(Error::new(
+                    Status::DeviceFault,
+                    format!(
+                        "hw::gpfifo::GpRing::push({}): GP_GET {get} is out of range (entries {})",
+                        self.label, self.entries
+                    ),
+                ));
+            }
+            self.last_get = get;
+            if self.free_slots(get) > 0 {
+                return Ok(());
+            }
+            let waited = start.elapsed();
+            if waited.as_nanos() >= u128::from(timeout_ns) {
+                return Err(Error::new(
+                    Status::Timeout,
+                    format!(
+                        "hw::gpfifo::GpRing::push({}): ring full for {} ns (put={}, gp_get={get}, entries={})",
+                        self.label,
+                        waited.as_nanos(),
+                        self.put,
+                        self.entries
+                    ),
+                ));
+            }
+            if polls < SPIN_POLLS {
+                polls += 1;
+                std::hint::spin_loop();
+            } else {
+                let left = Duration::from_nanos(timeout_ns).saturating_sub(waited);
+                std::thread::sleep(POLL_SLEEP.min(left));
+            }
+        }
+    }
+
+    /// Publish the entries written since the last kick: store barrier, volatile GP_PUT (USERD
+    /// byte 0x8C), full barrier, volatile write of the work-submit token to the doorbell.
+    pub fn kick(&mut self) {
+        store_barrier();
+        // SAFETY: `new`'s contract: userd has >= 0x90 writable, 4-aligned bytes.
+        unsafe {
+            std::ptr::write_volatile(self.userd.add(NVC56F_USERD_GP_PUT) as *mut u32, self.put)
+        };
+        full_barrier();
+        // SAFETY: `new`'s contract: doorbell is a writable, aligned u32.
+        unsafe { std::ptr::write_volatile(self.doorbell, self.token) };
+    }
+}

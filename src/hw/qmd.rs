@@ -1,0 +1,719 @@
+//! QMD (Queue Meta Data) encoders: V03_00 (Ampere/Ada), V04_00 (Hopper), V05_00 (Blackwell).
+//!
+//! Every encoder zeroes the output first and writes only the fields a CUDA cubin launch needs
+//! (gpu-programming-interface.md §4; rm-kernel-interface.md §4.2). Field positions are flat bit
+//! numbers `MW(hi:lo)` over the QMD viewed as little-endian dwords, as in `clc7c0qmd.h`,
+//! `clcbc0qmd.h` and `clcdc0qmd.h`. Encoding does not allocate; only the error path formats a
+//! message.
+//!
+//! Recipes:
+//! - V03: tinygrad's (major 3, minor 0, SM_GLOBAL_CACHING_ENABLE, QMD_GROUP_ID 0x3f,
+//!   API_VISIBLE_CALL_LIMIT NO_CHECK, SAMPLER_INDEX 1, cache invalidates from
+//!   [`LaunchDesc::invalidate_caches`], CWD_MEMBAR_TYPE L1_SYSMEMBAR), with cbank sizes correctly
+//!   `>> 4`.
+//! - V04: the recipe verified on an H200 (QMD_TYPE GRID_CTA, major 4, API_VISIBLE_CALL_LIMIT
+//!   NO_CHECK, SAMPLER_INDEX 0, cbank addresses `>> 6`), plus the same invalidates/membar.
+//! - V05: **unverified** on hardware; fields from `clcdc0qmd.h` (program address `>> 4`, shared
+//!   size `>> 7`, local size `>> 4`, 8-bit block z, QMD_TYPE GRID_CTA, QMD_GROUP_ID 0x3f,
+//!   SAMPLER_INDEX 1 as tinygrad writes and a public CUDA-captured V05 QMD shows).
+
+use crate::error::{Error, Result, Status};
+use crate::hw::arch::{ArchInfo, QmdVersion};
+
+/// Bits of [`LaunchDesc::invalidate_caches`]: INVALIDATE_TEXTURE_HEADER_CACHE.
+pub const INVALIDATE_TEXTURE_HEADER_CACHE: u8 = 1 << 0;
+/// INVALIDATE_TEXTURE_SAMPLER_CACHE.
+pub const INVALIDATE_TEXTURE_SAMPLER_CACHE: u8 = 1 << 1;
+/// INVALIDATE_TEXTURE_DATA_CACHE.
+pub const INVALIDATE_TEXTURE_DATA_CACHE: u8 = 1 << 2;
+/// INVALIDATE_SHADER_DATA_CACHE.
+pub const INVALIDATE_SHADER_DATA_CACHE: u8 = 1 << 3;
+/// INVALIDATE_INSTRUCTION_CACHE.
+pub const INVALIDATE_INSTRUCTION_CACHE: u8 = 1 << 4;
+/// INVALIDATE_SHADER_CONSTANT_CACHE.
+pub const INVALIDATE_SHADER_CONSTANT_CACHE: u8 = 1 << 5;
+/// tinygrad's set: texture header, sampler, data and shader data.
+pub const INVALIDATE_TINYGRAD: u8 = 0x0F;
+
+/// QMD_GROUP_ID written by V03 and V05 (tinygrad).
+pub const QMD_GROUP_ID_DEFAULT: u32 = 0x3F;
+/// QMD_TYPE GRID_CTA (V04/V05).
+pub const QMD_TYPE_GRID_CTA: u32 = 2;
+/// DEPENDENT_QMD ACTION QMD_SCHEDULE.
+pub const DEPENDENT_QMD_ACTION_QMD_SCHEDULE: u32 = 1;
+/// CWD_MEMBAR_TYPE L1_NONE.
+pub const CWD_MEMBAR_TYPE_L1_NONE: u32 = 0;
+/// CWD_MEMBAR_TYPE L1_SYSMEMBAR.
+pub const CWD_MEMBAR_TYPE_L1_SYSMEMBAR: u32 = 1;
+/// RELEASE STRUCTURE_SIZE FOUR_WORDS (payload + timestamp).
+pub const RELEASE_STRUCTURE_SIZE_FOUR_WORDS: u32 = 0;
+/// RELEASE STRUCTURE_SIZE ONE_WORD.
+pub const RELEASE_STRUCTURE_SIZE_ONE_WORD: u32 = 1;
+/// RELEASE STRUCTURE_SIZE TWO_WORDS.
+pub const RELEASE_STRUCTURE_SIZE_TWO_WORDS: u32 = 2;
+
+/// SM shared-memory configuration field values (`carveout_KiB / 4 + 1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SmemConfig {
+    /// MIN_SM_CONFIG_SHARED_MEM_SIZE.
+    pub min: u32,
+    /// MAX_SM_CONFIG_SHARED_MEM_SIZE.
+    pub max: u32,
+    /// TARGET_SM_CONFIG_SHARED_MEM_SIZE.
+    pub target: u32,
+}
+
+/// Encode a carveout in KiB as an SM config field value: `kib / 4 + 1`.
+pub const fn smem_config_value(kib: u32) -> u32 {
+    kib / 4 + 1
+}
+
+/// Pick the SM shared-memory configuration for a launch using `bytes` of shared memory
+/// (including the 1 KiB reserve): `min = target` = the smallest legal carveout of `arch` that holds
+/// `bytes`, `max` = the larger of that and `arch.smem_default_max_kib`.
+pub fn smem_config(arch: &ArchInfo, bytes: u32) -> Result<SmemConfig> {
+    let need_kib = bytes.div_ceil(1024);
+    let Some(&kib) = arch.smem_carveouts_kib.iter().find(|&&k| k >= need_kib) else {
+        return Err(Error::new(
+            Status::InvalidLaunch,
+            format!(
+                "hw::qmd::smem_config({}): {bytes} bytes of shared memory exceed the largest carveout ({} KiB)",
+                arch.name,
+                arch.max_carveout_kib()
+            ),
+        ));
+    };
+    let target = smem_config_value(kib);
+    let max = smem_config_value(kib.max(arch.smem_default_max_kib));
+    Ok(SmemConfig {
+        min: target,
+        max,
+        target,
+    })
+}
+
+/// A QMD release (semaphore written when the grid completes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QmdRelease {
+    /// Semaphore address (16-aligned with `timestamp`, 8 with `payload64`, else 4).
+    pub va: u64,
+    /// Payload (must fit 32 bits unless `payload64`).
+    pub payload: u64,
+    /// PAYLOAD64B.
+    pub payload64: bool,
+    /// STRUCTURE_SIZE FOUR_WORDS (payload + timestamp); otherwise TWO_WORDS (64-bit) or ONE_WORD.
+    pub timestamp: bool,
+    /// RELEASE_MEMBAR_TYPE FE_SYSMEMBAR (make the grid's writes visible before the release).
+    pub membar_sys: bool,
+}
+
+impl QmdRelease {
+    /// A 64-bit release without timestamp, with FE_SYSMEMBAR.
+    pub const fn new(va: u64, payload: u64) -> QmdRelease {
+        QmdRelease {
+            va,
+            payload,
+            payload64: true,
+            timestamp: false,
+            membar_sys: true,
+        }
+    }
+}
+
+/// Everything the QMD of one launch needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchDesc {
+    /// VA of `.text.<fn>` (16-byte aligned).
+    pub program_va: u64,
+    /// Code bytes, for PROGRAM_PREFETCH_SIZE (`min(bytes >> 8, 0x1ff)`); 0 = no prefetch size.
+    pub program_prefetch_bytes: u32,
+    /// Grid dims (x up to 2^31-1, y and z up to 65535).
+    pub grid: [u32; 3],
+    /// Block dims (x, y up to 1024, z up to 64, product up to 1024).
+    pub block: [u32; 3],
+    /// Registers per thread (EIATTR_REGCOUNT), at most 255.
+    pub register_count: u32,
+    /// Named barriers (from `.text` sh_flags bits 26:20), at most 16.
+    pub barrier_count: u32,
+    /// SHARED_MEMORY_SIZE in bytes (§6.9; includes the 1 KiB reserve).
+    pub shared_memory_bytes: u32,
+    /// SM shared-memory config ([`smem_config`]).
+    pub smem_config: SmemConfig,
+    /// SHADER_LOCAL_MEMORY_HIGH_SIZE: per-thread local bytes ([`crate::hw::local_mem::lm_per_thread`]).
+    pub local_memory_per_thread: u32,
+    /// Constant banks: `(va, size_bytes)`. V04/V05 need `va` 64-byte aligned; sizes up to 64 KiB.
+    pub cbanks: [Option<(u64, u32)>; 8],
+    /// CONSTANT_BUFFER_INVALIDATE(i) for each bit i (bit 0: cbank0 is recycled per launch).
+    pub cbank_invalidate_mask: u8,
+    /// Release slot 0.
+    pub release: Option<QmdRelease>,
+    /// DEPENDENT_QMD0: schedule this QMD (VA, 256-aligned, < 2^40) when this grid completes.
+    pub dependent_qmd: Option<u64>,
+    /// INVALIDATE_*_CACHE bits ([`INVALIDATE_TINYGRAD`] etc.).
+    pub invalidate_caches: u8,
+    /// SASS_VERSION (0x87 Orin, 0x90 Hopper).
+    pub sass_version: u8,
+    /// CWD_MEMBAR_TYPE L1_SYSMEMBAR at grid end (else L1_NONE).
+    pub cwd_membar_sysmembar: bool,
+}
+
+impl Default for LaunchDesc {
+    fn default() -> Self {
+        LaunchDesc {
+            program_va: 0,
+            program_prefetch_bytes: 0,
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            register_count: 0,
+            barrier_count: 0,
+            shared_memory_bytes: 0,
+            smem_config: SmemConfig::default(),
+            local_memory_per_thread: 0,
+            cbanks: [None; 8],
+            cbank_invalidate_mask: 1,
+            release: None,
+            dependent_qmd: None,
+            invalidate_caches: INVALIDATE_TINYGRAD,
+            sass_version: 0,
+            cwd_membar_sysmembar: true,
+        }
+    }
+}
+
+/// A field `MW(hi:lo)` (flat bit numbers; always inside one dword).
+type F = (u32, u32);
+
+#[derive(Clone, Copy)]
+struct Layout {
+    name: &'static str,
+    dwords: usize,
+    major: u32,
+    group_id: F,
+    group_id_value: u32,
+    qmd_type: Option<F>,
+    sm_global_caching: Option<F>,
+    invalidate_lo: u32,
+    api_visible_call_limit: F,
+    sampler_index: F,
+    sampler_index_value: u32,
+    minor: F,
+    major_f: F,
+    cwd_membar: F,
+    grid: [F; 3],
+    block: [F; 3],
+    register_count: F,
+    barrier_count: F,
+    smem: F,
+    smem_shift: u32,
+    smem_min: F,
+    smem_max: F,
+    smem_target: F,
+    slm_high: F,
+    slm_shift: u32,
+    prog_lo: F,
+    prog_hi: F,
+    prog_shift: u32,
+    prefetch_lo: F,
+    prefetch_hi: F,
+    prefetch_size: F,
+    sass: F,
+    cb_valid: u32,
+    cb_invalidate: u32,
+    cb_flag_stride: u32,
+    cb_addr_lo: F,
+    cb_addr_hi: F,
+    cb_size: F,
+    cb_addr_shift: u32,
+    rel_enable: F,
+    rel_structure: F,
+    rel_membar: F,
+    rel_payload64: F,
+    rel_addr_lo: F,
+    rel_addr_hi: F,
+    rel_payload_lo: F,
+    rel_payload_hi: F,
+    dep_enable: F,
+    dep_action: F,
+    dep_prefetch: F,
+    dep_pointer: F,
+}
+
+const V03: Layout = Layout {
+    name: "encode_v03",
+    dwords: 64,
+    major: 3,
+    group_id: (133, 128),
+    group_id_value: QMD_GROUP_ID_DEFAULT,
+    qmd_type: None,
+    sm_global_caching: Some((134, 134)),
+    invalidate_lo: 186,
+    api_visible_call_limit: (378, 378),
+    sampler_index: (382, 382),
+    sampler_index_value: 1,
+    minor: (579, 576),
+    major_f: (583, 580),
+    cwd_membar: (369, 368),
+    grid: [(415, 384), (431, 416), (463, 448)],
+    block: [(607, 592), (623, 608), (639, 624)],
+    register_count: (656, 648),
+    barrier_count: (767, 763),
+    smem: (561, 544),
+    smem_shift: 0,
+    smem_min: (567, 562),
+    smem_max: (574, 569),
+    smem_target: (662, 657),
+    slm_high: (1623, 1600),
+    slm_shift: 0,
+    prog_lo: (1567, 1536),
+    prog_hi: (1584, 1568),
+    prog_shift: 0,
+    prefetch_lo: (287, 256),
+    prefetch_hi: (1640, 1632),
+    prefetch_size: (1649, 1641),
+    sass: (1663, 1656),
+    cb_valid: 640,
+    cb_invalidate: 1074,
+    cb_flag_stride: 0, // V03: valid bits are 640+i, invalidate bits 1074+64i (handled below)
+    cb_addr_lo: (1055, 1024),
+    cb_addr_hi: (1072, 1056),
+    cb_size: (1087, 1075),
+    cb_addr_shift: 0,
+    rel_enable: (823, 823),
+    rel_structure: (831, 830),
+    rel_membar: (819, 819),
+    rel_payload64: (829, 829),
+    rel_addr_lo: (799, 768),
+    rel_addr_hi: (807, 800),
+    rel_payload_lo: (863, 832),
+    rel_payload_hi: (895, 864),
+    dep_enable: (512, 512),
+    dep_action: (515, 513),
+    dep_prefetch: (516, 516),
+    dep_pointer: (511, 480),
+};
+
+const V04: Layout = Layout {
+    name: "encode_v04",
+    dwords: 96,
+    major: 4,
+    group_id: (21, 16),
+    group_id_value: 0,
+    qmd_type: Some((25, 23)),
+    sm_global_caching: None,
+    invalidate_lo: 602,
+    api_visible_call_limit: (568, 568),
+    sampler_index: (569, 569),
+    sampler_index_value: 0,
+    minor: (579, 576),
+    major_f: (583, 580),
+    cwd_membar: (1137, 1136),
+    grid: [(1055, 1024), (1071, 1056), (1103, 1088)],
+    block: [(1167, 1152), (1183, 1168), (1199, 1184)],
+    register_count: (1208, 1200),
+    barrier_count: (1215, 1211),
+    smem: (601, 584),
+    smem_shift: 0,
+    smem_min: (613, 608),
+    smem_max: (619, 614),
+    smem_target: (625, 620),
+    slm_high: (567, 544),
+    slm_shift: 0,
+    prog_lo: (1247, 1216),
+    prog_hi: (1272, 1248),
+    prog_shift: 0,
+    prefetch_lo: (1375, 1344),
+    prefetch_hi: (1392, 1376),
+    prefetch_size: (1401, 1393),
+    sass: (543, 536),
+    cb_valid: 416,
+    cb_invalidate: 419,
+    cb_flag_stride: 4,
+    cb_addr_lo: (1567, 1536),
+    cb_addr_hi: (1586, 1568),
+    cb_size: (1599, 1587),
+    cb_addr_shift: 6,
+    rel_enable: (320, 320),
+    rel_structure: (322, 321),
+    rel_membar: (323, 323),
+    rel_payload64: (332, 332),
+    rel_addr_lo: (671, 640),
+    rel_addr_hi: (696, 672),
+    rel_payload_lo: (735, 704),
+    rel_payload_hi: (767, 736),
+    dep_enable: (368, 368),
+    dep_action: (371, 369),
+    dep_prefetch: (372, 372),
+    dep_pointer: (479, 448),
+};
+
+const V05: Layout = Layout {
+    name: "encode_v05",
+    dwords: 96,
+    major: 5,
+    group_id: (149, 144),
+    group_id_value: QMD_GROUP_ID_DEFAULT,
+    qmd_type: Some((153, 151)),
+    sm_global_caching: None,
+    invalidate_lo: 472,
+    api_visible_call_limit: (456, 456),
+    sampler_index: (457, 457),
+    sampler_index_value: 1,
+    minor: (467, 464),
+    major_f: (471, 468),
+    cwd_membar: (625, 624),
+    grid: [(1279, 1248), (1295, 1280), (1327, 1312)],
+    block: [(1103, 1088), (1119, 1104), (1127, 1120)],
+    register_count: (1136, 1128),
+    barrier_count: (1141, 1137),
+    smem: (1162, 1152),
+    smem_shift: 7,
+    smem_min: (1168, 1163),
+    smem_max: (1174, 1169),
+    smem_target: (1180, 1175),
+    slm_high: (1215, 1200),
+    slm_shift: 4,
+    prog_lo: (1055, 1024),
+    prog_hi: (1076, 1056),
+    prog_shift: 4,
+    prefetch_lo: (1919, 1888),
+    prefetch_hi: (1936, 1920),
+    prefetch_size: (1085, 1077),
+    sass: (455, 448),
+    cb_valid: 1856,
+    cb_invalidate: 1859,
+    cb_flag_stride: 4,
+    cb_addr_lo: (1375, 1344),
+    cb_addr_hi: (1394, 1376),
+    cb_size: (1407, 1395),
+    cb_addr_shift: 6,
+    rel_enable: (288, 288),
+    rel_structure: (290, 289),
+    rel_membar: (291, 291),
+    rel_payload64: (300, 300),
+    rel_addr_lo: (511, 480),
+    rel_addr_hi: (536, 512),
+    rel_payload_lo: (575, 544),
+    rel_payload_hi: (607, 576),
+    dep_enable: (336, 336),
+    dep_action: (339, 337),
+    dep_prefetch: (340, 340),
+    dep_pointer: (415, 384),
+};
+
+#[inline(always)]
+const fn width(f: F) -> u32 {
+    f.0 - f.1 + 1
+}
+
+#[inline(always)]
+fn fits(v: u64, bits: u32) -> bool {
+    bits >= 64 || v >> bits == 0
+}
+
+/// Set field `f` to `v` (already validated to fit).
+#[inline(always)]
+fn put(q: &mut [u32], f: F, v: u32) {
+    let w = width(f);
+    let mask = if w >= 32 { u32::MAX } else { (1u32 << w) - 1 };
+    let sh = f.1 % 32;
+    if let Some(d) = q.get_mut((f.1 / 32) as usize) {
+        *d = (*d & !(mask << sh)) | ((v & mask) << sh);
+    }
+}
+
+#[cold]
+fn bad(l: &Layout, msg: std::fmt::Arguments<'_>) -> Error {
+    Error::new(Status::InvalidLaunch, format!("hw::qmd::{}: {msg}", l.name))
+}
+
+/// Split a (shifted) address into a 32-bit lower part and an upper part of `hi_bits`, or fail.
+#[inline(always)]
+fn split(v: u64, hi_bits: u32) -> Option<(u32, u32)> {
+    if fits(v, 32 + hi_bits) {
+        Some((v as u32, (v >> 32) as u32))
+    } else {
+        None
+    }
+}
+
+fn encode(l: &Layout, d: &LaunchDesc, q: &mut [u32]) -> Result<()> {
+    if q.len() < l.dwords {
+        return Err(bad(
+            l,
+            format_args!("output has {} dwords, the QMD needs {}", q.len(), l.dwords),
+        ));
+    }
+    let q = &mut q[..l.dwords];
+    q.fill(0);
+
+    // --- validation -------------------------------------------------------------------------
+    let [gx, gy, gz] = d.grid;
+    if gx == 0 || gy == 0 || gz == 0 || gx > 0x7FFF_FFFF || gy > 0xFFFF || gz > 0xFFFF {
+        return Err(bad(
+            l,
+            format_args!(
+                "grid {:?}: each dim must be >= 1, x <= 2^31-1, y and z <= 65535",
+                d.grid
+            ),
+        ));
+    }
+    let [bx, by, bz] = d.block;
+    let threads = u64::from(bx)
+        .saturating_mul(u64::from(by))
+        .saturating_mul(u64::from(bz));
+    if bx == 0 || by == 0 || bz == 0 || bx > 1024 || by > 1024 || bz > 64 || threads > 1024 {
+        return Err(bad(
+            l,
+            format_args!(
+                "block {:?}: each dim must be >= 1, x and y <= 1024, z <= 64, x*y*z <= 1024",
+                d.block
+            ),
+        ));
+    }
+    if d.register_count > 255 {
+        return Err(bad(
+            l,
+            format_args!("register_count {} exceeds 255", d.register_count),
+        ));
+    }
+    if d.barrier_count > 16 {
+        return Err(bad(
+            l,
+            format_args!("barrier_count {} exceeds 16", d.barrier_count),
+        ));
+    }
+    let smem = if l.smem_shift == 0 {
+        d.shared_memory_bytes
+    } else {
+        d.shared_memory_bytes.div_ceil(1 << l.smem_shift)
+    };
+    if !fits(u64::from(smem), width(l.smem)) {
+        return Err(bad(
+            l,
+            format_args!(
+                "shared_memory_bytes {:#x} does not fit SHARED_MEMORY_SIZE",
+                d.shared_memory_bytes
+            ),
+        ));
+    }
+    let c = d.smem_config;
+    let cw = width(l.smem_min);
+    if !fits(u64::from(c.min), cw) || !fits(u64::from(c.max), cw) || !fits(u64::from(c.target), cw)
+    {
+        return Err(bad(
+            l,
+            format_args!("smem_config {c:?}: values must fit {cw} bits"),
+        ));
+    }
+    let slm = if l.slm_shift == 0 {
+        d.local_memory_per_thread
+    } else {
+        d.local_memory_per_thread.div_ceil(1 << l.slm_shift)
+    };
+    if !fits(u64::from(slm), width(l.slm_high)) {
+        return Err(bad(
+            l,
+            format_args!(
+                "local_memory_per_thread {:#x} does not fit SHADER_LOCAL_MEMORY_HIGH_SIZE",
+                d.local_memory_per_thread
+            ),
+        ));
+    }
+    if d.program_va & 0xF != 0 {
+        return Err(bad(
+            l,
+            format_args!("program_va {:#x} is not 16-byte aligned", d.program_va),
+        ));
+    }
+    let Some((prog_lo, prog_hi)) = split(d.program_va >> l.prog_shift, width(l.prog_hi)) else {
+        return Err(bad(
+            l,
+            format_args!(
+                "program_va {:#x} exceeds the PROGRAM_ADDRESS field",
+                d.program_va
+            ),
+        ));
+    };
+    let Some((pf_lo, pf_hi)) = split(d.program_va >> 8, width(l.prefetch_hi)) else {
+        return Err(bad(
+            l,
+            format_args!(
+                "program_va {:#x} exceeds the PROGRAM_PREFETCH_ADDR field",
+                d.program_va
+            ),
+        ));
+    };
+
+    // --- header / constant recipe ------------------------------------------------------------
+    put(q, l.group_id, l.group_id_value);
+    if let Some(f) = l.qmd_type {
+        put(q, f, QMD_TYPE_GRID_CTA);
+    }
+    if let Some(f) = l.sm_global_caching {
+        put(q, f, 1);
+    }
+    for i in 0..6u32 {
+        if d.invalidate_caches & (1 << i) != 0 {
+            put(q, (l.invalidate_lo + i, l.invalidate_lo + i), 1);
+        }
+    }
+    put(q, l.api_visible_call_limit, 1);
+    put(q, l.sampler_index, l.sampler_index_value);
+    put(q, l.minor, 0);
+    put(q, l.major_f, l.major);
+    put(
+        q,
+        l.cwd_membar,
+        if d.cwd_membar_sysmembar {
+            CWD_MEMBAR_TYPE_L1_SYSMEMBAR
+        } else {
+            CWD_MEMBAR_TYPE_L1_NONE
+        },
+    );
+
+    // --- launch shape -----------------------------------------------------------------------
+    for i in 0..3 {
+        put(q, l.grid[i], d.grid[i]);
+        put(q, l.block[i], d.block[i]);
+    }
+    put(q, l.register_count, d.register_count);
+    put(q, l.barrier_count, d.barrier_count);
+    put(q, l.smem, smem);
+    put(q, l.smem_min, c.min);
+    put(q, l.smem_max, c.max);
+    put(q, l.smem_target, c.target);
+    put(q, l.slm_high, slm);
+    put(q, l.prog_lo, prog_lo);
+    put(q, l.prog_hi, prog_hi);
+    put(q, l.prefetch_lo, pf_lo);
+    put(q, l.prefetch_hi, pf_hi);
+    put(
+        q,
+        l.prefetch_size,
+        (d.program_prefetch_bytes >> 8).min(0x1FF),
+    );
+    put(q, l.sass, u32::from(d.sass_version));
+
+    // --- constant banks ---------------------------------------------------------------------
+    for (i, cb) in d.cbanks.iter().enumerate() {
+        let i32_ = i as u32;
+        let (valid_bit, inval_bit) = if l.cb_flag_stride == 0 {
+            (l.cb_valid + i32_, l.cb_invalidate + 64 * i32_)
+        } else {
+            (
+                l.cb_valid + l.cb_flag_stride * i32_,
+                l.cb_invalidate + l.cb_flag_stride * i32_,
+            )
+        };
+        if d.cbank_invalidate_mask & (1 << i) != 0 {
+            put(q, (inval_bit, inval_bit), 1);
+        }
+        let Some((va, size)) = *cb else { continue };
+        if size == 0 || size > 0x1_0000 {
+            return Err(bad(
+                l,
+                format_args!("cbank {i}: size {size:#x} must be 1..=0x10000 bytes"),
+            ));
+        }
+        let align = 1u64 << l.cb_addr_shift.max(4);
+        if va & (align - 1) != 0 {
+            return Err(bad(
+                l,
+                format_args!("cbank {i}: address {va:#x} is not {align}-byte aligned"),
+            ));
+        }
+        let Some((lo, hi)) = split(va >> l.cb_addr_shift, width(l.cb_addr_hi)) else {
+            return Err(bad(
+                l,
+                format_args!("cbank {i}: address {va:#x} exceeds the CONSTANT_BUFFER_ADDR field"),
+            ));
+        };
+        let o = 64 * i32_;
+        put(q, (valid_bit, valid_bit), 1);
+        put(q, (l.cb_addr_lo.0 + o, l.cb_addr_lo.1 + o), lo);
+        put(q, (l.cb_addr_hi.0 + o, l.cb_addr_hi.1 + o), hi);
+        put(q, (l.cb_size.0 + o, l.cb_size.1 + o), size.div_ceil(16));
+    }
+
+    // --- release slot 0 ---------------------------------------------------------------------
+    if let Some(r) = d.release {
+        let (structure, align) = if r.timestamp {
+            (RELEASE_STRUCTURE_SIZE_FOUR_WORDS, 16)
+        } else if r.payload64 {
+            (RELEASE_STRUCTURE_SIZE_TWO_WORDS, 8)
+        } else {
+            (RELEASE_STRUCTURE_SIZE_ONE_WORD, 4)
+        };
+        if r.va & (align - 1) != 0 {
+            return Err(bad(
+                l,
+                format_args!("release address {:#x} is not {align}-byte aligned", r.va),
+            ));
+        }
+        if !r.payload64 && r.payload > u64::from(u32::MAX) {
+            return Err(bad(
+                l,
+                format_args!("release payload {:#x} needs payload64", r.payload),
+            ));
+        }
+        let Some((lo, hi)) = split(r.va, width(l.rel_addr_hi)) else {
+            return Err(bad(
+                l,
+                format_args!(
+                    "release address {:#x} exceeds the RELEASE address field",
+                    r.va
+                ),
+            ));
+        };
+        put(q, l.rel_enable, 1);
+        put(q, l.rel_structure, structure);
+        put(q, l.rel_membar, u32::from(r.membar_sys));
+        put(q, l.rel_payload64, u32::from(r.payload64));
+        put(q, l.rel_addr_lo, lo);
+        put(q, l.rel_addr_hi, hi);
+        put(q, l.rel_payload_lo, r.payload as u32);
+        put(q, l.rel_payload_hi, (r.payload >> 32) as u32);
+    }
+
+    // --- dependent QMD ----------------------------------------------------------------------
+    if let Some(next) = d.dependent_qmd {
+        if next & 0xFF != 0 || !fits(next, 40) {
+            return Err(bad(
+                l,
+                format_args!("dependent_qmd {next:#x} must be 256-byte aligned and below 2^40"),
+            ));
+        }
+        put(q, l.dep_pointer, (next >> 8) as u32);
+        put(q, l.dep_enable, 1);
+        put(q, l.dep_action, DEPENDENT_QMD_ACTION_QMD_SCHEDULE);
+        put(q, l.dep_prefetch, 1);
+    }
+    Ok(())
+}
+
+/// Encode a QMD V03_00 (Ampere/Ada: c6c0, c7c0, c9c0).
+pub fn encode_v03(d: &LaunchDesc, out: &mut [u32; 64]) -> Result<()> {
+    encode(&V03, d, out)
+}
+
+/// Encode a QMD V04_00 (Hopper: cbc0). QMD_TYPE = GRID_CTA; cbank addresses must be 64-aligned.
+pub fn encode_v04(d: &LaunchDesc, out: &mut [u32; 96]) -> Result<()> {
+    encode(&V04, d, out)
+}
+
+/// Encode a QMD V05_00 (Blackwell: cdc0, cec0). **Unverified on hardware.**
+pub fn encode_v05(d: &LaunchDesc, out: &mut [u32; 96]) -> Result<()> {
+    encode(&V05, d, out)
+}
+
+/// Encode the QMD of `version` into the first `version.size_dwords()` dwords of `out` (the rest
+/// is untouched) and return that dword count.
+pub fn encode_qmd(version: QmdVersion, d: &LaunchDesc, out: &mut [u32]) -> Result<usize> {
+    let l = match version {
+        QmdVersion::V03 => &V03,
+        QmdVersion::V04 => &V04,
+        QmdVersion::V05 => &V05,
+    };
+    encode(l, d, out)?;
+    Ok(l.dwords)
+}

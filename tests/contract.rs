@@ -1,0 +1,329 @@
+//! The contract suite: the behaviour every backend must show (in the spirit of tinygrad's
+//! test_hcq.py), written against the core API. Runs on the emulated Orin in CI and on the H200
+//! through `TEGRAGPU_TEST_DEVICE=rm`.
+
+mod common;
+use common::*;
+use tegragpu::core::{QueueKind, Signal};
+use tegragpu::Status;
+
+fn read_u32(b: &tegragpu::core::Buffer, i: usize) -> u32 {
+    unsafe { std::ptr::read_volatile((b.cpu_ptr() as *const u32).add(i)) }
+}
+fn read_u64(b: &tegragpu::core::Buffer, i: usize) -> u64 {
+    unsafe { std::ptr::read_volatile((b.cpu_ptr() as *const u64).add(i)) }
+}
+
+#[test]
+fn signal_from_compute_and_copy_queues() {
+    let dev = device();
+    for kind in [QueueKind::Compute, QueueKind::Copy] {
+        let mut q = dev.create_queue(kind).unwrap();
+        let s = dev.create_signal(0).unwrap();
+        q.signal(&s, 1).unwrap();
+        q.submit().unwrap();
+        s.wait(1, 5 * SEC).unwrap();
+        assert_eq!(s.value(), 1);
+        assert_ne!(s.timestamp(), 0, "a GPU release writes a timestamp");
+        q.signal(&s, 7).unwrap();
+        q.submit().unwrap();
+        s.wait(7, 5 * SEC).unwrap();
+        assert_eq!(s.value(), 7);
+    }
+}
+
+#[test]
+fn gpu_wait_then_signal() {
+    let dev = device();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let a = dev.create_signal(0).unwrap();
+    let b = dev.create_signal(0).unwrap();
+    let mut q2 = dev.create_queue(QueueKind::Copy).unwrap();
+    q2.signal(&a, 3).unwrap();
+    q2.submit().unwrap();
+    q.wait(&a, 3).unwrap();
+    q.signal(&b, 4).unwrap();
+    q.submit().unwrap();
+    b.wait(4, 5 * SEC).unwrap();
+}
+
+#[test]
+fn wait_set_late_by_cpu() {
+    let dev = device();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let gate = dev.create_signal(0).unwrap();
+    let done = dev.create_signal(0).unwrap();
+    q.wait(&gate, 1).unwrap();
+    q.signal(&done, 1).unwrap();
+    q.submit().unwrap();
+    let e = done.wait(1, 50_000_000).unwrap_err();
+    assert_eq!(e.status, Status::Timeout, "must not pass the GPU wait before the CPU sets the gate: {e:?}");
+    assert_eq!(done.value(), 0);
+    gate.set(1);
+    done.wait(1, 5 * SEC).unwrap();
+}
+
+#[test]
+fn one_kernel() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let k = m.kernel("fill_u32").unwrap();
+    let n = 1000u32;
+    let buf = dev.alloc(n as u64 * 4, data_flags()).unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let s = dev.create_signal(0).unwrap();
+    q.launch(&k, &cfg(n.div_ceil(128), 128), Params::new().u64(buf.gpu_va()).u32(0xC0FFEE).u32(n).bytes()).unwrap();
+    q.signal(&s, 1).unwrap();
+    q.submit().unwrap();
+    s.wait(1, 5 * SEC).unwrap();
+    for i in 0..n as usize {
+        assert_eq!(read_u32(&buf, i), 0xC0FFEE, "element {i}");
+    }
+}
+
+#[test]
+fn two_dependent_kernels_100_times() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let k = m.kernel("increment").unwrap();
+    let buf = dev.alloc(4096, data_flags()).unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let s = dev.create_signal(0).unwrap();
+    for i in 0..100u64 {
+        q.launch(&k, &cfg(1, 32), Params::new().u64(buf.gpu_va()).u64(1).bytes()).unwrap();
+        q.launch(&k, &cfg(1, 32), Params::new().u64(buf.gpu_va()).u64(2).bytes()).unwrap();
+        q.signal(&s, i + 1).unwrap();
+        q.submit().unwrap();
+    }
+    s.wait(100, 10 * SEC).unwrap();
+    assert_eq!(read_u64(&buf, 0), 300);
+}
+
+#[test]
+fn update_arguments_and_resubmit() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let k = m.kernel("fill_u32").unwrap();
+    let a = dev.alloc(4096, data_flags()).unwrap();
+    let b = dev.alloc(4096, data_flags()).unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let s = dev.create_signal(0).unwrap();
+    q.launch(&k, &cfg(1, 64), Params::new().u64(a.gpu_va()).u32(11).u32(64).bytes()).unwrap();
+    q.signal(&s, 1).unwrap();
+    q.submit().unwrap();
+    s.wait(1, 5 * SEC).unwrap();
+    q.launch(&k, &cfg(1, 64), Params::new().u64(b.gpu_va()).u32(22).u32(32).bytes()).unwrap();
+    q.signal(&s, 2).unwrap();
+    q.submit().unwrap();
+    s.wait(2, 5 * SEC).unwrap();
+    assert_eq!((read_u32(&a, 0), read_u32(&a, 63)), (11, 11));
+    assert_eq!((read_u32(&b, 0), read_u32(&b, 31), read_u32(&b, 32)), (22, 22, 0));
+}
+
+fn copy_and_check(dev: &tegragpu::core::Device, size: u64, src_off: u64, dst_off: u64) {
+    let src = dev.alloc(size + src_off + 64, data_flags()).unwrap();
+    let dst = dev.alloc(size + dst_off + 64, data_flags()).unwrap();
+    let s = unsafe { src.as_mut_slice() };
+    for (i, b) in s.iter_mut().enumerate() {
+        *b = (i as u64).wrapping_mul(2654435761).rotate_right(13) as u8 | 1;
+    }
+    let mut q = dev.create_queue(QueueKind::Copy).unwrap();
+    let sig = dev.create_signal(0).unwrap();
+    q.copy(&dst, dst_off, &src, src_off, size).unwrap();
+    q.signal(&sig, 1).unwrap();
+    q.submit().unwrap();
+    sig.wait(1, 30 * SEC).unwrap();
+    let d = unsafe { dst.as_slice() };
+    let s = unsafe { src.as_slice() };
+    assert!(d[..dst_off as usize].iter().all(|&x| x == 0), "bytes before the destination range untouched");
+    assert!(d[(dst_off + size) as usize..].iter().all(|&x| x == 0), "bytes after the destination range untouched");
+    assert!(
+        d[dst_off as usize..(dst_off + size) as usize] == s[src_off as usize..(src_off + size) as usize],
+        "copy of {size} bytes from offset {src_off} to offset {dst_off}"
+    );
+}
+
+#[test]
+fn copies_small_odd_and_offsets() {
+    let dev = device();
+    for (size, so, dof) in [(1, 0, 0), (4, 0, 0), (1, 3, 5), (3, 1, 2), (1023, 7, 1), (4097, 4095, 3), (65537, 0, 1)] {
+        copy_and_check(&dev, size, so, dof);
+    }
+}
+
+#[test]
+fn copy_64_mib() {
+    let dev = device();
+    copy_and_check(&dev, 64 << 20, 0, 0);
+}
+
+#[test]
+fn copy_at_offsets_above_4_gib() {
+    let dev = device();
+    // Offsets within a buffer larger than 4 GiB: the copy engine's address fields are 64-bit.
+    let size = (4u64 << 30) + (1 << 20);
+    let buf = dev.alloc(size, data_flags()).unwrap();
+    assert!(buf.gpu_va() + (4 << 30) > u32::MAX as u64);
+    let p = buf.cpu_ptr();
+    let src_off = (4u64 << 30) + 4096 + 3;
+    let dst_off = (4u64 << 30) + 65536 + 1;
+    let pattern: Vec<u8> = (0..777u32).map(|i| (i * 7 + 1) as u8).collect();
+    unsafe { std::ptr::copy_nonoverlapping(pattern.as_ptr(), p.add(src_off as usize), pattern.len()) };
+    let mut q = dev.create_queue(QueueKind::Copy).unwrap();
+    let sig = dev.create_signal(0).unwrap();
+    q.copy(&buf, dst_off, &buf, src_off, pattern.len() as u64).unwrap();
+    q.signal(&sig, 1).unwrap();
+    q.submit().unwrap();
+    sig.wait(1, 10 * SEC).unwrap();
+    let got = unsafe { std::slice::from_raw_parts(p.add(dst_off as usize), pattern.len()) };
+    assert_eq!(got, &pattern[..]);
+    // And a copy whose source and destination are a low and a high buffer.
+    let low = dev.alloc(4096, data_flags()).unwrap();
+    q.copy(&low, 0, &buf, src_off, 100).unwrap();
+    q.signal(&sig, 2).unwrap();
+    q.submit().unwrap();
+    sig.wait(2, 10 * SEC).unwrap();
+    assert_eq!(unsafe { &low.as_slice()[..100] }, &pattern[..100]);
+}
+
+#[test]
+fn timeline_values_past_2_pow_32() {
+    let dev = device();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let s = dev.create_signal((1 << 32) - 2).unwrap();
+    let done = dev.create_signal(0).unwrap();
+    q.signal(&s, (1 << 32) + 5).unwrap();
+    q.wait(&s, (1 << 32) + 5).unwrap();
+    q.signal(&done, (1 << 33) + 1).unwrap();
+    q.submit().unwrap();
+    done.wait((1 << 33) + 1, 5 * SEC).unwrap();
+    assert_eq!(s.value(), (1 << 32) + 5);
+    assert_eq!(done.value(), (1 << 33) + 1);
+    // A GPU wait for a value above 2^32 that is not reached yet must block.
+    let gate = dev.create_signal(1 << 32).unwrap();
+    q.wait(&gate, (1 << 32) + 1).unwrap();
+    q.signal(&done, (1 << 33) + 2).unwrap();
+    q.submit().unwrap();
+    assert_eq!(done.wait((1 << 33) + 2, 30_000_000).unwrap_err().status, Status::Timeout);
+    gate.set((1 << 32) + 1);
+    done.wait((1 << 33) + 2, 5 * SEC).unwrap();
+}
+
+#[test]
+fn memory_barrier_orders_compute_before_copy() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let k = m.kernel("fill_u32").unwrap();
+    let n = 4096u32;
+    let a = dev.alloc(n as u64 * 4, data_flags()).unwrap();
+    let b = dev.alloc(n as u64 * 4, data_flags()).unwrap();
+    let mut cq = dev.create_queue(QueueKind::Compute).unwrap();
+    let mut xq = dev.create_queue(QueueKind::Copy).unwrap();
+    let s = dev.create_signal(0).unwrap();
+    let done = dev.create_signal(0).unwrap();
+    cq.launch(&k, &cfg(n / 256, 256), Params::new().u64(a.gpu_va()).u32(0x5EED).u32(n).bytes()).unwrap();
+    cq.barrier().unwrap();
+    cq.signal(&s, 1).unwrap();
+    xq.wait(&s, 1).unwrap();
+    xq.copy(&b, 0, &a, 0, n as u64 * 4).unwrap();
+    xq.barrier().unwrap();
+    xq.signal(&done, 1).unwrap();
+    xq.submit().unwrap();
+    cq.submit().unwrap();
+    done.wait(1, 10 * SEC).unwrap();
+    for i in [0usize, 1, 2047, 4095] {
+        assert_eq!(read_u32(&b, i), 0x5EED, "element {i}");
+    }
+}
+
+#[test]
+fn hundred_thousand_launches_without_waiting() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let k = m.kernel("increment").unwrap();
+    let buf = dev.alloc(4096, data_flags()).unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let params = Params::new().u64(buf.gpu_va()).u64(1);
+    let n = 100_000u64;
+    for i in 0..n {
+        q.launch(&k, &cfg(1, 32), params.bytes()).unwrap();
+        if i % 3 == 0 {
+            q.submit().unwrap();
+        }
+    }
+    q.submit().unwrap();
+    q.synchronize(120 * SEC).unwrap();
+    assert_eq!(read_u64(&buf, 0), n, "every launch ran exactly once, in order, across ring wrap-arounds");
+}
+
+#[test]
+fn wait_that_times_out_returns_timeout() {
+    let dev = device();
+    let s = dev.create_signal(0).unwrap();
+    let t0 = std::time::Instant::now();
+    let e = s.wait(1, 20_000_000).unwrap_err();
+    assert_eq!(e.status, Status::Timeout);
+    assert!(e.message.contains("tg_signal_wait"), "{}", e.message);
+    assert!(t0.elapsed().as_secs() < 5, "a 20 ms wait must not hang");
+    // A queue blocked on the GPU side: synchronize times out, then the CPU releases it.
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let gate = dev.create_signal(0).unwrap();
+    q.wait(&gate, 1).unwrap();
+    q.submit().unwrap();
+    let e = q.synchronize(20_000_000).unwrap_err();
+    assert_eq!(e.status, Status::Timeout, "{e:?}");
+    gate.set(1);
+    q.synchronize(5 * SEC).unwrap();
+}
+
+#[test]
+fn faulting_kernel_is_reported_with_its_address() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let k = m.kernel("fill_u32").unwrap();
+    let bad: u64 = 0x1000; // below every mapping
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let s = dev.create_signal(0).unwrap();
+    q.launch(&k, &cfg(1, 32), Params::new().u64(bad).u32(1).u32(32).bytes()).unwrap();
+    q.signal(&s, 1).unwrap();
+    q.submit().unwrap();
+    let e = s.wait(1, 10 * SEC).unwrap_err();
+    assert_eq!(e.status, Status::DeviceFault, "{e:?}");
+    let f = dev.fault_report().expect("a fault report");
+    if let Some(a) = f.address {
+        assert_eq!(a & !0xfff, bad & !0xfff, "fault address {a:#x} vs {bad:#x}: {}", f.what);
+    } else {
+        assert!(!dev.is_emulated(), "the emulated Orin always reports the address");
+    }
+    // The device refuses new work with that status.
+    let e = q.launch(&k, &cfg(1, 32), Params::new().u64(bad).u32(1).u32(32).bytes()).unwrap_err();
+    assert_eq!(e.status, Status::DeviceFault);
+    assert_eq!(dev.create_queue(QueueKind::Compute).unwrap_err().status, Status::DeviceFault);
+    drop(q);
+    drop(s);
+    drop(k);
+    drop(m);
+    drop(dev);
+    // Closing and reopening works.
+    let dev2 = device();
+    let mut q2 = dev2.create_queue(QueueKind::Compute).unwrap();
+    let s2 = dev2.create_signal(0).unwrap();
+    q2.signal(&s2, 1).unwrap();
+    q2.submit().unwrap();
+    s2.wait(1, 5 * SEC).unwrap();
+}
+
+#[test]
+fn signals_are_reusable_after_drop() {
+    let dev = device();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    for i in 0..2000u64 {
+        let s: Signal = dev.create_signal(0).unwrap();
+        q.signal(&s, i + 1).unwrap();
+        q.submit().unwrap();
+        if i % 500 == 0 {
+            s.wait(i + 1, 5 * SEC).unwrap();
+        }
+    }
+    dev.synchronize(10 * SEC).unwrap();
+}

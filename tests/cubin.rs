@@ -1,0 +1,868 @@
+//! Tests of the cubin loader (`tegragpu::cubin`) on the committed nvrtc fixtures
+//! (tests/fixtures/cubin, built by scripts/gen_cubins.py with nvrtc 12.9.86).
+//!
+//! Expected values come from the kernel sources and the C ABI, from
+//! gpu-programming-interface.md §6, or from `cuobjdump -elf` 13.5 listings of the fixtures
+//! (recorded below as constants); never from the loader itself.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use tegragpu::cubin::{self, shared_memory_total, Module};
+use tegragpu::Status;
+
+const K87: &[u8] = include_bytes!("fixtures/cubin/kernels.sm_87.cubin");
+const K90: &[u8] = include_bytes!("fixtures/cubin/kernels.sm_90.cubin");
+const K100: &[u8] = include_bytes!("fixtures/cubin/kernels.sm_100.cubin");
+const G87: &[u8] = include_bytes!("fixtures/cubin/globals.sm_87.cubin");
+const G90: &[u8] = include_bytes!("fixtures/cubin/globals.sm_90.cubin");
+
+const ORIN: (u32, u32) = (8, 7);
+const HOPPER: (u32, u32) = (9, 0);
+
+/// Register counts from `cuobjdump -elf` (EIATTR_REGCOUNT) of the fixtures.
+const REGS_87: &[(&str, u32)] = &[
+    ("empty_kernel", 4),
+    ("vector_add", 12),
+    ("saxpy", 10),
+    ("matmul_tiled", 37),
+    ("reduce_sum", 10),
+    ("increment", 8),
+    ("fill_u32", 8),
+    ("mixed_params", 26),
+    ("uses_local", 10),
+    ("bounded_128", 8),
+];
+const REGS_90: &[(&str, u32)] = &[
+    ("empty_kernel", 4),
+    ("vector_add", 12),
+    ("saxpy", 10),
+    ("matmul_tiled", 32),
+    ("reduce_sum", 10),
+    ("increment", 8),
+    ("fill_u32", 10),
+    ("mixed_params", 20),
+    ("uses_local", 12),
+    ("bounded_128", 10),
+];
+
+// ---------------------------------------------------------------- minimal test-side ELF reader
+
+fn u16_at(b: &[u8], o: usize) -> u16 {
+    u16::from_le_bytes(b[o..o + 2].try_into().unwrap())
+}
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes(b[o..o + 4].try_into().unwrap())
+}
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    u64::from_le_bytes(b[o..o + 8].try_into().unwrap())
+}
+
+#[derive(Debug, Clone)]
+struct Sec {
+    hdr: usize, // file offset of the section header
+    name: String,
+    ty: u32,
+    flags: u64,
+    offset: u64,
+    size: u64,
+    info: u32,
+}
+
+fn sections(b: &[u8]) -> Vec<Sec> {
+    let shoff = u64_at(b, 40) as usize;
+    let shnum = u16_at(b, 60) as usize;
+    let shstrndx = u16_at(b, 62) as usize;
+    let raw: Vec<(usize, u32, u32, u64, u64, u64, u32)> = (0..shnum)
+        .map(|i| {
+            let h = shoff + i * 64;
+            (
+                h,
+                u32_at(b, h),
+                u32_at(b, h + 4),
+                u64_at(b, h + 8),
+                u64_at(b, h + 24),
+                u64_at(b, h + 32),
+                u32_at(b, h + 44),
+            )
+        })
+        .collect();
+    let stroff = raw[shstrndx].4 as usize;
+    raw.iter()
+        .map(|&(hdr, name, ty, flags, offset, size, info)| {
+            let s = &b[stroff + name as usize..];
+            let end = s.iter().position(|&c| c == 0).unwrap();
+            Sec {
+                hdr,
+                name: String::from_utf8(s[..end].to_vec()).unwrap(),
+                ty,
+                flags,
+                offset,
+                size,
+                info,
+            }
+        })
+        .collect()
+}
+
+fn section(b: &[u8], name: &str) -> Sec {
+    sections(b)
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no section {name}"))
+}
+
+fn parse(b: &[u8], sm: (u32, u32)) -> Module {
+    Module::parse(b, sm).unwrap_or_else(|e| panic!("parse failed: {e:?}"))
+}
+
+fn expect_err(b: &[u8], sm: (u32, u32), status: Status, needles: &[&str]) -> String {
+    let e = Module::parse(b, sm).expect_err("parse should fail");
+    assert_eq!(e.status, status, "{e:?}");
+    for n in needles {
+        assert!(e.message.contains(n), "message {:?} lacks {n:?}", e.message);
+    }
+    e.message
+}
+
+// ---------------------------------------------------------------- kernels
+
+#[test]
+fn lists_all_kernels_of_kernels_cu() {
+    for (b, sm) in [(K87, ORIN), (K90, HOPPER), (K100, (10, 0))] {
+        let m = parse(b, sm);
+        let mut names: Vec<&str> = m.kernels().iter().map(|k| k.name.as_str()).collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "bounded_128",
+                "empty_kernel",
+                "fill_u32",
+                "increment",
+                "matmul_tiled",
+                "mixed_params",
+                "reduce_sum",
+                "saxpy",
+                "uses_local",
+                "vector_add"
+            ]
+        );
+    }
+}
+
+#[test]
+fn sm_version_from_both_header_formats() {
+    assert_eq!(parse(K87, ORIN).sm(), (8, 7));
+    assert_eq!(parse(K90, HOPPER).sm(), (9, 0));
+    // sm_100 uses the ABI v8 header: e_flags 0x6006402, SM in bits 15:8.
+    assert_eq!(u32_at(K100, 48), 0x0600_6402);
+    assert_eq!(parse(K100, (10, 0)).sm(), (10, 0));
+}
+
+#[test]
+fn mixed_params_layout_matches_the_c_abi() {
+    // signed char@0(1), short@2(2), int@4(4), long long@8(8), pointer@16(8),
+    // struct Mixed{int,float,double}@24(16), double@40(8): 48 bytes.
+    let want = [
+        (0u32, 1u32),
+        (2, 2),
+        (4, 4),
+        (8, 8),
+        (16, 8),
+        (24, 16),
+        (40, 8),
+    ];
+    for (b, sm, base) in [
+        (K87, ORIN, 0x160u32),
+        (K90, HOPPER, 0x210),
+        (K100, (10, 0), 0x380),
+    ] {
+        let m = parse(b, sm);
+        let k = m.kernel("mixed_params").unwrap();
+        assert_eq!(k.param_base, base, "sm {sm:?}");
+        assert_eq!(k.param_bytes, 48);
+        assert_eq!(k.params.len(), want.len());
+        for (i, (p, &(off, size))) in k.params.iter().zip(want.iter()).enumerate() {
+            assert_eq!(
+                (p.ordinal, p.offset, p.size),
+                (i as u32, off, size),
+                "param {i} on {sm:?}"
+            );
+        }
+        assert_eq!(k.cbank0_size, base + 48);
+    }
+}
+
+#[test]
+fn vector_add_and_empty_kernel_params() {
+    for (b, sm, base) in [(K87, ORIN, 0x160u32), (K90, HOPPER, 0x210)] {
+        let m = parse(b, sm);
+        let k = m.kernel("vector_add").unwrap();
+        // const float*, const float*, float*, unsigned
+        let got: Vec<(u32, u32)> = k.params.iter().map(|p| (p.offset, p.size)).collect();
+        assert_eq!(got, [(0, 8), (8, 8), (16, 8), (24, 4)]);
+        assert_eq!(k.param_bytes, 28);
+        assert_eq!(k.cbank0_size, (base + 28).div_ceil(16) * 16);
+        let e = m.kernel("empty_kernel").unwrap();
+        assert!(e.params.is_empty());
+        assert_eq!(e.param_bytes, 0);
+        assert_eq!(e.param_base, base);
+    }
+}
+
+#[test]
+fn register_counts_match_cuobjdump() {
+    for (b, sm, table) in [(K87, ORIN, REGS_87), (K90, HOPPER, REGS_90)] {
+        let m = parse(b, sm);
+        for &(name, regs) in table {
+            assert_eq!(
+                m.kernel(name).unwrap().register_count,
+                regs,
+                "{name} on {sm:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn sm87_register_counts_agree_with_text_sh_info() {
+    let m = parse(K87, ORIN);
+    for s in sections(K87)
+        .iter()
+        .filter(|s| s.name.starts_with(".text."))
+    {
+        let name = &s.name[".text.".len()..];
+        assert_eq!(
+            m.kernel(name).unwrap().register_count,
+            s.info >> 24,
+            "{name}"
+        );
+    }
+    // On sm_90 that field is not used for the register count (§6.2).
+    for s in sections(K90)
+        .iter()
+        .filter(|s| s.name.starts_with(".text."))
+    {
+        assert_eq!(s.info >> 24, 0);
+    }
+}
+
+#[test]
+fn code_in_the_image_is_the_text_section() {
+    for (b, sm) in [(K87, ORIN), (K90, HOPPER), (G87, ORIN), (G90, HOPPER)] {
+        let m = parse(b, sm);
+        for k in m.kernels() {
+            let s = section(b, &format!(".text.{}", k.name));
+            assert_eq!(k.code_size, s.size, "{}", k.name);
+            assert_eq!(k.code_offset % 128, 0);
+            let code = &m.image()[k.code_offset as usize..(k.code_offset + k.code_size) as usize];
+            assert_eq!(
+                code,
+                &b[s.offset as usize..(s.offset + s.size) as usize],
+                "{}",
+                k.name
+            );
+        }
+        // >= 4 KiB of zero slack after the last loaded byte.
+        let img = m.image();
+        assert!(img.len() >= 4096);
+        assert!(img[img.len() - 4096..].iter().all(|&x| x == 0));
+    }
+}
+
+#[test]
+fn barrier_counts() {
+    // __syncthreads() is bar.sync 0: one barrier in matmul_tiled and reduce_sum, none elsewhere.
+    for (b, sm) in [(K87, ORIN), (K90, HOPPER)] {
+        let m = parse(b, sm);
+        for k in m.kernels() {
+            let want = if k.name == "matmul_tiled" || k.name == "reduce_sum" {
+                1
+            } else {
+                0
+            };
+            assert_eq!(k.barrier_count, want, "{} on {sm:?}", k.name);
+        }
+    }
+}
+
+#[test]
+fn static_shared_memory() {
+    // 2 arrays of 16x16 floats = 2048 bytes; sm_90's section also counts the reserved 1 KiB.
+    let m87 = parse(K87, ORIN);
+    let m90 = parse(K90, HOPPER);
+    let k87 = m87.kernel("matmul_tiled").unwrap();
+    let k90 = m90.kernel("matmul_tiled").unwrap();
+    assert_eq!(k87.static_shared_bytes, 2048);
+    assert_eq!(k90.static_shared_bytes, 2048 + 0x400);
+    assert_eq!(k87.shared_reserved, 0x400);
+    // Totals: both need 2048 + 1 KiB.
+    assert_eq!(shared_memory_total(k87, 0, 8), 0xC00);
+    assert_eq!(shared_memory_total(k90, 0, 9), 0xC00);
+    // reduce_sum with 256 threads x 4 bytes of dynamic shared memory.
+    let r87 = m87.kernel("reduce_sum").unwrap();
+    let r90 = m90.kernel("reduce_sum").unwrap();
+    assert_eq!(r87.static_shared_bytes, 0);
+    assert_eq!(r90.static_shared_bytes, 0x400);
+    assert_eq!(shared_memory_total(r87, 1024, 8), 0x800);
+    assert_eq!(shared_memory_total(r90, 1024, 9), 0x800);
+    // sm_87 rounds to 128 bytes; sm_90 adds dynamic bytes after the reserve unrounded (§6.9).
+    assert_eq!(shared_memory_total(r87, 4, 8), 0x480);
+    assert_eq!(shared_memory_total(r90, 4, 9), 0x404);
+    assert_eq!(
+        shared_memory_total(m87.kernel("vector_add").unwrap(), 0, 8),
+        0x400
+    );
+    assert_eq!(
+        shared_memory_total(m90.kernel("vector_add").unwrap(), 0, 9),
+        0x400
+    );
+}
+
+#[test]
+fn local_memory() {
+    // uses_local keeps `unsigned buf[64]` on the stack: 256 bytes; vector_add needs none.
+    for (b, sm) in [(K87, ORIN), (K90, HOPPER)] {
+        let m = parse(b, sm);
+        let k = m.kernel("uses_local").unwrap();
+        assert_eq!(k.local_bytes_per_thread, 256, "{sm:?}");
+        assert_eq!(k.frame_size, 256);
+        assert_eq!(m.kernel("vector_add").unwrap().local_bytes_per_thread, 0);
+        assert_eq!(m.kernel("vector_add").unwrap().frame_size, 0);
+    }
+    // stack_user: `unsigned buf[32]` = 128 bytes.
+    for (b, sm) in [(G87, ORIN), (G90, HOPPER)] {
+        assert_eq!(
+            parse(b, sm)
+                .kernel("stack_user")
+                .unwrap()
+                .local_bytes_per_thread,
+            128
+        );
+    }
+}
+
+#[test]
+fn launch_bounds() {
+    for (b, sm) in [(K87, ORIN), (K90, HOPPER)] {
+        let m = parse(b, sm);
+        assert_eq!(
+            m.kernel("bounded_128").unwrap().max_threads,
+            Some([128, 1, 1])
+        );
+        assert_eq!(m.kernel("vector_add").unwrap().max_threads, None);
+        assert_eq!(m.kernel("bounded_128").unwrap().reqntid, None);
+    }
+}
+
+#[test]
+fn kernel_not_found_lists_available() {
+    let m = parse(K87, ORIN);
+    let e = m.kernel("no_such_kernel").unwrap_err();
+    assert_eq!(e.status, Status::NotFound);
+    assert!(e.message.contains("no_such_kernel"), "{}", e.message);
+    assert!(
+        e.message.contains("vector_add") && e.message.contains("matmul_tiled"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn wrong_sm_is_rejected_naming_both_versions() {
+    expect_err(K90, ORIN, Status::InvalidCubin, &["sm_90", "sm_87"]);
+    expect_err(K87, HOPPER, Status::InvalidCubin, &["sm_87", "sm_90"]);
+    expect_err(K87, (8, 6), Status::InvalidCubin, &["sm_87", "sm_86"]);
+    expect_err(K100, HOPPER, Status::InvalidCubin, &["sm_100", "sm_90"]);
+    // Same major, newer minor on the device: accepted.
+    assert_eq!(parse(K87, (8, 9)).sm(), (8, 7));
+}
+
+// ---------------------------------------------------------------- image and relocations
+
+#[test]
+fn kernels_cu_has_no_image_relocations() {
+    // Only .rel(a).debug_frame (not loaded) and empty .rela.text.* sections.
+    assert_eq!(parse(K87, ORIN).relocation_count(), 0);
+    assert_eq!(parse(K90, HOPPER).relocation_count(), 0);
+    let m = parse(K87, ORIN);
+    assert_eq!(m.image_at(0x1_0000_0000).unwrap(), m.image());
+}
+
+#[test]
+fn globals_constants_and_relocations() {
+    // From globals.cu: g_zero[64] (NOBITS), g_init[4] at .nv.global.init+8 (g_ptr at +0,
+    // = &g_init[2] via R_CUDA_G64 with addend 8), c_table (cbank 3), and cbank 4 holding
+    // &g_zero, &g_init, &g_ptr (R_CUDA_64 at 0, 8, 0x10 per cuobjdump).
+    for (b, sm) in [(G87, ORIN), (G90, HOPPER)] {
+        let m = parse(b, sm);
+        assert_eq!(m.relocation_count(), 4, "{sm:?}");
+        let (c3, c3size) = m.cbank3().unwrap();
+        let (c4, c4size) = m.cbank4().unwrap();
+        let (gl, glsize) = m.global().unwrap();
+        let (gi, gisize) = m.global_init().unwrap();
+        assert_eq!((c3size, c4size, glsize, gisize), (32, 24, 256, 24));
+        for off in [c3, c4, gl, gi] {
+            assert_eq!(off % 128, 0);
+        }
+        let img = m.image();
+        let words: Vec<u32> = (0..8).map(|i| u32_at(img, c3 as usize + 4 * i)).collect();
+        assert_eq!(words, [1, 2, 3, 5, 8, 13, 21, 34]);
+        assert!(img[gl as usize..(gl + glsize) as usize]
+            .iter()
+            .all(|&x| x == 0));
+        assert_eq!(u32_at(img, gi as usize + 8), 0x1111_1111);
+        assert_eq!(u32_at(img, gi as usize + 20), 0x4444_4444);
+
+        for base in [0x10_0000_0000u64, 0xFF_FFE0_0000] {
+            let r = m.image_at(base).unwrap();
+            assert_eq!(u64_at(&r, c4 as usize), base + gl, "&g_zero");
+            assert_eq!(u64_at(&r, c4 as usize + 8), base + gi + 8, "&g_init");
+            assert_eq!(u64_at(&r, c4 as usize + 16), base + gi, "&g_ptr");
+            assert_eq!(
+                u64_at(&r, gi as usize),
+                base + gi + 16,
+                "g_ptr = &g_init[2]"
+            );
+            // Nothing else changes.
+            let diff: Vec<usize> = (0..r.len()).filter(|&i| r[i] != img[i]).collect();
+            assert!(diff
+                .iter()
+                .all(|&i| (c4 as usize..c4 as usize + 24).contains(&i)
+                    || (gi as usize..gi as usize + 8).contains(&i)));
+        }
+    }
+}
+
+#[test]
+fn relocate_argument_checks() {
+    let m = parse(G87, ORIN);
+    let mut img = m.image().to_vec();
+    let e = m.relocate(&mut img, 0x1000_0040).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument);
+    assert!(e.message.contains("0x10000040"), "{}", e.message);
+    let mut short = vec![0u8; img.len() - 1];
+    assert_eq!(
+        m.relocate(&mut short, 0x1000_0000).unwrap_err().status,
+        Status::InvalidArgument
+    );
+    let e = m.image_at(u64::MAX - 127).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument);
+    m.relocate(&mut img, 0x1000_0000).unwrap();
+}
+
+/// File offset of relocation entry `k` in `.rel.nv.constant4` (16-byte REL entries on sm_87)
+/// or `.rela.nv.constant4` (24-byte RELA on sm_90).
+fn c4_reloc(b: &[u8], k: usize) -> (usize, usize) {
+    match sections(b)
+        .into_iter()
+        .find(|s| s.name == ".rel.nv.constant4" || s.name == ".rela.nv.constant4")
+    {
+        Some(s) if s.ty == 9 => (s.offset as usize + 16 * k, 16),
+        Some(s) => (s.offset as usize + 24 * k, 24),
+        None => panic!("no constant4 relocations"),
+    }
+}
+
+/// Set the type of relocation `k` of the cbank-4 table; return (r_offset, symbol index).
+fn patch_c4_type(b: &mut [u8], k: usize, ty: u32) -> u64 {
+    let (at, _) = c4_reloc(b, k);
+    b[at + 8..at + 12].copy_from_slice(&ty.to_le_bytes());
+    u64_at(b, at)
+}
+
+#[test]
+fn abs32_lo_hi_patch_instruction_bits_63_32() {
+    for (b, sm) in [(G87, ORIN), (G90, HOPPER)] {
+        let m0 = parse(b, sm);
+        let (c4, _) = m0.cbank4().unwrap();
+        let (gl, _) = m0.global().unwrap();
+        // Find the entry for g_zero (r_offset 0) and turn it into LO, then HI.
+        let k = (0..3).find(|&k| u64_at(b, c4_reloc(b, k).0) == 0).unwrap();
+        let base = 0x12_3456_7800u64 & !0xfff;
+        for (ty, want) in [
+            (0x38u32, (base + gl) as u32),
+            (0x39, ((base + gl) >> 32) as u32),
+        ] {
+            let mut f = b.to_vec();
+            patch_c4_type(&mut f, k, ty);
+            let m = parse(&f, sm);
+            let r = m.image_at(base).unwrap();
+            assert_eq!(u32_at(&r, c4 as usize + 4), want, "type {ty:#x} on {sm:?}");
+            assert_eq!(u32_at(&r, c4 as usize), 0, "bytes 0..4 untouched");
+        }
+        // R_CUDA_32: a 32-bit address; a base above 4 GiB does not fit.
+        let mut f = b.to_vec();
+        patch_c4_type(&mut f, k, 1);
+        let m = parse(&f, sm);
+        let r = m.image_at(0x4000_0000).unwrap();
+        assert_eq!(u32_at(&r, c4 as usize), (0x4000_0000 + gl) as u32);
+        let e = m.image_at(0x1_0000_0000).unwrap_err();
+        assert_eq!(e.status, Status::InvalidArgument);
+        assert!(e.message.contains("R_CUDA_32"), "{}", e.message);
+    }
+}
+
+#[test]
+fn unknown_and_func_desc_relocations_are_rejected() {
+    for (b, sm, secname) in [
+        (G87, ORIN, ".rel.nv.constant4"),
+        (G90, HOPPER, ".rela.nv.constant4"),
+    ] {
+        let mut f = b.to_vec();
+        patch_c4_type(&mut f, 1, 0x77);
+        let msg = expect_err(&f, sm, Status::NotSupported, &["0x77", secname]);
+        assert!(msg.contains("relocation"), "{msg}");
+        let mut f = b.to_vec();
+        patch_c4_type(&mut f, 0, 0x3e);
+        expect_err(&f, sm, Status::NotSupported, &["FUNC_DESC", secname]);
+    }
+}
+
+#[test]
+fn relocations_of_unloaded_sections_are_ignored() {
+    // Give every .rel.debug_frame entry an unknown type: still loads.
+    let mut f = K87.to_vec();
+    let s = section(K87, ".rel.debug_frame");
+    for e in 0..(s.size / 16) as usize {
+        let at = s.offset as usize + 16 * e + 8;
+        f[at..at + 4].copy_from_slice(&0x77u32.to_le_bytes());
+    }
+    assert_eq!(parse(&f, ORIN).kernels().len(), 10);
+}
+
+#[test]
+fn relocation_past_its_section_is_rejected() {
+    let mut f = G87.to_vec();
+    let (at, _) = c4_reloc(&f, 0);
+    f[at..at + 8].copy_from_slice(&0x14u64.to_le_bytes()); // 0x14 + 8 > 24-byte .nv.constant4
+    expect_err(&f, ORIN, Status::InvalidCubin, &[".rel.nv.constant4"]);
+}
+
+// ---------------------------------------------------------------- malformed input
+
+#[test]
+fn bad_magic() {
+    let mut f = K87.to_vec();
+    f[1] = b'X';
+    expect_err(&f, ORIN, Status::InvalidCubin, &["magic"]);
+    expect_err(b"", ORIN, Status::InvalidCubin, &["64-byte"]);
+    expect_err(b"\x7fELF", ORIN, Status::InvalidCubin, &["64-byte"]);
+}
+
+#[test]
+fn wrong_machine() {
+    let mut f = K87.to_vec();
+    f[18..20].copy_from_slice(&62u16.to_le_bytes()); // EM_X86_64
+    expect_err(&f, ORIN, Status::InvalidCubin, &["e_machine 62"]);
+}
+
+#[test]
+fn section_offset_past_end() {
+    let mut f = K87.to_vec();
+    let s = section(K87, ".nv.info");
+    let len = f.len() as u64;
+    f[s.hdr + 24..s.hdr + 32].copy_from_slice(&len.to_le_bytes());
+    expect_err(&f, ORIN, Status::InvalidCubin, &["outside"]);
+    let mut f = K87.to_vec();
+    f[s.hdr + 24..s.hdr + 32].copy_from_slice(&u64::MAX.to_le_bytes());
+    expect_err(&f, ORIN, Status::InvalidCubin, &["outside"]);
+}
+
+#[test]
+fn section_count_huge() {
+    let mut f = K87.to_vec();
+    f[60..62].copy_from_slice(&0xffffu16.to_le_bytes());
+    expect_err(&f, ORIN, Status::InvalidCubin, &["section header table"]);
+    let mut f = K87.to_vec();
+    f[40..48].copy_from_slice(&(u64::MAX - 8).to_le_bytes()); // e_shoff
+    expect_err(&f, ORIN, Status::InvalidCubin, &["section header table"]);
+}
+
+#[test]
+fn nv_info_record_past_section() {
+    // First record of .nv.info is EIATTR_REGCOUNT (SVAL, 8 bytes); claim 0xfff0 bytes.
+    let mut f = K87.to_vec();
+    let s = section(K87, ".nv.info");
+    let at = s.offset as usize;
+    assert_eq!((f[at], f[at + 1]), (4, 0x2f));
+    f[at + 2..at + 4].copy_from_slice(&0xfff0u16.to_le_bytes());
+    expect_err(&f, ORIN, Status::InvalidCubin, &[".nv.info", "runs past"]);
+    // Same in a per-kernel .nv.info.<fn>.
+    let mut f = K90.to_vec();
+    let s = section(K90, ".nv.info.vector_add");
+    let at = s.offset as usize;
+    assert_eq!(f[at], 4);
+    f[at + 2..at + 4].copy_from_slice(&0xfff0u16.to_le_bytes());
+    expect_err(
+        &f,
+        HOPPER,
+        Status::InvalidCubin,
+        &[".nv.info.vector_add", "runs past"],
+    );
+}
+
+/// Find the first attribute `attr` in section `sec`; returns its file offset.
+fn find_attr(b: &[u8], sec: &str, attr: u8) -> usize {
+    let s = section(b, sec);
+    let mut o = s.offset as usize;
+    let end = (s.offset + s.size) as usize;
+    while o < end {
+        if b[o + 1] == attr {
+            return o;
+        }
+        o += 4 + if b[o] == 4 {
+            u16_at(b, o + 2) as usize
+        } else {
+            0
+        };
+    }
+    panic!("attribute {attr:#x} not in {sec}");
+}
+
+#[test]
+fn unsupported_kernel_features_are_rejected_by_name() {
+    // Turn bounded_128's EIATTR_MAX_THREADS (SVAL 12) into cluster / coop / syscall attributes.
+    for (attr, name) in [
+        (0x3du8, "EIATTR_CTA_PER_CLUSTER"),
+        (0x28, "EIATTR_COOP_GROUP_INSTR_OFFSETS"),
+        (0x46, "EIATTR_SYSCALL_OFFSETS"),
+    ] {
+        let mut f = K87.to_vec();
+        let at = find_attr(&f, ".nv.info.bounded_128", 0x05);
+        f[at + 1] = attr;
+        expect_err(
+            &f,
+            ORIN,
+            Status::NotSupported,
+            &[name, ".nv.info.bounded_128"],
+        );
+    }
+}
+
+#[test]
+fn regcount_disagreeing_with_sh_info_is_rejected() {
+    let mut f = K87.to_vec();
+    let s = section(K87, ".text.vector_add");
+    let info = (s.info & 0x00ff_ffff) | (13 << 24);
+    f[s.hdr + 44..s.hdr + 48].copy_from_slice(&info.to_le_bytes());
+    expect_err(&f, ORIN, Status::InvalidCubin, &["vector_add", "13", "12"]);
+}
+
+#[test]
+fn barrier_flags_are_read_from_sh_flags() {
+    // §6.3: bits 26:20. Set 6 barriers on saxpy's .text.
+    let mut f = K87.to_vec();
+    let s = section(K87, ".text.saxpy");
+    assert_eq!(s.flags, 6);
+    f[s.hdr + 8..s.hdr + 16].copy_from_slice(&0x60_0006u64.to_le_bytes());
+    assert_eq!(parse(&f, ORIN).kernel("saxpy").unwrap().barrier_count, 6);
+}
+
+#[test]
+fn num_barriers_attribute_is_honoured() {
+    // sm_100 cubins also carry EIATTR_NUM_BARRIERS (0x4c, BVAL); the larger count wins.
+    let mut f = K100.to_vec();
+    let at = find_attr(&f, ".nv.info.reduce_sum", 0x4c);
+    assert_eq!((f[at], u16_at(&f, at + 2)), (2, 1));
+    f[at + 2..at + 4].copy_from_slice(&3u16.to_le_bytes());
+    let m = parse(&f, (10, 0));
+    assert_eq!(m.kernel("reduce_sum").unwrap().barrier_count, 3);
+    f[at + 2..at + 4].copy_from_slice(&17u16.to_le_bytes());
+    expect_err(&f, (10, 0), Status::InvalidCubin, &["reduce_sum", "17"]);
+}
+
+#[test]
+fn constant2_section_becomes_the_kernels_cbank2() {
+    // nvrtc 12.9 emitted no jump tables for our sources, so rename `.nv.constant0.switchy`
+    // (PROGBITS, non-zero size) to `.nv.constant2.switchy` in the section-name table.
+    for (b, sm) in [(G87, ORIN), (G90, HOPPER)] {
+        let mut f = b.to_vec();
+        let shstr = sections(b)[u16_at(b, 62) as usize].clone();
+        let tab = &b[shstr.offset as usize..(shstr.offset + shstr.size) as usize];
+        let needle = b".nv.constant0.switchy\0";
+        let pos = tab.windows(needle.len()).position(|w| w == needle).unwrap();
+        f[shstr.offset as usize + pos + 12] = b'2';
+        let src = section(&f, ".nv.constant2.switchy");
+        let m = parse(&f, sm);
+        let k = m.kernel("switchy").unwrap();
+        let (off, size) = k.cbank2.expect("cbank2");
+        assert_eq!(size, src.size);
+        assert_eq!(off % 128, 0);
+        assert_eq!(
+            &m.image()[off as usize..(off + size) as usize],
+            &f[src.offset as usize..(src.offset + src.size) as usize]
+        );
+        assert_eq!(m.kernel("use_globals").unwrap().cbank2, None);
+        // Without the section the kernel has no cbank 2.
+        assert_eq!(parse(b, sm).kernel("switchy").unwrap().cbank2, None);
+    }
+}
+
+// ---------------------------------------------------------------- fuzzing
+
+/// splitmix64: deterministic, dependency-free.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Parse `bytes`; require no panic, and either success with in-range results or an
+/// InvalidCubin/NotSupported error with a message. Exercise the result like a launcher would.
+fn check_no_panic(bytes: &[u8], sm: (u32, u32), what: &str) -> bool {
+    let r = catch_unwind(AssertUnwindSafe(|| match Module::parse(bytes, sm) {
+        Ok(m) => {
+            let len = m.image().len() as u64;
+            for k in m.kernels() {
+                assert!(
+                    k.code_offset + k.code_size <= len,
+                    "{what}: code outside image"
+                );
+                assert!(m.kernel(&k.name).is_ok());
+                let _ = shared_memory_total(k, u32::MAX, sm.0);
+                if let Some((o, s)) = k.cbank2 {
+                    assert!(o + s <= len);
+                }
+                for p in &k.params {
+                    assert!(p.offset + p.size <= k.param_bytes);
+                }
+            }
+            for (o, s) in [m.cbank3(), m.cbank4(), m.global(), m.global_init()]
+                .into_iter()
+                .flatten()
+            {
+                assert!(o + s <= len, "{what}: range outside image");
+            }
+            if len <= 16 << 20 {
+                if let Err(e) = m.image_at(0x40_0000_0000) {
+                    assert_eq!(e.status, Status::InvalidArgument, "{what}: {e:?}");
+                }
+            }
+            true
+        }
+        Err(e) => {
+            assert!(
+                e.status == Status::InvalidCubin || e.status == Status::NotSupported,
+                "{what}: unexpected status {e:?}"
+            );
+            assert!(!e.message.trim().is_empty(), "{what}: empty message");
+            false
+        }
+    }));
+    match r {
+        Ok(ok) => ok,
+        Err(_) => panic!("{what}: Module::parse panicked"),
+    }
+}
+
+const FIXTURES: &[(&str, &[u8], (u32, u32))] = &[
+    ("kernels.sm_87", K87, ORIN),
+    ("kernels.sm_90", K90, HOPPER),
+    ("globals.sm_87", G87, ORIN),
+    ("globals.sm_90", G90, HOPPER),
+    ("kernels.sm_100", K100, (10, 0)),
+];
+
+#[test]
+fn truncation_at_every_length() {
+    for &(name, b, sm) in FIXTURES {
+        for len in 0..b.len() {
+            check_no_panic(&b[..len], sm, &format!("{name} truncated to {len}"));
+        }
+    }
+}
+
+#[test]
+fn random_mutants_never_panic() {
+    let extremes: [u64; 10] = [
+        0,
+        1,
+        0x7f,
+        0xff,
+        0xffff,
+        0x7fff_ffff,
+        0xffff_ffff,
+        u64::MAX,
+        u64::MAX / 2,
+        0x8000_0000_0000_0000,
+    ];
+    let mut rng = Rng(0x7e67_a6b0_c0b1_0001);
+    let mut total = 0usize;
+    let mut accepted = 0usize;
+    for &(name, b, sm) in FIXTURES {
+        // Metadata: everything before the first .text section, plus the section header table.
+        let secs = sections(b);
+        let meta_end = secs
+            .iter()
+            .filter(|s| s.name.starts_with(".text."))
+            .map(|s| s.offset as usize)
+            .min()
+            .unwrap();
+        let shoff = u64_at(b, 40) as usize;
+        let n = 6000;
+        for i in 0..n {
+            let mut f = b.to_vec();
+            let muts = 1 + rng.below(3);
+            for _ in 0..muts {
+                // Where: ELF header, section header table, metadata, anywhere.
+                let pos = match rng.below(8) {
+                    0 => rng.below(64),
+                    1..=3 => shoff + rng.below(f.len() - shoff),
+                    4..=6 => rng.below(meta_end),
+                    _ => rng.below(f.len()),
+                };
+                match rng.below(4) {
+                    0 => f[pos] ^= 1 << rng.below(8),
+                    1 => f[pos] = rng.next() as u8,
+                    _ => {
+                        let width = [2usize, 4, 8][rng.below(3)];
+                        let at = pos & !(width - 1);
+                        if at + width <= f.len() {
+                            let v = if rng.below(3) == 0 {
+                                rng.next() % (f.len() as u64 * 2)
+                            } else {
+                                extremes[rng.below(extremes.len())]
+                            };
+                            f[at..at + width].copy_from_slice(&v.to_le_bytes()[..width]);
+                        }
+                    }
+                }
+            }
+            if check_no_panic(&f, sm, &format!("{name} mutant {i}")) {
+                accepted += 1;
+            }
+            total += 1;
+        }
+    }
+    assert!(total >= 20_000);
+    // Sanity: the fuzzer must reach past the header checks, so some mutants still load.
+    eprintln!("accepted {accepted} of {total}");
+    assert!(
+        accepted > 100 && accepted < total,
+        "accepted {accepted} of {total}"
+    );
+}
+
+#[test]
+fn consts_are_the_documented_values() {
+    assert_eq!(cubin::SHARED_RESERVED_BYTES, 0x400);
+    assert_eq!(cubin::IMAGE_SLACK, 4096);
+    assert_eq!(cubin::IMAGE_ALIGN, 128);
+    assert_eq!(
+        (
+            cubin::R_CUDA_64,
+            cubin::R_CUDA_G64,
+            cubin::R_CUDA_ABS32_LO_32,
+            cubin::R_CUDA_ABS32_HI_32
+        ),
+        (2, 4, 0x38, 0x39)
+    );
+}

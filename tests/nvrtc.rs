@@ -1,0 +1,160 @@
+//! Tests of `tegragpu::nvrtc` (libnvrtc loaded at run time).
+//!
+//! When libnvrtc is not installed these tests print a notice and pass, unless
+//! `TEGRAGPU_REQUIRE_NVRTC` is set (CI sets it, with `nvidia-cuda-nvrtc-cu12==12.9.86`).
+
+use std::path::Path;
+use std::process::Command;
+use tegragpu::{nvrtc, Status};
+
+/// Options common to every target; must equal `OPTIONS` in scripts/gen_cubins.py.
+const FIXTURE_OPTIONS: &[&str] = &["--std=c++17"];
+/// nvrtcVersion() of the pinned pip package nvidia-cuda-nvrtc-cu12==12.9.86.
+const FIXTURE_NVRTC: (i32, i32) = (12, 9);
+
+/// `None` (after printing a notice) when nvrtc is missing and not required.
+fn nvrtc_or_skip(test: &str) -> Option<()> {
+    match nvrtc::version() {
+        Ok(_) => Some(()),
+        Err(e)
+            if e.status == Status::LibraryMissing
+                && std::env::var_os("TEGRAGPU_REQUIRE_NVRTC").is_none() =>
+        {
+            eprintln!(
+                "NOTICE: {test} skipped: libnvrtc is not installed ({})",
+                e.message
+            );
+            None
+        }
+        Err(e) => panic!("nvrtc unavailable but TEGRAGPU_REQUIRE_NVRTC is set: {e:?}"),
+    }
+}
+
+fn read(rel: &str) -> Vec<u8> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn recompiling_the_sources_reproduces_the_committed_fixtures() {
+    if nvrtc_or_skip("recompiling_the_sources_reproduces_the_committed_fixtures").is_none() {
+        return;
+    }
+    let v = nvrtc::version().unwrap();
+    assert_eq!(
+        v,
+        FIXTURE_NVRTC,
+        "{} reports nvrtc {v:?}; the fixtures need nvidia-cuda-nvrtc-cu12==12.9.86 \
+         (set TEGRAGPU_NVRTC to that library)",
+        nvrtc::library_path().unwrap().display()
+    );
+    for (src, prog, stem) in [
+        ("tests/fixtures/kernels.cu", "kernels.cu", "kernels"),
+        ("tests/fixtures/cubin/globals.cu", "globals.cu", "globals"),
+    ] {
+        let source = String::from_utf8(read(src)).unwrap();
+        for sm in [(8, 7), (9, 0), (10, 0)] {
+            let cubin = nvrtc::compile(&source, prog, sm, FIXTURE_OPTIONS).unwrap();
+            let want = read(&format!(
+                "tests/fixtures/cubin/{stem}.sm_{}{}.cubin",
+                sm.0, sm.1
+            ));
+            assert!(
+                cubin == want,
+                "{stem} for sm_{}{}: nvrtc output ({} bytes) differs from the fixture ({} bytes); \
+                 regenerate with scripts/gen_cubins.py",
+                sm.0,
+                sm.1,
+                cubin.len(),
+                want.len()
+            );
+            // And it loads.
+            let m = tegragpu::cubin::Module::parse(&cubin, sm).unwrap();
+            assert!(!m.kernels().is_empty());
+        }
+    }
+}
+
+#[test]
+fn syntax_error_gives_compile_error_with_the_log() {
+    if nvrtc_or_skip("syntax_error_gives_compile_error_with_the_log").is_none() {
+        return;
+    }
+    let src = "extern \"C\" __global__ void broken(int* p) { p[0] = undeclared_name_xyz; }\n";
+    let e = nvrtc::compile(src, "broken_prog.cu", (8, 7), &[]).unwrap_err();
+    assert_eq!(e.status, Status::CompileError, "{e:?}");
+    // nvrtc's log names the program and the offending identifier.
+    assert!(e.message.contains("broken_prog.cu"), "{}", e.message);
+    assert!(e.message.contains("undeclared_name_xyz"), "{}", e.message);
+    assert!(
+        e.message.contains("--gpu-architecture=sm_87"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn compiled_kernel_matches_its_source() {
+    if nvrtc_or_skip("compiled_kernel_matches_its_source").is_none() {
+        return;
+    }
+    let src =
+        "extern \"C\" __global__ void k3(int a, double b, char* c) { if (a) c[0] = (char)b; }\n";
+    let cubin = nvrtc::compile(src, "k3.cu", (9, 0), &["--std=c++17"]).unwrap();
+    let m = tegragpu::cubin::Module::parse(&cubin, (9, 0)).unwrap();
+    let k = m.kernel("k3").unwrap();
+    let got: Vec<(u32, u32)> = k.params.iter().map(|p| (p.offset, p.size)).collect();
+    assert_eq!(got, [(0, 4), (8, 8), (16, 8)]);
+    assert_eq!(k.param_base, 0x210);
+}
+
+#[test]
+fn architecture_options_are_rejected() {
+    let e = nvrtc::compile("", "x.cu", (8, 7), &["--gpu-architecture=sm_90"]).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument);
+    let e = nvrtc::compile("", "x.cu", (8, 7), &["-arch=sm_90"]).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument);
+    let e = nvrtc::compile("a\0b", "x.cu", (8, 7), &[]).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument);
+}
+
+const CHILD: &str = "TEGRAGPU_NVRTC_TEST_CHILD";
+const BOGUS: &str = "/nonexistent/dir/libnvrtc.so.bogus";
+
+/// Runs in a child process (the library is cached per process and the environment is
+/// process-wide): with TEGRAGPU_NVRTC pointing nowhere, every call reports LibraryMissing.
+#[test]
+fn bogus_env_path_gives_library_missing() {
+    if std::env::var_os(CHILD).is_some() {
+        let e = nvrtc::version().unwrap_err();
+        assert_eq!(e.status, Status::LibraryMissing, "{e:?}");
+        assert!(e.message.contains(BOGUS), "{}", e.message);
+        assert!(
+            e.message.contains("pip install nvidia-cuda-nvrtc-cu12"),
+            "{}",
+            e.message
+        );
+        let e = nvrtc::compile("__global__ void f() {}", "f.cu", (8, 7), &[]).unwrap_err();
+        assert_eq!(e.status, Status::LibraryMissing, "{e:?}");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new(exe)
+        .args([
+            "bogus_env_path_gives_library_missing",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .env("TEGRAGPU_NVRTC", BOGUS)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed:\n{text}");
+    assert!(
+        text.contains("1 passed"),
+        "child did not run the test:\n{text}"
+    );
+}
