@@ -57,10 +57,9 @@ static inline tg_device *open_device(int argc, char **argv, tg_device_info *info
     tg_device *dev = NULL;
     tg_status st = tg_device_open(spec, &dev);
     if (st == TG_ERROR_NOT_FOUND && spec == NULL && (env == NULL || env[0] == '\0')) {
-        printf("no NVIDIA GPU found on this machine (%s); falling back to the emulated Orin "
-               "(\"emu\")\n",
-               tg_last_error_message());
-        st = tg_device_open("emu", &dev);
+        printf("%s\n-> falling back to the emulated Orin (\"emu\")\n", tg_last_error_message());
+        spec = "emu";
+        st = tg_device_open(spec, &dev);
     }
     if (st != TG_OK) {
         fprintf(stderr, "tg_device_open(%s): %s\n  -> %s\n", spec ? spec : "NULL",
