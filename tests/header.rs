@@ -13,7 +13,8 @@ fn root() -> PathBuf {
 
 fn generate() -> String {
     let root = root();
-    let config = cbindgen::Config::from_file(root.join("cbindgen.toml")).expect("cbindgen.toml parses");
+    let config =
+        cbindgen::Config::from_file(root.join("cbindgen.toml")).expect("cbindgen.toml parses");
     let bindings = cbindgen::Builder::new()
         .with_config(config)
         .with_src(root.join("src/capi/mod.rs"))
@@ -28,17 +29,25 @@ fn generate() -> String {
 fn header_is_fresh() {
     let path = root().join("include/tegragpu.h");
     let fresh = generate();
-    if std::env::var("TEGRAGPU_BLESS").map(|v| v == "1").unwrap_or(false) {
+    if std::env::var("TEGRAGPU_BLESS")
+        .map(|v| v == "1")
+        .unwrap_or(false)
+    {
         std::fs::write(&path, &fresh).expect("write include/tegragpu.h");
         return;
     }
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     if committed != fresh {
-        let first = committed.lines().zip(fresh.lines()).position(|(a, b)| a != b);
+        let first = committed
+            .lines()
+            .zip(fresh.lines())
+            .position(|(a, b)| a != b);
         panic!(
             "include/tegragpu.h is stale (first difference at line {}); regenerate with \
              scripts/gen-header.sh (TEGRAGPU_BLESS=1 cargo test --test header) and commit it",
-            first.map(|l| l + 1).unwrap_or(committed.lines().count().min(fresh.lines().count()) + 1)
+            first
+                .map(|l| l + 1)
+                .unwrap_or(committed.lines().count().min(fresh.lines().count()) + 1)
         );
     }
 }
@@ -90,8 +99,18 @@ fn header_declares_the_whole_api() {
         let declared = h.contains(&format!(" {f}(")) || h.contains(&format!("*{f}("));
         assert!(declared, "{f} is not declared in the header");
     }
-    for t in ["tg_device", "tg_buf", "tg_module", "tg_kernel", "tg_queue", "tg_signal"] {
-        assert!(h.contains(&format!("typedef struct {t} {t};")), "opaque handle {t} missing");
+    for t in [
+        "tg_device",
+        "tg_buf",
+        "tg_module",
+        "tg_kernel",
+        "tg_queue",
+        "tg_signal",
+    ] {
+        assert!(
+            h.contains(&format!("typedef struct {t} {t};")),
+            "opaque handle {t} missing"
+        );
     }
     for line in [
         "TG_OK = 0,",
@@ -124,13 +143,24 @@ fn try_compile(compiler: &str, std_flag: &str, ext: &str, src: &str) -> Option<(
     std::fs::write(&file, src).ok()?;
     let include: &Path = &root().join("include");
     let out = Command::new(compiler)
-        .args([std_flag, "-Wall", "-Wextra", "-Werror", "-pedantic", "-fsyntax-only", "-I"])
+        .args([
+            std_flag,
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-fsyntax-only",
+            "-I",
+        ])
         .arg(include)
         .arg(&file)
         .output()
         .ok()?;
     let _ = std::fs::remove_dir_all(&dir);
-    Some((out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned()))
+    Some((
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
 }
 
 const USE_HEADER: &str = r#"#include "tegragpu.h"
@@ -152,7 +182,9 @@ int main(void) { return use_everything(); }
 "#;
 
 fn require_compilers() -> bool {
-    std::env::var("TEGRAGPU_REQUIRE_CC").map(|v| v == "1").unwrap_or(false)
+    std::env::var("TEGRAGPU_REQUIRE_CC")
+        .map(|v| v == "1")
+        .unwrap_or(false)
 }
 
 #[test]
