@@ -72,7 +72,7 @@ fn saxpy_with_pointer_array_arguments() {
     });
     let out = read_f32(&by, n);
     for i in 0..n {
-        assert_eq!(out[i], a * x[i] + y[i], "element {i}");
+        assert_eq!(out[i], a.mul_add(x[i], y[i]), "element {i} (the GPU computes a fused multiply-add)");
     }
 }
 

@@ -1,1 +1,123 @@
-fn main() {}
+//! `tegragpu-info`: prints what the nvgpu driver reports about the GPU.
+//!
+//! Uses the real driver when `/dev/nvgpu/igpu0/ctrl` exists, else the emulated Orin kernel;
+//! `TEGRAGPU_DEVICE=emu` forces the emulated one. `--abi` prints every ioctl request number
+//! and argument-struct size the library uses (`NAME 0x%08x` / `struct NAME SIZE`).
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use tegragpu::backend::nvgpu::NvgpuBackend;
+use tegragpu::backend::Backend;
+use tegragpu::os::{LinuxSys, Sys};
+use tegragpu::sys::nvgpu::{nvgpu_gpu_characteristics, nvgpu_notification, ALL_REQUESTS};
+
+/// Writes `s` to stdout; a closed pipe (`| head`) is not an error worth a panic.
+fn emit(s: &str) {
+    let _ = std::io::stdout().lock().write_all(s.as_bytes());
+}
+
+fn abi_text() -> String {
+    let mut o = String::new();
+    for e in ALL_REQUESTS {
+        let _ = writeln!(o, "{} {:#010x}", e.name, e.request);
+    }
+    let mut structs: BTreeSet<(&str, usize)> = ALL_REQUESTS
+        .iter()
+        .filter(|e| !e.struct_name.is_empty() && e.struct_name != "int")
+        .map(|e| (e.struct_name, e.size))
+        .collect();
+    structs.insert((
+        "nvgpu_gpu_characteristics",
+        std::mem::size_of::<nvgpu_gpu_characteristics>(),
+    ));
+    structs.insert((
+        "nvgpu_notification",
+        std::mem::size_of::<nvgpu_notification>(),
+    ));
+    for (name, size) in structs {
+        let _ = writeln!(o, "struct {name} {size}");
+    }
+    o
+}
+
+fn emulated_sys() -> Result<Arc<dyn Sys>, String> {
+    Err("the emulated kernel is not available in this build".to_string())
+}
+
+fn choose_sys() -> Result<Arc<dyn Sys>, String> {
+    let forced = std::env::var("TEGRAGPU_DEVICE")
+        .map(|v| v == "emu")
+        .unwrap_or(false);
+    if !forced && std::path::Path::new("/dev/nvgpu/igpu0/ctrl").exists() {
+        Ok(Arc::new(LinuxSys))
+    } else {
+        emulated_sys()
+    }
+}
+
+fn main() -> ExitCode {
+    if std::env::args().skip(1).any(|a| a == "--abi") {
+        emit(&abi_text());
+        return ExitCode::SUCCESS;
+    }
+    let sys = match choose_sys() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("tegragpu-info: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let dev = match NvgpuBackend::open(sys) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("tegragpu-info: opening nvgpu failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let i = dev.info();
+    let mut o = String::new();
+    let c = dev.characteristics();
+    let _ = writeln!(
+        o,
+        "device:          {} ({})",
+        i.name,
+        if i.emulated { "emulated" } else { "real" }
+    );
+    let _ = writeln!(o, "driver:          {}", i.driver_version);
+    let _ = writeln!(
+        o,
+        "arch:            {:#x} impl {:#x} rev {:#x}",
+        c.arch, c.r#impl, c.rev
+    );
+    let _ = writeln!(
+        o,
+        "SM version:      {}.{} (sm_arch_sm_version {:#x})",
+        i.sm_major, i.sm_minor, c.sm_arch_sm_version
+    );
+    let _ = writeln!(
+        o,
+        "SMs:             {} ({} per TPC, {} warps each)",
+        i.sm_count, i.sm_per_tpc, i.warps_per_sm
+    );
+    let _ = writeln!(
+        o,
+        "GPCs:            {} enabled (mask {:#x}), max {}",
+        c.num_gpc, c.gpc_mask, i.max_gpc_count
+    );
+    let _ = writeln!(o, "TPCs per GPC:    {} (max)", c.num_tpc_per_gpc);
+    let _ = writeln!(o, "compute class:   {:#x}", i.compute_class);
+    let _ = writeln!(o, "copy class:      {:#x}", i.copy_class);
+    let _ = writeln!(o, "gpfifo class:    {:#x}", i.gpfifo_class);
+    let _ = writeln!(o, "VA bits:         {}", i.va_bits);
+    let _ = writeln!(o, "L2 cache:        {} KiB", c.L2_cache_size / 1024);
+    let _ = writeln!(o, "memory:          {} MiB", i.memory_bytes >> 20);
+    let _ = writeln!(o, "max freq:        {} MHz", c.max_freq / 1_000_000);
+    let _ = writeln!(o, "flags:           {:#018x}", c.flags);
+    let _ = writeln!(o, "unified VA:      {}", i.unified_addresses);
+    emit(&o);
+    ExitCode::SUCCESS
+}

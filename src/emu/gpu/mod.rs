@@ -1,0 +1,272 @@
+//! The emulated GPU: host, compute and copy engines running channel work on a thread.
+//!
+//! The model runs asynchronously like hardware. One thread polls the registered usermode
+//! (doorbell) pages, and services channels:
+//!
+//! - **Doorbell.** For each registered 64 KiB usermode page the thread atomically swaps the word
+//!   at +0x90 (`NV_USERMODE_NOTIFY_CHANNEL_PENDING`) with the sentinel `0xFFFF_FFFF`; any other
+//!   value read back is a ring carrying a work-submit token. Pages are set to the sentinel when
+//!   added. Two rings written between two polls coalesce into one observed token, so on *any* ring
+//!   the model services the rung channel **and every attached channel whose USERD GP_PUT differs
+//!   from GP_GET** (a deliberate leniency; real Host would see both stores). A GP_PUT update with
+//!   no ring at all does nothing.
+//! - **Host.** A serviced channel fetches GPFIFO entries from GP_GET to GP_PUT through its MMU,
+//!   executes each pushbuffer segment ([`host`]), and writes GP_GET back after each entry has been
+//!   processed. A semaphore acquire that is not yet satisfied parks the channel, which is re-polled
+//!   on every pass while other channels run.
+//! - **Engines.** Compute ([`compute`]: QMD V03/V04 launches of reference kernels from
+//!   [`crate::emu::kernels`]) and copy ([`copy`]) run synchronously inside the method stream.
+//! - **Faults** write the channel's `nvgpu_notification`, mark it dead and are recorded in
+//!   [`Gpu::faults`].
+//!
+//! Polling is adaptive: after work the thread spins briefly (yielding), then sleeps with
+//! exponential backoff up to ~200 µs; after 20 ms without any work it polls every 1 ms, so an
+//! idle GPU costs little CPU (the first ring after a long pause is noticed within ~1 ms).
+
+pub mod compute;
+mod copy;
+mod host;
+pub(crate) mod mem;
+
+use super::hwif::{GpuFault, HostPtr, HwChannel};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Byte offset of NV_USERMODE_NOTIFY_CHANNEL_PENDING in the usermode page.
+const DOORBELL_OFFSET: usize = 0x90;
+/// Value the model leaves in the doorbell word between rings.
+const DOORBELL_IDLE: u32 = 0xFFFF_FFFF;
+/// Idle polls that only spin/yield before the thread starts sleeping.
+const SPIN_POLLS: u32 = 64;
+/// Longest sleep between idle polls while work was seen recently.
+const MAX_SLEEP: Duration = Duration::from_micros(200);
+/// After this long without any work the GPU is "deeply idle" and polls less often: a 200 µs
+/// sleep loop alone costs ~8 % of a core here, which adds up with one GPU per test on 2-core CI.
+const DEEP_IDLE_AFTER: Duration = Duration::from_millis(20);
+/// Poll period when deeply idle: the first ring after a long pause is seen within ~1 ms.
+const DEEP_IDLE_SLEEP: Duration = Duration::from_millis(1);
+
+/// State shared between the API object and the GPU thread.
+struct Shared {
+    channels: Mutex<Vec<Arc<host::Slot>>>,
+    doorbells: Mutex<Vec<HostPtr>>,
+    faults: Mutex<Vec<GpuFault>>,
+    /// Held by the GPU thread for one whole poll; detach/remove take it to wait for the thread
+    /// to let go of what they remove.
+    busy: Mutex<()>,
+    stop: AtomicBool,
+}
+
+/// One emulated GPU. Runs asynchronously on its own thread once created.
+pub struct Gpu {
+    shared: Arc<Shared>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Gpu {
+    /// Create the GPU and start its thread.
+    pub fn new() -> Arc<Gpu> {
+        let shared = Arc::new(Shared {
+            channels: Mutex::new(Vec::new()),
+            doorbells: Mutex::new(Vec::new()),
+            faults: Mutex::new(Vec::new()),
+            busy: Mutex::new(()),
+            stop: AtomicBool::new(false),
+        });
+        let s2 = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("emu-gpu".into())
+            .spawn(move || gpu_thread(s2));
+        // If the thread cannot be spawned the GPU simply never executes anything; channels then
+        // time out in their waiters, which is what a hung GPU looks like.
+        Arc::new(Gpu {
+            shared,
+            thread: Mutex::new(thread.ok()),
+        })
+    }
+
+    /// Watch a 64 KiB usermode page: a store of a channel's token at +0x90 makes Host service it.
+    pub fn add_doorbell(&self, page: HostPtr) {
+        mem::host_store(page, DOORBELL_OFFSET, DOORBELL_IDLE);
+        self.shared.doorbells.lock().push(page);
+    }
+
+    /// Stop watching a usermode page (before it is unmapped). Returns once the GPU thread no
+    /// longer touches the page.
+    pub fn remove_doorbell(&self, page: HostPtr) {
+        self.shared.doorbells.lock().retain(|p| *p != page);
+        drop(self.shared.busy.lock());
+    }
+
+    /// Make a channel runnable (after SETUP_BIND).
+    pub fn attach_channel(&self, ch: Arc<HwChannel>) {
+        let slot = Arc::new(host::Slot::new(ch));
+        self.shared.channels.lock().push(slot);
+    }
+
+    /// Remove a channel; returns once the GPU thread no longer touches it.
+    pub fn detach_channel(&self, token: u32) {
+        self.shared.channels.lock().retain(|c| c.hw.token != token);
+        // The thread snapshots the channel list under `busy`; once we get `busy`, any pass that
+        // could still hold the channel is over and later passes cannot see it.
+        drop(self.shared.busy.lock());
+    }
+
+    /// Wait until the GPU thread has finished its current pass. Host pointers from
+    /// [`Mmu::translate`](super::hwif::Mmu::translate) are only used within one pass, so after a
+    /// mapping has been removed from an address space (new translations fail) and this returns,
+    /// the GPU no longer touches the old backing memory and it may be freed.
+    /// Must not be called from inside an `Mmu` implementation (the GPU thread would wait on itself).
+    pub fn quiesce(&self) {
+        drop(self.shared.busy.lock());
+    }
+
+    /// Faults raised so far, oldest first.
+    pub fn faults(&self) -> Vec<GpuFault> {
+        self.shared.faults.lock().clone()
+    }
+
+    /// Stop the GPU thread (idempotent).
+    pub fn shutdown(&self) {
+        self.shared.stop.store(true, Ordering::Release);
+        let handle = self.thread.lock().take();
+        if let Some(h) = handle {
+            h.thread().unpark();
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn gpu_thread(shared: Arc<Shared>) {
+    let mut idle_polls = 0u32;
+    let mut last_progress = Instant::now();
+    while !shared.stop.load(Ordering::Acquire) {
+        if poll_once(&shared) {
+            idle_polls = 0;
+            last_progress = Instant::now();
+            continue;
+        }
+        idle_polls = idle_polls.saturating_add(1);
+        if idle_polls < SPIN_POLLS {
+            std::hint::spin_loop();
+            std::thread::yield_now();
+        } else if last_progress.elapsed() >= DEEP_IDLE_AFTER {
+            std::thread::park_timeout(DEEP_IDLE_SLEEP);
+        } else {
+            let shift = (idle_polls - SPIN_POLLS).min(8);
+            let sleep = Duration::from_micros(1u64 << shift).min(MAX_SLEEP);
+            std::thread::park_timeout(sleep);
+        }
+    }
+}
+
+/// One pass: collect doorbell rings, then service every active channel. Returns whether any
+/// ring was seen or any channel made progress.
+fn poll_once(shared: &Shared) -> bool {
+    let _busy = shared.busy.lock();
+    let mut rung: Vec<u32> = Vec::new();
+    for page in shared.doorbells.lock().iter() {
+        if let Some(old) = mem::host_swap(*page, DOORBELL_OFFSET, DOORBELL_IDLE) {
+            if old != DOORBELL_IDLE {
+                rung.push(old);
+            }
+        }
+    }
+    let channels: Vec<Arc<host::Slot>> = shared.channels.lock().clone();
+    let mut progress = !rung.is_empty();
+    for slot in &channels {
+        let mut st = slot.state.lock();
+        if !rung.is_empty() && (rung.contains(&slot.hw.token) || slot.put_differs(&st)) {
+            st.active = true;
+        }
+        if !st.active {
+            continue;
+        }
+        // A panic inside the model (a bug, or a test's reference kernel) must not kill the GPU
+        // thread: it becomes a fault of the channel that was running.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            host::service(slot, &mut st)
+        }))
+        .unwrap_or_else(|e| {
+            let msg = e
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| e.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(Fault::new(
+                host::ERR_GR_EXCEPTION,
+                None,
+                format!("GPU model panicked: {msg}"),
+            ))
+        });
+        match result {
+            Ok(p) => progress |= p,
+            Err(f) => {
+                progress = true;
+                st.active = false;
+                post_fault(shared, &slot.hw, f);
+            }
+        }
+    }
+    progress
+}
+
+/// A fault raised while executing a channel.
+#[derive(Debug)]
+pub(crate) struct Fault {
+    /// nvgpu notifier code (31 MMU, 13 GR exception, 32 PBDMA, 37 unimplemented method).
+    pub code: u32,
+    pub address: Option<u64>,
+    pub what: String,
+}
+
+impl Fault {
+    pub(crate) fn new(code: u32, address: Option<u64>, what: impl Into<String>) -> Fault {
+        Fault {
+            code,
+            address,
+            what: what.into(),
+        }
+    }
+}
+
+impl From<super::hwif::MmuFault> for Fault {
+    fn from(f: super::hwif::MmuFault) -> Fault {
+        Fault {
+            code: host::ERR_MMU_FAULT,
+            address: Some(f.address),
+            what: format!("MMU fault: {}", f.what),
+        }
+    }
+}
+
+/// Write the channel's notifier, mark it dead and record the fault.
+fn post_fault(shared: &Shared, ch: &HwChannel, f: Fault) {
+    if let Some(n) = *ch.notifier.lock() {
+        let ts = mem::now_ns();
+        mem::host_store(n, 0, ts as u32);
+        mem::host_store(n, 4, (ts >> 32) as u32);
+        mem::host_store(n, 8, f.code);
+        // info16 = 0, status = 0xffff: the status half-word goes last so a reader that sees it
+        // also sees the rest of the record.
+        mem::host_store(n, 12, 0xffff_0000);
+    }
+    ch.dead.store(true, Ordering::Release);
+    shared.faults.lock().push(GpuFault {
+        token: ch.token,
+        code: f.code,
+        address: f.address,
+        what: f.what,
+    });
+}
