@@ -55,7 +55,7 @@ int main(int argc, char **argv) {
     {
         const uint64_t so = 4100, d_o = 8, len = (1u << 20) + 12;
         unsigned char *bs = (unsigned char *)ps, *bd = (unsigned char *)pd;
-        memset(bd, 0xAB, (size_t)(len + 64));
+        memset(bd, 0xAB, (size_t)(d_o + len + 64));
         CHECK(tg_queue_copy(q, dst, d_o, src, so, len));
         CHECK(tg_queue_signal(q, done, ++value));
         CHECK(tg_queue_submit(q));

@@ -11,9 +11,9 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 tg_setup minimal
 if [ -f build/meson/build.ninja ]; then
-  meson configure build/meson -Dcargo_target_dir="$PWD/target" >/dev/null
+  meson configure build/meson -Dcargo_target_dir="${CARGO_TARGET_DIR:-$PWD/target}" >/dev/null
 else
-  meson setup build/meson -Dcargo_target_dir="$PWD/target" >/dev/null
+  meson setup build/meson -Dcargo_target_dir="${CARGO_TARGET_DIR:-$PWD/target}" >/dev/null
 fi
 tg_log "building (cargo build --release through meson)"
 meson compile -C build/meson

@@ -37,10 +37,10 @@ asan=enabled
 [ "${TEGRAGPU_ASAN:-1}" = 0 ] && asan=disabled
 {
   if [ -f build/meson/build.ninja ]; then
-    meson configure build/meson -Dcargo_target_dir="$ROOT/target" -Dasan_misuse=$asan \
+    meson configure build/meson -Dcargo_target_dir="${CARGO_TARGET_DIR:-$ROOT/target}" -Dasan_misuse=$asan \
       -Ddevice="${TEGRAGPU_MESON_DEVICE:-emu}"
   else
-    meson setup build/meson -Dcargo_target_dir="$ROOT/target" -Dasan_misuse=$asan \
+    meson setup build/meson -Dcargo_target_dir="${CARGO_TARGET_DIR:-$ROOT/target}" -Dasan_misuse=$asan \
       -Ddevice="${TEGRAGPU_MESON_DEVICE:-emu}"
   fi && meson compile -C build/meson && meson test -C build/meson --print-errorlogs
 } 2>&1 | tee "$LOGS/meson.log"
