@@ -28,8 +28,8 @@ else
   echo "note: no C++ compiler; the C++ header check is skipped"
 fi
 
-tg_log "1/3 Rust: cargo test --release"
-cargo test --release 2>&1 | tee "$LOGS/cargo.log"
+tg_log "1/3 Rust: cargo test --release --no-fail-fast"
+cargo test --release --no-fail-fast 2>&1 | tee "$LOGS/cargo.log"
 [ "${PIPESTATUS[0]}" = 0 ] || failed_stages+=(cargo)
 
 tg_log "2/3 C: meson (examples, api_misuse, api_misuse_asan) on ${TEGRAGPU_MESON_DEVICE:-emu}"
