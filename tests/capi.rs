@@ -248,3 +248,104 @@ fn children_keep_the_device_open() {
         assert_eq!(tg_buf_free(buf), tg_status::TG_OK);
     }
 }
+
+#[test]
+fn gpu_fault_is_reported_through_the_c_api() {
+    let dev = open_emu();
+    let cubin = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/cubin/kernels.sm_87.cubin"
+    ))
+    .expect("fixture cubin");
+    unsafe {
+        let (mut m, mut k, mut q, mut s, mut a) =
+            (null_mut(), null_mut(), null_mut(), null_mut(), null_mut());
+        assert_eq!(
+            tg_module_load(dev, cubin.as_ptr() as *const c_void, cubin.len(), &mut m),
+            tg_status::TG_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(
+            tg_module_get_kernel(m, c"vector_add".as_ptr(), &mut k),
+            tg_status::TG_OK
+        );
+        assert_eq!(
+            tg_queue_create(dev, tg_queue_kind_arg(0), &mut q),
+            tg_status::TG_OK
+        );
+        assert_eq!(tg_signal_create(dev, 0, &mut s), tg_status::TG_OK);
+        assert_eq!(tg_buf_alloc(dev, 4096, 0, &mut a), tg_status::TG_OK);
+        let mut va = 0u64;
+        assert_eq!(tg_buf_gpu_address(a, &mut va), tg_status::TG_OK);
+        // c points at an address nothing is mapped at: the kernel's store faults.
+        let bad: u64 = 0x7f_dead_0000;
+        let n: u32 = 64;
+        let mut params = [0u8; 28];
+        params[0..8].copy_from_slice(&va.to_le_bytes());
+        params[8..16].copy_from_slice(&va.to_le_bytes());
+        params[16..24].copy_from_slice(&bad.to_le_bytes());
+        params[24..28].copy_from_slice(&n.to_le_bytes());
+        let cfg = tg_launch_config {
+            struct_size: std::mem::size_of::<tg_launch_config>() as u32,
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+            dynamic_shared_bytes: 0,
+        };
+        assert_eq!(
+            tg_launch(q, k, &cfg, params.as_ptr() as *const c_void, params.len()),
+            tg_status::TG_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(tg_queue_signal(q, s, 1), tg_status::TG_OK);
+        assert_eq!(tg_queue_submit(q), tg_status::TG_OK);
+        assert_eq!(
+            tg_signal_wait(s, 1, 10_000_000_000),
+            tg_status::TG_ERROR_DEVICE_FAULT
+        );
+        assert!(
+            last_error().starts_with("tg_signal_wait: "),
+            "{}",
+            last_error()
+        );
+        let mut f: tg_fault_report = std::mem::zeroed();
+        f.struct_size = std::mem::size_of::<tg_fault_report>() as u32;
+        assert_eq!(tg_device_get_fault(dev, &mut f), tg_status::TG_OK);
+        // nvgpu's error notifier code for an MMU fault is 31 (NVGPU_CHANNEL_FIFO_ERROR_MMU_ERR_FLT).
+        assert_eq!(f.code, 31);
+        assert!(f.has_address);
+        assert_eq!(
+            f.address & !0xfff,
+            bad & !0xfff,
+            "fault address {:#x}",
+            f.address
+        );
+        let msg = CStr::from_ptr(f.message.as_ptr())
+            .to_string_lossy()
+            .into_owned();
+        assert!(msg.contains("compute queue"), "{msg}");
+        // Sticky: new work is refused with the same status.
+        let mut b = null_mut();
+        assert_eq!(
+            tg_buf_alloc(dev, 4096, 0, &mut b),
+            tg_status::TG_ERROR_DEVICE_FAULT
+        );
+        assert!(
+            last_error().starts_with("tg_buf_alloc: "),
+            "{}",
+            last_error()
+        );
+        for st in [
+            tg_signal_destroy(s),
+            tg_buf_free(a),
+            tg_kernel_destroy(k),
+            tg_module_destroy(m),
+            tg_device_close(dev),
+        ] {
+            assert_eq!(st, tg_status::TG_OK);
+        }
+        // Destroying a queue of a faulted device must not hang or fail.
+        assert_eq!(tg_queue_destroy(q), tg_status::TG_OK);
+    }
+}
