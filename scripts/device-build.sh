@@ -14,8 +14,8 @@ for l in sys.stdin:
     except Exception: continue
     if m.get("reason")=="compiler-artifact" and m.get("profile",{}).get("test") and m.get("executable"):
         print(m["target"]["name"], m["executable"])' > "$out/tests.txt"
-while read -r name exe; do cp "$exe" "$out/tests/$name"; done < "$out/tests.txt"
-cp target/release/tegragpu-info target/release/tegragpu-bench "$out/bin/"
+while read -r name exe; do cp "$exe" "$out/tests/$name"; strip "$out/tests/$name"; done < "$out/tests.txt"
+cp target/release/tegragpu-info target/release/tegragpu-bench "$out/bin/"; strip "$out"/bin/*
 cp target/release/libtegragpu.so "$out/lib/libtegragpu.so.0"
 ln -sf libtegragpu.so.0 "$out/lib/libtegragpu.so"
 if command -v meson >/dev/null 2>&1 && [ -f meson.build ]; then

@@ -317,3 +317,49 @@ fn seed_strace_encodings_match_library() {
     // The seed holds >20 distinct nvgpu/nvmap encodings that the library defines.
     assert!(compared >= 20, "only {compared} encodings compared");
 }
+
+#[test]
+fn info_abi_prints_exact_lines() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tegragpu-info"))
+        .arg("--abi")
+        .output()
+        .expect("run tegragpu-info --abi");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    for want in [
+        "NVGPU_GPU_IOCTL_ALLOC_AS 0xc0404708",
+        "NVGPU_AS_IOCTL_MAP_BUFFER_EX 0xc0284107",
+        "NVGPU_IOCTL_CHANNEL_SETUP_BIND 0xc0684880",
+        "NVMAP_IOC_FREE 0x00004e04",
+        "struct nvgpu_alloc_as_args 64",
+        "struct nvgpu_gpu_characteristics 328",
+        "struct nvgpu_gpu_l2_fb_args 5",
+        "struct nvgpu_channel_setup_bind_args 104",
+        "struct nvmap_alloc_handle 20",
+    ] {
+        assert!(lines.contains(&want), "missing line {want:?}");
+    }
+    // One line per request (doc table) plus struct lines.
+    assert_eq!(
+        lines.iter().filter(|l| !l.starts_with("struct ")).count(),
+        DOC_TABLE.len()
+    );
+}
+
+#[test]
+fn info_reports_emulated_device() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tegragpu-info"))
+        .env("TEGRAGPU_DEVICE", "emu")
+        .output()
+        .expect("run tegragpu-info");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("ga10b (emulated)"), "{text}");
+    assert!(text.contains("8.7"), "{text}");
+    assert!(text.contains("0xc7c0"), "{text}");
+}

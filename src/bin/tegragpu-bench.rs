@@ -238,12 +238,16 @@ fn main() {
     };
     if let Some(n) = o.record_only {
         let r = (|| -> tegragpu::Result<()> {
+            if n > 900 {
+                return Err(tegragpu::Error::invalid("--record-only N: N must be at most 900 (the rings hold them without waiting)"));
+            }
             let mut ours = Ours::new(o.device.as_deref().or(Some("emu")))?;
             for _ in 0..n {
                 ours.q.launch(&ours.empty, &one(), &[])?;
                 ours.q.submit()?;
             }
-            ours.dev.synchronize(60 * TO)
+            // Exit without waiting: the count must not include polling for the GPU.
+            std::process::exit(0)
         })();
         if let Err(e) = r {
             eprintln!("tegragpu-bench: {e}");
@@ -356,7 +360,7 @@ mod cuda {
                 let retain: unsafe extern "C" fn(*mut CUcontext, CUdevice) -> CUresult = sym(&lib, b"cuDevicePrimaryCtxRetain\0")?;
                 let set: unsafe extern "C" fn(CUcontext) -> CUresult = sym(&lib, b"cuCtxSetCurrent\0")?;
                 let mload: unsafe extern "C" fn(*mut CUmodule, *const c_void) -> CUresult = sym(&lib, b"cuModuleLoadData\0")?;
-                let getf: unsafe extern "C" fn(*mut CUfunction, CUmodule, *const i8) -> CUresult = sym(&lib, b"cuModuleGetFunction\0")?;
+                let getf: unsafe extern "C" fn(*mut CUfunction, CUmodule, *const std::ffi::c_char) -> CUresult = sym(&lib, b"cuModuleGetFunction\0")?;
                 let screate: unsafe extern "C" fn(*mut CUstream, u32) -> CUresult = sym(&lib, b"cuStreamCreate\0")?;
                 let attr: unsafe extern "C" fn(*mut i32, i32, CUdevice) -> CUresult = sym(&lib, b"cuDeviceGetAttribute\0")?;
                 if init(0) != 0 {
@@ -380,7 +384,7 @@ mod cuda {
                     return None;
                 }
                 let mut f = std::ptr::null_mut();
-                if getf(&mut f, m, b"empty_kernel\0".as_ptr() as *const i8) != 0 {
+                if getf(&mut f, m, c"empty_kernel".as_ptr()) != 0 {
                     return None;
                 }
                 let mut stream = std::ptr::null_mut();

@@ -45,7 +45,7 @@ fn abi_text() -> String {
 }
 
 fn emulated_sys() -> Result<Arc<dyn Sys>, String> {
-    Err("the emulated kernel is not available in this build".to_string())
+    Ok(tegragpu::emu::EmuSys::new())
 }
 
 fn choose_sys() -> Result<Arc<dyn Sys>, String> {
@@ -63,6 +63,14 @@ fn main() -> ExitCode {
     if std::env::args().skip(1).any(|a| a == "--abi") {
         emit(&abi_text());
         return ExitCode::SUCCESS;
+    }
+    let env = std::env::var("TEGRAGPU_DEVICE").unwrap_or_default();
+    let want_rm = env == "rm"
+        || (env.is_empty()
+            && !std::path::Path::new("/dev/nvgpu/igpu0/ctrl").exists()
+            && std::path::Path::new("/dev/nvidiactl").exists());
+    if want_rm {
+        return print_rm();
     }
     let sys = match choose_sys() {
         Ok(s) => s,
@@ -117,6 +125,35 @@ fn main() -> ExitCode {
     let _ = writeln!(o, "memory:          {} MiB", i.memory_bytes >> 20);
     let _ = writeln!(o, "max freq:        {} MHz", c.max_freq / 1_000_000);
     let _ = writeln!(o, "flags:           {:#018x}", c.flags);
+    let _ = writeln!(o, "unified VA:      {}", i.unified_addresses);
+    emit(&o);
+    ExitCode::SUCCESS
+}
+
+/// The desktop driver (nvidia.ko + nvidia-uvm): print what the RM backend reports.
+fn print_rm() -> ExitCode {
+    use tegragpu::backend::rm::RmBackend;
+    use tegragpu::backend::Backend;
+    let dev = match RmBackend::open(Arc::new(LinuxSys)) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("tegragpu-info: opening the NVIDIA RM driver failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let i = dev.info();
+    let mut o = String::new();
+    let _ = writeln!(o, "device:          {} (real, RM backend)", i.name);
+    let _ = writeln!(o, "driver:          {}", i.driver_version);
+    let _ = writeln!(o, "arch:            {:#x}", i.arch);
+    let _ = writeln!(o, "SM version:      {}.{}", i.sm_major, i.sm_minor);
+    let _ = writeln!(o, "SMs:             {} ({} per TPC, {} warps each)", i.sm_count, i.sm_per_tpc, i.warps_per_sm);
+    let _ = writeln!(o, "GPCs (max):      {} x {} TPCs", i.max_gpc_count, i.max_tpc_per_gpc);
+    let _ = writeln!(o, "compute class:   {:#x}", i.compute_class);
+    let _ = writeln!(o, "copy class:      {:#x}", i.copy_class);
+    let _ = writeln!(o, "gpfifo class:    {:#x}", i.gpfifo_class);
+    let _ = writeln!(o, "VA bits:         {}", i.va_bits);
+    let _ = writeln!(o, "memory:          {} MiB", i.memory_bytes >> 20);
     let _ = writeln!(o, "unified VA:      {}", i.unified_addresses);
     emit(&o);
     ExitCode::SUCCESS

@@ -2,7 +2,7 @@
 //! sticky fault state).
 
 use super::buffer::Buffer;
-use super::queue::{Queue, QueueKind, QueueTrack};
+use super::queue::{fence_now, fence_passed, Fence, Queue, QueueKind, QueueTrack};
 use super::signal::{Signal, SignalPool};
 use super::{Module, DEFAULT_TIMEOUT_NS};
 use crate::backend::{Allocation, Backend, BackendKind, DeviceInfo, MemFlags};
@@ -44,7 +44,7 @@ pub(crate) struct DeviceInner {
     pub queues: Mutex<Vec<Weak<QueueTrack>>>,
     /// Allocations whose owners were dropped while queued work could still use them:
     /// (allocation, per-queue timeline values that must be reached first).
-    pub deferred: Mutex<Vec<(Allocation, Vec<(Weak<QueueTrack>, u64)>)>>,
+    pub deferred: Mutex<Vec<(Allocation, Fence)>>,
 }
 
 impl Drop for DeviceInner {
@@ -260,14 +260,7 @@ impl Device {
 
     /// Free an allocation once every queue has passed the work submitted so far.
     pub(crate) fn free_when_idle(&self, alloc: Allocation) {
-        let tracks: Vec<(Weak<QueueTrack>, u64)> = self
-            .inner
-            .queues
-            .lock()
-            .iter()
-            .filter_map(|w| w.upgrade().map(|t| (Arc::downgrade(&t), t.submitted())))
-            .filter(|(w, v)| w.upgrade().map(|t| t.completed() < *v).unwrap_or(false))
-            .collect();
+        let tracks = fence_now(self);
         if tracks.is_empty() {
             let _ = self.inner.backend.free(&alloc);
         } else {
@@ -283,8 +276,7 @@ impl Device {
         }
         let mut i = 0;
         while i < d.len() {
-            let done = d[i].1.iter().all(|(w, v)| w.upgrade().map(|t| t.completed() >= *v).unwrap_or(true));
-            if done {
+            if fence_passed(&d[i].1) {
                 let (a, _) = d.swap_remove(i);
                 let _ = self.inner.backend.free(&a);
             } else {

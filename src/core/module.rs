@@ -63,11 +63,8 @@ pub struct Kernel {
     pub(crate) attrs: Arc<KernelAttributes>,
     /// GPU address of the kernel's first instruction.
     pub(crate) program_va: u64,
-    /// Bytes of local memory per thread the QMD asks for.
-    pub(crate) lm_per_thread: u32,
-    pub(crate) cbank2: Option<(u64, u32)>,
-    pub(crate) cbank3: Option<(u64, u32)>,
-    pub(crate) cbank4: Option<(u64, u32)>,
+    /// The kernel's QMD with everything but the launch shape, shared memory and cbank 0 filled in.
+    pub(crate) qmd: Arc<crate::hw::qmd::QmdTemplate>,
 }
 
 impl Module {
@@ -122,15 +119,27 @@ impl Module {
             max_dynamic_shared_bytes: max_smem.saturating_sub(static_total),
         };
         let cb = |o: Option<(u64, u64)>| o.map(|(off, size)| (base + off, size as u32));
+        let arch = dev.arch();
+        let mut desc = crate::hw::qmd::LaunchDesc {
+            program_va: base + k.code_offset,
+            program_prefetch_bytes: k.code_size.min(u32::MAX as u64) as u32,
+            register_count: k.register_count,
+            barrier_count: k.barrier_count,
+            local_memory_per_thread: lm_per_thread,
+            sass_version: arch.sass_version,
+            ..Default::default()
+        };
+        desc.cbanks[0] = Some((0, 16));
+        desc.cbanks[2] = cb(k.cbank2);
+        desc.cbanks[3] = cb(self.inner.cubin.cbank3());
+        desc.cbanks[4] = cb(self.inner.cubin.cbank4());
+        let qmd = Arc::new(crate::hw::qmd::QmdTemplate::new(arch.qmd_version, &desc)?);
         Ok(Kernel {
             module: self.inner.clone(),
             index,
             attrs: Arc::new(attrs),
             program_va: base + k.code_offset,
-            lm_per_thread,
-            cbank2: cb(k.cbank2),
-            cbank3: cb(self.inner.cubin.cbank3()),
-            cbank4: cb(self.inner.cubin.cbank4()),
+            qmd,
         })
     }
 }
@@ -152,6 +161,11 @@ fn max_threads(k: &cubin::KernelInfo) -> u32 {
 }
 
 impl Kernel {
+    /// GPU address of the kernel's first instruction.
+    pub fn program_va(&self) -> u64 {
+        self.program_va
+    }
+
     pub fn attributes(&self) -> &KernelAttributes {
         &self.attrs
     }

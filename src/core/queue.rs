@@ -16,7 +16,6 @@ use super::signal::{wait_value, Signal};
 use super::{Buffer, DEFAULT_TIMEOUT_NS};
 use crate::backend::{Allocation, Channel, ChannelError, ChannelRaw, Engine, MemFlags};
 use crate::error::{Error, Result, Status};
-use crate::hw::arch::QmdVersion;
 use crate::hw::gpfifo::{gp_entry, GpRing};
 use crate::hw::pushbuf::PushBuf;
 use std::collections::VecDeque;
@@ -54,6 +53,27 @@ const MAX_CMD_DW: u64 = 64;
 const PCAS_ACTION: u32 = 3;
 /// INVALIDATE_SHADER_CACHES_NO_WFI: INSTRUCTION | GLOBAL_DATA | CONSTANT.
 const INVALIDATE_BEFORE_LAUNCH: u32 = 0x1011;
+
+/// The point every queue of a device had reached in submission when something was released:
+/// the thing may be reused once every queue's timeline has passed its value.
+pub(crate) type Fence = Vec<(std::sync::Weak<QueueTrack>, u64)>;
+
+/// Record the submitted value of every live queue of `dev` that still has work in flight.
+pub(crate) fn fence_now(dev: &Device) -> Fence {
+    dev.inner
+        .queues
+        .lock()
+        .iter()
+        .filter_map(|w| w.upgrade().map(|t| (w.clone(), t.submitted(), t.completed())))
+        .filter(|(_, submitted, completed)| completed < submitted)
+        .map(|(w, s, _)| (w, s))
+        .collect()
+}
+
+/// Whether every queue in the fence has passed its value (or is gone).
+pub(crate) fn fence_passed(f: &Fence) -> bool {
+    f.iter().all(|(w, v)| w.upgrade().map(|t| t.completed() >= *v).unwrap_or(true))
+}
 
 /// State shared between a queue and its device (for synchronize and fault polling).
 pub(crate) struct QueueTrack {
@@ -335,7 +355,9 @@ impl Queue {
         let va = self.cmd.alloc.gpu_va + (self.seg_start % self.cmd.cap) * 4;
         let entry = gp_entry(va, len as u32, false)?;
         let userd = self.raw.userd;
-        if self.ring.free_slots(gp_get(userd)) == 0 {
+        // USERD may sit behind a slow CPU mapping (RM: BAR1): read GP_GET only when the last
+        // value seen says the ring is full, and publish pending entries before waiting on it.
+        if self.ring.full_by_last_get() && self.ring.free_slots(gp_get(userd)) == 0 {
             self.ring.kick();
         }
         let timeout = self.timeout_ns;
@@ -497,39 +519,10 @@ impl Queue {
         crate::hw::cbank0::build_cbank0(arch, cb, &p)?;
         write_params(&mut cb[param_base as usize..param_base as usize + info.param_bytes as usize])?;
         let smem_config = crate::hw::qmd::smem_config(arch, shared_total)?;
-        let mut desc = crate::hw::qmd::LaunchDesc {
-            program_va: kernel.program_va,
-            grid: cfg.grid,
-            block: cfg.block,
-            register_count: info.register_count,
-            barrier_count: info.barrier_count,
-            shared_memory_bytes: shared_total,
-            smem_config,
-            local_memory_per_thread: kernel.lm_per_thread,
-            sass_version: arch.sass_version,
-            ..Default::default()
-        };
-        desc.cbanks[0] = Some((karg_va, cb_size as u32));
-        desc.cbanks[2] = kernel.cbank2;
-        desc.cbanks[3] = kernel.cbank3;
-        desc.cbanks[4] = kernel.cbank4;
         let qmd_off = (qmd_va - qmd.alloc.gpu_va) as usize;
         let mut words = [0u32; 96];
-        let n = match arch.qmd_version {
-            QmdVersion::V03 => {
-                let w: &mut [u32; 64] = (&mut words[..64]).try_into().expect("64 dwords");
-                crate::hw::qmd::encode_v03(&desc, w)?;
-                64
-            }
-            QmdVersion::V04 => {
-                crate::hw::qmd::encode_v04(&desc, &mut words)?;
-                96
-            }
-            QmdVersion::V05 => {
-                crate::hw::qmd::encode_v05(&desc, &mut words)?;
-                96
-            }
-        };
+        kernel.qmd.write(&mut words, cfg.grid, cfg.block, shared_total, smem_config, (karg_va, cb_size as u32))?;
+        let n = kernel.qmd.dwords();
         // SAFETY: the QMD slot (QMD_STRIDE bytes) was just reserved in the CPU-mapped ring.
         unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), qmd.alloc.cpu.add(qmd_off) as *mut u32, n) };
         let gen = self.dev.inner.local_generation.load(Ordering::Acquire);

@@ -2,11 +2,10 @@
 //! GPU writes with semaphore releases and the CPU polls.
 
 use super::device::Device;
-use super::queue::QueueTrack;
+use super::queue::{fence_now, fence_passed, Fence};
 use crate::backend::{Allocation, Backend, MemFlags};
 use crate::error::{Error, Result, Status};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Weak;
 use std::time::{Duration, Instant};
 
 /// Bytes per signal slot: u64 value, u64 timestamp (the 16-byte semaphore format).
@@ -18,7 +17,7 @@ pub(crate) struct SignalPool {
     chunks: Vec<Allocation>,
     free: Vec<(u64, *mut u8)>,
     /// Freed slots that queued work may still write: reused once the queues pass these values.
-    parked: Vec<((u64, *mut u8), Vec<(Weak<QueueTrack>, u64)>)>,
+    parked: Vec<((u64, *mut u8), Fence)>,
 }
 // SAFETY: the raw pointers refer to the pool's own shared mappings.
 unsafe impl Send for SignalPool {}
@@ -28,7 +27,7 @@ impl SignalPool {
         if self.free.is_empty() {
             let mut i = 0;
             while i < self.parked.len() {
-                if self.parked[i].1.iter().all(|(w, v)| w.upgrade().map(|t| t.completed() >= *v).unwrap_or(true)) {
+                if fence_passed(&self.parked[i].1) {
                     let (slot, _) = self.parked.swap_remove(i);
                     self.free.push(slot);
                 } else {
@@ -139,15 +138,8 @@ impl Signal {
 
 impl Drop for Signal {
     fn drop(&mut self) {
-        let tracks: Vec<(Weak<QueueTrack>, u64)> = self
-            .dev
-            .inner
-            .queues
-            .lock()
-            .iter()
-            .filter_map(|w| w.upgrade().map(|t| (w.clone(), t.submitted())))
-            .collect();
-        self.dev.inner.signals.lock().parked.push(((self.gpu_va, self.ptr), tracks));
+        let fence = fence_now(&self.dev);
+        self.dev.inner.signals.lock().parked.push(((self.gpu_va, self.ptr), fence));
     }
 }
 

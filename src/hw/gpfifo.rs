@@ -180,6 +180,11 @@ impl GpRing {
         self.entries - 1 - used
     }
 
+    /// Whether the ring is full as far as the last GP_GET seen tells (no USERD read).
+    pub fn full_by_last_get(&self) -> bool {
+        self.free_slots(self.last_get) == 0
+    }
+
     /// Read GP_GET from USERD (byte 0x88). It may be stale (a lower bound of the GPU's progress).
     pub fn userd_gp_get(&self) -> u32 {
         // SAFETY: `new`'s contract: userd points to >= 0x90 readable, 4-aligned bytes.

@@ -12,9 +12,14 @@ pub fn device() -> Device {
 
 pub fn fixture_path(dev: &Device) -> std::path::PathBuf {
     let i = dev.info();
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/cubin")
-        .join(format!("kernels.sm_{}{}.cubin", i.sm_major, i.sm_minor))
+    let name = format!("kernels.sm_{}{}.cubin", i.sm_major, i.sm_minor);
+    // The build tree, or the working directory (test binaries copied to the device machine).
+    let built = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cubin").join(&name);
+    if built.exists() {
+        built
+    } else {
+        std::path::Path::new("tests/fixtures/cubin").join(name)
+    }
 }
 
 /// The fixture module (tests/fixtures/kernels.cu) for the device's SM version.

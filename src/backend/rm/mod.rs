@@ -1,9 +1,1497 @@
-//! RM backend: nvidia.ko + nvidia-uvm (desktop GPUs, Jetson Thor).
+//! RM backend: nvidia.ko + nvidia-uvm (desktop Ampere/Ada/Hopper/Blackwell GPUs, Jetson Thor).
+//!
+//! Bring-up follows rm-kernel-interface.md §2.2 (the path tinygrad's `NVKIface` takes, with the
+//! Hopper classes): version check, root client, UVM initialise, card info, `/dev/nvidiaN` with
+//! REGISTER_FD, device, subdevice, class list, usermode (doorbell) mapping, GR/FB info,
+//! `FERMI_VASPACE_A` (UVM-owned, page-faulting), UVM REGISTER_GPU and REGISTER_GPU_VASPACE,
+//! TSG (engine GRAPHICS), context share (ASYNC). Compute and copy channels are created in that
+//! one TSG on demand (`Backend::create_channel`).
+//!
+//! **Driver versions.** The loaded module's version is read from `/sys/module/nvidia/version`
+//! (and checked against `/sys/module/nvidia_uvm/version` and the `NV_ESC_CHECK_VERSION_STR`
+//! QUERY answer) before any RM_ALLOC or UVM call; major branches outside
+//! [`crate::sys::rm::SUPPORTED_RM_BRANCHES`] are refused with `Status::UnsupportedDriver`,
+//! because RM_ALLOC class parameters and UVM structs are not size-checked by the kernel (§6).
+//!
+//! **Memory.** Every allocation is mapped at the same address on the CPU and the GPU, chosen
+//! from the process-wide window [`va::LOW_VA_BASE`, `va::LOW_VA_END`):
+//! * sizes round up to 4 KiB, or to 2 MiB from 8 MiB up (2 MiB pages);
+//! * default and `write_combined` → video memory (`NV01_MEMORY_LOCAL_USER`, 2 MiB pages from
+//!   8 MiB up, else 4 KiB), CPU-mapped through BAR1 (a fresh `/dev/nvidiaN` fd per buffer,
+//!   `NV_ESC_RM_MAP_MEMORY`, `mmap(MAP_FIXED_NOREPLACE)`). CPU writes are fast (write-combined);
+//!   CPU **reads** cross PCIe uncached and are very slow (H200 in a VM: ~6 MiB/s, writes
+//!   ~8 GB/s): read results back through host memory or a copy. BAR1 size bounds how much
+//!   vidmem can be CPU-visible at once; a failing BAR1 map is reported with the BAR1 size.
+//!   `zeroed` video memory is cleared by CPU writes through BAR1.
+//! * `cpu_cached` (without `write_combined`) → host memory: anonymous pages at the chosen VA,
+//!   pinned and GPU-mapped through an OS descriptor (`NV01_MEMORY_SYSTEM_OS_DESCRIPTOR`).
+//!   CPU access is cached and coherent; GPU access crosses PCIe. Use it for signals/readback.
+//! * GPU mapping for both: UVM `CREATE_EXTERNAL_RANGE` + `MAP_EXTERNAL_ALLOCATION` at the VA.
+//!
+//! GPFIFO rings and USERD live in one video-memory allocation per channel (as tinygrad does).
+//! `export_dmabuf` is not implemented for RM yet (`Status::NotSupported`).
+//!
+//! **Errors.** Each channel gets a 4 KiB `NV01_MEMORY_SYSTEM` error notifier as its
+//! `hObjectError` (RM writes the robust-channel error into entry 0: `NvNotification.status =
+//! 0xffff`, `info32` = the Xid type, e.g. 31 for an MMU fault, `info16` = engine type). It is
+//! CPU-mapped, so polling costs no system call; on the first error, [`Channel::error`] also
+//! asks RM for the channel's MMU fault info (`NV906F_CTRL_CMD_GET_MMU_FAULT_INFO`) so that
+//! MMU faults carry the faulting GPU VA, and records the error for `Backend::fault_log`.
+//! [H200-verified: a host semaphore release to an unmapped VA was reported ~140 ms later as
+//! Xid 31 "FAULT_PDE" at the right address; the device reopened and worked afterwards.]
+//!
+//! **DeviceInfo.** `name`: `NV2080_CTRL_CMD_GPU_GET_NAME_STRING` ("NVIDIA H200"); `arch`:
+//! `MC_GET_ARCH_INFO` architecture | implementation (0x180 = GH100); SM version and warps per SM:
+//! GR info `SM_VERSION` / `MAX_WARPS_PER_SM`; `sm_count`: enabled TPCs (`GR_GET_GPC_MASK`, then
+//! `GR_GET_TPC_MASK` per GPC) × `LITTER_NUM_SM_PER_TPC` (H200: 66 × 2 = 132; GR info
+//! `MAX_SP_PER_SM` reads 0 there, so `GPU_CORE_COUNT / SP` is only a fallback); the
+//! `max_*` fields are the full-die "litter" values (8 GPCs × 9 TPCs × 2 SMs); `memory_bytes`:
+//! FB info `HEAP_SIZE` (H200: 143155 MiB); `va_bits` 49: the size of the `FERMI_VASPACE_A`
+//! we allocate (0x1_FFFF_FB00_0000), although every buffer lives below 2^37 in practice.
+//!
+//! Set `TEGRAGPU_RM_TRACE=1` to print each bring-up step to stderr.
 
-/// Placeholder until the RM backend lands (branch `rm`).
-pub struct RmBackend;
+mod channel;
+mod rmapi;
+pub mod va;
+
+use crate::backend::{Allocation, Backend, BackendKind, Channel, DeviceInfo, Engine, MemFlags};
+use crate::error::{Error, Result, Status};
+use crate::os::{KernelFaultRecord, LinuxSys, Sys};
+use crate::sys::rm::*;
+use parking_lot::Mutex;
+use rmapi::{open_node, uvm_ioctl, RmApi};
+use std::collections::HashMap;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+pub use channel::{RmChannel, MAX_GPFIFO_ENTRIES, MIN_GPFIFO_ENTRIES, USERD_SIZE};
+
+/// Base of the shader shared-memory window used on Hopper and later (4 GiB aligned).
+pub const SHARED_WINDOW: u64 = 0x7294_0000_0000;
+/// Base of the shader local-memory window.
+pub const LOCAL_WINDOW: u64 = 0x7293_0000_0000;
+/// Bytes of the usermode (doorbell) region RM maps.
+pub const USERMODE_MAP_SIZE: u64 = 0x10000;
+/// Offset of `NV_USERMODE_NOTIFY_CHANNEL_PENDING` (the doorbell) in the usermode region.
+pub const DOORBELL_OFFSET: usize = 0x90;
+/// Size of the VA range registered with UVM for each channel's context buffers.
+pub const CHANNEL_UVM_RANGE: u64 = 64 << 20;
+/// Allocations of at least this size use 2 MiB pages.
+pub const HUGE_PAGE_THRESHOLD: u64 = 8 << 20;
+/// Size of the FERMI_VASPACE_A VA space (tinygrad's value, just under 2^49).
+pub const VASPACE_SIZE: u64 = 0x1_FFFF_FB00_0000;
+/// Width of the GPU VA space we allocate, bits.
+pub const VA_BITS: u32 = 49;
+/// Size of each channel's error notifier.
+pub const NOTIFIER_SIZE: u64 = 4096;
+
+const PAGE_4K: u64 = 4096;
+const PAGE_2M: u64 = 2 << 20;
+
+pub(crate) fn trace_enabled() -> bool {
+    static T: OnceLock<bool> = OnceLock::new();
+    *T.get_or_init(|| std::env::var_os("TEGRAGPU_RM_TRACE").is_some_and(|v| v != "0"))
+}
+
+macro_rules! trace {
+    ($($arg:tt)*) => {
+        if $crate::backend::rm::trace_enabled() {
+            eprintln!("[tegragpu rm] {}", format!($($arg)*));
+        }
+    };
+}
+pub(crate) use trace;
+
+fn round_up(x: u64, a: u64) -> Option<u64> {
+    Some(x.checked_add(a - 1)? & !(a - 1))
+}
+
+/// The engine classes picked from the GPU's class list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RmClasses {
+    pub gpfifo: u32,
+    pub compute: u32,
+    pub copy: u32,
+    pub usermode: u32,
+}
+
+/// Preference order (newest first) for each kind of class, from rm-kernel-interface.md §4.1.
+const GPFIFO_CLASSES: [u32; 5] = [
+    BLACKWELL_CHANNEL_GPFIFO_B,
+    BLACKWELL_CHANNEL_GPFIFO_A,
+    HOPPER_CHANNEL_GPFIFO_A,
+    AMPERE_CHANNEL_GPFIFO_B,
+    AMPERE_CHANNEL_GPFIFO_A,
+];
+const COMPUTE_CLASSES: [u32; 6] = [
+    BLACKWELL_COMPUTE_B,
+    BLACKWELL_COMPUTE_A,
+    HOPPER_COMPUTE_A,
+    ADA_COMPUTE_A,
+    AMPERE_COMPUTE_B,
+    AMPERE_COMPUTE_A,
+];
+const COPY_CLASSES: [u32; 5] = [
+    BLACKWELL_DMA_COPY_B,
+    BLACKWELL_DMA_COPY_A,
+    HOPPER_DMA_COPY_A,
+    AMPERE_DMA_COPY_B,
+    AMPERE_DMA_COPY_A,
+];
+const USERMODE_CLASSES: [u32; 4] = [
+    BLACKWELL_USERMODE_A,
+    HOPPER_USERMODE_A,
+    AMPERE_USERMODE_A,
+    TURING_USERMODE_A,
+];
+
+/// Pick the newest supported GPFIFO, compute, copy and usermode classes the GPU reports.
+pub fn select_classes(list: &[u32]) -> Result<RmClasses> {
+    let pick = |prefs: &[u32], what: &str| -> Result<u32> {
+        prefs
+            .iter()
+            .copied()
+            .find(|c| list.contains(c))
+            .ok_or_else(|| {
+                Error::new(
+                    Status::NotSupported,
+                    format!(
+                    "the GPU reports no supported {what} class (known: {}); it reports {} classes",
+                    prefs.iter().map(|c| format!("{c:#x}")).collect::<Vec<_>>().join(", "),
+                    list.len()
+                ),
+                )
+            })
+    };
+    Ok(RmClasses {
+        gpfifo: pick(&GPFIFO_CLASSES, "GPFIFO channel")?,
+        compute: pick(&COMPUTE_CLASSES, "compute")?,
+        copy: pick(&COPY_CLASSES, "copy-engine")?,
+        usermode: pick(&USERMODE_CLASSES, "usermode (doorbell)")?,
+    })
+}
+
+/// Check the driver version strings and return the branch. `sysfs_nvidia` / `sysfs_uvm` are
+/// the contents of `/sys/module/{nvidia,nvidia_uvm}/version` when readable; `query` is the
+/// `NV_ESC_CHECK_VERSION_STR` QUERY answer (authoritative).
+pub fn check_driver_version(
+    query: &str,
+    sysfs_nvidia: Option<&str>,
+    sysfs_uvm: Option<&str>,
+) -> Result<(RmVersion, RmBranch)> {
+    let v = RmVersion::parse(query)?;
+    for (name, s) in [
+        ("/sys/module/nvidia/version", sysfs_nvidia),
+        ("/sys/module/nvidia_uvm/version", sysfs_uvm),
+    ] {
+        if let Some(s) = s {
+            let s = s.trim();
+            if s != v.text {
+                return Err(Error::new(
+                    Status::UnsupportedDriver,
+                    format!(
+                        "NVIDIA driver version mismatch: {name} says {s:?} but the loaded nvidia.ko answers {:?} (reload the modules)",
+                        v.text
+                    ),
+                ));
+            }
+        }
+    }
+    let b = RmBranch::for_version(&v)?;
+    Ok((v, b))
+}
+
+/// Facts about the RM device beyond [`DeviceInfo`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RmDetails {
+    pub version: RmVersion,
+    pub branch: RmBranch,
+    /// RM GPU id (from card info).
+    pub gpu_id: u32,
+    /// Minor number: the device node is `/dev/nvidia<minor>`.
+    pub minor: u32,
+    pub pci_domain: u32,
+    pub pci_bus: u8,
+    pub pci_slot: u8,
+    pub pci_device_id: u16,
+    /// GPU UUID (binary) as UVM knows it.
+    pub uuid: [u8; 16],
+    /// Every class the device reports.
+    pub class_list: Vec<u32>,
+    pub classes: RmClasses,
+    /// GR info `GPU_CORE_COUNT` and `MAX_SP_PER_SM` (the latter reads 0 on H200 / 580).
+    pub gpu_core_count: u32,
+    pub sp_per_sm: u32,
+    /// Enabled TPCs (sum of `GR_GET_TPC_MASK` over `GR_GET_GPC_MASK`); sm_count = this ×
+    /// `LITTER_NUM_SM_PER_TPC`.
+    pub tpc_count: u32,
+    /// FB info in KiB (0 when the control failed).
+    pub fb_ram_kib: u32,
+    pub fb_heap_kib: u32,
+    pub fb_heap_free_kib: u32,
+    pub bar1_kib: u32,
+    pub bar1_avail_kib: u32,
+    /// `NV2080_CTRL_CMD_MC_GET_ARCH_INFO` implementation (arch = architecture | implementation).
+    pub arch_implementation: u32,
+    /// RM handles (for diagnostics).
+    pub client: u32,
+    pub device: u32,
+    pub subdevice: u32,
+    pub vaspace: u32,
+    /// TSG and context share as allocated at open (a TSG whose channels were all freed is
+    /// replaced by a new one when the next channel is created).
+    pub tsg: u32,
+    pub ctxshare: u32,
+    /// Subcontext id of the context share.
+    pub subctx_id: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MemKind {
+    /// NV01_MEMORY_LOCAL_USER, CPU-mapped through BAR1.
+    Vidmem,
+    /// Anonymous host pages pinned through an OS descriptor.
+    Host,
+    /// NV01_MEMORY_SYSTEM, CPU-mapped anywhere through a fresh control fd (no GPU mapping).
+    Notifier,
+}
+
+/// One RM memory object and its mappings. Every field that is set is undone by
+/// [`Inner::free_record`], so a half-built record can be freed too.
+#[derive(Debug)]
+struct MemRecord {
+    kind: MemKind,
+    handle: u32,
+    va: u64,
+    size: u64,
+    /// CPU address (0 = not mapped).
+    cpu: usize,
+    /// fd holding the RM mmap context (-1 = none).
+    map_fd: RawFd,
+    /// pLinearAddress token of the RM CPU mapping.
+    linear: u64,
+    rm_mapped: bool,
+    uvm_mapped: bool,
+    /// `va` came from the low VA allocator.
+    va_owned: bool,
+}
+
+impl MemRecord {
+    fn new(kind: MemKind) -> MemRecord {
+        MemRecord {
+            kind,
+            handle: 0,
+            va: 0,
+            size: 0,
+            cpu: 0,
+            map_fd: -1,
+            linear: 0,
+            rm_mapped: false,
+            uvm_mapped: false,
+            va_owned: false,
+        }
+    }
+}
+
+/// The device state shared by the backend and its channels. Dropping it tears everything down
+/// in the reverse order of creation (rm-kernel-interface.md §5).
+pub(crate) struct Inner {
+    api: RmApi,
+    branch: RmBranch,
+    layout: RmLayout,
+    uvm_fd: RawFd,
+    uvm_mm_fd: RawFd,
+    dev_fd: RawFd,
+    minor: u32,
+    device: u32,
+    subdevice: u32,
+    usermode: u32,
+    usermode_fd: RawFd,
+    usermode_linear: u64,
+    usermode_mapped: bool,
+    /// CPU address of the usermode region (0 = not mapped).
+    usermode_ptr: usize,
+    vaspace: u32,
+    uuid: NvProcessorUuid,
+    uvm_gpu_registered: bool,
+    uvm_vaspace_registered: bool,
+    classes: Option<RmClasses>,
+    mem: Mutex<HashMap<u64, MemRecord>>,
+    next_id: AtomicU64,
+    next_handle: AtomicU32,
+    /// The TSG and its context share; the lock serialises channel creation and teardown.
+    sched: Mutex<TsgState>,
+    /// Channel errors seen so far (with MMU fault addresses where RM reports them).
+    faults: Mutex<Vec<KernelFaultRecord>>,
+}
+
+impl Inner {
+    fn empty(sys: Arc<dyn Sys>, ctl_fd: RawFd, branch: RmBranch) -> Inner {
+        Inner {
+            api: RmApi {
+                sys,
+                ctl_fd,
+                client: 0,
+            },
+            branch,
+            layout: branch.layout(),
+            uvm_fd: -1,
+            uvm_mm_fd: -1,
+            dev_fd: -1,
+            minor: 0,
+            device: 0,
+            subdevice: 0,
+            usermode: 0,
+            usermode_fd: -1,
+            usermode_linear: 0,
+            usermode_mapped: false,
+            usermode_ptr: 0,
+            vaspace: 0,
+            uuid: NvProcessorUuid::default(),
+            uvm_gpu_registered: false,
+            uvm_vaspace_registered: false,
+            classes: None,
+            mem: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            // Caller-chosen handles (OS descriptors); RM's own handles look like 0xc1d0_00xx,
+            // 0xcaf0_00xx, far from this range.
+            next_handle: AtomicU32::new(0x5447_0000),
+            sched: Mutex::new(TsgState::default()),
+            faults: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn sys(&self) -> &dyn Sys {
+        &*self.api.sys
+    }
+
+    /// A fresh `/dev/nvidiaN` fd linked to the control fd.
+    fn new_dev_fd(&self) -> Result<RawFd> {
+        let fd = open_node(self.sys(), &format!("/dev/nvidia{}", self.minor))?;
+        if let Err(e) = self.api.register_fd(fd) {
+            let _ = self.sys().close(fd);
+            return Err(e);
+        }
+        Ok(fd)
+    }
+
+    fn uvm_map(&self, va: u64, size: u64, handle: u32) -> Result<()> {
+        let mut r = UVM_CREATE_EXTERNAL_RANGE_PARAMS {
+            base: va,
+            length: size,
+            ..Default::default()
+        };
+        uvm_ioctl(
+            self.sys(),
+            self.uvm_fd,
+            UVM_CREATE_EXTERNAL_RANGE,
+            &mut r,
+            |p| p.rmStatus,
+            &|| format!("UVM_CREATE_EXTERNAL_RANGE(base={va:#x}, length={size:#x})"),
+        )?;
+        let mut m = Box::<UVM_MAP_EXTERNAL_ALLOCATION_PARAMS>::default();
+        m.base = va;
+        m.length = size;
+        m.offset = 0;
+        m.perGpuAttributes[0] = UvmGpuMappingAttributes {
+            gpuUuid: self.uuid,
+            gpuMappingType: UvmGpuMappingTypeReadWriteAtomic,
+            ..Default::default()
+        };
+        m.gpuAttributesCount = 1;
+        m.rmCtrlFd = self.api.ctl_fd;
+        m.hClient = self.api.client;
+        m.hMemory = handle;
+        let res = uvm_ioctl(
+            self.sys(),
+            self.uvm_fd,
+            UVM_MAP_EXTERNAL_ALLOCATION,
+            &mut *m,
+            |p| p.rmStatus,
+            &|| {
+                format!("UVM_MAP_EXTERNAL_ALLOCATION(base={va:#x}, length={size:#x}, hMemory={handle:#x})")
+            },
+        );
+        if let Err(e) = res {
+            let _ = self.uvm_free(va, size);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// UVM_FREE in the branch's layout.
+    fn uvm_free(&self, va: u64, size: u64) -> Result<()> {
+        let what = || format!("UVM_FREE(base={va:#x}, length={size:#x})");
+        if self.layout.uvm_free_params_size == core::mem::size_of::<UVM_FREE_PARAMS_V590>() {
+            let mut p = UVM_FREE_PARAMS_V590 {
+                base: va,
+                ..Default::default()
+            };
+            uvm_ioctl(
+                self.sys(),
+                self.uvm_fd,
+                UVM_FREE,
+                &mut p,
+                |p| p.rmStatus,
+                &what,
+            )
+        } else {
+            let mut p = UVM_FREE_PARAMS {
+                base: va,
+                length: size,
+                ..Default::default()
+            };
+            uvm_ioctl(
+                self.sys(),
+                self.uvm_fd,
+                UVM_FREE,
+                &mut p,
+                |p| p.rmStatus,
+                &what,
+            )
+        }
+    }
+
+    fn mem_params(
+        &self,
+        size: u64,
+        page: u64,
+        vidmem: bool,
+        contiguous: bool,
+    ) -> NV_MEMORY_ALLOCATION_PARAMS {
+        let huge = page >= PAGE_2M;
+        let phys = if contiguous {
+            NVOS32_ATTR_PHYSICALITY_CONTIGUOUS
+        } else {
+            NVOS32_ATTR_PHYSICALITY_ALLOW_NONCONTIGUOUS
+        };
+        let (type_, flags, attr, attr2) = if vidmem {
+            (
+                NVOS32_TYPE_IMAGE,
+                NVOS32_ALLOC_FLAGS_IGNORE_BANK_PLACEMENT
+                    | NVOS32_ALLOC_FLAGS_ALIGNMENT_FORCE
+                    | NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED
+                    | NVOS32_ALLOC_FLAGS_MAP_NOT_REQUIRED
+                    | NVOS32_ALLOC_FLAGS_PERSISTENT_VIDMEM,
+                phys | NVOS32_ATTR_LOCATION_VIDMEM
+                    | if huge { NVOS32_ATTR_PAGE_SIZE_HUGE } else { 0 },
+                NVOS32_ATTR2_ZBC_PREFER_NO_ZBC
+                    | NVOS32_ATTR2_GPU_CACHEABLE_YES
+                    | if huge {
+                        NVOS32_ATTR2_PAGE_SIZE_HUGE_2MB
+                    } else {
+                        0
+                    },
+            )
+        } else {
+            (
+                NVOS32_TYPE_NOTIFIER,
+                NVOS32_ALLOC_FLAGS_IGNORE_BANK_PLACEMENT
+                    | NVOS32_ALLOC_FLAGS_ALIGNMENT_FORCE
+                    | NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED
+                    | NVOS32_ALLOC_FLAGS_MAP_NOT_REQUIRED,
+                phys | NVOS32_ATTR_LOCATION_PCI,
+                NVOS32_ATTR2_ZBC_PREFER_NO_ZBC | NVOS32_ATTR2_GPU_CACHEABLE_NO,
+            )
+        };
+        NV_MEMORY_ALLOCATION_PARAMS {
+            owner: self.api.client,
+            type_,
+            flags,
+            attr,
+            attr2,
+            format: NV_MMU_PTE_KIND_GENERIC_MEMORY,
+            size,
+            alignment: page,
+            limit: size - 1,
+            ..Default::default()
+        }
+    }
+
+    /// Video memory, BAR1 CPU mapping and UVM GPU mapping at one VA.
+    fn alloc_vidmem(&self, size: u64, contiguous: bool, bar1_kib: u32) -> Result<MemRecord> {
+        let page = if size >= HUGE_PAGE_THRESHOLD {
+            PAGE_2M
+        } else {
+            PAGE_4K
+        };
+        let size = round_up(size, page)
+            .ok_or_else(|| Error::invalid(format!("allocation size {size:#x} overflows")))?;
+        let mut rec = MemRecord::new(MemKind::Vidmem);
+        let res = (|| -> Result<()> {
+            rec.va = va::low_va().lock().alloc(size, page).ok_or_else(|| {
+                Error::new(
+                    Status::OutOfMemory,
+                    format!("no {size:#x}-byte range left in the CPU/GPU VA window"),
+                )
+            })?;
+            rec.va_owned = true;
+            rec.size = size;
+            let mut p = self.mem_params(size, page, true, contiguous);
+            rec.handle = self
+                .api
+                .alloc(self.device, NV01_MEMORY_LOCAL_USER, Some(&mut p))?;
+            rec.map_fd = self.new_dev_fd()?;
+            rec.linear = self.api.map_memory(self.device, rec.handle, size, 0, rec.map_fd).map_err(|mut e| {
+                e.message = format!(
+                    "BAR1 CPU mapping of {size:#x} bytes of video memory failed (BAR1 is {} MiB, {} MiB free): {}",
+                    bar1_kib / 1024,
+                    self.bar1_avail_kib() / 1024,
+                    e.message
+                );
+                e
+            })?;
+            rec.rm_mapped = true;
+            rec.cpu = self.mmap_fixed(rec.va, size, rec.map_fd, libc::MAP_SHARED)?;
+            self.uvm_map(rec.va, size, rec.handle)?;
+            rec.uvm_mapped = true;
+            Ok(())
+        })();
+        match res {
+            Ok(()) => Ok(rec),
+            Err(e) => {
+                let _ = self.free_record(rec);
+                Err(e)
+            }
+        }
+    }
+
+    /// Host pages at one VA, pinned through an OS descriptor and UVM-mapped.
+    fn alloc_host(&self, size: u64) -> Result<MemRecord> {
+        let size = round_up(size, PAGE_4K)
+            .ok_or_else(|| Error::invalid(format!("allocation size {size:#x} overflows")))?;
+        let align = if size >= HUGE_PAGE_THRESHOLD {
+            PAGE_2M
+        } else {
+            PAGE_4K
+        };
+        let mut rec = MemRecord::new(MemKind::Host);
+        let res = (|| -> Result<()> {
+            rec.va = va::low_va().lock().alloc(size, align).ok_or_else(|| {
+                Error::new(
+                    Status::OutOfMemory,
+                    format!("no {size:#x}-byte range left in the CPU/GPU VA window"),
+                )
+            })?;
+            rec.va_owned = true;
+            rec.size = size;
+            rec.cpu = self.mmap_fixed(rec.va, size, -1, libc::MAP_SHARED | libc::MAP_ANONYMOUS)?;
+            let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
+            self.api
+                .alloc_os_descriptor(self.dev_fd, self.device, handle, rec.va, size)?;
+            rec.handle = handle;
+            self.uvm_map(rec.va, size, rec.handle)?;
+            rec.uvm_mapped = true;
+            Ok(())
+        })();
+        match res {
+            Ok(()) => Ok(rec),
+            Err(e) => {
+                let _ = self.free_record(rec);
+                Err(e)
+            }
+        }
+    }
+
+    /// A small NV01_MEMORY_SYSTEM buffer for RM to write notifications into, CPU-mapped
+    /// through a fresh control fd (it needs no GPU mapping).
+    fn alloc_notifier(&self) -> Result<MemRecord> {
+        let mut rec = MemRecord::new(MemKind::Notifier);
+        let res = (|| -> Result<()> {
+            rec.size = NOTIFIER_SIZE;
+            let mut p = self.mem_params(NOTIFIER_SIZE, PAGE_4K, false, false);
+            rec.handle = self
+                .api
+                .alloc(self.device, NV01_MEMORY_SYSTEM, Some(&mut p))?;
+            rec.map_fd = open_node(self.sys(), "/dev/nvidiactl")?;
+            rec.linear =
+                self.api
+                    .map_memory(self.device, rec.handle, NOTIFIER_SIZE, 0, rec.map_fd)?;
+            rec.rm_mapped = true;
+            // SAFETY: a fresh shared mapping of the RM mmap context; no fixed address.
+            let p = unsafe {
+                self.sys().mmap(
+                    std::ptr::null_mut(),
+                    NOTIFIER_SIZE as usize,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    rec.map_fd,
+                    0,
+                )
+            }
+            .map_err(|e| {
+                Error::os(
+                    format!("mmap(notifier, fd={}, len={NOTIFIER_SIZE:#x})", rec.map_fd),
+                    e,
+                )
+            })?;
+            rec.cpu = p as usize;
+            Ok(())
+        })();
+        match res {
+            Ok(()) => Ok(rec),
+            Err(e) => {
+                let _ = self.free_record(rec);
+                Err(e)
+            }
+        }
+    }
+
+    /// mmap at exactly `va` (MAP_FIXED_NOREPLACE; fails rather than replacing a mapping).
+    fn mmap_fixed(&self, va: u64, size: u64, fd: RawFd, flags: i32) -> Result<usize> {
+        let len = usize::try_from(size)
+            .map_err(|_| Error::invalid(format!("size {size:#x} too large")))?;
+        // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
+        let p = unsafe {
+            self.sys().mmap(
+                va as *mut u8,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags | libc::MAP_FIXED_NOREPLACE,
+                fd,
+                0,
+            )
+        }
+        .map_err(|e| {
+            Error::os(
+                format!("mmap(addr={va:#x}, len={size:#x}, fd={fd}, MAP_FIXED_NOREPLACE)"),
+                e,
+            )
+        })?;
+        if p as u64 != va {
+            // A kernel without MAP_FIXED_NOREPLACE treats the address as a hint.
+            // SAFETY: p is the mapping just created.
+            let _ = unsafe { self.sys().munmap(p, len) };
+            return Err(Error::new(
+                Status::OutOfMemory,
+                format!(
+                    "mmap at {va:#x} returned {:#x}: the address range is taken",
+                    p as u64
+                ),
+            ));
+        }
+        Ok(p as usize)
+    }
+
+    fn bar1_avail_kib(&self) -> u32 {
+        let mut list = [NV2080_CTRL_FB_INFO {
+            index: NV2080_CTRL_FB_INFO_INDEX_BAR1_AVAIL_SIZE,
+            data: 0,
+        }];
+        let mut p = NV2080_CTRL_FB_GET_INFO_PARAMS {
+            fbInfoListSize: 1,
+            _pad: 0,
+            fbInfoList: list.as_mut_ptr() as u64,
+        };
+        match self
+            .api
+            .control(self.subdevice, NV2080_CTRL_CMD_FB_GET_INFO, &mut p)
+        {
+            Ok(()) => list[0].data,
+            Err(_) => 0,
+        }
+    }
+
+    /// Undo everything a record holds (§5 order: munmap, RM unmap, close, UVM_FREE, RM_FREE).
+    /// Continues past failures and returns the first.
+    fn free_record(&self, rec: MemRecord) -> Result<()> {
+        let mut first: Option<Error> = None;
+        let mut note = |r: Result<()>| {
+            if let Err(e) = r {
+                first.get_or_insert(e);
+            }
+        };
+        let len = rec.size as usize;
+        if rec.kind != MemKind::Host && rec.cpu != 0 {
+            // SAFETY: cpu/len is a mapping this record created.
+            note(
+                unsafe { self.sys().munmap(rec.cpu as *mut u8, len) }
+                    .map_err(|e| Error::os(format!("munmap({:#x}, {len:#x})", rec.cpu), e)),
+            );
+        }
+        if rec.rm_mapped {
+            note(self.api.unmap_memory(self.device, rec.handle, rec.linear));
+        }
+        if rec.map_fd >= 0 {
+            note(
+                self.sys()
+                    .close(rec.map_fd)
+                    .map_err(|e| Error::os(format!("close({})", rec.map_fd), e)),
+            );
+        }
+        if rec.uvm_mapped {
+            note(self.uvm_free(rec.va, rec.size));
+        }
+        if rec.handle != 0 {
+            note(self.api.free(self.device, rec.handle));
+        }
+        if rec.kind == MemKind::Host && rec.cpu != 0 {
+            // SAFETY: as above; unmapped only after RM released its pin.
+            note(
+                unsafe { self.sys().munmap(rec.cpu as *mut u8, len) }
+                    .map_err(|e| Error::os(format!("munmap({:#x}, {len:#x})", rec.cpu), e)),
+            );
+        }
+        if rec.va_owned {
+            va::low_va().lock().free(rec.va, rec.size);
+        }
+        match first {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Allocate the TSG (engine GRAPHICS) and its context share (ASYNC) into `st`.
+    fn alloc_tsg(&self, st: &mut TsgState) -> Result<()> {
+        let mut tp = NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS {
+            engineType: NV2080_ENGINE_TYPE_GRAPHICS,
+            ..Default::default()
+        };
+        st.tsg = self
+            .api
+            .alloc(self.device, KEPLER_CHANNEL_GROUP_A, Some(&mut tp))?;
+        let mut cp = NV_CTXSHARE_ALLOCATION_PARAMETERS {
+            hVASpace: self.vaspace,
+            flags: NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC,
+            subctxId: 0,
+        };
+        st.ctxshare = self
+            .api
+            .alloc(st.tsg, FERMI_CONTEXT_SHARE_A, Some(&mut cp))?;
+        st.subctx_id = cp.subctxId;
+        st.used = false;
+        st.scheduled = false;
+        trace!(
+            "TSG {:#x}, context share {:#x} (subctx {})",
+            st.tsg,
+            st.ctxshare,
+            st.subctx_id
+        );
+        Ok(())
+    }
+
+    fn free_tsg(&self, st: &mut TsgState) {
+        if st.ctxshare != 0 {
+            let _ = self.api.free(st.tsg, st.ctxshare);
+            st.ctxshare = 0;
+        }
+        if st.tsg != 0 {
+            let _ = self.api.free(self.device, st.tsg);
+            st.tsg = 0;
+        }
+    }
+
+    /// A TSG whose channels have all been freed does not accept new channels
+    /// (RM_ALLOC fails with NV_ERR_INVALID_STATE [H200]): replace it with a fresh one.
+    fn fresh_tsg_if_emptied(&self, st: &mut TsgState) -> Result<()> {
+        if st.live == 0 && st.used {
+            trace!("TSG {:#x} emptied; allocating a new one", st.tsg);
+            self.free_tsg(st);
+            self.alloc_tsg(st)?;
+        }
+        Ok(())
+    }
+
+    /// GPFIFO_SCHEDULE(enable) on the TSG, after each new channel (re-enabling a running TSG
+    /// is accepted [H200]).
+    fn schedule_tsg(&self, st: &mut TsgState) -> Result<()> {
+        let size = self.layout.gpfifo_schedule_params_size;
+        let mut p = NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS {
+            bEnable: 1,
+            bSkipSubmit: 0,
+            bSkipEnable: 0,
+        };
+        let r = self
+            .api
+            .control_sized(st.tsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &mut p, size);
+        match r {
+            Ok(()) => {
+                trace!("GPFIFO_SCHEDULE(enable) on TSG {:#x}: ok", st.tsg);
+                st.scheduled = true;
+                Ok(())
+            }
+            Err(e) if st.scheduled => {
+                // Already scheduled: disable and enable again so the new channel joins.
+                trace!("GPFIFO_SCHEDULE(enable) again failed ({e}); disabling and re-enabling");
+                let mut d = NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS {
+                    bEnable: 0,
+                    bSkipSubmit: 0,
+                    bSkipEnable: 0,
+                };
+                self.api
+                    .control_sized(st.tsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &mut d, size)?;
+                let mut p = NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS {
+                    bEnable: 1,
+                    bSkipSubmit: 0,
+                    bSkipEnable: 0,
+                };
+                self.api
+                    .control_sized(st.tsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &mut p, size)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The device's TSG and context share, and how many channels live in it.
+#[derive(Debug, Default)]
+struct TsgState {
+    tsg: u32,
+    ctxshare: u32,
+    subctx_id: u32,
+    /// Channels currently allocated in the TSG.
+    live: u32,
+    /// A channel was ever allocated in this TSG.
+    used: bool,
+    scheduled: bool,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let recs: Vec<MemRecord> = self.mem.lock().drain().map(|(_, r)| r).collect();
+        for r in recs {
+            let _ = self.free_record(r);
+        }
+        let mut st = std::mem::take(self.sched.get_mut());
+        self.free_tsg(&mut st);
+        if self.uvm_vaspace_registered {
+            let mut p = UVM_UNREGISTER_GPU_VASPACE_PARAMS {
+                gpuUuid: self.uuid,
+                rmStatus: 0,
+            };
+            let _ = uvm_ioctl(
+                self.sys(),
+                self.uvm_fd,
+                UVM_UNREGISTER_GPU_VASPACE,
+                &mut p,
+                |p| p.rmStatus,
+                &|| "UVM_UNREGISTER_GPU_VASPACE".into(),
+            );
+        }
+        if self.vaspace != 0 {
+            let _ = self.api.free(self.device, self.vaspace);
+        }
+        if self.uvm_gpu_registered {
+            let mut p = UVM_UNREGISTER_GPU_PARAMS {
+                gpu_uuid: self.uuid,
+                rmStatus: 0,
+            };
+            let _ = uvm_ioctl(
+                self.sys(),
+                self.uvm_fd,
+                UVM_UNREGISTER_GPU,
+                &mut p,
+                |p| p.rmStatus,
+                &|| "UVM_UNREGISTER_GPU".into(),
+            );
+        }
+        if self.usermode_ptr != 0 {
+            // SAFETY: the usermode mapping made at open.
+            let _ = unsafe {
+                self.sys()
+                    .munmap(self.usermode_ptr as *mut u8, USERMODE_MAP_SIZE as usize)
+            };
+        }
+        if self.usermode_mapped {
+            let _ = self
+                .api
+                .unmap_memory(self.device, self.usermode, self.usermode_linear);
+        }
+        if self.usermode_fd >= 0 {
+            let _ = self.sys().close(self.usermode_fd);
+        }
+        if self.usermode != 0 {
+            let _ = self.api.free(self.subdevice, self.usermode);
+        }
+        if self.subdevice != 0 {
+            let _ = self.api.free(self.device, self.subdevice);
+        }
+        if self.device != 0 {
+            let _ = self.api.free(self.api.client, self.device);
+        }
+        if self.api.client != 0 {
+            let _ = self.api.free(0, self.api.client);
+        }
+        for fd in [self.uvm_fd, self.uvm_mm_fd, self.dev_fd, self.api.ctl_fd] {
+            if fd >= 0 {
+                let _ = self.sys().close(fd);
+            }
+        }
+    }
+}
+
+/// The RM backend. Channels keep the device alive; dropping the last reference tears the
+/// device down (freeing any allocation still outstanding).
+pub struct RmBackend {
+    inner: Arc<Inner>,
+    info: DeviceInfo,
+    details: RmDetails,
+}
+
+fn read_sysfs(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
 impl RmBackend {
-    pub fn open(_sys: std::sync::Arc<dyn crate::os::Sys>) -> crate::Result<crate::core::DeviceInfoStub> {
-        Err(crate::Error::new(crate::Status::NotSupported, "rm backend not built yet"))
+    /// Open the `ordinal`-th GPU (in card-info order) of the real driver.
+    pub fn open_linux(ordinal: u32) -> Result<RmBackend> {
+        RmBackend::open_ordinal(Arc::new(LinuxSys), ordinal)
+    }
+
+    /// Open the first GPU through `sys` (see [`RmBackend::open_ordinal`]).
+    pub fn open(sys: Arc<dyn Sys>) -> Result<RmBackend> {
+        RmBackend::open_ordinal(sys, 0)
+    }
+
+    /// Open the `ordinal`-th GPU (in card-info order) through `sys`. Refuses unsupported driver
+    /// branches with `Status::UnsupportedDriver` before any RM_ALLOC or UVM call.
+    pub fn open_ordinal(sys: Arc<dyn Sys>, ordinal: u32) -> Result<RmBackend> {
+        let sysfs_nvidia = read_sysfs("/sys/module/nvidia/version");
+        let sysfs_uvm = read_sysfs("/sys/module/nvidia_uvm/version");
+        let ctl_fd = open_node(&*sys, "/dev/nvidiactl")?;
+        let checked = RmApi::query_version(&*sys, ctl_fd)
+            .and_then(|q| check_driver_version(&q, sysfs_nvidia.as_deref(), sysfs_uvm.as_deref()));
+        let (version, branch) = match checked {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = sys.close(ctl_fd);
+                return Err(e);
+            }
+        };
+        trace!("driver {} → branch {}", version.text, branch.major());
+        let mut inner = Inner::empty(sys, ctl_fd, branch);
+        Self::bring_up(&mut inner, version, ordinal).map(|(info, details)| RmBackend {
+            inner: Arc::new(inner),
+            info,
+            details,
+        })
+        // On error `inner` drops here and undoes what was built.
+    }
+
+    fn bring_up(
+        inner: &mut Inner,
+        version: RmVersion,
+        ordinal: u32,
+    ) -> Result<(DeviceInfo, RmDetails)> {
+        let client = inner.api.alloc_client()?;
+        trace!("root client {client:#x}");
+
+        // Cross-check the branch with the size-checked build-version control.
+        let mut bv = Box::<NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_V2_PARAMS>::default();
+        let bsize = inner.layout.build_version_v2_size;
+        inner
+            .api
+            .control_sized(
+                client,
+                NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2,
+                &mut *bv,
+                bsize,
+            )
+            .map_err(|e| {
+                Error::new(
+                    Status::UnsupportedDriver,
+                    format!(
+                        "driver {} does not answer GET_BUILD_VERSION_V2 in the {}-byte layout: {e}",
+                        version.text, bsize
+                    ),
+                )
+            })?;
+        let dv = c_string(&bv.driverVersionBuffer);
+        trace!(
+            "GET_BUILD_VERSION_V2: driver {dv:?} branch {:?}",
+            c_string(&bv.driverBranch)
+        );
+        if RmVersion::parse(&dv).is_ok_and(|b| b.major != version.major) {
+            return Err(Error::new(
+                Status::UnsupportedDriver,
+                format!(
+                    "GET_BUILD_VERSION_V2 reports driver {dv:?} but the version query said {:?}",
+                    version.text
+                ),
+            ));
+        }
+
+        // UVM: INITIALIZE on one fd, MM_INITIALIZE on a second.
+        inner.uvm_fd = open_node(inner.sys(), "/dev/nvidia-uvm")?;
+        let mut ui = UVM_INITIALIZE_PARAMS::default();
+        uvm_ioctl(
+            inner.sys(),
+            inner.uvm_fd,
+            UVM_INITIALIZE,
+            &mut ui,
+            |p| p.rmStatus,
+            &|| "UVM_INITIALIZE(flags=0)".into(),
+        )?;
+        inner.uvm_mm_fd = open_node(inner.sys(), "/dev/nvidia-uvm")?;
+        let mut mm = UVM_MM_INITIALIZE_PARAMS {
+            uvmFd: inner.uvm_fd,
+            rmStatus: 0,
+        };
+        let r = uvm_ioctl(
+            inner.sys(),
+            inner.uvm_mm_fd,
+            UVM_MM_INITIALIZE,
+            &mut mm,
+            |p| p.rmStatus,
+            &|| "UVM_MM_INITIALIZE".into(),
+        );
+        trace!("UVM_MM_INITIALIZE: {:?} (errors are not fatal)", r.err());
+
+        // Card info → the GPU.
+        let cards = inner.api.card_info()?;
+        let card = *cards.get(ordinal as usize).ok_or_else(|| {
+            Error::new(
+                Status::NotFound,
+                format!(
+                    "GPU ordinal {ordinal} not found: the driver lists {} GPU(s)",
+                    cards.len()
+                ),
+            )
+        })?;
+        inner.minor = card.minor_number;
+        trace!(
+            "card: gpu_id {:#x} minor {} pci {:04x}:{:02x}:{:02x} device {:#06x}",
+            card.gpu_id,
+            card.minor_number,
+            card.pci_info.domain,
+            card.pci_info.bus,
+            card.pci_info.slot,
+            card.pci_info.device_id
+        );
+        inner.dev_fd = inner.new_dev_fd()?;
+
+        let mut id = NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS {
+            gpuId: card.gpu_id,
+            ..Default::default()
+        };
+        inner
+            .api
+            .control(client, NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, &mut id)?;
+        let mut dp = NV0080_ALLOC_PARAMETERS {
+            deviceId: id.deviceInstance,
+            hClientShare: client,
+            ..Default::default()
+        };
+        inner.device = inner.api.alloc(client, NV01_DEVICE_0, Some(&mut dp))?;
+        let mut sp = NV2080_ALLOC_PARAMETERS { subDeviceId: 0 };
+        inner.subdevice = inner
+            .api
+            .alloc(inner.device, NV20_SUBDEVICE_0, Some(&mut sp))?;
+        trace!(
+            "device {:#x} (instance {}), subdevice {:#x}",
+            inner.device,
+            id.deviceInstance,
+            inner.subdevice
+        );
+
+        // Class list.
+        let mut cl = NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS::default();
+        inner
+            .api
+            .control(inner.device, NV0080_CTRL_CMD_GPU_GET_CLASSLIST, &mut cl)?;
+        let n = cl.numClasses as usize;
+        if n == 0 || n > 4096 {
+            return Err(Error::new(
+                Status::Os,
+                format!("NV0080_CTRL_CMD_GPU_GET_CLASSLIST returned {n} classes"),
+            ));
+        }
+        let mut list = vec![0u32; n];
+        cl.classList = list.as_mut_ptr() as u64;
+        inner
+            .api
+            .control(inner.device, NV0080_CTRL_CMD_GPU_GET_CLASSLIST, &mut cl)?;
+        list.truncate((cl.numClasses as usize).min(n));
+        let classes = select_classes(&list)?;
+        inner.classes = Some(classes);
+        trace!("{} classes; picked {classes:x?}", list.len());
+
+        // Usermode (doorbell) region.
+        inner.usermode = inner
+            .api
+            .alloc::<()>(inner.subdevice, classes.usermode, None)?;
+        inner.usermode_fd = inner.new_dev_fd()?;
+        inner.usermode_linear = inner.api.map_memory(
+            inner.device,
+            inner.usermode,
+            USERMODE_MAP_SIZE,
+            NVOS33_FLAGS_ACCESS_READ_WRITE,
+            inner.usermode_fd,
+        )?;
+        inner.usermode_mapped = true;
+        // SAFETY: maps the RM mmap context of usermode_fd; no fixed address.
+        let p = unsafe {
+            inner.sys().mmap(
+                std::ptr::null_mut(),
+                USERMODE_MAP_SIZE as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                inner.usermode_fd,
+                0,
+            )
+        }
+        .map_err(|e| {
+            Error::os(
+                format!(
+                    "mmap(usermode {:#x}, len={USERMODE_MAP_SIZE:#x})",
+                    classes.usermode
+                ),
+                e,
+            )
+        })?;
+        inner.usermode_ptr = p as usize;
+        trace!(
+            "usermode {:#x} mapped at {:p} (token {:#x})",
+            inner.usermode,
+            p,
+            inner.usermode_linear
+        );
+
+        // GR info.
+        let idx = [
+            NV2080_CTRL_GR_INFO_INDEX_SM_VERSION,
+            NV2080_CTRL_GR_INFO_INDEX_MAX_WARPS_PER_SM,
+            NV2080_CTRL_GR_INFO_INDEX_MAX_SP_PER_SM,
+            NV2080_CTRL_GR_INFO_INDEX_GPU_CORE_COUNT,
+            NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_GPCS,
+            NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_TPC_PER_GPC,
+            NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_SM_PER_TPC,
+        ];
+        let mut gr: Vec<NV2080_CTRL_GR_INFO> = idx
+            .iter()
+            .map(|&i| NV2080_CTRL_GR_INFO { index: i, data: 0 })
+            .collect();
+        let mut gp = NV2080_CTRL_GR_GET_INFO_PARAMS {
+            grInfoListSize: gr.len() as u32,
+            grInfoList: gr.as_mut_ptr() as u64,
+            ..Default::default()
+        };
+        inner
+            .api
+            .control(inner.subdevice, NV2080_CTRL_CMD_GR_GET_INFO, &mut gp)?;
+        let [sm_version, warps, sp_per_sm, cores, gpcs, tpc_per_gpc, sm_per_tpc] =
+            [0, 1, 2, 3, 4, 5, 6].map(|i| gr[i].data);
+        // Enabled SMs: enabled TPCs (GPC mask, then each GPC's TPC mask) × SMs per TPC. The
+        // GR info "litter" values describe the full die; MAX_SP_PER_SM reads 0 on H200.
+        let tpc_count = Self::enabled_tpcs(inner).unwrap_or_else(|e| {
+            trace!("GPC/TPC masks unavailable ({e})");
+            0
+        });
+        let sm_count = if tpc_count != 0 && sm_per_tpc != 0 {
+            tpc_count * sm_per_tpc
+        } else if sp_per_sm != 0 && cores != 0 {
+            cores / sp_per_sm
+        } else {
+            gpcs * tpc_per_gpc * sm_per_tpc
+        };
+        trace!(
+            "GR: sm_version {sm_version:#x} warps {warps} sp/sm {sp_per_sm} cores {cores} gpcs {gpcs} tpc/gpc {tpc_per_gpc} sm/tpc {sm_per_tpc}; enabled TPCs {tpc_count} → {sm_count} SMs"
+        );
+
+        // Name, architecture, framebuffer (best effort).
+        let mut np = NV2080_CTRL_GPU_GET_NAME_STRING_PARAMS::default();
+        let name = match inner.api.control(
+            inner.subdevice,
+            NV2080_CTRL_CMD_GPU_GET_NAME_STRING,
+            &mut np,
+        ) {
+            Ok(()) => c_string(&np.gpuNameString[..NV2080_GPU_MAX_NAME_STRING_LENGTH]),
+            Err(e) => {
+                trace!("GET_NAME_STRING failed: {e}");
+                String::new()
+            }
+        };
+        let name = if name.is_empty() {
+            format!("NVIDIA GPU (PCI device {:#06x})", card.pci_info.device_id)
+        } else {
+            name
+        };
+        let mut ap = NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS::default();
+        let (arch, arch_impl) =
+            match inner
+                .api
+                .control(inner.subdevice, NV2080_CTRL_CMD_MC_GET_ARCH_INFO, &mut ap)
+            {
+                Ok(()) => (ap.architecture | ap.implementation, ap.implementation),
+                Err(e) => {
+                    trace!("MC_GET_ARCH_INFO failed: {e}");
+                    (0, 0)
+                }
+            };
+        let fb_idx = [
+            NV2080_CTRL_FB_INFO_INDEX_RAM_SIZE,
+            NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE,
+            NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE,
+            NV2080_CTRL_FB_INFO_INDEX_BAR1_SIZE,
+            NV2080_CTRL_FB_INFO_INDEX_BAR1_AVAIL_SIZE,
+        ];
+        let mut fb: Vec<NV2080_CTRL_FB_INFO> = fb_idx
+            .iter()
+            .map(|&i| NV2080_CTRL_FB_INFO { index: i, data: 0 })
+            .collect();
+        let mut fp = NV2080_CTRL_FB_GET_INFO_PARAMS {
+            fbInfoListSize: fb.len() as u32,
+            _pad: 0,
+            fbInfoList: fb.as_mut_ptr() as u64,
+        };
+        let [ram_kib, heap_kib, heap_free_kib, bar1_kib, bar1_avail_kib] =
+            match inner
+                .api
+                .control(inner.subdevice, NV2080_CTRL_CMD_FB_GET_INFO, &mut fp)
+            {
+                Ok(()) => [0, 1, 2, 3, 4].map(|i| fb[i].data),
+                Err(e) => {
+                    trace!("FB_GET_INFO failed: {e}");
+                    [0; 5]
+                }
+            };
+
+        // UVM-owned VA space.
+        let mut vp = NV_VASPACE_ALLOCATION_PARAMETERS {
+            index: NV_VASPACE_ALLOCATION_INDEX_GPU_NEW,
+            flags: NV_VASPACE_ALLOCATION_FLAGS_ENABLE_PAGE_FAULTING
+                | NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED,
+            vaSize: VASPACE_SIZE,
+            vaBase: 0x1000,
+            ..Default::default()
+        };
+        inner.vaspace = inner
+            .api
+            .alloc(inner.device, FERMI_VASPACE_A, Some(&mut vp))?;
+
+        let mut gid = NV2080_CTRL_GPU_GET_GID_INFO_PARAMS {
+            index: 0,
+            flags: NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_BINARY,
+            length: 16,
+            ..Default::default()
+        };
+        inner
+            .api
+            .control(inner.subdevice, NV2080_CTRL_CMD_GPU_GET_GID_INFO, &mut gid)?;
+        inner.uuid.uuid.copy_from_slice(&gid.data[..16]);
+
+        let mut rg = UVM_REGISTER_GPU_PARAMS {
+            gpu_uuid: inner.uuid,
+            rmCtrlFd: -1,
+            ..Default::default()
+        };
+        uvm_ioctl(
+            inner.sys(),
+            inner.uvm_fd,
+            UVM_REGISTER_GPU,
+            &mut rg,
+            |p| p.rmStatus,
+            &|| "UVM_REGISTER_GPU".into(),
+        )?;
+        inner.uvm_gpu_registered = true;
+        let mut rv = UVM_REGISTER_GPU_VASPACE_PARAMS {
+            gpuUuid: inner.uuid,
+            rmCtrlFd: inner.api.ctl_fd,
+            hClient: client,
+            hVaSpace: inner.vaspace,
+            rmStatus: 0,
+        };
+        uvm_ioctl(
+            inner.sys(),
+            inner.uvm_fd,
+            UVM_REGISTER_GPU_VASPACE,
+            &mut rv,
+            |p| p.rmStatus,
+            &|| format!("UVM_REGISTER_GPU_VASPACE(hVaSpace={:#x})", inner.vaspace),
+        )?;
+        inner.uvm_vaspace_registered = true;
+        trace!("VA space {:#x} registered with UVM", inner.vaspace);
+
+        // TSG + context share.
+        let (tsg, ctxshare, subctx_id) = {
+            let mut st = inner.sched.lock();
+            inner.alloc_tsg(&mut st)?;
+            (st.tsg, st.ctxshare, st.subctx_id)
+        };
+
+        let info = DeviceInfo {
+            name,
+            backend: BackendKind::Rm,
+            emulated: inner.sys().is_emulated(),
+            arch,
+            sm_major: (sm_version >> 8) & 0xff,
+            sm_minor: sm_version & 0xff,
+            sm_count,
+            max_gpc_count: gpcs,
+            max_tpc_per_gpc: tpc_per_gpc,
+            sm_per_tpc,
+            warps_per_sm: warps,
+            memory_bytes: heap_kib as u64 * 1024,
+            va_bits: VA_BITS,
+            compute_class: classes.compute,
+            copy_class: classes.copy,
+            gpfifo_class: classes.gpfifo,
+            driver_version: version.text.clone(),
+            shared_window: SHARED_WINDOW,
+            local_window: LOCAL_WINDOW,
+            unified_addresses: true,
+        };
+        let details = RmDetails {
+            version,
+            branch: inner.branch,
+            gpu_id: card.gpu_id,
+            minor: card.minor_number,
+            pci_domain: card.pci_info.domain,
+            pci_bus: card.pci_info.bus,
+            pci_slot: card.pci_info.slot,
+            pci_device_id: card.pci_info.device_id,
+            uuid: inner.uuid.uuid,
+            class_list: list,
+            classes,
+            gpu_core_count: cores,
+            sp_per_sm,
+            tpc_count,
+            fb_ram_kib: ram_kib,
+            fb_heap_kib: heap_kib,
+            fb_heap_free_kib: heap_free_kib,
+            bar1_kib,
+            bar1_avail_kib,
+            arch_implementation: arch_impl,
+            client,
+            device: inner.device,
+            subdevice: inner.subdevice,
+            vaspace: inner.vaspace,
+            tsg,
+            ctxshare,
+            subctx_id,
+        };
+        Ok((info, details))
+    }
+
+    /// Enabled TPCs summed over the enabled GPCs.
+    fn enabled_tpcs(inner: &Inner) -> Result<u32> {
+        let mut g = NV2080_CTRL_GR_GET_GPC_MASK_PARAMS::default();
+        inner
+            .api
+            .control(inner.subdevice, NV2080_CTRL_CMD_GR_GET_GPC_MASK, &mut g)?;
+        let mut n = 0;
+        for gpc in 0..32 {
+            if g.gpcMask & (1 << gpc) != 0 {
+                let mut t = NV2080_CTRL_GR_GET_TPC_MASK_PARAMS {
+                    gpcId: gpc,
+                    ..Default::default()
+                };
+                inner
+                    .api
+                    .control(inner.subdevice, NV2080_CTRL_CMD_GR_GET_TPC_MASK, &mut t)?;
+                n += t.tpcMask.count_ones();
+            }
+        }
+        Ok(n)
+    }
+
+    /// RM-specific facts (versions, PCI location, UUID, class list, FB/BAR1 sizes, handles).
+    pub fn details(&self) -> &RmDetails {
+        &self.details
+    }
+
+    /// CPU pointer to the usermode region (doorbell at +0x90, PTIMER at +0x80/+0x84).
+    pub fn usermode_ptr(&self) -> *mut u32 {
+        self.inner.usermode_ptr as *mut u32
+    }
+
+    /// [`Backend::create_channel`] returning the concrete channel type (RM handle, ring VA).
+    pub fn create_rm_channel(&self, engine: Engine, entries: u32) -> Result<RmChannel> {
+        RmChannel::create(&self.inner, engine, entries, self.details.bar1_kib)
+    }
+
+    /// Number of allocations currently outstanding.
+    pub fn allocation_count(&self) -> usize {
+        self.inner.mem.lock().len()
+    }
+}
+
+impl Backend for RmBackend {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn alloc(&self, size: u64, flags: MemFlags) -> Result<Allocation> {
+        if size == 0 {
+            return Err(Error::invalid("alloc: size 0"));
+        }
+        if size > va::LOW_VA_END - va::LOW_VA_BASE {
+            return Err(Error::new(
+                Status::OutOfMemory,
+                format!("alloc: {size:#x} bytes exceeds the 64 GiB CPU/GPU VA window"),
+            ));
+        }
+        let host = flags.cpu_cached && !flags.write_combined;
+        let rec = if host {
+            self.inner.alloc_host(size)?
+        } else {
+            self.inner
+                .alloc_vidmem(size, false, self.details.bar1_kib)?
+        };
+        if flags.zeroed && rec.kind == MemKind::Vidmem {
+            // SAFETY: cpu..cpu+size is the buffer's live CPU mapping. (Host pages come zeroed.)
+            unsafe { std::ptr::write_bytes(rec.cpu as *mut u8, 0, rec.size as usize) };
+        }
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let a = Allocation {
+            gpu_va: rec.va,
+            cpu: rec.cpu as *mut u8,
+            size: rec.size,
+            id,
+        };
+        trace!(
+            "alloc {:#x} bytes ({:?}) at {:#x} id {id}",
+            rec.size,
+            rec.kind,
+            rec.va
+        );
+        self.inner.mem.lock().insert(id, rec);
+        Ok(a)
+    }
+
+    fn free(&self, alloc: &Allocation) -> Result<()> {
+        let rec = {
+            let mut m = self.inner.mem.lock();
+            match m.get(&alloc.id) {
+                Some(r) if r.va == alloc.gpu_va && r.size == alloc.size => m.remove(&alloc.id),
+                _ => None,
+            }
+        };
+        let rec = rec.ok_or_else(|| {
+            Error::new(
+                Status::InvalidHandle,
+                format!(
+                    "free: no allocation id {} at {:#x} (size {:#x})",
+                    alloc.id, alloc.gpu_va, alloc.size
+                ),
+            )
+        })?;
+        self.inner.free_record(rec)
+    }
+
+    fn export_dmabuf(&self, _alloc: &Allocation) -> Result<RawFd> {
+        Err(Error::new(
+            Status::NotSupported,
+            "export_dmabuf is not implemented for the RM backend yet",
+        ))
+    }
+
+    fn create_channel(&self, engine: Engine, entries: u32) -> Result<Box<dyn Channel>> {
+        Ok(Box::new(RmChannel::create(
+            &self.inner,
+            engine,
+            entries,
+            self.details.bar1_kib,
+        )?))
+    }
+
+    /// Channel errors reported so far through [`Channel::error`], with the MMU fault address
+    /// RM gives (`NV906F_CTRL_CMD_GET_MMU_FAULT_INFO`), oldest first.
+    fn fault_log(&self) -> Vec<KernelFaultRecord> {
+        self.inner.faults.lock().clone()
     }
 }

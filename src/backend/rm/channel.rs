@@ -1,0 +1,358 @@
+//! RM channels: a GPFIFO channel in the device's TSG with its engine object bound.
+
+use super::rmapi::uvm_ioctl;
+use super::{trace, va, Inner, MemRecord, CHANNEL_UVM_RANGE, DOORBELL_OFFSET};
+use crate::backend::{Channel, ChannelError, ChannelRaw, Engine};
+use crate::error::{Error, Result};
+use crate::os::KernelFaultRecord;
+use crate::sys::rm::*;
+use std::sync::{Arc, OnceLock};
+
+/// Smallest accepted GPFIFO ring (entries).
+pub const MIN_GPFIFO_ENTRIES: u32 = 8;
+/// Largest accepted GPFIFO ring (entries).
+pub const MAX_GPFIFO_ENTRIES: u32 = 1 << 20;
+/// USERD size and alignment.
+pub const USERD_SIZE: u64 = 512;
+
+/// One GPFIFO channel: ring + USERD (one video-memory allocation), error notifier, channel
+/// object, engine object, UVM registration. Dropping it tears all of that down.
+pub struct RmChannel {
+    inner: Arc<Inner>,
+    handle: u32,
+    /// The TSG the channel was allocated in (its RM parent).
+    tsg: u32,
+    /// Counted in the TSG's live channels.
+    counted: bool,
+    engine_obj: u32,
+    /// Copy channels also carry a compute object (see `build`).
+    aux_obj: u32,
+    ring: Option<MemRecord>,
+    notifier: Option<MemRecord>,
+    uvm_base: u64,
+    uvm_registered: bool,
+    raw: ChannelRaw,
+    /// The first error seen (RM clears the MMU fault info once read, so it is kept).
+    error: OnceLock<ChannelError>,
+}
+
+impl RmChannel {
+    pub(crate) fn create(
+        inner: &Arc<Inner>,
+        engine: Engine,
+        entries: u32,
+        bar1_kib: u32,
+    ) -> Result<RmChannel> {
+        if !entries.is_power_of_two()
+            || !(MIN_GPFIFO_ENTRIES..=MAX_GPFIFO_ENTRIES).contains(&entries)
+        {
+            return Err(Error::invalid(format!(
+                "create_channel: entries {entries} must be a power of two in {MIN_GPFIFO_ENTRIES}..={MAX_GPFIFO_ENTRIES}"
+            )));
+        }
+        let classes = inner.classes.ok_or_else(|| {
+            Error::new(
+                crate::error::Status::Internal,
+                "create_channel: device has no classes",
+            )
+        })?;
+        let (class, subchannel) = match engine {
+            Engine::Compute => (classes.compute, 1),
+            Engine::Copy => (classes.copy, 4),
+        };
+        let mut ch = RmChannel {
+            inner: inner.clone(),
+            handle: 0,
+            tsg: 0,
+            counted: false,
+            engine_obj: 0,
+            aux_obj: 0,
+            ring: None,
+            notifier: None,
+            uvm_base: 0,
+            uvm_registered: false,
+            raw: ChannelRaw {
+                gpfifo: std::ptr::null_mut(),
+                entries,
+                userd: std::ptr::null_mut(),
+                doorbell: std::ptr::null_mut(),
+                token: 0,
+                class,
+                subchannel,
+            },
+            error: OnceLock::new(),
+        };
+        let mut st = inner.sched.lock();
+        let r = inner
+            .fresh_tsg_if_emptied(&mut st)
+            .and_then(|()| ch.build(&mut st, engine, entries, bar1_kib));
+        drop(st);
+        // On error `ch` drops (after the lock is released) and undoes whatever was built.
+        r?;
+        Ok(ch)
+    }
+
+    fn build(
+        &mut self,
+        st: &mut super::TsgState,
+        engine: Engine,
+        entries: u32,
+        bar1_kib: u32,
+    ) -> Result<()> {
+        let inner = self.inner.clone();
+        let classes = inner
+            .classes
+            .ok_or_else(|| Error::new(crate::error::Status::Internal, "no classes"))?;
+        // Ring, then USERD 512-aligned right after it.
+        let ring_bytes = entries as u64 * 8;
+        let userd_off = (ring_bytes + USERD_SIZE - 1) & !(USERD_SIZE - 1);
+        let total = userd_off + USERD_SIZE;
+        let ring = inner.alloc_vidmem(total, true, bar1_kib)?;
+        // SAFETY: ring.cpu..+ring.size is the CPU mapping just made; nothing else uses it yet.
+        unsafe { std::ptr::write_bytes(ring.cpu as *mut u8, 0, ring.size as usize) };
+        let (ring_handle, ring_va, ring_cpu) = (ring.handle, ring.va, ring.cpu);
+        self.ring = Some(ring);
+
+        // Error notifier (optional: a channel works without one, but then faults are silent).
+        match inner.alloc_notifier() {
+            Ok(n) => {
+                // SAFETY: the notifier's CPU mapping, NOTIFIER_SIZE bytes.
+                unsafe { std::ptr::write_bytes(n.cpu as *mut u8, 0, n.size as usize) };
+                self.notifier = Some(n);
+            }
+            Err(e) => trace!("error notifier allocation failed ({e}); channel will have none"),
+        }
+        let notifier_handle = self.notifier.as_ref().map_or(0, |n| n.handle);
+
+        let mut p = NV_CHANNEL_ALLOC_PARAMS {
+            hObjectError: notifier_handle,
+            hObjectBuffer: ring_handle,
+            gpFifoOffset: ring_va,
+            gpFifoEntries: entries,
+            hContextShare: st.ctxshare,
+            ..Default::default()
+        };
+        p.hUserdMemory[0] = ring_handle;
+        p.userdOffset[0] = userd_off;
+        self.handle = inner.api.alloc(st.tsg, classes.gpfifo, Some(&mut p))?;
+        self.tsg = st.tsg;
+        self.counted = true;
+        st.live += 1;
+        st.used = true;
+        trace!(
+            "channel {:#x} (class {:#x}, cid {}) ring at {ring_va:#x}",
+            self.handle,
+            classes.gpfifo,
+            p.cid
+        );
+
+        // A GR-runlist channel whose TSG has no GR context yet (no compute object anywhere in
+        // it) fails UVM_REGISTER_CHANNEL with NV_ERR_INVALID_OBJECT [H200]: give copy channels
+        // a compute object too, which creates the context.
+        if engine == Engine::Copy {
+            self.aux_obj = inner.api.alloc::<()>(self.handle, classes.compute, None)?;
+        }
+        self.engine_obj = inner.api.alloc::<()>(self.handle, self.raw.class, None)?;
+
+        let mut t = NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS::default();
+        inner.api.control(
+            self.handle,
+            NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
+            &mut t,
+        )?;
+        trace!("{engine:?} channel token {:#x}", t.workSubmitToken);
+
+        // UVM maps the channel's RM-owned context buffers into a range of our VA space.
+        let base = va::low_va()
+            .lock()
+            .alloc(CHANNEL_UVM_RANGE, 2 << 20)
+            .ok_or_else(|| {
+                Error::new(
+                    crate::error::Status::OutOfMemory,
+                    "no 64 MiB range left in the VA window for the channel",
+                )
+            })?;
+        self.uvm_base = base;
+        let mut rc = UVM_REGISTER_CHANNEL_PARAMS {
+            gpuUuid: inner.uuid,
+            rmCtrlFd: inner.api.ctl_fd,
+            hClient: inner.api.client,
+            hChannel: self.handle,
+            base,
+            length: CHANNEL_UVM_RANGE,
+            ..Default::default()
+        };
+        uvm_ioctl(
+            inner.sys(),
+            inner.uvm_fd,
+            UVM_REGISTER_CHANNEL,
+            &mut rc,
+            |p| p.rmStatus,
+            &|| {
+                format!(
+                    "UVM_REGISTER_CHANNEL(hChannel={:#x}, base={base:#x})",
+                    self.handle
+                )
+            },
+        )?;
+        self.uvm_registered = true;
+
+        inner.schedule_tsg(st)?;
+
+        self.raw.gpfifo = ring_cpu as *mut u64;
+        self.raw.userd = (ring_cpu + userd_off as usize) as *mut u32;
+        self.raw.doorbell = (inner.usermode_ptr + DOORBELL_OFFSET) as *mut u32;
+        self.raw.token = t.workSubmitToken;
+        Ok(())
+    }
+
+    /// GPU VA of the GPFIFO ring.
+    pub fn gpfifo_va(&self) -> u64 {
+        self.ring.as_ref().map_or(0, |r| r.va)
+    }
+
+    /// RM channel handle.
+    pub fn handle(&self) -> u32 {
+        self.handle
+    }
+
+    /// Whether the channel has an error notifier ([`Channel::error`] can only report errors
+    /// when it does).
+    pub fn has_error_notifier(&self) -> bool {
+        self.notifier.is_some()
+    }
+}
+
+impl Channel for RmChannel {
+    fn raw(&self) -> ChannelRaw {
+        self.raw
+    }
+
+    fn error(&self) -> Option<ChannelError> {
+        if let Some(e) = self.error.get() {
+            return Some(e.clone());
+        }
+        let n = self.notifier.as_ref()?;
+        let idx = NV_CHANNELGPFIFO_NOTIFICATION_TYPE_ERROR as usize;
+        // SAFETY: the notifier mapping holds NOTIFIER_SIZE ≥ 3 × 16 bytes; RM writes it
+        // asynchronously, hence volatile.
+        let rec = unsafe { std::ptr::read_volatile((n.cpu as *const NvNotification).add(idx)) };
+        if rec.status == 0 {
+            return None;
+        }
+        // The notifier has no address; the channel's MMU fault info does (MMU faults only).
+        let mut f = NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS::default();
+        let fault =
+            match self
+                .inner
+                .api
+                .control(self.handle, NV906F_CTRL_CMD_GET_MMU_FAULT_INFO, &mut f)
+            {
+                Ok(()) if rec.info32 == ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT => Some((
+                    (f.addrHi as u64) << 32 | f.addrLo as u64,
+                    f.faultType,
+                    c_string(&f.faultString),
+                )),
+                Ok(()) => None,
+                Err(e) => {
+                    trace!("GET_MMU_FAULT_INFO: {e}");
+                    None
+                }
+            };
+        let what = match &fault {
+            Some((addr, ty, s)) => format!(
+                "RM robust-channel error {} ({}) on engine type {}: {s} (fault type {ty}) at GPU VA {addr:#x}",
+                rec.info32,
+                robust_channel_error_name(rec.info32),
+                rec.info16
+            ),
+            None => format!(
+                "RM robust-channel error {} ({}) on engine type {}, notifier status {:#x}",
+                rec.info32,
+                robust_channel_error_name(rec.info32),
+                rec.info16,
+                rec.status
+            ),
+        };
+        let err = ChannelError {
+            code: rec.info32,
+            what,
+            address: fault.as_ref().map(|f| f.0),
+        };
+        if self.error.set(err.clone()).is_ok() {
+            self.inner.faults.lock().push(KernelFaultRecord {
+                token: self.raw.token,
+                address: err.address,
+                code: err.code,
+                what: err.what.clone(),
+            });
+        }
+        self.error.get().cloned()
+    }
+}
+
+impl Drop for RmChannel {
+    fn drop(&mut self) {
+        let inner = self.inner.clone();
+        let mut st = inner.sched.lock();
+        if self.uvm_registered {
+            let what = || format!("UVM_UNREGISTER_CHANNEL(hChannel={:#x})", self.handle);
+            let r = if inner.layout.uvm_unregister_channel_params_size
+                == core::mem::size_of::<UVM_UNREGISTER_CHANNEL_PARAMS_V590>()
+            {
+                let mut p = UVM_UNREGISTER_CHANNEL_PARAMS_V590 {
+                    hClient: inner.api.client,
+                    hChannel: self.handle,
+                    rmStatus: 0,
+                };
+                uvm_ioctl(
+                    inner.sys(),
+                    inner.uvm_fd,
+                    UVM_UNREGISTER_CHANNEL,
+                    &mut p,
+                    |p| p.rmStatus,
+                    &what,
+                )
+            } else {
+                let mut p = UVM_UNREGISTER_CHANNEL_PARAMS {
+                    gpuUuid: inner.uuid,
+                    hClient: inner.api.client,
+                    hChannel: self.handle,
+                    rmStatus: 0,
+                };
+                uvm_ioctl(
+                    inner.sys(),
+                    inner.uvm_fd,
+                    UVM_UNREGISTER_CHANNEL,
+                    &mut p,
+                    |p| p.rmStatus,
+                    &what,
+                )
+            };
+            if let Err(e) = r {
+                trace!("{e}");
+            }
+        }
+        if self.engine_obj != 0 {
+            let _ = inner.api.free(self.handle, self.engine_obj);
+        }
+        if self.aux_obj != 0 {
+            let _ = inner.api.free(self.handle, self.aux_obj);
+        }
+        if self.handle != 0 {
+            let _ = inner.api.free(self.tsg, self.handle);
+        }
+        if self.counted {
+            st.live = st.live.saturating_sub(1);
+        }
+        if self.uvm_base != 0 {
+            va::low_va().lock().free(self.uvm_base, CHANNEL_UVM_RANGE);
+        }
+        if let Some(n) = self.notifier.take() {
+            let _ = inner.free_record(n);
+        }
+        if let Some(r) = self.ring.take() {
+            let _ = inner.free_record(r);
+        }
+    }
+}
