@@ -1,0 +1,918 @@
+/*
+ * libtegragpu: GPU compute on NVIDIA Jetson Orin (nvgpu) and desktop NVIDIA GPUs (RM) without
+ * libcuda. SPDX-License-Identifier: MIT OR Apache-2.0
+ *
+ * GENERATED FILE: do not edit. Source: src/capi/mod.rs (doc comments) + cbindgen.toml.
+ * Regenerate with scripts/gen-header.sh.
+ *
+ * Conventions for every function below:
+ * - Every fallible function returns a tg_status; TG_OK (0) is success. Out-parameters are
+ *   written only on success.
+ * - After a failure, tg_last_error_message() (thread-local) names the call and the values
+ *   involved, e.g. "tg_buf_alloc: size_bytes is 0".
+ * - Handles are opaque identifiers, never dereferenced by the library or by you. A NULL,
+ *   destroyed or wrong-type handle gives TG_ERROR_INVALID_HANDLE (never undefined behaviour):
+ *   handle values are never reused. Destroying NULL is a no-op.
+ * - Structs passed in or out start with struct_size: set it to sizeof(the struct).
+ * - Sizes carry units in their names (size_bytes), times are nanoseconds (timeout_ns).
+ * - No input makes the library crash or abort: internal errors give TG_ERROR_INTERNAL.
+ * - Link with -ltegragpu (pkg-config: tegragpu); soname libtegragpu.so.0.
+ */
+
+#ifndef TEGRAGPU_H
+#define TEGRAGPU_H
+
+
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/**
+ * Major version of the library this header belongs to. Incompatible ABI changes bump it (and
+ * the soname, `libtegragpu.so.<major>`).
+ */
+#define TG_VERSION_MAJOR 0
+
+/**
+ * Minor version: backwards-compatible additions.
+ */
+#define TG_VERSION_MINOR 1
+
+/**
+ * Patch version: fixes only.
+ */
+#define TG_VERSION_PATCH 0
+
+/**
+ * Wait without a deadline (pass as `timeout_ns`).
+ */
+#define TG_TIMEOUT_INFINITE 18446744073709551615ull
+
+/**
+ * `tg_buf_alloc()` flag: CPU-cached mapping (fast CPU reads). The default when neither
+ * `TG_BUF_CPU_CACHED` nor `TG_BUF_WRITE_COMBINED` is given.
+ */
+#define TG_BUF_CPU_CACHED 1
+
+/**
+ * `tg_buf_alloc()` flag: write-combined CPU mapping (for data the CPU only writes). Excludes
+ * `TG_BUF_CPU_CACHED`.
+ */
+#define TG_BUF_WRITE_COMBINED 2
+
+/**
+ * `tg_buf_alloc()` flag: zero the memory before returning it.
+ */
+#define TG_BUF_ZEROED 4
+
+/**
+ * Which kernel driver a device is driven through.
+ */
+typedef enum tg_backend {
+    /**
+     * Jetson Orin: nvgpu.ko + nvmap.ko (or the emulated Orin).
+     */
+    TG_BACKEND_NVGPU = 0,
+    /**
+     * Desktop NVIDIA driver: nvidia.ko + nvidia-uvm.ko.
+     */
+    TG_BACKEND_RM = 1,
+} tg_backend;
+
+/**
+ * Which engine a queue feeds.
+ */
+typedef enum tg_queue_kind {
+    /**
+     * Kernel launches (and signals, waits, barriers).
+     */
+    TG_QUEUE_COMPUTE = 0,
+    /**
+     * Copy-engine transfers with `tg_queue_copy()` (and signals, waits, barriers).
+     */
+    TG_QUEUE_COPY = 1,
+} tg_queue_kind;
+
+/**
+ * Result of every fallible call. The values are stable: never renumbered, never reused.
+ *
+ * After any status other than `TG_OK`, `tg_last_error_message()` describes the failure.
+ */
+typedef enum tg_status {
+    /**
+     * Success.
+     */
+    TG_OK = 0,
+    /**
+     * An argument is out of range, malformed or inconsistent (zero size, unknown flag bits,
+     * wrong `struct_size`, range outside a buffer, ...).
+     */
+    TG_ERROR_INVALID_ARGUMENT = 1,
+    /**
+     * A required pointer argument was NULL.
+     */
+    TG_ERROR_NULL_POINTER = 2,
+    /**
+     * A handle is NULL, destroyed, or of the wrong type.
+     */
+    TG_ERROR_INVALID_HANDLE = 3,
+    /**
+     * Host or GPU memory (or GPU virtual address space, or a ring) is exhausted, or a size is
+     * larger than the library accepts.
+     */
+    TG_ERROR_OUT_OF_MEMORY = 4,
+    /**
+     * A named object (device, kernel, file) does not exist; also: no fault to report.
+     */
+    TG_ERROR_NOT_FOUND = 5,
+    /**
+     * The operation is not supported by this device, backend or build.
+     */
+    TG_ERROR_NOT_SUPPORTED = 6,
+    /**
+     * A wait ran past its timeout.
+     */
+    TG_ERROR_TIMEOUT = 7,
+    /**
+     * The GPU reported a fault (MMU fault, exception, channel error). Sticky per device: see
+     * `tg_device_get_fault()`.
+     */
+    TG_ERROR_DEVICE_FAULT = 8,
+    /**
+     * A system call to the kernel driver failed (the message names the call and errno).
+     */
+    TG_ERROR_OS = 9,
+    /**
+     * A cubin (CUDA ELF) is malformed, truncated or built for another GPU.
+     */
+    TG_ERROR_INVALID_CUBIN = 10,
+    /**
+     * A launch does not fit the kernel: block size, shared memory, parameter size or count.
+     */
+    TG_ERROR_INVALID_LAUNCH = 11,
+    /**
+     * Run-time compilation (libnvrtc) failed; the message carries the compiler log.
+     */
+    TG_ERROR_COMPILE = 12,
+    /**
+     * An optional shared library (libnvrtc) is not installed.
+     */
+    TG_ERROR_LIBRARY_MISSING = 13,
+    /**
+     * The kernel driver's version or branch is not supported.
+     */
+    TG_ERROR_UNSUPPORTED_DRIVER = 14,
+    /**
+     * A bug in libtegragpu (a caught panic or a broken invariant).
+     */
+    TG_ERROR_INTERNAL = 15,
+    /**
+     * The device is unusable after an earlier fault; close it and open it again.
+     */
+    TG_ERROR_DEVICE_LOST = 16,
+} tg_status;
+
+/**
+ * GPU memory that the CPU can access through `tg_buf_cpu_ptr()` (on Orin the memory is shared:
+ * no copy is needed).
+ *
+ * Thread safety: all `tg_buf_*` functions may be called from any thread concurrently. The
+ * memory itself is not synchronized: the caller orders CPU accesses against GPU work (signals,
+ * `tg_queue_synchronize()`).
+ */
+typedef struct tg_buf tg_buf;
+
+/**
+ * An open GPU (real or emulated).
+ *
+ * Thread safety: all `tg_device_*` functions may be called from any thread concurrently.
+ * Closing a device while its buffers, modules, kernels, queues or signals are alive is allowed:
+ * they keep the device open until the last of them is destroyed.
+ */
+typedef struct tg_device tg_device;
+
+/**
+ * A kernel of a module; keeps its module loaded. Thread safety: any thread, concurrently; one
+ * kernel may be launched on several queues.
+ */
+typedef struct tg_kernel tg_kernel;
+
+/**
+ * A loaded cubin. Thread safety: any thread, concurrently.
+ */
+typedef struct tg_module tg_module;
+
+/**
+ * A command queue (one GPU channel). Launches, copies, signals, waits and barriers are recorded
+ * and made visible to the GPU by `tg_queue_submit()`; commands on one queue run in order.
+ *
+ * Thread safety: every function may be called from any thread; calls on the same queue are
+ * serialized by a lock inside the queue (`tg_queue_synchronize()` holds it while it waits).
+ * For parallel recording, use one queue per thread.
+ */
+typedef struct tg_queue tg_queue;
+
+/**
+ * A 64-bit timeline signal in GPU-visible memory: GPU queues write and wait for it, the CPU
+ * reads, sets and waits for it. Thread safety: any thread, concurrently.
+ */
+typedef struct tg_signal tg_signal;
+
+/**
+ * Static facts about a device (`tg_device_get_info()`).
+ *
+ * Set `struct_size = sizeof(tg_device_info)` before the call; on success the library sets it to
+ * the number of bytes it filled.
+ */
+typedef struct tg_device_info {
+    /**
+     * In: `sizeof(tg_device_info)`. Out: bytes filled.
+     */
+    uint32_t struct_size;
+    /**
+     * Chip or product name, NUL-terminated (truncated to 63 bytes): "ga10b", "NVIDIA H200".
+     */
+    char name[64];
+    /**
+     * Architecture id as the driver reports it (nvgpu: 0x170 = GA10B; RM: e.g. 0x180 = GH100).
+     */
+    uint32_t arch;
+    /**
+     * SM version major, e.g. 8 for Orin (sm_87), 9 for Hopper (sm_90).
+     */
+    uint32_t sm_major;
+    /**
+     * SM version minor, e.g. 7 for Orin (sm_87).
+     */
+    uint32_t sm_minor;
+    /**
+     * Number of enabled SMs.
+     */
+    uint32_t sm_count;
+    /**
+     * Memory usable for allocations, bytes (Orin: system memory shared with the CPU).
+     */
+    uint64_t memory_bytes;
+    /**
+     * Width of the GPU virtual address space, bits.
+     */
+    uint32_t va_bits;
+    /**
+     * Kernel driver the device is driven through.
+     */
+    enum tg_backend backend;
+    /**
+     * True when the device is the in-process emulated Orin.
+     */
+    bool emulated;
+} tg_device_info;
+
+/**
+ * A GPU fault (`tg_device_get_fault()`). Set `struct_size = sizeof(tg_fault_report)` before
+ * the call; on success the library sets it to the number of bytes it filled.
+ */
+typedef struct tg_fault_report {
+    /**
+     * In: `sizeof(tg_fault_report)`. Out: bytes filled.
+     */
+    uint32_t struct_size;
+    /**
+     * Driver error code (nvgpu notifier: 31 = MMU fault, 13 = graphics exception, 8 = timeout).
+     */
+    uint32_t code;
+    /**
+     * Whether `address` holds the faulting GPU virtual address.
+     */
+    bool has_address;
+    /**
+     * Faulting GPU virtual address (valid when `has_address`).
+     */
+    uint64_t address;
+    /**
+     * Description naming the queue and what happened, NUL-terminated (truncated to 255 bytes).
+     */
+    char message[256];
+} tg_fault_report;
+
+/**
+ * What a kernel needs and allows (`tg_kernel_get_attributes()`). Set
+ * `struct_size = sizeof(tg_kernel_attributes)` before the call; on success the library sets it
+ * to the number of bytes it filled.
+ */
+typedef struct tg_kernel_attributes {
+    /**
+     * In: `sizeof(tg_kernel_attributes)`. Out: bytes filled.
+     */
+    uint32_t struct_size;
+    /**
+     * Number of parameters (see `tg_kernel_get_param()`).
+     */
+    uint32_t num_params;
+    /**
+     * Total bytes of the packed parameter block `tg_launch()` takes.
+     */
+    uint32_t param_bytes;
+    /**
+     * Registers per thread.
+     */
+    uint32_t registers;
+    /**
+     * Static shared memory the kernel declares, bytes.
+     */
+    uint32_t static_shared_bytes;
+    /**
+     * Local memory (stack) per thread, bytes.
+     */
+    uint32_t local_bytes_per_thread;
+    /**
+     * Largest block (threads, x*y*z) a launch may use.
+     */
+    uint32_t max_threads_per_block;
+    /**
+     * Largest `dynamic_shared_bytes` a launch may request.
+     */
+    uint32_t max_dynamic_shared_bytes;
+} tg_kernel_attributes;
+
+/**
+ * Grid, block and dynamic shared memory of one launch. Set
+ * `struct_size = sizeof(tg_launch_config)`.
+ */
+typedef struct tg_launch_config {
+    /**
+     * `sizeof(tg_launch_config)`.
+     */
+    uint32_t struct_size;
+    /**
+     * Blocks in x, y, z (each at least 1; x ≤ 2^31-1, y and z ≤ 65535).
+     */
+    uint32_t grid[3];
+    /**
+     * Threads per block in x, y, z (each at least 1; x, y ≤ 1024, z ≤ 64; the product at most
+     * the kernel's `max_threads_per_block`).
+     */
+    uint32_t block[3];
+    /**
+     * Dynamic shared memory per block, bytes (at most the kernel's `max_dynamic_shared_bytes`).
+     */
+    uint32_t dynamic_shared_bytes;
+} tg_launch_config;
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * The library's version, `(major << 16) | (minor << 8) | patch`. Compare
+ * `tg_version() >> 16` with `TG_VERSION_MAJOR` to check that the loaded library matches the
+ * header. Thread safety: any thread.
+ */
+uint32_t tg_version(void);
+
+/**
+ * A static, NUL-terminated description of a status, e.g.
+ * "TG_ERROR_INVALID_ARGUMENT: invalid argument". Never NULL; values outside the enum give
+ * "unknown tg_status". The string must not be freed. Thread safety: any thread.
+ */
+const char *tg_status_str(tg_status status);
+
+/**
+ * The message of the most recent failed call on the calling thread, e.g.
+ * "tg_buf_alloc: size_bytes is 0". Names the call and the values involved (and, for system
+ * calls, the ioctl and errno). Never NULL: "" when no call has failed on this thread yet.
+ *
+ * Ownership: the string belongs to the library and stays valid until the next failing call on
+ * the same thread; successful calls leave it unchanged. Thread safety: thread-local.
+ */
+const char *tg_last_error_message(void);
+
+/**
+ * Open a device.
+ *
+ * - `spec`: NULL = the GPU found on this machine (nvgpu on Jetson Orin, else the desktop NVIDIA
+ *   driver), `"emu"` = the emulated Orin (no hardware needed), `"nvgpu"`, `"rm"`. The
+ *   environment variable `TEGRAGPU_DEVICE`, when set and non-empty, overrides `spec`.
+ * - `out`: receives the new device handle on success.
+ *
+ * Returns `TG_OK`; `TG_ERROR_NULL_POINTER` (`out` NULL); `TG_ERROR_INVALID_ARGUMENT` (unknown
+ * spec); `TG_ERROR_NOT_FOUND` (NULL spec and no NVIDIA GPU on this machine);
+ * `TG_ERROR_OS` / `TG_ERROR_UNSUPPORTED_DRIVER` (driver refused); `TG_ERROR_NOT_SUPPORTED`.
+ *
+ * Ownership: the caller owns `*out` and releases it with `tg_device_close()`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `spec` is NULL or a NUL-terminated string; `out` is NULL or writable.
+ */
+enum tg_status tg_device_open(const char *spec, struct tg_device **out);
+
+/**
+ * Close a device handle. Objects created from it stay valid and keep the device open until
+ * they are destroyed; the device's resources are released with the last of them.
+ * NULL is a no-op (`TG_OK`).
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE` (destroyed or not a device).
+ * Thread safety: any thread; the handle must not be used after this call.
+ *
+ * # Safety
+ * None beyond the handle contract (any value is checked).
+ */
+enum tg_status tg_device_close(struct tg_device *dev);
+
+/**
+ * Describe a device.
+ *
+ * - `out`: caller-allocated; set `out->struct_size = sizeof(tg_device_info)` first.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER` (`out` NULL);
+ * `TG_ERROR_INVALID_ARGUMENT` (`struct_size` too small). Thread safety: any thread.
+ *
+ * # Safety
+ * `out` is NULL or points to a writable `tg_device_info`.
+ */
+enum tg_status tg_device_get_info(const struct tg_device *dev, struct tg_device_info *out);
+
+/**
+ * Wait until all work submitted on every queue of the device has completed.
+ *
+ * - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none).
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_TIMEOUT`; `TG_ERROR_DEVICE_FAULT` (the
+ * device faulted: see `tg_device_get_fault()`). Thread safety: any thread.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_device_synchronize(const struct tg_device *dev, uint64_t timeout_ns);
+
+/**
+ * Report the device's sticky fault, if it has faulted.
+ *
+ * - `out`: caller-allocated; set `out->struct_size = sizeof(tg_fault_report)` first.
+ *
+ * Returns `TG_OK` (fault written to `*out`); `TG_ERROR_NOT_FOUND` (the device has not faulted;
+ * `*out` untouched); `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+ * `TG_ERROR_INVALID_ARGUMENT` (`struct_size` too small). Thread safety: any thread.
+ *
+ * # Safety
+ * `out` is NULL or points to a writable `tg_fault_report`.
+ */
+enum tg_status tg_device_get_fault(const struct tg_device *dev, struct tg_fault_report *out);
+
+/**
+ * Allocate GPU memory that the CPU can access.
+ *
+ * - `size_bytes`: at least 1 (rounded up to whole pages internally; `tg_buf_size()` reports the
+ *   requested size).
+ * - `flags`: a combination of `TG_BUF_CPU_CACHED`, `TG_BUF_WRITE_COMBINED` (mutually exclusive)
+ *   and `TG_BUF_ZEROED`; 0 = CPU-cached, not zeroed.
+ * - `out`: receives the new buffer handle.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+ * `TG_ERROR_INVALID_ARGUMENT` (`size_bytes` 0, unknown flag bits, conflicting flags);
+ * `TG_ERROR_OUT_OF_MEMORY` (too large or memory exhausted); `TG_ERROR_DEVICE_FAULT`;
+ * `TG_ERROR_OS`.
+ *
+ * Ownership: the caller owns `*out` and releases it with `tg_buf_free()`. The buffer keeps its
+ * device open. Thread safety: any thread.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum tg_status tg_buf_alloc(const struct tg_device *dev,
+                            uint64_t size_bytes,
+                            uint32_t flags,
+                            struct tg_buf **out);
+
+/**
+ * Free a buffer. The memory is released once GPU work already submitted no longer uses it;
+ * CPU pointers from `tg_buf_cpu_ptr()` must not be used after this call. NULL is a no-op.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE` (destroyed or not a buffer).
+ * Thread safety: any thread; the handle must not be used after this call.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_buf_free(struct tg_buf *buf);
+
+/**
+ * The CPU address of the buffer's first byte. Valid until `tg_buf_free()`; the size is
+ * `tg_buf_size()`.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum tg_status tg_buf_cpu_ptr(const struct tg_buf *buf, void **out);
+
+/**
+ * The GPU virtual address of the buffer's first byte: pass it to kernels as a pointer.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum tg_status tg_buf_gpu_address(const struct tg_buf *buf, uint64_t *out);
+
+/**
+ * The buffer's size in bytes, as requested from `tg_buf_alloc()`.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum tg_status tg_buf_size(const struct tg_buf *buf, uint64_t *out);
+
+/**
+ * Export the buffer as a dma-buf file descriptor (for sharing with other drivers/processes).
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+ * `TG_ERROR_NOT_SUPPORTED` (backend without dma-buf export); `TG_ERROR_OS`.
+ *
+ * Ownership: the caller owns `*fd_out` and closes it with `close()`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `fd_out` is NULL or writable.
+ */
+enum tg_status tg_buf_export_dmabuf(const struct tg_buf *buf, int *fd_out);
+
+/**
+ * Load a cubin (CUDA ELF, e.g. from `nvcc -cubin` or nvrtc) from memory.
+ *
+ * - `data`, `size_bytes`: the cubin image; the library copies what it needs, so the memory may
+ *   be freed after the call.
+ * - `out`: receives the new module handle.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+ * `TG_ERROR_INVALID_ARGUMENT` (`size_bytes` 0); `TG_ERROR_INVALID_CUBIN` (malformed, or built
+ * for another SM version); `TG_ERROR_OUT_OF_MEMORY`; `TG_ERROR_DEVICE_FAULT`.
+ *
+ * Ownership: the caller owns `*out` and releases it with `tg_module_destroy()`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `data` is NULL or readable for `size_bytes` bytes; `out` is NULL or writable.
+ */
+enum tg_status tg_module_load(const struct tg_device *dev,
+                              const void *data,
+                              size_t size_bytes,
+                              struct tg_module **out);
+
+/**
+ * Load a cubin from a file.
+ *
+ * Returns what `tg_module_load()` returns, and `TG_ERROR_NOT_FOUND` (no such file) or
+ * `TG_ERROR_OS` (other read errors; the message names the path and errno).
+ *
+ * Ownership: the caller owns `*out` and releases it with `tg_module_destroy()`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `path` is NULL or a NUL-terminated string; `out` is NULL or writable.
+ */
+enum tg_status tg_module_load_file(const struct tg_device *dev,
+                                   const char *path,
+                                   struct tg_module **out);
+
+/**
+ * Compile CUDA C source at run time with libnvrtc (loaded on first use; never linked) for this
+ * device's SM version, and load the result.
+ *
+ * - `source`: NUL-terminated CUDA C. Kernels should be `extern "C"` so their names are not
+ *   mangled.
+ * - `options`, `num_options`: extra nvrtc options (e.g. `"--std=c++17"`); the target
+ *   architecture is added by the library. `options` may be NULL when `num_options` is 0.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER` (`source`, `out`,
+ * `options` or one of its elements NULL); `TG_ERROR_LIBRARY_MISSING` (libnvrtc not installed:
+ * `pip install nvidia-cuda-nvrtc-cu12`, or set `TEGRAGPU_NVRTC` to the library's path);
+ * `TG_ERROR_COMPILE` (the message carries the compiler log); the statuses of
+ * `tg_module_load()`.
+ *
+ * Ownership: the caller owns `*out` and releases it with `tg_module_destroy()`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `source` is NULL or NUL-terminated; `options` is NULL or points to `num_options` pointers,
+ * each NULL or NUL-terminated; `out` is NULL or writable.
+ */
+enum tg_status tg_module_compile_cuda(const struct tg_device *dev,
+                                      const char *source,
+                                      const char *const *options,
+                                      size_t num_options,
+                                      struct tg_module **out);
+
+/**
+ * Destroy a module handle. Kernels taken from it stay valid (they keep the code loaded); GPU
+ * memory is released once no kernel handle and no submitted work uses it. NULL is a no-op.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`. Thread safety: any thread; the handle must not be
+ * used after this call.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_module_destroy(struct tg_module *module);
+
+/**
+ * Look up a kernel by name (the `extern "C"` name, or the mangled name).
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+ * `TG_ERROR_NOT_FOUND` (the message lists the module's kernels); `TG_ERROR_OUT_OF_MEMORY`
+ * (the kernel's local memory cannot be provided).
+ *
+ * Ownership: the caller owns `*out` and releases it with `tg_kernel_destroy()`; the kernel keeps
+ * its module loaded. Thread safety: any thread.
+ *
+ * # Safety
+ * `name` is NULL or NUL-terminated; `out` is NULL or writable.
+ */
+enum tg_status tg_module_get_kernel(const struct tg_module *module,
+                                    const char *name,
+                                    struct tg_kernel **out);
+
+/**
+ * Destroy a kernel handle. NULL is a no-op.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`. Thread safety: any thread; the handle must not be
+ * used after this call.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_kernel_destroy(struct tg_kernel *kernel);
+
+/**
+ * What a kernel needs and allows.
+ *
+ * - `out`: caller-allocated; set `out->struct_size = sizeof(tg_kernel_attributes)` first.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+ * `TG_ERROR_INVALID_ARGUMENT` (`struct_size` too small). Thread safety: any thread.
+ *
+ * # Safety
+ * `out` is NULL or points to a writable `tg_kernel_attributes`.
+ */
+enum tg_status tg_kernel_get_attributes(const struct tg_kernel *kernel,
+                                        struct tg_kernel_attributes *out);
+
+/**
+ * Where parameter `index` (0-based, declaration order) lies in the packed parameter block that
+ * `tg_launch()` takes: `*offset` bytes from the start, `*size` bytes long.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER` (`offset` or `size`
+ * NULL); `TG_ERROR_INVALID_ARGUMENT` (`index` ≥ `num_params`). Thread safety: any thread.
+ *
+ * # Safety
+ * `offset` and `size` are NULL or writable.
+ */
+enum tg_status tg_kernel_get_param(const struct tg_kernel *kernel,
+                                   uint32_t index,
+                                   uint32_t *offset,
+                                   uint32_t *size);
+
+/**
+ * Create a command queue (a GPU channel).
+ *
+ * - `kind`: `TG_QUEUE_COMPUTE` (launches) or `TG_QUEUE_COPY` (copy engine).
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+ * `TG_ERROR_INVALID_ARGUMENT` (unknown kind); `TG_ERROR_OUT_OF_MEMORY`; `TG_ERROR_OS`;
+ * `TG_ERROR_DEVICE_FAULT`.
+ *
+ * Ownership: the caller owns `*out` and releases it with `tg_queue_destroy()`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum tg_status tg_queue_create(const struct tg_device *dev,
+                               tg_queue_kind kind,
+                               struct tg_queue **out);
+
+/**
+ * Destroy a queue: submits what was recorded, waits (up to 10 s) for the queue's work to
+ * finish, then releases the channel. NULL is a no-op.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`. Thread safety: any thread; the handle must not be
+ * used after this call.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_queue_destroy(struct tg_queue *queue);
+
+/**
+ * Record a kernel launch with a packed parameter block.
+ *
+ * - `cfg`: grid, block and dynamic shared memory; `cfg->struct_size = sizeof(tg_launch_config)`.
+ * - `params`, `params_size_bytes`: the parameters laid out as the kernel declares them
+ *   (`tg_kernel_get_param()` gives each offset and size); `params_size_bytes` must equal the
+ *   kernel's `param_bytes`. `params` may be NULL when the kernel takes no parameters. The
+ *   bytes are copied: the memory may be reused after the call.
+ *
+ * The launch runs after `tg_queue_submit()`, in order with the queue's other commands.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+ * `TG_ERROR_INVALID_ARGUMENT` (copy queue, kernel of another device, `struct_size`);
+ * `TG_ERROR_INVALID_LAUNCH` (parameter size, zero or too large grid/block, block above the
+ * kernel's `max_threads_per_block`, too much shared memory); `TG_ERROR_DEVICE_FAULT`;
+ * `TG_ERROR_TIMEOUT` (no ring space within 10 s).
+ *
+ * Thread safety: any thread; serialized per queue.
+ *
+ * # Safety
+ * `cfg` is NULL or readable; `params` is NULL or readable for `params_size_bytes` bytes.
+ */
+enum tg_status tg_launch(const struct tg_queue *queue,
+                         const struct tg_kernel *kernel,
+                         const struct tg_launch_config *cfg,
+                         const void *params,
+                         size_t params_size_bytes);
+
+/**
+ * Record a kernel launch with one pointer per parameter, like `cuLaunchKernel`'s
+ * `kernelParams`: `args[i]` points to the value of parameter `i` (its size is the parameter's
+ * size, see `tg_kernel_get_param()`).
+ *
+ * - `num_args`: must equal the kernel's `num_params`; `args` may be NULL when it is 0.
+ *
+ * Returns what `tg_launch()` returns; `TG_ERROR_INVALID_LAUNCH` when `num_args` differs from the
+ * kernel's parameter count; `TG_ERROR_NULL_POINTER` when `args` or an element is NULL.
+ *
+ * Thread safety: any thread; serialized per queue.
+ *
+ * # Safety
+ * `args` is NULL or points to `num_args` pointers, each NULL or readable for its parameter's
+ * size.
+ */
+enum tg_status tg_launch_args(const struct tg_queue *queue,
+                              const struct tg_kernel *kernel,
+                              const struct tg_launch_config *cfg,
+                              void **args,
+                              size_t num_args);
+
+/**
+ * Record a copy of `size_bytes` from `src` at `src_offset` to `dst` at `dst_offset` on a copy
+ * queue (the copy engine). Both ranges must lie inside their buffers; the buffers must belong
+ * to the queue's device; a zero size records nothing.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (compute queue, range
+ * outside a buffer, buffer of another device); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`.
+ *
+ * Thread safety: any thread; serialized per queue.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_queue_copy(const struct tg_queue *queue,
+                             const struct tg_buf *dst,
+                             uint64_t dst_offset,
+                             const struct tg_buf *src,
+                             uint64_t src_offset,
+                             uint64_t size_bytes);
+
+/**
+ * Record a GPU write of `value` to `signal` once all earlier work on the queue has completed
+ * and its writes are visible.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (signal of another
+ * device); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`. Thread safety: any thread; serialized
+ * per queue.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_queue_signal(const struct tg_queue *queue,
+                               const struct tg_signal *signal,
+                               uint64_t value);
+
+/**
+ * Record a GPU wait: later commands on the queue start only once `signal` ≥ `value`.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (signal of another
+ * device); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`. Thread safety: any thread; serialized
+ * per queue.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_queue_wait(const struct tg_queue *queue,
+                             const struct tg_signal *signal,
+                             uint64_t value);
+
+/**
+ * Record a full barrier: earlier work on the queue completes and its writes are visible to the
+ * CPU and other engines before later work starts.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`.
+ * Thread safety: any thread; serialized per queue.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_queue_barrier(const struct tg_queue *queue);
+
+/**
+ * Make everything recorded on the queue visible to the GPU (no system call: a GPFIFO entry and
+ * a doorbell write). Returns immediately; use signals or `tg_queue_synchronize()` to wait.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT` (the
+ * ring stayed full for 10 s). Thread safety: any thread; serialized per queue.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_queue_submit(const struct tg_queue *queue);
+
+/**
+ * Wait until everything submitted on the queue has completed (commands recorded but not yet
+ * submitted are not waited for).
+ *
+ * - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none).
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_TIMEOUT`; `TG_ERROR_DEVICE_FAULT`.
+ * Thread safety: any thread; holds the queue's lock while waiting.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_queue_synchronize(const struct tg_queue *queue, uint64_t timeout_ns);
+
+/**
+ * Create a timeline signal with value `initial`.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+ * `TG_ERROR_OUT_OF_MEMORY`.
+ *
+ * Ownership: the caller owns `*out` and releases it with `tg_signal_destroy()`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum tg_status tg_signal_create(const struct tg_device *dev,
+                                uint64_t initial,
+                                struct tg_signal **out);
+
+/**
+ * Destroy a signal. Its memory is reused only after work already submitted can no longer write
+ * it. NULL is a no-op.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`. Thread safety: any thread; the handle must not be
+ * used after this call.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_signal_destroy(struct tg_signal *signal);
+
+/**
+ * Read the signal's current value.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum tg_status tg_signal_value(const struct tg_signal *signal, uint64_t *out);
+
+/**
+ * Set the signal's value from the CPU (releases GPU waits for values ≤ `value`).
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`. Thread safety: any thread.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_signal_set(const struct tg_signal *signal, uint64_t value);
+
+/**
+ * Wait on the CPU until the signal's value is ≥ `value`.
+ *
+ * - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none); 0 = just test.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_TIMEOUT` (the message gives the value
+ * reached); `TG_ERROR_DEVICE_FAULT` (the device faulted while waiting).
+ * Thread safety: any thread; several threads may wait on one signal.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_signal_wait(const struct tg_signal *signal, uint64_t value, uint64_t timeout_ns);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
+#endif  /* TEGRAGPU_H */

@@ -1,0 +1,160 @@
+"""End-to-end tests of the Python binding (on the emulated Orin unless TEGRAGPU_DEVICE says
+otherwise): numpy views of GPU memory, a fixture-kernel launch, a copy-queue copy, run-time
+compilation, and errors raised with the library's messages."""
+import os
+
+import numpy as np
+import pytest
+
+import tegragpu as tg
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SPEC = os.environ.get("TEGRAGPU_DEVICE") or "emu"
+TIMEOUT_NS = 30_000_000_000
+
+
+@pytest.fixture
+def dev():
+    with tg.Device(SPEC) as d:
+        yield d
+
+
+def cubin_path(dev):
+    i = dev.info
+    p = os.path.join(ROOT, "tests", "fixtures", "cubin", f"kernels.sm_{i.sm_major}{i.sm_minor}.cubin")
+    if not os.path.exists(p):
+        pytest.skip(f"no fixture cubin for sm_{i.sm_major}{i.sm_minor}")
+    return p
+
+
+def test_version_matches_package():
+    major, minor, patch = tg.version()
+    assert major == tg.ABI_MAJOR
+    assert tg.__version__ == f"{major}.{minor}.{patch}"
+
+
+def test_device_info(dev):
+    i = dev.info
+    assert i.name
+    assert i.sm_count > 0 and i.memory_bytes > 0
+    if i.emulated:
+        # The emulated device is a Jetson AGX Orin GPU: nvgpu backend, sm_87.
+        assert (i.backend, i.sm_major, i.sm_minor) == (tg.Backend.NVGPU, 8, 7)
+
+
+def test_vector_add_through_numpy_views(dev):
+    n = 10_007
+    mod = dev.load_module_file(cubin_path(dev))
+    k = mod.kernel("vector_add")
+    assert k.params == [(0, 8), (8, 8), (16, 8), (24, 4)]
+    with dev.alloc(4 * n) as a, dev.alloc(4 * n) as b, dev.alloc(4 * n, tg.BUF_ZEROED) as c:
+        va, vb, vc = a.numpy(np.float32), b.numpy(np.float32), c.numpy(np.float32)
+        va[:] = np.arange(n, dtype=np.float32) * 0.25
+        vb[:] = 7.0 - np.arange(n, dtype=np.float32)
+        with dev.create_queue() as q, dev.create_signal(0) as done:
+            q.launch(k, grid=(n + 255) // 256, block=256, args=(a, b, c, np.uint32(n)))
+            q.signal(done, 1)
+            q.submit()
+            done.wait(1, TIMEOUT_NS)
+            assert done.value == 1
+        expected = np.arange(n, dtype=np.float32) * 0.25 + (7.0 - np.arange(n, dtype=np.float32))
+        np.testing.assert_array_equal(vc, expected)
+        del va, vb, vc
+    k.close()
+    mod.close()
+
+
+def test_copy_queue_copy(dev):
+    size = 3 * 1024 * 1024 + 12
+    with dev.alloc(size) as src, dev.alloc(size, tg.BUF_ZEROED) as dst:
+        s = src.numpy(np.uint8)
+        s[:] = (np.arange(size, dtype=np.uint64) * 2654435761 >> 7).astype(np.uint8)
+        with dev.create_queue(tg.QueueKind.COPY) as q, dev.create_signal() as done:
+            q.copy(dst, src, size_bytes=size - 20, dst_offset=4, src_offset=16)
+            q.signal(done, 5)
+            q.submit()
+            done.wait(5, TIMEOUT_NS)
+            q.synchronize(TIMEOUT_NS)
+        d = dst.numpy(np.uint8)
+        assert not d[:4].any()
+        np.testing.assert_array_equal(d[4:size - 16], s[16:size - 4])
+        assert not d[size - 16:].any()
+
+
+def test_saxpy_compiled_from_cuda_source(dev):
+    with open(os.path.join(ROOT, "tests", "fixtures", "kernels.cu")) as f:
+        source = f.read()
+    try:
+        mod = dev.compile_cuda(source, ["--std=c++17"])
+    except tg.LibraryMissingError as e:
+        if os.environ.get("TEGRAGPU_REQUIRE_NVRTC") == "1":
+            raise
+        pytest.skip(str(e))
+    k = mod.kernel("saxpy")
+    n = 4099
+    with dev.alloc(4 * n) as x, dev.alloc(4 * n) as y:
+        xs, ys = x.numpy(np.float32), y.numpy(np.float32)
+        xs[:] = np.arange(n) % 100
+        ys[:] = np.arange(n) % 13
+        with dev.create_queue() as q:
+            q.launch(k, grid=(n + 127) // 128, block=128, args=(3.0, x, y, n))
+            q.submit()
+            q.synchronize(TIMEOUT_NS)
+        np.testing.assert_array_equal(ys, 3.0 * (np.arange(n) % 100) + np.arange(n) % 13)
+        del xs, ys
+
+
+def test_errors_raise_with_messages(dev):
+    with pytest.raises(tg.InvalidArgumentError, match=r"^tg_buf_alloc: size_bytes is 0$") as e:
+        dev.alloc(0)
+    assert e.value.status == tg.Status.INVALID_ARGUMENT
+    with pytest.raises(tg.InvalidArgumentError, match=r"tg_buf_alloc: flags 0x10 has unknown bits"):
+        dev.alloc(4096, 16)
+    with pytest.raises(tg.OutOfMemoryError, match="4611686018427387904"):
+        dev.alloc(1 << 62)
+    with pytest.raises(tg.NotFoundError, match=r"tg_module_load_file: .*/no/such.cubin"):
+        dev.load_module_file("/no/such.cubin")
+    with pytest.raises(tg.InvalidCubinError, match="^tg_module_load: "):
+        dev.load_module(b"\x7fELF" + bytes(60))
+    mod = dev.load_module_file(cubin_path(dev))
+    with pytest.raises(tg.NotFoundError, match=r'kernel "nope" is not in the module; it has: .*vector_add'):
+        mod.kernel("nope")
+    bounded = mod.kernel("bounded_128")
+    with dev.alloc(4096) as out, dev.create_queue() as q:
+        with pytest.raises(tg.InvalidLaunchError, match=r"^tg_launch: .*256.*128"):
+            q.launch(bounded, grid=1, block=256, args=(out,))
+        with pytest.raises(tg.InvalidLaunchError, match=r"takes 8 bytes of parameters, params_size_bytes is 3"):
+            q.launch_packed(bounded, 1, 128, b"abc")
+        with pytest.raises(tg.InvalidArgumentError, match="copies need a copy queue"):
+            q.copy(out, out, 16)
+    with dev.create_signal(0) as s:
+        with pytest.raises(tg.GpuTimeoutError, match=r"^tg_signal_wait: .*waiting for 3"):
+            s.wait(3, 1_000_000)
+    # A destroyed handle gives INVALID_HANDLE, from the library itself.
+    q = dev.create_queue(tg.QueueKind.COPY)
+    raw = q.handle
+    q.close()
+    assert tg._lib.tg_queue_submit(raw) == tg.Status.INVALID_HANDLE
+    assert tg._lib.tg_last_error_message().decode().startswith("tg_queue_submit: queue 0x")
+    with pytest.raises(tg.InvalidHandleError):
+        q.submit()
+    bounded.close()
+    mod.close()
+
+
+def test_buffer_outlives_close_while_views_exist(dev):
+    b = dev.alloc(64)
+    v = b.numpy(np.uint32)
+    v[:] = 7
+    b.close()                      # deferred: the view still uses the memory
+    assert int(v.sum()) == 7 * 16
+    h = b._h
+    assert h is not None
+    del v                          # last view gone: the buffer is freed now
+    assert b.closed
+    assert tg._lib.tg_buf_size(h, None) == tg.Status.INVALID_HANDLE
+
+
+def test_status_strings():
+    assert tg.status_str(tg.Status.TIMEOUT).startswith("TG_ERROR_TIMEOUT")
+    assert tg.status_str(1234) == "unknown tg_status"

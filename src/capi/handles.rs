@@ -1,0 +1,157 @@
+//! The handle table behind every C handle.
+//!
+//! Design: a handle value is an opaque identifier, not an address. Identifiers come from a 64-bit
+//! counter (`HANDLE_BASE + n * HANDLE_STRIDE`), so they are never reused: once destroyed, a
+//! handle stays invalid for the life of the process. Every call looks its handles up in one
+//! global table (`RwLock<HashMap<usize, Object>>`) and clones the object's reference out before
+//! doing any work, so
+//!
+//! - a NULL, destroyed, never-created or wrong-type handle gives `TG_ERROR_INVALID_HANDLE`;
+//! - no memory is ever read through a handle value (no use-after-free is possible, whatever the
+//!   caller passes);
+//! - a destroy racing with a use on another thread is safe: the use keeps its own reference and
+//!   the object is dropped when the last reference goes.
+//!
+//! Objects are dropped outside the table lock (dropping a queue waits for its work).
+
+use crate::core::{Buffer, Device, Kernel, Module, Queue, Signal};
+use crate::error::{Error, Result, Status};
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// The first handle value handed out (above the zero page, so it never looks like NULL).
+const HANDLE_BASE: u64 = 0x10_0000;
+/// Distance between consecutive handle values (keeps them pointer-aligned for any C type).
+const HANDLE_STRIDE: u64 = 16;
+
+/// Which C type a handle has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Device,
+    Buf,
+    Module,
+    Kernel,
+    Queue,
+    Signal,
+}
+
+impl Kind {
+    /// The C type name.
+    pub(crate) fn c_name(self) -> &'static str {
+        match self {
+            Kind::Device => "tg_device",
+            Kind::Buf => "tg_buf",
+            Kind::Module => "tg_module",
+            Kind::Kernel => "tg_kernel",
+            Kind::Queue => "tg_queue",
+            Kind::Signal => "tg_signal",
+        }
+    }
+}
+
+/// The Rust object a handle stands for. Each variant holds a reference that keeps its device
+/// (and, for a kernel, its module) alive.
+#[derive(Clone)]
+pub(crate) enum Object {
+    Device(Device),
+    Buf(Arc<Buffer>),
+    Module(Module),
+    Kernel(Kernel),
+    Queue(Arc<Mutex<Queue>>),
+    Signal(Arc<Signal>),
+}
+
+impl Object {
+    pub(crate) fn kind(&self) -> Kind {
+        match self {
+            Object::Device(_) => Kind::Device,
+            Object::Buf(_) => Kind::Buf,
+            Object::Module(_) => Kind::Module,
+            Object::Kernel(_) => Kind::Kernel,
+            Object::Queue(_) => Kind::Queue,
+            Object::Signal(_) => Kind::Signal,
+        }
+    }
+}
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+fn table() -> &'static RwLock<HashMap<usize, Object>> {
+    static TABLE: OnceLock<RwLock<HashMap<usize, Object>>> = OnceLock::new();
+    TABLE.get_or_init(|| RwLock::new(HashMap::new()))
+}
+
+/// Register an object; returns its new handle value (never 0, never used before).
+pub(crate) fn insert(obj: Object) -> Result<usize> {
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let value = n
+        .checked_mul(HANDLE_STRIDE)
+        .and_then(|v| v.checked_add(HANDLE_BASE))
+        .and_then(|v| usize::try_from(v).ok())
+        .ok_or_else(|| Error::new(Status::OutOfMemory, "the handle space is exhausted"))?;
+    table().write().insert(value, obj);
+    Ok(value)
+}
+
+fn describe_missing(arg: &str, h: usize, kind: Kind) -> Error {
+    if h == 0 {
+        Error::new(Status::InvalidHandle, format!("{arg} is NULL"))
+    } else {
+        Error::new(
+            Status::InvalidHandle,
+            format!(
+                "{arg} {h:#x} is not a live {} (destroyed or never created)",
+                kind.c_name()
+            ),
+        )
+    }
+}
+
+fn wrong_kind(arg: &str, h: usize, found: Kind, want: Kind) -> Error {
+    Error::new(
+        Status::InvalidHandle,
+        format!(
+            "{arg} {h:#x} is a {}, expected a {}",
+            found.c_name(),
+            want.c_name()
+        ),
+    )
+}
+
+/// Look a handle up and clone its object out; `arg` names the parameter for messages.
+pub(crate) fn get(h: usize, want: Kind, arg: &str) -> Result<Object> {
+    if h == 0 {
+        return Err(describe_missing(arg, h, want));
+    }
+    let t = table().read();
+    match t.get(&h) {
+        Some(o) if o.kind() == want => Ok(o.clone()),
+        Some(o) => Err(wrong_kind(arg, h, o.kind(), want)),
+        None => Err(describe_missing(arg, h, want)),
+    }
+}
+
+/// Unregister a handle and drop its object (outside the table lock). `Ok(false)` for NULL
+/// (destroying NULL is a no-op).
+pub(crate) fn remove(h: usize, want: Kind, arg: &str) -> Result<bool> {
+    if h == 0 {
+        return Ok(false);
+    }
+    let obj = {
+        let mut t = table().write();
+        match t.get(&h) {
+            Some(o) if o.kind() == want => t.remove(&h),
+            Some(o) => return Err(wrong_kind(arg, h, o.kind(), want)),
+            None => return Err(describe_missing(arg, h, want)),
+        }
+    };
+    drop(obj);
+    Ok(true)
+}
+
+/// Number of live handles of each kind (for tests and leak checks).
+pub fn live_handles() -> usize {
+    table().read().len()
+}

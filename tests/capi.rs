@@ -1,0 +1,351 @@
+//! The C API's handle and error contract, through the `extern "C"` functions themselves, on the
+//! emulated Orin: stale and wrong-type handles, handle values never reused, out-parameters left
+//! alone on failure, thread-local error messages, and destroy racing with use on other threads.
+
+use std::ffi::{c_void, CStr};
+use std::ptr::null_mut;
+use tegragpu::capi::*;
+
+fn last_error() -> String {
+    // SAFETY: tg_last_error_message returns a NUL-terminated string valid until the next failing
+    // call on this thread.
+    unsafe { CStr::from_ptr(tg_last_error_message()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn open_emu() -> *mut tg_device {
+    let mut dev = null_mut();
+    // SAFETY: valid C string and out-pointer.
+    let st = unsafe { tg_device_open(c"emu".as_ptr(), &mut dev) };
+    assert_eq!(st, tg_status::TG_OK, "{}", last_error());
+    assert!(!dev.is_null());
+    dev
+}
+
+#[test]
+fn stale_handles_are_rejected_and_values_never_reused() {
+    let dev = open_emu();
+    unsafe {
+        let mut seen = std::collections::HashSet::new();
+        let mut first = null_mut();
+        assert_eq!(tg_buf_alloc(dev, 4096, 0, &mut first), tg_status::TG_OK);
+        seen.insert(first as usize);
+        assert_eq!(tg_buf_free(first), tg_status::TG_OK);
+        for _ in 0..50 {
+            let mut b = null_mut();
+            assert_eq!(tg_buf_alloc(dev, 4096, 0, &mut b), tg_status::TG_OK);
+            assert!(
+                seen.insert(b as usize),
+                "handle value {:p} handed out twice",
+                b
+            );
+            assert_eq!(tg_buf_free(b), tg_status::TG_OK);
+        }
+        let mut size = 0u64;
+        assert_eq!(
+            tg_buf_size(first, &mut size),
+            tg_status::TG_ERROR_INVALID_HANDLE
+        );
+        let msg = last_error();
+        assert!(msg.starts_with("tg_buf_size: buf 0x"), "{msg}");
+        assert!(msg.contains("is not a live tg_buf"), "{msg}");
+        assert_eq!(size, 0, "out-parameter written on failure");
+        assert_eq!(tg_buf_free(first), tg_status::TG_ERROR_INVALID_HANDLE);
+        assert_eq!(tg_buf_free(null_mut()), tg_status::TG_OK);
+        assert_eq!(tg_device_close(dev), tg_status::TG_OK);
+        assert_eq!(tg_device_close(dev), tg_status::TG_ERROR_INVALID_HANDLE);
+    }
+}
+
+#[test]
+fn wrong_type_handles_are_rejected_and_the_object_survives() {
+    let dev = open_emu();
+    unsafe {
+        let mut sig = null_mut();
+        assert_eq!(tg_signal_create(dev, 42, &mut sig), tg_status::TG_OK);
+        // Destroying the signal through the buffer API must not destroy it.
+        assert_eq!(
+            tg_buf_free(sig as *mut tg_buf),
+            tg_status::TG_ERROR_INVALID_HANDLE
+        );
+        assert!(
+            last_error().contains("is a tg_signal, expected a tg_buf"),
+            "{}",
+            last_error()
+        );
+        let mut v = 0;
+        assert_eq!(tg_signal_value(sig, &mut v), tg_status::TG_OK);
+        assert_eq!(v, 42);
+        // An arbitrary address is not a handle, and is never read.
+        let local = 0u64;
+        let fake = &local as *const u64 as *mut tg_signal;
+        assert_eq!(
+            tg_signal_value(fake, &mut v),
+            tg_status::TG_ERROR_INVALID_HANDLE
+        );
+        assert_eq!(tg_signal_destroy(sig), tg_status::TG_OK);
+        assert_eq!(tg_device_close(dev), tg_status::TG_OK);
+    }
+}
+
+#[test]
+fn failing_calls_leave_out_parameters_alone() {
+    let dev = open_emu();
+    unsafe {
+        let sentinel = 0x5eb7usize as *mut tg_buf;
+        let mut b = sentinel;
+        assert_eq!(
+            tg_buf_alloc(dev, 0, 0, &mut b),
+            tg_status::TG_ERROR_INVALID_ARGUMENT
+        );
+        assert_eq!(last_error(), "tg_buf_alloc: size_bytes is 0");
+        assert_eq!(
+            tg_buf_alloc(dev, 4096, 0x40, &mut b),
+            tg_status::TG_ERROR_INVALID_ARGUMENT
+        );
+        assert!(
+            last_error().starts_with("tg_buf_alloc: flags 0x40 has unknown bits 0x40"),
+            "{}",
+            last_error()
+        );
+        assert_eq!(b, sentinel);
+        let mut info: tg_device_info = std::mem::zeroed();
+        info.struct_size = 4;
+        info.sm_count = 777;
+        assert_eq!(
+            tg_device_get_info(dev, &mut info),
+            tg_status::TG_ERROR_INVALID_ARGUMENT
+        );
+        assert_eq!(info.sm_count, 777);
+        info.struct_size = std::mem::size_of::<tg_device_info>() as u32;
+        assert_eq!(tg_device_get_info(dev, &mut info), tg_status::TG_OK);
+        // The emulated device is an Orin GPU (ga10b): nvgpu backend, sm_87.
+        assert!(info.emulated);
+        assert_eq!(info.backend, tg_backend::TG_BACKEND_NVGPU);
+        assert_eq!((info.sm_major, info.sm_minor), (8, 7));
+        assert_eq!(tg_device_close(dev), tg_status::TG_OK);
+    }
+}
+
+#[test]
+fn last_error_is_per_thread() {
+    let dev = open_emu();
+    unsafe {
+        let mut b = null_mut();
+        assert_eq!(
+            tg_buf_alloc(dev, 0, 0, &mut b),
+            tg_status::TG_ERROR_INVALID_ARGUMENT
+        );
+    }
+    let other = std::thread::spawn(move || unsafe {
+        let before = last_error();
+        let mut s = null_mut();
+        assert_eq!(
+            tg_signal_create(null_mut(), 0, &mut s),
+            tg_status::TG_ERROR_INVALID_HANDLE
+        );
+        (before, last_error())
+    })
+    .join()
+    .expect("thread");
+    assert_eq!(other.0, "", "a new thread starts with an empty message");
+    assert_eq!(other.1, "tg_signal_create: dev is NULL");
+    assert_eq!(last_error(), "tg_buf_alloc: size_bytes is 0");
+    unsafe { assert_eq!(tg_device_close(dev), tg_status::TG_OK) };
+}
+
+#[test]
+fn destroy_racing_with_use_on_other_threads_is_safe() {
+    let dev = open_emu();
+    for _ in 0..20 {
+        let mut buf = null_mut();
+        let mut sig = null_mut();
+        unsafe {
+            assert_eq!(tg_buf_alloc(dev, 1 << 16, 0, &mut buf), tg_status::TG_OK);
+            assert_eq!(tg_signal_create(dev, 3, &mut sig), tg_status::TG_OK);
+        }
+        let (b, s) = (buf as usize, sig as usize);
+        let users: Vec<_> = (0..3)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    let mut ok = 0u32;
+                    for _ in 0..2000 {
+                        let mut p: *mut c_void = null_mut();
+                        let mut v = 0u64;
+                        // SAFETY: handles are validated by the library; out-pointers are valid.
+                        let st1 = unsafe { tg_buf_cpu_ptr(b as *mut tg_buf, &mut p) };
+                        let st2 = unsafe { tg_signal_value(s as *mut tg_signal, &mut v) };
+                        for st in [st1, st2] {
+                            assert!(
+                                matches!(st, tg_status::TG_OK | tg_status::TG_ERROR_INVALID_HANDLE),
+                                "{st:?}"
+                            );
+                        }
+                        if st1 == tg_status::TG_OK {
+                            assert!(!p.is_null());
+                            ok += 1;
+                        }
+                        if st2 == tg_status::TG_OK {
+                            assert_eq!(v, 3);
+                        }
+                    }
+                    ok
+                })
+            })
+            .collect();
+        unsafe {
+            assert_eq!(tg_buf_free(buf), tg_status::TG_OK);
+            assert_eq!(tg_signal_destroy(sig), tg_status::TG_OK);
+        }
+        for u in users {
+            u.join().expect("user thread");
+        }
+    }
+    unsafe { assert_eq!(tg_device_close(dev), tg_status::TG_OK) };
+}
+
+#[test]
+fn children_keep_the_device_open() {
+    let dev = open_emu();
+    unsafe {
+        let mut buf = null_mut();
+        let mut q = null_mut();
+        assert_eq!(
+            tg_buf_alloc(dev, 4096, TG_BUF_ZEROED, &mut buf),
+            tg_status::TG_OK
+        );
+        assert_eq!(
+            tg_queue_create(dev, tg_queue_kind_arg(1), &mut q),
+            tg_status::TG_OK
+        );
+        assert_eq!(tg_device_close(dev), tg_status::TG_OK);
+        // The device handle is gone, its children still work.
+        let mut info: tg_device_info = std::mem::zeroed();
+        info.struct_size = std::mem::size_of::<tg_device_info>() as u32;
+        assert_eq!(
+            tg_device_get_info(dev, &mut info),
+            tg_status::TG_ERROR_INVALID_HANDLE
+        );
+        let mut buf2 = null_mut();
+        assert_eq!(
+            tg_buf_alloc(dev, 4096, 0, &mut buf2),
+            tg_status::TG_ERROR_INVALID_HANDLE
+        );
+        let mut p: *mut c_void = null_mut();
+        assert_eq!(tg_buf_cpu_ptr(buf, &mut p), tg_status::TG_OK);
+        *(p as *mut u32) = 0xfeed_beef;
+        assert_eq!(tg_queue_copy(q, buf, 64, buf, 0, 4), tg_status::TG_OK);
+        assert_eq!(tg_queue_submit(q), tg_status::TG_OK);
+        assert_eq!(
+            tg_queue_synchronize(q, 10_000_000_000),
+            tg_status::TG_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(*((p as *const u8).add(64) as *const u32), 0xfeed_beef);
+        assert_eq!(tg_queue_destroy(q), tg_status::TG_OK);
+        assert_eq!(tg_buf_free(buf), tg_status::TG_OK);
+    }
+}
+
+#[test]
+fn gpu_fault_is_reported_through_the_c_api() {
+    let dev = open_emu();
+    let cubin = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/cubin/kernels.sm_87.cubin"
+    ))
+    .expect("fixture cubin");
+    unsafe {
+        let (mut m, mut k, mut q, mut s, mut a) =
+            (null_mut(), null_mut(), null_mut(), null_mut(), null_mut());
+        assert_eq!(
+            tg_module_load(dev, cubin.as_ptr() as *const c_void, cubin.len(), &mut m),
+            tg_status::TG_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(
+            tg_module_get_kernel(m, c"vector_add".as_ptr(), &mut k),
+            tg_status::TG_OK
+        );
+        assert_eq!(
+            tg_queue_create(dev, tg_queue_kind_arg(0), &mut q),
+            tg_status::TG_OK
+        );
+        assert_eq!(tg_signal_create(dev, 0, &mut s), tg_status::TG_OK);
+        assert_eq!(tg_buf_alloc(dev, 4096, 0, &mut a), tg_status::TG_OK);
+        let mut va = 0u64;
+        assert_eq!(tg_buf_gpu_address(a, &mut va), tg_status::TG_OK);
+        // c points at an address nothing is mapped at: the kernel's store faults.
+        let bad: u64 = 0x7f_dead_0000;
+        let n: u32 = 64;
+        let mut params = [0u8; 28];
+        params[0..8].copy_from_slice(&va.to_le_bytes());
+        params[8..16].copy_from_slice(&va.to_le_bytes());
+        params[16..24].copy_from_slice(&bad.to_le_bytes());
+        params[24..28].copy_from_slice(&n.to_le_bytes());
+        let cfg = tg_launch_config {
+            struct_size: std::mem::size_of::<tg_launch_config>() as u32,
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+            dynamic_shared_bytes: 0,
+        };
+        assert_eq!(
+            tg_launch(q, k, &cfg, params.as_ptr() as *const c_void, params.len()),
+            tg_status::TG_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(tg_queue_signal(q, s, 1), tg_status::TG_OK);
+        assert_eq!(tg_queue_submit(q), tg_status::TG_OK);
+        assert_eq!(
+            tg_signal_wait(s, 1, 10_000_000_000),
+            tg_status::TG_ERROR_DEVICE_FAULT
+        );
+        assert!(
+            last_error().starts_with("tg_signal_wait: "),
+            "{}",
+            last_error()
+        );
+        let mut f: tg_fault_report = std::mem::zeroed();
+        f.struct_size = std::mem::size_of::<tg_fault_report>() as u32;
+        assert_eq!(tg_device_get_fault(dev, &mut f), tg_status::TG_OK);
+        // nvgpu's error notifier code for an MMU fault is 31 (NVGPU_CHANNEL_FIFO_ERROR_MMU_ERR_FLT).
+        assert_eq!(f.code, 31);
+        assert!(f.has_address);
+        assert_eq!(
+            f.address & !0xfff,
+            bad & !0xfff,
+            "fault address {:#x}",
+            f.address
+        );
+        let msg = CStr::from_ptr(f.message.as_ptr())
+            .to_string_lossy()
+            .into_owned();
+        assert!(msg.contains("compute queue"), "{msg}");
+        // Sticky: new work is refused with the same status.
+        let mut b = null_mut();
+        assert_eq!(
+            tg_buf_alloc(dev, 4096, 0, &mut b),
+            tg_status::TG_ERROR_DEVICE_FAULT
+        );
+        assert!(
+            last_error().starts_with("tg_buf_alloc: "),
+            "{}",
+            last_error()
+        );
+        for st in [
+            tg_signal_destroy(s),
+            tg_buf_free(a),
+            tg_kernel_destroy(k),
+            tg_module_destroy(m),
+            tg_device_close(dev),
+        ] {
+            assert_eq!(st, tg_status::TG_OK);
+        }
+        // Destroying a queue of a faulted device must not hang or fail.
+        assert_eq!(tg_queue_destroy(q), tg_status::TG_OK);
+    }
+}
