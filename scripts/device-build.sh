@@ -18,11 +18,21 @@ while read -r name exe; do cp "$exe" "$out/tests/$name"; strip "$out/tests/$name
 cp target/release/tegragpu-info target/release/tegragpu-bench "$out/bin/"; strip "$out"/bin/*
 cp target/release/libtegragpu.so "$out/lib/libtegragpu.so.0"
 ln -sf libtegragpu.so.0 "$out/lib/libtegragpu.so"
-if command -v meson >/dev/null 2>&1 && [ -f meson.build ]; then
-  rm -rf build-device
-  meson setup build-device -Dbuildtype=release >/dev/null
-  meson compile -C build-device >/dev/null
-  mkdir -p "$out/c"
-  find build-device/c-examples -maxdepth 1 -type f -executable -exec cp {} "$out/c/" \;
-fi
+# C examples through meson (meson + ninja from pip, as scripts/env.sh sets them up).
+# shellcheck source=scripts/env.sh
+set +eu +o pipefail
+source scripts/env.sh
+tg_setup minimal || exit 1
+set -euo pipefail
+rm -rf build-device
+meson setup build-device -Dcargo_target_dir="${CARGO_TARGET_DIR:-$PWD/target}" >/dev/null
+meson compile -C build-device >/dev/null
+mkdir -p "$out/c"
+find build-device/c-examples -maxdepth 1 -type f -executable -exec cp {} "$out/c/" \;
+strip "$out"/c/* 2>/dev/null || true
+# pytest for the device machine (it has numpy but may lack pytest; no network there).
+mkdir -p "$out/whl"
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+  --platform manylinux2014_x86_64 --platform any -d "$out/whl" pytest pluggy iniconfig packaging >/dev/null 2>&1 \
+  || echo "could not download pytest wheels; the device run will use its own pytest if any"
 du -sh "$out"

@@ -8,6 +8,10 @@ D=.device
 export TEGRAGPU_TEST_DEVICE=rm TEGRAGPU_DEVICE=rm
 export LD_LIBRARY_PATH="$PWD/$D/lib:${LD_LIBRARY_PATH:-}"
 export TEGRAGPU_LIBRARY="$PWD/$D/lib/libtegragpu.so.0"
+export TEGRAGPU_CUBIN_DIR="$PWD/tests/fixtures/cubin" TEGRAGPU_KERNELS_CU="$PWD/tests/fixtures/kernels.cu"
+if [ -d "$D/whl" ] && ls "$D"/whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$D"/whl/*.whl >/dev/null 2>&1 && export PYTHONPATH=/tmp/site:$PWD/python
+fi
 log=${OUT:-/tmp}/device-run.log
 pass=0; fail=0
 step() { # name, timeout, command...
@@ -22,7 +26,7 @@ step() { # name, timeout, command...
     step "rust:$t" 300 "$D/tests/$t" --test-threads=1
   done
   if [ -d "$D/c" ]; then
-    for ex in device_info vector_add saxpy matmul memcpy_bandwidth launch_latency; do
+    for ex in device_info vector_add saxpy matmul memcpy_bandwidth launch_latency api_misuse; do
       [ -x "$D/c/$ex" ] && step "c:$ex" 120 "$D/c/$ex" rm
     done
   fi

@@ -114,7 +114,13 @@ impl Module {
             params: k.params.iter().map(|p| ParamAttr { offset: p.offset, size: p.size }).collect(),
             param_bytes: k.param_bytes,
             registers: k.register_count,
-            static_shared_bytes: k.static_shared_bytes,
+            // sm_90 cubins count the 1 KiB the hardware reserves in .nv.shared; report the
+            // kernel's own bytes on every architecture.
+            static_shared_bytes: if dev.info().sm_major >= 9 {
+                k.static_shared_bytes.saturating_sub(cubin::SHARED_RESERVED_BYTES)
+            } else {
+                k.static_shared_bytes
+            },
             local_bytes_per_thread: k.local_bytes_per_thread,
             max_threads_per_block: max_threads(k),
             max_dynamic_shared_bytes: max_smem.saturating_sub(static_total),

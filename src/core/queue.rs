@@ -175,8 +175,18 @@ impl std::fmt::Debug for Queue {
     }
 }
 
+/// Where command, QMD and constant-bank rings live: write-combined GPU memory by default
+/// (desktop: video memory written through BAR1), or CPU-cached memory the GPU reads over the bus
+/// with `TEGRAGPU_RING_MEMORY=host` (a tuning knob; see docs/performance.md).
+fn ring_flags() -> MemFlags {
+    match std::env::var("TEGRAGPU_RING_MEMORY").as_deref() {
+        Ok("host") => MemFlags { cpu_cached: true, zeroed: true, ..Default::default() },
+        _ => MemFlags { write_combined: true, zeroed: true, ..Default::default() },
+    }
+}
+
 fn ring(dev: &Device, bytes: u64, unit: u64) -> Result<Ring> {
-    let alloc = dev.backend().alloc(bytes, MemFlags { write_combined: true, zeroed: true, ..Default::default() })?;
+    let alloc = dev.backend().alloc(bytes, ring_flags())?;
     Ok(Ring { alloc, cap: bytes / unit, head: 0, tail: 0 })
 }
 
