@@ -163,6 +163,9 @@ pub struct Queue {
     karg: Option<Ring>,
     log: VecDeque<Submission>,
     last_was_launch: bool,
+    /// Constant bank 0 is built here (cached memory) and copied to the ring in one sequential
+    /// pass: the ring may be write-combined memory behind a bus.
+    scratch: Box<[u8]>,
     local_generation: u64,
     /// The device's code generation at this queue's last shader-cache invalidate.
     code_generation: u64,
@@ -245,6 +248,7 @@ impl Queue {
             karg,
             log: VecDeque::with_capacity(raw.entries as usize),
             last_was_launch: false,
+            scratch: vec![0u8; crate::hw::cbank0::MAX_CBANK0_BYTES].into_boxed_slice(),
             local_generation: 0,
             code_generation: 0,
             timeout_ns: DEFAULT_TIMEOUT_NS,
@@ -515,7 +519,11 @@ impl Queue {
         let (karg, qmd) = (self.karg.as_ref().expect("compute queue"), self.qmd.as_ref().expect("compute queue"));
         let karg_off = (karg_va - karg.alloc.gpu_va) as usize;
         // SAFETY: [karg_off, karg_off + cb_size) was just reserved in the CPU-mapped ring.
-        let cb = unsafe { std::slice::from_raw_parts_mut(karg.alloc.cpu.add(karg_off), cb_size as usize) };
+        let ring_cb = unsafe { karg.alloc.cpu.add(karg_off) };
+        // Build the image in cached memory and copy it out in one sequential pass: the ring may
+        // be write-combined memory behind a bus (scattered partial writes cost bus transactions).
+        let qmd_base = (qmd.alloc.gpu_va, qmd.alloc.cpu);
+        let cb: &mut [u8] = &mut self.scratch[..cb_size as usize];
         let dev_info = self.dev.info();
         let shared_total = crate::cubin::shared_memory_total(info, cfg.dynamic_shared_bytes, dev_info.sm_major);
         let p = crate::hw::cbank0::Cbank0Params {
@@ -531,13 +539,15 @@ impl Queue {
         };
         crate::hw::cbank0::build_cbank0(arch, cb, &p)?;
         write_params(&mut cb[param_base as usize..param_base as usize + info.param_bytes as usize])?;
+        // SAFETY: the reserved ring range; the scratch image does not overlap it.
+        unsafe { std::ptr::copy_nonoverlapping(cb.as_ptr(), ring_cb, cb.len()) };
         let smem_config = crate::hw::qmd::smem_config(arch, shared_total)?;
-        let qmd_off = (qmd_va - qmd.alloc.gpu_va) as usize;
+        let qmd_off = (qmd_va - qmd_base.0) as usize;
         let mut words = [0u32; 96];
         kernel.qmd.write(&mut words, cfg.grid, cfg.block, shared_total, smem_config, (karg_va, cb_size as u32))?;
         let n = kernel.qmd.dwords();
         // SAFETY: the QMD slot (QMD_STRIDE bytes) was just reserved in the CPU-mapped ring.
-        unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), qmd.alloc.cpu.add(qmd_off) as *mut u32, n) };
+        unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), qmd_base.1.add(qmd_off) as *mut u32, n) };
         let gen = self.dev.inner.local_generation.load(Ordering::Acquire);
         let local = if gen != self.local_generation {
             let lm = self.dev.inner.local.lock();
