@@ -48,7 +48,9 @@ impl Status {
             Status::Ok => "TG_OK: success",
             Status::InvalidArgument => "TG_ERROR_INVALID_ARGUMENT: invalid argument",
             Status::NullPointer => "TG_ERROR_NULL_POINTER: NULL pointer argument",
-            Status::InvalidHandle => "TG_ERROR_INVALID_HANDLE: NULL, destroyed or wrong-type handle",
+            Status::InvalidHandle => {
+                "TG_ERROR_INVALID_HANDLE: NULL, destroyed or wrong-type handle"
+            }
             Status::OutOfMemory => "TG_ERROR_OUT_OF_MEMORY: out of memory",
             Status::NotFound => "TG_ERROR_NOT_FOUND: not found",
             Status::NotSupported => "TG_ERROR_NOT_SUPPORTED: not supported",
@@ -58,8 +60,12 @@ impl Status {
             Status::InvalidCubin => "TG_ERROR_INVALID_CUBIN: malformed or incompatible cubin",
             Status::InvalidLaunch => "TG_ERROR_INVALID_LAUNCH: launch does not fit the kernel",
             Status::CompileError => "TG_ERROR_COMPILE: run-time compilation failed",
-            Status::LibraryMissing => "TG_ERROR_LIBRARY_MISSING: an optional library is not installed",
-            Status::UnsupportedDriver => "TG_ERROR_UNSUPPORTED_DRIVER: kernel driver version not supported",
+            Status::LibraryMissing => {
+                "TG_ERROR_LIBRARY_MISSING: an optional library is not installed"
+            }
+            Status::UnsupportedDriver => {
+                "TG_ERROR_UNSUPPORTED_DRIVER: kernel driver version not supported"
+            }
             Status::Internal => "TG_ERROR_INTERNAL: internal error in libtegragpu",
             Status::DeviceLost => "TG_ERROR_DEVICE_LOST: device unusable after an earlier fault",
         }
@@ -77,7 +83,11 @@ pub struct Error {
 
 impl Error {
     pub fn new(status: Status, message: impl Into<String>) -> Self {
-        Error { status, errno: None, message: message.into() }
+        Error {
+            status,
+            errno: None,
+            message: message.into(),
+        }
     }
     /// A failed system call: `what` names the call and its values, e.g.
     /// `"NVGPU_GPU_IOCTL_ALLOC_AS(big_page_size=65536)"`.
@@ -85,7 +95,11 @@ impl Error {
         Error {
             status: Status::Os,
             errno: Some(errno),
-            message: format!("{what} failed: {} ({})", errno_name(errno), std::io::Error::from_raw_os_error(errno)),
+            message: format!(
+                "{what} failed: {} ({})",
+                errno_name(errno),
+                std::io::Error::from_raw_os_error(errno)
+            ),
         }
     }
     pub fn invalid(message: impl Into<String>) -> Self {

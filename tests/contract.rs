@@ -57,7 +57,11 @@ fn wait_set_late_by_cpu() {
     q.signal(&done, 1).unwrap();
     q.submit().unwrap();
     let e = done.wait(1, 50_000_000).unwrap_err();
-    assert_eq!(e.status, Status::Timeout, "must not pass the GPU wait before the CPU sets the gate: {e:?}");
+    assert_eq!(
+        e.status,
+        Status::Timeout,
+        "must not pass the GPU wait before the CPU sets the gate: {e:?}"
+    );
     assert_eq!(done.value(), 0);
     gate.set(1);
     done.wait(1, 5 * SEC).unwrap();
@@ -72,7 +76,12 @@ fn one_kernel() {
     let buf = dev.alloc(n as u64 * 4, data_flags()).unwrap();
     let mut q = dev.create_queue(QueueKind::Compute).unwrap();
     let s = dev.create_signal(0).unwrap();
-    q.launch(&k, &cfg(n.div_ceil(128), 128), Params::new().u64(buf.gpu_va()).u32(0xC0FFEE).u32(n).bytes()).unwrap();
+    q.launch(
+        &k,
+        &cfg(n.div_ceil(128), 128),
+        Params::new().u64(buf.gpu_va()).u32(0xC0FFEE).u32(n).bytes(),
+    )
+    .unwrap();
     q.signal(&s, 1).unwrap();
     q.submit().unwrap();
     s.wait(1, 5 * SEC).unwrap();
@@ -90,8 +99,18 @@ fn two_dependent_kernels_100_times() {
     let mut q = dev.create_queue(QueueKind::Compute).unwrap();
     let s = dev.create_signal(0).unwrap();
     for i in 0..100u64 {
-        q.launch(&k, &cfg(1, 32), Params::new().u64(buf.gpu_va()).u64(1).bytes()).unwrap();
-        q.launch(&k, &cfg(1, 32), Params::new().u64(buf.gpu_va()).u64(2).bytes()).unwrap();
+        q.launch(
+            &k,
+            &cfg(1, 32),
+            Params::new().u64(buf.gpu_va()).u64(1).bytes(),
+        )
+        .unwrap();
+        q.launch(
+            &k,
+            &cfg(1, 32),
+            Params::new().u64(buf.gpu_va()).u64(2).bytes(),
+        )
+        .unwrap();
         q.signal(&s, i + 1).unwrap();
         q.submit().unwrap();
     }
@@ -108,16 +127,29 @@ fn update_arguments_and_resubmit() {
     let b = dev.alloc(4096, data_flags()).unwrap();
     let mut q = dev.create_queue(QueueKind::Compute).unwrap();
     let s = dev.create_signal(0).unwrap();
-    q.launch(&k, &cfg(1, 64), Params::new().u64(a.gpu_va()).u32(11).u32(64).bytes()).unwrap();
+    q.launch(
+        &k,
+        &cfg(1, 64),
+        Params::new().u64(a.gpu_va()).u32(11).u32(64).bytes(),
+    )
+    .unwrap();
     q.signal(&s, 1).unwrap();
     q.submit().unwrap();
     s.wait(1, 5 * SEC).unwrap();
-    q.launch(&k, &cfg(1, 64), Params::new().u64(b.gpu_va()).u32(22).u32(32).bytes()).unwrap();
+    q.launch(
+        &k,
+        &cfg(1, 64),
+        Params::new().u64(b.gpu_va()).u32(22).u32(32).bytes(),
+    )
+    .unwrap();
     q.signal(&s, 2).unwrap();
     q.submit().unwrap();
     s.wait(2, 5 * SEC).unwrap();
     assert_eq!((read_u32(&a, 0), read_u32(&a, 63)), (11, 11));
-    assert_eq!((read_u32(&b, 0), read_u32(&b, 31), read_u32(&b, 32)), (22, 22, 0));
+    assert_eq!(
+        (read_u32(&b, 0), read_u32(&b, 31), read_u32(&b, 32)),
+        (22, 22, 0)
+    );
 }
 
 fn copy_and_check(dev: &tegragpu::core::Device, size: u64, src_off: u64, dst_off: u64) {
@@ -135,10 +167,17 @@ fn copy_and_check(dev: &tegragpu::core::Device, size: u64, src_off: u64, dst_off
     sig.wait(1, 30 * SEC).unwrap();
     let d = unsafe { dst.as_slice() };
     let s = unsafe { src.as_slice() };
-    assert!(d[..dst_off as usize].iter().all(|&x| x == 0), "bytes before the destination range untouched");
-    assert!(d[(dst_off + size) as usize..].iter().all(|&x| x == 0), "bytes after the destination range untouched");
     assert!(
-        d[dst_off as usize..(dst_off + size) as usize] == s[src_off as usize..(src_off + size) as usize],
+        d[..dst_off as usize].iter().all(|&x| x == 0),
+        "bytes before the destination range untouched"
+    );
+    assert!(
+        d[(dst_off + size) as usize..].iter().all(|&x| x == 0),
+        "bytes after the destination range untouched"
+    );
+    assert!(
+        d[dst_off as usize..(dst_off + size) as usize]
+            == s[src_off as usize..(src_off + size) as usize],
         "copy of {size} bytes from offset {src_off} to offset {dst_off}"
     );
 }
@@ -146,7 +185,15 @@ fn copy_and_check(dev: &tegragpu::core::Device, size: u64, src_off: u64, dst_off
 #[test]
 fn copies_small_odd_and_offsets() {
     let dev = device();
-    for (size, so, dof) in [(1, 0, 0), (4, 0, 0), (1, 3, 5), (3, 1, 2), (1023, 7, 1), (4097, 4095, 3), (65537, 0, 1)] {
+    for (size, so, dof) in [
+        (1, 0, 0),
+        (4, 0, 0),
+        (1, 3, 5),
+        (3, 1, 2),
+        (1023, 7, 1),
+        (4097, 4095, 3),
+        (65537, 0, 1),
+    ] {
         copy_and_check(&dev, size, so, dof);
     }
 }
@@ -168,10 +215,13 @@ fn copy_at_offsets_above_4_gib() {
     let src_off = (4u64 << 30) + 4096 + 3;
     let dst_off = (4u64 << 30) + 65536 + 1;
     let pattern: Vec<u8> = (0..777u32).map(|i| (i * 7 + 1) as u8).collect();
-    unsafe { std::ptr::copy_nonoverlapping(pattern.as_ptr(), p.add(src_off as usize), pattern.len()) };
+    unsafe {
+        std::ptr::copy_nonoverlapping(pattern.as_ptr(), p.add(src_off as usize), pattern.len())
+    };
     let mut q = dev.create_queue(QueueKind::Copy).unwrap();
     let sig = dev.create_signal(0).unwrap();
-    q.copy(&buf, dst_off, &buf, src_off, pattern.len() as u64).unwrap();
+    q.copy(&buf, dst_off, &buf, src_off, pattern.len() as u64)
+        .unwrap();
     q.signal(&sig, 1).unwrap();
     q.submit().unwrap();
     sig.wait(1, 10 * SEC).unwrap();
@@ -204,7 +254,10 @@ fn timeline_values_past_2_pow_32() {
     q.wait(&gate, (1 << 32) + 1).unwrap();
     q.signal(&done, (1 << 33) + 2).unwrap();
     q.submit().unwrap();
-    assert_eq!(done.wait((1 << 33) + 2, 30_000_000).unwrap_err().status, Status::Timeout);
+    assert_eq!(
+        done.wait((1 << 33) + 2, 30_000_000).unwrap_err().status,
+        Status::Timeout
+    );
     gate.set((1 << 32) + 1);
     done.wait((1 << 33) + 2, 5 * SEC).unwrap();
 }
@@ -221,7 +274,12 @@ fn memory_barrier_orders_compute_before_copy() {
     let mut xq = dev.create_queue(QueueKind::Copy).unwrap();
     let s = dev.create_signal(0).unwrap();
     let done = dev.create_signal(0).unwrap();
-    cq.launch(&k, &cfg(n / 256, 256), Params::new().u64(a.gpu_va()).u32(0x5EED).u32(n).bytes()).unwrap();
+    cq.launch(
+        &k,
+        &cfg(n / 256, 256),
+        Params::new().u64(a.gpu_va()).u32(0x5EED).u32(n).bytes(),
+    )
+    .unwrap();
     cq.barrier().unwrap();
     cq.signal(&s, 1).unwrap();
     xq.wait(&s, 1).unwrap();
@@ -253,7 +311,11 @@ fn hundred_thousand_launches_without_waiting() {
     }
     q.submit().unwrap();
     q.synchronize(120 * SEC).unwrap();
-    assert_eq!(read_u64(&buf, 0), n, "every launch ran exactly once, in order, across ring wrap-arounds");
+    assert_eq!(
+        read_u64(&buf, 0),
+        n,
+        "every launch ran exactly once, in order, across ring wrap-arounds"
+    );
 }
 
 #[test]
@@ -284,21 +346,43 @@ fn faulting_kernel_is_reported_with_its_address() {
     let bad: u64 = 0x1000; // below every mapping
     let mut q = dev.create_queue(QueueKind::Compute).unwrap();
     let s = dev.create_signal(0).unwrap();
-    q.launch(&k, &cfg(1, 32), Params::new().u64(bad).u32(1).u32(32).bytes()).unwrap();
+    q.launch(
+        &k,
+        &cfg(1, 32),
+        Params::new().u64(bad).u32(1).u32(32).bytes(),
+    )
+    .unwrap();
     q.signal(&s, 1).unwrap();
     q.submit().unwrap();
     let e = s.wait(1, 10 * SEC).unwrap_err();
     assert_eq!(e.status, Status::DeviceFault, "{e:?}");
     let f = dev.fault_report().expect("a fault report");
     if let Some(a) = f.address {
-        assert_eq!(a & !0xfff, bad & !0xfff, "fault address {a:#x} vs {bad:#x}: {}", f.what);
+        assert_eq!(
+            a & !0xfff,
+            bad & !0xfff,
+            "fault address {a:#x} vs {bad:#x}: {}",
+            f.what
+        );
     } else {
-        assert!(!dev.is_emulated(), "the emulated Orin always reports the address");
+        assert!(
+            !dev.is_emulated(),
+            "the emulated Orin always reports the address"
+        );
     }
     // The device refuses new work with that status.
-    let e = q.launch(&k, &cfg(1, 32), Params::new().u64(bad).u32(1).u32(32).bytes()).unwrap_err();
+    let e = q
+        .launch(
+            &k,
+            &cfg(1, 32),
+            Params::new().u64(bad).u32(1).u32(32).bytes(),
+        )
+        .unwrap_err();
     assert_eq!(e.status, Status::DeviceFault);
-    assert_eq!(dev.create_queue(QueueKind::Compute).unwrap_err().status, Status::DeviceFault);
+    assert_eq!(
+        dev.create_queue(QueueKind::Compute).unwrap_err().status,
+        Status::DeviceFault
+    );
     drop(q);
     drop(s);
     drop(k);

@@ -661,21 +661,42 @@ fn qmd_template_write_equals_full_encode() {
     use tegragpu::hw::arch::QmdVersion;
     use tegragpu::hw::qmd::{encode_qmd, smem_config, QmdTemplate};
     let arch = tegragpu::hw::arch::arch_by_name("ga10b").unwrap();
-    for (ver, align) in [(QmdVersion::V03, 256u64), (QmdVersion::V04, 64), (QmdVersion::V05, 64)] {
-        let mut base = LaunchDesc { program_va: 0x7f_1234_5600, register_count: 40, barrier_count: 1, local_memory_per_thread: 0x240, sass_version: 0x87, ..Default::default() };
+    for (ver, align) in [
+        (QmdVersion::V03, 256u64),
+        (QmdVersion::V04, 64),
+        (QmdVersion::V05, 64),
+    ] {
+        let mut base = LaunchDesc {
+            program_va: 0x7f_1234_5600,
+            register_count: 40,
+            barrier_count: 1,
+            local_memory_per_thread: 0x240,
+            sass_version: 0x87,
+            ..Default::default()
+        };
         base.cbanks[0] = Some((0, 16));
         base.cbanks[3] = Some((0x55_0000_0100, 0x200));
         let t = QmdTemplate::new(ver, &base).unwrap();
         for (i, (grid, block, smem, cb)) in [
-            ([1u32, 1, 1], [32u32, 1, 1], 0x400u32, (0x10_0000u64 * align, 0x170u32)),
-            ([70000, 3, 2], [16, 16, 4], 0x8800, (0xff_fff0_0000 & !(align - 1), 0x1000)),
+            (
+                [1u32, 1, 1],
+                [32u32, 1, 1],
+                0x400u32,
+                (0x10_0000u64 * align, 0x170u32),
+            ),
+            (
+                [70000, 3, 2],
+                [16, 16, 4],
+                0x8800,
+                (0xff_fff0_0000 & !(align - 1), 0x1000),
+            ),
             ([5, 65535, 1], [1024, 1, 1], 0x1_0000, (align * 3, 16)),
         ]
         .into_iter()
         .enumerate()
         {
             let cfg = smem_config(arch, smem).unwrap();
-            let mut d = base.clone();
+            let mut d = base;
             d.grid = grid;
             d.block = block;
             d.shared_memory_bytes = smem;
@@ -688,9 +709,38 @@ fn qmd_template_write_equals_full_encode() {
             assert_eq!(&patched[..n], &full[..n], "{ver:?} case {i}");
         }
         let mut out = [0u32; 96];
-        assert!(t.write(&mut out, [0, 1, 1], [32, 1, 1], 0, Default::default(), (0, 16)).is_err());
-        assert!(t.write(&mut out, [1, 1, 1], [1025, 1, 1], 0, Default::default(), (0, 16)).is_err());
+        assert!(t
+            .write(
+                &mut out,
+                [0, 1, 1],
+                [32, 1, 1],
+                0,
+                Default::default(),
+                (0, 16)
+            )
+            .is_err());
+        assert!(t
+            .write(
+                &mut out,
+                [1, 1, 1],
+                [1025, 1, 1],
+                0,
+                Default::default(),
+                (0, 16)
+            )
+            .is_err());
         // V04/V05 store the cbank address >> 6: a 32-byte aligned address is refused.
-        assert_eq!(t.write(&mut out, [1, 1, 1], [32, 1, 1], 0, Default::default(), (32, 16)).is_err(), ver != QmdVersion::V03);
+        assert_eq!(
+            t.write(
+                &mut out,
+                [1, 1, 1],
+                [32, 1, 1],
+                0,
+                Default::default(),
+                (32, 16)
+            )
+            .is_err(),
+            ver != QmdVersion::V03
+        );
     }
 }

@@ -8,7 +8,9 @@ use tegragpu::core::{LaunchConfig, QueueKind};
 use tegragpu::Status;
 
 fn lcg(seed: &mut u64) -> f32 {
-    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    *seed = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     ((*seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
 }
 
@@ -39,12 +41,21 @@ fn vector_add() {
     let mut seed = 1;
     let a: Vec<f32> = (0..n).map(|_| lcg(&mut seed)).collect();
     let b: Vec<f32> = (0..n).map(|_| lcg(&mut seed)).collect();
-    let (ba, bb, bc) = (dev.alloc(n as u64 * 4, data_flags()).unwrap(), dev.alloc(n as u64 * 4, data_flags()).unwrap(), dev.alloc(n as u64 * 4, data_flags()).unwrap());
+    let (ba, bb, bc) = (
+        dev.alloc(n as u64 * 4, data_flags()).unwrap(),
+        dev.alloc(n as u64 * 4, data_flags()).unwrap(),
+        dev.alloc(n as u64 * 4, data_flags()).unwrap(),
+    );
     fill_f32(&ba, &a);
     fill_f32(&bb, &b);
     run(&dev, |q| {
-        let p = Params::new().u64(ba.gpu_va()).u64(bb.gpu_va()).u64(bc.gpu_va()).u32(n as u32);
-        q.launch(&k, &cfg((n as u32).div_ceil(256), 256), p.bytes()).unwrap();
+        let p = Params::new()
+            .u64(ba.gpu_va())
+            .u64(bb.gpu_va())
+            .u64(bc.gpu_va())
+            .u32(n as u32);
+        q.launch(&k, &cfg((n as u32).div_ceil(256), 256), p.bytes())
+            .unwrap();
     });
     let c = read_f32(&bc, n);
     for i in 0..n {
@@ -61,18 +72,33 @@ fn saxpy_with_pointer_array_arguments() {
     let mut seed = 7;
     let x: Vec<f32> = (0..n).map(|_| lcg(&mut seed)).collect();
     let y: Vec<f32> = (0..n).map(|_| lcg(&mut seed)).collect();
-    let (bx, by) = (dev.alloc(n as u64 * 4, data_flags()).unwrap(), dev.alloc(n as u64 * 4, data_flags()).unwrap());
+    let (bx, by) = (
+        dev.alloc(n as u64 * 4, data_flags()).unwrap(),
+        dev.alloc(n as u64 * 4, data_flags()).unwrap(),
+    );
     fill_f32(&bx, &x);
     fill_f32(&by, &y);
     let a = 2.5f32;
     let (xv, yv, nn) = (bx.gpu_va(), by.gpu_va(), n as u32);
     run(&dev, |q| {
-        let args: [*const u8; 4] = [&a as *const f32 as _, &xv as *const u64 as _, &yv as *const u64 as _, &nn as *const u32 as _];
-        unsafe { q.launch_ptrs(&k, &cfg(nn.div_ceil(128), 128), &args).unwrap() };
+        let args: [*const u8; 4] = [
+            &a as *const f32 as _,
+            &xv as *const u64 as _,
+            &yv as *const u64 as _,
+            &nn as *const u32 as _,
+        ];
+        unsafe {
+            q.launch_ptrs(&k, &cfg(nn.div_ceil(128), 128), &args)
+                .unwrap()
+        };
     });
     let out = read_f32(&by, n);
     for i in 0..n {
-        assert_eq!(out[i], a.mul_add(x[i], y[i]), "element {i} (the GPU computes a fused multiply-add)");
+        assert_eq!(
+            out[i],
+            a.mul_add(x[i], y[i]),
+            "element {i} (the GPU computes a fused multiply-add)"
+        );
     }
 }
 
@@ -87,13 +113,30 @@ fn matmul_tiled_with_shared_memory() {
     let a: Vec<f32> = (0..n * n).map(|_| lcg(&mut seed)).collect();
     let b: Vec<f32> = (0..n * n).map(|_| lcg(&mut seed)).collect();
     let bytes = (n * n * 4) as u64;
-    let (ba, bb, bc) = (dev.alloc(bytes, data_flags()).unwrap(), dev.alloc(bytes, data_flags()).unwrap(), dev.alloc(bytes, data_flags()).unwrap());
+    let (ba, bb, bc) = (
+        dev.alloc(bytes, data_flags()).unwrap(),
+        dev.alloc(bytes, data_flags()).unwrap(),
+        dev.alloc(bytes, data_flags()).unwrap(),
+    );
     fill_f32(&ba, &a);
     fill_f32(&bb, &b);
     run(&dev, |q| {
-        let p = Params::new().u64(ba.gpu_va()).u64(bb.gpu_va()).u64(bc.gpu_va()).u32(n as u32);
+        let p = Params::new()
+            .u64(ba.gpu_va())
+            .u64(bb.gpu_va())
+            .u64(bc.gpu_va())
+            .u32(n as u32);
         let g = (n as u32).div_ceil(16);
-        q.launch(&k, &LaunchConfig { grid: [g, g, 1], block: [16, 16, 1], dynamic_shared_bytes: 0 }, p.bytes()).unwrap();
+        q.launch(
+            &k,
+            &LaunchConfig {
+                grid: [g, g, 1],
+                block: [16, 16, 1],
+                dynamic_shared_bytes: 0,
+            },
+            p.bytes(),
+        )
+        .unwrap();
     });
     let c = read_f32(&bc, n * n);
     for i in 0..n {
@@ -102,7 +145,11 @@ fn matmul_tiled_with_shared_memory() {
             for t in 0..n {
                 acc += a[i * n + t] * b[t * n + j];
             }
-            assert!((c[i * n + j] - acc).abs() <= 1e-4 * (1.0 + acc.abs()), "C[{i}][{j}] = {} vs {acc}", c[i * n + j]);
+            assert!(
+                (c[i * n + j] - acc).abs() <= 1e-4 * (1.0 + acc.abs()),
+                "C[{i}][{j}] = {} vs {acc}",
+                c[i * n + j]
+            );
         }
     }
 }
@@ -120,15 +167,34 @@ fn reduction_with_dynamic_shared_memory() {
     let bo = dev.alloc(blocks as u64 * 4, data_flags()).unwrap();
     fill_f32(&bi, &input);
     run(&dev, |q| {
-        let p = Params::new().u64(bi.gpu_va()).u64(bo.gpu_va()).u32(n as u32);
-        q.launch(&k, &LaunchConfig { grid: [blocks, 1, 1], block: [block, 1, 1], dynamic_shared_bytes: block * 4 }, p.bytes()).unwrap();
+        let p = Params::new()
+            .u64(bi.gpu_va())
+            .u64(bo.gpu_va())
+            .u32(n as u32);
+        q.launch(
+            &k,
+            &LaunchConfig {
+                grid: [blocks, 1, 1],
+                block: [block, 1, 1],
+                dynamic_shared_bytes: block * 4,
+            },
+            p.bytes(),
+        )
+        .unwrap();
     });
     let partial = read_f32(&bo, blocks as usize);
     let total: f64 = partial.iter().map(|&x| x as f64).sum();
     let expect: f64 = input.iter().map(|&x| x as f64).sum();
-    assert!((total - expect).abs() < 1e-3 * expect, "{total} vs {expect}");
+    assert!(
+        (total - expect).abs() < 1e-3 * expect,
+        "{total} vs {expect}"
+    );
     let first: f32 = input[..block as usize].iter().sum();
-    assert!((partial[0] - first).abs() < 1e-3, "{} vs {first}", partial[0]);
+    assert!(
+        (partial[0] - first).abs() < 1e-3,
+        "{} vs {first}",
+        partial[0]
+    );
 }
 
 #[test]
@@ -138,7 +204,10 @@ fn mixed_parameter_types_land_where_the_kernel_reads_them() {
     let k = m.kernel("mixed_params").unwrap();
     let a = k.attributes();
     let offs: Vec<(u32, u32)> = a.params.iter().map(|p| (p.offset, p.size)).collect();
-    assert_eq!(offs, vec![(0, 1), (2, 2), (4, 4), (8, 8), (16, 8), (24, 16), (40, 8)]);
+    assert_eq!(
+        offs,
+        vec![(0, 1), (2, 2), (4, 4), (8, 8), (16, 8), (24, 16), (40, 8)]
+    );
     let out = dev.alloc(4096, data_flags()).unwrap();
     let mut p = vec![0u8; a.param_bytes as usize];
     p[0] = (-5i8) as u8;
@@ -151,11 +220,16 @@ fn mixed_parameter_types_land_where_the_kernel_reads_them() {
     p[32..40].copy_from_slice(&(-2.25f64).to_le_bytes());
     p[40..48].copy_from_slice(&1e300f64.to_le_bytes());
     run(&dev, |q| q.launch(&k, &cfg(1, 32), &p).unwrap());
-    let w: Vec<u32> = (0..11).map(|i| unsafe { std::ptr::read_volatile((out.cpu_ptr() as *const u32).add(i)) }).collect();
+    let w: Vec<u32> = (0..11)
+        .map(|i| unsafe { std::ptr::read_volatile((out.cpu_ptr() as *const u32).add(i)) })
+        .collect();
     assert_eq!(w[0] as i32, -5);
     assert_eq!(w[1] as i32, -300);
     assert_eq!(w[2] as i32, -70000);
-    assert_eq!(((w[4] as u64) << 32 | w[3] as u64) as i64, -(1i64 << 40) - 3);
+    assert_eq!(
+        ((w[4] as u64) << 32 | w[3] as u64) as i64,
+        -(1i64 << 40) - 3
+    );
     assert_eq!(w[5], 42);
     assert_eq!(f32::from_bits(w[6]), 1.5);
     assert_eq!(f64::from_bits((w[8] as u64) << 32 | w[7] as u64), -2.25);
@@ -167,7 +241,11 @@ fn kernel_with_local_memory() {
     let dev = device();
     let m = fixtures(&dev);
     let k = m.kernel("uses_local").unwrap();
-    assert!(k.attributes().local_bytes_per_thread >= 256, "64 u32 on the stack: {:?}", k.attributes());
+    assert!(
+        k.attributes().local_bytes_per_thread >= 256,
+        "64 u32 on the stack: {:?}",
+        k.attributes()
+    );
     let n = 1000u32;
     let idx = dev.alloc(n as u64 * 4, data_flags()).unwrap();
     let out = dev.alloc(n as u64 * 4, data_flags()).unwrap();
@@ -175,7 +253,16 @@ fn kernel_with_local_memory() {
         unsafe { *(idx.cpu_ptr() as *mut u32).add(i as usize) = i * 7 };
     }
     run(&dev, |q| {
-        q.launch(&k, &cfg(n.div_ceil(128), 128), Params::new().u64(idx.gpu_va()).u64(out.gpu_va()).u32(n).bytes()).unwrap()
+        q.launch(
+            &k,
+            &cfg(n.div_ceil(128), 128),
+            Params::new()
+                .u64(idx.gpu_va())
+                .u64(out.gpu_va())
+                .u32(n)
+                .bytes(),
+        )
+        .unwrap()
     });
     for i in 0..n {
         let got = unsafe { *(out.cpu_ptr() as *const u32).add(i as usize) };
@@ -194,22 +281,50 @@ fn launches_that_do_not_fit_the_kernel_are_refused() {
     let p = Params::new().u64(out.gpu_va());
     let e = q.launch(&bounded, &cfg(1, 256), p.bytes()).unwrap_err();
     assert_eq!(e.status, Status::InvalidLaunch);
-    assert!(e.message.contains("256") && e.message.contains("128"), "{}", e.message);
+    assert!(
+        e.message.contains("256") && e.message.contains("128"),
+        "{}",
+        e.message
+    );
     let e = q.launch(&bounded, &cfg(1, 64), &[0u8; 4]).unwrap_err();
     assert_eq!(e.status, Status::InvalidLaunch);
-    assert!(e.message.contains("8 bytes") && e.message.contains("got 4"), "{}", e.message);
+    assert!(
+        e.message.contains("8 bytes") && e.message.contains("got 4"),
+        "{}",
+        e.message
+    );
     let red = m.kernel("reduce_sum").unwrap();
     let too_much = red.attributes().max_dynamic_shared_bytes + 1;
     let e = q
-        .launch(&red, &LaunchConfig { grid: [1, 1, 1], block: [32, 1, 1], dynamic_shared_bytes: too_much }, Params::new().u64(0).u64(0).u32(0).bytes())
+        .launch(
+            &red,
+            &LaunchConfig {
+                grid: [1, 1, 1],
+                block: [32, 1, 1],
+                dynamic_shared_bytes: too_much,
+            },
+            Params::new().u64(0).u64(0).u32(0).bytes(),
+        )
         .unwrap_err();
     assert_eq!(e.status, Status::InvalidLaunch);
     assert!(e.message.contains(&too_much.to_string()), "{}", e.message);
     for bad in [[0, 1, 1], [1, 0, 1]] {
-        let e = q.launch(&bounded, &LaunchConfig { grid: bad, block: [32, 1, 1], dynamic_shared_bytes: 0 }, p.bytes()).unwrap_err();
+        let e = q
+            .launch(
+                &bounded,
+                &LaunchConfig {
+                    grid: bad,
+                    block: [32, 1, 1],
+                    dynamic_shared_bytes: 0,
+                },
+                p.bytes(),
+            )
+            .unwrap_err();
         assert_eq!(e.status, Status::InvalidLaunch);
     }
     // Nothing was submitted by the refused launches; the queue still works.
-    run(&dev, |q2| q2.launch(&bounded, &cfg(2, 128), p.bytes()).unwrap());
+    run(&dev, |q2| {
+        q2.launch(&bounded, &cfg(2, 128), p.bytes()).unwrap()
+    });
     assert_eq!(unsafe { *(out.cpu_ptr() as *const u32).add(129) }, 1);
 }

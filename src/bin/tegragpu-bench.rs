@@ -21,7 +21,13 @@ struct Opts {
 }
 
 fn parse_args() -> Result<Opts, String> {
-    let mut o = Opts { device: None, json: false, quick: false, cuda: true, record_only: None };
+    let mut o = Opts {
+        device: None,
+        json: false,
+        quick: false,
+        cuda: true,
+        record_only: None,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -30,7 +36,12 @@ fn parse_args() -> Result<Opts, String> {
             "--quick" => o.quick = true,
             "--no-cuda" => o.cuda = false,
             "--record-only" => {
-                o.record_only = Some(it.next().ok_or("--record-only needs N")?.parse().map_err(|e| format!("--record-only: {e}"))?)
+                o.record_only = Some(
+                    it.next()
+                        .ok_or("--record-only needs N")?
+                        .parse()
+                        .map_err(|e| format!("--record-only: {e}"))?,
+                )
             }
             "-h" | "--help" => {
                 println!("usage: tegragpu-bench [--device emu|nvgpu|rm] [--json] [--quick] [--no-cuda] [--record-only N]");
@@ -62,7 +73,11 @@ struct Row {
 }
 
 fn cubin_for(dev: &Device) -> &'static [u8] {
-    if dev.info().sm_major >= 9 { CUBIN_SM90 } else { CUBIN_SM87 }
+    if dev.info().sm_major >= 9 {
+        CUBIN_SM90
+    } else {
+        CUBIN_SM87
+    }
 }
 
 const TO: u64 = 10_000_000_000;
@@ -77,7 +92,11 @@ struct Ours {
 }
 
 fn one() -> LaunchConfig {
-    LaunchConfig { grid: [1, 1, 1], block: [32, 1, 1], dynamic_shared_bytes: 0 }
+    LaunchConfig {
+        grid: [1, 1, 1],
+        block: [32, 1, 1],
+        dynamic_shared_bytes: 0,
+    }
 }
 
 impl Ours {
@@ -87,7 +106,14 @@ impl Ours {
         let empty = m.kernel("empty_kernel")?;
         let q = dev.create_queue(QueueKind::Compute)?;
         let sig = dev.create_signal(0)?;
-        Ok(Ours { dev, q, empty, _m: m, sig, next: 0 })
+        Ok(Ours {
+            dev,
+            q,
+            empty,
+            _m: m,
+            sig,
+            next: 0,
+        })
     }
     fn launch_wait(&mut self) -> tegragpu::Result<()> {
         self.next += 1;
@@ -104,7 +130,11 @@ impl Ours {
     }
 }
 
-fn bench_ours(o: &Opts, rows: &mut Vec<Row>, cuda: &mut Option<cuda::Cuda>) -> tegragpu::Result<()> {
+fn bench_ours(
+    o: &Opts,
+    rows: &mut Vec<Row>,
+    cuda: &mut Option<cuda::Cuda>,
+) -> tegragpu::Result<()> {
     let mut ours = Ours::new(o.device.as_deref())?;
     let info = ours.dev.info().clone();
     eprintln!(
@@ -139,8 +169,22 @@ fn bench_ours(o: &Opts, rows: &mut Vec<Row>, cuda: &mut Option<cuda::Cuda>) -> t
     }
     let p50 = percentile(&mut lat, 0.5);
     let p99 = percentile(&mut lat, 0.99);
-    rows.push(Row { name: "empty launch + wait, p50", unit: "us", ours: p50, cuda: c50, target: Some(("<= 0.5x", 0.5)), lower_is_better: true });
-    rows.push(Row { name: "empty launch + wait, p99", unit: "us", ours: p99, cuda: c50, target: Some(("<= cuda p50", 1.0)), lower_is_better: true });
+    rows.push(Row {
+        name: "empty launch + wait, p50",
+        unit: "us",
+        ours: p50,
+        cuda: c50,
+        target: Some(("<= 0.5x", 0.5)),
+        lower_is_better: true,
+    });
+    rows.push(Row {
+        name: "empty launch + wait, p99",
+        unit: "us",
+        ours: p99,
+        cuda: c50,
+        target: Some(("<= cuda p50", 1.0)),
+        lower_is_better: true,
+    });
 
     // 2. Floor: a host semaphore release round trip with no kernel.
     let mut fl = Vec::with_capacity(reps);
@@ -149,7 +193,14 @@ fn bench_ours(o: &Opts, rows: &mut Vec<Row>, cuda: &mut Option<cuda::Cuda>) -> t
         ours.signal_wait()?;
         fl.push(t.elapsed().as_secs_f64() * 1e6);
     }
-    rows.push(Row { name: "floor: signal only + wait, p50", unit: "us", ours: percentile(&mut fl, 0.5), cuda: None, target: None, lower_is_better: true });
+    rows.push(Row {
+        name: "floor: signal only + wait, p50",
+        unit: "us",
+        ours: percentile(&mut fl, 0.5),
+        cuda: None,
+        target: None,
+        lower_is_better: true,
+    });
 
     // 3. CPU cost of record + submit, back to back.
     ours.dev.synchronize(TO)?;
@@ -162,7 +213,14 @@ fn bench_ours(o: &Opts, rows: &mut Vec<Row>, cuda: &mut Option<cuda::Cuda>) -> t
     ours.dev.synchronize(TO)?;
     let cuda_cpu = cuda.as_mut().map(|c| c.launch_cpu_cost(burst));
     let cuda_cpu = cuda_cpu.flatten();
-    rows.push(Row { name: "CPU cost per launch (record+submit each)", unit: "us", ours: cpu_us, cuda: cuda_cpu, target: Some(("<= 0.1x", 0.1)), lower_is_better: true });
+    rows.push(Row {
+        name: "CPU cost per launch (record+submit each)",
+        unit: "us",
+        ours: cpu_us,
+        cuda: cuda_cpu,
+        target: Some(("<= 0.1x", 0.1)),
+        lower_is_better: true,
+    });
     // The same launches recorded back to back and submitted once (one GPFIFO entry, one doorbell
     // per ring-space chunk).
     let t = Instant::now();
@@ -172,7 +230,14 @@ fn bench_ours(o: &Opts, rows: &mut Vec<Row>, cuda: &mut Option<cuda::Cuda>) -> t
     ours.q.submit()?;
     let batch_us = t.elapsed().as_secs_f64() * 1e6 / burst as f64;
     ours.dev.synchronize(TO)?;
-    rows.push(Row { name: "CPU cost per launch (record, one submit)", unit: "us", ours: batch_us, cuda: cuda_cpu, target: Some(("<= 0.1x", 0.1)), lower_is_better: true });
+    rows.push(Row {
+        name: "CPU cost per launch (record, one submit)",
+        unit: "us",
+        ours: batch_us,
+        cuda: cuda_cpu,
+        target: Some(("<= 0.1x", 0.1)),
+        lower_is_better: true,
+    });
 
     // 4. Wall time for back-to-back dependent launches until the last completes.
     let t = Instant::now();
@@ -185,10 +250,21 @@ fn bench_ours(o: &Opts, rows: &mut Vec<Row>, cuda: &mut Option<cuda::Cuda>) -> t
     ours.sig.wait(ours.next, 60 * TO)?;
     let wall_ms = t.elapsed().as_secs_f64() * 1e3;
     let cuda_wall = cuda.as_mut().and_then(|c| c.dependent_wall(burst));
-    rows.push(Row { name: "back-to-back launches, wall until last done", unit: "ms", ours: wall_ms, cuda: cuda_wall, target: Some(("<= 1x", 1.0)), lower_is_better: true });
+    rows.push(Row {
+        name: "back-to-back launches, wall until last done",
+        unit: "ms",
+        ours: wall_ms,
+        cuda: cuda_wall,
+        target: Some(("<= 1x", 1.0)),
+        lower_is_better: true,
+    });
 
     // 5. Copy bandwidth.
-    let sizes: &[u64] = if o.quick || info.emulated { &[64 << 20] } else { &[64 << 20, 1 << 30] };
+    let sizes: &[u64] = if o.quick || info.emulated {
+        &[64 << 20]
+    } else {
+        &[64 << 20, 1 << 30]
+    };
     let mut cq = ours.dev.create_queue(QueueKind::Copy)?;
     let csig = ours.dev.create_signal(0)?;
     let mut cv = 0;
@@ -216,7 +292,11 @@ fn bench_ours(o: &Opts, rows: &mut Vec<Row>, cuda: &mut Option<cuda::Cuda>) -> t
         let gbs = size as f64 / best / 1e9;
         let cgbs = cuda.as_mut().and_then(|c| c.copy_bandwidth(size, iters));
         rows.push(Row {
-            name: if size == 64 << 20 { "D2D copy 64 MiB (copy engine)" } else { "D2D copy 1 GiB (copy engine)" },
+            name: if size == 64 << 20 {
+                "D2D copy 64 MiB (copy engine)"
+            } else {
+                "D2D copy 1 GiB (copy engine)"
+            },
             unit: "GB/s",
             ours: gbs,
             cuda: cgbs,
@@ -235,7 +315,14 @@ fn bench_ours(o: &Opts, rows: &mut Vec<Row>, cuda: &mut Option<cuda::Cuda>) -> t
         v.push(t.elapsed().as_secs_f64() * 1e6);
     }
     let calloc = cuda.as_mut().and_then(|c| c.alloc_free(256 << 20, n));
-    rows.push(Row { name: "alloc + free 256 MiB, p50", unit: "us", ours: percentile(&mut v, 0.5), cuda: calloc, target: Some(("<= 1x", 1.0)), lower_is_better: true });
+    rows.push(Row {
+        name: "alloc + free 256 MiB, p50",
+        unit: "us",
+        ours: percentile(&mut v, 0.5),
+        cuda: calloc,
+        target: Some(("<= 1x", 1.0)),
+        lower_is_better: true,
+    });
     Ok(())
 }
 
@@ -250,7 +337,9 @@ fn main() {
     if let Some(n) = o.record_only {
         let r = (|| -> tegragpu::Result<()> {
             if n > 900 {
-                return Err(tegragpu::Error::invalid("--record-only N: N must be at most 900 (the rings hold them without waiting)"));
+                return Err(tegragpu::Error::invalid(
+                    "--record-only N: N must be at most 900 (the rings hold them without waiting)",
+                ));
             }
             let mut ours = Ours::new(o.device.as_deref().or(Some("emu")))?;
             for _ in 0..n {
@@ -266,8 +355,19 @@ fn main() {
         }
         return;
     }
-    let mut cuda = if o.cuda && o.device.as_deref() != Some("emu") { cuda::Cuda::load() } else { None };
-    eprintln!("libcuda: {}", if cuda.is_some() { "loaded, measured in the same run" } else { "not present (our numbers only)" });
+    let mut cuda = if o.cuda && o.device.as_deref() != Some("emu") {
+        cuda::Cuda::load()
+    } else {
+        None
+    };
+    eprintln!(
+        "libcuda: {}",
+        if cuda.is_some() {
+            "loaded, measured in the same run"
+        } else {
+            "not present (our numbers only)"
+        }
+    );
     let mut rows = Vec::new();
     if let Err(e) = bench_ours(&o, &mut rows, &mut cuda) {
         eprintln!("tegragpu-bench: {e}");
@@ -297,10 +397,16 @@ fn print_rows(rows: &[Row], json: bool) {
         println!("[{}]", items.join(",\n "));
         return;
     }
-    println!("{:<46} {:>12} {:>12} {:>8} {:>12} {:>6}", "benchmark", "tegragpu", "libcuda", "ratio", "target", "result");
+    println!(
+        "{:<46} {:>12} {:>12} {:>8} {:>12} {:>6}",
+        "benchmark", "tegragpu", "libcuda", "ratio", "target", "result"
+    );
     for r in rows {
         let c = r.cuda.map(|c| format!("{c:.3}")).unwrap_or("-".into());
-        let ratio = r.cuda.map(|c| format!("{:.3}", r.ours / c)).unwrap_or("-".into());
+        let ratio = r
+            .cuda
+            .map(|c| format!("{:.3}", r.ours / c))
+            .unwrap_or("-".into());
         let res = match pass(r) {
             Some(true) => "pass",
             Some(false) => "MISS",
@@ -321,7 +427,11 @@ fn print_rows(rows: &[Row], json: bool) {
 fn pass(r: &Row) -> Option<bool> {
     let (c, (_, lim)) = (r.cuda?, r.target?);
     let ratio = r.ours / c;
-    Some(if r.lower_is_better { ratio <= lim } else { ratio >= lim })
+    Some(if r.lower_is_better {
+        ratio <= lim
+    } else {
+        ratio >= lim
+    })
 }
 
 /// libcuda, loaded at run time. Only the calls the benchmarks need.
@@ -344,7 +454,19 @@ mod cuda {
         ctx: CUcontext,
         func: CUfunction,
         stream: CUstream,
-        launch: unsafe extern "C" fn(CUfunction, u32, u32, u32, u32, u32, u32, u32, CUstream, *mut *mut c_void, *mut *mut c_void) -> CUresult,
+        launch: unsafe extern "C" fn(
+            CUfunction,
+            u32,
+            u32,
+            u32,
+            u32,
+            u32,
+            u32,
+            u32,
+            CUstream,
+            *mut *mut c_void,
+            *mut *mut c_void,
+        ) -> CUresult,
         sync: unsafe extern "C" fn(CUstream) -> CUresult,
         alloc: unsafe extern "C" fn(*mut CUdeviceptr, usize) -> CUresult,
         free: unsafe extern "C" fn(CUdeviceptr) -> CUresult,
@@ -365,15 +487,27 @@ mod cuda {
         pub fn load() -> Option<Cuda> {
             // SAFETY: calling the CUDA driver API with the documented signatures.
             unsafe {
-                let lib = Library::new("libcuda.so.1").or_else(|_| Library::new("libcuda.so")).ok()?;
+                let lib = Library::new("libcuda.so.1")
+                    .or_else(|_| Library::new("libcuda.so"))
+                    .ok()?;
                 let init: unsafe extern "C" fn(u32) -> CUresult = sym(&lib, b"cuInit\0")?;
-                let dev_get: unsafe extern "C" fn(*mut CUdevice, i32) -> CUresult = sym(&lib, b"cuDeviceGet\0")?;
-                let retain: unsafe extern "C" fn(*mut CUcontext, CUdevice) -> CUresult = sym(&lib, b"cuDevicePrimaryCtxRetain\0")?;
-                let set: unsafe extern "C" fn(CUcontext) -> CUresult = sym(&lib, b"cuCtxSetCurrent\0")?;
-                let mload: unsafe extern "C" fn(*mut CUmodule, *const c_void) -> CUresult = sym(&lib, b"cuModuleLoadData\0")?;
-                let getf: unsafe extern "C" fn(*mut CUfunction, CUmodule, *const std::ffi::c_char) -> CUresult = sym(&lib, b"cuModuleGetFunction\0")?;
-                let screate: unsafe extern "C" fn(*mut CUstream, u32) -> CUresult = sym(&lib, b"cuStreamCreate\0")?;
-                let attr: unsafe extern "C" fn(*mut i32, i32, CUdevice) -> CUresult = sym(&lib, b"cuDeviceGetAttribute\0")?;
+                let dev_get: unsafe extern "C" fn(*mut CUdevice, i32) -> CUresult =
+                    sym(&lib, b"cuDeviceGet\0")?;
+                let retain: unsafe extern "C" fn(*mut CUcontext, CUdevice) -> CUresult =
+                    sym(&lib, b"cuDevicePrimaryCtxRetain\0")?;
+                let set: unsafe extern "C" fn(CUcontext) -> CUresult =
+                    sym(&lib, b"cuCtxSetCurrent\0")?;
+                let mload: unsafe extern "C" fn(*mut CUmodule, *const c_void) -> CUresult =
+                    sym(&lib, b"cuModuleLoadData\0")?;
+                let getf: unsafe extern "C" fn(
+                    *mut CUfunction,
+                    CUmodule,
+                    *const std::ffi::c_char,
+                ) -> CUresult = sym(&lib, b"cuModuleGetFunction\0")?;
+                let screate: unsafe extern "C" fn(*mut CUstream, u32) -> CUresult =
+                    sym(&lib, b"cuStreamCreate\0")?;
+                let attr: unsafe extern "C" fn(*mut i32, i32, CUdevice) -> CUresult =
+                    sym(&lib, b"cuDeviceGetAttribute\0")?;
                 if init(0) != 0 {
                     return None;
                 }
@@ -388,7 +522,11 @@ mod cuda {
                 if retain(&mut ctx, d) != 0 || set(ctx) != 0 {
                     return None;
                 }
-                let image = if maj >= 9 { super::CUBIN_SM90 } else { super::CUBIN_SM87 };
+                let image = if maj >= 9 {
+                    super::CUBIN_SM90
+                } else {
+                    super::CUBIN_SM87
+                };
                 let mut m = std::ptr::null_mut();
                 if mload(&mut m, image.as_ptr() as *const c_void) != 0 {
                     eprintln!("libcuda: cuModuleLoadData failed for sm_{maj}{min}");
@@ -421,7 +559,19 @@ mod cuda {
         }
 
         unsafe fn go(&self) -> bool {
-            (self.launch)(self.func, 1, 1, 1, 32, 1, 1, 0, self.stream, std::ptr::null_mut(), std::ptr::null_mut()) == 0
+            (self.launch)(
+                self.func,
+                1,
+                1,
+                1,
+                32,
+                1,
+                1,
+                0,
+                self.stream,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            ) == 0
         }
 
         pub fn launch_latency(&mut self, reps: usize) -> Vec<f64> {
@@ -479,7 +629,9 @@ mod cuda {
             // SAFETY: device allocations of `size` bytes, freed before returning.
             unsafe {
                 let (mut a, mut b) = (0u64, 0u64);
-                if (self.alloc)(&mut a, size as usize) != 0 || (self.alloc)(&mut b, size as usize) != 0 {
+                if (self.alloc)(&mut a, size as usize) != 0
+                    || (self.alloc)(&mut b, size as usize) != 0
+                {
                     return None;
                 }
                 let (mut e0, mut e1) = (std::ptr::null_mut(), std::ptr::null_mut());

@@ -147,8 +147,16 @@ fn print_rm() -> ExitCode {
     let _ = writeln!(o, "driver:          {}", i.driver_version);
     let _ = writeln!(o, "arch:            {:#x}", i.arch);
     let _ = writeln!(o, "SM version:      {}.{}", i.sm_major, i.sm_minor);
-    let _ = writeln!(o, "SMs:             {} ({} per TPC, {} warps each)", i.sm_count, i.sm_per_tpc, i.warps_per_sm);
-    let _ = writeln!(o, "GPCs (max):      {} x {} TPCs", i.max_gpc_count, i.max_tpc_per_gpc);
+    let _ = writeln!(
+        o,
+        "SMs:             {} ({} per TPC, {} warps each)",
+        i.sm_count, i.sm_per_tpc, i.warps_per_sm
+    );
+    let _ = writeln!(
+        o,
+        "GPCs (max):      {} x {} TPCs",
+        i.max_gpc_count, i.max_tpc_per_gpc
+    );
     let _ = writeln!(o, "compute class:   {:#x}", i.compute_class);
     let _ = writeln!(o, "copy class:      {:#x}", i.copy_class);
     let _ = writeln!(o, "gpfifo class:    {:#x}", i.gpfifo_class);

@@ -18,7 +18,10 @@ pub struct Buffer {
 
 impl std::fmt::Debug for Buffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Buffer").field("gpu_va", &format_args!("{:#x}", self.gpu_va())).field("size", &self.size).finish()
+        f.debug_struct("Buffer")
+            .field("gpu_va", &format_args!("{:#x}", self.gpu_va()))
+            .field("size", &self.size)
+            .finish()
     }
 }
 
@@ -34,15 +37,23 @@ impl Buffer {
             ));
         }
         if flags.cpu_cached && flags.write_combined {
-            return Err(Error::invalid("flags: CPU_CACHED and WRITE_COMBINED are mutually exclusive"));
+            return Err(Error::invalid(
+                "flags: CPU_CACHED and WRITE_COMBINED are mutually exclusive",
+            ));
         }
         let alloc = dev.backend().alloc(size_bytes, flags)?;
-        Ok(Buffer { dev: dev.clone(), alloc: Some(alloc), size: size_bytes })
+        Ok(Buffer {
+            dev: dev.clone(),
+            alloc: Some(alloc),
+            size: size_bytes,
+        })
     }
 
     fn a(&self) -> &Allocation {
         // Invariant: `alloc` is Some until drop.
-        self.alloc.as_ref().expect("buffer allocation present until drop")
+        self.alloc
+            .as_ref()
+            .expect("buffer allocation present until drop")
     }
 
     /// GPU virtual address of the first byte.

@@ -72,7 +72,9 @@ pub struct Device {
 
 impl std::fmt::Debug for Device {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Device").field("name", &self.inner.info.name).finish()
+        f.debug_struct("Device")
+            .field("name", &self.inner.info.name)
+            .finish()
     }
 }
 
@@ -80,7 +82,8 @@ const NVGPU_CTRL: &str = "/dev/nvgpu/igpu0/ctrl";
 const NVIDIACTL: &str = "/dev/nvidiactl";
 
 /// The device specs `Device::open` accepts.
-pub const DEVICE_SPECS: &str = "\"emu\" (emulated Orin), \"nvgpu\" (Jetson Orin), \"rm\" (desktop NVIDIA driver)";
+pub const DEVICE_SPECS: &str =
+    "\"emu\" (emulated Orin), \"nvgpu\" (Jetson Orin), \"rm\" (desktop NVIDIA driver)";
 
 impl Device {
     /// Open a device.
@@ -90,7 +93,9 @@ impl Device {
     /// `/dev/nvidiactl` exists); `"emu"` = the emulated Orin; `"nvgpu"`; `"rm"`.
     /// `TEGRAGPU_DEVICE` overrides `spec` when set.
     pub fn open(spec: Option<&str>) -> Result<Device> {
-        let env = std::env::var("TEGRAGPU_DEVICE").ok().filter(|s| !s.is_empty());
+        let env = std::env::var("TEGRAGPU_DEVICE")
+            .ok()
+            .filter(|s| !s.is_empty());
         let chosen = env.as_deref().or(spec);
         let backend: Box<dyn Backend> = match chosen {
             Some("emu") => Box::new(crate::backend::nvgpu::NvgpuBackend::open(crate::emu::EmuSys::new())?),
@@ -121,10 +126,17 @@ impl Device {
     /// Wrap an opened backend.
     pub fn from_backend(backend: Box<dyn Backend>) -> Result<Device> {
         let info = backend.info().clone();
-        let arch = crate::hw::arch::arch_for_device(info.compute_class, info.backend == BackendKind::Nvgpu).ok_or_else(|| {
+        let arch = crate::hw::arch::arch_for_device(
+            info.compute_class,
+            info.backend == BackendKind::Nvgpu,
+        )
+        .ok_or_else(|| {
             Error::new(
                 Status::NotSupported,
-                format!("compute class {:#x} of {} is not in the architecture table", info.compute_class, info.name),
+                format!(
+                    "compute class {:#x} of {} is not in the architecture table",
+                    info.compute_class, info.name
+                ),
             )
         })?;
         Ok(Device {
@@ -135,7 +147,12 @@ impl Device {
                 fault: Mutex::new(None),
                 faulted: AtomicBool::new(false),
                 signals: Mutex::new(SignalPool::default()),
-                local: Mutex::new(LocalMem { buf: None, bytes_per_tpc: 0, per_thread: 0, generation: 0 }),
+                local: Mutex::new(LocalMem {
+                    buf: None,
+                    bytes_per_tpc: 0,
+                    per_thread: 0,
+                    generation: 0,
+                }),
                 local_generation: AtomicU64::new(0),
                 code_generation: AtomicU64::new(1),
                 queues: Mutex::new(Vec::new()),
@@ -175,7 +192,12 @@ impl Device {
 
     /// Compile CUDA C through libnvrtc (loaded at run time) and load the result.
     pub fn compile_cuda(&self, source: &str, options: &[&str]) -> Result<Module> {
-        let cubin = crate::nvrtc::compile(source, "tegragpu.cu", (self.inner.info.sm_major, self.inner.info.sm_minor), options)?;
+        let cubin = crate::nvrtc::compile(
+            source,
+            "tegragpu.cu",
+            (self.inner.info.sm_major, self.inner.info.sm_minor),
+            options,
+        )?;
         self.load_module(&cubin)
     }
 
@@ -192,7 +214,13 @@ impl Device {
 
     /// Wait until all work submitted on every queue of this device has completed.
     pub fn synchronize(&self, timeout_ns: u64) -> Result<()> {
-        let tracks: Vec<Arc<QueueTrack>> = self.inner.queues.lock().iter().filter_map(|w| w.upgrade()).collect();
+        let tracks: Vec<Arc<QueueTrack>> = self
+            .inner
+            .queues
+            .lock()
+            .iter()
+            .filter_map(|w| w.upgrade())
+            .collect();
         for t in tracks {
             t.wait_submitted(self, timeout_ns)?;
         }
@@ -211,7 +239,10 @@ impl Device {
         if self.inner.faulted.load(Ordering::Acquire) {
             let f = self.inner.fault.lock().clone();
             let what = f.map(|f| f.what).unwrap_or_default();
-            return Err(Error::new(Status::DeviceFault, format!("the device faulted earlier and refuses new work: {what}")));
+            return Err(Error::new(
+                Status::DeviceFault,
+                format!("the device faulted earlier and refuses new work: {what}"),
+            ));
         }
         Ok(())
     }
@@ -222,12 +253,28 @@ impl Device {
         if self.inner.faulted.load(Ordering::Acquire) {
             return self.inner.fault.lock().clone();
         }
-        let tracks: Vec<Arc<QueueTrack>> = self.inner.queues.lock().iter().filter_map(|w| w.upgrade()).collect();
+        let tracks: Vec<Arc<QueueTrack>> = self
+            .inner
+            .queues
+            .lock()
+            .iter()
+            .filter_map(|w| w.upgrade())
+            .collect();
         for t in tracks {
             if let Some(e) = t.channel_error() {
                 let log = self.inner.backend.fault_log();
-                let address = e.address.or_else(|| log.iter().rev().find(|r| r.token == t.token).and_then(|r| r.address));
-                let detail = log.iter().rev().find(|r| r.token == t.token).map(|r| r.what.clone()).unwrap_or(e.what.clone());
+                let address = e.address.or_else(|| {
+                    log.iter()
+                        .rev()
+                        .find(|r| r.token == t.token)
+                        .and_then(|r| r.address)
+                });
+                let detail = log
+                    .iter()
+                    .rev()
+                    .find(|r| r.token == t.token)
+                    .map(|r| r.what.clone())
+                    .unwrap_or(e.what.clone());
                 let report = FaultReport {
                     code: e.code,
                     address,
@@ -236,7 +283,9 @@ impl Device {
                         t.kind_name,
                         t.token,
                         e.code,
-                        address.map(|a| format!(" at GPU address {a:#x}")).unwrap_or_default(),
+                        address
+                            .map(|a| format!(" at GPU address {a:#x}"))
+                            .unwrap_or_default(),
                         detail
                     ),
                 };
@@ -253,7 +302,12 @@ impl Device {
 
     /// The error to return from a wait that observed a fault.
     pub(crate) fn fault_error(&self, call: &str) -> Option<Error> {
-        self.poll_faults().map(|f| Error::new(Status::DeviceFault, format!("{call}: device fault: {}", f.what)))
+        self.poll_faults().map(|f| {
+            Error::new(
+                Status::DeviceFault,
+                format!("{call}: device fault: {}", f.what),
+            )
+        })
     }
 
     pub(crate) fn register_queue(&self, t: &Arc<QueueTrack>) {
@@ -301,11 +355,22 @@ impl Device {
             return Ok(());
         }
         let info = &self.inner.info;
-        let bytes_per_tpc = crate::hw::local_mem::bytes_per_tpc(per_thread, info.warps_per_sm, info.sm_per_tpc)?;
-        let size = crate::hw::local_mem::backing_size(bytes_per_tpc, info.max_tpc_per_gpc, info.max_gpc_count)?;
+        let bytes_per_tpc =
+            crate::hw::local_mem::bytes_per_tpc(per_thread, info.warps_per_sm, info.sm_per_tpc)?;
+        let size = crate::hw::local_mem::backing_size(
+            bytes_per_tpc,
+            info.max_tpc_per_gpc,
+            info.max_gpc_count,
+        )?;
         drop(lm);
         self.synchronize(DEFAULT_TIMEOUT_NS)?;
-        let new = self.inner.backend.alloc(size, MemFlags { zeroed: false, ..Default::default() })?;
+        let new = self.inner.backend.alloc(
+            size,
+            MemFlags {
+                zeroed: false,
+                ..Default::default()
+            },
+        )?;
         let mut lm = self.inner.local.lock();
         if let Some(old) = lm.buf.replace(new) {
             let _ = self.inner.backend.free(&old);
@@ -313,7 +378,9 @@ impl Device {
         lm.bytes_per_tpc = bytes_per_tpc;
         lm.per_thread = per_thread;
         lm.generation += 1;
-        self.inner.local_generation.store(lm.generation, Ordering::Release);
+        self.inner
+            .local_generation
+            .store(lm.generation, Ordering::Release);
         Ok(())
     }
 }

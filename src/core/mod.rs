@@ -38,7 +38,11 @@ impl crate::backend::Backend for DeviceInfoStub {
     fn export_dmabuf(&self, _: &crate::backend::Allocation) -> crate::Result<std::os::fd::RawFd> {
         unreachable!()
     }
-    fn create_channel(&self, _: crate::backend::Engine, _: u32) -> crate::Result<Box<dyn crate::backend::Channel>> {
+    fn create_channel(
+        &self,
+        _: crate::backend::Engine,
+        _: u32,
+    ) -> crate::Result<Box<dyn crate::backend::Channel>> {
         unreachable!()
     }
 }

@@ -72,7 +72,14 @@ impl Module {
         let info = dev.info();
         let cub = cubin::Module::parse(bytes, (info.sm_major, info.sm_minor))?;
         let image_len = cub.image().len() as u64;
-        let alloc = dev.backend().alloc(image_len.max(4096), MemFlags { cpu_cached: true, zeroed: true, ..Default::default() })?;
+        let alloc = dev.backend().alloc(
+            image_len.max(4096),
+            MemFlags {
+                cpu_cached: true,
+                zeroed: true,
+                ..Default::default()
+            },
+        )?;
         let mut image = cub.image().to_vec();
         if let Err(e) = cub.relocate(&mut image, alloc.gpu_va) {
             let _ = dev.backend().free(&alloc);
@@ -81,13 +88,26 @@ impl Module {
         // SAFETY: the allocation is at least image_len bytes and CPU-mapped.
         unsafe { std::ptr::copy_nonoverlapping(image.as_ptr(), alloc.cpu, image.len()) };
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        dev.inner.code_generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        Ok(Module { inner: Arc::new(ModuleInner { dev: dev.clone(), image: Some(alloc), cubin: cub }) })
+        dev.inner
+            .code_generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        Ok(Module {
+            inner: Arc::new(ModuleInner {
+                dev: dev.clone(),
+                image: Some(alloc),
+                cubin: cub,
+            }),
+        })
     }
 
     /// Names of the kernels in the module.
     pub fn kernel_names(&self) -> Vec<String> {
-        self.inner.cubin.kernels().iter().map(|k| k.name.clone()).collect()
+        self.inner
+            .cubin
+            .kernels()
+            .iter()
+            .map(|k| k.name.clone())
+            .collect()
     }
 
     /// Look up a kernel by name.
@@ -98,7 +118,11 @@ impl Module {
                 Status::NotFound,
                 format!(
                     "kernel \"{name}\" is not in the module; it has: {}",
-                    kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")
+                    kernels
+                        .iter()
+                        .map(|k| k.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             )
         })?;
@@ -111,13 +135,21 @@ impl Module {
         let static_total = cubin::shared_memory_total(k, 0, dev.info().sm_major);
         let attrs = KernelAttributes {
             name: k.name.clone(),
-            params: k.params.iter().map(|p| ParamAttr { offset: p.offset, size: p.size }).collect(),
+            params: k
+                .params
+                .iter()
+                .map(|p| ParamAttr {
+                    offset: p.offset,
+                    size: p.size,
+                })
+                .collect(),
             param_bytes: k.param_bytes,
             registers: k.register_count,
             // sm_90 cubins count the 1 KiB the hardware reserves in .nv.shared; report the
             // kernel's own bytes on every architecture.
             static_shared_bytes: if dev.info().sm_major >= 9 {
-                k.static_shared_bytes.saturating_sub(cubin::SHARED_RESERVED_BYTES)
+                k.static_shared_bytes
+                    .saturating_sub(cubin::SHARED_RESERVED_BYTES)
             } else {
                 k.static_shared_bytes
             },

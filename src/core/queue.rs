@@ -64,7 +64,10 @@ pub(crate) fn fence_now(dev: &Device) -> Fence {
         .queues
         .lock()
         .iter()
-        .filter_map(|w| w.upgrade().map(|t| (w.clone(), t.submitted(), t.completed())))
+        .filter_map(|w| {
+            w.upgrade()
+                .map(|t| (w.clone(), t.submitted(), t.completed()))
+        })
         .filter(|(_, submitted, completed)| completed < submitted)
         .map(|(w, s, _)| (w, s))
         .collect()
@@ -72,7 +75,8 @@ pub(crate) fn fence_now(dev: &Device) -> Fence {
 
 /// Whether every queue in the fence has passed its value (or is gone).
 pub(crate) fn fence_passed(f: &Fence) -> bool {
-    f.iter().all(|(w, v)| w.upgrade().map(|t| t.completed() >= *v).unwrap_or(true))
+    f.iter()
+        .all(|(w, v)| w.upgrade().map(|t| t.completed() >= *v).unwrap_or(true))
 }
 
 /// State shared between a queue and its device (for synchronize and fault polling).
@@ -174,7 +178,10 @@ pub struct Queue {
 
 impl std::fmt::Debug for Queue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Queue").field("kind", &self.kind).field("token", &self.raw.token).finish()
+        f.debug_struct("Queue")
+            .field("kind", &self.kind)
+            .field("token", &self.raw.token)
+            .finish()
     }
 }
 
@@ -183,14 +190,27 @@ impl std::fmt::Debug for Queue {
 /// with `TEGRAGPU_RING_MEMORY=host` (a tuning knob; see docs/performance.md).
 fn ring_flags() -> MemFlags {
     match std::env::var("TEGRAGPU_RING_MEMORY").as_deref() {
-        Ok("host") => MemFlags { cpu_cached: true, zeroed: true, ..Default::default() },
-        _ => MemFlags { write_combined: true, zeroed: true, ..Default::default() },
+        Ok("host") => MemFlags {
+            cpu_cached: true,
+            zeroed: true,
+            ..Default::default()
+        },
+        _ => MemFlags {
+            write_combined: true,
+            zeroed: true,
+            ..Default::default()
+        },
     }
 }
 
 fn ring(dev: &Device, bytes: u64, unit: u64) -> Result<Ring> {
     let alloc = dev.backend().alloc(bytes, ring_flags())?;
-    Ok(Ring { alloc, cap: bytes / unit, head: 0, tail: 0 })
+    Ok(Ring {
+        alloc,
+        cap: bytes / unit,
+        head: 0,
+        tail: 0,
+    })
 }
 
 impl Queue {
@@ -204,7 +224,11 @@ impl Queue {
         let timeline = dev.create_signal(0)?;
         let track = Arc::new(QueueTrack {
             token: raw.token,
-            kind_name: if kind == QueueKind::Compute { "compute" } else { "copy" },
+            kind_name: if kind == QueueKind::Compute {
+                "compute"
+            } else {
+                "copy"
+            },
             channel,
             timeline,
             submitted: AtomicU64::new(0),
@@ -229,12 +253,27 @@ impl Queue {
             return Err(e);
         }
         let mut it = allocs.into_iter();
-        let cmd = it.next().ok_or_else(|| Error::new(Status::Internal, "command ring missing"))?;
+        let cmd = it
+            .next()
+            .ok_or_else(|| Error::new(Status::Internal, "command ring missing"))?;
         let qmd = it.next();
         let karg = it.next();
         // SAFETY: the channel's ring, USERD and doorbell pointers live as long as the channel,
         // which the track (owned by this queue) keeps alive.
-        let ring = unsafe { GpRing::new(raw.gpfifo, raw.entries, raw.userd as *mut u8, raw.doorbell, raw.token, if kind == QueueKind::Compute { "compute queue GPFIFO" } else { "copy queue GPFIFO" })? };
+        let ring = unsafe {
+            GpRing::new(
+                raw.gpfifo,
+                raw.entries,
+                raw.userd as *mut u8,
+                raw.doorbell,
+                raw.token,
+                if kind == QueueKind::Compute {
+                    "compute queue GPFIFO"
+                } else {
+                    "copy queue GPFIFO"
+                },
+            )?
+        };
         dev.register_queue(&track);
         let mut q = Queue {
             dev: dev.clone(),
@@ -278,7 +317,12 @@ impl Queue {
 
     /// Wait until everything submitted on this queue has completed.
     pub fn synchronize(&self, timeout_ns: u64) -> Result<()> {
-        self.track.wait_timeline(&self.dev, self.track.submitted(), timeout_ns, "tg_queue_synchronize")
+        self.track.wait_timeline(
+            &self.dev,
+            self.track.submitted(),
+            timeout_ns,
+            "tg_queue_synchronize",
+        )
     }
 
     fn record_init(&mut self) -> Result<()> {
@@ -300,7 +344,12 @@ impl Queue {
         let pos = self.cmd.pos() as usize;
         // SAFETY: the ring is CPU-mapped, `cap` dwords long, and [pos, pos + MAX_CMD_DW) is
         // free (ensure_cmd_space): the GPU no longer reads it.
-        let slice = unsafe { std::slice::from_raw_parts_mut((self.cmd.alloc.cpu as *mut u32).add(pos), MAX_CMD_DW as usize) };
+        let slice = unsafe {
+            std::slice::from_raw_parts_mut(
+                (self.cmd.alloc.cpu as *mut u32).add(pos),
+                MAX_CMD_DW as usize,
+            )
+        };
         let mut pb = PushBuf::for_arch(slice, self.dev.arch());
         f(&mut pb)?;
         self.cmd.head += pb.len() as u64;
@@ -311,7 +360,11 @@ impl Queue {
     fn ensure_cmd_space(&mut self, n: u64) -> Result<()> {
         loop {
             let pos = self.cmd.pos();
-            let wrap = if pos + n + SUBMIT_RESERVE_DW > self.cmd.cap { self.cmd.cap - pos } else { 0 };
+            let wrap = if pos + n + SUBMIT_RESERVE_DW > self.cmd.cap {
+                self.cmd.cap - pos
+            } else {
+                0
+            };
             if self.cmd.free() >= wrap + n + SUBMIT_RESERVE_DW {
                 if wrap > 0 {
                     // Close the segment before the end of the ring and continue at the start.
@@ -335,9 +388,20 @@ impl Queue {
             return self.submit();
         }
         let oldest = self.log.front().copied().ok_or_else(|| {
-            Error::new(Status::Internal, format!("{what} full with nothing in flight (queue token {:#x})", self.raw.token))
+            Error::new(
+                Status::Internal,
+                format!(
+                    "{what} full with nothing in flight (queue token {:#x})",
+                    self.raw.token
+                ),
+            )
         })?;
-        self.track.wait_timeline(&self.dev, oldest.value, self.timeout_ns, "tg_queue (waiting for ring space)")?;
+        self.track.wait_timeline(
+            &self.dev,
+            oldest.value,
+            self.timeout_ns,
+            "tg_queue (waiting for ring space)",
+        )?;
         self.reclaim();
         Ok(())
     }
@@ -399,7 +463,12 @@ impl Queue {
         }
         if self.log.len() == self.log.capacity() {
             let oldest = self.log.front().map(|s| s.value).unwrap_or(0);
-            self.track.wait_timeline(&self.dev, oldest, self.timeout_ns, "tg_queue_submit (waiting for ring space)")?;
+            self.track.wait_timeline(
+                &self.dev,
+                oldest,
+                self.timeout_ns,
+                "tg_queue_submit (waiting for ring space)",
+            )?;
             self.reclaim();
         }
         let value = self.track.submitted() + 1;
@@ -407,7 +476,12 @@ impl Queue {
         // The reserve guarantees room for the release without waiting.
         let pos = self.cmd.pos() as usize;
         // SAFETY: SUBMIT_RESERVE_DW dwords at the head are always free and contiguous.
-        let slice = unsafe { std::slice::from_raw_parts_mut((self.cmd.alloc.cpu as *mut u32).add(pos), SUBMIT_RESERVE_DW as usize) };
+        let slice = unsafe {
+            std::slice::from_raw_parts_mut(
+                (self.cmd.alloc.cpu as *mut u32).add(pos),
+                SUBMIT_RESERVE_DW as usize,
+            )
+        };
         let mut pb = PushBuf::for_arch(slice, self.dev.arch());
         pb.host_sem_release(tl, value, true, true, true)?;
         self.cmd.head += pb.len() as u64;
@@ -449,21 +523,36 @@ impl Queue {
     ///
     /// # Safety
     /// Each pointer must be valid for reads of its parameter's size.
-    pub unsafe fn launch_ptrs(&mut self, kernel: &Kernel, cfg: &LaunchConfig, args: &[*const u8]) -> Result<()> {
+    pub unsafe fn launch_ptrs(
+        &mut self,
+        kernel: &Kernel,
+        cfg: &LaunchConfig,
+        args: &[*const u8],
+    ) -> Result<()> {
         let attrs = kernel.attrs.clone();
         if args.len() != attrs.params.len() {
             return Err(Error::new(
                 Status::InvalidLaunch,
-                format!("tg_launch: kernel \"{}\" has {} parameters, got {} argument pointers", attrs.name, attrs.params.len(), args.len()),
+                format!(
+                    "tg_launch: kernel \"{}\" has {} parameters, got {} argument pointers",
+                    attrs.name,
+                    attrs.params.len(),
+                    args.len()
+                ),
             ));
         }
         if let Some(i) = args.iter().position(|p| p.is_null()) {
-            return Err(Error::new(Status::NullPointer, format!("tg_launch: argument pointer {i} is NULL")));
+            return Err(Error::new(
+                Status::NullPointer,
+                format!("tg_launch: argument pointer {i} is NULL"),
+            ));
         }
         self.launch_with(kernel, cfg, |dst| {
             for (p, a) in attrs.params.iter().zip(args) {
                 let (o, s) = (p.offset as usize, p.size as usize);
-                let d = dst.get_mut(o..o + s).ok_or_else(|| Error::new(Status::Internal, "parameter outside the block"))?;
+                let d = dst
+                    .get_mut(o..o + s)
+                    .ok_or_else(|| Error::new(Status::Internal, "parameter outside the block"))?;
                 // SAFETY: the caller guarantees `a` is readable for `s` bytes.
                 std::ptr::copy_nonoverlapping(*a, d.as_mut_ptr(), s);
             }
@@ -475,18 +564,32 @@ impl Queue {
         let a = kernel.attributes();
         let [bx, by, bz] = cfg.block;
         let [gx, gy, gz] = cfg.grid;
-        let bad = |m: String| Err(Error::new(Status::InvalidLaunch, format!("tg_launch: kernel \"{}\": {m}", a.name)));
+        let bad = |m: String| {
+            Err(Error::new(
+                Status::InvalidLaunch,
+                format!("tg_launch: kernel \"{}\": {m}", a.name),
+            ))
+        };
         if self.kind != QueueKind::Compute {
-            return Err(Error::new(Status::InvalidArgument, "tg_launch: launches need a compute queue; this is a copy queue"));
+            return Err(Error::new(
+                Status::InvalidArgument,
+                "tg_launch: launches need a compute queue; this is a copy queue",
+            ));
         }
         if !Arc::ptr_eq(&kernel.module.dev.inner, &self.dev.inner) {
-            return Err(Error::invalid("tg_launch: the kernel belongs to another device"));
+            return Err(Error::invalid(
+                "tg_launch: the kernel belongs to another device",
+            ));
         }
         if bx == 0 || by == 0 || bz == 0 || gx == 0 || gy == 0 || gz == 0 {
-            return bad(format!("grid ({gx},{gy},{gz}) and block ({bx},{by},{bz}) must have no zero dimension"));
+            return bad(format!(
+                "grid ({gx},{gy},{gz}) and block ({bx},{by},{bz}) must have no zero dimension"
+            ));
         }
         if bx > 1024 || by > 1024 || bz > 64 {
-            return bad(format!("block ({bx},{by},{bz}) exceeds the per-dimension limits (1024,1024,64)"));
+            return bad(format!(
+                "block ({bx},{by},{bz}) exceeds the per-dimension limits (1024,1024,64)"
+            ));
         }
         let threads = bx as u64 * by as u64 * bz as u64;
         if threads > a.max_threads_per_block as u64 {
@@ -496,7 +599,10 @@ impl Queue {
             ));
         }
         if gx > i32::MAX as u32 || gy > 65535 || gz > 65535 {
-            return bad(format!("grid ({gx},{gy},{gz}) exceeds the limits ({}, 65535, 65535)", i32::MAX));
+            return bad(format!(
+                "grid ({gx},{gy},{gz}) exceeds the limits ({}, 65535, 65535)",
+                i32::MAX
+            ));
         }
         if cfg.dynamic_shared_bytes > a.max_dynamic_shared_bytes {
             return bad(format!(
@@ -507,7 +613,12 @@ impl Queue {
         Ok(())
     }
 
-    fn launch_with(&mut self, kernel: &Kernel, cfg: &LaunchConfig, write_params: impl FnOnce(&mut [u8]) -> Result<()>) -> Result<()> {
+    fn launch_with(
+        &mut self,
+        kernel: &Kernel,
+        cfg: &LaunchConfig,
+        write_params: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Result<()> {
         self.dev.check_usable()?;
         self.check_launch(kernel, cfg)?;
         let arch = self.dev.arch();
@@ -516,7 +627,10 @@ impl Queue {
         let cb_size = (param_base + info.param_bytes as u64).div_ceil(256) * 256;
         let karg_va = self.alloc_karg(cb_size)?;
         let qmd_va = self.alloc_qmd()?;
-        let (karg, qmd) = (self.karg.as_ref().expect("compute queue"), self.qmd.as_ref().expect("compute queue"));
+        let (karg, qmd) = (
+            self.karg.as_ref().expect("compute queue"),
+            self.qmd.as_ref().expect("compute queue"),
+        );
         let karg_off = (karg_va - karg.alloc.gpu_va) as usize;
         // SAFETY: [karg_off, karg_off + cb_size) was just reserved in the CPU-mapped ring.
         let ring_cb = unsafe { karg.alloc.cpu.add(karg_off) };
@@ -525,7 +639,8 @@ impl Queue {
         let qmd_base = (qmd.alloc.gpu_va, qmd.alloc.cpu);
         let cb: &mut [u8] = &mut self.scratch[..cb_size as usize];
         let dev_info = self.dev.info();
-        let shared_total = crate::cubin::shared_memory_total(info, cfg.dynamic_shared_bytes, dev_info.sm_major);
+        let shared_total =
+            crate::cubin::shared_memory_total(info, cfg.dynamic_shared_bytes, dev_info.sm_major);
         let p = crate::hw::cbank0::Cbank0Params {
             block: cfg.block,
             grid: cfg.grid,
@@ -538,16 +653,27 @@ impl Queue {
             params: &[],
         };
         crate::hw::cbank0::build_cbank0(arch, cb, &p)?;
-        write_params(&mut cb[param_base as usize..param_base as usize + info.param_bytes as usize])?;
+        write_params(
+            &mut cb[param_base as usize..param_base as usize + info.param_bytes as usize],
+        )?;
         // SAFETY: the reserved ring range; the scratch image does not overlap it.
         unsafe { std::ptr::copy_nonoverlapping(cb.as_ptr(), ring_cb, cb.len()) };
         let smem_config = crate::hw::qmd::smem_config(arch, shared_total)?;
         let qmd_off = (qmd_va - qmd_base.0) as usize;
         let mut words = [0u32; 96];
-        kernel.qmd.write(&mut words, cfg.grid, cfg.block, shared_total, smem_config, (karg_va, cb_size as u32))?;
+        kernel.qmd.write(
+            &mut words,
+            cfg.grid,
+            cfg.block,
+            shared_total,
+            smem_config,
+            (karg_va, cb_size as u32),
+        )?;
         let n = kernel.qmd.dwords();
         // SAFETY: the QMD slot (QMD_STRIDE bytes) was just reserved in the CPU-mapped ring.
-        unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), qmd_base.1.add(qmd_off) as *mut u32, n) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(words.as_ptr(), qmd_base.1.add(qmd_off) as *mut u32, n)
+        };
         let gen = self.dev.inner.local_generation.load(Ordering::Acquire);
         let local = if gen != self.local_generation {
             let lm = self.dev.inner.local.lock();
@@ -612,17 +738,30 @@ impl Queue {
 
     /// Record a copy of `size_bytes` from `src` at `src_offset` to `dst` at `dst_offset`
     /// (copy queues; the copy engine).
-    pub fn copy(&mut self, dst: &Buffer, dst_offset: u64, src: &Buffer, src_offset: u64, size_bytes: u64) -> Result<()> {
+    pub fn copy(
+        &mut self,
+        dst: &Buffer,
+        dst_offset: u64,
+        src: &Buffer,
+        src_offset: u64,
+        size_bytes: u64,
+    ) -> Result<()> {
         self.dev.check_usable()?;
         if self.kind != QueueKind::Copy {
-            return Err(Error::invalid("tg_queue_copy: copies need a copy queue; this is a compute queue"));
+            return Err(Error::invalid(
+                "tg_queue_copy: copies need a copy queue; this is a compute queue",
+            ));
         }
         dst.check_range("tg_queue_copy: dst", dst_offset, size_bytes)?;
         src.check_range("tg_queue_copy: src", src_offset, size_bytes)?;
         if size_bytes == 0 {
             return Ok(());
         }
-        self.copy_va(dst.gpu_va() + dst_offset, src.gpu_va() + src_offset, size_bytes)
+        self.copy_va(
+            dst.gpu_va() + dst_offset,
+            src.gpu_va() + src_offset,
+            size_bytes,
+        )
     }
 
     /// Copy between raw GPU addresses (no range checks beyond the MMU's).
@@ -683,8 +822,16 @@ impl Drop for Queue {
         // Finish what was recorded, then wait (bounded) so the channel is idle before teardown.
         let _ = self.submit();
         let _ = self.synchronize(self.timeout_ns);
-        for r in [Some(&self.cmd), self.qmd.as_ref(), self.karg.as_ref()].into_iter().flatten() {
-            self.dev.free_when_idle(Allocation { gpu_va: r.alloc.gpu_va, cpu: r.alloc.cpu, size: r.alloc.size, id: r.alloc.id });
+        for r in [Some(&self.cmd), self.qmd.as_ref(), self.karg.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            self.dev.free_when_idle(Allocation {
+                gpu_va: r.alloc.gpu_va,
+                cpu: r.alloc.cpu,
+                size: r.alloc.size,
+                id: r.alloc.id,
+            });
         }
     }
 }

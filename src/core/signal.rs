@@ -36,14 +36,25 @@ impl SignalPool {
             }
         }
         if self.free.is_empty() {
-            let a = backend.alloc(CHUNK_BYTES, MemFlags { cpu_cached: true, zeroed: true, ..Default::default() })?;
+            let a = backend.alloc(
+                CHUNK_BYTES,
+                MemFlags {
+                    cpu_cached: true,
+                    zeroed: true,
+                    ..Default::default()
+                },
+            )?;
             for k in (0..CHUNK_BYTES / SLOT_BYTES).rev() {
                 // SAFETY: inside the chunk just allocated.
-                self.free.push((a.gpu_va + k * SLOT_BYTES, unsafe { a.cpu.add((k * SLOT_BYTES) as usize) }));
+                self.free.push((a.gpu_va + k * SLOT_BYTES, unsafe {
+                    a.cpu.add((k * SLOT_BYTES) as usize)
+                }));
             }
             self.chunks.push(a);
         }
-        self.free.pop().ok_or_else(|| Error::new(Status::Internal, "signal pool empty after refill"))
+        self.free
+            .pop()
+            .ok_or_else(|| Error::new(Status::Internal, "signal pool empty after refill"))
     }
 
     pub(crate) fn release_all(&mut self, backend: &dyn Backend) {
@@ -68,14 +79,21 @@ unsafe impl Sync for Signal {}
 
 impl std::fmt::Debug for Signal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Signal").field("gpu_va", &format_args!("{:#x}", self.gpu_va)).field("value", &self.value()).finish()
+        f.debug_struct("Signal")
+            .field("gpu_va", &format_args!("{:#x}", self.gpu_va))
+            .field("value", &self.value())
+            .finish()
     }
 }
 
 impl Signal {
     pub(crate) fn new(dev: &Device, initial: u64) -> Result<Signal> {
         let (gpu_va, ptr) = dev.inner.signals.lock().take(dev.backend())?;
-        let s = Signal { dev: dev.clone(), gpu_va, ptr };
+        let s = Signal {
+            dev: dev.clone(),
+            gpu_va,
+            ptr,
+        };
         s.atomic().store(initial, Ordering::Release);
         // SAFETY: the timestamp word follows the value inside the slot.
         unsafe { std::ptr::write_volatile(ptr.add(8) as *mut u64, 0) };
@@ -139,13 +157,24 @@ impl Signal {
 impl Drop for Signal {
     fn drop(&mut self) {
         let fence = fence_now(&self.dev);
-        self.dev.inner.signals.lock().parked.push(((self.gpu_va, self.ptr), fence));
+        self.dev
+            .inner
+            .signals
+            .lock()
+            .parked
+            .push(((self.gpu_va, self.ptr), fence));
     }
 }
 
 /// Poll `word` until it is ≥ `value`: spin ~20 µs, then yield/sleep with backoff up to 100 µs.
 /// Checks the device for faults between sleeps.
-pub(crate) fn wait_value(dev: &Device, word: &AtomicU64, value: u64, timeout_ns: u64, call: &str) -> Result<()> {
+pub(crate) fn wait_value(
+    dev: &Device,
+    word: &AtomicU64,
+    value: u64,
+    timeout_ns: u64,
+    call: &str,
+) -> Result<()> {
     if word.load(Ordering::Acquire) >= value {
         return Ok(());
     }
@@ -167,12 +196,17 @@ pub(crate) fn wait_value(dev: &Device, word: &AtomicU64, value: u64, timeout_ns:
             return Err(e);
         }
         if elapsed >= deadline {
-            return Err(Error::new(Status::Timeout, format!("{call}: timed out after {timeout_ns} ns")));
+            return Err(Error::new(
+                Status::Timeout,
+                format!("{call}: timed out after {timeout_ns} ns"),
+            ));
         }
         if sleep_us <= 2 {
             std::thread::yield_now();
         } else {
-            std::thread::sleep(Duration::from_micros(sleep_us.min((deadline - elapsed).as_micros() as u64 + 1)));
+            std::thread::sleep(Duration::from_micros(
+                sleep_us.min((deadline - elapsed).as_micros() as u64 + 1),
+            ));
         }
         sleep_us = (sleep_us * 2).min(100);
     }

@@ -30,11 +30,13 @@ pub trait Mmu: Send + Sync {
 
 /// Copy `buf.len()` bytes from GPU VA `va`.
 pub fn gpu_read(mmu: &dyn Mmu, va: u64, buf: &mut [u8]) -> Result<(), MmuFault> {
-    let p = mmu.translate(va, buf.len() as u64, false).ok_or_else(|| MmuFault {
-        address: va,
-        write: false,
-        what: format!("read of {} bytes at unmapped GPU VA {va:#x}", buf.len()),
-    })?;
+    let p = mmu
+        .translate(va, buf.len() as u64, false)
+        .ok_or_else(|| MmuFault {
+            address: va,
+            write: false,
+            what: format!("read of {} bytes at unmapped GPU VA {va:#x}", buf.len()),
+        })?;
     // SAFETY: translate guarantees the range is mapped; the memory may change concurrently,
     // so a plain byte copy is what hardware would do.
     unsafe { std::ptr::copy(p.0, buf.as_mut_ptr(), buf.len()) };
@@ -43,11 +45,16 @@ pub fn gpu_read(mmu: &dyn Mmu, va: u64, buf: &mut [u8]) -> Result<(), MmuFault> 
 
 /// Copy `data` to GPU VA `va`.
 pub fn gpu_write(mmu: &dyn Mmu, va: u64, data: &[u8]) -> Result<(), MmuFault> {
-    let p = mmu.translate(va, data.len() as u64, true).ok_or_else(|| MmuFault {
-        address: va,
-        write: true,
-        what: format!("write of {} bytes to unmapped or read-only GPU VA {va:#x}", data.len()),
-    })?;
+    let p = mmu
+        .translate(va, data.len() as u64, true)
+        .ok_or_else(|| MmuFault {
+            address: va,
+            write: true,
+            what: format!(
+                "write of {} bytes to unmapped or read-only GPU VA {va:#x}",
+                data.len()
+            ),
+        })?;
     // SAFETY: as in gpu_read.
     unsafe { std::ptr::copy(data.as_ptr(), p.0, data.len()) };
     Ok(())

@@ -729,7 +729,9 @@ pub struct QmdTemplate {
 
 impl std::fmt::Debug for QmdTemplate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("QmdTemplate").field("layout", &self.layout.name).finish()
+        f.debug_struct("QmdTemplate")
+            .field("layout", &self.layout.name)
+            .finish()
     }
 }
 
@@ -743,7 +745,10 @@ impl QmdTemplate {
             QmdVersion::V05 => &V05,
         };
         if d.cbanks[0].is_none() {
-            return Err(bad(layout, format_args!("a QMD template needs constant bank 0")));
+            return Err(bad(
+                layout,
+                format_args!("a QMD template needs constant bank 0"),
+            ));
         }
         let mut words = [0u32; 96];
         encode(layout, d, &mut words)?;
@@ -769,33 +774,56 @@ impl QmdTemplate {
         let l = self.layout;
         let n = l.dwords;
         if out.len() < n {
-            return Err(bad(l, format_args!("output has {} dwords, the QMD needs {n}", out.len())));
+            return Err(bad(
+                l,
+                format_args!("output has {} dwords, the QMD needs {n}", out.len()),
+            ));
         }
         let [gx, gy, gz] = grid;
         let [bx, by, bz] = block;
         let threads = u64::from(bx) * u64::from(by) * u64::from(bz);
         if gx == 0 || gy == 0 || gz == 0 || gx > 0x7FFF_FFFF || gy > 0xFFFF || gz > 0xFFFF {
-            return Err(bad(l, format_args!("grid {grid:?}: each dim must be >= 1, x <= 2^31-1, y and z <= 65535")));
+            return Err(bad(
+                l,
+                format_args!("grid {grid:?}: each dim must be >= 1, x <= 2^31-1, y and z <= 65535"),
+            ));
         }
         if bx == 0 || by == 0 || bz == 0 || bx > 1024 || by > 1024 || bz > 64 || threads > 1024 {
             return Err(bad(l, format_args!("block {block:?}: each dim must be >= 1, x and y <= 1024, z <= 64, x*y*z <= 1024")));
         }
-        let sm = if l.smem_shift == 0 { shared_memory_bytes } else { shared_memory_bytes.div_ceil(1 << l.smem_shift) };
+        let sm = if l.smem_shift == 0 {
+            shared_memory_bytes
+        } else {
+            shared_memory_bytes.div_ceil(1 << l.smem_shift)
+        };
         let cw = width(l.smem_min);
         if !fits(u64::from(sm), width(l.smem))
             || !fits(u64::from(smem.min), cw)
             || !fits(u64::from(smem.max), cw)
             || !fits(u64::from(smem.target), cw)
         {
-            return Err(bad(l, format_args!("shared memory {shared_memory_bytes:#x} / config {smem:?} does not fit the QMD")));
+            return Err(bad(
+                l,
+                format_args!(
+                    "shared memory {shared_memory_bytes:#x} / config {smem:?} does not fit the QMD"
+                ),
+            ));
         }
         let (va, size) = cbank0;
         let align = 1u64 << l.cb_addr_shift.max(4);
         let Some((lo, hi)) = split(va >> l.cb_addr_shift, width(l.cb_addr_hi)) else {
-            return Err(bad(l, format_args!("cbank 0 address {va:#x} exceeds the CONSTANT_BUFFER_ADDR field")));
+            return Err(bad(
+                l,
+                format_args!("cbank 0 address {va:#x} exceeds the CONSTANT_BUFFER_ADDR field"),
+            ));
         };
         if size == 0 || size > 0x1_0000 || va & (align - 1) != 0 {
-            return Err(bad(l, format_args!("cbank 0 ({va:#x}, {size:#x}): size 1..=0x10000, {align}-byte aligned")));
+            return Err(bad(
+                l,
+                format_args!(
+                    "cbank 0 ({va:#x}, {size:#x}): size 1..=0x10000, {align}-byte aligned"
+                ),
+            ));
         }
         let q = &mut out[..n];
         q.copy_from_slice(&self.words[..n]);

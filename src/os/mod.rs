@@ -71,19 +71,29 @@ pub trait Sys: Send + Sync {
 pub struct LinuxSys;
 
 fn last_errno() -> Errno {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
 }
 
 impl Sys for LinuxSys {
     fn open(&self, path: &CStr, flags: i32) -> Result<RawFd, Errno> {
         // SAFETY: path is a valid NUL-terminated string.
         let fd = unsafe { libc::open(path.as_ptr(), flags) };
-        if fd < 0 { Err(last_errno()) } else { Ok(fd) }
+        if fd < 0 {
+            Err(last_errno())
+        } else {
+            Ok(fd)
+        }
     }
     fn close(&self, fd: RawFd) -> Result<(), Errno> {
         // SAFETY: closing an fd has no memory-safety preconditions.
         let r = unsafe { libc::close(fd) };
-        if r < 0 { Err(last_errno()) } else { Ok(()) }
+        if r < 0 {
+            Err(last_errno())
+        } else {
+            Ok(())
+        }
     }
     unsafe fn ioctl(&self, fd: RawFd, request: u64, arg: usize) -> Result<i32, Errno> {
         loop {
@@ -107,20 +117,32 @@ impl Sys for LinuxSys {
         offset: i64,
     ) -> Result<*mut u8, Errno> {
         let p = libc::mmap(addr.cast(), len, prot, flags, fd, offset as libc::off_t);
-        if p == libc::MAP_FAILED { Err(last_errno()) } else { Ok(p.cast()) }
+        if p == libc::MAP_FAILED {
+            Err(last_errno())
+        } else {
+            Ok(p.cast())
+        }
     }
     unsafe fn munmap(&self, addr: *mut u8, len: usize) -> Result<(), Errno> {
         let r = libc::munmap(addr.cast(), len);
-        if r < 0 { Err(last_errno()) } else { Ok(()) }
+        if r < 0 {
+            Err(last_errno())
+        } else {
+            Ok(())
+        }
     }
 }
 
 /// Number of open file descriptors of this process (for leak tests).
 pub fn open_fd_count() -> usize {
-    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0)
 }
 
 /// Number of memory mappings of this process (for leak tests).
 pub fn mapping_count() -> usize {
-    std::fs::read_to_string("/proc/self/maps").map(|s| s.lines().count()).unwrap_or(0)
+    std::fs::read_to_string("/proc/self/maps")
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
 }

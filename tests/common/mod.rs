@@ -14,7 +14,9 @@ pub fn fixture_path(dev: &Device) -> std::path::PathBuf {
     let i = dev.info();
     let name = format!("kernels.sm_{}{}.cubin", i.sm_major, i.sm_minor);
     // The build tree, or the working directory (test binaries copied to the device machine).
-    let built = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cubin").join(&name);
+    let built = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/cubin")
+        .join(&name);
     if built.exists() {
         built
     } else {
@@ -30,11 +32,19 @@ pub fn fixtures(dev: &Device) -> Module {
 }
 
 pub fn cfg(grid: u32, block: u32) -> LaunchConfig {
-    LaunchConfig { grid: [grid, 1, 1], block: [block, 1, 1], dynamic_shared_bytes: 0 }
+    LaunchConfig {
+        grid: [grid, 1, 1],
+        block: [block, 1, 1],
+        dynamic_shared_bytes: 0,
+    }
 }
 
 pub fn data_flags() -> MemFlags {
-    MemFlags { cpu_cached: true, zeroed: true, ..Default::default() }
+    MemFlags {
+        cpu_cached: true,
+        zeroed: true,
+        ..Default::default()
+    }
 }
 
 /// Pack parameters: each item is (bytes) appended at its natural alignment.

@@ -722,7 +722,11 @@ pub fn decode_qmd(major: u32, words: &[u32]) -> Result<Option<DecodedQmd>, Strin
         cbank0: q.cb0_valid.then_some((q.cb0_addr, q.cb0_size)),
         local_low: q.local_low,
         local_high: q.local_high,
-        releases: q.releases.iter().map(|r| (r.addr, r.payload, r.payload64, r.structure)).collect(),
+        releases: q
+            .releases
+            .iter()
+            .map(|r| (r.addr, r.payload, r.payload64, r.structure))
+            .collect(),
         dependent_qmd: q.dependent,
     }))
 }
