@@ -357,6 +357,12 @@ fn faulting_kernel_is_reported_with_its_address() {
     let e = s.wait(1, 10 * SEC).unwrap_err();
     assert_eq!(e.status, Status::DeviceFault, "{e:?}");
     let f = dev.fault_report().expect("a fault report");
+    eprintln!(
+        "fault report: code {} address {:?}: {}",
+        f.code,
+        f.address.map(|a| format!("{a:#x}")),
+        f.what
+    );
     if let Some(a) = f.address {
         assert_eq!(
             a & !0xfff,
