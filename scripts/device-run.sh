@@ -23,7 +23,7 @@ step() { # name, timeout, command...
   date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
   step info 60 "$D/bin/tegragpu-info"
   for t in ${TESTS:-contract kernels}; do
-    step "rust:$t" 300 "$D/tests/$t" --test-threads=1
+    step "rust:$t" 300 "$D/tests/$t" --test-threads=1 --nocapture
   done
   if [ -d "$D/c" ]; then
     for ex in device_info vector_add saxpy matmul memcpy_bandwidth launch_latency api_misuse; do
