@@ -21,28 +21,3 @@ pub use crate::backend::{BackendKind, DeviceInfo, MemFlags};
 
 /// Default timeout for internal waits (ring space, synchronize without an explicit timeout).
 pub const DEFAULT_TIMEOUT_NS: u64 = 10_000_000_000;
-
-/// Placeholder backend type until the backends land.
-#[doc(hidden)]
-pub struct DeviceInfoStub;
-impl crate::backend::Backend for DeviceInfoStub {
-    fn info(&self) -> &DeviceInfo {
-        unreachable!()
-    }
-    fn alloc(&self, _: u64, _: MemFlags) -> crate::Result<crate::backend::Allocation> {
-        unreachable!()
-    }
-    fn free(&self, _: &crate::backend::Allocation) -> crate::Result<()> {
-        unreachable!()
-    }
-    fn export_dmabuf(&self, _: &crate::backend::Allocation) -> crate::Result<std::os::fd::RawFd> {
-        unreachable!()
-    }
-    fn create_channel(
-        &self,
-        _: crate::backend::Engine,
-        _: u32,
-    ) -> crate::Result<Box<dyn crate::backend::Channel>> {
-        unreachable!()
-    }
-}
