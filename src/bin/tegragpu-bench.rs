@@ -305,6 +305,35 @@ fn bench_ours(
         });
     }
 
+    // 5b. SM write bandwidth into the same kind of memory (fill_u32 kernel), GPU timestamps.
+    {
+        let m = ours.dev.load_module(cubin_for(&ours.dev))?;
+        let fill = m.kernel("fill_u32")?;
+        let size: u64 = if info.emulated { 16 << 20 } else { 1 << 30 };
+        let b = ours.dev.alloc(size, MemFlags::default())?;
+        let n = (size / 4) as u32;
+        let mut params = Vec::with_capacity(16);
+        params.extend_from_slice(&b.gpu_va().to_le_bytes());
+        params.extend_from_slice(&7u32.to_le_bytes());
+        params.extend_from_slice(&n.to_le_bytes());
+        let t0 = ours.dev.create_signal(0)?;
+        let cfg = LaunchConfig { grid: [n.div_ceil(256), 1, 1], block: [256, 1, 1], dynamic_shared_bytes: 0 };
+        let mut best = f64::MAX;
+        for i in 0..5u64 {
+            ours.next += 1;
+            ours.q.signal(&t0, i + 1)?;
+            ours.q.launch(&fill, &cfg, &params)?;
+            ours.q.signal(&ours.sig, ours.next)?;
+            ours.q.submit()?;
+            ours.sig.wait(ours.next, 60 * TO)?;
+            let dt = ours.sig.timestamp().saturating_sub(t0.timestamp()) as f64 / 1e9;
+            if dt > 0.0 {
+                best = best.min(dt);
+            }
+        }
+        rows.push(Row { name: "SM fill 1 GiB (fill_u32 kernel), write", unit: "GB/s", ours: size as f64 / best / 1e9, cuda: None, target: None, lower_is_better: false });
+    }
+
     // 6. Allocate + free 256 MiB.
     let n = if o.quick { 5 } else { 20 };
     let mut v = Vec::new();
