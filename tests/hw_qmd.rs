@@ -744,3 +744,52 @@ fn qmd_template_write_equals_full_encode() {
         );
     }
 }
+
+/// Rewriting only `variable_dwords` over an earlier launch of the same template gives the full QMD.
+#[test]
+fn qmd_template_variable_dwords_cover_every_change() {
+    use tegragpu::hw::arch::QmdVersion;
+    use tegragpu::hw::qmd::{smem_config, QmdTemplate};
+    let arch = tegragpu::hw::arch::arch_by_name("gh100")
+        .or_else(|| tegragpu::hw::arch::arch_by_name("ga10b"))
+        .unwrap();
+    for ver in [QmdVersion::V03, QmdVersion::V04, QmdVersion::V05] {
+        let mut base = LaunchDesc {
+            program_va: 0x7f_1234_5600,
+            register_count: 40,
+            barrier_count: 1,
+            local_memory_per_thread: 0x240,
+            ..Default::default()
+        };
+        base.cbanks[0] = Some((0, 16));
+        let t = QmdTemplate::new(ver, &base).unwrap();
+        let mut slot = [0u32; 96];
+        t.write(
+            &mut slot,
+            [1, 1, 1],
+            [32, 1, 1],
+            0x400,
+            smem_config(arch, 0x400).unwrap(),
+            (0x1000, 0x300),
+        )
+        .unwrap();
+        let mut fresh = [0u32; 96];
+        let (g, b, sm, cb) = (
+            [70000u32, 9, 3],
+            [8u32, 8, 16],
+            0x9000u32,
+            (0x2_0000u64, 0x400u32),
+        );
+        t.write(&mut fresh, g, b, sm, smem_config(arch, sm).unwrap(), cb)
+            .unwrap();
+        for &i in t.variable_dwords() {
+            slot[i as usize] = fresh[i as usize];
+        }
+        assert_eq!(slot, fresh, "{ver:?}");
+        assert!(
+            t.variable_dwords().len() < t.dwords() / 4,
+            "{ver:?}: {:?}",
+            t.variable_dwords()
+        );
+    }
+}

@@ -317,7 +317,11 @@ fn bench_ours(
         params.extend_from_slice(&7u32.to_le_bytes());
         params.extend_from_slice(&n.to_le_bytes());
         let t0 = ours.dev.create_signal(0)?;
-        let cfg = LaunchConfig { grid: [n.div_ceil(256), 1, 1], block: [256, 1, 1], dynamic_shared_bytes: 0 };
+        let cfg = LaunchConfig {
+            grid: [n.div_ceil(256), 1, 1],
+            block: [256, 1, 1],
+            dynamic_shared_bytes: 0,
+        };
         let mut best = f64::MAX;
         for i in 0..5u64 {
             ours.next += 1;
@@ -331,7 +335,14 @@ fn bench_ours(
                 best = best.min(dt);
             }
         }
-        rows.push(Row { name: "SM fill 1 GiB (fill_u32 kernel), write", unit: "GB/s", ours: size as f64 / best / 1e9, cuda: None, target: None, lower_is_better: false });
+        rows.push(Row {
+            name: "SM fill 1 GiB (fill_u32 kernel), write",
+            unit: "GB/s",
+            ours: size as f64 / best / 1e9,
+            cuda: None,
+            target: None,
+            lower_is_better: false,
+        });
     }
 
     // 6. Allocate + free 256 MiB.

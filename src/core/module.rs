@@ -65,7 +65,11 @@ pub struct Kernel {
     pub(crate) program_va: u64,
     /// The kernel's QMD with everything but the launch shape, shared memory and cbank 0 filled in.
     pub(crate) qmd: Arc<crate::hw::qmd::QmdTemplate>,
+    /// Unique (never reused) id of this kernel object, for the queues' slot caches.
+    pub(crate) id: u64,
 }
+
+static NEXT_KERNEL_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl Module {
     pub(crate) fn load(dev: &Device, bytes: &[u8]) -> Result<Module> {
@@ -179,6 +183,7 @@ impl Module {
             attrs: Arc::new(attrs),
             program_va: base + k.code_offset,
             qmd,
+            id: NEXT_KERNEL_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         })
     }
 }

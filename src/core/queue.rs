@@ -42,7 +42,10 @@ pub struct LaunchConfig {
 const GPFIFO_ENTRIES: u32 = 1024;
 const CMD_BYTES: u64 = 1 << 20;
 const QMD_SLOTS: u64 = 1024;
-const QMD_STRIDE: u64 = 512;
+/// Each QMD slot also holds the launch's constant bank 0 when it fits (at +QMD_SLOT_CBANK).
+const QMD_STRIDE: u64 = 2048;
+const QMD_SLOT_CBANK: u64 = 512;
+const QMD_SLOT_CBANK_MAX: u64 = QMD_STRIDE - QMD_SLOT_CBANK;
 const KARG_BYTES: u64 = 1 << 20;
 /// Dwords kept free in the command ring for the closing release of a submit.
 const SUBMIT_RESERVE_DW: u64 = 16;
@@ -170,6 +173,11 @@ pub struct Queue {
     /// Constant bank 0 is built here (cached memory) and copied to the ring in one sequential
     /// pass: the ring may be write-combined memory behind a bus.
     scratch: Box<[u8]>,
+    /// Per QMD slot: the kernel id whose QMD the slot holds, and the (kernel id, cbank size) of
+    /// the constant bank at +QMD_SLOT_CBANK (0 = none). A launch of the same kernel into a slot
+    /// rewrites only what changes per launch.
+    slot_qmd: Vec<u64>,
+    slot_cbank: Vec<(u64, u32)>,
     local_generation: u64,
     /// The device's code generation at this queue's last shader-cache invalidate.
     code_generation: u64,
@@ -288,6 +296,8 @@ impl Queue {
             log: VecDeque::with_capacity(raw.entries as usize),
             last_was_launch: false,
             scratch: vec![0u8; crate::hw::cbank0::MAX_CBANK0_BYTES].into_boxed_slice(),
+            slot_qmd: vec![0; QMD_SLOTS as usize],
+            slot_cbank: vec![(0, 0); QMD_SLOTS as usize],
             local_generation: 0,
             code_generation: 0,
             timeout_ns: DEFAULT_TIMEOUT_NS,
@@ -625,18 +635,29 @@ impl Queue {
         let info = kernel.info();
         let param_base = info.param_base as u64;
         let cb_size = (param_base + info.param_bytes as u64).div_ceil(256) * 256;
-        let karg_va = self.alloc_karg(cb_size)?;
         let qmd_va = self.alloc_qmd()?;
-        let (karg, qmd) = (
-            self.karg.as_ref().expect("compute queue"),
-            self.qmd.as_ref().expect("compute queue"),
-        );
-        let karg_off = (karg_va - karg.alloc.gpu_va) as usize;
-        // SAFETY: [karg_off, karg_off + cb_size) was just reserved in the CPU-mapped ring.
-        let ring_cb = unsafe { karg.alloc.cpu.add(karg_off) };
-        // Build the image in cached memory and copy it out in one sequential pass: the ring may
-        // be write-combined memory behind a bus (scattered partial writes cost bus transactions).
-        let qmd_base = (qmd.alloc.gpu_va, qmd.alloc.cpu);
+        let (qmd_gpu, qmd_cpu) = {
+            let r = self.qmd.as_ref().expect("compute queue");
+            (r.alloc.gpu_va, r.alloc.cpu)
+        };
+        let slot = ((qmd_va - qmd_gpu) / QMD_STRIDE) as usize;
+        let in_slot = cb_size <= QMD_SLOT_CBANK_MAX;
+        let karg_va = if in_slot {
+            qmd_va + QMD_SLOT_CBANK
+        } else {
+            self.alloc_karg(cb_size)?
+        };
+        let ring_cb: *mut u8 = if in_slot {
+            // SAFETY: inside the QMD slot just reserved.
+            unsafe { qmd_cpu.add((qmd_va - qmd_gpu + QMD_SLOT_CBANK) as usize) }
+        } else {
+            let karg = self.karg.as_ref().expect("compute queue");
+            // SAFETY: [karg_va, +cb_size) was just reserved in the CPU-mapped ring.
+            unsafe { karg.alloc.cpu.add((karg_va - karg.alloc.gpu_va) as usize) }
+        };
+        // Build the image in cached memory, then write the ring (write-combined memory, behind a
+        // bus on desktop GPUs) in sequential runs: everything, or only what changes per launch
+        // when the slot already holds a constant bank of this kernel with this size.
         let cb: &mut [u8] = &mut self.scratch[..cb_size as usize];
         let dev_info = self.dev.info();
         let shared_total =
@@ -653,13 +674,28 @@ impl Queue {
             params: &[],
         };
         crate::hw::cbank0::build_cbank0(arch, cb, &p)?;
-        write_params(
-            &mut cb[param_base as usize..param_base as usize + info.param_bytes as usize],
-        )?;
-        // SAFETY: the reserved ring range; the scratch image does not overlap it.
-        unsafe { std::ptr::copy_nonoverlapping(cb.as_ptr(), ring_cb, cb.len()) };
+        let params_range = param_base as usize..param_base as usize + info.param_bytes as usize;
+        write_params(&mut cb[params_range.clone()])?;
+        let cb_key = (kernel.id, cb_size as u32);
+        let variable = cbank0_variable_ranges(info.param_base);
+        match variable {
+            Some(ranges) if in_slot && self.slot_cbank[slot] == cb_key => {
+                for r in ranges.iter().chain(std::iter::once(&params_range)) {
+                    // SAFETY: r lies inside the cbank (build_cbank0 checked param_base + bytes).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            cb.as_ptr().add(r.start),
+                            ring_cb.add(r.start),
+                            r.len(),
+                        )
+                    };
+                }
+            }
+            // SAFETY: the reserved ring range; the scratch image does not overlap it.
+            _ => unsafe { std::ptr::copy_nonoverlapping(cb.as_ptr(), ring_cb, cb.len()) },
+        }
+        self.slot_cbank[slot] = if in_slot { cb_key } else { (0, 0) };
         let smem_config = crate::hw::qmd::smem_config(arch, shared_total)?;
-        let qmd_off = (qmd_va - qmd_base.0) as usize;
         let mut words = [0u32; 96];
         kernel.qmd.write(
             &mut words,
@@ -669,11 +705,18 @@ impl Queue {
             smem_config,
             (karg_va, cb_size as u32),
         )?;
-        let n = kernel.qmd.dwords();
         // SAFETY: the QMD slot (QMD_STRIDE bytes) was just reserved in the CPU-mapped ring.
-        unsafe {
-            std::ptr::copy_nonoverlapping(words.as_ptr(), qmd_base.1.add(qmd_off) as *mut u32, n)
-        };
+        let dst = unsafe { qmd_cpu.add((qmd_va - qmd_gpu) as usize) as *mut u32 };
+        if self.slot_qmd[slot] == kernel.id {
+            for &i in kernel.qmd.variable_dwords() {
+                // SAFETY: i < the QMD's dwords, inside the slot.
+                unsafe { std::ptr::write_volatile(dst.add(i as usize), words[i as usize]) };
+            }
+        } else {
+            // SAFETY: as above.
+            unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), dst, kernel.qmd.dwords()) };
+            self.slot_qmd[slot] = kernel.id;
+        }
         let gen = self.dev.inner.local_generation.load(Ordering::Acquire);
         let local = if gen != self.local_generation {
             let lm = self.dev.inner.local.lock();
@@ -812,6 +855,20 @@ impl Queue {
     }
 }
 
+/// The bytes of constant bank 0 below the parameters that change from one launch of a kernel to
+/// the next (launch dimensions, dynamic and aggregate shared memory, grid in clusters); the rest
+/// of the driver-reserved area is the same for every launch on a device. `None`: unknown layout,
+/// write the whole bank.
+fn cbank0_variable_ranges(param_base: u32) -> Option<&'static [std::ops::Range<usize>]> {
+    const SM8X: [std::ops::Range<usize>; 1] = [0..0x30];
+    const SM90: [std::ops::Range<usize>; 2] = [0..0x30, 0x138..0x168];
+    match param_base {
+        0x160 => Some(&SM8X),
+        0x210 => Some(&SM90),
+        _ => None,
+    }
+}
+
 fn gp_get(userd: *mut u32) -> u32 {
     // SAFETY: USERD is mapped for the channel's lifetime; GP_GET is at byte 0x88.
     unsafe { std::ptr::read_volatile(userd.add(0x88 / 4)) }
@@ -832,6 +889,53 @@ impl Drop for Queue {
                 size: r.alloc.size,
                 id: r.alloc.id,
             });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cbank0_variable_ranges;
+    use crate::hw::arch::arch_by_name;
+    use crate::hw::cbank0::{build_cbank0, Cbank0Params};
+
+    /// Two launches with every per-launch value different differ only inside the ranges the
+    /// queue rewrites when it reuses a slot (and the parameters).
+    #[test]
+    fn cbank0_differences_lie_in_the_variable_ranges() {
+        for name in ["ga10b", "gh100"] {
+            let arch = arch_by_name(name).unwrap();
+            let base = arch.cbank0.param_base;
+            let ranges = cbank0_variable_ranges(base).expect("known layout");
+            let mk = |block, grid, dynamic, aggr| {
+                let mut out = vec![0xAAu8; base as usize + 16];
+                let p = Cbank0Params {
+                    block,
+                    grid,
+                    shared_window: 0xfe_0000_0000,
+                    local_window: 0xfd_0000_0000,
+                    dynamic_smem_bytes: dynamic,
+                    aggr_smem_bytes: aggr,
+                    sm_count: 132,
+                    param_base: base,
+                    params: &[],
+                };
+                build_cbank0(arch, &mut out, &p).unwrap();
+                out
+            };
+            let a = mk([1, 2, 3], [4, 5, 6], 0, 0x400);
+            let b = mk([1024, 1, 1], [70000, 65535, 7], 0xC000, 0x10400);
+            let mut differing = 0;
+            for i in 0..base as usize {
+                if a[i] != b[i] {
+                    differing += 1;
+                    assert!(
+                        ranges.iter().any(|r| r.contains(&i)),
+                        "{name}: byte {i:#x} changes outside the variable ranges"
+                    );
+                }
+            }
+            assert!(differing > 0);
         }
     }
 }

@@ -725,6 +725,9 @@ pub fn encode_qmd(version: QmdVersion, d: &LaunchDesc, out: &mut [u32]) -> Resul
 pub struct QmdTemplate {
     layout: &'static Layout,
     words: [u32; 96],
+    /// Indices of the dwords `write` may change (launch shape, shared memory, cbank 0).
+    variable: [u8; 24],
+    n_variable: usize,
 }
 
 impl std::fmt::Debug for QmdTemplate {
@@ -752,7 +755,44 @@ impl QmdTemplate {
         }
         let mut words = [0u32; 96];
         encode(layout, d, &mut words)?;
-        Ok(QmdTemplate { layout, words })
+        let l = layout;
+        let fields = [
+            l.grid[0],
+            l.grid[1],
+            l.grid[2],
+            l.block[0],
+            l.block[1],
+            l.block[2],
+            l.smem,
+            l.smem_min,
+            l.smem_max,
+            l.smem_target,
+            l.cb_addr_lo,
+            l.cb_addr_hi,
+            l.cb_size,
+        ];
+        let mut variable = [0u8; 24];
+        let mut n_variable = 0;
+        for f in fields {
+            let dw = (f.1 / 32) as u8;
+            if !variable[..n_variable].contains(&dw) {
+                variable[n_variable] = dw;
+                n_variable += 1;
+            }
+        }
+        variable[..n_variable].sort_unstable();
+        Ok(QmdTemplate {
+            layout,
+            words,
+            variable,
+            n_variable,
+        })
+    }
+
+    /// The dwords [`QmdTemplate::write`] may change; every other dword equals the template.
+    /// A QMD slot that already holds a launch of this template needs only these rewritten.
+    pub fn variable_dwords(&self) -> &[u8] {
+        &self.variable[..self.n_variable]
     }
 
     /// QMD size in dwords.
