@@ -860,6 +860,7 @@ impl Queue {
 /// of the driver-reserved area is the same for every launch on a device. `None`: unknown layout,
 /// write the whole bank.
 fn cbank0_variable_ranges(param_base: u32) -> Option<&'static [std::ops::Range<usize>]> {
+    #[allow(clippy::single_range_in_vec_init)]
     const SM8X: [std::ops::Range<usize>; 1] = [0..0x30];
     const SM90: [std::ops::Range<usize>; 2] = [0..0x30, 0x138..0x168];
     match param_base {
