@@ -417,3 +417,40 @@ fn signals_are_reusable_after_drop() {
     }
     dev.synchronize(10 * SEC).unwrap();
 }
+
+#[test]
+fn queue_depth_is_validated_and_small_rings_wrap() {
+    use tegragpu::core::QueueConfig;
+    let dev = device();
+    for bad in [0u32, 3, 8, 100, 1 << 17] {
+        let e = dev
+            .create_queue_with(QueueKind::Compute, QueueConfig { depth: bad })
+            .unwrap_err();
+        assert_eq!(e.status, Status::InvalidArgument, "depth {bad}");
+        assert!(e.message.contains(&bad.to_string()), "{}", e.message);
+    }
+    let m = fixtures(&dev);
+    let k = m.kernel("increment").unwrap();
+    let buf = dev.alloc(4096, data_flags()).unwrap();
+    let mut q = dev
+        .create_queue_with(QueueKind::Compute, QueueConfig { depth: 16 })
+        .unwrap();
+    for i in 0..500u64 {
+        q.launch(
+            &k,
+            &cfg(1, 32),
+            Params::new().u64(buf.gpu_va()).u64(1).bytes(),
+        )
+        .unwrap();
+        if i % 2 == 0 {
+            q.submit().unwrap();
+        }
+    }
+    q.submit().unwrap();
+    q.synchronize(30 * SEC).unwrap();
+    assert_eq!(
+        read_u64(&buf, 0),
+        500,
+        "every launch ran once through a 16-deep queue"
+    );
+}

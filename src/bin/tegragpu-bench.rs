@@ -104,7 +104,12 @@ impl Ours {
         let dev = Device::open(spec)?;
         let m = dev.load_module(cubin_for(&dev))?;
         let empty = m.kernel("empty_kernel")?;
-        let q = dev.create_queue(QueueKind::Compute)?;
+        // Deep enough for a whole 10,000-launch burst, so the CPU-cost rows time recording and
+        // submission, not waiting for the GPU to free ring space.
+        let q = dev.create_queue_with(
+            QueueKind::Compute,
+            tegragpu::core::QueueConfig { depth: 16384 },
+        )?;
         let sig = dev.create_signal(0)?;
         Ok(Ours {
             dev,

@@ -2,7 +2,7 @@
 //! sticky fault state).
 
 use super::buffer::Buffer;
-use super::queue::{fence_now, fence_passed, Fence, Queue, QueueKind, QueueTrack};
+use super::queue::{fence_now, fence_passed, Fence, Queue, QueueConfig, QueueKind, QueueTrack};
 use super::signal::{Signal, SignalPool};
 use super::{Module, DEFAULT_TIMEOUT_NS};
 use crate::backend::{Allocation, Backend, BackendKind, DeviceInfo, MemFlags};
@@ -203,8 +203,13 @@ impl Device {
 
     /// Create a queue. `entries` = GPFIFO ring entries (power of two) or 0 for the default.
     pub fn create_queue(&self, kind: QueueKind) -> Result<Queue> {
+        self.create_queue_with(kind, QueueConfig::default())
+    }
+
+    /// Create a queue with explicit sizing.
+    pub fn create_queue_with(&self, kind: QueueKind, config: QueueConfig) -> Result<Queue> {
         self.check_usable()?;
-        Queue::new(self, kind)
+        Queue::new(self, kind, config)
     }
 
     /// Create a timeline signal with an initial value.

@@ -14,7 +14,7 @@ mod signal;
 pub use buffer::Buffer;
 pub use device::{Device, FaultReport};
 pub use module::{Kernel, KernelAttributes, Module, ParamAttr};
-pub use queue::{LaunchConfig, Queue, QueueKind};
+pub use queue::{LaunchConfig, Queue, QueueConfig, QueueKind};
 pub use signal::Signal;
 
 pub use crate::backend::{BackendKind, DeviceInfo, MemFlags};

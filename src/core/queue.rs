@@ -39,9 +39,7 @@ pub struct LaunchConfig {
     pub dynamic_shared_bytes: u32,
 }
 
-const GPFIFO_ENTRIES: u32 = 1024;
 const CMD_BYTES: u64 = 1 << 20;
-const QMD_SLOTS: u64 = 1024;
 /// Each QMD slot also holds the launch's constant bank 0 when it fits (at +QMD_SLOT_CBANK).
 const QMD_STRIDE: u64 = 2048;
 const QMD_SLOT_CBANK: u64 = 512;
@@ -155,6 +153,21 @@ struct Submission {
     karg_head: u64,
 }
 
+/// Queue sizing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueConfig {
+    /// Submissions (GPFIFO entries) and, on compute queues, launches (QMD slots) that can be in
+    /// flight before recording waits for the GPU: a power of two from 16 to 65536. Default 1024.
+    /// Each unit costs 8 bytes of ring plus, on compute queues, a 2 KiB QMD slot.
+    pub depth: u32,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig { depth: 1024 }
+    }
+}
+
 /// A command queue on one channel.
 pub struct Queue {
     dev: Device,
@@ -222,12 +235,18 @@ fn ring(dev: &Device, bytes: u64, unit: u64) -> Result<Ring> {
 }
 
 impl Queue {
-    pub(crate) fn new(dev: &Device, kind: QueueKind) -> Result<Queue> {
+    pub(crate) fn new(dev: &Device, kind: QueueKind, config: QueueConfig) -> Result<Queue> {
+        let depth = config.depth;
+        if !depth.is_power_of_two() || !(16..=65536).contains(&depth) {
+            return Err(Error::invalid(format!(
+                "tg_queue_create: depth {depth} must be a power of two from 16 to 65536"
+            )));
+        }
         let engine = match kind {
             QueueKind::Compute => Engine::Compute,
             QueueKind::Copy => Engine::Copy,
         };
-        let channel = dev.backend().create_channel(engine, GPFIFO_ENTRIES)?;
+        let channel = dev.backend().create_channel(engine, depth)?;
         let raw = channel.raw();
         let timeline = dev.create_signal(0)?;
         let track = Arc::new(QueueTrack {
@@ -247,9 +266,9 @@ impl Queue {
             Ok(())
         };
         let res = (|| {
-            mk(CMD_BYTES, 4, &mut allocs)?;
+            mk(CMD_BYTES.max(depth as u64 * 256), 4, &mut allocs)?;
             if kind == QueueKind::Compute {
-                mk(QMD_SLOTS * QMD_STRIDE, QMD_STRIDE, &mut allocs)?;
+                mk(depth as u64 * QMD_STRIDE, QMD_STRIDE, &mut allocs)?;
                 mk(KARG_BYTES, 1, &mut allocs)?;
             }
             Ok(())
@@ -296,8 +315,8 @@ impl Queue {
             log: VecDeque::with_capacity(raw.entries as usize),
             last_was_launch: false,
             scratch: vec![0u8; crate::hw::cbank0::MAX_CBANK0_BYTES].into_boxed_slice(),
-            slot_qmd: vec![0; QMD_SLOTS as usize],
-            slot_cbank: vec![(0, 0); QMD_SLOTS as usize],
+            slot_qmd: vec![0; depth as usize],
+            slot_cbank: vec![(0, 0); depth as usize],
             local_generation: 0,
             code_generation: 0,
             timeout_ns: DEFAULT_TIMEOUT_NS,
