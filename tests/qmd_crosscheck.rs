@@ -2,7 +2,7 @@
 //! (`emu::gpu::compute::decode_qmd`), field by field, over many random launch descriptions.
 
 use tegragpu::emu::gpu::compute::decode_qmd;
-use tegragpu::hw::qmd::{encode_v03, encode_v04, LaunchDesc, QmdRelease, SmemConfig};
+use tegragpu::hw::qmd::{encode_v03, encode_v04, encode_v05, LaunchDesc, QmdRelease, SmemConfig};
 
 struct Rng(u64);
 impl Rng {
@@ -121,4 +121,34 @@ fn decoder_rejects_a_v03_with_minor_version_3() {
     .unwrap();
     w[18] |= 3; // QMD_VERSION (minor) dw18[3:0]
     assert!(decode_qmd(3, &w).unwrap_err().contains("3.3"));
+}
+
+#[test]
+fn v05_encoder_agrees_with_the_emulators_decoder() {
+    let mut r = Rng(0x0dd_ba11_cafe_f00d);
+    for i in 0..5000 {
+        let mut d = random_desc(&mut r, 64);
+        // V05 stores shared memory >> 7, local memory >> 4 (16 bits) and blockDim.z in 8 bits.
+        d.shared_memory_bytes &= !0x7f;
+        d.local_memory_per_thread &= 0xf_fff0;
+        d.program_va &= !0xf;
+        let mut w = [0u32; 96];
+        encode_v05(&d, &mut w).unwrap_or_else(|e| panic!("case {i}: {e:?}"));
+        let q = decode_qmd(5, &w)
+            .unwrap()
+            .expect("our V05 QMDs are GRID_CTA");
+        assert_eq!(q.grid, d.grid, "case {i}");
+        assert_eq!(q.block, d.block, "case {i}");
+        assert_eq!(q.register_count, d.register_count, "case {i}");
+        assert_eq!(q.shared_memory_bytes, d.shared_memory_bytes, "case {i}");
+        assert_eq!(q.program_va, d.program_va, "case {i}");
+        assert_eq!(q.cbank0, d.cbanks[0], "case {i}");
+        assert_eq!(q.local_high, d.local_memory_per_thread, "case {i}");
+        let rel = d.release.unwrap();
+        assert_eq!(
+            (q.releases[0].0, q.releases[0].1),
+            (rel.va, rel.payload),
+            "case {i}"
+        );
+    }
 }

@@ -688,6 +688,52 @@ fn decode_v04(q: &[u32], va: u64) -> Result<Option<Qmd>, Fault> {
     }))
 }
 
+/// QMD V05_00 (Blackwell, clcdc0qmd.h). The emulated GPU runs no Blackwell class; this decoder
+/// exists to cross-check the V05 encoder. `Ok(None)`: QMD_TYPE is not GRID_CTA.
+fn decode_v05(q: &[u32], va: u64) -> Result<Option<Qmd>, Fault> {
+    let minor = mw(q, 467, 464);
+    let major = mw(q, 471, 468);
+    if major != 5 || minor != 0 {
+        return Err(gr(
+            Some(va),
+            format!("QMD at {va:#x} has version {major}.{minor}, expected 5.0"),
+        ));
+    }
+    if mw(q, 153, 151) != 2 {
+        return Ok(None);
+    }
+    let mut releases = Vec::new();
+    for i in 0..3u32 {
+        if bit(q, 288 + 16 * i) {
+            let a = 480 + 128 * i;
+            releases.push(Release {
+                addr: (u64::from(mw(q, a + 56, a + 32)) << 32) | u64::from(mw(q, a + 31, a)),
+                payload: (u64::from(mw(q, a + 127, a + 96)) << 32)
+                    | u64::from(mw(q, a + 95, a + 64)),
+                payload64: bit(q, 300 + 16 * i),
+                structure: mw(q, 290 + 16 * i, 289 + 16 * i),
+            });
+        }
+    }
+    let prog = (u64::from(mw(q, 1076, 1056)) << 32) | u64::from(mw(q, 1055, 1024));
+    let cb = (u64::from(mw(q, 1394, 1376)) << 32) | u64::from(mw(q, 1375, 1344));
+    Ok(Some(Qmd {
+        va,
+        grid: [mw(q, 1279, 1248), mw(q, 1295, 1280), mw(q, 1327, 1312)],
+        block: [mw(q, 1103, 1088), mw(q, 1119, 1104), mw(q, 1127, 1120)],
+        regs: mw(q, 1136, 1128),
+        shared: mw(q, 1162, 1152) << 7,
+        program: prog << 4,
+        cb0_addr: cb << 6,
+        cb0_size: mw(q, 1407, 1395) << 4,
+        cb0_valid: bit(q, 1856),
+        local_low: mw(q, 1199, 1184) << 4,
+        local_high: mw(q, 1215, 1200) << 4,
+        releases,
+        dependent: None,
+    }))
+}
+
 /// The emulator's own reading of a QMD, for cross-checking encoders (tests).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecodedQmd {
@@ -704,12 +750,13 @@ pub struct DecodedQmd {
     pub dependent_qmd: Option<u64>,
 }
 
-/// Decode a QMD with the emulator's field table: `major` 3 (V03, 64 dwords) or 4 (V04,
-/// 96 dwords). `Ok(None)`: a V04 QMD whose QMD_TYPE is not GRID_CTA (the GPU ignores it).
+/// Decode a QMD with the emulator's field table: `major` 3 (V03, 64 dwords), 4 (V04, 96
+/// dwords) or 5 (V05, 96 dwords). `Ok(None)`: a V04/V05 QMD whose QMD_TYPE is not GRID_CTA.
 pub fn decode_qmd(major: u32, words: &[u32]) -> Result<Option<DecodedQmd>, String> {
     let q = match major {
         3 => decode_v03(words, 0),
         4 => decode_v04(words, 0),
+        5 => decode_v05(words, 0),
         m => return Err(format!("QMD major version {m} is not modelled")),
     }
     .map_err(|f| f.what)?;
