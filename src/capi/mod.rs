@@ -792,9 +792,12 @@ pub unsafe extern "C" fn tg_buf_free(buf: *mut tg_buf) -> tg_status {
 }
 
 /// The CPU address of the buffer's first byte. Valid until `tg_buf_free()`; the size is
-/// `tg_buf_size()`.
+/// `tg_buf_size()`. On Orin the memory is shared with the CPU. On desktop GPUs video memory is
+/// mapped for the CPU (through BAR1) on the first call: CPU writes are fast, CPU reads are slow
+/// (use `TG_BUF_CPU_CACHED` for buffers the CPU reads back).
 ///
-/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`.
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`; `TG_ERROR_OS` or
+/// `TG_ERROR_OUT_OF_MEMORY` when the CPU mapping cannot be made (BAR1 space exhausted).
 /// Thread safety: any thread.
 ///
 /// # Safety
@@ -804,7 +807,8 @@ pub unsafe extern "C" fn tg_buf_cpu_ptr(buf: *const tg_buf, out: *mut *mut c_voi
     run("tg_buf_cpu_ptr", || {
         let b = buffer(buf, "buf")?;
         let out = out_ptr(out, "out")?;
-        out.write(b.cpu_ptr() as *mut c_void);
+        // Desktop video memory is CPU-mapped (BAR1) on first use; report a failed mapping.
+        out.write(b.map_cpu()? as *mut c_void);
         Ok(())
     })
 }
