@@ -182,6 +182,8 @@ pub struct Queue {
     qmd: Option<Ring>,
     karg: Option<Ring>,
     log: VecDeque<Submission>,
+    /// QMD and constant-bank ring heads as of the last fully recorded launch.
+    committed: (u64, u64),
     last_was_launch: bool,
     /// Constant bank 0 is built here (cached memory) and copied to the ring in one sequential
     /// pass: the ring may be write-combined memory behind a bus.
@@ -313,6 +315,7 @@ impl Queue {
             qmd,
             karg,
             log: VecDeque::with_capacity(raw.entries as usize),
+            committed: (0, 0),
             last_was_launch: false,
             scratch: vec![0u8; crate::hw::cbank0::MAX_CBANK0_BYTES].into_boxed_slice(),
             slot_qmd: vec![0; depth as usize],
@@ -518,8 +521,8 @@ impl Queue {
         self.log.push_back(Submission {
             value,
             cmd_head: self.cmd.head,
-            qmd_head: self.qmd.as_ref().map(|r| r.head).unwrap_or(0),
-            karg_head: self.karg.as_ref().map(|r| r.head).unwrap_or(0),
+            qmd_head: self.committed.0,
+            karg_head: self.committed.1,
         });
         self.ring.kick();
         self.track.submitted.store(value, Ordering::Release);
@@ -650,6 +653,29 @@ impl Queue {
     ) -> Result<()> {
         self.dev.check_usable()?;
         self.check_launch(kernel, cfg)?;
+        let heads = (
+            self.qmd.as_ref().map(|r| r.head),
+            self.karg.as_ref().map(|r| r.head),
+        );
+        let r = self.record_launch(kernel, cfg, write_params);
+        if r.is_err() {
+            // Give back the slots of a launch that was not recorded (nothing references them).
+            if let (Some(r), Some(h)) = (self.qmd.as_mut(), heads.0) {
+                r.head = h;
+            }
+            if let (Some(r), Some(h)) = (self.karg.as_mut(), heads.1) {
+                r.head = h;
+            }
+        }
+        r
+    }
+
+    fn record_launch(
+        &mut self,
+        kernel: &Kernel,
+        cfg: &LaunchConfig,
+        write_params: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Result<()> {
         let arch = self.dev.arch();
         let info = kernel.info();
         let param_base = info.param_base as u64;
@@ -765,6 +791,14 @@ impl Queue {
             self.local_generation = gen;
         }
         self.code_generation = code_gen;
+        // The launch's QMD slot and constant bank belong to this submission from now on. A
+        // submit forced by ring space in the middle of recording a launch (in alloc_karg or
+        // with_cmd) must not hand them to an earlier submission, whose completion would free
+        // them while this launch is still unsubmitted.
+        self.committed = (
+            self.qmd.as_ref().map(|r| r.head).unwrap_or(0),
+            self.karg.as_ref().map(|r| r.head).unwrap_or(0),
+        );
         self.last_was_launch = true;
         Ok(())
     }
