@@ -134,6 +134,7 @@ fn lists_all_kernels_of_kernels_cu() {
         assert_eq!(
             names,
             [
+                "big_params",
                 "bounded_128",
                 "empty_kernel",
                 "fill_u32",
@@ -527,7 +528,7 @@ fn relocations_of_unloaded_sections_are_ignored() {
         let at = s.offset as usize + 16 * e + 8;
         f[at..at + 4].copy_from_slice(&0x77u32.to_le_bytes());
     }
-    assert_eq!(parse(&f, ORIN).kernels().len(), 10);
+    assert_eq!(parse(&f, ORIN).kernels().len(), 11);
 }
 
 #[test]
@@ -865,4 +866,17 @@ fn consts_are_the_documented_values() {
         ),
         (2, 4, 0x38, 0x39)
     );
+}
+
+#[test]
+fn big_by_value_parameter_layout() {
+    for (b, sm, base) in [(K87, ORIN, 0x160), (K90, HOPPER, 0x210)] {
+        let m = parse(b, sm);
+        let k = m.kernel("big_params").unwrap();
+        let p: Vec<(u32, u32)> = k.params.iter().map(|p| (p.offset, p.size)).collect();
+        // C ABI: a pointer at 0, then the 2048-byte struct (4-byte aligned) at 8.
+        assert_eq!(p, vec![(0, 8), (8, 2048)]);
+        assert_eq!(k.param_bytes, 2056);
+        assert_eq!(k.param_base, base);
+    }
 }

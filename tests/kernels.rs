@@ -328,3 +328,39 @@ fn launches_that_do_not_fit_the_kernel_are_refused() {
     });
     assert_eq!(unsafe { *(out.cpu_ptr() as *const u32).add(129) }, 1);
 }
+
+#[test]
+fn two_kilobyte_by_value_parameter() {
+    // A constant bank larger than a queue's QMD slot holds goes through the constant-bank ring.
+    let dev = device();
+    let m = fixtures(&dev);
+    let k = m.kernel("big_params").unwrap();
+    assert_eq!(k.attributes().param_bytes, 2056);
+    let out = dev.alloc(4096, data_flags()).unwrap();
+    let mut q = dev
+        .create_queue_with(
+            QueueKind::Compute,
+            tegragpu::core::QueueConfig { depth: 16 },
+        )
+        .unwrap();
+    let s = dev.create_signal(0).unwrap();
+    for round in 0..40u32 {
+        let mut p = Vec::with_capacity(2056);
+        p.extend_from_slice(&out.gpu_va().to_le_bytes());
+        for i in 0..512u32 {
+            p.extend_from_slice(&(i.wrapping_mul(2654435761) ^ round).to_le_bytes());
+        }
+        q.launch(&k, &cfg(4, 128), &p).unwrap();
+        q.signal(&s, round as u64 + 1).unwrap();
+        q.submit().unwrap();
+        s.wait(round as u64 + 1, 30 * SEC).unwrap();
+        for i in [0usize, 1, 255, 511] {
+            let got = unsafe { std::ptr::read_volatile((out.cpu_ptr() as *const u32).add(i)) };
+            assert_eq!(
+                got,
+                (i as u32).wrapping_mul(2654435761) ^ round,
+                "round {round} element {i}"
+            );
+        }
+    }
+}

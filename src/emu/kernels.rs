@@ -286,6 +286,7 @@ fn builtin(name: &str) -> Option<RefKernelFn> {
         "mixed_params" => mixed_params,
         "uses_local" => uses_local,
         "bounded_128" => bounded_128,
+        "big_params" => big_params,
         _ => return None,
     })
 }
@@ -662,6 +663,19 @@ fn uses_local(ctx: &LaunchCtx) -> Result<(), MmuFault> {
         if i < n {
             let k = m.read_u32(elem(idx, i, 4))? & 63;
             m.write_u32(elem(out, i, 4), k.wrapping_mul(3).wrapping_add(i))?;
+        }
+        Ok(())
+    })
+}
+
+/// `big_params(unsigned* out, Big b)`: out at +0, the 2 KiB struct at +8.
+fn big_params(ctx: &LaunchCtx) -> Result<(), MmuFault> {
+    let out = ctx.param_u64(0);
+    let mut m = GpuMem::new(ctx.mmu);
+    ctx.for_each_thread(|bi, ti| {
+        let i = gid(ctx, bi, ti);
+        if i < 512 {
+            m.write_u32(elem(out, i, 4), ctx.param_u32(8 + 4 * i as usize))?;
         }
         Ok(())
     })
