@@ -264,6 +264,15 @@ int main(int argc, char **argv) {
     EXPECT(tg_queue_create(NULL, TG_QUEUE_COMPUTE, &out_q), NULL_H, "tg_queue_create", "dev is NULL", NULL);
     EXPECT(tg_queue_create(dev, TG_QUEUE_COMPUTE, NULL), TG_ERROR_NULL_POINTER, "tg_queue_create", "out is NULL", NULL);
     TRUE(out_q == (tg_queue *)SENTINEL);
+    EXPECT(tg_queue_create_with_depth(dev, TG_QUEUE_COMPUTE, 100, &out_q), TG_ERROR_INVALID_ARGUMENT, "tg_queue_create_with_depth", "depth 100", NULL);
+    EXPECT(tg_queue_create_with_depth(dev, TG_QUEUE_COMPUTE, 0, &out_q), TG_ERROR_INVALID_ARGUMENT, "tg_queue_create_with_depth", "depth 0", NULL);
+    EXPECT(tg_queue_create_with_depth(dev, TG_QUEUE_COPY, 1u << 20, &out_q), TG_ERROR_INVALID_ARGUMENT, "tg_queue_create_with_depth", "depth 1048576", NULL);
+    EXPECT(tg_queue_create_with_depth(dev, (tg_queue_kind)9, 64, &out_q), TG_ERROR_INVALID_ARGUMENT, "tg_queue_create_with_depth", "kind 9", NULL);
+    EXPECT(tg_queue_create_with_depth(NULL, TG_QUEUE_COMPUTE, 64, &out_q), NULL_H, "tg_queue_create_with_depth", "dev is NULL", NULL);
+    EXPECT(tg_queue_create_with_depth(dev, TG_QUEUE_COMPUTE, 64, NULL), TG_ERROR_NULL_POINTER, "tg_queue_create_with_depth", "out is NULL", NULL);
+    TRUE(out_q == (tg_queue *)SENTINEL);
+    EXPECT_OK(tg_queue_create_with_depth(dev, TG_QUEUE_COMPUTE, 16, &dead_q));
+    EXPECT_OK(tg_queue_destroy(dead_q));
     EXPECT_OK(tg_queue_create(dev, TG_QUEUE_COMPUTE, &cq));
     EXPECT_OK(tg_queue_create(dev, TG_QUEUE_COPY, &xq));
     EXPECT_OK(tg_queue_create(dev, TG_QUEUE_COPY, &dead_q));

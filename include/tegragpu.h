@@ -703,6 +703,25 @@ enum tg_status tg_queue_create(const struct tg_device *dev,
                                struct tg_queue **out);
 
 /**
+ * Create a command queue with `depth` in-flight units instead of the default 1024: GPFIFO
+ * entries (submissions) and, on compute queues, QMD slots (launches) that can be queued before
+ * recording waits for the GPU. A power of two from 16 to 65536; each unit costs 8 bytes of
+ * ring plus, on compute queues, 2 KiB of GPU memory.
+ *
+ * Returns what `tg_queue_create()` returns; `TG_ERROR_INVALID_ARGUMENT` for a bad `depth`.
+ *
+ * Ownership: the caller owns `*out` and releases it with `tg_queue_destroy()`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum tg_status tg_queue_create_with_depth(const struct tg_device *dev,
+                                          tg_queue_kind kind,
+                                          uint32_t depth,
+                                          struct tg_queue **out);
+
+/**
  * Destroy a queue: submits what was recorded, waits (up to 10 s) for the queue's work to
  * finish, then releases the channel. NULL is a no-op.
  *

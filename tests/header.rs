@@ -77,6 +77,7 @@ fn header_declares_the_whole_api() {
         "tg_kernel_get_attributes",
         "tg_kernel_get_param",
         "tg_queue_create",
+        "tg_queue_create_with_depth",
         "tg_queue_destroy",
         "tg_launch",
         "tg_launch_args",

@@ -284,6 +284,7 @@ _SIGNATURES = {
     "tg_kernel_get_param": (ctypes.c_int, [_H, ctypes.c_uint32, _P(ctypes.c_uint32),
                                            _P(ctypes.c_uint32)]),
     "tg_queue_create": (ctypes.c_int, [_H, ctypes.c_int, _P(_H)]),
+    "tg_queue_create_with_depth": (ctypes.c_int, [_H, ctypes.c_int, ctypes.c_uint32, _P(_H)]),
     "tg_queue_destroy": (ctypes.c_int, [_H]),
     "tg_launch": (ctypes.c_int, [_H, _H, _P(_LaunchConfig), ctypes.c_void_p, ctypes.c_size_t]),
     "tg_launch_args": (ctypes.c_int, [_H, _H, _P(_LaunchConfig), _P(ctypes.c_void_p),
@@ -456,9 +457,14 @@ class Device(_Handle):
                                            ctypes.byref(h)))
         return Module(h.value)
 
-    def create_queue(self, kind=QueueKind.COMPUTE):
+    def create_queue(self, kind=QueueKind.COMPUTE, depth=None):
+        """A compute or copy queue; `depth` (power of two, 16..65536; default 1024) is how many
+        submissions/launches may be in flight before recording waits for the GPU."""
         h = _H()
-        _check(_lib.tg_queue_create(self.handle, int(kind), ctypes.byref(h)))
+        if depth is None:
+            _check(_lib.tg_queue_create(self.handle, int(kind), ctypes.byref(h)))
+        else:
+            _check(_lib.tg_queue_create_with_depth(self.handle, int(kind), int(depth), ctypes.byref(h)))
         return Queue(h.value)
 
     def create_signal(self, initial=0):

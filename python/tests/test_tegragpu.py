@@ -158,3 +158,22 @@ def test_buffer_outlives_close_while_views_exist(dev):
 def test_status_strings():
     assert tg.status_str(tg.Status.TIMEOUT).startswith("TG_ERROR_TIMEOUT")
     assert tg.status_str(1234) == "unknown tg_status"
+
+
+def test_queue_depth(dev):
+    with pytest.raises(tg.InvalidArgumentError, match=r"^tg_queue_create_with_depth: .*depth 100"):
+        dev.create_queue(depth=100)
+    mod = dev.load_module_file(cubin_path(dev))
+    fill = mod.kernel("fill_u32")
+    n = 4096
+    with dev.alloc(4 * n, tg.BUF_ZEROED) as out, dev.create_queue(depth=16) as q:
+        # More launches than the queue holds: recording waits for the GPU and wraps around.
+        for v in range(1, 41):
+            q.launch(fill, grid=n // 256, block=256, args=(out, np.uint32(v), np.uint32(n)))
+            q.submit()
+        q.synchronize(TIMEOUT_NS)
+        view = out.numpy(np.uint32)
+        assert (view == 40).all()
+        del view
+    fill.close()
+    mod.close()

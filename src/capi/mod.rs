@@ -1160,22 +1160,55 @@ pub unsafe extern "C" fn tg_queue_create(
     out: *mut *mut tg_queue,
 ) -> tg_status {
     run("tg_queue_create", || {
-        let d = device(dev, "dev")?;
-        let out = out_ptr(out, "out")?;
-        let kind = match kind.0 {
-            0 => QueueKind::Compute,
-            1 => QueueKind::Copy,
-            k => {
-                return Err(Error::invalid(format!(
-                    "kind {k} is not a tg_queue_kind (TG_QUEUE_COMPUTE=0, TG_QUEUE_COPY=1)"
-                )))
-            }
-        };
-        let q = d.create_queue(kind)?;
-        let h = register(Object::Queue(Arc::new(Mutex::new(q))))?;
-        out.write(h as *mut tg_queue);
-        Ok(())
+        create_queue(dev, kind, crate::core::QueueConfig::default().depth, out)
     })
+}
+
+/// Create a command queue with `depth` in-flight units instead of the default 1024: GPFIFO
+/// entries (submissions) and, on compute queues, QMD slots (launches) that can be queued before
+/// recording waits for the GPU. A power of two from 16 to 65536; each unit costs 8 bytes of
+/// ring plus, on compute queues, 2 KiB of GPU memory.
+///
+/// Returns what `tg_queue_create()` returns; `TG_ERROR_INVALID_ARGUMENT` for a bad `depth`.
+///
+/// Ownership: the caller owns `*out` and releases it with `tg_queue_destroy()`.
+/// Thread safety: any thread.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_queue_create_with_depth(
+    dev: *const tg_device,
+    kind: tg_queue_kind_arg,
+    depth: u32,
+    out: *mut *mut tg_queue,
+) -> tg_status {
+    run("tg_queue_create_with_depth", || {
+        create_queue(dev, kind, depth, out)
+    })
+}
+
+unsafe fn create_queue(
+    dev: *const tg_device,
+    kind: tg_queue_kind_arg,
+    depth: u32,
+    out: *mut *mut tg_queue,
+) -> Result<()> {
+    let d = device(dev, "dev")?;
+    let out = out_ptr(out, "out")?;
+    let kind = match kind.0 {
+        0 => QueueKind::Compute,
+        1 => QueueKind::Copy,
+        k => {
+            return Err(Error::invalid(format!(
+                "kind {k} is not a tg_queue_kind (TG_QUEUE_COMPUTE=0, TG_QUEUE_COPY=1)"
+            )))
+        }
+    };
+    let q = d.create_queue_with(kind, crate::core::QueueConfig { depth })?;
+    let h = register(Object::Queue(Arc::new(Mutex::new(q))))?;
+    out.write(h as *mut tg_queue);
+    Ok(())
 }
 
 /// Destroy a queue: submits what was recorded, waits (up to 10 s) for the queue's work to
