@@ -146,8 +146,9 @@ int main(int argc, char **argv) {
     EXPECT(tg_buf_alloc(dev, 0, 0, &out_buf), TG_ERROR_INVALID_ARGUMENT, "tg_buf_alloc", "size_bytes is 0", NULL);
     EXPECT(tg_buf_alloc(dev, 1ull << 62, 0, &out_buf), TG_ERROR_OUT_OF_MEMORY, "tg_buf_alloc", "4611686018427387904", NULL);
     EXPECT(tg_buf_alloc(dev, UINT64_MAX, 0, &out_buf), TG_ERROR_OUT_OF_MEMORY, "tg_buf_alloc", "18446744073709551615", NULL);
-    EXPECT(tg_buf_alloc(dev, 4096, 8, &out_buf), TG_ERROR_INVALID_ARGUMENT, "tg_buf_alloc", "0x8", "unknown bits");
-    EXPECT(tg_buf_alloc(dev, 4096, 0xffffffffu, &out_buf), TG_ERROR_INVALID_ARGUMENT, "tg_buf_alloc", "0xfffffff8", NULL);
+    EXPECT(tg_buf_alloc(dev, 4096, 16, &out_buf), TG_ERROR_INVALID_ARGUMENT, "tg_buf_alloc", "0x10", "unknown bits");
+    EXPECT(tg_buf_alloc(dev, 4096, 0xffffffffu, &out_buf), TG_ERROR_INVALID_ARGUMENT, "tg_buf_alloc", "0xfffffff0", NULL);
+    EXPECT(tg_buf_alloc(dev, 4096, TG_BUF_DEVICE_LOCAL | TG_BUF_CPU_CACHED, &out_buf), TG_ERROR_INVALID_ARGUMENT, "tg_buf_alloc", "mutually exclusive", NULL);
     EXPECT(tg_buf_alloc(dev, 4096, TG_BUF_CPU_CACHED | TG_BUF_WRITE_COMBINED, &out_buf), TG_ERROR_INVALID_ARGUMENT, "tg_buf_alloc", "mutually exclusive", NULL);
     EXPECT(tg_buf_alloc(NULL, 4096, 0, &out_buf), NULL_H, "tg_buf_alloc", "dev is NULL", NULL);
     EXPECT(tg_buf_alloc(dead_dev, 4096, 0, &out_buf), NULL_H, "tg_buf_alloc", "not a live tg_device", NULL);

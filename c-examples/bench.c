@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
     for (i = 0; i < 10; i++) {
         tg_buf *t = NULL;
         t0 = now_ns();
-        CHECK(tg_buf_alloc(dev, 256ull << 20, 0, &t));
+        CHECK(tg_buf_alloc(dev, 256ull << 20, TG_BUF_DEVICE_LOCAL, &t));
         CHECK(tg_buf_free(t));
         lat[i] = now_ns() - t0;
     }

@@ -50,14 +50,15 @@
 #define TG_TIMEOUT_INFINITE 18446744073709551615ull
 
 /**
- * `tg_buf_alloc()` flag: CPU-cached mapping (fast CPU reads). The default when neither
- * `TG_BUF_CPU_CACHED` nor `TG_BUF_WRITE_COMBINED` is given.
+ * `tg_buf_alloc()` flag: CPU-cached mapping (fast CPU reads). The default when none of
+ * `TG_BUF_CPU_CACHED`, `TG_BUF_WRITE_COMBINED`, `TG_BUF_DEVICE_LOCAL` is given. On Orin: shared
+ * memory, cached. On desktop GPUs: pinned host memory (the GPU reaches it over PCIe).
  */
 #define TG_BUF_CPU_CACHED 1
 
 /**
- * `tg_buf_alloc()` flag: write-combined CPU mapping (for data the CPU only writes). Excludes
- * `TG_BUF_CPU_CACHED`.
+ * `tg_buf_alloc()` flag: write-combined CPU mapping (for data the CPU only writes). On desktop
+ * GPUs: video memory, mapped for the CPU through BAR1 at allocation (CPU reads are very slow).
  */
 #define TG_BUF_WRITE_COMBINED 2
 
@@ -65,6 +66,13 @@
  * `tg_buf_alloc()` flag: zero the memory before returning it.
  */
 #define TG_BUF_ZEROED 4
+
+/**
+ * `tg_buf_alloc()` flag: memory placed for the GPU. On desktop GPUs: video memory (full GPU
+ * bandwidth), CPU-mapped through BAR1 only when `tg_buf_cpu_ptr()` is first called (CPU writes
+ * fast, reads very slow); allocation is fastest. On Orin the same as `TG_BUF_CPU_CACHED`.
+ */
+#define TG_BUF_DEVICE_LOCAL 8
 
 /**
  * Which kernel driver a device is driven through.
@@ -465,8 +473,8 @@ enum tg_status tg_device_get_fault(const struct tg_device *dev, struct tg_fault_
  *
  * - `size_bytes`: at least 1 (rounded up to whole pages internally; `tg_buf_size()` reports the
  *   requested size).
- * - `flags`: a combination of `TG_BUF_CPU_CACHED`, `TG_BUF_WRITE_COMBINED` (mutually exclusive)
- *   and `TG_BUF_ZEROED`; 0 = CPU-cached, not zeroed.
+ * - `flags`: at most one of `TG_BUF_CPU_CACHED`, `TG_BUF_WRITE_COMBINED`, `TG_BUF_DEVICE_LOCAL`
+ *   (placement; see each flag), plus `TG_BUF_ZEROED`; 0 = CPU-cached, not zeroed.
  * - `out`: receives the new buffer handle.
  *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;

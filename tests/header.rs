@@ -124,6 +124,7 @@ fn header_declares_the_whole_api() {
         "#define TG_BUF_CPU_CACHED 1",
         "#define TG_BUF_WRITE_COMBINED 2",
         "#define TG_BUF_ZEROED 4",
+        "#define TG_BUF_DEVICE_LOCAL 8",
         "#define TG_VERSION_MAJOR ",
         "#define TG_VERSION_MINOR ",
         "#define TG_VERSION_PATCH ",

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 __all__ = [
     "Device", "Buffer", "Module", "Kernel", "Queue", "Signal", "DeviceInfo", "FaultReport",
     "KernelAttributes", "Status", "QueueKind", "Backend", "TegraGpuError", "library_path",
-    "version", "BUF_CPU_CACHED", "BUF_WRITE_COMBINED", "BUF_ZEROED", "TIMEOUT_INFINITE",
+    "version", "BUF_CPU_CACHED", "BUF_WRITE_COMBINED", "BUF_ZEROED", "BUF_DEVICE_LOCAL", "TIMEOUT_INFINITE",
 ]
 
 __version__ = "0.1.0"
@@ -46,6 +46,7 @@ ABI_MAJOR = 0
 BUF_CPU_CACHED = 1
 BUF_WRITE_COMBINED = 2
 BUF_ZEROED = 4
+BUF_DEVICE_LOCAL = 8
 TIMEOUT_INFINITE = 0xFFFF_FFFF_FFFF_FFFF
 DEFAULT_TIMEOUT_NS = 30_000_000_000
 

@@ -57,10 +57,12 @@ pub struct DeviceInfo {
     pub unified_addresses: bool,
 }
 
-/// Allocation flags.
+/// Allocation flags. With neither `cpu_cached` nor `write_combined` the backend places the memory
+/// for the GPU: Orin: CPU-cached shared memory (as `cpu_cached`); desktop: video memory, mapped
+/// for the CPU (BAR1) on first CPU access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct MemFlags {
-    /// CPU-cached mapping (Orin: nvmap CACHEABLE; fast CPU reads). Default when neither is set.
+    /// CPU-cached memory (Orin: nvmap CACHEABLE; desktop: pinned host memory). Fast CPU reads.
     pub cpu_cached: bool,
     /// Write-combined CPU mapping (for rings and command memory the CPU only writes).
     pub write_combined: bool,

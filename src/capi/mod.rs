@@ -226,15 +226,21 @@ pub enum tg_queue_kind {
     TG_QUEUE_COPY = 1,
 }
 
-/// `tg_buf_alloc()` flag: CPU-cached mapping (fast CPU reads). The default when neither
-/// `TG_BUF_CPU_CACHED` nor `TG_BUF_WRITE_COMBINED` is given.
+/// `tg_buf_alloc()` flag: CPU-cached mapping (fast CPU reads). The default when none of
+/// `TG_BUF_CPU_CACHED`, `TG_BUF_WRITE_COMBINED`, `TG_BUF_DEVICE_LOCAL` is given. On Orin: shared
+/// memory, cached. On desktop GPUs: pinned host memory (the GPU reaches it over PCIe).
 pub const TG_BUF_CPU_CACHED: u32 = 1;
-/// `tg_buf_alloc()` flag: write-combined CPU mapping (for data the CPU only writes). Excludes
-/// `TG_BUF_CPU_CACHED`.
+/// `tg_buf_alloc()` flag: write-combined CPU mapping (for data the CPU only writes). On desktop
+/// GPUs: video memory, mapped for the CPU through BAR1 at allocation (CPU reads are very slow).
 pub const TG_BUF_WRITE_COMBINED: u32 = 2;
 /// `tg_buf_alloc()` flag: zero the memory before returning it.
 pub const TG_BUF_ZEROED: u32 = 4;
-const TG_BUF_KNOWN_FLAGS: u32 = TG_BUF_CPU_CACHED | TG_BUF_WRITE_COMBINED | TG_BUF_ZEROED;
+/// `tg_buf_alloc()` flag: memory placed for the GPU. On desktop GPUs: video memory (full GPU
+/// bandwidth), CPU-mapped through BAR1 only when `tg_buf_cpu_ptr()` is first called (CPU writes
+/// fast, reads very slow); allocation is fastest. On Orin the same as `TG_BUF_CPU_CACHED`.
+pub const TG_BUF_DEVICE_LOCAL: u32 = 8;
+const TG_BUF_KNOWN_FLAGS: u32 =
+    TG_BUF_CPU_CACHED | TG_BUF_WRITE_COMBINED | TG_BUF_ZEROED | TG_BUF_DEVICE_LOCAL;
 
 /// Static facts about a device (`tg_device_get_info()`).
 ///
@@ -477,16 +483,17 @@ fn mem_flags(flags: u32) -> Result<MemFlags> {
     let unknown = flags & !TG_BUF_KNOWN_FLAGS;
     if unknown != 0 {
         return Err(Error::invalid(format!(
-            "flags {flags:#x} has unknown bits {unknown:#x} (known: TG_BUF_CPU_CACHED=1, TG_BUF_WRITE_COMBINED=2, TG_BUF_ZEROED=4)"
+            "flags {flags:#x} has unknown bits {unknown:#x} (known: TG_BUF_CPU_CACHED=1, TG_BUF_WRITE_COMBINED=2, TG_BUF_ZEROED=4, TG_BUF_DEVICE_LOCAL=8)"
         )));
     }
-    if flags & TG_BUF_CPU_CACHED != 0 && flags & TG_BUF_WRITE_COMBINED != 0 {
+    let placement = flags & (TG_BUF_CPU_CACHED | TG_BUF_WRITE_COMBINED | TG_BUF_DEVICE_LOCAL);
+    if placement.count_ones() > 1 {
         return Err(Error::invalid(format!(
-            "flags {flags:#x}: TG_BUF_CPU_CACHED and TG_BUF_WRITE_COMBINED are mutually exclusive"
+            "flags {flags:#x}: TG_BUF_CPU_CACHED, TG_BUF_WRITE_COMBINED and TG_BUF_DEVICE_LOCAL are mutually exclusive"
         )));
     }
     Ok(MemFlags {
-        cpu_cached: flags & TG_BUF_WRITE_COMBINED == 0,
+        cpu_cached: flags & (TG_BUF_WRITE_COMBINED | TG_BUF_DEVICE_LOCAL) == 0,
         write_combined: flags & TG_BUF_WRITE_COMBINED != 0,
         zeroed: flags & TG_BUF_ZEROED != 0,
     })
@@ -744,8 +751,8 @@ pub unsafe extern "C" fn tg_device_get_fault(
 ///
 /// - `size_bytes`: at least 1 (rounded up to whole pages internally; `tg_buf_size()` reports the
 ///   requested size).
-/// - `flags`: a combination of `TG_BUF_CPU_CACHED`, `TG_BUF_WRITE_COMBINED` (mutually exclusive)
-///   and `TG_BUF_ZEROED`; 0 = CPU-cached, not zeroed.
+/// - `flags`: at most one of `TG_BUF_CPU_CACHED`, `TG_BUF_WRITE_COMBINED`, `TG_BUF_DEVICE_LOCAL`
+///   (placement; see each flag), plus `TG_BUF_ZEROED`; 0 = CPU-cached, not zeroed.
 /// - `out`: receives the new buffer handle.
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
@@ -1635,9 +1642,20 @@ mod tests {
         assert!(f.cpu_cached && !f.write_combined && !f.zeroed);
         let f = mem_flags(TG_BUF_WRITE_COMBINED | TG_BUF_ZEROED).expect("valid");
         assert!(!f.cpu_cached && f.write_combined && f.zeroed);
-        let e = mem_flags(8).expect_err("bit 3 is unknown");
+        let f = mem_flags(TG_BUF_DEVICE_LOCAL).expect("valid");
+        assert!(!f.cpu_cached && !f.write_combined && !f.zeroed);
+        let e = mem_flags(16).expect_err("bit 4 is unknown");
         assert_eq!(e.status, Status::InvalidArgument);
-        assert!(e.message.contains("0x8"), "{}", e.message);
+        assert!(e.message.contains("0x10"), "{}", e.message);
+        for both in [
+            TG_BUF_DEVICE_LOCAL | TG_BUF_CPU_CACHED,
+            TG_BUF_DEVICE_LOCAL | TG_BUF_WRITE_COMBINED,
+        ] {
+            assert_eq!(
+                mem_flags(both).expect_err("exclusive").status,
+                Status::InvalidArgument
+            );
+        }
         assert_eq!(
             mem_flags(3).expect_err("exclusive").status,
             Status::InvalidArgument
