@@ -328,7 +328,8 @@ int main(int argc, char **argv) {
     args[0] = &va;
     EXPECT(tg_launch_args(cq, bounded, &bad_cfg, args, 1), TG_ERROR_INVALID_LAUNCH, "tg_launch_args", "256", "128");
 
-    EXPECT(tg_queue_copy(cq, buf, 0, buf2, 0, 16), TG_ERROR_INVALID_ARGUMENT, "tg_queue_copy", "compute queue", NULL);
+    EXPECT(tg_queue_copy(cq, buf, 0, buf, 8, 16), TG_ERROR_INVALID_ARGUMENT, "tg_queue_copy", "overlap", NULL);
+    EXPECT(tg_queue_copy(xq, buf, 64, buf, 56, 16), TG_ERROR_INVALID_ARGUMENT, "tg_queue_copy", "overlap", NULL);
     EXPECT(tg_queue_copy(xq, buf, 0, buf2, 0, UINT64_MAX), TG_ERROR_INVALID_ARGUMENT, "tg_queue_copy", "18446744073709551615", NULL);
     EXPECT(tg_queue_copy(xq, buf, UINT64_MAX, buf2, 0, 16), TG_ERROR_INVALID_ARGUMENT, "tg_queue_copy", "dst", "18446744073709551615");
     EXPECT(tg_queue_copy(xq, buf, 0, buf2, (1u << 20) - 8, 16), TG_ERROR_INVALID_ARGUMENT, "tg_queue_copy", "src", "1048568");

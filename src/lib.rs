@@ -5,11 +5,14 @@
 //! `capi` → `core` → `hw`, `cubin`, `backend` → `sys`, `os`; `emu` sits under the `os::Sys` seam.
 
 pub mod backend;
+pub mod builtin;
 pub mod capi;
 pub mod core;
 pub mod cubin;
 pub mod emu;
 pub mod error;
+#[doc(hidden)]
+pub(crate) mod exp;
 pub mod hw;
 pub mod nvrtc;
 pub mod os;

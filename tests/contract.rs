@@ -152,14 +152,20 @@ fn update_arguments_and_resubmit() {
     );
 }
 
-fn copy_and_check(dev: &tegragpu::core::Device, size: u64, src_off: u64, dst_off: u64) {
+fn copy_and_check(
+    dev: &tegragpu::core::Device,
+    kind: QueueKind,
+    size: u64,
+    src_off: u64,
+    dst_off: u64,
+) {
     let src = dev.alloc(size + src_off + 64, data_flags()).unwrap();
     let dst = dev.alloc(size + dst_off + 64, data_flags()).unwrap();
     let s = unsafe { src.as_mut_slice() };
     for (i, b) in s.iter_mut().enumerate() {
         *b = (i as u64).wrapping_mul(2654435761).rotate_right(13) as u8 | 1;
     }
-    let mut q = dev.create_queue(QueueKind::Copy).unwrap();
+    let mut q = dev.create_queue(kind).unwrap();
     let sig = dev.create_signal(0).unwrap();
     q.copy(&dst, dst_off, &src, src_off, size).unwrap();
     q.signal(&sig, 1).unwrap();
@@ -178,7 +184,7 @@ fn copy_and_check(dev: &tegragpu::core::Device, size: u64, src_off: u64, dst_off
     assert!(
         d[dst_off as usize..(dst_off + size) as usize]
             == s[src_off as usize..(src_off + size) as usize],
-        "copy of {size} bytes from offset {src_off} to offset {dst_off}"
+        "{kind:?} queue: copy of {size} bytes from offset {src_off} to offset {dst_off}"
     );
 }
 
@@ -193,15 +199,81 @@ fn copies_small_odd_and_offsets() {
         (1023, 7, 1),
         (4097, 4095, 3),
         (65537, 0, 1),
+        // 16-byte and 4-byte aligned (the SM copy's vector paths) with tails.
+        (16 * 4096 + 12, 16, 32),
+        (4 * 1000 + 3, 4, 8),
+        (256 * 1024 * 16, 0, 0),
     ] {
-        copy_and_check(&dev, size, so, dof);
+        for kind in [QueueKind::Copy, QueueKind::Compute] {
+            copy_and_check(&dev, kind, size, so, dof);
+        }
     }
 }
 
 #[test]
 fn copy_64_mib() {
     let dev = device();
-    copy_and_check(&dev, 64 << 20, 0, 0);
+    copy_and_check(&dev, QueueKind::Copy, 64 << 20, 0, 0);
+    copy_and_check(&dev, QueueKind::Compute, 64 << 20, 0, 0);
+}
+
+#[test]
+fn compute_queue_copies_are_ordered_with_launches() {
+    // fill(a, 41) -> copy a to b -> fill(a, 7) -> increment(b[0] as u64) -> copy b to c, with no
+    // barriers: each step must see the previous one's writes, and the copy must read `a` before
+    // the second fill overwrites it.
+    let dev = device();
+    let m = fixtures(&dev);
+    let fill = m.kernel("fill_u32").unwrap();
+    let inc = m.kernel("increment").unwrap();
+    let n = 100_000u32;
+    let bytes = n as u64 * 4;
+    let a = dev.alloc(bytes, data_flags()).unwrap();
+    let b = dev.alloc(bytes, data_flags()).unwrap();
+    let c = dev.alloc(bytes, data_flags()).unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let s = dev.create_signal(0).unwrap();
+    let fill_cfg = cfg(n.div_ceil(256), 256);
+    let fill_params = |v: u32| {
+        let mut p = Vec::new();
+        p.extend_from_slice(&a.gpu_va().to_le_bytes());
+        p.extend_from_slice(&v.to_le_bytes());
+        p.extend_from_slice(&n.to_le_bytes());
+        p
+    };
+    q.launch(&fill, &fill_cfg, &fill_params(41)).unwrap();
+    q.copy(&b, 0, &a, 0, bytes).unwrap();
+    q.launch(&fill, &fill_cfg, &fill_params(7)).unwrap();
+    let mut p = Vec::new();
+    p.extend_from_slice(&b.gpu_va().to_le_bytes());
+    p.extend_from_slice(&1u64.to_le_bytes());
+    q.launch(&inc, &cfg(1, 1), &p).unwrap();
+    q.copy(&c, 0, &b, 0, bytes).unwrap();
+    q.signal(&s, 1).unwrap();
+    q.submit().unwrap();
+    s.wait(1, 10 * SEC).unwrap();
+    for i in [0usize, 1, 255, 256, n as usize / 2, n as usize - 1] {
+        let want = if i == 0 { 42 } else { 41 };
+        assert_eq!(
+            (read_u32(&a, i), read_u32(&b, i), read_u32(&c, i)),
+            (7, want, want),
+            "element {i}"
+        );
+    }
+}
+
+#[test]
+fn overlapping_copies_are_refused_on_both_queue_kinds() {
+    let dev = device();
+    let buf = dev.alloc(4096, data_flags()).unwrap();
+    for kind in [QueueKind::Copy, QueueKind::Compute] {
+        let mut q = dev.create_queue(kind).unwrap();
+        let e = q.copy(&buf, 8, &buf, 0, 16).unwrap_err();
+        assert_eq!(e.status, Status::InvalidArgument);
+        assert!(e.message.contains("overlap"), "{}", e.message);
+        // Adjacent ranges do not overlap.
+        q.copy(&buf, 16, &buf, 0, 16).unwrap();
+    }
 }
 
 #[test]
@@ -218,22 +290,30 @@ fn copy_at_offsets_above_4_gib() {
     unsafe {
         std::ptr::copy_nonoverlapping(pattern.as_ptr(), p.add(src_off as usize), pattern.len())
     };
-    let mut q = dev.create_queue(QueueKind::Copy).unwrap();
-    let sig = dev.create_signal(0).unwrap();
-    q.copy(&buf, dst_off, &buf, src_off, pattern.len() as u64)
-        .unwrap();
-    q.signal(&sig, 1).unwrap();
-    q.submit().unwrap();
-    sig.wait(1, 10 * SEC).unwrap();
-    let got = unsafe { std::slice::from_raw_parts(p.add(dst_off as usize), pattern.len()) };
-    assert_eq!(got, &pattern[..]);
-    // And a copy whose source and destination are a low and a high buffer.
     let low = dev.alloc(4096, data_flags()).unwrap();
-    q.copy(&low, 0, &buf, src_off, 100).unwrap();
-    q.signal(&sig, 2).unwrap();
-    q.submit().unwrap();
-    sig.wait(2, 10 * SEC).unwrap();
-    assert_eq!(unsafe { &low.as_slice()[..100] }, &pattern[..100]);
+    for kind in [QueueKind::Copy, QueueKind::Compute] {
+        unsafe { std::ptr::write_bytes(p.add(dst_off as usize), 0, pattern.len()) };
+        unsafe { std::ptr::write_bytes(low.cpu_ptr(), 0, 4096) };
+        let mut q = dev.create_queue(kind).unwrap();
+        let sig = dev.create_signal(0).unwrap();
+        q.copy(&buf, dst_off, &buf, src_off, pattern.len() as u64)
+            .unwrap();
+        q.signal(&sig, 1).unwrap();
+        q.submit().unwrap();
+        sig.wait(1, 10 * SEC).unwrap();
+        let got = unsafe { std::slice::from_raw_parts(p.add(dst_off as usize), pattern.len()) };
+        assert_eq!(got, &pattern[..], "{kind:?} queue");
+        // And a copy whose source and destination are a low and a high buffer.
+        q.copy(&low, 0, &buf, src_off, 100).unwrap();
+        q.signal(&sig, 2).unwrap();
+        q.submit().unwrap();
+        sig.wait(2, 10 * SEC).unwrap();
+        assert_eq!(
+            unsafe { &low.as_slice()[..100] },
+            &pattern[..100],
+            "{kind:?} queue"
+        );
+    }
 }
 
 #[test]

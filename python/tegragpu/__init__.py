@@ -670,7 +670,8 @@ class Queue(_Handle):
                               data if data else None, len(data)))
 
     def copy(self, dst, src, size_bytes=None, dst_offset=0, src_offset=0):
-        """Record a copy-engine copy (copy queues). ``size_bytes`` defaults to all of src."""
+        """Record a copy: copy engine on copy queues, built-in SM copy kernel on compute queues.
+        ``size_bytes`` defaults to all of src (from ``src_offset``); ranges must not overlap."""
         if size_bytes is None:
             size_bytes = src.size - src_offset
         _check(_lib.tg_queue_copy(self.handle, dst.handle, dst_offset, src.handle, src_offset,

@@ -125,8 +125,8 @@ def test_errors_raise_with_messages(dev):
             q.launch(bounded, grid=1, block=256, args=(out,))
         with pytest.raises(tg.InvalidLaunchError, match=r"takes 8 bytes of parameters, params_size_bytes is 3"):
             q.launch_packed(bounded, 1, 128, b"abc")
-        with pytest.raises(tg.InvalidArgumentError, match="copies need a copy queue"):
-            q.copy(out, out, 16)
+        with pytest.raises(tg.InvalidArgumentError, match="overlap"):
+            q.copy(out, out, 16, dst_offset=8)
     with dev.create_signal(0) as s:
         with pytest.raises(tg.GpuTimeoutError, match=r"^tg_signal_wait: .*waiting for 3"):
             s.wait(3, 1_000_000)

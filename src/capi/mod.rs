@@ -222,7 +222,7 @@ pub enum tg_backend {
 pub enum tg_queue_kind {
     /// Kernel launches (and signals, waits, barriers).
     TG_QUEUE_COMPUTE = 0,
-    /// Copy-engine transfers with `tg_queue_copy()` (and signals, waits, barriers).
+    /// Copy-engine transfers with `tg_queue_copy()` (and signals, waits, barriers; no launches).
     TG_QUEUE_COPY = 1,
 }
 
@@ -1345,12 +1345,16 @@ pub unsafe extern "C" fn tg_launch_args(
     })
 }
 
-/// Record a copy of `size_bytes` from `src` at `src_offset` to `dst` at `dst_offset` on a copy
-/// queue (the copy engine). Both ranges must lie inside their buffers; the buffers must belong
-/// to the queue's device; a zero size records nothing.
+/// Record a copy of `size_bytes` from `src` at `src_offset` to `dst` at `dst_offset`. On a copy
+/// queue the copy engine moves the bytes; on a compute queue the library's built-in copy kernel
+/// does (the SMs: full memory bandwidth, ordered after earlier launches on the queue like any
+/// kernel; this is how libcuda copies device to device). Both ranges must lie inside their
+/// buffers and must not overlap; the buffers must belong to the queue's device; a zero size
+/// records nothing.
 ///
-/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (compute queue, range
-/// outside a buffer, buffer of another device); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`.
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (range outside a
+/// buffer, overlapping ranges, buffer of another device); `TG_ERROR_NOT_SUPPORTED` (compute
+/// queue on a GPU without a built-in copy kernel); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`.
 ///
 /// Thread safety: any thread; serialized per queue.
 ///

@@ -19,6 +19,9 @@ use crate::error::{Error, Result, Status};
 use crate::hw::gpfifo::{gp_entry, GpRing};
 use crate::hw::pushbuf::PushBuf;
 use std::collections::VecDeque;
+
+/// Resident blocks per SM the SM copy path aims for (`tg_copy` has 256-thread blocks).
+const COPY_BLOCKS_PER_SM: u32 = 8;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -197,6 +200,8 @@ pub struct Queue {
     /// The device's code generation at this queue's last shader-cache invalidate.
     code_generation: u64,
     timeout_ns: u64,
+    /// The built-in copy kernel, loaded at this compute queue's first copy.
+    copy_kernel: Option<Kernel>,
 }
 
 impl std::fmt::Debug for Queue {
@@ -323,6 +328,7 @@ impl Queue {
             local_generation: 0,
             code_generation: 0,
             timeout_ns: DEFAULT_TIMEOUT_NS,
+            copy_kernel: None,
         };
         q.record_init()?;
         q.submit()?;
@@ -515,7 +521,8 @@ impl Queue {
             )
         };
         let mut pb = PushBuf::for_arch(slice, self.dev.arch());
-        pb.host_sem_release(tl, value, true, true, true)?;
+        let tl_wfi = crate::exp::tl_wfi().map(|v| v != 0).unwrap_or(true);
+        pb.host_sem_release(tl, value, true, true, tl_wfi)?;
         self.cmd.head += pb.len() as u64;
         self.close_segment()?;
         self.log.push_back(Submission {
@@ -832,8 +839,10 @@ impl Queue {
         }
     }
 
-    /// Record a copy of `size_bytes` from `src` at `src_offset` to `dst` at `dst_offset`
-    /// (copy queues; the copy engine).
+    /// Record a copy of `size_bytes` from `src` at `src_offset` to `dst` at `dst_offset`. On a
+    /// copy queue the copy engine moves the bytes; on a compute queue the library's built-in
+    /// copy kernel does (the SMs: full memory bandwidth, ordered with the queue's launches like
+    /// any kernel). Overlapping ranges of one buffer are refused.
     pub fn copy(
         &mut self,
         dst: &Buffer,
@@ -843,25 +852,29 @@ impl Queue {
         size_bytes: u64,
     ) -> Result<()> {
         self.dev.check_usable()?;
-        if self.kind != QueueKind::Copy {
-            return Err(Error::invalid(
-                "tg_queue_copy: copies need a copy queue; this is a compute queue",
-            ));
-        }
         dst.check_range("tg_queue_copy: dst", dst_offset, size_bytes)?;
         src.check_range("tg_queue_copy: src", src_offset, size_bytes)?;
         if size_bytes == 0 {
             return Ok(());
         }
-        self.copy_va(
-            dst.gpu_va() + dst_offset,
-            src.gpu_va() + src_offset,
-            size_bytes,
-        )
+        let (d, s) = (dst.gpu_va() + dst_offset, src.gpu_va() + src_offset);
+        if d < s + size_bytes && s < d + size_bytes {
+            return Err(Error::invalid(format!(
+                "tg_queue_copy: dst [{d:#x}, +{size_bytes}) and src [{s:#x}, +{size_bytes}) overlap (dst_offset {dst_offset}, src_offset {src_offset})"
+            )));
+        }
+        self.copy_va(d, s, size_bytes)
     }
 
-    /// Copy between raw GPU addresses (no range checks beyond the MMU's).
+    /// Copy between raw GPU addresses (no range checks beyond the MMU's): copy engine on copy
+    /// queues, built-in copy kernel on compute queues.
     pub fn copy_va(&mut self, dst_va: u64, src_va: u64, size_bytes: u64) -> Result<()> {
+        if size_bytes == 0 {
+            return Ok(());
+        }
+        if self.kind == QueueKind::Compute {
+            return self.sm_copy(dst_va, src_va, size_bytes);
+        }
         const CHUNK: u64 = 1 << 30;
         let mut done = 0;
         while done < size_bytes {
@@ -873,12 +886,49 @@ impl Queue {
         Ok(())
     }
 
+    /// A copy on the SMs: one launch of the built-in `tg_copy` kernel.
+    fn sm_copy(&mut self, dst_va: u64, src_va: u64, n: u64) -> Result<()> {
+        self.dev.check_usable()?;
+        let kernel = match &self.copy_kernel {
+            Some(k) => k.clone(),
+            None => {
+                let info = self.dev.info();
+                let cubin = crate::builtin::copy_cubin(info.sm_major, info.sm_minor).ok_or_else(|| {
+                    Error::new(
+                        Status::NotSupported,
+                        format!(
+                            "tg_queue_copy on a compute queue: no built-in copy kernel for sm_{}{}; use a copy queue",
+                            info.sm_major, info.sm_minor
+                        ),
+                    )
+                })?;
+                let m = self.dev.load_module(cubin)?;
+                let k = m.kernel(crate::builtin::COPY_KERNEL)?;
+                self.copy_kernel = Some(k.clone());
+                k
+            }
+        };
+        let bpsm = crate::exp::copy_bpsm().unwrap_or(COPY_BLOCKS_PER_SM);
+        let grid = crate::builtin::copy_grid(dst_va, src_va, n, self.dev.info().sm_count, bpsm);
+        let mut params = [0u8; 24];
+        params[0..8].copy_from_slice(&dst_va.to_le_bytes());
+        params[8..16].copy_from_slice(&src_va.to_le_bytes());
+        params[16..24].copy_from_slice(&n.to_le_bytes());
+        let cfg = LaunchConfig {
+            grid: [grid, 1, 1],
+            block: [crate::builtin::COPY_BLOCK, 1, 1],
+            dynamic_shared_bytes: 0,
+        };
+        self.launch(&kernel, &cfg, &params)
+    }
+
     /// Record a GPU write of `value` (and a timestamp) to `signal` once all earlier work on this
     /// queue is complete and visible.
     pub fn signal(&mut self, signal: &Signal, value: u64) -> Result<()> {
         self.dev.check_usable()?;
         let va = signal.gpu_va();
-        self.with_cmd(|pb| pb.host_sem_release(va, value, true, true, true))?;
+        let ts = crate::exp::sig_ts().map(|v| v != 0).unwrap_or(true);
+        self.with_cmd(|pb| pb.host_sem_release(va, value, true, ts, true))?;
         self.last_was_launch = false;
         Ok(())
     }

@@ -263,7 +263,14 @@ fn registry() -> &'static RwLock<Vec<Arc<RefKernel>>> {
     static REG: OnceLock<RwLock<Vec<Arc<RefKernel>>>> = OnceLock::new();
     REG.get_or_init(|| {
         let mut v = Vec::new();
-        for (sm, bytes) in [(87, FIXTURE_SM87), (90, FIXTURE_SM90)] {
+        let copy87 = crate::builtin::copy_cubin(8, 7).unwrap_or(&[]);
+        let copy90 = crate::builtin::copy_cubin(9, 0).unwrap_or(&[]);
+        for (sm, bytes) in [
+            (87, FIXTURE_SM87),
+            (90, FIXTURE_SM90),
+            (87, copy87),
+            (90, copy90),
+        ] {
             // A fixture that fails to parse only leaves its kernels unknown (launches then fault).
             if let Ok(ks) = cubin_kernels(bytes, sm) {
                 v.extend(ks.into_iter().map(Arc::new));
@@ -287,6 +294,7 @@ fn builtin(name: &str) -> Option<RefKernelFn> {
         "uses_local" => uses_local,
         "bounded_128" => bounded_128,
         "big_params" => big_params,
+        "tg_copy" => tg_copy,
         _ => return None,
     })
 }
@@ -617,6 +625,29 @@ fn fill_u32(ctx: &LaunchCtx) -> Result<(), MmuFault> {
         }
         Ok(())
     })
+}
+
+/// The library's built-in SM copy kernel (src/builtin/copy.cu): dst[0..n) = src[0..n). Its
+/// grid-stride loops cover the whole range for any grid, so the result does not depend on the
+/// launch shape; bytes are copied in page-bounded pieces through a bounce buffer.
+fn tg_copy(ctx: &LaunchCtx) -> Result<(), MmuFault> {
+    let (dst, src, n) = (ctx.param_u64(0), ctx.param_u64(8), ctx.param_u64(16));
+    let mut m = GpuMem::new(ctx.mmu);
+    let mut buf = [0u8; 4096];
+    let mut off = 0u64;
+    while off < n {
+        let (s, d) = (src.wrapping_add(off), dst.wrapping_add(off));
+        let piece = (n - off).min(4096 - (s & 0xfff)).min(4096 - (d & 0xfff));
+        let b = &mut buf[..piece as usize];
+        let sp = m.ptr(s, piece, false)?;
+        // SAFETY: ptr vouched for `piece` readable bytes at sp.
+        unsafe { std::ptr::copy_nonoverlapping(sp, b.as_mut_ptr(), b.len()) };
+        let dp = m.ptr(d, piece, true)?;
+        // SAFETY: ptr vouched for `piece` writable bytes at dp.
+        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), dp, b.len()) };
+        off += piece;
+    }
+    Ok(())
 }
 
 fn mixed_params(ctx: &LaunchCtx) -> Result<(), MmuFault> {

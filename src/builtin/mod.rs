@@ -1,0 +1,74 @@
+//! Kernels the library itself launches, embedded as cubins (built from `src/builtin/*.cu` by
+//! `scripts/gen_cubins.py` with the pinned nvrtc; see tests/fixtures/cubin/README.md).
+//!
+//! `tg_copy(dst, src, n)`: the SM copy path of [`crate::core::Queue::copy`] on compute queues.
+
+/// (SM major, SM minor, cubin) for every built-in cubin.
+pub static COPY_CUBINS: &[(u32, u32, &[u8])] = &[
+    (8, 0, include_bytes!("copy.sm_80.cubin")),
+    (8, 6, include_bytes!("copy.sm_86.cubin")),
+    (8, 7, include_bytes!("copy.sm_87.cubin")),
+    (8, 9, include_bytes!("copy.sm_89.cubin")),
+    (9, 0, include_bytes!("copy.sm_90.cubin")),
+    (10, 0, include_bytes!("copy.sm_100.cubin")),
+    (12, 0, include_bytes!("copy.sm_120.cubin")),
+];
+
+/// Name of the copy kernel in [`COPY_CUBINS`].
+pub const COPY_KERNEL: &str = "tg_copy";
+
+/// Threads per block of the copy kernel (its `__launch_bounds__`).
+pub const COPY_BLOCK: u32 = 256;
+
+/// The copy cubin for an SM version: the exact version, else the newest one of the same major
+/// version that is not newer than the device (SASS runs on later minor versions of its major).
+pub fn copy_cubin(sm_major: u32, sm_minor: u32) -> Option<&'static [u8]> {
+    COPY_CUBINS
+        .iter()
+        .filter(|(ma, mi, _)| *ma == sm_major && *mi <= sm_minor)
+        .max_by_key(|(_, mi, _)| *mi)
+        .map(|(_, _, c)| *c)
+}
+
+/// Grid (blocks) for copying `n` bytes between `dst` and `src` on a GPU with `sm_count` SMs:
+/// one thread per unit (16, 4 or 1 bytes by alignment) up to `blocks_per_sm` resident blocks
+/// per SM; each thread then strides over the rest.
+pub fn copy_grid(dst: u64, src: u64, n: u64, sm_count: u32, blocks_per_sm: u32) -> u32 {
+    let a = dst | src;
+    let unit = if a & 15 == 0 {
+        16
+    } else if a & 3 == 0 {
+        4
+    } else {
+        1
+    };
+    let units = (n / unit).max(1);
+    let want = units.div_ceil(u64::from(COPY_BLOCK));
+    let cap = u64::from(sm_count.max(1)) * u64::from(blocks_per_sm.max(1));
+    want.min(cap).max(1) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cubin_choice_follows_sass_compatibility() {
+        assert!(std::ptr::eq(copy_cubin(8, 7).unwrap(), COPY_CUBINS[2].2));
+        assert!(std::ptr::eq(copy_cubin(9, 0).unwrap(), COPY_CUBINS[4].2));
+        // sm_88 (hypothetical) runs the sm_87 code; sm_70 has none.
+        assert!(std::ptr::eq(copy_cubin(8, 8).unwrap(), COPY_CUBINS[2].2));
+        assert!(copy_cubin(7, 0).is_none());
+        assert!(copy_cubin(11, 0).is_none());
+    }
+
+    #[test]
+    fn grid_is_bounded_and_never_empty() {
+        assert_eq!(copy_grid(0, 0, 0, 132, 8), 1);
+        assert_eq!(copy_grid(0, 0, 16, 132, 8), 1);
+        assert_eq!(copy_grid(0, 0, 16 * 256 * 3, 132, 8), 3);
+        assert_eq!(copy_grid(0, 0, 1 << 30, 132, 8), 132 * 8);
+        assert_eq!(copy_grid(1, 0, 256 * 5, 16, 8), 5);
+        assert_eq!(copy_grid(4, 0, 4 * 256 * 7, 16, 8), 7);
+    }
+}
