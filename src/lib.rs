@@ -11,8 +11,6 @@ pub mod core;
 pub mod cubin;
 pub mod emu;
 pub mod error;
-#[doc(hidden)]
-pub(crate) mod exp;
 pub mod hw;
 pub mod nvrtc;
 pub mod os;

@@ -76,6 +76,30 @@ fn recompiling_the_sources_reproduces_the_committed_fixtures() {
 }
 
 #[test]
+fn recompiling_the_builtin_copy_kernel_reproduces_the_embedded_cubins() {
+    if nvrtc_or_skip("recompiling_the_builtin_copy_kernel_reproduces_the_embedded_cubins").is_none()
+    {
+        return;
+    }
+    assert_eq!(nvrtc::version().unwrap(), FIXTURE_NVRTC);
+    let source = String::from_utf8(read("src/builtin/copy.cu")).unwrap();
+    for &(ma, mi, embedded) in tegragpu::builtin::COPY_CUBINS {
+        let cubin = nvrtc::compile(&source, "copy.cu", (ma, mi), FIXTURE_OPTIONS).unwrap();
+        assert!(
+            cubin == embedded,
+            "src/builtin/copy.sm_{ma}{mi}.cubin differs from nvrtc's output; regenerate with scripts/gen_cubins.py"
+        );
+        let m = tegragpu::cubin::Module::parse(&cubin, (ma, mi)).unwrap();
+        let k = m
+            .kernels()
+            .iter()
+            .find(|k| k.name == tegragpu::builtin::COPY_KERNEL)
+            .expect("tg_copy in the cubin");
+        assert_eq!(k.param_bytes, 24, "tg_copy(dst, src, n)");
+    }
+}
+
+#[test]
 fn syntax_error_gives_compile_error_with_the_log() {
     if nvrtc_or_skip("syntax_error_gives_compile_error_with_the_log").is_none() {
         return;

@@ -40,3 +40,4 @@ tg_copy(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, 
     }
     for (u64 i = done + tid; i < n; i += stride) dst[i] = src[i];
 }
+

@@ -172,12 +172,6 @@ impl Module {
             sass_version: arch.sass_version,
             ..Default::default()
         };
-        if let Some(v) = crate::exp::invalidate() {
-            desc.invalidate_caches = v as u8;
-        }
-        if let Some(v) = crate::exp::cb_invalidate() {
-            desc.cbank_invalidate_mask = v as u8;
-        }
         desc.cbanks[0] = Some((0, 16));
         desc.cbanks[2] = cb(k.cbank2);
         desc.cbanks[3] = cb(self.inner.cubin.cbank3());

@@ -20,8 +20,9 @@ use crate::hw::gpfifo::{gp_entry, GpRing};
 use crate::hw::pushbuf::PushBuf;
 use std::collections::VecDeque;
 
-/// Resident blocks per SM the SM copy path aims for (`tg_copy` has 256-thread blocks).
-const COPY_BLOCKS_PER_SM: u32 = 8;
+/// Blocks per SM of the SM copy path (`tg_copy` has 256-thread blocks). H200, 1 GiB: 1 block
+/// per SM 1.74-1.79 TB/s, 2 blocks 2.00-2.01, 3-16 blocks 1.96-2.00 (docs/performance.md).
+const COPY_BLOCKS_PER_SM: u32 = 2;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -521,8 +522,7 @@ impl Queue {
             )
         };
         let mut pb = PushBuf::for_arch(slice, self.dev.arch());
-        let tl_wfi = crate::exp::tl_wfi().map(|v| v != 0).unwrap_or(true);
-        pb.host_sem_release(tl, value, true, true, tl_wfi)?;
+        pb.host_sem_release(tl, value, true, true, true)?;
         self.cmd.head += pb.len() as u64;
         self.close_segment()?;
         self.log.push_back(Submission {
@@ -908,8 +908,13 @@ impl Queue {
                 k
             }
         };
-        let bpsm = crate::exp::copy_bpsm().unwrap_or(COPY_BLOCKS_PER_SM);
-        let grid = crate::builtin::copy_grid(dst_va, src_va, n, self.dev.info().sm_count, bpsm);
+        let grid = crate::builtin::copy_grid(
+            dst_va,
+            src_va,
+            n,
+            self.dev.info().sm_count,
+            COPY_BLOCKS_PER_SM,
+        );
         let mut params = [0u8; 24];
         params[0..8].copy_from_slice(&dst_va.to_le_bytes());
         params[8..16].copy_from_slice(&src_va.to_le_bytes());
@@ -927,8 +932,7 @@ impl Queue {
     pub fn signal(&mut self, signal: &Signal, value: u64) -> Result<()> {
         self.dev.check_usable()?;
         let va = signal.gpu_va();
-        let ts = crate::exp::sig_ts().map(|v| v != 0).unwrap_or(true);
-        self.with_cmd(|pb| pb.host_sem_release(va, value, true, ts, true))?;
+        self.with_cmd(|pb| pb.host_sem_release(va, value, true, true, true))?;
         self.last_was_launch = false;
         Ok(())
     }

@@ -102,7 +102,6 @@ pub struct GpRing {
     doorbell: *mut u32,
     token: u32,
     label: &'static str,
-    kick_mode: u32,
 }
 
 // SAFETY: the pointers refer to mappings the creator guarantees stay valid for the ring's life
@@ -150,7 +149,6 @@ impl GpRing {
             doorbell,
             token,
             label,
-            kick_mode: crate::exp::kick().unwrap_or(0),
         })
     }
 
@@ -265,17 +263,12 @@ impl GpRing {
     /// Publish the entries written since the last kick: store barrier, volatile GP_PUT (USERD
     /// byte 0x8C), full barrier, volatile write of the work-submit token to the doorbell.
     pub fn kick(&mut self) {
-        let mode = self.kick_mode;
-        if mode < 2 {
-            store_barrier();
-        }
+        store_barrier();
         // SAFETY: `new`'s contract: userd has >= 0x90 writable, 4-aligned bytes.
         unsafe {
             std::ptr::write_volatile(self.userd.add(NVC56F_USERD_GP_PUT) as *mut u32, self.put)
         };
-        if mode == 0 {
-            full_barrier();
-        }
+        full_barrier();
         // SAFETY: `new`'s contract: doorbell is a writable, aligned u32.
         unsafe { std::ptr::write_volatile(self.doorbell, self.token) };
     }
