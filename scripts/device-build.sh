@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.device
 rm -rf "$out"; mkdir -p "$out/bin" "$out/tests" "$out/lib"
-cargo build --release --bins
+cargo build --release --bins --examples
 cargo test --release --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:
@@ -15,7 +15,9 @@ for l in sys.stdin:
     if m.get("reason")=="compiler-artifact" and m.get("profile",{}).get("test") and m.get("executable"):
         print(m["target"]["name"], m["executable"])' > "$out/tests.txt"
 while read -r name exe; do cp "$exe" "$out/tests/$name"; strip "$out/tests/$name"; done < "$out/tests.txt"
-cp target/release/tegragpu-info target/release/tegragpu-bench "$out/bin/"; strip "$out"/bin/*
+cp target/release/tegragpu-info target/release/tegragpu-bench \
+   target/release/examples/latency_probe target/release/examples/copy_probe "$out/bin/"
+strip "$out"/bin/*
 cp target/release/libtegragpu.so "$out/lib/libtegragpu.so.0"
 ln -sf libtegragpu.so.0 "$out/lib/libtegragpu.so"
 # C examples through meson (meson + ninja from pip, as scripts/env.sh sets them up).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the device machine (H100/H200, driver 580): the contract suite and kernel tests on the
-# RM backend, every C example, the Python tests, tegragpu-info and tegragpu-bench. Every step has
-# a timeout; results go to stdout and $OUT (when set).
+# RM backend, every C example, the Python tests, tegragpu-info and tegragpu-bench (BENCH=1), the
+# latency and copy probes (PROBES=1). Every step has a timeout; results go to stdout and $OUT
+# (when set).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 D=.device
@@ -34,5 +35,9 @@ step() { # name, timeout, command...
     step python 300 python3 -m pytest -q python/tests
   fi
   [ -n "${BENCH:-}" ] && step bench 300 "$D/bin/tegragpu-bench" --device rm
+  if [ -n "${PROBES:-}" ]; then
+    step latency_probe 120 "$D/bin/latency_probe" 2000
+    step copy_probe 120 "$D/bin/copy_probe" cuda ce
+  fi
   echo "SUMMARY: $pass passed, $fail failed"
 } 2>&1 | tee "$log"
