@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
             double s = (double)(now_ns() - t0) / 1e9;
             if (s < best) best = s;
         }
-        printf("  copy 64 MiB (%s) %8.3f GB/s\n", pass == 0 ? "copy engine)   " : "SM copy kernel)", (double)copy_bytes / best / 1e9);
+        printf("  copy 64 MiB, %-14s     %8.3f GB/s\n", pass == 0 ? "copy engine" : "SM copy kernel", (double)copy_bytes / best / 1e9);
         if (pb[copy_bytes - 1] != 0x5a || pb[0] != 0x5a) {
             fprintf(stderr, "bench: copy (%s) did not copy\n", pass == 0 ? "copy engine" : "SM copy kernel");
             bad = 1;
