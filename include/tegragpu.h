@@ -93,7 +93,7 @@ typedef enum tg_backend {
  */
 typedef enum tg_queue_kind {
     /**
-     * Kernel launches (and signals, waits, barriers).
+     * Kernel launches and SM copies with `tg_queue_copy()` (and signals, waits, barriers).
      */
     TG_QUEUE_COMPUTE = 0,
     /**

@@ -220,7 +220,7 @@ pub enum tg_backend {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum tg_queue_kind {
-    /// Kernel launches (and signals, waits, barriers).
+    /// Kernel launches and SM copies with `tg_queue_copy()` (and signals, waits, barriers).
     TG_QUEUE_COMPUTE = 0,
     /// Copy-engine transfers with `tg_queue_copy()` (and signals, waits, barriers; no launches).
     TG_QUEUE_COPY = 1,
