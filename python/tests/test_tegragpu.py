@@ -64,12 +64,14 @@ def test_vector_add_through_numpy_views(dev):
     mod.close()
 
 
-def test_copy_queue_copy(dev):
+@pytest.mark.parametrize("kind", [tg.QueueKind.COPY, tg.QueueKind.COMPUTE])
+def test_queue_copy(dev, kind):
+    # Copy queue: the copy engine; compute queue: the built-in SM copy kernel.
     size = 3 * 1024 * 1024 + 12
     with dev.alloc(size) as src, dev.alloc(size, tg.BUF_ZEROED) as dst:
         s = src.numpy(np.uint8)
         s[:] = (np.arange(size, dtype=np.uint64) * 2654435761 >> 7).astype(np.uint8)
-        with dev.create_queue(tg.QueueKind.COPY) as q, dev.create_signal() as done:
+        with dev.create_queue(kind) as q, dev.create_signal() as done:
             q.copy(dst, src, size_bytes=size - 20, dst_offset=4, src_offset=16)
             q.signal(done, 5)
             q.submit()
