@@ -294,27 +294,3 @@ fn progress_errors_and_bogus_gp_get() {
     assert_eq!(e.status, Status::DeviceFault);
     assert!(e.message.contains("GP_GET 5"), "{}", e.message);
 }
-
-#[test]
-fn doorbell_store_writes_the_token_in_every_mode_this_cpu_has() {
-    use tegragpu::hw::gpfifo::{cpu_has_movdiri, write_doorbell, DoorbellStore};
-    let mut modes = vec![DoorbellStore::Plain];
-    if cpu_has_movdiri() {
-        modes.push(DoorbellStore::Movdiri);
-    }
-    for mode in modes {
-        let mut words = [0u32; 4];
-        for (i, token) in [0x1234_5678u32, 0, 0xffff_ffff].into_iter().enumerate() {
-            unsafe { write_doorbell(words.as_mut_ptr().add(1), token, mode) };
-            std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-            let got = unsafe { std::ptr::read_volatile(words.as_ptr().add(1)) };
-            assert_eq!(got, token, "{mode:?} write {i}");
-            assert_eq!(
-                (words[0], words[2], words[3]),
-                (0, 0, 0),
-                "{mode:?}: neighbours untouched"
-            );
-        }
-    }
-    eprintln!("MOVDIRI on this CPU: {}", cpu_has_movdiri());
-}

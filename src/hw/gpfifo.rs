@@ -87,71 +87,6 @@ fn full_barrier() {
     }
 }
 
-/// How the doorbell word is written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DoorbellStore {
-    /// A volatile store. The doorbell is an uncached register: later stores of the same thread
-    /// wait behind it, so it is preceded by a full fence and costs the CPU a bus round trip.
-    Plain,
-    /// x86-64 `MOVDIRI` (direct store, write-combining protocol, weakly ordered): preceded by
-    /// `SFENCE`; later stores do not wait behind it.
-    Movdiri,
-}
-
-/// Environment variable: `0` forces [`DoorbellStore::Plain`] where MOVDIRI is available.
-pub const DOORBELL_MOVDIRI_ENV: &str = "TEGRAGPU_DOORBELL_MOVDIRI";
-
-/// Whether this CPU has MOVDIRI (CPUID leaf 7, ECX bit 27).
-pub fn cpu_has_movdiri() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // CPUID exists on every x86-64 CPU; leaf 7 is read only where leaf 0 says it exists.
-        let max = std::arch::x86_64::__cpuid(0).eax;
-        if max >= 7 {
-            let l7 = std::arch::x86_64::__cpuid_count(7, 0);
-            return l7.ecx & (1 << 27) != 0;
-        }
-    }
-    false
-}
-
-/// The doorbell store this process uses: MOVDIRI where the CPU has it, unless
-/// [`DOORBELL_MOVDIRI_ENV`] is `0`.
-pub fn doorbell_store() -> DoorbellStore {
-    static MODE: std::sync::OnceLock<DoorbellStore> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| {
-        let off = std::env::var(DOORBELL_MOVDIRI_ENV).is_ok_and(|v| v.trim() == "0");
-        if cpu_has_movdiri() && !off {
-            DoorbellStore::Movdiri
-        } else {
-            DoorbellStore::Plain
-        }
-    })
-}
-
-/// Write `value` to the doorbell word at `p` with `mode` (after the caller's fence).
-///
-/// # Safety
-/// `p` must be valid for a 4-byte write and 4-byte aligned; `mode` must be
-/// [`DoorbellStore::Plain`] unless the CPU has MOVDIRI.
-#[inline(always)]
-pub unsafe fn write_doorbell(p: *mut u32, value: u32, mode: DoorbellStore) {
-    match mode {
-        #[cfg(target_arch = "x86_64")]
-        DoorbellStore::Movdiri => {
-            // MOVDIRI [rdi], eax (NP 0F 38 F9 /r, ModRM 0x07), as bytes so that no assembler
-            // feature flag is needed.
-            std::arch::asm!(
-                ".byte 0x0f, 0x38, 0xf9, 0x07",
-                in("rdi") p,
-                in("eax") value,
-                options(nostack, preserves_flags)
-            );
-        }
-        _ => std::ptr::write_volatile(p, value),
-    }
-}
-
 /// A GPFIFO ring: the entries, the channel's USERD and its doorbell.
 ///
 /// One slot is always left empty, so `put == get` means empty. `push` writes entries and never
@@ -167,7 +102,6 @@ pub struct GpRing {
     doorbell: *mut u32,
     token: u32,
     label: &'static str,
-    doorbell_store: DoorbellStore,
 }
 
 // SAFETY: the pointers refer to mappings the creator guarantees stay valid for the ring's life
@@ -215,7 +149,6 @@ impl GpRing {
             doorbell,
             token,
             label,
-            doorbell_store: doorbell_store(),
         })
     }
 
@@ -328,21 +261,15 @@ impl GpRing {
     }
 
     /// Publish the entries written since the last kick: store barrier, volatile GP_PUT (USERD
-    /// byte 0x8C), then the work-submit token to the doorbell: full barrier + volatile store, or
-    /// on CPUs with MOVDIRI store barrier + direct store ([`doorbell_store`]).
+    /// byte 0x8C), full barrier, volatile write of the work-submit token to the doorbell.
     pub fn kick(&mut self) {
         store_barrier();
         // SAFETY: `new`'s contract: userd has >= 0x90 writable, 4-aligned bytes.
         unsafe {
             std::ptr::write_volatile(self.userd.add(NVC56F_USERD_GP_PUT) as *mut u32, self.put)
         };
-        match self.doorbell_store {
-            // A direct store is weakly ordered: SFENCE makes GP_PUT visible before it.
-            DoorbellStore::Movdiri => store_barrier(),
-            DoorbellStore::Plain => full_barrier(),
-        }
-        // SAFETY: `new`'s contract: doorbell is a writable, aligned u32; the mode was checked
-        // against the CPU by `doorbell_store`.
-        unsafe { write_doorbell(self.doorbell, self.token, self.doorbell_store) };
+        full_barrier();
+        // SAFETY: `new`'s contract: doorbell is a writable, aligned u32.
+        unsafe { std::ptr::write_volatile(self.doorbell, self.token) };
     }
 }
