@@ -19,12 +19,12 @@ use crate::error::{Error, Result, Status};
 use crate::hw::gpfifo::{gp_entry, GpRing};
 use crate::hw::pushbuf::PushBuf;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Blocks per SM of the SM copy path (`tg_copy` has 256-thread blocks). H200, 1 GiB: 1 block
 /// per SM 1.74-1.79 TB/s, 2 blocks 2.00-2.01, 3-16 blocks 1.96-2.00 (docs/performance.md).
 const COPY_BLOCKS_PER_SM: u32 = 2;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 /// Which engine a queue feeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
