@@ -203,6 +203,13 @@ fn copies_small_odd_and_offsets() {
         (16 * 4096 + 12, 16, 32),
         (4 * 1000 + 3, 4, 8),
         (256 * 1024 * 16, 0, 0),
+        // The SM copy works in 4 KiB chunks: whole chunks and a partial last chunk on each of
+        // its 16-byte, 4-byte and byte paths, and exactly one chunk.
+        (4096, 0, 0),
+        (3 * 4096 + 16 * 5 + 7, 0, 16),
+        (5 * 4096 + 4 * 9 + 2, 4, 8),
+        (3 * 4096 + 100, 1, 2),
+        (2 * 4096 + 5, 3, 3),
     ] {
         for kind in [QueueKind::Copy, QueueKind::Compute] {
             copy_and_check(&dev, kind, size, so, dof);

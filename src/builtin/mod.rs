@@ -20,6 +20,9 @@ pub const COPY_KERNEL: &str = "tg_copy";
 /// Threads per block of the copy kernel (its `__launch_bounds__`).
 pub const COPY_BLOCK: u32 = 256;
 
+/// Bytes one block of the copy kernel copies per chunk (`TG_COPY_CHUNK` in copy.cu).
+pub const COPY_CHUNK: u64 = 4096;
+
 /// The copy cubin for an SM version: the exact version, else the newest one of the same major
 /// version that is not newer than the device (SASS runs on later minor versions of its major).
 pub fn copy_cubin(sm_major: u32, sm_minor: u32) -> Option<&'static [u8]> {
@@ -30,22 +33,10 @@ pub fn copy_cubin(sm_major: u32, sm_minor: u32) -> Option<&'static [u8]> {
         .map(|(_, _, c)| *c)
 }
 
-/// Grid (blocks) for copying `n` bytes between `dst` and `src` on a GPU with `sm_count` SMs:
-/// one thread per unit (16, 4 or 1 bytes by alignment) up to `blocks_per_sm` resident blocks
-/// per SM; each thread then strides over the rest.
-pub fn copy_grid(dst: u64, src: u64, n: u64, sm_count: u32, blocks_per_sm: u32) -> u32 {
-    let a = dst | src;
-    let unit = if a & 15 == 0 {
-        16
-    } else if a & 3 == 0 {
-        4
-    } else {
-        1
-    };
-    let units = (n / unit).max(1);
-    let want = units.div_ceil(u64::from(COPY_BLOCK));
-    let cap = u64::from(sm_count.max(1)) * u64::from(blocks_per_sm.max(1));
-    want.min(cap).max(1) as u32
+/// Grid (blocks) for copying `n` bytes: one block per 4 KiB chunk, at least one, at most the
+/// largest x dimension of a grid (2^31 - 1; the kernel's chunk loop then covers the rest).
+pub fn copy_grid(n: u64) -> u32 {
+    n.div_ceil(COPY_CHUNK).clamp(1, i32::MAX as u64) as u32
 }
 
 #[cfg(test)]
@@ -63,12 +54,12 @@ mod tests {
     }
 
     #[test]
-    fn grid_is_bounded_and_never_empty() {
-        assert_eq!(copy_grid(0, 0, 0, 132, 8), 1);
-        assert_eq!(copy_grid(0, 0, 16, 132, 8), 1);
-        assert_eq!(copy_grid(0, 0, 16 * 256 * 3, 132, 8), 3);
-        assert_eq!(copy_grid(0, 0, 1 << 30, 132, 8), 132 * 8);
-        assert_eq!(copy_grid(1, 0, 256 * 5, 16, 8), 5);
-        assert_eq!(copy_grid(4, 0, 4 * 256 * 7, 16, 8), 7);
+    fn grid_is_one_block_per_chunk_bounded_and_never_empty() {
+        assert_eq!(copy_grid(0), 1);
+        assert_eq!(copy_grid(1), 1);
+        assert_eq!(copy_grid(4096), 1);
+        assert_eq!(copy_grid(4097), 2);
+        assert_eq!(copy_grid(1 << 30), 1 << 18);
+        assert_eq!(copy_grid(u64::MAX), i32::MAX as u32);
     }
 }

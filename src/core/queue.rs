@@ -22,10 +22,6 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Blocks per SM of the SM copy path (`tg_copy` has 256-thread blocks). H200, 1 GiB: 1 block
-/// per SM 1.74-1.79 TB/s, 2 blocks 2.00-2.01, 3-16 blocks 1.96-2.00 (docs/performance.md).
-const COPY_BLOCKS_PER_SM: u32 = 2;
-
 /// Which engine a queue feeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QueueKind {
@@ -908,13 +904,7 @@ impl Queue {
                 k
             }
         };
-        let grid = crate::builtin::copy_grid(
-            dst_va,
-            src_va,
-            n,
-            self.dev.info().sm_count,
-            COPY_BLOCKS_PER_SM,
-        );
+        let grid = crate::builtin::copy_grid(n);
         let mut params = [0u8; 24];
         params[0..8].copy_from_slice(&dst_va.to_le_bytes());
         params[8..16].copy_from_slice(&src_va.to_le_bytes());
