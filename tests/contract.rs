@@ -541,3 +541,35 @@ fn queue_depth_is_validated_and_small_rings_wrap() {
         "every launch ran once through a 16-deep queue"
     );
 }
+
+#[test]
+fn waits_recover_a_doorbell_that_came_too_early() {
+    // A doorbell the GPU acts on before the GP_PUT written ahead of it arrives leaves the work
+    // in the ring unseen; modelled by not ringing at all. Signal waits, queue synchronize and
+    // device synchronize must still finish: they ring busy queues again when nothing moves.
+    let dev = device();
+    let m = fixtures(&dev);
+    let k = m.kernel("fill_u32").unwrap();
+    let buf = dev.alloc(256 * 4, data_flags()).unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let mut c = dev.create_queue(QueueKind::Copy).unwrap();
+    let s = dev.create_signal(0).unwrap();
+    q.launch(
+        &k,
+        &cfg(2, 128),
+        Params::new().u64(buf.gpu_va()).u32(77).u32(256).bytes(),
+    )
+    .unwrap();
+    q.signal(&s, 1).unwrap();
+    q.submit_without_doorbell().unwrap();
+    s.wait(1, 10 * SEC).unwrap();
+    assert_eq!(read_u32(&buf, 255), 77);
+    q.signal(&s, 2).unwrap();
+    q.submit_without_doorbell().unwrap();
+    q.synchronize(10 * SEC).unwrap();
+    assert_eq!(s.value(), 2);
+    c.signal(&s, 3).unwrap();
+    c.submit_without_doorbell().unwrap();
+    dev.synchronize(10 * SEC).unwrap();
+    assert_eq!(s.value(), 3);
+}

@@ -252,6 +252,21 @@ impl Device {
         Ok(())
     }
 
+    /// Ring the doorbell of every queue that has work in flight again (waits do this when they
+    /// see no progress; see [`crate::hw::gpfifo::ring_doorbell_again`]).
+    pub(crate) fn ring_busy_queues_again(&self) {
+        let tracks: Vec<Arc<QueueTrack>> = self
+            .inner
+            .queues
+            .lock()
+            .iter()
+            .filter_map(|w| w.upgrade())
+            .collect();
+        for t in tracks {
+            t.ring_again_if_busy();
+        }
+    }
+
     /// Look for channel errors on every queue; record the first as the sticky fault.
     /// Returns the fault if there is one.
     pub(crate) fn poll_faults(&self) -> Option<FaultReport> {

@@ -99,6 +99,15 @@ impl QueueTrack {
     pub fn channel_error(&self) -> Option<ChannelError> {
         self.channel.error()
     }
+    /// Ring this queue's doorbell again if it has submitted work that has not completed (see
+    /// [`crate::hw::gpfifo::ring_doorbell_again`]).
+    pub fn ring_again_if_busy(&self) {
+        if self.completed() < self.submitted() {
+            let raw = self.channel.raw();
+            // SAFETY: the channel (and so its doorbell mapping) lives as long as this track.
+            unsafe { crate::hw::gpfifo::ring_doorbell_again(raw.doorbell, raw.token) };
+        }
+    }
     pub fn wait_submitted(&self, dev: &Device, timeout_ns: u64) -> Result<()> {
         let target = self.submitted();
         self.wait_timeline(dev, target, timeout_ns, "tg_device_synchronize")
@@ -492,6 +501,18 @@ impl Queue {
     /// Make everything recorded so far visible to the GPU: close the segment with a release of
     /// the next timeline value, write the GPFIFO entry, GP_PUT, barrier, doorbell.
     pub fn submit(&mut self) -> Result<()> {
+        self.submit_inner(true)
+    }
+
+    /// `submit` that writes GP_PUT but does not ring the doorbell, as if the GPU had acted on
+    /// the doorbell before GP_PUT reached it. For tests of the waits' recovery (they ring
+    /// again when they see no progress); not part of the API.
+    #[doc(hidden)]
+    pub fn submit_without_doorbell(&mut self) -> Result<()> {
+        self.submit_inner(false)
+    }
+
+    fn submit_inner(&mut self, doorbell: bool) -> Result<()> {
         self.dev.check_usable()?;
         if self.cmd.head == self.seg_start {
             return Ok(());
@@ -527,7 +548,11 @@ impl Queue {
             qmd_head: self.committed.0,
             karg_head: self.committed.1,
         });
-        self.ring.kick();
+        if doorbell {
+            self.ring.kick();
+        } else {
+            self.ring.publish_put();
+        }
         self.track.submitted.store(value, Ordering::Release);
         self.last_was_launch = false;
         Ok(())

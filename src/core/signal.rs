@@ -167,7 +167,8 @@ impl Drop for Signal {
 }
 
 /// Poll `word` until it is ≥ `value`: spin ~20 µs, then yield/sleep with backoff up to 100 µs.
-/// Checks the device for faults between sleeps.
+/// Checks the device for faults between sleeps, and every millisecond rings the doorbell of each
+/// queue with work in flight again.
 pub(crate) fn wait_value(
     dev: &Device,
     word: &AtomicU64,
@@ -182,6 +183,7 @@ pub(crate) fn wait_value(
     let deadline = Duration::from_nanos(timeout_ns);
     let mut spins = 0u32;
     let mut sleep_us = 1u64;
+    let mut last_ring = start;
     loop {
         if word.load(Ordering::Acquire) >= value {
             return Ok(());
@@ -194,6 +196,12 @@ pub(crate) fn wait_value(
         }
         if let Some(e) = dev.fault_error(call) {
             return Err(e);
+        }
+        if elapsed.saturating_sub(last_ring - start) >= crate::hw::gpfifo::DOORBELL_RETRY {
+            // No progress for a while: ring busy queues again in case a doorbell got ahead of
+            // its GP_PUT.
+            dev.ring_busy_queues_again();
+            last_ring = Instant::now();
         }
         if elapsed >= deadline {
             return Err(Error::new(

@@ -87,6 +87,24 @@ fn full_barrier() {
     }
 }
 
+/// Ring a channel's doorbell again (full barrier, then the token store), from any thread.
+///
+/// Harmless for the GPU: the host re-reads GP_PUT from USERD and finds either new entries or
+/// none. Waits use it to recover a doorbell that reached the GPU before the GP_PUT written just
+/// ahead of it did (on GH100 the driver flushes BAR1 writes before a BAR0 doorbell for this
+/// reason; user-space submission does not, so a wait that sees no progress rings again).
+///
+/// # Safety
+/// `doorbell` must be the writable, 4-byte aligned doorbell word of a live channel.
+pub unsafe fn ring_doorbell_again(doorbell: *mut u32, token: u32) {
+    full_barrier();
+    // SAFETY: the caller's contract.
+    unsafe { std::ptr::write_volatile(doorbell, token) };
+}
+
+/// How often a wait that sees no progress rings the doorbells of busy channels again.
+pub const DOORBELL_RETRY: Duration = Duration::from_millis(1);
+
 /// A GPFIFO ring: the entries, the channel's USERD and its doorbell.
 ///
 /// One slot is always left empty, so `put == get` means empty. `push` writes entries and never
@@ -222,6 +240,7 @@ impl GpRing {
     ) -> Result<()> {
         let start = Instant::now();
         let mut polls: u32 = 0;
+        let mut last_ring = start;
         loop {
             let get = progress()?;
             if get >= self.entries {
@@ -250,6 +269,12 @@ impl GpRing {
                     ),
                 ));
             }
+            if last_ring.elapsed() >= DOORBELL_RETRY {
+                // The ring is full and the GPU has not consumed an entry for a while.
+                // SAFETY: `new`'s contract: doorbell is a writable, aligned u32.
+                unsafe { ring_doorbell_again(self.doorbell, self.token) };
+                last_ring = Instant::now();
+            }
             if polls < SPIN_POLLS {
                 polls += 1;
                 std::hint::spin_loop();
@@ -263,13 +288,19 @@ impl GpRing {
     /// Publish the entries written since the last kick: store barrier, volatile GP_PUT (USERD
     /// byte 0x8C), full barrier, volatile write of the work-submit token to the doorbell.
     pub fn kick(&mut self) {
+        self.publish_put();
+        full_barrier();
+        // SAFETY: `new`'s contract: doorbell is a writable, aligned u32.
+        unsafe { std::ptr::write_volatile(self.doorbell, self.token) };
+    }
+
+    /// Write GP_PUT (after a store barrier) without ringing the doorbell: `kick` without its
+    /// last store. Only for tests that model a doorbell the GPU acted on too early.
+    pub fn publish_put(&mut self) {
         store_barrier();
         // SAFETY: `new`'s contract: userd has >= 0x90 writable, 4-aligned bytes.
         unsafe {
             std::ptr::write_volatile(self.userd.add(NVC56F_USERD_GP_PUT) as *mut u32, self.put)
         };
-        full_barrier();
-        // SAFETY: `new`'s contract: doorbell is a writable, aligned u32.
-        unsafe { std::ptr::write_volatile(self.doorbell, self.token) };
     }
 }
