@@ -490,6 +490,15 @@ fn print_rows(rows: &[Row], json: bool) {
             res
         );
     }
+    if rows
+        .iter()
+        .any(|r| r.name.starts_with("D2D copy") && r.cuda.is_some())
+    {
+        println!(
+            "libcuda's D2D column is cuMemcpyDtoD, which runs a kernel on the SMs on desktop GPUs \
+             (it has no copy-engine D2D path there; see docs/performance.md)"
+        );
+    }
 }
 
 fn pass(r: &Row) -> Option<bool> {
