@@ -504,6 +504,7 @@ impl Inner {
     }
 
     fn uvm_map(&self, va: u64, size: u64, handle: u32) -> Result<()> {
+        let t = timing_start();
         let mut r = UVM_CREATE_EXTERNAL_RANGE_PARAMS {
             base: va,
             length: size,
@@ -517,6 +518,8 @@ impl Inner {
             |p| p.rmStatus,
             &|| format!("UVM_CREATE_EXTERNAL_RANGE(base={va:#x}, length={size:#x})"),
         )?;
+        timing_step(t, "UVM_CREATE_EXTERNAL_RANGE", size);
+        let t = timing_start();
         let mut m = Box::<UVM_MAP_EXTERNAL_ALLOCATION_PARAMS>::default();
         m.base = va;
         m.length = size;
@@ -540,6 +543,7 @@ impl Inner {
                 format!("UVM_MAP_EXTERNAL_ALLOCATION(base={va:#x}, length={size:#x}, hMemory={handle:#x})")
             },
         );
+        timing_step(t, "UVM_MAP_EXTERNAL_ALLOCATION", size);
         if let Err(e) = res {
             let _ = self.uvm_free(va, size);
             return Err(e);
@@ -671,10 +675,8 @@ impl Inner {
             if cpu_map {
                 self.map_bar1(&mut rec, bar1_kib)?;
             }
-            let t = timing_start();
             self.uvm_map(rec.va, size, rec.handle)?;
             rec.uvm_mapped = true;
-            timing_step(t, "UVM CREATE_EXTERNAL_RANGE+MAP_EXTERNAL_ALLOCATION", size);
             Ok(())
         })();
         match res {
