@@ -628,7 +628,7 @@ fn fill_u32(ctx: &LaunchCtx) -> Result<(), MmuFault> {
 }
 
 /// The library's built-in SM copy kernel (src/builtin/copy.cu): dst[0..n) = src[0..n). Its
-/// grid-stride loops cover the whole range for any grid, so the result does not depend on the
+/// chunk loop covers the whole range for any grid, so the result does not depend on the
 /// launch shape; bytes are copied in page-bounded pieces through a bounce buffer.
 fn tg_copy(ctx: &LaunchCtx) -> Result<(), MmuFault> {
     let (dst, src, n) = (ctx.param_u64(0), ctx.param_u64(8), ctx.param_u64(16));
