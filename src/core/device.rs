@@ -219,13 +219,7 @@ impl Device {
 
     /// Wait until all work submitted on every queue of this device has completed.
     pub fn synchronize(&self, timeout_ns: u64) -> Result<()> {
-        let tracks: Vec<Arc<QueueTrack>> = self
-            .inner
-            .queues
-            .lock()
-            .iter()
-            .filter_map(|w| w.upgrade())
-            .collect();
+        let tracks = self.live_queues();
         for t in tracks {
             t.wait_submitted(self, timeout_ns)?;
         }
@@ -252,16 +246,20 @@ impl Device {
         Ok(())
     }
 
-    /// Ring the doorbell of every queue that has work in flight again (waits do this when they
-    /// see no progress; see [`crate::hw::gpfifo::ring_doorbell_again`]).
-    pub(crate) fn ring_busy_queues_again(&self) {
-        let tracks: Vec<Arc<QueueTrack>> = self
-            .inner
+    /// The queues of this device that still exist.
+    fn live_queues(&self) -> Vec<Arc<QueueTrack>> {
+        self.inner
             .queues
             .lock()
             .iter()
             .filter_map(|w| w.upgrade())
-            .collect();
+            .collect()
+    }
+
+    /// Ring the doorbell of every queue that has work in flight again (waits do this when they
+    /// see no progress; see [`crate::hw::gpfifo::ring_doorbell_again`]).
+    pub(crate) fn ring_busy_queues_again(&self) {
+        let tracks = self.live_queues();
         for t in tracks {
             t.ring_again_if_busy();
         }
@@ -273,13 +271,7 @@ impl Device {
         if self.inner.faulted.load(Ordering::Acquire) {
             return self.inner.fault.lock().clone();
         }
-        let tracks: Vec<Arc<QueueTrack>> = self
-            .inner
-            .queues
-            .lock()
-            .iter()
-            .filter_map(|w| w.upgrade())
-            .collect();
+        let tracks = self.live_queues();
         for t in tracks {
             if let Some(e) = t.channel_error() {
                 let log = self.inner.backend.fault_log();
