@@ -110,14 +110,14 @@ int main(int argc, char **argv) {
     }
     CHECK(tg_buf_free(a));
     CHECK(tg_buf_free(b));
-    for (i = 0; i < 10; i++) {
+    for (int k = -3; k < 20; k++) { /* 3 untimed warm-up rounds, then 20 (reps >= 200) */
         tg_buf *t = NULL;
         t0 = now_ns();
         CHECK(tg_buf_alloc(dev, 256ull << 20, TG_BUF_DEVICE_LOCAL, &t));
         CHECK(tg_buf_free(t));
-        lat[i] = now_ns() - t0;
+        if (k >= 0) lat[k] = now_ns() - t0;
     }
-    printf("  alloc + free 256 MiB          p50 %8.3f us\n", pct(lat, 10, 50));
+    printf("  alloc + free 256 MiB          p50 %8.3f us\n", pct(lat, 20, 50));
 
     free(lat);
     CHECK(tg_queue_destroy(cq));

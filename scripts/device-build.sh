@@ -16,7 +16,8 @@ for l in sys.stdin:
         print(m["target"]["name"], m["executable"])' > "$out/tests.txt"
 while read -r name exe; do cp "$exe" "$out/tests/$name"; strip "$out/tests/$name"; done < "$out/tests.txt"
 cp target/release/tegragpu-info target/release/tegragpu-bench \
-   target/release/examples/latency_probe target/release/examples/copy_probe "$out/bin/"
+   target/release/examples/latency_probe target/release/examples/copy_probe \
+   target/release/examples/doorbell_probe "$out/bin/"
 strip "$out"/bin/*
 cp target/release/libtegragpu.so "$out/lib/libtegragpu.so.0"
 ln -sf libtegragpu.so.0 "$out/lib/libtegragpu.so"

@@ -38,6 +38,8 @@ step() { # name, timeout, command...
   if [ -n "${PROBES:-}" ]; then
     step latency_probe 120 "$D/bin/latency_probe" 2000
     step copy_probe 120 "$D/bin/copy_probe" cuda ce
+    step doorbell_probe 120 "$D/bin/doorbell_probe" 3
+    step alloc_trace 120 bash scripts/probes/alloc-trace.sh
   fi
   echo "SUMMARY: $pass passed, $fail failed"
 } 2>&1 | tee "$log"

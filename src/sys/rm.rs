@@ -520,6 +520,17 @@ pub const HOPPER_USERMODE_A: u32 = 0x0000_C661;
 /// Blackwell (GB20x) usermode.
 pub const BLACKWELL_USERMODE_A: u32 = 0x0000_C761;
 
+/// `HOPPER_USERMODE_A` / `BLACKWELL_USERMODE_A` allocation parameters (`nvos.h`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NV_HOPPER_USERMODE_A_PARAMS {
+    /// Map the doorbell page through BAR1 instead of BAR0 (CPU mapping write-only).
+    pub bBar1Mapping: u8,
+    /// The privileged page instead of the VF page (kernel clients only).
+    pub bPriv: u8,
+}
+const _: () = assert!(core::mem::size_of::<NV_HOPPER_USERMODE_A_PARAMS>() == 2);
+
 /// GPFIFO channel classes.
 pub const VOLTA_CHANNEL_GPFIFO_A: u32 = 0x0000_C36F;
 /// Turing GPFIFO.

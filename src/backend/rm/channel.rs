@@ -3,7 +3,7 @@
 use super::rmapi::uvm_ioctl;
 use super::{
     select_copy_engine, trace, va, CopyEngineChoice, Inner, MemRecord, CHANNEL_UVM_RANGE,
-    COPY_ENGINE_ENV, DOORBELL_OFFSET,
+    COPY_ENGINE_ENV,
 };
 use crate::backend::{Channel, ChannelError, ChannelRaw, Engine};
 use crate::error::{Error, Result};
@@ -284,7 +284,7 @@ impl RmChannel {
 
         self.raw.gpfifo = ring_cpu as *mut u64;
         self.raw.userd = (ring_cpu + userd_off as usize) as *mut u32;
-        self.raw.doorbell = (inner.usermode_ptr + DOORBELL_OFFSET) as *mut u32;
+        self.raw.doorbell = inner.doorbell_ptr as *mut u32;
         self.raw.token = t.workSubmitToken;
         Ok(())
     }

@@ -144,6 +144,26 @@ fn eager_cpu_map() -> bool {
     std::env::var_os("TEGRAGPU_RM_EAGER_CPU_MAP").is_some_and(|v| v != "0")
 }
 
+/// Whether the doorbell goes through BAR1 (`TEGRAGPU_RM_DOORBELL=bar0` keeps BAR0).
+///
+/// RM offers the doorbell page through BAR1 on Hopper and later; NVIDIA's own kernel-mode
+/// submitters (UVM, nvidia-push) use it. A BAR1 doorbell travels the same path as the BAR1
+/// USERD write of GP_PUT that it announces.
+fn doorbell_over_bar1(usermode_class: u32) -> bool {
+    usermode_class >= HOPPER_USERMODE_A
+        && std::env::var("TEGRAGPU_RM_DOORBELL").map_or(true, |v| v != "bar0")
+}
+
+/// One RM object mapped into the CPU (`RM_ALLOC` + `NV_ESC_RM_MAP_MEMORY` + `mmap`).
+#[derive(Debug, Default)]
+struct RegionMap {
+    handle: u32,
+    fd: RawFd,
+    linear: u64,
+    mapped: bool,
+    ptr: usize,
+}
+
 fn round_up(x: u64, a: u64) -> Option<u64> {
     Some(x.checked_add(a - 1)? & !(a - 1))
 }
@@ -428,12 +448,13 @@ pub(crate) struct Inner {
     minor: u32,
     device: u32,
     subdevice: u32,
-    usermode: u32,
-    usermode_fd: RawFd,
-    usermode_linear: u64,
-    usermode_mapped: bool,
-    /// CPU address of the usermode region (0 = not mapped).
-    usermode_ptr: usize,
+    /// The usermode region through BAR0 (registers: PTIMER, doorbell; readable).
+    usermode: RegionMap,
+    /// The doorbell page through BAR1 (Hopper and later, write-only), when RM gave one: the
+    /// doorbell then takes the same path as the USERD writes it announces.
+    doorbell_bar1: RegionMap,
+    /// CPU address of `NV_USERMODE_NOTIFY_CHANNEL_PENDING` (0 = not mapped).
+    doorbell_ptr: usize,
     vaspace: u32,
     uuid: NvProcessorUuid,
     uvm_gpu_registered: bool,
@@ -468,11 +489,9 @@ impl Inner {
             minor: 0,
             device: 0,
             subdevice: 0,
-            usermode: 0,
-            usermode_fd: -1,
-            usermode_linear: 0,
-            usermode_mapped: false,
-            usermode_ptr: 0,
+            usermode: RegionMap::default(),
+            doorbell_bar1: RegionMap::default(),
+            doorbell_ptr: 0,
             vaspace: 0,
             uuid: NvProcessorUuid::default(),
             uvm_gpu_registered: false,
@@ -491,6 +510,83 @@ impl Inner {
 
     fn sys(&self) -> &dyn Sys {
         &*self.api.sys
+    }
+
+    /// Allocate a usermode object of `class` under the subdevice and map
+    /// [`USERMODE_MAP_SIZE`] bytes of it; on failure nothing is left behind.
+    fn map_region<T: Copy>(
+        &self,
+        class: u32,
+        params: Option<&mut T>,
+        flags: u32,
+    ) -> Result<RegionMap> {
+        let mut r = RegionMap {
+            fd: -1,
+            ..Default::default()
+        };
+        let res = (|| -> Result<()> {
+            r.handle = self.api.alloc(self.subdevice, class, params)?;
+            r.fd = self.new_dev_fd()?;
+            r.linear =
+                self.api
+                    .map_memory(self.device, r.handle, USERMODE_MAP_SIZE, flags, r.fd)?;
+            r.mapped = true;
+            let prot = if flags == NVOS33_FLAGS_ACCESS_WRITE_ONLY {
+                libc::PROT_WRITE
+            } else {
+                libc::PROT_READ | libc::PROT_WRITE
+            };
+            // SAFETY: maps the RM mmap context of r.fd; no fixed address.
+            let p = unsafe {
+                self.sys().mmap(
+                    std::ptr::null_mut(),
+                    USERMODE_MAP_SIZE as usize,
+                    prot,
+                    libc::MAP_SHARED,
+                    r.fd,
+                    0,
+                )
+            }
+            .map_err(|e| {
+                Error::os(
+                    format!("mmap(usermode {class:#x}, len={USERMODE_MAP_SIZE:#x})"),
+                    e,
+                )
+            })?;
+            r.ptr = p as usize;
+            trace!(
+                "usermode {class:#x} (handle {:#x}, flags {flags:#x}) mapped at {p:p}",
+                r.handle
+            );
+            Ok(())
+        })();
+        match res {
+            Ok(()) => Ok(r),
+            Err(e) => {
+                self.unmap_region(r);
+                Err(e)
+            }
+        }
+    }
+
+    /// Undo [`Inner::map_region`] (each step only if it was made).
+    fn unmap_region(&self, r: RegionMap) {
+        if r.ptr != 0 {
+            // SAFETY: a mapping made by map_region.
+            let _ = unsafe {
+                self.sys()
+                    .munmap(r.ptr as *mut u8, USERMODE_MAP_SIZE as usize)
+            };
+        }
+        if r.mapped {
+            let _ = self.api.unmap_memory(self.device, r.handle, r.linear);
+        }
+        if r.fd >= 0 {
+            let _ = self.sys().close(r.fd);
+        }
+        if r.handle != 0 {
+            let _ = self.api.free(self.subdevice, r.handle);
+        }
     }
 
     /// A fresh `/dev/nvidiaN` fd linked to the control fd.
@@ -1092,24 +1188,10 @@ impl Drop for Inner {
                 &|| "UVM_UNREGISTER_GPU".into(),
             );
         }
-        if self.usermode_ptr != 0 {
-            // SAFETY: the usermode mapping made at open.
-            let _ = unsafe {
-                self.sys()
-                    .munmap(self.usermode_ptr as *mut u8, USERMODE_MAP_SIZE as usize)
-            };
-        }
-        if self.usermode_mapped {
-            let _ = self
-                .api
-                .unmap_memory(self.device, self.usermode, self.usermode_linear);
-        }
-        if self.usermode_fd >= 0 {
-            let _ = self.sys().close(self.usermode_fd);
-        }
-        if self.usermode != 0 {
-            let _ = self.api.free(self.subdevice, self.usermode);
-        }
+        let doorbell_bar1 = core::mem::take(&mut self.doorbell_bar1);
+        self.unmap_region(doorbell_bar1);
+        let usermode = core::mem::take(&mut self.usermode);
+        self.unmap_region(usermode);
         if self.subdevice != 0 {
             let _ = self.api.free(self.device, self.subdevice);
         }
@@ -1316,45 +1398,26 @@ impl RmBackend {
         trace!("{} classes; picked {classes:x?}", list.len());
 
         // Usermode (doorbell) region.
-        inner.usermode = inner
-            .api
-            .alloc::<()>(inner.subdevice, classes.usermode, None)?;
-        inner.usermode_fd = inner.new_dev_fd()?;
-        inner.usermode_linear = inner.api.map_memory(
-            inner.device,
-            inner.usermode,
-            USERMODE_MAP_SIZE,
-            NVOS33_FLAGS_ACCESS_READ_WRITE,
-            inner.usermode_fd,
-        )?;
-        inner.usermode_mapped = true;
-        // SAFETY: maps the RM mmap context of usermode_fd; no fixed address.
-        let p = unsafe {
-            inner.sys().mmap(
-                std::ptr::null_mut(),
-                USERMODE_MAP_SIZE as usize,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                inner.usermode_fd,
-                0,
-            )
+        inner.usermode =
+            inner.map_region::<()>(classes.usermode, None, NVOS33_FLAGS_ACCESS_READ_WRITE)?;
+        inner.doorbell_ptr = inner.usermode.ptr + DOORBELL_OFFSET;
+        if doorbell_over_bar1(classes.usermode) {
+            let mut p = NV_HOPPER_USERMODE_A_PARAMS {
+                bBar1Mapping: 1,
+                bPriv: 0,
+            };
+            match inner.map_region(
+                classes.usermode,
+                Some(&mut p),
+                NVOS33_FLAGS_ACCESS_WRITE_ONLY,
+            ) {
+                Ok(r) => {
+                    inner.doorbell_ptr = r.ptr + DOORBELL_OFFSET;
+                    inner.doorbell_bar1 = r;
+                }
+                Err(e) => trace!("BAR1 doorbell unavailable, using BAR0: {e}"),
+            }
         }
-        .map_err(|e| {
-            Error::os(
-                format!(
-                    "mmap(usermode {:#x}, len={USERMODE_MAP_SIZE:#x})",
-                    classes.usermode
-                ),
-                e,
-            )
-        })?;
-        inner.usermode_ptr = p as usize;
-        trace!(
-            "usermode {:#x} mapped at {:p} (token {:#x})",
-            inner.usermode,
-            p,
-            inner.usermode_linear
-        );
 
         // GR info.
         let idx = [
@@ -1677,7 +1740,7 @@ impl RmBackend {
 
     /// CPU pointer to the usermode region (doorbell at +0x90, PTIMER at +0x80/+0x84).
     pub fn usermode_ptr(&self) -> *mut u32 {
-        self.inner.usermode_ptr as *mut u32
+        self.inner.usermode.ptr as *mut u32
     }
 
     /// [`Backend::create_channel`] returning the concrete channel type (RM handle, ring VA).
