@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Device machine: the ioctls behind libcuda's cuMemAlloc + cuMemFree of 256 MiB
-# (ioctl_trace.c preloaded into cuda_alloc.c). Output to stdout and $OUT/alloc_trace.txt.
+# (ioctl_trace.c preloaded into cuda_alloc.c, and into tg_alloc.c: alone, with a neighbouring
+# buffer, with a queue), then 100 GiB of 10 GiB buffers. Output to stdout and $OUT/alloc_trace.txt.
 set -uo pipefail
 cd "$(dirname "$0")"
 out=${OUT:-/tmp}
@@ -15,4 +16,9 @@ if [ -f ../../.device/lib/libtegragpu.so ]; then
     echo "== tg_alloc $a"
     LD_LIBRARY_PATH=../../.device/lib LD_PRELOAD=/tmp/libioctl_trace.so timeout -k 5 60 /tmp/tg_alloc $a 2>&1 | tee -a "$out/alloc_trace.txt"
   done
+fi
+if [ -x /tmp/tg_alloc ]; then
+  echo "== tg_alloc big (100 GiB in 10 GiB buffers, then with libcuda in the process)"
+  LD_LIBRARY_PATH=../../.device/lib timeout -k 5 120 /tmp/tg_alloc big || exit 1
+  WITH_CUDA=1 LD_LIBRARY_PATH=../../.device/lib timeout -k 5 120 /tmp/tg_alloc big || exit 1
 fi

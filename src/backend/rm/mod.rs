@@ -154,6 +154,22 @@ fn doorbell_over_bar1(usermode_class: u32) -> bool {
         && std::env::var("TEGRAGPU_RM_DOORBELL").map_or(true, |v| v != "bar0")
 }
 
+/// `size` bytes (aligned to `align`) of the shared CPU/GPU VA window.
+fn window_alloc(size: u64, align: u64) -> Result<u64> {
+    let mut w = va::low_va().lock();
+    w.alloc(size, align).ok_or_else(|| {
+        Error::new(
+            Status::OutOfMemory,
+            format!(
+                "no {size:#x}-byte range left in the CPU/GPU VA window [{:#x}, {:#x}) ({} MiB free, fragmented or in use)",
+                va::LOW_VA_BASE,
+                va::LOW_VA_END,
+                w.free_bytes() >> 20
+            ),
+        )
+    })
+}
+
 /// One RM object mapped into the CPU (`RM_ALLOC` + `NV_ESC_RM_MAP_MEMORY` + `mmap`).
 #[derive(Debug, Default)]
 struct RegionMap {
@@ -754,12 +770,7 @@ impl Inner {
             .ok_or_else(|| Error::invalid(format!("allocation size {size:#x} overflows")))?;
         let mut rec = MemRecord::new(MemKind::Vidmem);
         let res = (|| -> Result<()> {
-            rec.va = va::low_va().lock().alloc(size, page).ok_or_else(|| {
-                Error::new(
-                    Status::OutOfMemory,
-                    format!("no {size:#x}-byte range left in the CPU/GPU VA window"),
-                )
-            })?;
+            rec.va = window_alloc(size, page)?;
             rec.va_owned = true;
             rec.size = size;
             let mut p = self.mem_params(size, page, true, contiguous);
@@ -859,12 +870,7 @@ impl Inner {
         };
         let mut rec = MemRecord::new(MemKind::Host);
         let res = (|| -> Result<()> {
-            rec.va = va::low_va().lock().alloc(size, align).ok_or_else(|| {
-                Error::new(
-                    Status::OutOfMemory,
-                    format!("no {size:#x}-byte range left in the CPU/GPU VA window"),
-                )
-            })?;
+            rec.va = window_alloc(size, align)?;
             rec.va_owned = true;
             rec.size = size;
             rec.cpu = self.mmap_fixed(rec.va, size, -1, libc::MAP_SHARED | libc::MAP_ANONYMOUS)?;
@@ -1766,7 +1772,10 @@ impl Backend for RmBackend {
         if size > va::LOW_VA_END - va::LOW_VA_BASE {
             return Err(Error::new(
                 Status::OutOfMemory,
-                format!("alloc: {size:#x} bytes exceeds the 64 GiB CPU/GPU VA window"),
+                format!(
+                    "alloc: {size:#x} bytes exceeds the {} GiB CPU/GPU VA window",
+                    (va::LOW_VA_END - va::LOW_VA_BASE) >> 30
+                ),
             ));
         }
         let host = flags.cpu_cached && !flags.write_combined;

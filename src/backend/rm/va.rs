@@ -2,11 +2,13 @@
 //!
 //! The RM backend maps every CPU-visible buffer at the same address on the CPU and the GPU, so
 //! the addresses must be free in the process *and* in the GPU VA space. Like tinygrad, we hand
-//! them out from a fixed low window, [`LOW_VA_BASE`, `LOW_VA_END`) (64..128 GiB), which the
+//! them out from a fixed low window, [`LOW_VA_BASE`, `LOW_VA_END`) (64 GiB .. 1 TiB), which the
 //! Linux mmap allocator (top-down from below the stack) does not reach in practice; every CPU
 //! mapping there uses `MAP_FIXED_NOREPLACE`, so a collision is reported instead of clobbering.
 //! The window lies far below the Hopper shader windows (0x7293_0000_0000, 0x7294_0000_0000) and
-//! below 2^40, so pushbuffers and QMDs placed there satisfy the 40-bit limits.
+//! below 2^40, so pushbuffers and QMDs placed there satisfy the 40-bit limits. At 960 GiB it
+//! holds all the video memory of any current GPU (an H200 has 141 GB; the first window, 64 GiB,
+//! refused the seventh 10 GiB buffer there).
 
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -15,9 +17,11 @@ use std::sync::OnceLock;
 /// Start of the window for CPU-visible buffers and UVM channel ranges.
 pub const LOW_VA_BASE: u64 = 0x10_0000_0000;
 /// End (exclusive) of that window.
-pub const LOW_VA_END: u64 = 0x20_0000_0000;
+pub const LOW_VA_END: u64 = 0x100_0000_0000;
 
-// The window stays below 2^40 (pushbuffer/QMD limits) and below the Hopper shader windows.
+// The window stays below 2^40 (pushbuffer/QMD limits) and below the Hopper shader windows, and
+// holds at least 512 GiB.
+const _: () = assert!(LOW_VA_END - LOW_VA_BASE >= 512 << 30);
 const _: () = assert!(LOW_VA_END <= 1 << 40 && LOW_VA_END <= 0x7293_0000_0000);
 
 /// A first-fit free-list allocator over `[base, end)` with coalescing.
@@ -135,6 +139,16 @@ mod tests {
         assert_eq!(a.free_bytes(), 0x40_0000);
         // Everything coalesced back into one block: a full-size allocation fits again.
         assert_eq!(a.alloc(0x40_0000, 0x1000), Some(0x10_0000));
+    }
+
+    #[test]
+    fn window_holds_a_large_gpu_below_2_pow_40() {
+        // Every buffer must fit (an H200 has 141 GB of video memory): 150 GiB in 10 GiB pieces.
+        let mut a = VaAllocator::new(LOW_VA_BASE, LOW_VA_END);
+        for i in 0..15u64 {
+            let va = a.alloc(10 << 30, 2 << 20).expect("10 GiB range");
+            assert_eq!(va, LOW_VA_BASE + i * (10 << 30));
+        }
     }
 
     #[test]
