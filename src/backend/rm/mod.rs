@@ -170,14 +170,27 @@ fn window_alloc(size: u64, align: u64) -> Result<u64> {
     })
 }
 
-/// One RM object mapped into the CPU (`RM_ALLOC` + `NV_ESC_RM_MAP_MEMORY` + `mmap`).
-#[derive(Debug, Default)]
+/// One RM object mapped into the CPU (`RM_ALLOC` + `NV_ESC_RM_MAP_MEMORY` + `mmap`). The
+/// default is "nothing made" (`fd` -1), which [`Inner::unmap_region`] leaves alone.
+#[derive(Debug, PartialEq, Eq)]
 struct RegionMap {
     handle: u32,
     fd: RawFd,
     linear: u64,
     mapped: bool,
     ptr: usize,
+}
+
+impl Default for RegionMap {
+    fn default() -> Self {
+        RegionMap {
+            handle: 0,
+            fd: -1,
+            linear: 0,
+            mapped: false,
+            ptr: 0,
+        }
+    }
 }
 
 fn round_up(x: u64, a: u64) -> Option<u64> {
@@ -536,10 +549,7 @@ impl Inner {
         params: Option<&mut T>,
         flags: u32,
     ) -> Result<RegionMap> {
-        let mut r = RegionMap {
-            fd: -1,
-            ..Default::default()
-        };
+        let mut r = RegionMap::default();
         let res = (|| -> Result<()> {
             r.handle = self.api.alloc(self.subdevice, class, params)?;
             r.fd = self.new_dev_fd()?;
@@ -1860,5 +1870,19 @@ impl Backend for RmBackend {
     /// RM gives (`NV906F_CTRL_CMD_GET_MMU_FAULT_INFO`), oldest first.
     fn fault_log(&self) -> Vec<KernelFaultRecord> {
         self.inner.faults.lock().clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RegionMap;
+
+    #[test]
+    fn an_unmade_region_holds_no_descriptor() {
+        // Teardown closes `fd` when it is >= 0; a region that was never mapped (the BAR1
+        // doorbell on older GPUs, or an open that failed early) must not close fd 0.
+        let r = RegionMap::default();
+        assert_eq!(r.fd, -1);
+        assert_eq!((r.handle, r.ptr, r.mapped), (0, 0, false));
     }
 }
