@@ -50,11 +50,13 @@ fn main() -> tegragpu::Result<()> {
         grid: [n / 256, 1, 1],
         block: [256, 1, 1],
         dynamic_shared_bytes: 0,
+        cooperative: false,
     };
     let one = LaunchConfig {
         grid: [1, 1, 1],
         block: [32, 1, 1],
         dynamic_shared_bytes: 0,
+        cooperative: false,
     };
     let mut q = dev.create_queue(QueueKind::Compute)?;
     let a = dev.create_signal(0)?;

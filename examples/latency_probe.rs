@@ -65,6 +65,7 @@ fn main() -> tegragpu::Result<()> {
         grid: [1, 1, 1],
         block: [32, 1, 1],
         dynamic_shared_bytes: 0,
+        cooperative: false,
     };
     let mut q = dev.create_queue(QueueKind::Compute)?;
     let sig = dev.create_signal(0)?;

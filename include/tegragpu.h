@@ -75,6 +75,20 @@
 #define TG_BUF_DEVICE_LOCAL 8
 
 /**
+ * `tg_launch_config.flags`: launch the grid cooperatively (`cuLaunchCooperativeKernel`), for
+ * kernels that synchronise the whole grid (`cooperative_groups::this_grid().sync()`). Every
+ * block must be resident at once: a grid larger than `tg_kernel_max_active_blocks()` × the SM
+ * count returns `TG_ERROR_INVALID_LAUNCH`.
+ */
+#define TG_LAUNCH_COOPERATIVE 1
+
+/**
+ * `tg_device_set_limit()` / `tg_device_get_limit()`: stack bytes per GPU thread
+ * (`CU_LIMIT_STACK_SIZE`); 1024 by default.
+ */
+#define TG_LIMIT_STACK_SIZE 0
+
+/**
  * Which kernel driver a device is driven through.
  */
 typedef enum tg_backend {
@@ -365,6 +379,17 @@ typedef struct tg_launch_config {
      * Dynamic shared memory per block, bytes (at most the kernel's `max_dynamic_shared_bytes`).
      */
     uint32_t dynamic_shared_bytes;
+    /**
+     * `TG_LAUNCH_*` bits; 0 for an ordinary launch. (Present when `struct_size` ≥ 36; callers
+     * built against the 32-byte struct of version 0.1 keep working.)
+     */
+    uint32_t flags;
+    /**
+     * Thread-block cluster shape; `{0, 0, 0}` (or `{1, 1, 1}`) for none. Clusters are not
+     * supported yet: any other value returns `TG_ERROR_NOT_SUPPORTED`. (Present when
+     * `struct_size` ≥ 48.)
+     */
+    uint32_t cluster[3];
 } tg_launch_config;
 
 #ifdef __cplusplus
@@ -690,6 +715,79 @@ enum tg_status tg_kernel_get_param(const struct tg_kernel *kernel,
                                    uint32_t index,
                                    uint32_t *offset,
                                    uint32_t *size);
+
+/**
+ * How many blocks of `block_threads` threads using `dynamic_shared_bytes` of dynamic shared
+ * memory one SM runs at once (like `cuOccupancyMaxActiveBlocksPerMultiprocessor`): the
+ * smallest of the limits set by warps, registers, shared memory and the SM's block limit.
+ * Multiply by `tg_device_info.sm_count` for the largest cooperative grid.
+ *
+ * Returns `TG_OK` (`*out` is 0 when `dynamic_shared_bytes` is above the kernel's
+ * `max_dynamic_shared_bytes`); `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+ * `TG_ERROR_INVALID_ARGUMENT` (`block_threads` 0 or above the kernel's
+ * `max_threads_per_block`). Thread safety: any thread.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum tg_status tg_kernel_max_active_blocks(const struct tg_kernel *kernel,
+                                           uint32_t block_threads,
+                                           uint32_t dynamic_shared_bytes,
+                                           uint32_t *out);
+
+/**
+ * Find a `__device__` or `__constant__` variable of a module by name (like
+ * `cuModuleGetGlobal`). Any of the out pointers may be NULL.
+ *
+ * - `gpu_address`: the variable's GPU virtual address (pass it to kernels, copy to it).
+ * - `cpu_ptr`: a CPU pointer to the same memory, valid while the module is loaded: write
+ *   initial values before the launches that read them, read results after they finish.
+ * - `size_bytes`: the variable's size.
+ *
+ * Names are as in the cubin: C++ variables are mangled unless declared `extern "C"`.
+ * Each call makes every queue drop the GPU's constant and data caches before its next launch,
+ * so call it again after changing through `cpu_ptr` a `__constant__` that launches already read.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER` (`name`);
+ * `TG_ERROR_NOT_FOUND` (the message lists the module's variables). Thread safety: any thread.
+ *
+ * # Safety
+ * `name` is NULL or NUL-terminated; each out pointer is NULL or writable.
+ */
+enum tg_status tg_module_get_global(const struct tg_module *module,
+                                    const char *name,
+                                    uint64_t *gpu_address,
+                                    void **cpu_ptr,
+                                    uint64_t *size_bytes);
+
+/**
+ * Set a device-wide limit (like `cuCtxSetLimit`).
+ *
+ * - `TG_LIMIT_STACK_SIZE`: stack bytes per GPU thread (default 1024, as in libcuda). Each
+ *   kernel gets the larger of this and the stack its code needs; recursion and other calls
+ *   whose depth the compiler cannot bound run in it. Applies to kernels taken with
+ *   `tg_module_get_kernel()` after the call; kernels already taken keep their size. The
+ *   device reserves this much for every thread the GPU can hold (on an H100: about 300 MB
+ *   per KiB).
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (unknown limit,
+ * value too large). Thread safety: any thread.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_device_set_limit(const struct tg_device *dev, uint32_t limit, uint64_t value);
+
+/**
+ * Read a device-wide limit (see `tg_device_set_limit()`).
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+ * `TG_ERROR_INVALID_ARGUMENT` (unknown limit). Thread safety: any thread.
+ *
+ * # Safety
+ * `value` is NULL or writable.
+ */
+enum tg_status tg_device_get_limit(const struct tg_device *dev, uint32_t limit, uint64_t *value);
 
 /**
  * Create a command queue (a GPU channel).

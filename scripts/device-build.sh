@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.device
 rm -rf "$out"; mkdir -p "$out/bin" "$out/tests" "$out/lib"
-cargo build --release --bins --examples
+cargo build --release --lib --bins --examples
 cargo test --release --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:

@@ -291,6 +291,8 @@ fn gpu_fault_is_reported_through_the_c_api() {
             grid: [1, 1, 1],
             block: [64, 1, 1],
             dynamic_shared_bytes: 0,
+            flags: 0,
+            cluster: [0; 3],
         };
         assert_eq!(
             tg_launch(q, k, &cfg, params.as_ptr() as *const c_void, params.len()),

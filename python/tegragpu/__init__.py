@@ -37,6 +37,7 @@ __all__ = [
     "Device", "Buffer", "Module", "Kernel", "Queue", "Signal", "DeviceInfo", "FaultReport",
     "KernelAttributes", "Status", "QueueKind", "Backend", "TegraGpuError", "library_path",
     "version", "BUF_CPU_CACHED", "BUF_WRITE_COMBINED", "BUF_ZEROED", "BUF_DEVICE_LOCAL", "TIMEOUT_INFINITE",
+    "LAUNCH_COOPERATIVE", "LIMIT_STACK_SIZE",
 ]
 
 __version__ = "0.1.0"
@@ -48,6 +49,8 @@ BUF_WRITE_COMBINED = 2
 BUF_ZEROED = 4
 BUF_DEVICE_LOCAL = 8
 TIMEOUT_INFINITE = 0xFFFF_FFFF_FFFF_FFFF
+LAUNCH_COOPERATIVE = 1
+LIMIT_STACK_SIZE = 0
 DEFAULT_TIMEOUT_NS = 30_000_000_000
 
 
@@ -222,6 +225,8 @@ class _LaunchConfig(ctypes.Structure):
         ("grid", ctypes.c_uint32 * 3),
         ("block", ctypes.c_uint32 * 3),
         ("dynamic_shared_bytes", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
+        ("cluster", ctypes.c_uint32 * 3),
     ]
 
 
@@ -284,6 +289,12 @@ _SIGNATURES = {
     "tg_kernel_get_attributes": (ctypes.c_int, [_H, _P(_KernelAttributes)]),
     "tg_kernel_get_param": (ctypes.c_int, [_H, ctypes.c_uint32, _P(ctypes.c_uint32),
                                            _P(ctypes.c_uint32)]),
+    "tg_kernel_max_active_blocks": (ctypes.c_int, [_H, ctypes.c_uint32, ctypes.c_uint32,
+                                                   _P(ctypes.c_uint32)]),
+    "tg_module_get_global": (ctypes.c_int, [_H, ctypes.c_char_p, _P(ctypes.c_uint64),
+                                            _P(ctypes.c_void_p), _P(ctypes.c_uint64)]),
+    "tg_device_set_limit": (ctypes.c_int, [_H, ctypes.c_uint32, ctypes.c_uint64]),
+    "tg_device_get_limit": (ctypes.c_int, [_H, ctypes.c_uint32, _P(ctypes.c_uint64)]),
     "tg_queue_create": (ctypes.c_int, [_H, ctypes.c_int, _P(_H)]),
     "tg_queue_create_with_depth": (ctypes.c_int, [_H, ctypes.c_int, ctypes.c_uint32, _P(_H)]),
     "tg_queue_destroy": (ctypes.c_int, [_H]),
@@ -476,6 +487,17 @@ class Device(_Handle):
     def synchronize(self, timeout_ns=DEFAULT_TIMEOUT_NS):
         _check(_lib.tg_device_synchronize(self.handle, timeout_ns))
 
+    @property
+    def stack_limit(self):
+        """Stack bytes per GPU thread for kernels taken from now on (default 1024)."""
+        v = ctypes.c_uint64()
+        _check(_lib.tg_device_get_limit(self.handle, LIMIT_STACK_SIZE, ctypes.byref(v)))
+        return v.value
+
+    @stack_limit.setter
+    def stack_limit(self, value):
+        _check(_lib.tg_device_set_limit(self.handle, LIMIT_STACK_SIZE, int(value)))
+
     def fault(self):
         """The sticky fault report, or None if the device has not faulted."""
         r = _FaultReport(struct_size=ctypes.sizeof(_FaultReport))
@@ -579,6 +601,24 @@ class Module(_Handle):
         _check(_lib.tg_module_get_kernel(self.handle, name.encode(), ctypes.byref(h)))
         return Kernel(h.value, name)
 
+    def global_address(self, name):
+        """``(gpu_address, size_bytes)`` of a ``__device__`` / ``__constant__`` variable."""
+        va, size = ctypes.c_uint64(), ctypes.c_uint64()
+        _check(_lib.tg_module_get_global(self.handle, name.encode(), ctypes.byref(va), None,
+                                         ctypes.byref(size)))
+        return va.value, size.value
+
+    def global_view(self, name, dtype="uint8"):
+        """A writable numpy view of a ``__device__`` / ``__constant__`` variable's memory
+        (valid while the module is loaded). Getting the view makes every queue drop the GPU's
+        constant and data caches before its next launch."""
+        import numpy as np
+        cpu, size = ctypes.c_void_p(), ctypes.c_uint64()
+        _check(_lib.tg_module_get_global(self.handle, name.encode(), None, ctypes.byref(cpu),
+                                         ctypes.byref(size)))
+        raw = (ctypes.c_uint8 * size.value).from_address(cpu.value)
+        return np.frombuffer(raw, dtype=np.uint8).view(dtype)
+
 
 class Kernel(_Handle):
     _destroy = "tg_kernel_destroy"
@@ -599,6 +639,13 @@ class Kernel(_Handle):
             params.append((off.value, size.value))
         #: (offset, size) of each parameter in the packed parameter block.
         self.params = params
+
+    def max_active_blocks(self, block_threads, shared_bytes=0):
+        """Blocks of ``block_threads`` threads one SM runs at once (occupancy)."""
+        n = ctypes.c_uint32()
+        _check(_lib.tg_kernel_max_active_blocks(self.handle, block_threads, shared_bytes,
+                                                ctypes.byref(n)))
+        return n.value
 
     def pack(self, args):
         """Pack Python values into the kernel's parameter block.
@@ -655,16 +702,19 @@ class Queue(_Handle):
     _destroy = "tg_queue_destroy"
     _what = "Queue"
 
-    def launch(self, kernel, grid, block, args=(), shared_bytes=0):
-        """Record a launch; ``args`` are packed by :meth:`Kernel.pack`."""
-        self.launch_packed(kernel, grid, block, kernel.pack(tuple(args)), shared_bytes)
+    def launch(self, kernel, grid, block, args=(), shared_bytes=0, cooperative=False):
+        """Record a launch; ``args`` are packed by :meth:`Kernel.pack`. ``cooperative``: all
+        blocks resident at once, for kernels that synchronise the whole grid."""
+        self.launch_packed(kernel, grid, block, kernel.pack(tuple(args)), shared_bytes,
+                           cooperative)
 
-    def launch_packed(self, kernel, grid, block, params, shared_bytes=0):
+    def launch_packed(self, kernel, grid, block, params, shared_bytes=0, cooperative=False):
         """Record a launch with an already packed parameter block (``bytes``)."""
         cfg = _LaunchConfig(struct_size=ctypes.sizeof(_LaunchConfig))
         cfg.grid[:] = _dims(grid)
         cfg.block[:] = _dims(block)
         cfg.dynamic_shared_bytes = shared_bytes
+        cfg.flags = LAUNCH_COOPERATIVE if cooperative else 0
         data = bytes(params)
         _check(_lib.tg_launch(self.handle, kernel.handle, ctypes.byref(cfg),
                               data if data else None, len(data)))

@@ -96,6 +96,7 @@ fn one() -> LaunchConfig {
         grid: [1, 1, 1],
         block: [32, 1, 1],
         dynamic_shared_bytes: 0,
+        cooperative: false,
     }
 }
 
@@ -349,6 +350,7 @@ fn bench_ours(
             grid: [n.div_ceil(256), 1, 1],
             block: [256, 1, 1],
             dynamic_shared_bytes: 0,
+            cooperative: false,
         };
         let mut best = f64::MAX;
         for i in 0..5u64 {

@@ -326,7 +326,27 @@ pub struct tg_launch_config {
     pub block: [u32; 3],
     /// Dynamic shared memory per block, bytes (at most the kernel's `max_dynamic_shared_bytes`).
     pub dynamic_shared_bytes: u32,
+    /// `TG_LAUNCH_*` bits; 0 for an ordinary launch. (Present when `struct_size` ≥ 36; callers
+    /// built against the 32-byte struct of version 0.1 keep working.)
+    pub flags: u32,
+    /// Thread-block cluster shape; `{0, 0, 0}` (or `{1, 1, 1}`) for none. Clusters are not
+    /// supported yet: any other value returns `TG_ERROR_NOT_SUPPORTED`. (Present when
+    /// `struct_size` ≥ 48.)
+    pub cluster: [u32; 3],
 }
+
+/// `tg_launch_config.flags`: launch the grid cooperatively (`cuLaunchCooperativeKernel`), for
+/// kernels that synchronise the whole grid (`cooperative_groups::this_grid().sync()`). Every
+/// block must be resident at once: a grid larger than `tg_kernel_max_active_blocks()` × the SM
+/// count returns `TG_ERROR_INVALID_LAUNCH`.
+pub const TG_LAUNCH_COOPERATIVE: u32 = 1;
+const TG_LAUNCH_KNOWN_FLAGS: u32 = TG_LAUNCH_COOPERATIVE;
+/// Size of `tg_launch_config` in version 0.1 (no `flags`, no `cluster`).
+const LAUNCH_CONFIG_V1_SIZE: usize = 32;
+
+/// `tg_device_set_limit()` / `tg_device_get_limit()`: stack bytes per GPU thread
+/// (`CU_LIMIT_STACK_SIZE`); 1024 by default.
+pub const TG_LIMIT_STACK_SIZE: u32 = 0;
 
 // ---------------------------------------------------------------------------------------------
 // Call boundary: panic catching, last-error text, argument helpers
@@ -507,18 +527,48 @@ unsafe fn launch_config(cfg: *const tg_launch_config) -> Result<LaunchConfig> {
     if cfg.is_null() {
         return Err(null("cfg"));
     }
-    let size = std::ptr::read_unaligned(cfg as *const u32);
-    let need = std::mem::size_of::<tg_launch_config>();
-    if (size as usize) < need {
+    let size = std::ptr::read_unaligned(cfg as *const u32) as usize;
+    let full = std::mem::size_of::<tg_launch_config>();
+    if size != LAUNCH_CONFIG_V1_SIZE && size != LAUNCH_CONFIG_V1_SIZE + 4 && size < full {
         return Err(Error::invalid(format!(
-            "cfg->struct_size is {size}; set it to sizeof(tg_launch_config) ({need})"
+            "cfg->struct_size is {size}; set it to sizeof(tg_launch_config) ({full})"
         )));
     }
-    let c = std::ptr::read_unaligned(cfg);
+    // Read only the bytes the caller's struct has.
+    let mut c = tg_launch_config {
+        struct_size: 0,
+        grid: [0; 3],
+        block: [0; 3],
+        dynamic_shared_bytes: 0,
+        flags: 0,
+        cluster: [0; 3],
+    };
+    std::ptr::copy_nonoverlapping(
+        cfg as *const u8,
+        &mut c as *mut tg_launch_config as *mut u8,
+        size.min(full),
+    );
+    let unknown = c.flags & !TG_LAUNCH_KNOWN_FLAGS;
+    if unknown != 0 {
+        return Err(Error::invalid(format!(
+            "cfg->flags {:#x} has unknown bits {unknown:#x} (known: TG_LAUNCH_COOPERATIVE=1)",
+            c.flags
+        )));
+    }
+    if c.cluster != [0; 3] && c.cluster != [1; 3] {
+        return Err(Error::new(
+            Status::NotSupported,
+            format!(
+                "cfg->cluster is {:?}: thread-block clusters are not supported by libtegragpu",
+                c.cluster
+            ),
+        ));
+    }
     Ok(LaunchConfig {
         grid: c.grid,
         block: c.block,
         dynamic_shared_bytes: c.dynamic_shared_bytes,
+        cooperative: c.flags & TG_LAUNCH_COOPERATIVE != 0,
     })
 }
 
@@ -1141,6 +1191,140 @@ pub unsafe extern "C" fn tg_kernel_get_param(
         offset.write_unaligned(p.offset);
         size.write_unaligned(p.size);
         Ok(())
+    })
+}
+
+/// How many blocks of `block_threads` threads using `dynamic_shared_bytes` of dynamic shared
+/// memory one SM runs at once (like `cuOccupancyMaxActiveBlocksPerMultiprocessor`): the
+/// smallest of the limits set by warps, registers, shared memory and the SM's block limit.
+/// Multiply by `tg_device_info.sm_count` for the largest cooperative grid.
+///
+/// Returns `TG_OK` (`*out` is 0 when `dynamic_shared_bytes` is above the kernel's
+/// `max_dynamic_shared_bytes`); `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+/// `TG_ERROR_INVALID_ARGUMENT` (`block_threads` 0 or above the kernel's
+/// `max_threads_per_block`). Thread safety: any thread.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_kernel_max_active_blocks(
+    kernel: *const tg_kernel,
+    block_threads: u32,
+    dynamic_shared_bytes: u32,
+    out: *mut u32,
+) -> tg_status {
+    run("tg_kernel_max_active_blocks", || {
+        let k = self::kernel(kernel, "kernel")?;
+        let out = out_ptr(out, "out")?;
+        let n = k.max_active_blocks(block_threads, dynamic_shared_bytes)?;
+        out.write_unaligned(n);
+        Ok(())
+    })
+}
+
+/// Find a `__device__` or `__constant__` variable of a module by name (like
+/// `cuModuleGetGlobal`). Any of the out pointers may be NULL.
+///
+/// - `gpu_address`: the variable's GPU virtual address (pass it to kernels, copy to it).
+/// - `cpu_ptr`: a CPU pointer to the same memory, valid while the module is loaded: write
+///   initial values before the launches that read them, read results after they finish.
+/// - `size_bytes`: the variable's size.
+///
+/// Names are as in the cubin: C++ variables are mangled unless declared `extern "C"`.
+/// Each call makes every queue drop the GPU's constant and data caches before its next launch,
+/// so call it again after changing through `cpu_ptr` a `__constant__` that launches already read.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER` (`name`);
+/// `TG_ERROR_NOT_FOUND` (the message lists the module's variables). Thread safety: any thread.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated; each out pointer is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_module_get_global(
+    module: *const tg_module,
+    name: *const c_char,
+    gpu_address: *mut u64,
+    cpu_ptr: *mut *mut c_void,
+    size_bytes: *mut u64,
+) -> tg_status {
+    run("tg_module_get_global", || {
+        let m = self::module(module, "module")?;
+        if name.is_null() {
+            return Err(null("name"));
+        }
+        let name = CStr::from_ptr(name)
+            .to_str()
+            .map_err(|_| Error::invalid("name is not valid UTF-8"))?;
+        let (va, cpu, size) = m.global(name)?;
+        if !gpu_address.is_null() {
+            gpu_address.write_unaligned(va);
+        }
+        if !cpu_ptr.is_null() {
+            cpu_ptr.write_unaligned(cpu as *mut c_void);
+        }
+        if !size_bytes.is_null() {
+            size_bytes.write_unaligned(size);
+        }
+        Ok(())
+    })
+}
+
+/// Set a device-wide limit (like `cuCtxSetLimit`).
+///
+/// - `TG_LIMIT_STACK_SIZE`: stack bytes per GPU thread (default 1024, as in libcuda). Each
+///   kernel gets the larger of this and the stack its code needs; recursion and other calls
+///   whose depth the compiler cannot bound run in it. Applies to kernels taken with
+///   `tg_module_get_kernel()` after the call; kernels already taken keep their size. The
+///   device reserves this much for every thread the GPU can hold (on an H100: about 300 MB
+///   per KiB).
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (unknown limit,
+/// value too large). Thread safety: any thread.
+///
+/// # Safety
+/// None beyond the handle contract.
+#[no_mangle]
+pub unsafe extern "C" fn tg_device_set_limit(
+    dev: *const tg_device,
+    limit: u32,
+    value: u64,
+) -> tg_status {
+    run("tg_device_set_limit", || {
+        let d = device(dev, "dev")?;
+        match limit {
+            TG_LIMIT_STACK_SIZE => d.set_stack_limit(value),
+            other => Err(Error::invalid(format!(
+                "limit {other} is unknown (known: TG_LIMIT_STACK_SIZE=0)"
+            ))),
+        }
+    })
+}
+
+/// Read a device-wide limit (see `tg_device_set_limit()`).
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+/// `TG_ERROR_INVALID_ARGUMENT` (unknown limit). Thread safety: any thread.
+///
+/// # Safety
+/// `value` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_device_get_limit(
+    dev: *const tg_device,
+    limit: u32,
+    value: *mut u64,
+) -> tg_status {
+    run("tg_device_get_limit", || {
+        let d = device(dev, "dev")?;
+        let value = out_ptr(value, "value")?;
+        match limit {
+            TG_LIMIT_STACK_SIZE => {
+                value.write_unaligned(u64::from(d.stack_limit()));
+                Ok(())
+            }
+            other => Err(Error::invalid(format!(
+                "limit {other} is unknown (known: TG_LIMIT_STACK_SIZE=0)"
+            ))),
+        }
     })
 }
 

@@ -4,13 +4,16 @@
 use super::buffer::Buffer;
 use super::queue::{fence_now, fence_passed, Fence, Queue, QueueConfig, QueueKind, QueueTrack};
 use super::signal::{Signal, SignalPool};
-use super::{Module, DEFAULT_TIMEOUT_NS};
+use super::Module;
 use crate::backend::{Allocation, Backend, BackendKind, DeviceInfo, MemFlags};
 use crate::error::{Error, Result, Status};
 use crate::hw::arch::ArchInfo;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
+
+/// Default per-thread stack size (bytes), libcuda's default `CU_LIMIT_STACK_SIZE`.
+pub const DEFAULT_STACK_LIMIT: u32 = 1024;
 
 /// A GPU fault as reported to the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +44,8 @@ pub(crate) struct DeviceInner {
     pub signals: Mutex<SignalPool>,
     pub local: Mutex<LocalMem>,
     pub local_generation: AtomicU64,
+    /// Per-thread stack bytes for kernels taken from now on (`TG_LIMIT_STACK_SIZE`).
+    pub stack_limit: std::sync::atomic::AtomicU32,
     /// Bumped whenever code is written to GPU memory; queues invalidate the shader caches
     /// before their next launch when it changed.
     pub code_generation: AtomicU64,
@@ -154,6 +159,7 @@ impl Device {
                     generation: 0,
                 }),
                 local_generation: AtomicU64::new(0),
+                stack_limit: std::sync::atomic::AtomicU32::new(DEFAULT_STACK_LIMIT),
                 code_generation: AtomicU64::new(1),
                 queues: Mutex::new(Vec::new()),
                 deferred: Mutex::new(Vec::new()),
@@ -360,9 +366,14 @@ impl Device {
     }
 
     /// Make sure the local-memory backing store fits `per_thread` bytes per thread.
-    /// Growing it waits for all queues to go idle first (a kernel in flight may be using it).
+    ///
+    /// Growing it waits for nothing: queues switch to the new store with their next launch
+    /// (SET_SHADER_LOCAL_MEMORY is re-emitted when the generation changes), and the old store is
+    /// freed only once every queue has completed the work recorded so far (submitted or not),
+    /// which may still use it. The lock is held across the allocation, so two threads growing
+    /// the store at once cannot replace a larger store with a smaller one.
     pub(crate) fn ensure_local_memory(&self, per_thread: u32) -> Result<()> {
-        let lm = self.inner.local.lock();
+        let mut lm = self.inner.local.lock();
         if lm.buf.is_some() && lm.per_thread >= per_thread {
             return Ok(());
         }
@@ -374,8 +385,6 @@ impl Device {
             info.max_tpc_per_gpc,
             info.max_gpc_count,
         )?;
-        drop(lm);
-        self.synchronize(DEFAULT_TIMEOUT_NS)?;
         let new = self.inner.backend.alloc(
             size,
             MemFlags {
@@ -383,16 +392,45 @@ impl Device {
                 ..Default::default()
             },
         )?;
-        let mut lm = self.inner.local.lock();
-        if let Some(old) = lm.buf.replace(new) {
-            let _ = self.inner.backend.free(&old);
-        }
+        let old = lm.buf.replace(new);
         lm.bytes_per_tpc = bytes_per_tpc;
         lm.per_thread = per_thread;
         lm.generation += 1;
         self.inner
             .local_generation
             .store(lm.generation, Ordering::Release);
+        drop(lm);
+        if let Some(old) = old {
+            self.free_when_idle(old);
+        }
+        Ok(())
+    }
+
+    /// The per-thread stack size kernels taken from now on get (`TG_LIMIT_STACK_SIZE`).
+    pub fn stack_limit(&self) -> u32 {
+        self.inner.stack_limit.load(Ordering::Acquire)
+    }
+
+    /// Set the per-thread stack size (bytes) for kernels taken from now on, like
+    /// `cuCtxSetLimit(CU_LIMIT_STACK_SIZE)`. Each kernel gets the larger of this and the stack
+    /// its code needs (`EIATTR_MIN_STACK_SIZE`); recursion and other calls whose depth the
+    /// compiler cannot bound use it. Kernels already taken keep the size they were taken with.
+    pub fn set_stack_limit(&self, bytes: u64) -> Result<()> {
+        let max = u64::from(
+            crate::hw::local_mem::MAX_LM_PER_THREAD - crate::hw::local_mem::LOCAL_MEM_RESERVED,
+        );
+        if bytes > max {
+            return Err(Error::invalid(format!(
+                "tg_device_set_limit: stack size {bytes} bytes per thread is more than the {max} the hardware allows"
+            )));
+        }
+        // Check that the backing store for it can be described before accepting it.
+        let lm = crate::hw::local_mem::lm_per_thread(bytes as u32)?;
+        let info = &self.inner.info;
+        crate::hw::local_mem::bytes_per_tpc(lm, info.warps_per_sm, info.sm_per_tpc)?;
+        self.inner
+            .stack_limit
+            .store(bytes as u32, Ordering::Release);
         Ok(())
     }
 }

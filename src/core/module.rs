@@ -114,6 +114,43 @@ impl Module {
             .collect()
     }
 
+    /// A `__device__` or `__constant__` variable of the module (like `cuModuleGetGlobal`): its
+    /// GPU address, a CPU pointer to the same memory, and its size in bytes. The memory is
+    /// shared with the GPU: write it before launches that read it, read it after they finish.
+    pub fn global(&self, name: &str) -> Result<(u64, *mut u8, u64)> {
+        let g = self.inner.cubin.global_symbol(name).ok_or_else(|| {
+            let names: Vec<&str> = self
+                .inner
+                .cubin
+                .global_symbols()
+                .iter()
+                .map(|g| g.name.as_str())
+                .collect();
+            Error::new(
+                Status::NotFound,
+                format!(
+                    "tg_module_get_global: no __device__ or __constant__ variable named \"{name}\" in the module; it has: {}",
+                    if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                ),
+            )
+        })?;
+        let a = self
+            .inner
+            .image
+            .as_ref()
+            .ok_or_else(|| Error::new(Status::Internal, "module has no image"))?;
+        // SAFETY: the symbol lies inside the image (checked at parse), which the allocation holds.
+        let cpu = unsafe { a.cpu.add(g.offset as usize) };
+        // The caller is about to change data the GPU may hold in its constant and data caches:
+        // every queue drops them before its next launch.
+        self.inner
+            .dev
+            .inner
+            .code_generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        Ok((a.gpu_va + g.offset, cpu, g.size))
+    }
+
     /// Look up a kernel by name.
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         let kernels = self.inner.cubin.kernels();
@@ -131,12 +168,22 @@ impl Module {
             )
         })?;
         let k = &kernels[index];
+        if let Some(why) = &k.refused {
+            return Err(Error::new(
+                Status::NotSupported,
+                format!("tg_module_get_kernel: {why}"),
+            ));
+        }
         let dev = &self.inner.dev;
         let base = self.inner.image.as_ref().map(|a| a.gpu_va).unwrap_or(0);
-        let lm_per_thread = crate::hw::local_mem::lm_per_thread(k.local_bytes_per_thread)?;
+        // Every kernel gets the device's stack limit (libcuda: CU_LIMIT_STACK_SIZE, 1 KiB by
+        // default) or the stack its code needs, whichever is larger: calls whose depth ptxas
+        // cannot bound (recursion, indirect calls) report a minimum of 0.
+        let stack = k.local_bytes_per_thread.max(dev.stack_limit());
+        let lm_per_thread = crate::hw::local_mem::lm_per_thread(stack)?;
         dev.ensure_local_memory(lm_per_thread)?;
         let max_smem = max_shared_per_block(dev.arch());
-        let static_total = cubin::shared_memory_total(k, 0, dev.info().sm_major);
+        let static_need = static_shared_need(k, dev.info().sm_major);
         let attrs = KernelAttributes {
             name: k.name.clone(),
             params: k
@@ -159,7 +206,7 @@ impl Module {
             },
             local_bytes_per_thread: k.local_bytes_per_thread,
             max_threads_per_block: max_threads(k),
-            max_dynamic_shared_bytes: max_smem.saturating_sub(static_total),
+            max_dynamic_shared_bytes: max_smem.saturating_sub(static_need),
         };
         let cb = |o: Option<(u64, u64)>| o.map(|(off, size)| (base + off, size as u32));
         let arch = dev.arch();
@@ -205,6 +252,38 @@ fn max_threads(k: &cubin::KernelInfo) -> u32 {
 }
 
 impl Kernel {
+    /// Most blocks of `block_threads` threads with `dynamic_shared_bytes` of dynamic shared
+    /// memory that one SM runs at once (like `cuOccupancyMaxActiveBlocksPerMultiprocessor`):
+    /// the smallest of the limits set by warps, registers, shared memory and the SM's block
+    /// limit. 0 when such a block cannot be launched at all.
+    pub fn max_active_blocks(&self, block_threads: u32, dynamic_shared_bytes: u32) -> Result<u32> {
+        let dev = self.device();
+        let info = dev.info();
+        let a = &self.attrs;
+        if block_threads == 0 || block_threads > a.max_threads_per_block {
+            return Err(Error::new(
+                Status::InvalidArgument,
+                format!(
+                    "tg_kernel_max_active_blocks: block of {block_threads} threads for kernel \"{}\", which allows 1..={}",
+                    a.name, a.max_threads_per_block
+                ),
+            ));
+        }
+        if dynamic_shared_bytes > a.max_dynamic_shared_bytes {
+            return Ok(0);
+        }
+        let k = self.info();
+        let warps = block_threads.div_ceil(32);
+        let by_warps = info.warps_per_sm / warps;
+        // Registers: allocated per warp in units of 256, 64 Ki per SM.
+        let per_warp = (k.register_count.max(1) * 32).div_ceil(256) * 256;
+        let by_regs = (65536 / per_warp) / warps;
+        let smem = cubin::shared_memory_total(k, dynamic_shared_bytes, info.sm_major);
+        let by_smem = max_shared_per_block(dev.arch()) / smem.max(1);
+        let by_hw = max_blocks_per_sm(info.sm_major, info.sm_minor);
+        Ok(by_warps.min(by_regs).min(by_smem).min(by_hw))
+    }
+
     /// GPU address of the kernel's first instruction.
     pub fn program_va(&self) -> u64 {
         self.program_va
@@ -223,9 +302,28 @@ impl Kernel {
     }
 }
 
-/// Largest shared memory one block may use: the largest carveout less the 1 KiB the hardware
-/// reserves per CTA.
+/// Largest shared memory one block may occupy on an SM, the 1 KiB the hardware reserves per CTA
+/// included: the largest carveout (sm_90: 228 KiB; libcuda's opt-in limit is this less 1 KiB).
 pub(crate) fn max_shared_per_block(arch: &crate::hw::arch::ArchInfo) -> u32 {
     let kib = arch.smem_carveouts_kib.iter().copied().max().unwrap_or(48);
-    (kib * 1024).saturating_sub(crate::cubin::SHARED_RESERVED_BYTES)
+    kib * 1024
+}
+
+/// Shared memory a block of `k` occupies before any dynamic shared memory: its static shared
+/// memory and the 1 KiB reserve (which sm_90+ cubins already count in `.nv.shared`).
+fn static_shared_need(k: &cubin::KernelInfo, sm_major: u32) -> u32 {
+    if sm_major >= 9 {
+        k.static_shared_bytes.max(k.shared_reserved)
+    } else {
+        k.static_shared_bytes.saturating_add(k.shared_reserved)
+    }
+}
+
+/// Most CTAs one SM holds at once, by SM version (CUDA's per-architecture limit).
+pub(crate) fn max_blocks_per_sm(sm_major: u32, sm_minor: u32) -> u32 {
+    match (sm_major, sm_minor) {
+        (8, 6) | (8, 7) => 16,
+        (8, 9) | (12, _) => 24,
+        _ => 32,
+    }
 }

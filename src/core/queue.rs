@@ -19,7 +19,7 @@ use crate::error::{Error, Result, Status};
 use crate::hw::gpfifo::{gp_entry, GpRing};
 use crate::hw::pushbuf::PushBuf;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Which engine a queue feeds.
@@ -37,6 +37,8 @@ pub struct LaunchConfig {
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub dynamic_shared_bytes: u32,
+    /// Cooperative launch: every block resident at once, grid-wide sync available.
+    pub cooperative: bool,
 }
 
 const CMD_BYTES: u64 = 1 << 20;
@@ -59,7 +61,9 @@ const INVALIDATE_BEFORE_LAUNCH: u32 = 0x1011;
 /// the thing may be reused once every queue's timeline has passed its value.
 pub(crate) type Fence = Vec<(std::sync::Weak<QueueTrack>, u64)>;
 
-/// Record the submitted value of every live queue of `dev` that still has work in flight.
+/// Record, for every live queue of `dev` that still has work in flight or recorded, the timeline
+/// value after which that work is done: recorded but unsubmitted work holds what it uses
+/// exactly as submitted work does (it completes with the queue's next submission).
 pub(crate) fn fence_now(dev: &Device) -> Fence {
     dev.inner
         .queues
@@ -67,9 +71,9 @@ pub(crate) fn fence_now(dev: &Device) -> Fence {
         .iter()
         .filter_map(|w| {
             w.upgrade()
-                .map(|t| (w.clone(), t.submitted(), t.completed()))
+                .map(|t| (w.clone(), t.holds_until(), t.completed()))
         })
-        .filter(|(_, submitted, completed)| completed < submitted)
+        .filter(|(_, until, completed)| completed < until)
         .map(|(w, s, _)| (w, s))
         .collect()
 }
@@ -87,9 +91,19 @@ pub(crate) struct QueueTrack {
     channel: Box<dyn Channel>,
     timeline: Signal,
     submitted: AtomicU64,
+    /// Commands are recorded that the next submit will carry. Set after each recorded command,
+    /// cleared after `submitted` is advanced.
+    pending: AtomicBool,
 }
 
 impl QueueTrack {
+    /// The timeline value by which everything recorded on the queue so far has completed:
+    /// `submitted`, or the next submission's value while commands wait to be submitted.
+    /// (Read concurrently with a submit, this can be one more than needed, never less.)
+    pub fn holds_until(&self) -> u64 {
+        let pending = self.pending.load(Ordering::Acquire);
+        self.submitted() + u64::from(pending)
+    }
     pub fn submitted(&self) -> u64 {
         self.submitted.load(Ordering::Acquire)
     }
@@ -272,6 +286,7 @@ impl Queue {
             channel,
             timeline,
             submitted: AtomicU64::new(0),
+            pending: AtomicBool::new(false),
         });
         let mut allocs: Vec<Ring> = Vec::new();
         let mk = |bytes, unit, allocs: &mut Vec<Ring>| -> Result<()> {
@@ -397,6 +412,7 @@ impl Queue {
         let mut pb = PushBuf::for_arch(slice, self.dev.arch());
         f(&mut pb)?;
         self.cmd.head += pb.len() as u64;
+        self.track.pending.store(true, Ordering::Release);
         Ok(())
     }
 
@@ -554,6 +570,7 @@ impl Queue {
             self.ring.publish_put();
         }
         self.track.submitted.store(value, Ordering::Release);
+        self.track.pending.store(false, Ordering::Release);
         self.last_was_launch = false;
         Ok(())
     }
@@ -670,6 +687,17 @@ impl Queue {
                 cfg.dynamic_shared_bytes, a.max_dynamic_shared_bytes, a.static_shared_bytes
             ));
         }
+        if cfg.cooperative {
+            let per_sm = kernel.max_active_blocks(threads as u32, cfg.dynamic_shared_bytes)?;
+            let most = u64::from(per_sm) * u64::from(self.dev.info().sm_count);
+            let blocks = gx as u64 * gy as u64 * gz as u64;
+            if blocks > most {
+                return bad(format!(
+                    "cooperative grid ({gx},{gy},{gz}) = {blocks} blocks cannot be resident at once: at most {per_sm} blocks of {threads} threads per SM x {} SMs = {most}",
+                    self.dev.info().sm_count
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -741,7 +769,7 @@ impl Queue {
             shared_window: dev_info.shared_window,
             local_window: dev_info.local_window,
             dynamic_smem_bytes: cfg.dynamic_shared_bytes,
-            aggr_smem_bytes: shared_total,
+            aggr_smem_bytes: crate::cubin::shared_memory_aggregate(info, cfg.dynamic_shared_bytes),
             sm_count: dev_info.sm_count,
             param_base: info.param_base,
             params: &[],
@@ -938,6 +966,7 @@ impl Queue {
             grid: [grid, 1, 1],
             block: [crate::builtin::COPY_BLOCK, 1, 1],
             dynamic_shared_bytes: 0,
+            cooperative: false,
         };
         self.launch(&kernel, &cfg, &params)
     }

@@ -21,6 +21,7 @@ pub const SHT_REL: u32 = 9;
 /// `SHT_CUDA_INFO` (`.nv.info`, `.nv.info.<fn>`).
 pub const SHT_CUDA_INFO: u32 = 0x7000_0000;
 
+pub const STT_OBJECT: u8 = 1;
 pub const STT_FUNC: u8 = 2;
 /// `st_other` bit marking a kernel entry point (STO_CUDA_ENTRY).
 pub const STO_CUDA_ENTRY: u8 = 0x10;

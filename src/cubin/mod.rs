@@ -17,13 +17,13 @@
 //! implement), never a panic.
 
 mod elf;
-mod info;
+pub mod info;
 
 use crate::error::{Error, Result, Status};
 use elf::{
     bad, Elf, Rel, Sym, SHN_ABS, SHN_LORESERVE, SHN_UNDEF, SHT_CUDA_INFO, SHT_NOBITS, SHT_PROGBITS,
 };
-use elf::{SHT_REL, SHT_RELA, SHT_SYMTAB, STO_CUDA_ENTRY, STT_FUNC};
+use elf::{SHT_REL, SHT_RELA, SHT_SYMTAB, STO_CUDA_ENTRY, STT_FUNC, STT_OBJECT};
 use info::Attr;
 use std::collections::HashMap;
 
@@ -35,6 +35,9 @@ pub const IMAGE_ALIGN: u64 = 128;
 pub const IMAGE_SLACK: u64 = 4096;
 /// Shared memory the hardware reserves per CTA on sm_8x/sm_90 (§6.9).
 pub const SHARED_RESERVED_BYTES: u32 = 0x400;
+/// Granularity of the shared memory a CTA is given (bytes): QMD SHARED_MEMORY_SIZE is a
+/// multiple of it.
+pub const SHARED_ALIGN: u64 = 128;
 /// Largest constant bank (bytes).
 pub const MAX_CBANK_BYTES: u64 = 64 * 1024;
 /// Largest memory image accepted (bytes), including `.nv.global`. Guards against absurd NOBITS
@@ -108,6 +111,9 @@ pub struct KernelInfo {
     pub cbank2: Option<(u64, u64)>,
     /// Index of the kernel's symbol in `.symtab`.
     pub symbol_index: u32,
+    /// Why the kernel cannot run on libtegragpu (an attribute that needs a feature it does
+    /// not provide); `None` for runnable kernels. The module still loads.
+    pub refused: Option<String>,
 }
 
 /// Total shared memory per CTA for `info` with `dynamic_bytes` of dynamic shared memory on an
@@ -117,20 +123,28 @@ pub struct KernelInfo {
 /// - sm_8x and older: static shared starts at window offset 0 and the reserve is extra:
 ///   `round_up(static + dynamic + 0x400, 128)`.
 /// - sm_90 and later: the section size already includes the reserve, which sits first:
-///   `max(static, 0x400) + dynamic`.
+///   `round_up(max(static, 0x400) + dynamic, 128)`.
 ///
 /// Saturates at `u32::MAX` (a launch check must reject such sizes).
 pub fn shared_memory_total(info: &KernelInfo, dynamic_bytes: u32, sm_major: u32) -> u32 {
     if sm_major >= 9 {
-        info.static_shared_bytes
-            .max(info.shared_reserved)
-            .saturating_add(dynamic_bytes)
+        let raw = info.static_shared_bytes.max(info.shared_reserved) as u64 + dynamic_bytes as u64;
+        let rounded = raw.div_ceil(SHARED_ALIGN) * SHARED_ALIGN;
+        u32::try_from(rounded).unwrap_or(u32::MAX)
     } else {
         let raw =
             info.static_shared_bytes as u64 + dynamic_bytes as u64 + info.shared_reserved as u64;
-        let rounded = raw.div_ceil(128) * 128;
+        let rounded = raw.div_ceil(SHARED_ALIGN) * SHARED_ALIGN;
         u32::try_from(rounded).unwrap_or(u32::MAX)
     }
+}
+
+/// The aggregate shared memory sm_90+ kernels read from constant bank 0 (0x13C):
+/// `max(static, 0x400) + dynamic`, not rounded (gpu-programming-interface.md §6.9).
+pub fn shared_memory_aggregate(info: &KernelInfo, dynamic_bytes: u32) -> u32 {
+    info.static_shared_bytes
+        .max(info.shared_reserved)
+        .saturating_add(dynamic_bytes)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,6 +179,18 @@ struct Reloc {
     section: String,
 }
 
+/// A `__device__` or `__constant__` variable (an `STT_OBJECT` symbol in `.nv.global`,
+/// `.nv.global.init` or `.nv.constant3`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobalSymbol {
+    /// Symbol name (mangled unless declared `extern "C"`).
+    pub name: String,
+    /// Offset in [`Module::image`].
+    pub offset: u64,
+    /// Size in bytes.
+    pub size: u64,
+}
+
 /// A parsed cubin: memory image, relocations and kernels.
 #[derive(Debug, Clone)]
 pub struct Module {
@@ -177,6 +203,7 @@ pub struct Module {
     cbank4: Option<(u64, u64)>,
     global: Option<(u64, u64)>,
     global_init: Option<(u64, u64)>,
+    globals: Vec<GlobalSymbol>,
 }
 
 /// A loaded section's place in the image.
@@ -247,15 +274,15 @@ struct ModuleInfo {
 }
 
 fn check_unsupported(attrs: &[Attr<'_>], section: &str) -> Result<()> {
-    for a in attrs {
-        if let Some((_, name, what)) = info::UNSUPPORTED.iter().find(|(id, _, _)| *id == a.attr) {
-            return Err(Error::new(
-                Status::NotSupported,
-                format!("{section}: {name} ({:#04x}) means the kernel needs {what}, which libtegragpu does not support", a.attr),
-            ));
-        }
+    match info::first_refused(attrs) {
+        Some((name, what)) => Err(Error::new(
+            Status::NotSupported,
+            format!(
+                "{section}: {name} means the code needs {what}, which libtegragpu does not support"
+            ),
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Insert into a per-symbol map, rejecting conflicting duplicates.
@@ -491,8 +518,46 @@ impl Module {
             kernels.push(k);
         }
 
+        // __device__ / __constant__ variables.
+        let mut globals = Vec::new();
+        for (si, sym) in syms.iter().enumerate() {
+            if sym.st_info & 0xf != STT_OBJECT
+                || sym.st_shndx == SHN_UNDEF
+                || sym.st_shndx >= SHN_LORESERVE
+            {
+                continue;
+            }
+            let i = sym.st_shndx as usize;
+            let Some(p) = placed.get(i).copied().flatten() else {
+                continue;
+            };
+            if !matches!(
+                classify(names[i], elf.sections[i].sh_type),
+                Some(Group::Global | Group::GlobalInit | Group::Constant3)
+            ) {
+                continue;
+            }
+            let name = sym_name(si, sym)?;
+            if !sym
+                .st_value
+                .checked_add(sym.st_size)
+                .is_some_and(|e| e <= p.size)
+            {
+                return Err(bad(format!(
+                    "variable {name}: {:#x}+{:#x} lies outside its {:#x}-byte section {}",
+                    sym.st_value, sym.st_size, p.size, names[i]
+                )));
+            }
+            globals.push(GlobalSymbol {
+                name: name.to_string(),
+                offset: p.offset + sym.st_value,
+                size: sym.st_size,
+            });
+        }
+
         Ok(Module {
             sm,
+            globals,
             image,
             base_alignment,
             relocs,
@@ -673,6 +738,7 @@ impl Module {
 
         // Per-kernel sections, tied to the .text section by sh_info.
         let mut attrs_all: Vec<(Attr<'_>, &str)> = Vec::new();
+        let mut refused: Option<String> = None;
         let mut static_shared = 0u64;
         let mut cbank0_section = 0u64;
         let mut cbank2 = None;
@@ -682,7 +748,11 @@ impl Module {
             if s.sh_info as usize == ti && s.sh_type == SHT_CUDA_INFO && nm.starts_with(".nv.info.")
             {
                 let attrs = info::parse(elf.section_data(i)?, nm)?;
-                check_unsupported(&attrs, nm)?;
+                if refused.is_none() {
+                    refused = info::first_refused(&attrs).map(|(attr, what)| {
+                        format!("kernel {name} needs {what} ({attr} in {nm}), which libtegragpu does not support")
+                    });
+                }
                 attrs_all.extend(attrs.into_iter().map(|a| (a, nm)));
             } else if s.sh_info as usize == ti
                 && s.sh_type == SHT_NOBITS
@@ -762,6 +832,26 @@ impl Module {
                         params.push(p);
                     }
                 }
+                info::EIATTR_KPARAM_INFO_V2 => {
+                    // CUDA 12.1+ (parameter blocks above 4 KiB): u32 index, u16 ordinal,
+                    // u16 offset, u32 size; always in the constant-bank parameter space.
+                    a.expect_format(info::EIFMT_SVAL, sec)?;
+                    let p = ParamInfo {
+                        ordinal: a.u16_at(4, sec)? as u32,
+                        offset: a.u16_at(6, sec)? as u32,
+                        size: a.u32_at(8, sec)?,
+                    };
+                    if let Some(o) = params.iter().find(|o| o.ordinal == p.ordinal) {
+                        if *o != p {
+                            return Err(bad(format!(
+                                "kernel {name}: parameter {} described twice differently",
+                                p.ordinal
+                            )));
+                        }
+                    } else {
+                        params.push(p);
+                    }
+                }
                 info::EIATTR_MAX_THREADS => max_threads = Some(dims(a, sec)?),
                 info::EIATTR_REQNTID => reqntid = Some(dims(a, sec)?),
                 info::EIATTR_NUM_BARRIERS => {
@@ -807,7 +897,12 @@ impl Module {
                     p.ordinal
                 )));
             }
-            if p.size == 0 || p.offset + p.size > param_bytes {
+            if p.size == 0
+                || !p
+                    .offset
+                    .checked_add(p.size)
+                    .is_some_and(|e| e <= param_bytes)
+            {
                 return Err(bad(format!(
                     "kernel {name}: parameter {} at {:#x}+{:#x} is empty or outside the {:#x} parameter bytes",
                     p.ordinal, p.offset, p.size, param_bytes
@@ -843,6 +938,7 @@ impl Module {
             cbank0_size: cbank0 as u32,
             cbank2,
             symbol_index,
+            refused,
         })
     }
 
@@ -952,6 +1048,16 @@ impl Module {
     /// size). Its contents are relocated.
     pub fn cbank4(&self) -> Option<(u64, u64)> {
         self.cbank4
+    }
+
+    /// The module's `__device__` and `__constant__` variables.
+    pub fn global_symbols(&self) -> &[GlobalSymbol] {
+        &self.globals
+    }
+
+    /// The variable named `name`, if any.
+    pub fn global_symbol(&self, name: &str) -> Option<&GlobalSymbol> {
+        self.globals.iter().find(|g| g.name == name)
     }
 
     /// The zero-initialised `__device__` variables (NOBITS `.nv.global`) as (image offset, size).

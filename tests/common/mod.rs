@@ -36,6 +36,7 @@ pub fn cfg(grid: u32, block: u32) -> LaunchConfig {
         grid: [grid, 1, 1],
         block: [block, 1, 1],
         dynamic_shared_bytes: 0,
+        cooperative: false,
     }
 }
 
