@@ -7,7 +7,7 @@
 int main() {
     tg_device_info info = {};
     info.struct_size = sizeof info;
-    tg_launch_config cfg = {sizeof(tg_launch_config), {1, 1, 1}, {32, 1, 1}, 0};
+    tg_launch_config cfg = {sizeof(tg_launch_config), {1, 1, 1}, {32, 1, 1}, 0, 0, {0, 0, 0}};
     (void)cfg;
     tg_status st = TG_ERROR_INVALID_HANDLE;
     std::printf("%s\n", tg_status_str(st));

@@ -582,15 +582,27 @@ enum tg_status tg_buf_size(const struct tg_buf *buf, uint64_t *out);
 enum tg_status tg_buf_export_dmabuf(const struct tg_buf *buf, int *fd_out);
 
 /**
- * Load a cubin (CUDA ELF, e.g. from `nvcc -cubin` or nvrtc) from memory.
+ * Load GPU code from memory: what `cuModuleLoadData` takes.
  *
- * - `data`, `size_bytes`: the cubin image; the library copies what it needs, so the memory may
- *   be freed after the call.
+ * - `data`, `size_bytes`: a cubin (`nvcc -cubin`, nvrtc, `nvlink`); a fatbin (`nvcc -fatbin`),
+ *   or a host object or shared library that holds one (its `.nv_fatbin` section): the SASS
+ *   for the device's SM is chosen (same major version, highest minor not above the device's),
+ *   else the newest PTX not above it is compiled for the device; or PTX text (`nvcc -ptx`),
+ *   compiled for the device. PTX is compiled with the NVIDIA driver's PTX compiler
+ *   (`libnvidia-ptxjitcompiler.so.1`) or nvJitLink (`TEGRAGPU_PTXJIT` names either). The
+ *   library copies what it needs, so the memory may be freed after the call.
  * - `out`: receives the new module handle.
  *
+ * Kernels that need a feature libtegragpu lacks (textures, clusters, device printf, dynamic
+ * parallelism) do not stop the module from loading: `tg_module_get_kernel()` refuses them
+ * with `TG_ERROR_NOT_SUPPORTED` naming the feature.
+ *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
- * `TG_ERROR_INVALID_ARGUMENT` (`size_bytes` 0); `TG_ERROR_INVALID_CUBIN` (malformed, or built
- * for another SM version); `TG_ERROR_OUT_OF_MEMORY`; `TG_ERROR_DEVICE_FAULT`.
+ * `TG_ERROR_INVALID_ARGUMENT` (`size_bytes` 0); `TG_ERROR_INVALID_CUBIN` (malformed, or no
+ * code for the device's SM version); `TG_ERROR_NOT_SUPPORTED` (e.g. unlinked `-rdc` objects);
+ * `TG_ERROR_LIBRARY_MISSING` (PTX to compile and no PTX compiler installed);
+ * `TG_ERROR_COMPILE` (PTX rejected; the message carries the log); `TG_ERROR_OUT_OF_MEMORY`;
+ * `TG_ERROR_DEVICE_FAULT`.
  *
  * Ownership: the caller owns `*out` and releases it with `tg_module_destroy()`.
  * Thread safety: any thread.
@@ -663,8 +675,9 @@ enum tg_status tg_module_destroy(struct tg_module *module);
  * Look up a kernel by name (the `extern "C"` name, or the mangled name).
  *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
- * `TG_ERROR_NOT_FOUND` (the message lists the module's kernels); `TG_ERROR_OUT_OF_MEMORY`
- * (the kernel's local memory cannot be provided).
+ * `TG_ERROR_NOT_FOUND` (the message lists the module's kernels); `TG_ERROR_NOT_SUPPORTED`
+ * (the kernel needs a feature libtegragpu lacks; the message names it and the attribute that
+ * says so); `TG_ERROR_OUT_OF_MEMORY` (the kernel's local memory cannot be provided).
  *
  * Ownership: the caller owns `*out` and releases it with `tg_kernel_destroy()`; the kernel keeps
  * its module loaded. Thread safety: any thread.

@@ -1,6 +1,7 @@
 # Sourced by scripts/test-all.sh and scripts/run-main.sh: installs what the build and tests need
 # and exports the environment. Everything Python goes into a venv under build/ (git-ignored):
-#   meson, ninja, numpy, pytest, and the pinned libnvrtc wheel (same pin as scripts/gen_cubins.py).
+#   meson, ninja, numpy, pytest, the pinned libnvrtc wheel (same pin as scripts/gen_cubins.py) and
+#   the libnvJitLink wheel of the same CUDA release (PTX JIT tests).
 # Usage: source scripts/env.sh [minimal]     ("minimal": meson + ninja only)
 
 TG_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -8,6 +9,9 @@ TG_VENV="$TG_ROOT/build/venv"
 TG_NVRTC_PIP="nvidia-cuda-nvrtc-cu12"
 TG_NVRTC_PIN="$(sed -n 's/^PIP_VERSION = "\(.*\)"/\1/p' "$TG_ROOT/scripts/gen_cubins.py" 2>/dev/null | head -n1)"
 TG_NVRTC_PIN="${TG_NVRTC_PIN:-12.9.86}"
+# nvJitLink for the PTX JIT tests (src/ptxjit.rs), same CUDA release as the nvrtc pin.
+TG_NVJITLINK_PIP="nvidia-nvjitlink-cu12"
+TG_NVJITLINK_PIN="12.9.86"
 
 tg_log() { printf '\n=== %s\n' "$*"; }
 
@@ -47,7 +51,7 @@ tg_setup() {
   tg_make_venv || { echo "cannot create a Python venv in $TG_VENV" >&2; return 1; }
   local pkgs=(meson ninja)
   if [ "$mode" != minimal ]; then
-    pkgs+=(numpy pytest "$TG_NVRTC_PIP==$TG_NVRTC_PIN")
+    pkgs+=(numpy pytest "$TG_NVRTC_PIP==$TG_NVRTC_PIN" "$TG_NVJITLINK_PIP==$TG_NVJITLINK_PIN")
   fi
   tg_log "pip install ${pkgs[*]} (into $TG_VENV)"
   "$TG_VENV/bin/python" -m pip install -q --disable-pip-version-check "${pkgs[@]}" || return 1
@@ -57,6 +61,11 @@ tg_setup() {
   nvrtc="$(ls "$TG_VENV"/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 2>/dev/null | head -n1)"
   if [ -n "$nvrtc" ] && [ -z "${TEGRAGPU_NVRTC:-}" ]; then
     export TEGRAGPU_NVRTC="$nvrtc"
+  fi
+  local nvjitlink
+  nvjitlink="$(ls "$TG_VENV"/lib/python3*/site-packages/nvidia/nvjitlink/lib/libnvJitLink.so.12 2>/dev/null | head -n1)"
+  if [ -n "$nvjitlink" ] && [ -z "${TEGRAGPU_PTXJIT:-}" ]; then
+    export TEGRAGPU_PTXJIT="$nvjitlink"
   fi
   return 0
 }

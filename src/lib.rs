@@ -14,6 +14,7 @@ pub mod error;
 pub mod hw;
 pub mod nvrtc;
 pub mod os;
+pub mod ptxjit;
 pub mod sys;
 
 pub use error::{Error, Result, Status};

@@ -170,7 +170,7 @@ static int use_everything(void) {
     tg_device_info info;
     tg_fault_report fault;
     tg_kernel_attributes attrs;
-    tg_launch_config cfg = {sizeof(tg_launch_config), {1, 1, 1}, {32, 1, 1}, 0};
+    tg_launch_config cfg = {sizeof(tg_launch_config), {1, 1, 1}, {32, 1, 1}, 0, 0, {0, 0, 0}};
     tg_status st = TG_OK;
     info.struct_size = sizeof info;
     fault.struct_size = sizeof fault;

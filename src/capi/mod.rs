@@ -928,15 +928,27 @@ pub unsafe extern "C" fn tg_buf_export_dmabuf(buf: *const tg_buf, fd_out: *mut c
 // ---------------------------------------------------------------------------------------------
 // Modules and kernels
 
-/// Load a cubin (CUDA ELF, e.g. from `nvcc -cubin` or nvrtc) from memory.
+/// Load GPU code from memory: what `cuModuleLoadData` takes.
 ///
-/// - `data`, `size_bytes`: the cubin image; the library copies what it needs, so the memory may
-///   be freed after the call.
+/// - `data`, `size_bytes`: a cubin (`nvcc -cubin`, nvrtc, `nvlink`); a fatbin (`nvcc -fatbin`),
+///   or a host object or shared library that holds one (its `.nv_fatbin` section): the SASS
+///   for the device's SM is chosen (same major version, highest minor not above the device's),
+///   else the newest PTX not above it is compiled for the device; or PTX text (`nvcc -ptx`),
+///   compiled for the device. PTX is compiled with the NVIDIA driver's PTX compiler
+///   (`libnvidia-ptxjitcompiler.so.1`) or nvJitLink (`TEGRAGPU_PTXJIT` names either). The
+///   library copies what it needs, so the memory may be freed after the call.
 /// - `out`: receives the new module handle.
 ///
+/// Kernels that need a feature libtegragpu lacks (textures, clusters, device printf, dynamic
+/// parallelism) do not stop the module from loading: `tg_module_get_kernel()` refuses them
+/// with `TG_ERROR_NOT_SUPPORTED` naming the feature.
+///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
-/// `TG_ERROR_INVALID_ARGUMENT` (`size_bytes` 0); `TG_ERROR_INVALID_CUBIN` (malformed, or built
-/// for another SM version); `TG_ERROR_OUT_OF_MEMORY`; `TG_ERROR_DEVICE_FAULT`.
+/// `TG_ERROR_INVALID_ARGUMENT` (`size_bytes` 0); `TG_ERROR_INVALID_CUBIN` (malformed, or no
+/// code for the device's SM version); `TG_ERROR_NOT_SUPPORTED` (e.g. unlinked `-rdc` objects);
+/// `TG_ERROR_LIBRARY_MISSING` (PTX to compile and no PTX compiler installed);
+/// `TG_ERROR_COMPILE` (PTX rejected; the message carries the log); `TG_ERROR_OUT_OF_MEMORY`;
+/// `TG_ERROR_DEVICE_FAULT`.
 ///
 /// Ownership: the caller owns `*out` and releases it with `tg_module_destroy()`.
 /// Thread safety: any thread.
@@ -1089,8 +1101,9 @@ pub unsafe extern "C" fn tg_module_destroy(module: *mut tg_module) -> tg_status 
 /// Look up a kernel by name (the `extern "C"` name, or the mangled name).
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
-/// `TG_ERROR_NOT_FOUND` (the message lists the module's kernels); `TG_ERROR_OUT_OF_MEMORY`
-/// (the kernel's local memory cannot be provided).
+/// `TG_ERROR_NOT_FOUND` (the message lists the module's kernels); `TG_ERROR_NOT_SUPPORTED`
+/// (the kernel needs a feature libtegragpu lacks; the message names it and the attribute that
+/// says so); `TG_ERROR_OUT_OF_MEMORY` (the kernel's local memory cannot be provided).
 ///
 /// Ownership: the caller owns `*out` and releases it with `tg_kernel_destroy()`; the kernel keeps
 /// its module loaded. Thread safety: any thread.
@@ -1272,11 +1285,10 @@ pub unsafe extern "C" fn tg_module_get_global(
 /// Set a device-wide limit (like `cuCtxSetLimit`).
 ///
 /// - `TG_LIMIT_STACK_SIZE`: stack bytes per GPU thread (default 1024, as in libcuda). Each
-///   kernel gets the larger of this and the stack its code needs; recursion and other calls
-///   whose depth the compiler cannot bound run in it. Applies to kernels taken with
-///   `tg_module_get_kernel()` after the call; kernels already taken keep their size. The
-///   device reserves this much for every thread the GPU can hold (on an H100: about 300 MB
-///   per KiB).
+///   launch recorded after the call gets the larger of this and the stack its kernel needs;
+///   recursion and other calls whose depth the compiler cannot bound run in it. The device
+///   reserves this much for every thread the GPU can hold (on an H100: about 300 MB per KiB),
+///   allocated by this call when the limit grows (`TG_ERROR_OUT_OF_MEMORY` if it cannot be).
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (unknown limit,
 /// value too large). Thread safety: any thread.

@@ -46,6 +46,10 @@ pub(crate) struct DeviceInner {
     pub local_generation: AtomicU64,
     /// Per-thread stack bytes for kernels taken from now on (`TG_LIMIT_STACK_SIZE`).
     pub stack_limit: std::sync::atomic::AtomicU32,
+    /// QMD per-thread local bytes for `stack_limit` (`hw::local_mem::lm_per_thread`).
+    pub stack_lm: std::sync::atomic::AtomicU32,
+    /// Serializes `set_stack_limit`.
+    pub limit_lock: Mutex<()>,
     /// Bumped whenever code is written to GPU memory; queues invalidate the shader caches
     /// before their next launch when it changed.
     pub code_generation: AtomicU64,
@@ -160,6 +164,10 @@ impl Device {
                 }),
                 local_generation: AtomicU64::new(0),
                 stack_limit: std::sync::atomic::AtomicU32::new(DEFAULT_STACK_LIMIT),
+                stack_lm: std::sync::atomic::AtomicU32::new(crate::hw::local_mem::lm_per_thread(
+                    DEFAULT_STACK_LIMIT,
+                )?),
+                limit_lock: Mutex::new(()),
                 code_generation: AtomicU64::new(1),
                 queues: Mutex::new(Vec::new()),
                 deferred: Mutex::new(Vec::new()),
@@ -406,15 +414,20 @@ impl Device {
         Ok(())
     }
 
-    /// The per-thread stack size kernels taken from now on get (`TG_LIMIT_STACK_SIZE`).
+    /// The per-thread stack size kernels get (`TG_LIMIT_STACK_SIZE`).
     pub fn stack_limit(&self) -> u32 {
         self.inner.stack_limit.load(Ordering::Acquire)
     }
 
-    /// Set the per-thread stack size (bytes) for kernels taken from now on, like
-    /// `cuCtxSetLimit(CU_LIMIT_STACK_SIZE)`. Each kernel gets the larger of this and the stack
-    /// its code needs (`EIATTR_MIN_STACK_SIZE`); recursion and other calls whose depth the
-    /// compiler cannot bound use it. Kernels already taken keep the size they were taken with.
+    /// The QMD per-thread local memory for the stack limit (stack + the ABI reserve).
+    pub(crate) fn stack_lm(&self) -> u32 {
+        self.inner.stack_lm.load(Ordering::Acquire)
+    }
+
+    /// Set the per-thread stack size (bytes), like `cuCtxSetLimit(CU_LIMIT_STACK_SIZE)`. Every
+    /// launch recorded afterwards, of any kernel, gets the larger of this and the stack its
+    /// code needs (`EIATTR_MIN_STACK_SIZE`); recursion and other calls whose depth the compiler
+    /// cannot bound use it. Growing the limit grows the device's local-memory store now.
     pub fn set_stack_limit(&self, bytes: u64) -> Result<()> {
         let max = u64::from(
             crate::hw::local_mem::MAX_LM_PER_THREAD - crate::hw::local_mem::LOCAL_MEM_RESERVED,
@@ -428,9 +441,14 @@ impl Device {
         let lm = crate::hw::local_mem::lm_per_thread(bytes as u32)?;
         let info = &self.inner.info;
         crate::hw::local_mem::bytes_per_tpc(lm, info.warps_per_sm, info.sm_per_tpc)?;
+        let _serial = self.inner.limit_lock.lock();
+        if lm > self.stack_lm() {
+            self.ensure_local_memory(lm)?;
+        }
         self.inner
             .stack_limit
             .store(bytes as u32, Ordering::Release);
+        self.inner.stack_lm.store(lm, Ordering::Release);
         Ok(())
     }
 }

@@ -13,7 +13,10 @@ mod signal;
 
 pub use buffer::Buffer;
 pub use device::{Device, FaultReport};
-pub use module::{Kernel, KernelAttributes, Module, ParamAttr};
+pub use module::{
+    max_blocks_per_sm, max_threads, occupancy, static_shared_need, Kernel, KernelAttributes,
+    Module, ParamAttr,
+};
 pub use queue::{LaunchConfig, Queue, QueueConfig, QueueKind};
 pub use signal::Signal;
 

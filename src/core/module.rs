@@ -65,6 +65,10 @@ pub struct Kernel {
     pub(crate) program_va: u64,
     /// The kernel's QMD with everything but the launch shape, shared memory and cbank 0 filled in.
     pub(crate) qmd: Arc<crate::hw::qmd::QmdTemplate>,
+    /// Per-thread local memory the kernel's own code needs (QMD units: stack + reserve).
+    pub(crate) own_lm: u32,
+    /// Per-thread local memory in the QMD template (`own_lm` or the device stack limit's).
+    pub(crate) qmd_lm: u32,
     /// Unique (never reused) id of this kernel object, for the queues' slot caches.
     pub(crate) id: u64,
 }
@@ -74,7 +78,8 @@ static NEXT_KERNEL_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU
 impl Module {
     pub(crate) fn load(dev: &Device, bytes: &[u8]) -> Result<Module> {
         let info = dev.info();
-        let cub = cubin::Module::parse(bytes, (info.sm_major, info.sm_minor))?;
+        let sm = (info.sm_major, info.sm_minor);
+        let cub = cubin::Module::parse(&Self::device_code(bytes, sm)?, sm)?;
         let image_len = cub.image().len() as u64;
         let alloc = dev.backend().alloc(
             image_len.max(4096),
@@ -102,6 +107,30 @@ impl Module {
                 cubin: cub,
             }),
         })
+    }
+
+    /// The cubin to load for `bytes`, which may be what `cuModuleLoadData` takes: a cubin; a
+    /// fatbin, or a host object / shared library holding one (the SASS that fits the device,
+    /// else its PTX compiled for the device); or PTX text (compiled for the device with the PTX
+    /// compiler of the NVIDIA driver, or nvJitLink).
+    fn device_code(bytes: &[u8], sm: (u32, u32)) -> Result<std::borrow::Cow<'_, [u8]>> {
+        use crate::cubin::fatbin::{self, InputKind, Selected};
+        use std::borrow::Cow;
+        match fatbin::kind_of(bytes) {
+            InputKind::Cubin | InputKind::Unknown => Ok(Cow::Borrowed(bytes)),
+            InputKind::Fatbin | InputKind::HostElf => match fatbin::select(bytes, sm)? {
+                Selected::Cubin(c, _) => Ok(Cow::Owned(c)),
+                Selected::Ptx(text, _) => {
+                    Ok(Cow::Owned(crate::ptxjit::compile_ptx(&text, sm, &[])?))
+                }
+            },
+            InputKind::Ptx => {
+                let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+                let text = std::str::from_utf8(&bytes[..end])
+                    .map_err(|_| Error::new(Status::InvalidCubin, "PTX text is not valid UTF-8"))?;
+                Ok(Cow::Owned(crate::ptxjit::compile_ptx(text, sm, &[])?))
+            }
+        }
     }
 
     /// Names of the kernels in the module.
@@ -151,6 +180,16 @@ impl Module {
         Ok((a.gpu_va + g.offset, cpu, g.size))
     }
 
+    /// Names of the module's `__device__` and `__constant__` variables.
+    pub fn global_names(&self) -> Vec<String> {
+        self.inner
+            .cubin
+            .global_symbols()
+            .iter()
+            .map(|g| g.name.clone())
+            .collect()
+    }
+
     /// Look up a kernel by name.
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         let kernels = self.inner.cubin.kernels();
@@ -179,8 +218,8 @@ impl Module {
         // Every kernel gets the device's stack limit (libcuda: CU_LIMIT_STACK_SIZE, 1 KiB by
         // default) or the stack its code needs, whichever is larger: calls whose depth ptxas
         // cannot bound (recursion, indirect calls) report a minimum of 0.
-        let stack = k.local_bytes_per_thread.max(dev.stack_limit());
-        let lm_per_thread = crate::hw::local_mem::lm_per_thread(stack)?;
+        let own_lm = crate::hw::local_mem::lm_per_thread(k.local_bytes_per_thread)?;
+        let lm_per_thread = own_lm.max(dev.stack_lm());
         dev.ensure_local_memory(lm_per_thread)?;
         let max_smem = max_shared_per_block(dev.arch());
         let static_need = static_shared_need(k, dev.info().sm_major);
@@ -230,14 +269,17 @@ impl Module {
             attrs: Arc::new(attrs),
             program_va: base + k.code_offset,
             qmd,
+            own_lm,
+            qmd_lm: lm_per_thread,
             id: NEXT_KERNEL_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         })
     }
 }
 
 /// Largest block for a kernel: hardware 1024, the kernel's `__launch_bounds__`, and registers
-/// (64 Ki registers per SM, allocated per warp in units of 256).
-fn max_threads(k: &cubin::KernelInfo) -> u32 {
+/// (64 Ki registers per SM, allocated per warp in units of 256). libcuda's
+/// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`.
+pub fn max_threads(k: &cubin::KernelInfo) -> u32 {
     let mut m = 1024u32;
     if let Some([x, y, z]) = k.max_threads {
         m = m.min(x.saturating_mul(y).saturating_mul(z).max(1));
@@ -272,16 +314,14 @@ impl Kernel {
         if dynamic_shared_bytes > a.max_dynamic_shared_bytes {
             return Ok(0);
         }
-        let k = self.info();
-        let warps = block_threads.div_ceil(32);
-        let by_warps = info.warps_per_sm / warps;
-        // Registers: allocated per warp in units of 256, 64 Ki per SM.
-        let per_warp = (k.register_count.max(1) * 32).div_ceil(256) * 256;
-        let by_regs = (65536 / per_warp) / warps;
-        let smem = cubin::shared_memory_total(k, dynamic_shared_bytes, info.sm_major);
-        let by_smem = max_shared_per_block(dev.arch()) / smem.max(1);
-        let by_hw = max_blocks_per_sm(info.sm_major, info.sm_minor);
-        Ok(by_warps.min(by_regs).min(by_smem).min(by_hw))
+        Ok(occupancy(
+            self.info(),
+            block_threads,
+            dynamic_shared_bytes,
+            (info.sm_major, info.sm_minor),
+            info.warps_per_sm,
+            max_shared_per_block(dev.arch()),
+        ))
     }
 
     /// GPU address of the kernel's first instruction.
@@ -311,7 +351,7 @@ pub(crate) fn max_shared_per_block(arch: &crate::hw::arch::ArchInfo) -> u32 {
 
 /// Shared memory a block of `k` occupies before any dynamic shared memory: its static shared
 /// memory and the 1 KiB reserve (which sm_90+ cubins already count in `.nv.shared`).
-fn static_shared_need(k: &cubin::KernelInfo, sm_major: u32) -> u32 {
+pub fn static_shared_need(k: &cubin::KernelInfo, sm_major: u32) -> u32 {
     if sm_major >= 9 {
         k.static_shared_bytes.max(k.shared_reserved)
     } else {
@@ -319,8 +359,31 @@ fn static_shared_need(k: &cubin::KernelInfo, sm_major: u32) -> u32 {
     }
 }
 
+/// Blocks of `k` with `block_threads` threads and `dynamic_shared_bytes` that one SM of version
+/// `sm` with `warps_per_sm` warps and `smem_per_sm` bytes of shared memory (the largest
+/// carveout) runs at once: the smallest of the limits set by warps, registers (64 Ki per SM,
+/// allocated per warp in units of 256), shared memory and the SM's block limit. libcuda's
+/// `cuOccupancyMaxActiveBlocksPerMultiprocessor`.
+pub fn occupancy(
+    k: &cubin::KernelInfo,
+    block_threads: u32,
+    dynamic_shared_bytes: u32,
+    sm: (u32, u32),
+    warps_per_sm: u32,
+    smem_per_sm: u32,
+) -> u32 {
+    let warps = block_threads.div_ceil(32).max(1);
+    let by_warps = warps_per_sm / warps;
+    let per_warp = (k.register_count.max(1) * 32).div_ceil(256) * 256;
+    let by_regs = (65536 / per_warp) / warps;
+    let smem = cubin::shared_memory_total(k, dynamic_shared_bytes, sm.0);
+    let by_smem = smem_per_sm / smem.max(1);
+    let by_hw = max_blocks_per_sm(sm.0, sm.1);
+    by_warps.min(by_regs).min(by_smem).min(by_hw)
+}
+
 /// Most CTAs one SM holds at once, by SM version (CUDA's per-architecture limit).
-pub(crate) fn max_blocks_per_sm(sm_major: u32, sm_minor: u32) -> u32 {
+pub fn max_blocks_per_sm(sm_major: u32, sm_minor: u32) -> u32 {
     match (sm_major, sm_minor) {
         (8, 6) | (8, 7) => 16,
         (8, 9) | (12, _) => 24,

@@ -222,6 +222,10 @@ pub struct Queue {
     timeout_ns: u64,
     /// The built-in copy kernel, loaded at this compute queue's first copy.
     copy_kernel: Option<Kernel>,
+    /// The grid-sync workspace of cooperative launches (CUDA's `grid_workspace`), made at the
+    /// queue's first cooperative launch. Launches on a queue run one after another, so one
+    /// workspace serves them all: its barrier word returns to a usable state after each sync.
+    coop_workspace: Option<Allocation>,
 }
 
 impl std::fmt::Debug for Queue {
@@ -346,6 +350,7 @@ impl Queue {
             scratch: vec![0u8; crate::hw::cbank0::MAX_CBANK0_BYTES].into_boxed_slice(),
             slot_qmd: vec![0; depth as usize],
             slot_cbank: vec![(0, 0); depth as usize],
+            coop_workspace: None,
             local_generation: 0,
             code_generation: 0,
             timeout_ns: DEFAULT_TIMEOUT_NS,
@@ -734,6 +739,11 @@ impl Queue {
     ) -> Result<()> {
         let arch = self.dev.arch();
         let info = kernel.info();
+        let coop_ws = if cfg.cooperative {
+            Some(self.coop_workspace()?)
+        } else {
+            None
+        };
         let param_base = info.param_base as u64;
         let cb_size = (param_base + info.param_bytes as u64).div_ceil(256) * 256;
         let qmd_va = self.alloc_qmd()?;
@@ -742,6 +752,9 @@ impl Queue {
             (r.alloc.gpu_va, r.alloc.cpu)
         };
         let slot = ((qmd_va - qmd_gpu) / QMD_STRIDE) as usize;
+        // sm_90: kernels that take a parameter's address (`__grid_constant__`, e.g. a TMA
+        // tensor map) read the GPU address of the parameter block from c[0x0][0x198].
+        let param_addr = info.param_base == 0x210;
         let in_slot = cb_size <= QMD_SLOT_CBANK_MAX;
         let karg_va = if in_slot {
             qmd_va + QMD_SLOT_CBANK
@@ -777,10 +790,20 @@ impl Queue {
         crate::hw::cbank0::build_cbank0(arch, cb, &p)?;
         let params_range = param_base as usize..param_base as usize + info.param_bytes as usize;
         write_params(&mut cb[params_range.clone()])?;
-        let cb_key = (kernel.id, cb_size as u32);
+        if param_addr {
+            cb[0x198..0x1a0].copy_from_slice(&(karg_va + param_base).to_le_bytes());
+        }
+        // A cooperative launch finds its grid workspace through the driver's "envreg" words
+        // in constant bank 0; the slot's bank is then written whole and not reused as is.
+        let cb_key = if let Some(ws) = coop_ws {
+            crate::hw::cbank0::put_grid_workspace(arch, cb, ws)?;
+            (0, 0)
+        } else {
+            (kernel.id, cb_size as u32)
+        };
         let variable = cbank0_variable_ranges(info.param_base);
         match variable {
-            Some(ranges) if in_slot && self.slot_cbank[slot] == cb_key => {
+            Some(ranges) if in_slot && cb_key.0 != 0 && self.slot_cbank[slot] == cb_key => {
                 for r in ranges.iter().chain(std::iter::once(&params_range)) {
                     // SAFETY: r lies inside the cbank (build_cbank0 checked param_base + bytes).
                     unsafe {
@@ -806,6 +829,11 @@ impl Queue {
             smem_config,
             (karg_va, cb_size as u32),
         )?;
+        // The device's stack limit was raised after the kernel was taken: the launch gets it.
+        let lm = kernel.own_lm.max(self.dev.stack_lm());
+        if lm != kernel.qmd_lm {
+            kernel.qmd.set_local_memory(&mut words, lm)?;
+        }
         // SAFETY: the QMD slot (QMD_STRIDE bytes) was just reserved in the CPU-mapped ring.
         let dst = unsafe { qmd_cpu.add((qmd_va - qmd_gpu) as usize) as *mut u32 };
         if self.slot_qmd[slot] == kernel.id {
@@ -857,6 +885,26 @@ impl Queue {
         );
         self.last_was_launch = true;
         Ok(())
+    }
+
+    /// GPU address of this queue's grid-sync workspace, made (zeroed) on first use.
+    fn coop_workspace(&mut self) -> Result<u64> {
+        if let Some(a) = &self.coop_workspace {
+            return Ok(a.gpu_va);
+        }
+        let a = self.dev.backend().alloc(
+            4096,
+            MemFlags {
+                zeroed: true,
+                ..Default::default()
+            },
+        )?;
+        // grid_workspace { u32 wsSize; u32 barrier; }
+        // SAFETY: the allocation is 4096 CPU-mapped bytes.
+        unsafe { std::ptr::write_volatile(a.cpu as *mut u32, 8) };
+        let va = a.gpu_va;
+        self.coop_workspace = Some(a);
+        Ok(va)
     }
 
     fn alloc_karg(&mut self, size: u64) -> Result<u64> {
@@ -1041,6 +1089,9 @@ impl Drop for Queue {
                 size: r.alloc.size,
                 id: r.alloc.id,
             });
+        }
+        if let Some(a) = self.coop_workspace.take() {
+            self.dev.free_when_idle(a);
         }
     }
 }

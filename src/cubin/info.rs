@@ -146,16 +146,8 @@ pub const ATTRIBUTES: &[(u8, &str, Handling)] = &[
     (0x2a, "EIATTR_SW1850030_WAR", Handling::Ignored),
     (0x2b, "EIATTR_WMMA_USED", Handling::Ignored),
     (0x2c, "EIATTR_HAS_PRE_V10_OBJECT", Handling::Ignored),
-    (
-        0x2d,
-        "EIATTR_ATOMF16_EMUL_INSTR_OFFSETS",
-        Handling::Refused("16-bit float atomics emulated by driver patches"),
-    ),
-    (
-        0x2e,
-        "EIATTR_ATOM16_EMUL_INSTR_REG_MAP",
-        Handling::Refused("16-bit atomics emulated by driver patches"),
-    ),
+    (0x2d, "EIATTR_ATOMF16_EMUL_INSTR_OFFSETS", Handling::Ignored),
+    (0x2e, "EIATTR_ATOM16_EMUL_INSTR_REG_MAP", Handling::Ignored),
     (0x2f, "EIATTR_REGCOUNT", Handling::Used),
     (0x30, "EIATTR_SW2393858_WAR", Handling::Ignored),
     (
@@ -171,7 +163,11 @@ pub const ATTRIBUTES: &[(u8, &str, Handling)] = &[
     (0x37, "EIATTR_CUDA_API_VERSION", Handling::Ignored),
     (0x38, "EIATTR_NUM_MBARRIERS", Handling::Ignored),
     (0x39, "EIATTR_MBARRIER_INSTR_OFFSETS", Handling::Ignored),
-    (0x3a, "EIATTR_COROUTINE_RESUME_OFFSETS", Handling::Ignored),
+    (
+        0x3a,
+        "EIATTR_COROUTINE_RESUME_ID_OFFSETS",
+        Handling::Ignored,
+    ),
     (0x3b, "EIATTR_SAM_REGION_STACK_SIZE", Handling::Ignored),
     (0x3c, "EIATTR_PER_REG_TARGET_PERF_STATS", Handling::Ignored),
     (
@@ -219,6 +215,26 @@ pub const ATTRIBUTES: &[(u8, &str, Handling)] = &[
     (0x53, "EIATTR_GEN_ERRBAR_AT_EXIT", Handling::Ignored),
     (0x54, "EIATTR_REG_RECONFIG", Handling::Ignored),
     (0x55, "EIATTR_ANNOTATIONS", Handling::Ignored),
+    (0x57, "EIATTR_STACK_CANARY_TRAP_OFFSETS", Handling::Ignored),
+    (0x58, "EIATTR_STUB_FUNCTION_KIND", Handling::Ignored),
+    (
+        0x59,
+        "EIATTR_LOCAL_CTA_ASYNC_STORE_OFFSETS",
+        Handling::Ignored,
+    ),
+    (0x5a, "EIATTR_MERCURY_FINALIZER_OPTIONS", Handling::Ignored),
+    (
+        0x5b,
+        "EIATTR_BLOCKS_ARE_CLUSTERS",
+        Handling::Refused("thread-block clusters"),
+    ),
+    (0x5c, "EIATTR_SANITIZE", Handling::Ignored),
+    (
+        0x5d,
+        "EIATTR_SYSCALLS_FALLBACK",
+        Handling::Refused("device-side printf/malloc/assert (driver syscalls)"),
+    ),
+    (0x5e, "EIATTR_CUDA_REQ", Handling::Ignored),
     (0x5f, "EIATTR_MERCURY_ISA_VERSION", Handling::Ignored),
 ];
 

@@ -17,6 +17,7 @@
 //! implement), never a panic.
 
 mod elf;
+pub mod fatbin;
 pub mod info;
 
 use crate::error::{Error, Result, Status};
@@ -54,6 +55,14 @@ pub const R_CUDA_G64: u32 = 4;
 pub const R_CUDA_ABS32_LO_32: u32 = 0x38;
 /// `R_CUDA_ABS32_HI_32`: high 32 bits into instruction bits 63:32.
 pub const R_CUDA_ABS32_HI_32: u32 = 0x39;
+/// Relocation 0x3a (sm_8x `.rel.text`) / 0x4b (sm_90 `.rela.text`): the target of an absolute
+/// call (`CALL.ABS.NOINC`, `-G` builds and device-linked `-rdc` calls): the 32-bit target in
+/// instruction bits 63:32. Inferred from the instruction it patches; on an H100 such a call
+/// jumped to the 32-bit value itself (upper address bits zero), so the code must lie below
+/// 4 GiB. Refused with `NotSupported` until modules can be placed there.
+pub const R_CUDA_ABS_CALL_SM8X: u32 = 0x3a;
+/// See [`R_CUDA_ABS_CALL_SM8X`].
+pub const R_CUDA_ABS_CALL_SM90: u32 = 0x4b;
 /// `R_CUDA_FUNC_DESC32_LO_32` (function-pointer descriptor; not supported).
 pub const R_CUDA_FUNC_DESC32_LO_32: u32 = 0x3e;
 /// `R_CUDA_FUNC_DESC32_HI_32` (function-pointer descriptor; not supported).
@@ -592,6 +601,18 @@ impl Module {
             R_CUDA_64 | R_CUDA_G64 => (Patch::Abs64, 0, 8),
             R_CUDA_ABS32_LO_32 => (Patch::Lo32, 4, 4),
             R_CUDA_ABS32_HI_32 => (Patch::Hi32, 4, 4),
+            R_CUDA_ABS_CALL_SM8X | R_CUDA_ABS_CALL_SM90 => {
+                return Err(Error::new(
+                    Status::NotSupported,
+                    format!(
+                        "{}: absolute calls (CALL.ABS, from -G debug builds and calls between \
+                         -rdc device-linked files) jump to a 32-bit address, so the code must lie \
+                         below 4 GiB of GPU address space, where libtegragpu does not place it \
+                         yet; build without -G, or compile the files as one translation unit",
+                        ctx()
+                    ),
+                ))
+            }
             R_CUDA_FUNC_DESC32_LO_32 | R_CUDA_FUNC_DESC32_HI_32 => {
                 return Err(Error::new(
                     Status::NotSupported,

@@ -134,3 +134,32 @@ pub fn build_cbank0(arch: &ArchInfo, out: &mut [u8], p: &Cbank0Params<'_>) -> Re
     out[end..size].fill(0);
     Ok(size)
 }
+
+/// Write the address of a cooperative launch's grid workspace (CUDA's `grid_workspace`) where
+/// `cooperative_groups::this_grid()` reads it: the driver "envreg" words 1 (address bits 63:32)
+/// and 2 (bits 31:0): sm_90 and later `c[0x0][0x44]` / `c[0x0][0x48]`, sm_8x `c[0x0][0x8c]` /
+/// `c[0x0][0x90]` (read from the SASS of a grid-sync kernel built by nvcc 13 for sm_90 and
+/// sm_87). Other SM versions return `NotSupported`.
+pub fn put_grid_workspace(arch: &ArchInfo, out: &mut [u8], workspace_va: u64) -> Result<()> {
+    let (hi, lo) = match arch.sm_major {
+        9.. => (0x44u32, 0x48u32),
+        8 => (0x8cu32, 0x90u32),
+        _ => {
+            return Err(Error::new(
+                Status::NotSupported,
+                format!(
+                    "cooperative launch on {} (sm_{}{}): where its kernels find the grid workspace is not known",
+                    arch.name, arch.sm_major, arch.sm_minor
+                ),
+            ))
+        }
+    };
+    if out.len() < lo as usize + 4 {
+        return Err(Error::invalid(
+            "constant bank 0 too small for the grid workspace",
+        ));
+    }
+    put32(out, hi, (workspace_va >> 32) as u32);
+    put32(out, lo, workspace_va as u32);
+    Ok(())
+}

@@ -770,6 +770,7 @@ impl QmdTemplate {
             l.cb_addr_lo,
             l.cb_addr_hi,
             l.cb_size,
+            l.slm_high,
         ];
         let mut variable = [0u8; 24];
         let mut n_variable = 0;
@@ -787,6 +788,27 @@ impl QmdTemplate {
             variable,
             n_variable,
         })
+    }
+
+    /// Set SHADER_LOCAL_MEMORY_HIGH_SIZE (per-thread local bytes) in a QMD written by
+    /// [`QmdTemplate::write`]: a launch after the device's stack limit was raised.
+    pub fn set_local_memory(&self, out: &mut [u32], local_memory_per_thread: u32) -> Result<()> {
+        let l = self.layout;
+        let slm = if l.slm_shift == 0 {
+            local_memory_per_thread
+        } else {
+            local_memory_per_thread.div_ceil(1 << l.slm_shift)
+        };
+        if !fits(u64::from(slm), width(l.slm_high)) || out.len() < l.dwords {
+            return Err(bad(
+                l,
+                format_args!(
+                    "local_memory_per_thread {local_memory_per_thread:#x} does not fit SHADER_LOCAL_MEMORY_HIGH_SIZE"
+                ),
+            ));
+        }
+        put(out, l.slm_high, slm);
+        Ok(())
     }
 
     /// The dwords [`QmdTemplate::write`] may change; every other dword equals the template.

@@ -1,0 +1,168 @@
+//! What `tg_module_load` accepts besides a cubin (fatbin, host object, PTX), and the
+//! per-module / per-kernel queries added for CUDA parity: `__device__` variables, the stack
+//! limit, occupancy and cooperative-launch checks. Runs on the device under test (default: the
+//! emulated Orin, sm_87).
+
+mod common;
+
+use tegragpu::core::LaunchConfig;
+use tegragpu::Status;
+
+fn fixture(name: &str) -> Vec<u8> {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()))
+}
+
+#[test]
+fn fatbins_load_the_sass_for_the_device() {
+    let dev = common::device();
+    let i = dev.info();
+    // warp.fatbin holds sm_80 and sm_90 SASS: both majors this suite runs on (8.x, 9.0).
+    for f in [
+        "fatbin/warp.fatbin",
+        "fatbin/warp.compressed.fatbin",
+        "fatbin/warp.nocomp.fatbin",
+    ] {
+        let m = dev
+            .load_module(&fixture(f))
+            .unwrap_or_else(|e| panic!("{f} on sm_{}{}: {e:?}", i.sm_major, i.sm_minor));
+        assert_eq!(m.kernel_names(), ["warp_reduce"], "{f}");
+        let k = m
+            .kernel("warp_reduce")
+            .expect("warp intrinsics are not refused");
+        assert_eq!(k.attributes().params.len(), 2);
+    }
+    // A host object file (nvcc -c) carries the fatbin in .nv_fatbin.
+    let m = dev.load_module(&fixture("fatbin/warp.sm_90.o"));
+    if i.sm_major == 9 {
+        assert_eq!(m.expect("host object").kernel_names(), ["warp_reduce"]);
+    } else {
+        let e = m.err().expect("no sm_8x code in the object");
+        assert_eq!(e.status, Status::InvalidCubin, "{e:?}");
+        assert!(e.message.contains("sm_90"), "{}", e.message);
+    }
+}
+
+#[test]
+fn ptx_is_compiled_for_the_device_or_refused_clearly() {
+    let dev = common::device();
+    // PTX for compute_80 from nvrtc 12.9 (tests/fixtures/fatbin/README.md): every PTX
+    // compiler of CUDA 12.x or a current driver accepts it, for sm_80 and later.
+    let ptx = fixture("fatbin/shfl.compute_80.ptx");
+    match dev.load_module(&ptx) {
+        Ok(m) => {
+            let k = m.kernel("k").expect("kernel k");
+            assert_eq!(k.attributes().params.len(), 1);
+        }
+        Err(e) => {
+            assert_eq!(e.status, Status::LibraryMissing, "{e:?}");
+            assert!(e.message.contains("TEGRAGPU_PTXJIT"), "{}", e.message);
+            eprintln!("NOTICE: no PTX compiler library; refusal checked");
+        }
+    }
+}
+
+#[test]
+fn stack_limit_defaults_to_libcuda_value_and_is_checked() {
+    let dev = common::device();
+    assert_eq!(dev.stack_limit(), 1024);
+    dev.set_stack_limit(8192).expect("8 KiB stack");
+    assert_eq!(dev.stack_limit(), 8192);
+    let m = common::fixtures(&dev);
+    let k = m.kernel("uses_local").expect("kernel");
+    // Every kernel gets at least the limit.
+    assert!(k.attributes().local_bytes_per_thread <= 8192);
+    let e = dev.set_stack_limit(1 << 40).expect_err("absurd stack");
+    assert_eq!(e.status, Status::InvalidArgument);
+    assert!(e.message.contains("tg_device_set_limit"), "{}", e.message);
+    assert_eq!(dev.stack_limit(), 8192, "a refused value changes nothing");
+    dev.set_stack_limit(1024).unwrap();
+}
+
+#[test]
+fn device_globals_are_found_by_name() {
+    let dev = common::device();
+    let i = dev.info();
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "tests/fixtures/cubin/globals.sm_{}{}.cubin",
+        i.sm_major, i.sm_minor
+    ));
+    let Ok(bytes) = std::fs::read(&p) else {
+        eprintln!("NOTICE: no {} fixture", p.display());
+        return;
+    };
+    let m = dev.load_module(&bytes).expect("globals cubin");
+    let names: Vec<String> = m.global_names();
+    assert!(names.iter().all(|n| m.global(n).is_ok()));
+    assert!(
+        !names.is_empty(),
+        "the fixture declares __device__ variables"
+    );
+    for n in &names {
+        let (va, cpu, size) = m.global(n).expect("each listed global resolves");
+        assert!(
+            va != 0 && !cpu.is_null() && size > 0,
+            "{n}: {va:#x} {cpu:?} {size}"
+        );
+    }
+    let e = m.global("no_such_variable").expect_err("unknown name");
+    assert_eq!(e.status, Status::NotFound);
+    assert!(
+        e.message.contains(&names[0]),
+        "the message lists the variables: {}",
+        e.message
+    );
+}
+
+#[test]
+fn occupancy_follows_registers_warps_and_shared_memory() {
+    let dev = common::device();
+    let i = dev.info();
+    let m = common::fixtures(&dev);
+    let k = m.kernel("vector_add").unwrap();
+    let a = k.attributes().clone();
+    let small = k.max_active_blocks(32, 0).unwrap();
+    let big = k.max_active_blocks(a.max_threads_per_block, 0).unwrap();
+    assert!(small >= big && big >= 1, "{small} {big}");
+    assert!(small <= 32);
+    // Warps bound it: blocks × warps per block never exceed the SM's warps.
+    assert!(big * a.max_threads_per_block.div_ceil(32) <= i.warps_per_sm);
+    // Dynamic shared memory past the kernel's limit: 0 blocks; at the limit: 1 block.
+    assert_eq!(
+        k.max_active_blocks(32, a.max_dynamic_shared_bytes + 1)
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        k.max_active_blocks(32, a.max_dynamic_shared_bytes).unwrap(),
+        1
+    );
+    let e = k.max_active_blocks(0, 0).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument);
+}
+
+#[test]
+fn cooperative_grids_larger_than_the_gpu_are_refused() {
+    let dev = common::device();
+    let i = dev.info();
+    let m = common::fixtures(&dev);
+    let k = m.kernel("fill_u32").unwrap();
+    let per_sm = k.max_active_blocks(256, 0).unwrap();
+    let mut q = dev
+        .create_queue(tegragpu::core::QueueKind::Compute)
+        .unwrap();
+    let buf = dev.alloc(4096, Default::default()).unwrap();
+    let mut params = vec![0u8; k.attributes().param_bytes as usize];
+    params[..8].copy_from_slice(&buf.gpu_va().to_le_bytes());
+    let cfg = LaunchConfig {
+        grid: [per_sm * i.sm_count + 1, 1, 1],
+        block: [256, 1, 1],
+        dynamic_shared_bytes: 0,
+        cooperative: true,
+    };
+    let e = q.launch(&k, &cfg, &params).unwrap_err();
+    assert_eq!(e.status, Status::InvalidLaunch, "{e:?}");
+    assert!(e.message.contains("cooperative"), "{}", e.message);
+}
