@@ -777,11 +777,10 @@ enum tg_status tg_module_get_global(const struct tg_module *module,
  * Set a device-wide limit (like `cuCtxSetLimit`).
  *
  * - `TG_LIMIT_STACK_SIZE`: stack bytes per GPU thread (default 1024, as in libcuda). Each
- *   kernel gets the larger of this and the stack its code needs; recursion and other calls
- *   whose depth the compiler cannot bound run in it. Applies to kernels taken with
- *   `tg_module_get_kernel()` after the call; kernels already taken keep their size. The
- *   device reserves this much for every thread the GPU can hold (on an H100: about 300 MB
- *   per KiB).
+ *   launch recorded after the call gets the larger of this and the stack its kernel needs;
+ *   recursion and other calls whose depth the compiler cannot bound run in it. The device
+ *   reserves this much for every thread the GPU can hold (on an H100: about 300 MB per KiB),
+ *   allocated by this call when the limit grows (`TG_ERROR_OUT_OF_MEMORY` if it cannot be).
  *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (unknown limit,
  * value too large). Thread safety: any thread.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the device machine (H100/H200, driver 580): the contract suite and kernel tests on the
-# RM backend, every C example, the Python tests, tegragpu-info and tegragpu-bench (BENCH=1), the
+# RM backend, every C example, the Python tests, the differential conformance suite against
+# libcuda (tests/conformance; NO_CONFORMANCE=1 skips it), tegragpu-info and tegragpu-bench (BENCH=1), the
 # latency and copy probes (PROBES=1). Every step has a timeout; results go to stdout and $OUT
 # (when set).
 set -uo pipefail
@@ -23,7 +24,7 @@ step() { # name, timeout, command...
 {
   date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
   step info 60 "$D/bin/tegragpu-info"
-  for t in ${TESTS:-contract kernels}; do
+  for t in ${TESTS:-contract kernels module_load}; do
     step "rust:$t" 300 "$D/tests/$t" --test-threads=1 --nocapture
   done
   if [ -d "$D/c" ]; then
@@ -33,6 +34,12 @@ step() { # name, timeout, command...
   fi
   if [ -d python/tests ]; then
     step python 300 python3 -m pytest -q python/tests
+  fi
+  # The differential conformance suite: every corpus kernel through libcuda and libtegragpu
+  # (needs nvcc; the attributes libcuda reports go to $OUT for tests/conformance/fixtures).
+  if [ -z "${NO_CONFORMANCE:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then
+    step conformance 500 env PYTHONPATH="$PWD/python" PYTHONUNBUFFERED=1 python3 tests/conformance/run.py \
+      --out /tmp/conformance --fixture "${OUT:-/tmp}/cuda_attrs.sm_90.json"
   fi
   [ -n "${BENCH:-}" ] && step bench 300 "$D/bin/tegragpu-bench" --device rm
   if [ -n "${PROBES:-}" ]; then

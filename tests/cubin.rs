@@ -909,3 +909,31 @@ fn big_by_value_parameter_layout() {
         assert_eq!(k.param_base, base);
     }
 }
+
+#[test]
+fn docs_table_lists_every_attribute_with_its_handling() {
+    use tegragpu::cubin::info::{Handling, ATTRIBUTES};
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/cuda-support.md");
+    let doc = std::fs::read_to_string(&p).expect("docs/cuda-support.md");
+    let rows = doc
+        .lines()
+        .filter(|l| l.starts_with("| 0x") && l.contains("`EIATTR_"))
+        .count();
+    assert_eq!(
+        rows,
+        ATTRIBUTES.len(),
+        "attribute rows in the docs vs the table"
+    );
+    for (id, name, h) in ATTRIBUTES {
+        let handling = match h {
+            Handling::Used => "used",
+            Handling::Ignored => "ignored",
+            Handling::Refused(_) => "refused",
+        };
+        let row = format!("| {id:#04x} | `{name}` | {handling} |");
+        assert!(
+            doc.contains(&row),
+            "docs/cuda-support.md lacks the row {row:?}"
+        );
+    }
+}

@@ -352,6 +352,17 @@ impl Device {
         }
     }
 
+    /// For tests: (allocations, signal slots) released by their owners that the device holds
+    /// back because queued work (submitted or only recorded) may still use them.
+    #[doc(hidden)]
+    pub fn held_for_queued_work(&self) -> (usize, usize) {
+        self.collect_deferred();
+        (
+            self.inner.deferred.lock().len(),
+            self.inner.signals.lock().held(),
+        )
+    }
+
     /// Free deferred allocations whose queues have caught up.
     pub(crate) fn collect_deferred(&self) {
         let mut d = self.inner.deferred.lock();

@@ -23,6 +23,11 @@ pub(crate) struct SignalPool {
 unsafe impl Send for SignalPool {}
 
 impl SignalPool {
+    /// Freed slots that queued work may still write.
+    pub(crate) fn held(&self) -> usize {
+        self.parked.iter().filter(|(_, f)| !fence_passed(f)).count()
+    }
+
     fn take(&mut self, backend: &dyn Backend) -> Result<(u64, *mut u8)> {
         if self.free.is_empty() {
             let mut i = 0;
