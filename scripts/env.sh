@@ -58,12 +58,12 @@ tg_setup() {
   export VIRTUAL_ENV="$TG_VENV"
   export PATH="$TG_VENV/bin:$PATH"
   local nvrtc
-  nvrtc="$(ls "$TG_VENV"/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 2>/dev/null | head -n1)"
+  nvrtc="$(ls "$TG_VENV"/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 2>/dev/null | head -n1 || true)"
   if [ -n "$nvrtc" ] && [ -z "${TEGRAGPU_NVRTC:-}" ]; then
     export TEGRAGPU_NVRTC="$nvrtc"
   fi
   local nvjitlink
-  nvjitlink="$(ls "$TG_VENV"/lib/python3*/site-packages/nvidia/nvjitlink/lib/libnvJitLink.so.12 2>/dev/null | head -n1)"
+  nvjitlink="$(ls "$TG_VENV"/lib/python3*/site-packages/nvidia/nvjitlink/lib/libnvJitLink.so.12 2>/dev/null | head -n1 || true)"
   if [ -n "$nvjitlink" ] && [ -z "${TEGRAGPU_PTXJIT:-}" ]; then
     export TEGRAGPU_PTXJIT="$nvjitlink"
   fi
