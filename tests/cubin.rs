@@ -937,3 +937,18 @@ fn docs_table_lists_every_attribute_with_its_handling() {
         );
     }
 }
+
+#[test]
+fn device_syscalls_are_refused_by_name() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures");
+    for (file, sm, needle) in [
+        ("printf_device.sm_87.cubin", ORIN, "printf"),
+        ("printf_device.sm_90.cubin", HOPPER, "printf"),
+        ("malloc_device.sm_87.cubin", ORIN, "malloc/free"),
+    ] {
+        let b = std::fs::read(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let e = Module::parse(&b, sm).expect_err(file);
+        assert_eq!(e.status, Status::NotSupported, "{file}: {e:?}");
+        assert!(e.message.contains(needle), "{file}: {}", e.message);
+    }
+}

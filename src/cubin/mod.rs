@@ -654,13 +654,22 @@ impl Module {
         let sname = sym_name(r.r_sym as usize, sym).unwrap_or("?");
         let target = match sym.st_shndx {
             SHN_UNDEF => {
+                let what = match sname {
+                    "vprintf" => "device-side printf, which needs the driver's printf buffer and syscall service (not supported by libtegragpu)",
+                    "malloc" | "free" => "the device-side heap (malloc/free), which needs the driver's syscall service (not supported by libtegragpu)",
+                    "__assertfail" | "__assert_fail" => "device-side assert, which needs the driver's syscall service (not supported by libtegragpu)",
+                    n if n.starts_with("cudaLaunchDevice") || n.starts_with("cudaGetParameterBuffer") || n.starts_with("cudaCGGet") => {
+                        "dynamic parallelism (device-side launches), which libtegragpu does not support"
+                    }
+                    _ => "an unresolved external: link the code first (nvlink / nvcc -dlink)",
+                };
                 return Err(Error::new(
                     Status::NotSupported,
                     format!(
-                        "{}: symbol {sname} is undefined (unresolved external)",
+                        "{}: symbol {sname} is undefined: the code uses {what}",
                         ctx()
                     ),
-                ))
+                ));
             }
             SHN_ABS => Target::Abs(sym.st_value),
             x if x >= SHN_LORESERVE => {
