@@ -1,8 +1,11 @@
 //! Bounds-checked reading of the ELF64 little-endian structures a cubin uses: the file header,
-//! section headers, symbols and REL/RELA entries. Every accessor returns an
-//! [`Error`](crate::Error) with status `InvalidCubin` instead of panicking.
+//! section headers, symbols and REL/RELA entries, laid out by the `object` crate's ELF
+//! definitions. Every accessor returns an [`Error`](crate::Error) with status `InvalidCubin`
+//! instead of panicking.
 
 use crate::error::{Error, Result, Status};
+use object::elf;
+use object::LittleEndian as LE;
 
 /// `e_machine` of CUDA objects (EM_CUDA).
 pub const EM_CUDA: u16 = 190;
@@ -62,12 +65,6 @@ pub(crate) fn rd_u16(b: &[u8], off: usize) -> Option<u16> {
 pub(crate) fn rd_u32(b: &[u8], off: usize) -> Option<u32> {
     b.get(off..off.checked_add(4)?)
         .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-}
-pub(crate) fn rd_u64(b: &[u8], off: usize) -> Option<u64> {
-    let s = b.get(off..off.checked_add(8)?)?;
-    let mut a = [0u8; 8];
-    a.copy_from_slice(s);
-    Some(u64::from_le_bytes(a))
 }
 
 /// The fields of the ELF file header a cubin loader needs.
@@ -151,16 +148,19 @@ impl<'a> Elf<'a> {
                 data[5]
             )));
         }
-        let h = |off| rd_u16(data, off).unwrap_or(0);
+        // The ELF structures themselves are the `object` crate's (byte order and layout from its
+        // definitions); the checks and messages around them are ours.
+        let (fh, _) = object::pod::from_bytes::<elf::FileHeader64<LE>>(data)
+            .map_err(|_| bad("cubin is too short for the ELF64 header"))?;
         let header = Header {
-            osabi: data[7],
-            abi_version: data[8],
-            e_type: h(16),
-            e_machine: h(18),
-            e_flags: rd_u32(data, 48).unwrap_or(0),
-            e_shoff: rd_u64(data, 40).unwrap_or(0),
-            e_shnum: h(60),
-            e_shstrndx: h(62),
+            osabi: fh.e_ident.os_abi,
+            abi_version: fh.e_ident.abi_version,
+            e_type: fh.e_type.get(LE),
+            e_machine: fh.e_machine.get(LE),
+            e_flags: fh.e_flags.get(LE),
+            e_shoff: fh.e_shoff.get(LE),
+            e_shnum: fh.e_shnum.get(LE),
+            e_shstrndx: fh.e_shstrndx.get(LE),
         };
         if header.e_machine != EM_CUDA {
             return Err(bad(format!(
@@ -168,7 +168,7 @@ impl<'a> Elf<'a> {
                 header.e_machine
             )));
         }
-        let shentsize = h(58);
+        let shentsize = fh.e_shentsize.get(LE);
         if shentsize as usize != SHDR_SIZE {
             return Err(bad(format!("e_shentsize {shentsize} is not {SHDR_SIZE}")));
         }
@@ -190,19 +190,20 @@ impl<'a> Elf<'a> {
                 )
             },
         )?;
-        let mut sections = Vec::with_capacity(header.e_shnum as usize);
-        for i in 0..header.e_shnum as usize {
-            let b = &table[i * SHDR_SIZE..(i + 1) * SHDR_SIZE];
+        let raw = object::pod::slice_from_all_bytes::<elf::SectionHeader64<LE>>(table)
+            .map_err(|_| bad("section header table is not a whole number of entries"))?;
+        let mut sections = Vec::with_capacity(raw.len());
+        for (i, r) in raw.iter().enumerate() {
             let s = Shdr {
-                sh_name: rd_u32(b, 0).unwrap_or(0),
-                sh_type: rd_u32(b, 4).unwrap_or(0),
-                sh_flags: rd_u64(b, 8).unwrap_or(0),
-                sh_offset: rd_u64(b, 24).unwrap_or(0),
-                sh_size: rd_u64(b, 32).unwrap_or(0),
-                sh_link: rd_u32(b, 40).unwrap_or(0),
-                sh_info: rd_u32(b, 44).unwrap_or(0),
-                sh_addralign: rd_u64(b, 48).unwrap_or(0),
-                sh_entsize: rd_u64(b, 56).unwrap_or(0),
+                sh_name: r.sh_name.get(LE),
+                sh_type: r.sh_type.get(LE),
+                sh_flags: r.sh_flags.get(LE),
+                sh_offset: r.sh_offset.get(LE),
+                sh_size: r.sh_size.get(LE),
+                sh_link: r.sh_link.get(LE),
+                sh_info: r.sh_info.get(LE),
+                sh_addralign: r.sh_addralign.get(LE),
+                sh_entsize: r.sh_entsize.get(LE),
             };
             if s.sh_type != SHT_NULL && s.sh_type != SHT_NOBITS {
                 slice(data, s.sh_offset, s.sh_size, &|| {
@@ -289,15 +290,20 @@ impl<'a> Elf<'a> {
             )));
         }
         let strtab = self.section_data(strtab_idx)?;
-        let syms = data
-            .chunks_exact(SYM_SIZE)
-            .map(|b| Sym {
-                st_name: rd_u32(b, 0).unwrap_or(0),
-                st_info: b[4],
-                st_other: b[5],
-                st_shndx: rd_u16(b, 6).unwrap_or(0),
-                st_value: rd_u64(b, 8).unwrap_or(0),
-                st_size: rd_u64(b, 16).unwrap_or(0),
+        let syms = object::pod::slice_from_all_bytes::<elf::Sym64<LE>>(data)
+            .map_err(|_| {
+                bad(format!(
+                    "symbol table section {symtab_idx} is not a whole number of entries"
+                ))
+            })?
+            .iter()
+            .map(|y| Sym {
+                st_name: y.st_name.get(LE),
+                st_info: y.st_info,
+                st_other: y.st_other,
+                st_shndx: y.st_shndx.get(LE),
+                st_value: y.st_value.get(LE),
+                st_size: y.st_size.get(LE),
             })
             .collect();
         Ok((syms, strtab))
@@ -325,22 +331,34 @@ impl<'a> Elf<'a> {
             )));
         }
         let data = self.section_data(idx)?;
-        Ok(data
-            .chunks_exact(size)
-            .map(|b| {
-                let info = rd_u64(b, 8).unwrap_or(0);
-                Rel {
-                    r_offset: rd_u64(b, 0).unwrap_or(0),
-                    r_sym: (info >> 32) as u32,
-                    r_type: info as u32,
-                    r_addend: if rela {
-                        rd_u64(b, 16).unwrap_or(0) as i64
-                    } else {
-                        0
-                    },
-                }
-            })
-            .collect())
+        let whole = || {
+            bad(format!(
+                "relocation section {idx} is not a whole number of entries"
+            ))
+        };
+        if rela {
+            Ok(object::pod::slice_from_all_bytes::<elf::Rela64<LE>>(data)
+                .map_err(|_| whole())?
+                .iter()
+                .map(|r| Rel {
+                    r_offset: r.r_offset.get(LE),
+                    r_sym: r.r_sym(LE, false),
+                    r_type: r.r_type(LE, false),
+                    r_addend: r.r_addend.get(LE),
+                })
+                .collect())
+        } else {
+            Ok(object::pod::slice_from_all_bytes::<elf::Rel64<LE>>(data)
+                .map_err(|_| whole())?
+                .iter()
+                .map(|r| Rel {
+                    r_offset: r.r_offset.get(LE),
+                    r_sym: r.r_sym(LE),
+                    r_type: r.r_type(LE),
+                    r_addend: 0,
+                })
+                .collect())
+        }
     }
 }
 
