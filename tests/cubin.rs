@@ -952,3 +952,54 @@ fn device_syscalls_are_refused_by_name() {
         assert!(e.message.contains(needle), "{file}: {}", e.message);
     }
 }
+
+#[test]
+fn absolute_calls_get_a_40_bit_target_at_instruction_bit_24() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures");
+    for (file, sm) in [
+        ("build_G.sm_87.cubin", ORIN),
+        ("build_G.sm_90.cubin", HOPPER),
+    ] {
+        let b = std::fs::read(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let m = parse(&b, sm);
+        let base = 0x12_3456_7800u64;
+        let img = m.image_at(base).expect("a base below 1 TiB");
+        // Every CALL.ABS now holds, in bits 63:24, a target inside the image.
+        let calls = img
+            .chunks_exact(16)
+            .filter(|i| u16::from_le_bytes([i[0], i[1]]) & 0xfff == 0x943)
+            .map(|i| {
+                let mut t = [0u8; 8];
+                t[..5].copy_from_slice(&i[3..8]);
+                u64::from_le_bytes(t)
+            })
+            .collect::<Vec<_>>();
+        assert!(!calls.is_empty(), "{file}: no CALL.ABS found");
+        for t in calls {
+            assert!(
+                (base..base + img.len() as u64).contains(&t),
+                "{file}: target {t:#x}"
+            );
+        }
+        let e = m.image_at(1 << 40).unwrap_err();
+        assert!(e.message.contains("40-bit"), "{}", e.message);
+    }
+}
+
+#[test]
+fn device_linked_code_is_refused_by_name() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures");
+    for (file, sm) in [
+        ("rdc_dlink.sm_87.cubin", ORIN),
+        ("rdc_dlink.sm_90.cubin", HOPPER),
+    ] {
+        let b = std::fs::read(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let e = Module::parse(&b, sm).expect_err(file);
+        assert_eq!(e.status, Status::NotSupported, "{file}: {e:?}");
+        assert!(
+            e.message.contains(".nv.prototype") && e.message.contains("-rdc"),
+            "{}",
+            e.message
+        );
+    }
+}

@@ -56,10 +56,10 @@ pub const R_CUDA_ABS32_LO_32: u32 = 0x38;
 /// `R_CUDA_ABS32_HI_32`: high 32 bits into instruction bits 63:32.
 pub const R_CUDA_ABS32_HI_32: u32 = 0x39;
 /// Relocation 0x3a (sm_8x `.rel.text`) / 0x4b (sm_90 `.rela.text`): the target of an absolute
-/// call (`CALL.ABS.NOINC`, `-G` builds and device-linked `-rdc` calls): the 32-bit target in
-/// instruction bits 63:32. Inferred from the instruction it patches; on an H100 such a call
-/// jumped to the 32-bit value itself (upper address bits zero), so the code must lie below
-/// 4 GiB. Refused with `NotSupported` until modules can be placed there.
+/// call (`CALL.ABS.NOINC`, `-G` builds and device-linked `-rdc` calls): target address bits
+/// 39:0 in instruction bits 63:24. Worked out on an H100 from where such calls jumped when the
+/// address was written at other bit positions; checked against libcuda by the conformance
+/// suite (`build_G`, `rdc_dlink`).
 pub const R_CUDA_ABS_CALL_SM8X: u32 = 0x3a;
 /// See [`R_CUDA_ABS_CALL_SM8X`].
 pub const R_CUDA_ABS_CALL_SM90: u32 = 0x4b;
@@ -166,6 +166,8 @@ enum Patch {
     Lo32,
     /// High 32 bits into bytes +4..+8.
     Hi32,
+    /// An absolute call target: address bits 39:0 into instruction bits 63:24 (bytes +3..+8).
+    Call40,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -354,6 +356,19 @@ impl Module {
         let mut names = Vec::with_capacity(n);
         for i in 0..n {
             names.push(elf.section_name(i)?);
+        }
+
+        // Separately compiled, device-linked code (-rdc + nvlink / nvcc -dlink) carries
+        // `.nv.prototype`; calls between its files hang on an H100 when loaded by this loader.
+        if let Some(i) = names.iter().position(|n| *n == ".nv.prototype") {
+            return Err(Error::new(
+                Status::NotSupported,
+                format!(
+                    "section {i} (.nv.prototype): separately compiled, device-linked code (-rdc + \
+                     nvlink / nvcc -dlink) is not supported yet; compile the files as one \
+                     translation unit (without -rdc)"
+                ),
+            ));
         }
 
         // Symbol table (exactly one).
@@ -601,18 +616,7 @@ impl Module {
             R_CUDA_64 | R_CUDA_G64 => (Patch::Abs64, 0, 8),
             R_CUDA_ABS32_LO_32 => (Patch::Lo32, 4, 4),
             R_CUDA_ABS32_HI_32 => (Patch::Hi32, 4, 4),
-            R_CUDA_ABS_CALL_SM8X | R_CUDA_ABS_CALL_SM90 => {
-                return Err(Error::new(
-                    Status::NotSupported,
-                    format!(
-                        "{}: absolute calls (CALL.ABS, from -G debug builds and calls between \
-                         -rdc device-linked files) jump to a 32-bit address, so the code must lie \
-                         below 4 GiB of GPU address space, where libtegragpu does not place it \
-                         yet; build without -G, or compile the files as one translation unit",
-                        ctx()
-                    ),
-                ))
-            }
+            R_CUDA_ABS_CALL_SM8X | R_CUDA_ABS_CALL_SM90 => (Patch::Call40, 3, 5),
             R_CUDA_FUNC_DESC32_LO_32 | R_CUDA_FUNC_DESC32_HI_32 => {
                 return Err(Error::new(
                     Status::NotSupported,
@@ -1038,6 +1042,15 @@ impl Module {
                 }
                 Patch::Lo32 => write(image, at, &(value as u32).to_le_bytes())?,
                 Patch::Hi32 => write(image, at, &((value >> 32) as u32).to_le_bytes())?,
+                Patch::Call40 => {
+                    if value >> 40 != 0 {
+                        return Err(Error::invalid(format!(
+                            "cubin relocate: {} type {:#x} at image offset {:#x}: call target {value:#x} does not fit the 40-bit absolute call field",
+                            r.section, r.r_type, r.at
+                        )));
+                    }
+                    write(image, at, &value.to_le_bytes()[..5])?
+                }
             }
         }
         Ok(())

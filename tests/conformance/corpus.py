@@ -467,8 +467,7 @@ CASES = [
          args=[buf(w4(512), rand("f32", 180, -2, 2)), buf(w4(512), randint("i32", 181, 0, 1000)),
                out(w4(512))]),
     case("build_G", "build_variants.cu", "build_variants", flags=["-G"], **N512,
-         expect_tg="may_refuse",
-         notes="device debug build (-G): absolute calls (CALL.ABS) need code below 4 GiB; refused",
+         notes="device debug build (-G): calls through CALL.ABS (40-bit absolute target)",
          args=[buf(w4(512), rand("f32", 180, -2, 2)), buf(w4(512), randint("i32", 181, 0, 1000)),
                out(w4(512))]),
     case("build_lineinfo", "build_variants.cu", "build_variants", flags=["-lineinfo"], **N512,
@@ -486,7 +485,7 @@ CASES = [
     case("rdc_dlink", ["rdc_main.cu", "rdc_lib.cu"], "rdc_main", **N512,
          expect_tg="may_refuse",
          notes="-rdc=true per file, then a device link (nvcc -dlink -cubin) to one final cubin; "
-               "the cross-file call is an absolute call (CALL.ABS): refused",
+               "separately compiled device-linked code (.nv.prototype): refused",
          args=[buf(w4(512), randint("i32", 182, -1000, 1000)), out(w4(512))]),
 ]
 
