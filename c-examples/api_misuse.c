@@ -202,7 +202,8 @@ int main(int argc, char **argv) {
     EXPECT(tg_module_load(NULL, garbage, sizeof garbage, &out_mod), NULL_H, "tg_module_load", "dev is NULL", NULL);
     EXPECT(tg_module_load(dev, garbage, sizeof garbage, NULL), TG_ERROR_NULL_POINTER, "tg_module_load", "out is NULL", NULL);
     EXPECT(tg_module_load_file(dev, "/nonexistent/k.cubin", &out_mod), TG_ERROR_NOT_FOUND, "tg_module_load_file", "/nonexistent/k.cubin", NULL);
-    EXPECT(tg_module_load_file(dev, "/", &out_mod), TG_ERROR_OS, "tg_module_load_file", "\"/\"", NULL);
+    EXPECT(tg_module_load_file(dev, "/", &out_mod), TG_ERROR_INVALID_ARGUMENT, "tg_module_load_file", "\"/\" is a directory", NULL);
+    EXPECT(tg_module_load_file(dev, "/dev/zero", &out_mod), TG_ERROR_INVALID_ARGUMENT, "tg_module_load_file", "\"/dev/zero\" is a character device", NULL);
     EXPECT(tg_module_load_file(dev, NULL, &out_mod), TG_ERROR_NULL_POINTER, "tg_module_load_file", "path is NULL", NULL);
     EXPECT(tg_module_load_file(dead_dev, path, &out_mod), NULL_H, "tg_module_load_file", NULL, NULL);
     EXPECT(tg_module_load_file(dev, path, NULL), TG_ERROR_NULL_POINTER, "tg_module_load_file", "out is NULL", NULL);

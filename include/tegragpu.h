@@ -429,8 +429,9 @@ const char *tg_last_error_message(void);
  * - `out`: receives the new device handle on success.
  *
  * Returns `TG_OK`; `TG_ERROR_NULL_POINTER` (`out` NULL); `TG_ERROR_INVALID_ARGUMENT` (unknown
- * spec); `TG_ERROR_NOT_FOUND` (NULL spec and no NVIDIA GPU on this machine);
- * `TG_ERROR_OS` / `TG_ERROR_UNSUPPORTED_DRIVER` (driver refused); `TG_ERROR_NOT_SUPPORTED`.
+ * spec, or `TEGRAGPU_DEVICE` set to a value that is not valid UTF-8); `TG_ERROR_NOT_FOUND`
+ * (NULL spec and no NVIDIA GPU on this machine); `TG_ERROR_OS` / `TG_ERROR_UNSUPPORTED_DRIVER`
+ * (driver refused); `TG_ERROR_NOT_SUPPORTED`.
  *
  * Ownership: the caller owns `*out` and releases it with `tg_device_close()`.
  * Thread safety: any thread.
@@ -618,8 +619,15 @@ enum tg_status tg_module_load(const struct tg_device *dev,
 /**
  * Load a cubin from a file.
  *
- * Returns what `tg_module_load()` returns, and `TG_ERROR_NOT_FOUND` (no such file) or
- * `TG_ERROR_OS` (other read errors; the message names the path and errno).
+ * The file must be a regular file of at most 1 GiB (2^30 bytes). It is opened with
+ * `O_NONBLOCK`, so a FIFO cannot block the call, and checked with `fstat` before anything is
+ * read: directories, FIFOs, character and block devices (e.g. `/dev/zero`) and sockets are
+ * refused, as are larger files.
+ *
+ * Returns what `tg_module_load()` returns, and `TG_ERROR_NOT_FOUND` (no such file),
+ * `TG_ERROR_INVALID_ARGUMENT` (not a regular file: the message names the path and its type; or
+ * larger than 1 GiB: the message names the path and its size) or `TG_ERROR_OS` (other open or
+ * read errors; the message names the path and errno).
  *
  * Ownership: the caller owns `*out` and releases it with `tg_module_destroy()`.
  * Thread safety: any thread.
@@ -943,6 +951,11 @@ enum tg_status tg_queue_signal(const struct tg_queue *queue,
 /**
  * Record a GPU wait: later commands on the queue start only once `signal` ≥ `value`.
  *
+ * Signal values compare as unsigned 64-bit integers, on the GPU (`tg_queue_wait()`) and on the
+ * CPU (`tg_signal_wait()`) alike: a wait for `v` is satisfied once the value is ≥ `v`. Nothing
+ * wraps around: `UINT64_MAX` satisfies every wait, and a wait for a value above the current one
+ * blocks however far above it is (e.g. a wait for 2^63 + 1 blocks at 0).
+ *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (signal of another
  * device); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`. Thread safety: any thread; serialized
  * per queue.
@@ -1032,7 +1045,14 @@ enum tg_status tg_signal_destroy(struct tg_signal *signal);
 enum tg_status tg_signal_value(const struct tg_signal *signal, uint64_t *out);
 
 /**
- * Set the signal's value from the CPU (releases GPU waits for values ≤ `value`).
+ * Set the signal's value from the CPU: releases every GPU (`tg_queue_wait()`) and CPU
+ * (`tg_signal_wait()`) wait for a value ≤ `value`. Setting a lower value than before does not
+ * undo waits that already passed.
+ *
+ * Signal values compare as unsigned 64-bit integers, on the GPU (`tg_queue_wait()`) and on the
+ * CPU (`tg_signal_wait()`) alike: a wait for `v` is satisfied once the value is ≥ `v`. Nothing
+ * wraps around: `UINT64_MAX` satisfies every wait, and a wait for a value above the current one
+ * blocks however far above it is (e.g. a wait for 2^63 + 1 blocks at 0).
  *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`. Thread safety: any thread.
  *
@@ -1043,6 +1063,11 @@ enum tg_status tg_signal_set(const struct tg_signal *signal, uint64_t value);
 
 /**
  * Wait on the CPU until the signal's value is ≥ `value`.
+ *
+ * Signal values compare as unsigned 64-bit integers, on the GPU (`tg_queue_wait()`) and on the
+ * CPU (`tg_signal_wait()`) alike: a wait for `v` is satisfied once the value is ≥ `v`. Nothing
+ * wraps around: `UINT64_MAX` satisfies every wait, and a wait for a value above the current one
+ * blocks however far above it is (e.g. a wait for 2^63 + 1 blocks at 0).
  *
  * - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none); 0 = just test.
  *

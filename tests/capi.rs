@@ -351,3 +351,92 @@ fn gpu_fault_is_reported_through_the_c_api() {
         assert_eq!(tg_queue_destroy(q), tg_status::TG_OK);
     }
 }
+
+/// A scratch directory under the system temp dir, removed on drop.
+struct TempDir(std::path::PathBuf);
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("tegragpu-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("creating a temp dir");
+        TempDir(p)
+    }
+}
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn load_file(dev: *mut tg_device, path: &str) -> (tg_status, *mut tg_module, String) {
+    let c = std::ffi::CString::new(path).unwrap();
+    let mut m = null_mut();
+    // SAFETY: valid C string and out-pointer.
+    let st = unsafe { tg_module_load_file(dev, c.as_ptr(), &mut m) };
+    (st, m, last_error())
+}
+
+/// Issue item 7: before the fix a directory gave TG_ERROR_OS (EISDIR from read), `/dev/zero`
+/// grew the process until the OOM killer ended it and a FIFO blocked forever in open().
+#[test]
+fn module_load_file_refuses_what_is_not_a_regular_file() {
+    let dev = open_emu();
+    let tmp = TempDir::new("load-file-types");
+    let dir = tmp.0.to_str().unwrap().to_string();
+    let fifo = tmp.0.join("fifo");
+    let fifo_c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: valid C string.
+    assert_eq!(unsafe { libc::mkfifo(fifo_c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let fifo = fifo.to_str().unwrap().to_string();
+    for (path, kind) in [
+        (dir.as_str(), "a directory"),
+        ("/dev/zero", "a character device"),
+        (fifo.as_str(), "a FIFO (named pipe)"),
+    ] {
+        let (st, m, msg) = load_file(dev, path);
+        assert_eq!(st, tg_status::TG_ERROR_INVALID_ARGUMENT, "{path}: {msg}");
+        assert!(m.is_null(), "out-parameter written on failure");
+        assert_eq!(
+            msg,
+            format!("tg_module_load_file: \"{path}\" is {kind}, not a regular file")
+        );
+    }
+    // A regular file still loads.
+    let (st, m, msg) = load_file(
+        dev,
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/cubin/kernels.sm_87.cubin"
+        ),
+    );
+    assert_eq!(st, tg_status::TG_OK, "{msg}");
+    unsafe {
+        assert_eq!(tg_module_destroy(m), tg_status::TG_OK);
+        assert_eq!(tg_device_close(dev), tg_status::TG_OK);
+    }
+}
+
+/// Issue item 7: files above 1 GiB are refused from their size, before anything is read (before
+/// the fix the whole file was read into memory first).
+#[test]
+fn module_load_file_refuses_files_above_1_gib() {
+    let dev = open_emu();
+    let tmp = TempDir::new("load-file-size");
+    let path = tmp.0.join("huge.cubin");
+    // Sparse: takes no disk space.
+    let f = std::fs::File::create(&path).unwrap();
+    f.set_len((1 << 30) + 1).unwrap();
+    drop(f);
+    let path = path.to_str().unwrap().to_string();
+    let (st, m, msg) = load_file(dev, &path);
+    assert_eq!(st, tg_status::TG_ERROR_INVALID_ARGUMENT, "{msg}");
+    assert!(m.is_null());
+    assert_eq!(
+        msg,
+        format!(
+            "tg_module_load_file: \"{path}\" is 1073741825 bytes, larger than the 1073741824 \
+             bytes (1 GiB) a module file may have"
+        )
+    );
+    unsafe { assert_eq!(tg_device_close(dev), tg_status::TG_OK) };
+}

@@ -323,6 +323,62 @@ fn copy_at_offsets_above_4_gib() {
     }
 }
 
+/// One comparison rule for CPU and GPU waits: unsigned 64-bit `>=` (issue item 3). Before the
+/// fix GPU waits compared circularly: `UINT64_MAX` never released a GPU wait for 1 (which a CPU
+/// wait for 1 accepts), and a GPU wait for 2^63 + 1 passed at 0 (where a CPU wait blocks).
+#[test]
+fn cpu_and_gpu_waits_compare_unsigned_64_bit() {
+    let dev = device();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let done = dev.create_signal(0).unwrap();
+
+    // UINT64_MAX satisfies a wait for 1, on the CPU and on the GPU.
+    let gate = dev.create_signal(0).unwrap();
+    gate.set(u64::MAX);
+    gate.wait(1, 5 * SEC).unwrap();
+    q.wait(&gate, 1).unwrap();
+    q.signal(&done, 1).unwrap();
+    q.submit().unwrap();
+    let r = done.wait(1, 5 * SEC);
+    if r.is_err() {
+        gate.set(1); // old circular rule: 1 releases it, so the queue can drain
+    }
+    r.expect("a GPU wait for 1 must pass when the signal is UINT64_MAX, as the CPU wait did");
+
+    // 0 does not satisfy a wait for 2^63 + 1, on the CPU nor on the GPU.
+    let far = (1u64 << 63) + 1;
+    let gate2 = dev.create_signal(0).unwrap();
+    assert_eq!(
+        gate2.wait(far, 0).unwrap_err().status,
+        Status::Timeout,
+        "CPU wait for 2^63 + 1 at 0"
+    );
+    q.wait(&gate2, far).unwrap();
+    q.signal(&done, 2).unwrap();
+    q.submit().unwrap();
+    let e = done.wait(2, 50_000_000).unwrap_err();
+    assert_eq!(
+        e.status,
+        Status::Timeout,
+        "a GPU wait for 2^63 + 1 must block while the signal is 0: {e:?}"
+    );
+    assert_eq!(done.value(), 1);
+    gate2.set(far);
+    done.wait(2, 5 * SEC).unwrap();
+
+    // Setting a lower value later does not re-block anything and the rule stays unsigned.
+    gate2.set(far - 1);
+    q.wait(&gate2, far).unwrap();
+    q.signal(&done, 3).unwrap();
+    q.submit().unwrap();
+    assert_eq!(
+        done.wait(3, 50_000_000).unwrap_err().status,
+        Status::Timeout
+    );
+    gate2.set(u64::MAX);
+    done.wait(3, 5 * SEC).unwrap();
+}
+
 #[test]
 fn timeline_values_past_2_pow_32() {
     let dev = device();

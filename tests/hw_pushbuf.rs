@@ -102,10 +102,10 @@ fn host_methods() {
         build(|p| p.host_sem_release(0x1004, 5, false, false, true))[5],
         0x0010_0001
     );
-    // Wait: ACQ_CIRC_GEQ (3) | ACQUIRE_SWITCH_TSG (bit 12) | 64-bit (bit 24).
+    // Wait: ACQ_STRICT_GEQ (2, unsigned 64-bit >=) | ACQUIRE_SWITCH_TSG (bit 12) | 64-bit (bit 24).
     assert_eq!(
         build(|p| p.host_sem_acquire_geq(0x2000, 0x5_0000_0006)),
-        [0x2005_0017, 0x2000, 0, 6, 5, 0x0100_1003]
+        [0x2005_0017, 0x2000, 0, 6, 5, 0x0100_1002]
     );
     assert_eq!(build(|p| p.host_wfi()), [0x2001_001E, 1]);
     assert_eq!(

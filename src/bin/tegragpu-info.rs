@@ -48,10 +48,8 @@ fn emulated_sys() -> Result<Arc<dyn Sys>, String> {
     Ok(tegragpu::emu::EmuSys::new())
 }
 
-fn choose_sys() -> Result<Arc<dyn Sys>, String> {
-    let forced = std::env::var("TEGRAGPU_DEVICE")
-        .map(|v| v == "emu")
-        .unwrap_or(false);
+fn choose_sys(env: &str) -> Result<Arc<dyn Sys>, String> {
+    let forced = env == "emu";
     if !forced && std::path::Path::new("/dev/nvgpu/igpu0/ctrl").exists() {
         Ok(Arc::new(LinuxSys))
     } else {
@@ -64,7 +62,13 @@ fn main() -> ExitCode {
         emit(&abi_text());
         return ExitCode::SUCCESS;
     }
-    let env = std::env::var("TEGRAGPU_DEVICE").unwrap_or_default();
+    let env = match tegragpu::core::device_from_env() {
+        Ok(v) => v.unwrap_or_default(),
+        Err(e) => {
+            eprintln!("tegragpu-info: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let want_rm = env == "rm"
         || (env.is_empty()
             && !std::path::Path::new("/dev/nvgpu/igpu0/ctrl").exists()
@@ -72,7 +76,7 @@ fn main() -> ExitCode {
     if want_rm {
         return print_rm();
     }
-    let sys = match choose_sys() {
+    let sys = match choose_sys(&env) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("tegragpu-info: {e}");

@@ -657,8 +657,9 @@ pub extern "C" fn tg_last_error_message() -> *const c_char {
 /// - `out`: receives the new device handle on success.
 ///
 /// Returns `TG_OK`; `TG_ERROR_NULL_POINTER` (`out` NULL); `TG_ERROR_INVALID_ARGUMENT` (unknown
-/// spec); `TG_ERROR_NOT_FOUND` (NULL spec and no NVIDIA GPU on this machine);
-/// `TG_ERROR_OS` / `TG_ERROR_UNSUPPORTED_DRIVER` (driver refused); `TG_ERROR_NOT_SUPPORTED`.
+/// spec, or `TEGRAGPU_DEVICE` set to a value that is not valid UTF-8); `TG_ERROR_NOT_FOUND`
+/// (NULL spec and no NVIDIA GPU on this machine); `TG_ERROR_OS` / `TG_ERROR_UNSUPPORTED_DRIVER`
+/// (driver refused); `TG_ERROR_NOT_SUPPORTED`.
 ///
 /// Ownership: the caller owns `*out` and releases it with `tg_device_close()`.
 /// Thread safety: any thread.
@@ -984,10 +985,81 @@ pub unsafe extern "C" fn tg_module_load(
     })
 }
 
+/// The largest file `tg_module_load_file()` reads: 1 GiB (the largest cubins and fatbins are a
+/// few hundred MiB).
+const MODULE_FILE_MAX_BYTES: u64 = 1 << 30;
+
+/// Read a module file for `tg_module_load_file()`: open with `O_NONBLOCK` (a FIFO cannot block),
+/// `fstat`, refuse anything that is not a regular file or is larger than
+/// [`MODULE_FILE_MAX_BYTES`], then read at most that many bytes (the file may grow meanwhile).
+fn read_module_file(path: &str) -> Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let io_err = |op: &str, e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            Error::new(Status::NotFound, format!("cannot read \"{path}\": {e}"))
+        }
+        _ => match e.raw_os_error() {
+            Some(errno) => Error::os(format!("{op}(\"{path}\")"), errno),
+            None => Error::new(Status::Os, format!("cannot read \"{path}\": {e}")),
+        },
+    };
+    let too_big = |size: &dyn std::fmt::Display| {
+        Error::invalid(format!(
+            "\"{path}\" is {size} bytes, larger than the {MODULE_FILE_MAX_BYTES} bytes (1 GiB) \
+             a module file may have"
+        ))
+    };
+    // std adds O_CLOEXEC; O_NOCTTY keeps a terminal from becoming the controlling one.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| io_err("open", e))?;
+    let md = f.metadata().map_err(|e| io_err("fstat", e))?;
+    let ft = md.file_type();
+    if !ft.is_file() {
+        let kind = if ft.is_dir() {
+            "a directory"
+        } else if ft.is_fifo() {
+            "a FIFO (named pipe)"
+        } else if ft.is_char_device() {
+            "a character device"
+        } else if ft.is_block_device() {
+            "a block device"
+        } else if ft.is_socket() {
+            "a socket"
+        } else {
+            "of an unknown file type"
+        };
+        return Err(Error::invalid(format!(
+            "\"{path}\" is {kind}, not a regular file"
+        )));
+    }
+    if md.len() > MODULE_FILE_MAX_BYTES {
+        return Err(too_big(&md.len()));
+    }
+    let mut bytes = Vec::with_capacity(md.len() as usize);
+    f.take(MODULE_FILE_MAX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_err("read", e))?;
+    if bytes.len() as u64 > MODULE_FILE_MAX_BYTES {
+        return Err(too_big(&format_args!("more than {MODULE_FILE_MAX_BYTES}")));
+    }
+    Ok(bytes)
+}
+
 /// Load a cubin from a file.
 ///
-/// Returns what `tg_module_load()` returns, and `TG_ERROR_NOT_FOUND` (no such file) or
-/// `TG_ERROR_OS` (other read errors; the message names the path and errno).
+/// The file must be a regular file of at most 1 GiB (2^30 bytes). It is opened with
+/// `O_NONBLOCK`, so a FIFO cannot block the call, and checked with `fstat` before anything is
+/// read: directories, FIFOs, character and block devices (e.g. `/dev/zero`) and sockets are
+/// refused, as are larger files.
+///
+/// Returns what `tg_module_load()` returns, and `TG_ERROR_NOT_FOUND` (no such file),
+/// `TG_ERROR_INVALID_ARGUMENT` (not a regular file: the message names the path and its type; or
+/// larger than 1 GiB: the message names the path and its size) or `TG_ERROR_OS` (other open or
+/// read errors; the message names the path and errno).
 ///
 /// Ownership: the caller owns `*out` and releases it with `tg_module_destroy()`.
 /// Thread safety: any thread.
@@ -1004,15 +1076,7 @@ pub unsafe extern "C" fn tg_module_load_file(
         let d = device(dev, "dev")?;
         let path = c_str(path, "path")?;
         let out = out_ptr(out, "out")?;
-        let bytes = std::fs::read(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                Error::new(Status::NotFound, format!("cannot read \"{path}\": {e}"))
-            }
-            _ => match e.raw_os_error() {
-                Some(errno) => Error::os(format!("read(\"{path}\")"), errno),
-                None => Error::new(Status::Os, format!("cannot read \"{path}\": {e}")),
-            },
-        })?;
+        let bytes = read_module_file(path)?;
         if bytes.is_empty() {
             return Err(Error::new(
                 Status::InvalidCubin,
@@ -1609,6 +1673,11 @@ pub unsafe extern "C" fn tg_queue_signal(
 
 /// Record a GPU wait: later commands on the queue start only once `signal` ≥ `value`.
 ///
+/// Signal values compare as unsigned 64-bit integers, on the GPU (`tg_queue_wait()`) and on the
+/// CPU (`tg_signal_wait()`) alike: a wait for `v` is satisfied once the value is ≥ `v`. Nothing
+/// wraps around: `UINT64_MAX` satisfies every wait, and a wait for a value above the current one
+/// blocks however far above it is (e.g. a wait for 2^63 + 1 blocks at 0).
+///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (signal of another
 /// device); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`. Thread safety: any thread; serialized
 /// per queue.
@@ -1745,7 +1814,14 @@ pub unsafe extern "C" fn tg_signal_value(signal: *const tg_signal, out: *mut u64
     })
 }
 
-/// Set the signal's value from the CPU (releases GPU waits for values ≤ `value`).
+/// Set the signal's value from the CPU: releases every GPU (`tg_queue_wait()`) and CPU
+/// (`tg_signal_wait()`) wait for a value ≤ `value`. Setting a lower value than before does not
+/// undo waits that already passed.
+///
+/// Signal values compare as unsigned 64-bit integers, on the GPU (`tg_queue_wait()`) and on the
+/// CPU (`tg_signal_wait()`) alike: a wait for `v` is satisfied once the value is ≥ `v`. Nothing
+/// wraps around: `UINT64_MAX` satisfies every wait, and a wait for a value above the current one
+/// blocks however far above it is (e.g. a wait for 2^63 + 1 blocks at 0).
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`. Thread safety: any thread.
 ///
@@ -1760,6 +1836,11 @@ pub unsafe extern "C" fn tg_signal_set(signal: *const tg_signal, value: u64) -> 
 }
 
 /// Wait on the CPU until the signal's value is ≥ `value`.
+///
+/// Signal values compare as unsigned 64-bit integers, on the GPU (`tg_queue_wait()`) and on the
+/// CPU (`tg_signal_wait()`) alike: a wait for `v` is satisfied once the value is ≥ `v`. Nothing
+/// wraps around: `UINT64_MAX` satisfies every wait, and a wait for a value above the current one
+/// blocks however far above it is (e.g. a wait for 2^63 + 1 blocks at 0).
 ///
 /// - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none); 0 = just test.
 ///

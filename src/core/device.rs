@@ -94,17 +94,32 @@ const NVIDIACTL: &str = "/dev/nvidiactl";
 pub const DEVICE_SPECS: &str =
     "\"emu\" (emulated Orin), \"nvgpu\" (Jetson Orin), \"rm\" (desktop NVIDIA driver)";
 
+/// The device the environment variable `TEGRAGPU_DEVICE` names: `None` when it is unset or
+/// empty. A value that is not valid UTF-8 is an error (`InvalidArgument`), never ignored.
+pub fn device_from_env() -> Result<Option<String>> {
+    match std::env::var_os("TEGRAGPU_DEVICE") {
+        None => Ok(None),
+        Some(v) if v.is_empty() => Ok(None),
+        Some(v) => match v.into_string() {
+            Ok(s) => Ok(Some(s)),
+            Err(v) => Err(Error::invalid(format!(
+                "TEGRAGPU_DEVICE is not valid UTF-8 ({:?}); expected {DEVICE_SPECS}, or unset it",
+                v
+            ))),
+        },
+    }
+}
+
 impl Device {
     /// Open a device.
     ///
     /// `spec`: `None` = the environment variable `TEGRAGPU_DEVICE` if set, else the real GPU of
     /// this machine (nvgpu if `/dev/nvgpu/igpu0/ctrl` exists, else the RM driver if
     /// `/dev/nvidiactl` exists); `"emu"` = the emulated Orin; `"nvgpu"`; `"rm"`.
-    /// `TEGRAGPU_DEVICE` overrides `spec` when set.
+    /// `TEGRAGPU_DEVICE` overrides `spec` when set and non-empty; a value that is not valid
+    /// UTF-8 gives `InvalidArgument`.
     pub fn open(spec: Option<&str>) -> Result<Device> {
-        let env = std::env::var("TEGRAGPU_DEVICE")
-            .ok()
-            .filter(|s| !s.is_empty());
+        let env = device_from_env()?;
         let chosen = env.as_deref().or(spec);
         let backend: Box<dyn Backend> = match chosen {
             Some("emu") => Box::new(crate::backend::nvgpu::NvgpuBackend::open(crate::emu::EmuSys::new())?),

@@ -12,7 +12,7 @@ mod queue;
 mod signal;
 
 pub use buffer::Buffer;
-pub use device::{Device, FaultReport};
+pub use device::{device_from_env, Device, FaultReport};
 pub use module::{
     max_blocks_per_sm, max_threads, occupancy, static_shared_need, Kernel, KernelAttributes,
     Module, ParamAttr,

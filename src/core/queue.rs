@@ -1029,7 +1029,8 @@ impl Queue {
         Ok(())
     }
 
-    /// Record a GPU wait until `signal` ≥ `value` before later work on this queue starts.
+    /// Record a GPU wait until `signal` ≥ `value` before later work on this queue starts. The
+    /// comparison is unsigned 64-bit (host ACQ_STRICT_GEQ), the same rule as [`Signal::wait`].
     pub fn wait(&mut self, signal: &Signal, value: u64) -> Result<()> {
         self.dev.check_usable()?;
         let va = signal.gpu_va();

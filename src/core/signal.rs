@@ -126,13 +126,20 @@ impl Signal {
         unsafe { std::ptr::read_volatile(self.ptr.add(8) as *const u64) }
     }
 
-    /// Set the value from the CPU (releases GPU waits on it).
+    /// Set the value from the CPU. Releases every CPU and GPU wait for a value ≤ `value`
+    /// (unsigned 64-bit comparison, see [`Signal::wait`]); setting a lower value than before
+    /// does not re-block waits that already passed.
     pub fn set(&self, value: u64) {
         self.atomic().store(value, Ordering::Release);
     }
 
     /// Wait until the value is ≥ `value`, for at most `timeout_ns` (spins briefly, then sleeps).
     /// Returns `Timeout` if the deadline passes and `DeviceFault` if the device faults meanwhile.
+    ///
+    /// Values compare as unsigned 64-bit integers, the same rule as GPU waits
+    /// ([`crate::core::Queue::wait`], host ACQ_STRICT_GEQ): nothing wraps around, `u64::MAX`
+    /// satisfies every wait and a wait for a value above the current one blocks however far
+    /// above it is.
     pub fn wait(&self, value: u64, timeout_ns: u64) -> Result<()> {
         wait_value(&self.dev, self.atomic(), value, timeout_ns, "tg_signal_wait").map_err(|e| {
             if e.status == Status::Timeout {
@@ -171,7 +178,15 @@ impl Drop for Signal {
     }
 }
 
-/// Poll `word` until it is ≥ `value`: spin ~20 µs, then yield/sleep with backoff up to 100 µs.
+/// Whether a signal holding `current` satisfies a wait for `target`: unsigned 64-bit `>=`, the
+/// comparison the GPU's host ACQ_STRICT_GEQ acquire makes for GPU waits (one rule for both).
+#[inline]
+pub(crate) fn reached(current: u64, target: u64) -> bool {
+    current >= target
+}
+
+/// Poll `word` until it is ≥ `value` (see [`reached`]): spin ~20 µs, then yield/sleep with
+/// backoff up to 100 µs.
 /// Checks the device for faults between sleeps, and every millisecond rings the doorbell of each
 /// queue with work in flight again.
 pub(crate) fn wait_value(
@@ -181,7 +196,7 @@ pub(crate) fn wait_value(
     timeout_ns: u64,
     call: &str,
 ) -> Result<()> {
-    if word.load(Ordering::Acquire) >= value {
+    if reached(word.load(Ordering::Acquire), value) {
         return Ok(());
     }
     let start = Instant::now();
@@ -190,7 +205,7 @@ pub(crate) fn wait_value(
     let mut sleep_us = 1u64;
     let mut last_ring = start;
     loop {
-        if word.load(Ordering::Acquire) >= value {
+        if reached(word.load(Ordering::Acquire), value) {
             return Ok(());
         }
         let elapsed = start.elapsed();

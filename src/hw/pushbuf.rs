@@ -190,11 +190,13 @@ impl<'a> PushBuf<'a> {
         )
     }
 
-    /// Host semaphore acquire: wait until the 64-bit value at `va` is >= `value` (ACQ_CIRC_GEQ,
-    /// wrap-safe), letting the scheduler switch TSGs meanwhile. SEM_EXECUTE = 0x0100_1003.
+    /// Host semaphore acquire: wait until the 64-bit value at `va` is >= `value`, compared as
+    /// unsigned 64-bit integers (ACQ_STRICT_GEQ, the rule CPU waits use too: no wrap-around, so
+    /// `u64::MAX` satisfies every wait), letting the scheduler switch TSGs meanwhile.
+    /// SEM_EXECUTE = 0x0100_1002.
     pub fn host_sem_acquire_geq(&mut self, va: u64, value: u64) -> Result<()> {
         self.check_sem("host_sem_acquire_geq", va, 8)?;
-        let exec = NVC56F_SEM_EXECUTE_OPERATION.val(NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ)
+        let exec = NVC56F_SEM_EXECUTE_OPERATION.val(NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ)
             | NVC56F_SEM_EXECUTE_ACQUIRE_SWITCH_TSG.val(NVC56F_SEM_EXECUTE_ACQUIRE_SWITCH_TSG_EN)
             | NVC56F_SEM_EXECUTE_PAYLOAD_SIZE.val(NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT);
         self.run(

@@ -2,8 +2,10 @@
 //! [`LinuxSys`] issues the real system calls; the emulated Orin kernel (`crate::emu`) implements
 //! the same trait so that CI runs the real backend code against a strict model of the driver.
 
+use crate::error::Error;
 use std::ffi::CStr;
 use std::os::fd::RawFd;
+use std::time::Duration;
 
 /// A raw errno value (positive, e.g. `libc::EINVAL`).
 pub type Errno = i32;
@@ -31,9 +33,10 @@ pub trait Sys: Send + Sync {
     fn open(&self, path: &CStr, flags: i32) -> Result<RawFd, Errno>;
     /// `close(fd)`.
     fn close(&self, fd: RawFd) -> Result<(), Errno>;
-    /// `ioctl(fd, request, arg)`; `arg` is a pointer to the argument struct or, for requests
-    /// that take a value (e.g. `NVMAP_IOC_FREE`), the value itself. Returns the ioctl's
-    /// non-negative return value.
+    /// `ioctl(fd, request, arg)`, one system call; `arg` is a pointer to the argument struct or,
+    /// for requests that take a value (e.g. `NVMAP_IOC_FREE`), the value itself. Returns the
+    /// ioctl's non-negative return value. EINTR and EAGAIN come back like any other errno: the
+    /// backends call [`ioctl_retrying`], which retries them a bounded number of times.
     ///
     /// # Safety
     /// `arg` must point to memory valid for the request's size and direction.
@@ -96,15 +99,11 @@ impl Sys for LinuxSys {
         }
     }
     unsafe fn ioctl(&self, fd: RawFd, request: u64, arg: usize) -> Result<i32, Errno> {
-        loop {
-            let r = libc::ioctl(fd, request as _, arg);
-            if r >= 0 {
-                return Ok(r);
-            }
-            let e = last_errno();
-            if e != libc::EINTR && e != libc::EAGAIN {
-                return Err(e);
-            }
+        let r = libc::ioctl(fd, request as _, arg);
+        if r >= 0 {
+            Ok(r)
+        } else {
+            Err(last_errno())
         }
     }
     unsafe fn mmap(
@@ -131,6 +130,69 @@ impl Sys for LinuxSys {
             Ok(())
         }
     }
+}
+
+/// How many times [`ioctl_retrying`] retries an ioctl that answers EAGAIN (the driver is
+/// temporarily busy) before it returns EAGAIN: with the pauses of [`eagain_pause`], about 0.9 s.
+pub const IOCTL_EAGAIN_RETRIES: u32 = 100;
+
+/// How many times [`ioctl_retrying`] restarts an ioctl interrupted by a signal (EINTR) before it
+/// returns EINTR. Restarting at once is standard practice (`TEMP_FAILURE_RETRY`); the bound is
+/// only there so that a driver that keeps answering EINTR cannot spin the caller forever.
+pub const IOCTL_EINTR_RETRIES: u32 = 10_000;
+
+/// The pause before EAGAIN retry `n` (0-based): 10 µs doubling up to 10 ms.
+pub fn eagain_pause(n: u32) -> Duration {
+    Duration::from_micros((10u64 << n.min(10)).min(10_000))
+}
+
+/// The pauses of all [`IOCTL_EAGAIN_RETRIES`] retries together.
+pub fn eagain_budget() -> Duration {
+    (0..IOCTL_EAGAIN_RETRIES).map(eagain_pause).sum()
+}
+
+/// `sys.ioctl(fd, request, arg)` with the library's retry policy: EINTR is restarted at once,
+/// EAGAIN after a short pause ([`eagain_pause`]), each a bounded number of times
+/// ([`IOCTL_EINTR_RETRIES`], [`IOCTL_EAGAIN_RETRIES`]); then the errno is returned (build the
+/// error with [`ioctl_error`]). Every ioctl of the backends goes through here.
+///
+/// # Safety
+/// As for [`Sys::ioctl`].
+pub unsafe fn ioctl_retrying(
+    sys: &dyn Sys,
+    fd: RawFd,
+    request: u64,
+    arg: usize,
+) -> Result<i32, Errno> {
+    let mut eintr = 0u32;
+    let mut eagain = 0u32;
+    loop {
+        match sys.ioctl(fd, request, arg) {
+            Err(libc::EINTR) if eintr < IOCTL_EINTR_RETRIES => eintr += 1,
+            Err(libc::EAGAIN) if eagain < IOCTL_EAGAIN_RETRIES => {
+                std::thread::sleep(eagain_pause(eagain));
+                eagain += 1;
+            }
+            r => return r,
+        }
+    }
+}
+
+/// The error for an ioctl that failed through [`ioctl_retrying`]: `what` names the ioctl and its
+/// arguments; for EAGAIN and EINTR the message says that the retries ran out.
+pub fn ioctl_error(what: impl std::fmt::Display, errno: Errno) -> Error {
+    let mut e = Error::os(what, errno);
+    match errno {
+        libc::EAGAIN => e.message.push_str(&format!(
+            "; still EAGAIN after {IOCTL_EAGAIN_RETRIES} retries over {} ms",
+            eagain_budget().as_millis()
+        )),
+        libc::EINTR => e.message.push_str(&format!(
+            "; still EINTR after {IOCTL_EINTR_RETRIES} restarts"
+        )),
+        _ => {}
+    }
+    e
 }
 
 /// Number of open file descriptors of this process (for leak tests).

@@ -67,7 +67,15 @@ const PROT_RW: i32 = libc::PROT_READ | libc::PROT_WRITE;
 
 /// Turns an errno into an [`Error`] naming the call; ENOMEM becomes `OutOfMemory`.
 pub(crate) fn os_err(what: impl std::fmt::Display, errno: i32) -> Error {
-    let mut e = Error::os(what, errno);
+    out_of_memory_status(Error::os(what, errno), errno)
+}
+
+/// The error of an ioctl made through [`crate::os::ioctl_retrying`].
+pub(crate) fn ioctl_err(what: impl std::fmt::Display, errno: i32) -> Error {
+    out_of_memory_status(crate::os::ioctl_error(what, errno), errno)
+}
+
+fn out_of_memory_status(mut e: Error, errno: i32) -> Error {
     if errno == libc::ENOMEM || errno == libc::ENOSPC {
         e.status = Status::OutOfMemory;
     }
@@ -155,8 +163,18 @@ impl Device {
     ) -> Result<i32> {
         // SAFETY: `arg` is a valid, exclusively borrowed T; every request passed here encodes
         // size_of::<T>() (checked by tests/abi.rs against the kernel headers).
-        unsafe { self.sys.ioctl(fd, request, arg as *mut T as usize) }
-            .map_err(|e| os_err(what(), e))
+        unsafe { crate::os::ioctl_retrying(&*self.sys, fd, request, arg as *mut T as usize) }
+            .map_err(|e| {
+                let mut err = ioctl_err(what(), e);
+                if e == libc::EMFILE && self.sys.is_emulated() {
+                    err.message.push_str(
+                        " (the emulated Orin holds one file descriptor per buffer besides its \
+                         dma-buf fd and does not change RLIMIT_NOFILE: raise the soft limit, \
+                         e.g. `ulimit -n`)",
+                    );
+                }
+                err
+            })
     }
 
     fn close_fd(&self, fd: RawFd, what: &str) -> Result<()> {
@@ -344,9 +362,11 @@ impl Device {
             let h = b.handle;
             // SAFETY: NVMAP_IOC_FREE takes the handle ID by value; no memory is passed.
             keep(
-                unsafe { self.sys.ioctl(self.nvmap_fd, NVMAP_IOC_FREE, h as usize) }
-                    .map(|_| ())
-                    .map_err(|e| os_err(format!("NVMAP_IOC_FREE(handle={h:#x})"), e)),
+                unsafe {
+                    crate::os::ioctl_retrying(&*self.sys, self.nvmap_fd, NVMAP_IOC_FREE, h as usize)
+                }
+                .map(|_| ())
+                .map_err(|e| ioctl_err(format!("NVMAP_IOC_FREE(handle={h:#x})"), e)),
             );
             b.handle = 0;
         }

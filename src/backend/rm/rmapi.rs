@@ -89,9 +89,9 @@ pub unsafe fn ioctl_with<T>(
     arg: &mut T,
     what: &dyn Fn() -> String,
 ) -> Result<()> {
-    sys.ioctl(fd, request, (arg as *mut T) as usize)
+    crate::os::ioctl_retrying(sys, fd, request, (arg as *mut T) as usize)
         .map(|_| ())
-        .map_err(|e| Error::os(what(), e))
+        .map_err(|e| crate::os::ioctl_error(what(), e))
 }
 
 /// The control fd and root client: every RM_ALLOC, RM_CONTROL and RM_FREE goes through it.
@@ -426,18 +426,18 @@ impl RmApi {
         let mut v = vec![nv_ioctl_card_info_t::default(); NV_CARD_INFO_ENTRIES];
         // SAFETY: v holds NV_CARD_INFO_ENTRIES entries, the size encoded in the request.
         unsafe {
-            self.sys
-                .ioctl(
-                    self.ctl_fd,
-                    NV_ESC_CARD_INFO_REQUEST,
-                    v.as_mut_ptr() as usize,
+            crate::os::ioctl_retrying(
+                &*self.sys,
+                self.ctl_fd,
+                NV_ESC_CARD_INFO_REQUEST,
+                v.as_mut_ptr() as usize,
+            )
+            .map_err(|e| {
+                crate::os::ioctl_error(
+                    format!("NV_ESC_CARD_INFO(entries={NV_CARD_INFO_ENTRIES})"),
+                    e,
                 )
-                .map_err(|e| {
-                    Error::os(
-                        format!("NV_ESC_CARD_INFO(entries={NV_CARD_INFO_ENTRIES})"),
-                        e,
-                    )
-                })?;
+            })?;
         }
         Ok(v.into_iter().filter(|c| c.valid != 0).collect())
     }
@@ -455,7 +455,8 @@ pub fn uvm_ioctl<T: Copy>(
     let mut scratch = Scratch::new();
     scratch.put::<T>(params);
     // SAFETY: scratch holds 16 KiB, at least the kernel's sizeof for every UVM struct (§3).
-    unsafe { sys.ioctl(fd, nr, scratch.ptr() as usize) }.map_err(|e| Error::os(what(), e))?;
+    unsafe { crate::os::ioctl_retrying(sys, fd, nr, scratch.ptr() as usize) }
+        .map_err(|e| crate::os::ioctl_error(what(), e))?;
     scratch.get::<T>(params);
     let st = status(params);
     if st != NV_OK {

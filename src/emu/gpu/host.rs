@@ -472,6 +472,7 @@ fn acquire_satisfied(mmu: &dyn Mmu, a: &Acquire) -> Result<bool, Fault> {
     let mask = if a.is64 { u64::MAX } else { 0xffff_ffff };
     Ok(match a.op {
         0 => v == a.payload,
+        // ACQ_STRICT_GEQ: plain unsigned >= on the payload size (what the library's waits use).
         2 => v >= a.payload,
         3 => {
             let d = v.wrapping_sub(a.payload) & mask;

@@ -66,33 +66,22 @@ pub(crate) fn dup_cloexec(fd: RawFd) -> Result<RawFd, Errno> {
     }
 }
 
-/// First fd number used for the emulator's own (hidden) fds, far above the numbers the
-/// application sees, so that application-visible fds are numbered as on the real kernel.
+/// First fd number used for the emulator's own (hidden) fds: half the process's current
+/// RLIMIT_NOFILE soft limit, far above the numbers the application sees, so that
+/// application-visible fds are numbered as on the real kernel. The emulator never changes the
+/// limit itself (it used to raise the soft limit silently): each emulated buffer costs one fd
+/// more than on the board, so a process with many buffers may need a higher `ulimit -n`.
 fn hidden_base() -> RawFd {
-    static BASE: OnceLock<RawFd> = OnceLock::new();
-    *BASE.get_or_init(|| {
-        let mut rl = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: rl is a valid out-pointer.
-        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
-            return 512;
-        }
-        let want = rl.rlim_max.min(1 << 16);
-        if rl.rlim_cur < want {
-            let new = libc::rlimit {
-                rlim_cur: want,
-                rlim_max: rl.rlim_max,
-            };
-            // SAFETY: new is a valid rlimit.
-            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &new) } == 0 {
-                rl.rlim_cur = want;
-            }
-        }
-        let cur = RawFd::try_from(rl.rlim_cur).unwrap_or(RawFd::MAX);
-        (cur / 2).max(256)
-    })
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: rl is a valid out-pointer.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
+        return 512;
+    }
+    let cur = RawFd::try_from(rl.rlim_cur.min(1 << 16)).unwrap_or(1 << 16);
+    cur / 2
 }
 
 /// The emulator's hidden fds (they do not exist for the application).
@@ -103,23 +92,24 @@ pub(crate) fn is_hidden(fd: RawFd) -> bool {
     HIDDEN.lock().contains(&fd)
 }
 
-/// Move `fd` to a hidden high number (FD_CLOEXEC), closing the original.
+/// Move `fd` (FD_CLOEXEC) to a hidden high number, closing the original. When no number from
+/// [`hidden_base`] up is free, `fd` stays where it is (still hidden from the application; only
+/// the numbering of later application fds differs from the board's then).
 pub(crate) fn hide_fd(fd: RawFd) -> Result<RawFd, Errno> {
     // SAFETY: F_DUPFD_CLOEXEC has no memory-safety preconditions.
     let n = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, hidden_base()) };
-    let r = if n < 0 {
+    if n < 0 {
         let e = errno();
-        Err(if e == libc::EMFILE || e == libc::EINVAL {
-            libc::ENOMEM
-        } else {
-            e
-        })
-    } else {
-        HIDDEN.lock().insert(n);
-        Ok(n)
-    };
+        if e == libc::EMFILE || e == libc::EINVAL {
+            HIDDEN.lock().insert(fd);
+            return Ok(fd);
+        }
+        close_fd(fd);
+        return Err(e);
+    }
+    HIDDEN.lock().insert(n);
     close_fd(fd);
-    r
+    Ok(n)
 }
 
 /// Close a hidden fd.

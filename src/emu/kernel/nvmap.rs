@@ -52,7 +52,15 @@ impl State {
                 }
                 let size = size.checked_add(4095).ok_or(libc::ENOMEM)? & !4095;
                 let id = self.next_handle;
-                let buf = DmaBuf::new(id, size).map_err(|_| libc::ENOMEM)?;
+                // Out of fds (the emulator holds one per buffer): EMFILE, as nvmap gives when
+                // it cannot install a handle's fd; anything else is out of memory.
+                let buf = DmaBuf::new(id, size).map_err(|e| {
+                    if e == libc::EMFILE || e == libc::ENFILE {
+                        e
+                    } else {
+                        libc::ENOMEM
+                    }
+                })?;
                 self.next_handle = self.next_handle.checked_add(1).unwrap_or(0x7fff_ffff);
                 self.client(cid)?.handles.insert(id, (buf, 1));
                 if req == NVMAP_IOC_CREATE {
