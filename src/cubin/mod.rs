@@ -358,19 +358,6 @@ impl Module {
             names.push(elf.section_name(i)?);
         }
 
-        // Separately compiled, device-linked code (-rdc + nvlink / nvcc -dlink) carries
-        // `.nv.prototype`; calls between its files hang on an H100 when loaded by this loader.
-        if let Some(i) = names.iter().position(|n| *n == ".nv.prototype") {
-            return Err(Error::new(
-                Status::NotSupported,
-                format!(
-                    "section {i} (.nv.prototype): separately compiled, device-linked code (-rdc + \
-                     nvlink / nvcc -dlink) is not supported yet; compile the files as one \
-                     translation unit (without -rdc)"
-                ),
-            ));
-        }
-
         // Symbol table (exactly one).
         let symtabs: Vec<usize> = (0..n)
             .filter(|&i| elf.sections[i].sh_type == SHT_SYMTAB)
@@ -501,6 +488,23 @@ impl Module {
                 relocs.push(Self::resolve_reloc(
                     &r, k, names[i], names[tgt], tp, &syms, &placed, &names, &sym_name,
                 )?);
+            }
+        }
+
+        // Separately compiled, device-linked code (-rdc + nvlink / nvcc -dlink; also any linker
+        // output such as nvJitLink's) carries `.nv.prototype`. Absolute calls in such code
+        // (calls between the linked files) hung on an H100 when loaded by this loader, while
+        // the same calls in a -G build run: refuse that combination.
+        if let Some(i) = names.iter().position(|n| *n == ".nv.prototype") {
+            if relocs.iter().any(|r| r.patch == Patch::Call40) {
+                return Err(Error::new(
+                    Status::NotSupported,
+                    format!(
+                        "section {i} (.nv.prototype) with absolute calls: calls between separately \
+                         compiled, device-linked files (-rdc + nvlink / nvcc -dlink) are not \
+                         supported yet; compile the files as one translation unit (without -rdc)"
+                    ),
+                ));
             }
         }
 
