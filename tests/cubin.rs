@@ -1003,3 +1003,19 @@ fn device_linked_code_is_refused_by_name() {
         );
     }
 }
+
+#[test]
+fn relocation_addend_overflow_is_a_malformed_cubin() {
+    // sm_90 cubins use RELA: give the first cbank-4 relocation an addend that takes the address
+    // below zero.
+    let mut f = G90.to_vec();
+    let (at, size) = c4_reloc(&f, 0);
+    assert_eq!(size, 24);
+    f[at + 16..at + 24].copy_from_slice(&i64::MIN.to_le_bytes());
+    let e = parse(&f, HOPPER)
+        .image_at(0x10_0000_0000)
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(e.status, Status::InvalidCubin, "{e:?}");
+    assert!(e.message.contains("addend"), "{}", e.message);
+}

@@ -179,3 +179,42 @@ def test_queue_depth(dev):
         del view
     fill.close()
     mod.close()
+
+
+def test_stack_limit_occupancy_and_cooperative_checks(dev):
+    assert dev.stack_limit == 1024  # libcuda's default CU_LIMIT_STACK_SIZE
+    dev.stack_limit = 4096
+    assert dev.stack_limit == 4096
+    with pytest.raises(tg.InvalidArgumentError, match="tg_device_set_limit"):
+        dev.stack_limit = 1 << 40
+    assert dev.stack_limit == 4096
+    dev.stack_limit = 1024
+    mod = dev.load_module_file(cubin_path(dev))
+    k = mod.kernel("fill_u32")
+    per_sm = k.max_active_blocks(256)
+    assert per_sm >= 1
+    assert k.max_active_blocks(32) >= per_sm
+    with pytest.raises(tg.InvalidArgumentError, match="tg_kernel_max_active_blocks"):
+        k.max_active_blocks(0)
+    buf = dev.alloc(4096)
+    q = dev.create_queue()
+    too_many = per_sm * dev.info.sm_count + 1
+    with pytest.raises(tg.InvalidLaunchError, match="cooperative"):
+        q.launch(k, grid=too_many, block=256, args=(buf, np.uint32(1), np.uint32(1024)),
+                 cooperative=True)
+
+
+def test_module_globals(dev):
+    i = dev.info
+    p = os.path.join(ROOT, "tests", "fixtures", "cubin", f"globals.sm_{i.sm_major}{i.sm_minor}.cubin")
+    if not os.path.exists(p):
+        pytest.skip("no globals fixture for this SM")
+    mod = dev.load_module_file(p)
+    with pytest.raises(tg.NotFoundError, match="tg_module_get_global"):
+        mod.global_address("no_such_variable")
+    va, size = mod.global_address("g_init")
+    assert va != 0 and size == 16
+    view = mod.global_view("g_init", "uint32")
+    assert list(view) == [0x11111111, 0x22222222, 0x33333333, 0x44444444]
+    # g_ptr is initialised with &g_init[2] (an R_CUDA_G64 relocation).
+    assert int(mod.global_view("g_ptr", "uint64")[0]) == va + 8

@@ -1005,8 +1005,9 @@ impl Module {
     /// Apply the relocations to `image` (a copy of [`Module::image`]) for an image loaded at
     /// GPU VA `base_va`. `base_va` must be a multiple of [`Module::base_alignment`].
     ///
-    /// Errors ([`Status::InvalidArgument`]): wrong image length, misaligned `base_va`, or an
-    /// address that overflows 64 bits or (for `R_CUDA_32`) does not fit 32 bits.
+    /// Errors: [`Status::InvalidArgument`] for a wrong image length, a misaligned `base_va`, an
+    /// address that overflows 64 bits with `base_va` or (for `R_CUDA_32`) does not fit 32 bits;
+    /// [`Status::InvalidCubin`] when a relocation's addend takes the address out of range.
     pub fn relocate(&self, image: &mut [u8], base_va: u64) -> Result<()> {
         if image.len() != self.image.len() {
             return Err(Error::invalid(format!(
@@ -1023,13 +1024,20 @@ impl Module {
         }
         for r in &self.relocs {
             let s = match r.target {
-                Target::Image(off) => base_va.checked_add(off),
-                Target::Abs(v) => Some(v),
+                Target::Image(off) => base_va.checked_add(off).ok_or_else(|| {
+                    Error::invalid(format!(
+                        "cubin relocate: {} type {:#x} at image offset {:#x}: address overflows with base VA {base_va:#x}",
+                        r.section, r.r_type, r.at
+                    ))
+                })?,
+                Target::Abs(v) => v,
             };
-            let value = s.and_then(|s| s.checked_add_signed(r.addend)).ok_or_else(|| {
-                Error::invalid(format!(
-                    "cubin relocate: {} type {:#x} at image offset {:#x}: address overflows with base VA {base_va:#x}",
-                    r.section, r.r_type, r.at
+            // The addend comes from the file: an address it pushes out of range is a malformed
+            // cubin, not a bad argument.
+            let value = s.checked_add_signed(r.addend).ok_or_else(|| {
+                bad(format!(
+                    "cubin relocate: {} type {:#x} at image offset {:#x}: addend {} takes the address {s:#x} out of range",
+                    r.section, r.r_type, r.at, r.addend
                 ))
             })?;
             let at = r.at as usize;
