@@ -111,23 +111,10 @@ fn python_package_dirs(prefix: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every candidate, in search order (excluding `$TEGRAGPU_NVRTC`).
-fn candidates() -> Vec<PathBuf> {
-    let mut c: Vec<PathBuf> = ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"]
-        .iter()
-        .map(PathBuf::from)
-        .collect();
-    let mut dirs: Vec<PathBuf> = vec![PathBuf::from("/usr/local/cuda/lib64")];
-    for t in ["aarch64-linux", "sbsa-linux", "x86_64-linux"] {
-        dirs.push(PathBuf::from(format!("/usr/local/cuda/targets/{t}/lib")));
-    }
-    dirs.push(PathBuf::from("/usr/lib/aarch64-linux-gnu"));
-    dirs.push(PathBuf::from("/usr/lib/x86_64-linux-gnu"));
-    for d in dirs {
-        for n in ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"] {
-            c.push(d.join(n));
-        }
-    }
+/// The Python package directories where pip puts NVIDIA's library wheels, in search order: the
+/// active venv / conda environment, `~/.local`, pyenv versions, `/usr/local`, `/usr`. Shared by
+/// the libnvrtc and PTX-compiler searches.
+pub(crate) fn python_site_dirs() -> Vec<PathBuf> {
     let mut prefixes: Vec<PathBuf> = Vec::new();
     for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
         if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
@@ -149,6 +136,27 @@ fn candidates() -> Vec<PathBuf> {
     for p in &prefixes {
         python_package_dirs(p, &mut pkg_dirs);
     }
+    pkg_dirs
+}
+
+/// Every candidate, in search order (excluding `$TEGRAGPU_NVRTC`).
+fn candidates() -> Vec<PathBuf> {
+    let mut c: Vec<PathBuf> = ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+    let mut dirs: Vec<PathBuf> = vec![PathBuf::from("/usr/local/cuda/lib64")];
+    for t in ["aarch64-linux", "sbsa-linux", "x86_64-linux"] {
+        dirs.push(PathBuf::from(format!("/usr/local/cuda/targets/{t}/lib")));
+    }
+    dirs.push(PathBuf::from("/usr/lib/aarch64-linux-gnu"));
+    dirs.push(PathBuf::from("/usr/lib/x86_64-linux-gnu"));
+    for d in dirs {
+        for n in ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"] {
+            c.push(d.join(n));
+        }
+    }
+    let pkg_dirs = python_site_dirs();
     for d in pkg_dirs {
         c.push(d.join("nvidia/cuda_nvrtc/lib/libnvrtc.so.12"));
         c.push(d.join("nvidia/cu13/lib/libnvrtc.so.13"));

@@ -243,23 +243,6 @@ fn open(path: &Path) -> std::result::Result<Loaded, String> {
     })
 }
 
-/// Directories matching `<prefix>/lib/python3*/{site,dist}-packages`.
-fn python_package_dirs(prefix: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(prefix.join("lib")) else {
-        return;
-    };
-    let mut pys: Vec<PathBuf> = rd
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
-        .map(|e| e.path())
-        .collect();
-    pys.sort();
-    for py in pys {
-        out.push(py.join("site-packages"));
-        out.push(py.join("dist-packages"));
-    }
-}
-
 /// Every candidate after `$TEGRAGPU_PTXJIT`, in search order. Bare names go to the dynamic
 /// loader.
 fn candidates() -> Vec<PathBuf> {
@@ -286,27 +269,7 @@ fn candidates() -> Vec<PathBuf> {
             c.push(d.join(n));
         }
     }
-    let mut prefixes: Vec<PathBuf> = Vec::new();
-    for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
-        if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-            prefixes.push(PathBuf::from(v));
-        }
-    }
-    if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-        let home = PathBuf::from(home);
-        prefixes.push(home.join(".local"));
-        if let Ok(rd) = std::fs::read_dir(home.join(".pyenv/versions")) {
-            let mut v: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
-            v.sort();
-            prefixes.extend(v);
-        }
-    }
-    prefixes.push(PathBuf::from("/usr/local"));
-    prefixes.push(PathBuf::from("/usr"));
-    let mut pkg_dirs = Vec::new();
-    for p in &prefixes {
-        python_package_dirs(p, &mut pkg_dirs);
-    }
+    let pkg_dirs = crate::nvrtc::python_site_dirs();
     for d in pkg_dirs {
         c.push(d.join("nvidia/cu13/lib/libnvJitLink.so.13"));
         c.push(d.join("nvidia/nvjitlink/lib/libnvJitLink.so.12"));
