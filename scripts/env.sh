@@ -1,7 +1,9 @@
 # Sourced by scripts/test-all.sh and scripts/run-main.sh: installs what the build and tests need
 # and exports the environment. Everything Python goes into a venv under build/ (git-ignored):
 #   meson, ninja, numpy, pytest, the pinned libnvrtc wheel (same pin as scripts/gen_cubins.py) and
-#   the libnvJitLink wheel of the same CUDA release (PTX JIT tests).
+#   the libnvJitLink wheel of the same CUDA release (PTX JIT tests), and the CUDA header wheels
+#   of that release (cuda_runtime, cccl, nvcc's crt/) so the conformance corpus kernels that
+#   include <cuda_fp16.h>, <mma.h>, <cooperative_groups.h> or <cuda/barrier> compile with nvrtc.
 # Usage: source scripts/env.sh [minimal]     ("minimal": meson + ninja only)
 
 TG_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -12,6 +14,8 @@ TG_NVRTC_PIN="${TG_NVRTC_PIN:-12.9.86}"
 # nvJitLink for the PTX JIT tests (src/ptxjit.rs), same CUDA release as the nvrtc pin.
 TG_NVJITLINK_PIP="nvidia-nvjitlink-cu12"
 TG_NVJITLINK_PIN="12.9.86"
+# CUDA headers for nvrtc (tests/conformance_load.rs finds them beside libnvrtc), same release.
+TG_CUDA_HEADER_PIPS=("nvidia-cuda-runtime-cu12==12.9.79" "nvidia-cuda-cccl-cu12==12.9.27" "nvidia-cuda-nvcc-cu12==12.9.86")
 
 tg_log() { printf '\n=== %s\n' "$*"; }
 
@@ -51,7 +55,7 @@ tg_setup() {
   tg_make_venv || { echo "cannot create a Python venv in $TG_VENV" >&2; return 1; }
   local pkgs=(meson ninja)
   if [ "$mode" != minimal ]; then
-    pkgs+=(numpy pytest "$TG_NVRTC_PIP==$TG_NVRTC_PIN" "$TG_NVJITLINK_PIP==$TG_NVJITLINK_PIN")
+    pkgs+=(numpy pytest "$TG_NVRTC_PIP==$TG_NVRTC_PIN" "$TG_NVJITLINK_PIP==$TG_NVJITLINK_PIN" "${TG_CUDA_HEADER_PIPS[@]}")
   fi
   tg_log "pip install ${pkgs[*]} (into $TG_VENV)"
   "$TG_VENV/bin/python" -m pip install -q --disable-pip-version-check "${pkgs[@]}" || return 1

@@ -67,6 +67,13 @@ struct Nvrtc {
 
 static LOADED: Mutex<Option<Arc<Nvrtc>>> = Mutex::new(None);
 
+/// `LOADED`, held across `fork()` (see `crate::os::fork`).
+pub(crate) const FORK_LOCK: crate::os::fork::ForkLock = crate::os::fork::ForkLock {
+    lock: || std::mem::forget(LOADED.lock()),
+    // SAFETY (of the call): the caller took the lock with `lock` and forgot its guard.
+    unlock: || unsafe { LOADED.force_unlock() },
+};
+
 /// Loads `path` and resolves every entry point, or describes why not.
 fn open(path: &Path) -> std::result::Result<Nvrtc, String> {
     // SAFETY: loading libnvrtc runs its initialisers, which have no preconditions.

@@ -111,6 +111,13 @@ static LOADED: OnceLock<Arc<Loaded>> = OnceLock::new();
 /// Serialises the search so that two threads do not both open libraries.
 static SEARCH: Mutex<()> = Mutex::new(());
 
+/// `SEARCH`, held across `fork()` (see `crate::os::fork`).
+pub(crate) const FORK_LOCK: crate::os::fork::ForkLock = crate::os::fork::ForkLock {
+    lock: || std::mem::forget(SEARCH.lock()),
+    // SAFETY (of the call): the caller took the lock with `lock` and forgot its guard.
+    unlock: || unsafe { SEARCH.force_unlock() },
+};
+
 fn nvptxcompile_result(r: c_int) -> &'static str {
     match r {
         0 => "NVPTXCOMPILE_SUCCESS",

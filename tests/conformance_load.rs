@@ -17,7 +17,8 @@
 //! nvidia-cuda-runtime-cu12 / nvidia-cuda-cccl-cu12 / nvidia-cuda-nvcc-cu12 installed next to
 //! the libnvrtc in use, else /usr/local/cuda/include. Without any, those cases are skipped with
 //! a notice. Without libnvrtc the nvrtc test prints why and passes, unless
-//! `TEGRAGPU_REQUIRE_NVRTC` is set (as in tests/nvrtc.rs).
+//! `TEGRAGPU_REQUIRE_NVRTC` is set (as in tests/nvrtc.rs); cases skipped for want of headers fail
+//! the test when `TEGRAGPU_REQUIRE_CUDA_HEADERS` is set (CI sets both).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -251,6 +252,12 @@ fn corpus_compiles_with_nvrtc_and_parses_for_sm87() {
              nvidia-cuda-nvcc-cu12 next to nvidia-cuda-nvrtc-cu12): {}",
             no_headers.len(),
             no_headers.join(", ")
+        );
+        assert!(
+            std::env::var_os("TEGRAGPU_REQUIRE_CUDA_HEADERS").is_none(),
+            "TEGRAGPU_REQUIRE_CUDA_HEADERS is set but {} corpus cases could not be compiled \
+             for want of CUDA headers",
+            no_headers.len()
         );
     }
     eprintln!(

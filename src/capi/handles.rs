@@ -13,6 +13,9 @@
 //!   the object is dropped when the last reference goes.
 //!
 //! Objects are dropped outside the table lock (dropping a queue waits for its work).
+//!
+//! After `fork()` the child starts with an empty table and handle values from the parent are
+//! reported as such (`crate::os::fork`).
 
 use crate::core::{Buffer, Device, Kernel, Module, Queue, Signal};
 use crate::error::{Error, Result, Status};
@@ -80,7 +83,28 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 
 fn table() -> &'static RwLock<HashMap<usize, Object>> {
     static TABLE: OnceLock<RwLock<HashMap<usize, Object>>> = OnceLock::new();
-    TABLE.get_or_init(|| RwLock::new(HashMap::new()))
+    TABLE.get_or_init(|| {
+        crate::os::fork::install();
+        RwLock::new(HashMap::new())
+    })
+}
+
+/// The table's lock, held across `fork()` (see `crate::os::fork`).
+pub(crate) const FORK_LOCK: crate::os::fork::ForkLock = crate::os::fork::ForkLock {
+    lock: || std::mem::forget(table().write()),
+    // SAFETY (of the call): the caller took the write lock with `lock` and forgot its guard.
+    unlock: || unsafe { table().force_unlock_write() },
+};
+
+/// In a fork child: empties the table without dropping the parent's objects (dropping them
+/// would free the parent's memory through the inherited descriptors) and returns the first
+/// handle value the child hands out; every value below it came from the parent.
+pub(crate) fn forget_all_for_child() -> u64 {
+    let parents = std::mem::take(&mut *table().write());
+    std::mem::forget(parents);
+    NEXT.load(Ordering::Relaxed)
+        .saturating_mul(HANDLE_STRIDE)
+        .saturating_add(HANDLE_BASE)
 }
 
 /// Register an object; returns its new handle value (never 0, never used before).
@@ -98,6 +122,14 @@ pub(crate) fn insert(obj: Object) -> Result<usize> {
 fn describe_missing(arg: &str, h: usize, kind: Kind) -> Error {
     if h == 0 {
         Error::new(Status::InvalidHandle, format!("{arg} is NULL"))
+    } else if (h as u64) >= HANDLE_BASE && (h as u64) < crate::os::fork::forked_below() {
+        Error::new(
+            Status::InvalidHandle,
+            format!(
+                "{arg} {h:#x} was created before fork() (in the parent process or earlier): \
+                 handles do not cross fork(); open a new tg_device in this process"
+            ),
+        )
     } else {
         Error::new(
             Status::InvalidHandle,
@@ -149,6 +181,14 @@ pub(crate) fn remove(h: usize, want: Kind, arg: &str) -> Result<bool> {
     };
     drop(obj);
     Ok(true)
+}
+
+/// Holds the table's read lock for `d` on the calling thread, as a thread inside any `tg_*`
+/// call does for a moment (tests of the fork handling).
+#[doc(hidden)]
+pub fn hold_table_lock_for(d: std::time::Duration) {
+    let _g = table().read();
+    std::thread::sleep(d);
 }
 
 /// Number of live handles of each kind (for tests and leak checks).

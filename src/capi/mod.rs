@@ -15,8 +15,10 @@
 
 #![allow(non_camel_case_types)]
 
-mod handles;
+pub(crate) mod handles;
 
+#[doc(hidden)]
+pub use handles::hold_table_lock_for;
 pub use handles::live_handles;
 
 use crate::core::{

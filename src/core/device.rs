@@ -119,6 +119,7 @@ impl Device {
     /// `TEGRAGPU_DEVICE` overrides `spec` when set and non-empty; a value that is not valid
     /// UTF-8 gives `InvalidArgument`.
     pub fn open(spec: Option<&str>) -> Result<Device> {
+        crate::os::fork::install();
         let env = device_from_env()?;
         let chosen = env.as_deref().or(spec);
         let backend: Box<dyn Backend> = match chosen {

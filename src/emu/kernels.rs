@@ -280,6 +280,13 @@ fn registry() -> &'static RwLock<Vec<Arc<RefKernel>>> {
     })
 }
 
+/// The registry's lock, held across `fork()` (see `crate::os::fork`).
+pub(crate) const FORK_LOCK: crate::os::fork::ForkLock = crate::os::fork::ForkLock {
+    lock: || std::mem::forget(registry().write()),
+    // SAFETY (of the call): the caller took the write lock with `lock` and forgot its guard.
+    unlock: || unsafe { registry().force_unlock_write() },
+};
+
 /// The reference implementation for a fixture kernel name.
 fn builtin(name: &str) -> Option<RefKernelFn> {
     Some(match name {

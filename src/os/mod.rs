@@ -2,6 +2,8 @@
 //! [`LinuxSys`] issues the real system calls; the emulated Orin kernel (`crate::emu`) implements
 //! the same trait so that CI runs the real backend code against a strict model of the driver.
 
+pub mod fork;
+
 use crate::error::Error;
 use std::ffi::CStr;
 use std::os::fd::RawFd;

@@ -119,6 +119,13 @@ pub fn low_va() -> &'static Mutex<VaAllocator> {
     LOW.get_or_init(|| Mutex::new(VaAllocator::new(LOW_VA_BASE, LOW_VA_END)))
 }
 
+/// The low-window allocator's lock, held across `fork()` (see `crate::os::fork`).
+pub(crate) const FORK_LOCK: crate::os::fork::ForkLock = crate::os::fork::ForkLock {
+    lock: || std::mem::forget(low_va().lock()),
+    // SAFETY (of the call): the caller took the lock with `lock` and forgot its guard.
+    unlock: || unsafe { low_va().force_unlock() },
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
