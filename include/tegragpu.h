@@ -860,6 +860,24 @@ enum tg_status tg_queue_create_with_depth(const struct tg_device *dev,
 enum tg_status tg_queue_destroy(struct tg_queue *queue);
 
 /**
+ * Abandon a queue's work and destroy the queue at once: what was recorded is not submitted,
+ * nothing is waited for, and the queue's hardware channel is torn down, so the GPU stops the
+ * running kernel and drops the queued work. The recovery for a kernel that does not end:
+ * `tg_signal_wait` / `tg_queue_synchronize` return `TG_ERROR_TIMEOUT`, then `tg_queue_abort`
+ * and a new queue; the device, its other queues and its buffers stay usable. Memory the
+ * abandoned work held (buffers freed meanwhile, the queue's rings) is released once the
+ * channel is gone; signals the work would have written keep their values. NULL is a no-op.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`. Thread safety: any thread; returns after calls
+ * on this queue running in other threads (e.g. a `tg_queue_synchronize`) have returned; the
+ * handle must not be used after this call.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_queue_abort(struct tg_queue *queue);
+
+/**
  * Record a kernel launch with a packed parameter block.
  *
  * - `cfg`: grid, block and dynamic shared memory; `cfg->struct_size = sizeof(tg_launch_config)`.

@@ -440,3 +440,34 @@ fn module_load_file_refuses_files_above_1_gib() {
     );
     unsafe { assert_eq!(tg_device_close(dev), tg_status::TG_OK) };
 }
+
+#[test]
+fn queue_abort_invalidates_the_handle_and_null_is_a_no_op() {
+    let dev = open_emu();
+    unsafe {
+        assert_eq!(tg_queue_abort(null_mut()), tg_status::TG_OK);
+        let (mut q, mut s) = (null_mut(), null_mut());
+        assert_eq!(
+            tg_queue_create(dev, tg_queue_kind_arg(0), &mut q),
+            tg_status::TG_OK
+        );
+        assert_eq!(tg_signal_create(dev, 0, &mut s), tg_status::TG_OK);
+        // Recorded, never submitted: the abort drops it (the signal is never written).
+        assert_eq!(tg_queue_signal(q, s, 5), tg_status::TG_OK);
+        assert_eq!(tg_queue_abort(q), tg_status::TG_OK);
+        assert_eq!(tg_queue_submit(q), tg_status::TG_ERROR_INVALID_HANDLE);
+        assert_eq!(tg_queue_abort(q), tg_status::TG_ERROR_INVALID_HANDLE);
+        let msg = last_error();
+        assert!(msg.starts_with("tg_queue_abort: queue 0x"), "{msg}");
+        // A wrong-type handle is refused and destroys nothing.
+        assert_eq!(
+            tg_queue_abort(s as *mut tg_queue),
+            tg_status::TG_ERROR_INVALID_HANDLE
+        );
+        let mut v = 1u64;
+        assert_eq!(tg_signal_value(s, &mut v), tg_status::TG_OK);
+        assert_eq!(v, 0, "the aborted queue's recorded signal was written");
+        assert_eq!(tg_signal_destroy(s), tg_status::TG_OK);
+        assert_eq!(tg_device_close(dev), tg_status::TG_OK);
+    }
+}

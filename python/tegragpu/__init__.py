@@ -298,6 +298,7 @@ _SIGNATURES = {
     "tg_queue_create": (ctypes.c_int, [_H, ctypes.c_int, _P(_H)]),
     "tg_queue_create_with_depth": (ctypes.c_int, [_H, ctypes.c_int, ctypes.c_uint32, _P(_H)]),
     "tg_queue_destroy": (ctypes.c_int, [_H]),
+    "tg_queue_abort": (ctypes.c_int, [_H]),
     "tg_launch": (ctypes.c_int, [_H, _H, _P(_LaunchConfig), ctypes.c_void_p, ctypes.c_size_t]),
     "tg_launch_args": (ctypes.c_int, [_H, _H, _P(_LaunchConfig), _P(ctypes.c_void_p),
                                       ctypes.c_size_t]),
@@ -741,6 +742,13 @@ class Queue(_Handle):
 
     def synchronize(self, timeout_ns=DEFAULT_TIMEOUT_NS):
         _check(_lib.tg_queue_synchronize(self.handle, timeout_ns))
+
+    def abort(self):
+        """Abandon the queue's work and destroy the queue at once (``tg_queue_abort``): the
+        recovery from a kernel that does not end. The queue is closed afterwards."""
+        h, self._h = self._h, None
+        if h is not None:
+            _check(_lib.tg_queue_abort(h))
 
 
 class Signal(_Handle):

@@ -218,3 +218,30 @@ def test_module_globals(dev):
     assert list(view) == [0x11111111, 0x22222222, 0x33333333, 0x44444444]
     # g_ptr is initialised with &g_init[2] (an R_CUDA_G64 relocation).
     assert int(mod.global_view("g_ptr", "uint64")[0]) == va + 8
+
+
+def test_abort_recovers_from_a_kernel_that_does_not_end(dev):
+    mod = dev.load_module_file(cubin_path(dev))
+    spin, fill = mod.kernel("spin_until"), mod.kernel("fill_u32")
+    n = 1024
+    with dev.alloc(4096, tg.BUF_ZEROED) as flag, dev.create_signal(0) as done, \
+            dev.alloc(4 * n, tg.BUF_ZEROED) as out:
+        q = dev.create_queue()
+        q.launch(spin, grid=1, block=32, args=(flag, np.uint64(60_000_000_000)))
+        q.signal(done, 1)
+        q.submit()
+        with pytest.raises(tg.GpuTimeoutError, match=r"^tg_signal_wait: "):
+            done.wait(1, 200_000_000)
+        q.abort()
+        assert q.closed
+        q.abort()  # idempotent on the Python object
+        assert done.value == 0
+        with dev.create_queue() as q2:
+            q2.launch(fill, grid=n // 256, block=256, args=(out, np.uint32(77), np.uint32(n)))
+            q2.synchronize(TIMEOUT_NS)
+        view = out.numpy(np.uint32)
+        assert (view == 77).all()
+        del view
+    spin.close()
+    fill.close()
+    mod.close()

@@ -168,8 +168,13 @@ pub(crate) fn get(h: usize, want: Kind, arg: &str) -> Result<Object> {
 /// Unregister a handle and drop its object (outside the table lock). `Ok(false)` for NULL
 /// (destroying NULL is a no-op).
 pub(crate) fn remove(h: usize, want: Kind, arg: &str) -> Result<bool> {
+    Ok(take(h, want, arg)?.is_some())
+}
+
+/// Unregister a handle and hand its object to the caller. `Ok(None)` for NULL.
+pub(crate) fn take(h: usize, want: Kind, arg: &str) -> Result<Option<Object>> {
     if h == 0 {
-        return Ok(false);
+        return Ok(None);
     }
     let obj = {
         let mut t = table().write();
@@ -179,8 +184,7 @@ pub(crate) fn remove(h: usize, want: Kind, arg: &str) -> Result<bool> {
             None => return Err(describe_missing(arg, h, want)),
         }
     };
-    drop(obj);
-    Ok(true)
+    Ok(obj)
 }
 
 /// Holds the table's read lock for `d` on the calling thread, as a thread inside any `tg_*`

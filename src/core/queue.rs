@@ -226,6 +226,9 @@ pub struct Queue {
     /// queue's first cooperative launch. Launches on a queue run one after another, so one
     /// workspace serves them all: its barrier word returns to a usable state after each sync.
     coop_workspace: Option<Allocation>,
+    /// Dropping the queue submits what was recorded and waits for its work (not after
+    /// [`Queue::abort`]).
+    drain_on_drop: bool,
 }
 
 impl std::fmt::Debug for Queue {
@@ -355,6 +358,7 @@ impl Queue {
             code_generation: 0,
             timeout_ns: DEFAULT_TIMEOUT_NS,
             copy_kernel: None,
+            drain_on_drop: true,
         };
         q.record_init()?;
         q.submit()?;
@@ -377,6 +381,23 @@ impl Queue {
     /// The value the queue's own timeline reaches once everything submitted so far is done.
     pub fn submitted_value(&self) -> u64 {
         self.track.submitted()
+    }
+
+    /// Abandon the queue's work and destroy the queue at once: nothing recorded is submitted,
+    /// nothing is waited for, and the hardware channel is torn down (the GPU stops the running
+    /// kernel and drops the queued work; the kernel driver preempts the channel). Memory that the
+    /// work held is released once the channel is gone; signals it would have written keep their
+    /// values. The recovery for a kernel that does not end (docs/api.md, "A kernel that does not
+    /// end"). The channel goes when the last reference to it does: a wait on this queue running
+    /// in another thread (e.g. a device-wide synchronize) keeps it until that wait returns.
+    pub fn abort(mut self) {
+        self.abandon_on_drop();
+    }
+
+    /// Make the drop of this queue an [`abort`](Queue::abort) (for owners that cannot move the
+    /// queue out, like the C API's shared handle).
+    pub fn abandon_on_drop(&mut self) {
+        self.drain_on_drop = false;
     }
 
     /// Wait until everything submitted on this queue has completed.
@@ -1077,9 +1098,12 @@ fn gp_get(userd: *mut u32) -> u32 {
 
 impl Drop for Queue {
     fn drop(&mut self) {
-        // Finish what was recorded, then wait (bounded) so the channel is idle before teardown.
-        let _ = self.submit();
-        let _ = self.synchronize(self.timeout_ns);
+        // Finish what was recorded, then wait (bounded) so the channel is idle before teardown
+        // (an aborted queue tears its channel down with the work still on it).
+        if self.drain_on_drop {
+            let _ = self.submit();
+            let _ = self.synchronize(self.timeout_ns);
+        }
         for r in [Some(&self.cmd), self.qmd.as_ref(), self.karg.as_ref()]
             .into_iter()
             .flatten()

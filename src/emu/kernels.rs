@@ -34,9 +34,20 @@ pub struct LaunchCtx<'a> {
     pub shared_bytes: u32,
     /// The channel's address space.
     pub mmu: &'a dyn Mmu,
+    /// When the grid started (the first call for this launch; a kernel that asked to keep
+    /// running is called again with the same value).
+    pub started: std::time::Instant,
+    /// Set by [`LaunchCtx::keep_running`].
+    pub running: std::cell::Cell<bool>,
 }
 
 impl LaunchCtx<'_> {
+    /// The grid has not finished: the emulated GPU calls the kernel again on its next pass
+    /// (the channel stays busy, other channels run, and a channel teardown abandons the grid),
+    /// as a real GPU keeps running a kernel that spins.
+    pub fn keep_running(&self) {
+        self.running.set(true);
+    }
     /// u32 at byte `off` of cbank0. Reads past the bank's size return 0, as constant-bank reads
     /// beyond the bound size do on hardware.
     pub fn cb_u32(&self, off: usize) -> u32 {
@@ -302,6 +313,7 @@ fn builtin(name: &str) -> Option<RefKernelFn> {
         "bounded_128" => bounded_128,
         "big_params" => big_params,
         "tg_copy" => tg_copy,
+        "spin_until" => spin_until,
         _ => return None,
     })
 }
@@ -620,6 +632,16 @@ fn increment(ctx: &LaunchCtx) -> Result<(), MmuFault> {
         }
         Ok(())
     })
+}
+
+/// Spins until `*flag != 0` or `max_ns` have passed since the grid started (%globaltimer).
+fn spin_until(ctx: &LaunchCtx) -> Result<(), MmuFault> {
+    let (flag, max_ns) = (ctx.param_u64(0), ctx.param_u64(8));
+    let v = GpuMem::new(ctx.mmu).read_u32(flag)?;
+    if v == 0 && ctx.started.elapsed().as_nanos() < u128::from(max_ns) {
+        ctx.keep_running();
+    }
+    Ok(())
 }
 
 fn fill_u32(ctx: &LaunchCtx) -> Result<(), MmuFault> {

@@ -9,6 +9,7 @@ use super::host::{ERR_GR_EXCEPTION, ERR_MMU_FAULT, ERR_UNIMPLEMENTED_METHOD, HOP
 use super::{mem, Fault};
 use crate::emu::hwif::Mmu;
 use crate::emu::kernels::{self, LaunchCtx};
+use std::time::Instant;
 
 // Compute class methods (byte offsets, §3).
 const NO_OPERATION: u32 = 0x100;
@@ -69,6 +70,17 @@ pub(crate) struct ComputeState {
     pub invalidates: u64,
     /// Grids launched (reference kernel run) on this object.
     pub launches: u64,
+    /// A grid whose kernel has not finished (it asked to keep running): the QMD and when it
+    /// started. The channel stays blocked on it; see [`ComputeState::resume`].
+    running: Option<(u64, Instant)>,
+}
+
+/// What one QMD did.
+enum Step {
+    /// Finished; the dependent QMD to schedule next, if any.
+    Done(Option<u64>),
+    /// Still running (started at the given time).
+    Running(Instant),
 }
 
 /// An inline-to-memory transfer in progress.
@@ -102,7 +114,22 @@ impl ComputeState {
             i2m: None,
             invalidates: 0,
             launches: 0,
+            running: None,
         }
+    }
+
+    /// Whether a grid is still running (the channel must not go past its launch).
+    pub(crate) fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Give a running grid another turn; returns whether it (or a dependent grid it
+    /// scheduled) is still running.
+    pub(crate) fn resume(&mut self, mmu: &dyn Mmu) -> Result<bool, Fault> {
+        if let Some((qmd_va, started)) = self.running.take() {
+            self.run_chain(mmu, qmd_va, Some(started))?;
+        }
+        Ok(self.running.is_some())
     }
 
     fn is_hopper(&self) -> bool {
@@ -288,10 +315,26 @@ impl ComputeState {
                     .into(),
             ));
         }
-        let mut qmd_va = u64::from(a) << 8;
+        self.run_chain(mmu, u64::from(a) << 8, None)
+    }
+
+    /// Run a QMD and its dependent QMDs until one keeps running (then `self.running` holds it).
+    /// `started`: when the first QMD's grid started, if it is being resumed.
+    fn run_chain(
+        &mut self,
+        mmu: &dyn Mmu,
+        mut qmd_va: u64,
+        mut started: Option<Instant>,
+    ) -> Result<(), Fault> {
         let mut chain = 0u32;
         loop {
-            let next = self.launch_qmd(mmu, qmd_va)?;
+            let next = match self.launch_qmd(mmu, qmd_va, started.take())? {
+                Step::Done(next) => next,
+                Step::Running(t) => {
+                    self.running = Some((qmd_va, t));
+                    return Ok(());
+                }
+            };
             let Some(n) = next else { return Ok(()) };
             chain += 1;
             if chain >= MAX_CHAIN {
@@ -305,7 +348,12 @@ impl ComputeState {
     }
 
     /// Run one QMD. Returns the dependent QMD to schedule next, if any.
-    fn launch_qmd(&mut self, mmu: &dyn Mmu, qmd_va: u64) -> Result<Option<u64>, Fault> {
+    fn launch_qmd(
+        &mut self,
+        mmu: &dyn Mmu,
+        qmd_va: u64,
+        started: Option<Instant>,
+    ) -> Result<Step, Fault> {
         let size = if self.is_hopper() { 384 } else { 256 };
         let mut raw = vec![0u8; size];
         mem::read(mmu, qmd_va, &mut raw)?;
@@ -318,15 +366,21 @@ impl ComputeState {
         } else {
             decode_v03(&q, qmd_va)?
         };
-        let Some(qmd) = qmd else { return Ok(None) };
-        self.run_grid(mmu, &qmd)?;
+        let Some(qmd) = qmd else {
+            return Ok(Step::Done(None));
+        };
+        let started = started.unwrap_or_else(Instant::now);
+        if !self.run_grid(mmu, &qmd, started)? {
+            return Ok(Step::Running(started));
+        }
         for r in &qmd.releases {
             r.write(mmu)?;
         }
-        Ok(qmd.dependent)
+        Ok(Step::Done(qmd.dependent))
     }
 
-    fn run_grid(&mut self, mmu: &dyn Mmu, q: &Qmd) -> Result<(), Fault> {
+    /// Run a grid; returns `false` if its kernel keeps running (called again later).
+    fn run_grid(&mut self, mmu: &dyn Mmu, q: &Qmd, started: Instant) -> Result<bool, Fault> {
         let [bx, by, bz] = q.block;
         let threads = u64::from(bx) * u64::from(by) * u64::from(bz);
         if bx == 0 || by == 0 || bz == 0 || bx > 1024 || by > 1024 || bz > 64 || threads > 1024 {
@@ -447,6 +501,8 @@ impl ComputeState {
             param_base,
             shared_bytes: q.shared,
             mmu,
+            started,
+            running: std::cell::Cell::new(false),
         };
         (k.f)(&ctx).map_err(|f| {
             Fault::new(
@@ -455,8 +511,11 @@ impl ComputeState {
                 format!("MMU fault in kernel {}: {}", k.name, f.what),
             )
         })?;
+        if ctx.running.get() {
+            return Ok(false);
+        }
         self.launches += 1;
-        Ok(())
+        Ok(true)
     }
 }
 

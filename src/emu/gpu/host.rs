@@ -170,6 +170,13 @@ pub(crate) fn service(slot: &Slot, st: &mut ChanState) -> Result<bool, Fault> {
     let mut progress = false;
     let mut entries = 0u32;
     loop {
+        for e in st.engines.iter_mut() {
+            if let Some(Engine::Compute(c)) = e {
+                if c.resume(&*hw.mmu)? {
+                    return Ok(progress);
+                }
+            }
+        }
         if let Some(acq) = st.pending {
             if !acquire_satisfied(&*hw.mmu, &acq)? {
                 return Ok(progress);
@@ -331,7 +338,11 @@ fn method(
     }
     let mmu = &*hw.mmu;
     match st.engines.get_mut(subch as usize).and_then(|e| e.as_mut()) {
-        Some(Engine::Compute(c)) => c.method(mmu, m, data)?,
+        Some(Engine::Compute(c)) => {
+            c.method(mmu, m, data)?;
+            // A launched grid that keeps running blocks the channel like an acquire.
+            return Ok(c.is_running());
+        }
         Some(Engine::Copy(c)) => c.method(mmu, m, data)?,
         Some(Engine::Other(class)) => {
             return Err(Fault::new(

@@ -1,0 +1,191 @@
+//! A kernel that does not end (issue #15 item 3): waits return `TIMEOUT` with the value reached,
+//! other queues and devices keep working meanwhile, `Queue::abort` / `tg_queue_abort` tears the
+//! queue down at once, what the abandoned work held is released, and a new queue on the same
+//! device then runs a kernel correctly. The spinning kernel is `spin_until` from
+//! tests/fixtures/kernels.cu: it ends by itself after `max_ns` of %globaltimer (60 s here), so a
+//! failed recovery never leaves a GPU spinning for long. Runs on the device under test (default
+//! the emulated Orin; `TEGRAGPU_TEST_DEVICE=rm` on the H100/H200) and prints the timings.
+
+mod common;
+
+use std::time::{Duration, Instant};
+use tegragpu::core::{Device, Kernel, MemFlags, QueueKind};
+use tegragpu::Status;
+
+const SPIN_NS: u64 = 60_000_000_000;
+const SHORT_NS: u64 = 300_000_000;
+const LONG_NS: u64 = 10_000_000_000;
+
+fn host_words() -> MemFlags {
+    MemFlags {
+        cpu_cached: true,
+        zeroed: true,
+        ..Default::default()
+    }
+}
+
+fn params(k: &Kernel, words: &[u64]) -> Vec<u8> {
+    let a = k.attributes();
+    let mut p = vec![0u8; a.param_bytes as usize];
+    for (i, w) in words.iter().enumerate() {
+        let (off, size) = (a.params[i].offset as usize, a.params[i].size as usize);
+        p[off..off + size].copy_from_slice(&w.to_le_bytes()[..size]);
+    }
+    p
+}
+
+/// fill_u32 over `n` words on a new queue of `dev`; returns whether every word came out right.
+fn fill_works(dev: &Device, value: u32) -> Result<(), String> {
+    let m = common::fixtures(dev);
+    let k = m.kernel("fill_u32").map_err(|e| e.to_string())?;
+    let mut q = dev
+        .create_queue(QueueKind::Compute)
+        .map_err(|e| e.to_string())?;
+    let n = 4096u32;
+    let b = dev
+        .alloc(4 * u64::from(n), host_words())
+        .map_err(|e| e.to_string())?;
+    let s = dev.create_signal(0).map_err(|e| e.to_string())?;
+    let p = params(&k, &[b.gpu_va(), u64::from(value), u64::from(n)]);
+    q.launch(&k, &common::cfg(n / 256, 256), &p)
+        .map_err(|e| e.to_string())?;
+    q.signal(&s, 1).map_err(|e| e.to_string())?;
+    q.submit().map_err(|e| e.to_string())?;
+    s.wait(1, LONG_NS).map_err(|e| e.to_string())?;
+    let w = b.map_cpu().map_err(|e| e.to_string())? as *const u32;
+    for i in 0..n as usize {
+        // SAFETY: n words, mapped.
+        let v = unsafe { w.add(i).read_volatile() };
+        if v != value {
+            return Err(format!("word {i} = {v:#x}, expected {value:#x}"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_kernel_that_does_not_end_times_out_and_abort_recovers() {
+    let dev = common::device();
+    let m = common::fixtures(&dev);
+    let spin = m.kernel("spin_until").expect("spin_until in the fixture");
+    let flag = dev.alloc(4096, host_words()).unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let done = dev.create_signal(0).unwrap();
+    q.launch(
+        &spin,
+        &common::cfg(1, 32),
+        &params(&spin, &[flag.gpu_va(), SPIN_NS]),
+    )
+    .unwrap();
+    q.signal(&done, 1).unwrap();
+    // Also recorded behind the spin: a buffer freed before the abort is held until then.
+    let victim = dev.alloc(1 << 20, host_words()).unwrap();
+    let fk = m.kernel("fill_u32").unwrap();
+    q.launch(
+        &fk,
+        &common::cfg(1, 256),
+        &params(&fk, &[victim.gpu_va(), 7, 256]),
+    )
+    .unwrap();
+    q.submit().unwrap();
+    drop(victim);
+
+    // 1. The waits time out and say how far the work got.
+    let t = Instant::now();
+    let e = done.wait(1, SHORT_NS).unwrap_err();
+    let to_timeout = t.elapsed();
+    assert_eq!(e.status, Status::Timeout, "{e}");
+    assert!(
+        done.value() == 0,
+        "the spin ended early: signal {}",
+        done.value()
+    );
+    let e = q.synchronize(SHORT_NS).unwrap_err();
+    assert_eq!(e.status, Status::Timeout, "{e}");
+    assert!(e.to_string().contains("reached"), "{e}");
+
+    // 2. Other queues of the device, and another device, work while it spins.
+    let t = Instant::now();
+    fill_works(&dev, 0x1111_0001).expect("another queue of the same device during the hang");
+    let other_queue = t.elapsed();
+    let t = Instant::now();
+    let dev2 = common::device();
+    fill_works(&dev2, 0x2222_0002).expect("another device during the hang");
+    let other_device = t.elapsed();
+    drop(dev2);
+    assert_eq!(done.value(), 0, "still spinning");
+    assert!(
+        dev.held_for_queued_work().0 >= 1,
+        "the freed buffer is held for the hung work"
+    );
+
+    // 3. Abort: at once, the memory the work held is released, the signal keeps its value.
+    let t = Instant::now();
+    q.abort();
+    let to_abort = t.elapsed();
+    let t = Instant::now();
+    let mut held = dev.held_for_queued_work().0;
+    while held != 0 && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(1));
+        held = dev.held_for_queued_work().0;
+    }
+    assert_eq!(held, 0, "allocations still held after the abort");
+    assert_eq!(done.value(), 0, "the abandoned work wrote its signal");
+
+    // 4. A new queue on the same device runs a kernel correctly; the device is not faulted.
+    let t = Instant::now();
+    fill_works(&dev, 0x3333_0003).expect("a new queue after the abort");
+    let after = t.elapsed();
+    assert!(dev.fault_report().is_none(), "{:?}", dev.fault_report());
+    // The flag the spin polls: setting it now must not matter (nothing runs it any more).
+    // SAFETY: 4 KiB mapped buffer.
+    unsafe { (flag.map_cpu().unwrap() as *mut u32).write_volatile(1) };
+    dev.synchronize(LONG_NS)
+        .expect("device idle after the abort");
+    println!(
+        "hang: {} — TIMEOUT after {:.1} ms (asked {} ms); another queue meanwhile {:.2} ms, \
+         another device {:.2} ms; abort {:.3} ms; new queue + kernel after it {:.2} ms",
+        dev.info().name,
+        to_timeout.as_secs_f64() * 1e3,
+        SHORT_NS / 1_000_000,
+        other_queue.as_secs_f64() * 1e3,
+        other_device.as_secs_f64() * 1e3,
+        to_abort.as_secs_f64() * 1e3,
+        after.as_secs_f64() * 1e3
+    );
+}
+
+#[test]
+fn closing_the_device_with_a_kernel_that_does_not_end_and_reopening_it_recovers() {
+    let t0 = Instant::now();
+    {
+        let dev = common::device();
+        let m = common::fixtures(&dev);
+        let spin = m.kernel("spin_until").unwrap();
+        let flag = dev.alloc(4096, host_words()).unwrap();
+        let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+        let done = dev.create_signal(0).unwrap();
+        q.launch(
+            &spin,
+            &common::cfg(1, 32),
+            &params(&spin, &[flag.gpu_va(), SPIN_NS]),
+        )
+        .unwrap();
+        q.signal(&done, 1).unwrap();
+        q.submit().unwrap();
+        assert_eq!(done.wait(1, SHORT_NS).unwrap_err().status, Status::Timeout);
+        // Closing everything: a queue dropped normally drains with its own timeout; make it
+        // short, as an application that gives up on the work would.
+        q.set_timeout_ns(SHORT_NS);
+    }
+    let close = t0.elapsed();
+    let t = Instant::now();
+    let dev = common::device();
+    fill_works(&dev, 0x4444_0004).expect("a device opened after closing the hung one");
+    println!(
+        "hang: close with a spinning kernel {:.1} ms (queue timeout {} ms); reopen + kernel {:.2} ms",
+        close.as_secs_f64() * 1e3,
+        SHORT_NS / 1_000_000,
+        t.elapsed().as_secs_f64() * 1e3
+    );
+}
