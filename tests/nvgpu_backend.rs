@@ -474,6 +474,68 @@ fn free_undoes_everything_and_rejects_double_free() {
     assert_eq!(e.status, Status::InvalidHandle);
 }
 
+/// A live buffer holds no fd: the dma-buf fd from GET_FD is closed once MAP_BUFFER_EX and the
+/// CPU mapping hold the buffer; a channel keeps only its own fd once SETUP_BIND and
+/// SET_ERROR_NOTIFIER hold its ring, USERD and notifier (docs/design.md, "File descriptors held
+/// by buffers").
+#[test]
+fn live_buffers_and_channels_hold_no_dmabuf_fd() {
+    let _serial = serial();
+    let (k, b) = open_fake();
+    let open_before = k.st.lock().open.clone();
+    let a = b.alloc(1 << 16, MemFlags::default()).unwrap();
+    {
+        let st = k.st.lock();
+        assert_eq!(st.open, open_before, "the buffer's dma-buf fd is closed");
+        let (fd, _) = st.closes.last().expect("a close");
+        assert_eq!(st.names.get(fd), None);
+        // Closed after it was mapped: the GPU mapping names it, and it had a CPU mapping.
+        let m: nvgpu_as_map_buffer_ex_args = arg(st
+            .calls
+            .iter()
+            .rev()
+            .find(|c| c.request == NVGPU_AS_IOCTL_MAP_BUFFER_EX)
+            .unwrap());
+        assert_eq!(m.dmabuf_fd as RawFd, *fd);
+        assert!(st.fd_map.contains_key(fd), "mmap before close");
+    }
+    // Export still works: a new fd from the handle ID, owned by the caller.
+    let e = b.export_dmabuf(&a).unwrap();
+    assert!(k.st.lock().open.contains(&e));
+    k.close(e).unwrap();
+    let ch = b.create_channel(Engine::Compute, 64).unwrap();
+    {
+        let st = k.st.lock();
+        let extra: Vec<&String> = st
+            .open
+            .difference(&open_before)
+            .map(|f| &st.names[f])
+            .collect();
+        assert_eq!(extra, vec!["channel"], "a channel holds only its own fd");
+        // Each buffer fd was closed after the ioctl that took the kernel's reference.
+        let calls = &st.calls;
+        let sb: nvgpu_channel_setup_bind_args = arg(calls
+            .iter()
+            .rev()
+            .find(|c| c.request == NVGPU_IOCTL_CHANNEL_SETUP_BIND)
+            .unwrap());
+        let en: nvgpu_set_error_notifier = arg(calls
+            .iter()
+            .rev()
+            .find(|c| c.request == NVGPU_IOCTL_CHANNEL_SET_ERROR_NOTIFIER)
+            .unwrap());
+        for fd in [sb.gpfifo_dmabuf_fd, sb.userd_dmabuf_fd, en.mem as RawFd] {
+            assert!(
+                st.closes.iter().any(|(c, n)| *c == fd && n == "dmabuf"),
+                "dma-buf fd {fd} closed"
+            );
+        }
+    }
+    drop(ch);
+    b.free(&a).unwrap();
+    assert_eq!(k.st.lock().open, open_before);
+}
+
 #[test]
 fn channel_issues_documented_sequence() {
     let _serial = serial();

@@ -6,6 +6,8 @@
 //! zeroed, write-combined, CPU-mapped (the kernel GPU-maps the GPFIFO itself; USERD is not
 //! GPU-mapped) → `SETUP_BIND(USERMODE_SUPPORT | DETERMINISTIC)` → `GET_USER_SYNCPOINT` →
 //! `ALLOC_OBJ_CTX(compute_class | dma_copy_class)` → `SET_ERROR_NOTIFIER` with a 4 KiB buffer.
+//! The three buffers' dma-buf fds are closed as soon as SETUP_BIND / SET_ERROR_NOTIFIER has
+//! taken the kernel's own references, so a live channel holds one fd (the channel's).
 //! Dropping the channel closes the channel fd first (the kernel unbinds it and drops its
 //! references), then frees the three buffers.
 
@@ -127,11 +129,25 @@ impl NvgpuChannel {
         })?;
         // Ring and USERD.
         let ring_bytes = (u64::from(entries) * 8).max(PAGE_SIZE).div_ceil(PAGE_SIZE) * PAGE_SIZE;
-        let g = dev.create_buffer(ring_bytes, NVMAP_HANDLE_WRITE_COMBINE, true, false, false)?;
+        let g = dev.create_buffer(
+            ring_bytes,
+            NVMAP_HANDLE_WRITE_COMBINE,
+            true,
+            false,
+            false,
+            true,
+        )?;
         let gpfifo_fd = g.fd;
         let gpfifo_cpu = g.cpu;
         self.gpfifo = Some(g);
-        let u = dev.create_buffer(PAGE_SIZE, NVMAP_HANDLE_WRITE_COMBINE, true, false, false)?;
+        let u = dev.create_buffer(
+            PAGE_SIZE,
+            NVMAP_HANDLE_WRITE_COMBINE,
+            true,
+            false,
+            false,
+            true,
+        )?;
         let userd_fd = u.fd;
         let userd_cpu = u.cpu;
         self.userd = Some(u);
@@ -157,6 +173,14 @@ impl NvgpuChannel {
             )
         })?;
         let token = sb.work_submit_token;
+        // The channel now holds its own dma-buf references to the ring and USERD
+        // (SRC os/linux/linux-channel.c:nvgpu_usermode_buf_from_dmabuf, put at channel close).
+        for b in [self.gpfifo.as_mut(), self.userd.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            dev.close_dmabuf_fd(b)?;
+        }
         // User syncpoint.
         let mut us = nvgpu_get_user_syncpoint_args::default();
         dev.ioctl(fd, NVGPU_IOCTL_CHANNEL_GET_USER_SYNCPOINT, &mut us, || {
@@ -177,7 +201,14 @@ impl NvgpuChannel {
             format!("NVGPU_IOCTL_CHANNEL_ALLOC_OBJ_CTX(channel_fd={fd}, class_num={class:#x})")
         })?;
         // Error notifier.
-        let n = dev.create_buffer(PAGE_SIZE, NVMAP_HANDLE_WRITE_COMBINE, true, false, false)?;
+        let n = dev.create_buffer(
+            PAGE_SIZE,
+            NVMAP_HANDLE_WRITE_COMBINE,
+            true,
+            false,
+            false,
+            true,
+        )?;
         let nfd = n.fd;
         // SAFETY: fresh writable mapping of PAGE_SIZE bytes.
         unsafe { std::ptr::write_bytes(n.cpu, 0, PAGE_SIZE as usize) };
@@ -191,6 +222,11 @@ impl NvgpuChannel {
         dev.ioctl(fd, NVGPU_IOCTL_CHANNEL_SET_ERROR_NOTIFIER, &mut en, || {
             format!("NVGPU_IOCTL_CHANNEL_SET_ERROR_NOTIFIER(channel_fd={fd}, mem={nfd}, offset=0)")
         })?;
+        // The channel holds the notifier's dma-buf until it closes
+        // (SRC os/linux/ioctl_channel.c:gk20a_init_error_notifier).
+        if let Some(n) = self.notifier.as_mut() {
+            dev.close_dmabuf_fd(n)?;
+        }
         // SAFETY: the usermode page is NVGPU_USERMODE_MAP_SIZE bytes; the doorbell is inside it.
         let doorbell = unsafe { dev.usermode.add(NVGPU_USERMODE_DOORBELL_OFFSET) }.cast::<u32>();
         self.raw = Some(ChannelRaw {

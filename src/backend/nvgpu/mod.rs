@@ -11,7 +11,11 @@
 //!   `CREATE_SUBCONTEXT(ASYNC)`, `mmap` of the usermode doorbell page.
 //! * **Memory** — nvmap `CREATE` → `ALLOC` (IOVMM, cache mode from [`MemFlags`], tag
 //!   [`NVMAP_TAG`]) → `GET_FD` → `MAP_BUFFER_EX` (kind pitch, no CACHEABLE flag) → `mmap` of
-//!   the dma-buf at the GPU VA (`MAP_FIXED_NOREPLACE`; any address if refused).
+//!   the dma-buf at the GPU VA (`MAP_FIXED_NOREPLACE`; any address if refused) → `close` of
+//!   the dma-buf fd. A live buffer holds **no file descriptor**: the nvmap client's handle
+//!   reference, the GPU mapping and the CPU mapping each hold the dma-buf (see
+//!   `docs/design.md`, "File descriptors held by buffers"). Free: `munmap` → `UNMAP_BUFFER`
+//!   → `NVMAP_IOC_FREE`.
 //! * **Channels** — see [`channel`].
 //! * **Teardown** — the §6 order: channels (they hold the device alive), then TSG, buffers,
 //!   VA windows, AS, doorbell, ctrl, nvmap.
@@ -88,7 +92,9 @@ fn out_of_memory_status(mut e: Error, errno: i32) -> Error {
 pub(crate) struct NvBuf {
     /// nvmap handle ID (0 = none).
     pub handle: u32,
-    /// dma-buf fd from GET_FD (-1 = none).
+    /// dma-buf fd from GET_FD while the buffer is being set up or bound (-1 = none). Closed
+    /// as soon as the kernel holds its own references (GPU mapping, CPU mapping, SETUP_BIND,
+    /// SET_ERROR_NOTIFIER), so that a live buffer costs no file descriptor.
     pub fd: RawFd,
     /// Size in bytes (4 KiB multiple).
     pub size: u64,
@@ -166,11 +172,11 @@ impl Device {
         unsafe { crate::os::ioctl_retrying(&*self.sys, fd, request, arg as *mut T as usize) }
             .map_err(|e| {
                 let mut err = ioctl_err(what(), e);
-                if e == libc::EMFILE && self.sys.is_emulated() {
+                if e == libc::EMFILE {
                     err.message.push_str(
-                        " (the emulated Orin holds one file descriptor per buffer besides its \
-                         dma-buf fd and does not change RLIMIT_NOFILE: raise the soft limit, \
-                         e.g. `ulimit -n`)",
+                        " (the process has no free file descriptor below its RLIMIT_NOFILE soft \
+                         limit: live buffers hold none, but creating one needs a descriptor for \
+                         a moment; close descriptors or raise the limit, e.g. `ulimit -n`)",
                     );
                 }
                 err
@@ -183,8 +189,21 @@ impl Device {
             .map_err(|e| os_err(format!("close({what} fd={fd})"), e))
     }
 
+    /// Closes the buffer's dma-buf fd, if it still has one. The fd is forgotten whatever
+    /// `close` answers: Linux releases the descriptor even when `close` reports an error, and
+    /// closing the number again could close another thread's new file.
+    pub fn close_dmabuf_fd(&self, b: &mut NvBuf) -> Result<()> {
+        if b.fd < 0 {
+            return Ok(());
+        }
+        let fd = std::mem::replace(&mut b.fd, -1);
+        self.close_fd(fd, "dmabuf")
+    }
+
     /// Creates an nvmap buffer: CREATE → ALLOC → GET_FD, then optionally MAP_BUFFER_EX and a
-    /// CPU mapping (at the GPU VA when `at_gpu_va`). On failure everything done is undone.
+    /// CPU mapping (at the GPU VA when `at_gpu_va`). Unless `keep_fd`, the dma-buf fd is
+    /// closed at the end (the client's handle reference and the mappings keep the buffer).
+    /// On failure everything done is undone.
     pub fn create_buffer(
         &self,
         size: u64,
@@ -192,9 +211,19 @@ impl Device {
         zeroed: bool,
         gpu_map: bool,
         at_gpu_va: bool,
+        keep_fd: bool,
     ) -> Result<NvBuf> {
         let mut b = NvBuf::empty(size);
-        match self.build_buffer(&mut b, cache, zeroed, gpu_map, at_gpu_va) {
+        let built = self
+            .build_buffer(&mut b, cache, zeroed, gpu_map, at_gpu_va)
+            .and_then(|()| {
+                if keep_fd {
+                    Ok(())
+                } else {
+                    self.close_dmabuf_fd(&mut b)
+                }
+            });
+        match built {
             Ok(()) => Ok(b),
             Err(e) => {
                 let _ = self.release_buffer(&mut b);
@@ -326,8 +355,11 @@ impl Device {
         Ok(())
     }
 
-    /// Tears a buffer down: munmap, UNMAP_BUFFER, close the dma-buf fd, NVMAP_IOC_FREE. Runs
-    /// every step that applies even if one fails; returns the first error.
+    /// Tears a buffer down: munmap, UNMAP_BUFFER, close the dma-buf fd (if still open),
+    /// NVMAP_IOC_FREE. Runs every step that applies even if one fails, and never retries one
+    /// (a failed munmap leaves that CPU view mapped, which keeps only this dma-buf alive; a
+    /// failed UNMAP_BUFFER or FREE is undone by the kernel when the AS or nvmap fd closes);
+    /// returns the first error.
     pub fn release_buffer(&self, b: &mut NvBuf) -> Result<()> {
         let mut first: Option<Error> = None;
         let mut keep = |r: Result<()>| {
@@ -354,10 +386,7 @@ impl Device {
                 .map(|_| ()),
             );
         }
-        if b.fd >= 0 {
-            keep(self.close_fd(b.fd, "dmabuf"));
-            b.fd = -1;
-        }
+        keep(self.close_dmabuf_fd(b));
         if b.handle != 0 {
             let h = b.handle;
             // SAFETY: NVMAP_IOC_FREE takes the handle ID by value; no memory is passed.
@@ -438,19 +467,35 @@ fn meminfo_total() -> Option<u64> {
     kb.checked_mul(1024)
 }
 
+/// `open(path, O_RDWR|O_CLOEXEC)`, restarted when a signal interrupts it (EINTR; a driver's
+/// open may sleep interruptibly, e.g. while the GPU powers on), a bounded number of times
+/// like [`crate::os::ioctl_retrying`]. Other errors come back naming the call.
+fn open_node(sys: &dyn Sys, path: &CStr) -> Result<RawFd> {
+    let what = || format!("open({path:?}, O_RDWR|O_CLOEXEC)");
+    let mut restarts = 0u32;
+    loop {
+        match sys.open(path, libc::O_RDWR | libc::O_CLOEXEC) {
+            Ok(fd) => return Ok(fd),
+            Err(libc::EINTR) if restarts < crate::os::IOCTL_EINTR_RETRIES => restarts += 1,
+            Err(libc::EINTR) => {
+                let mut e = os_err(what(), libc::EINTR);
+                e.message
+                    .push_str(&format!("; still EINTR after {restarts} restarts"));
+                return Err(e);
+            }
+            Err(e) => return Err(os_err(what(), e)),
+        }
+    }
+}
+
 impl NvgpuBackend {
     /// Opens the GPU through `sys` and brings up the address space, VA windows, TSG,
     /// subcontext and doorbell (§4.1–§4.2). Fails with an error naming the call that failed.
     pub fn open(sys: Arc<dyn Sys>) -> Result<NvgpuBackend> {
         let emulated = sys.is_emulated();
         let mut d = Device::new(sys.clone());
-        let oflags = libc::O_RDWR | libc::O_CLOEXEC;
-        d.ctrl_fd = sys
-            .open(CTRL_PATH, oflags)
-            .map_err(|e| os_err("open(\"/dev/nvgpu/igpu0/ctrl\", O_RDWR|O_CLOEXEC)", e))?;
-        d.nvmap_fd = sys
-            .open(NVMAP_PATH, oflags)
-            .map_err(|e| os_err("open(\"/dev/nvmap\", O_RDWR|O_CLOEXEC)", e))?;
+        d.ctrl_fd = open_node(&*sys, CTRL_PATH)?;
+        d.nvmap_fd = open_node(&*sys, NVMAP_PATH)?;
 
         // GET_CHARACTERISTICS.
         let mut chars = nvgpu_gpu_characteristics::default();
@@ -590,7 +635,8 @@ impl NvgpuBackend {
 
         // Probe whether CPU views can sit at their GPU VAs.
         let unified = {
-            let mut b = dev.create_buffer(PAGE_SIZE, NVMAP_HANDLE_CACHEABLE, true, true, true)?;
+            let mut b =
+                dev.create_buffer(PAGE_SIZE, NVMAP_HANDLE_CACHEABLE, true, true, true, false)?;
             let u = b.gpu_va == Some(b.cpu as u64);
             dev.release_buffer(&mut b)?;
             u
@@ -696,7 +742,7 @@ impl Backend for NvgpuBackend {
         };
         let b = self
             .dev
-            .create_buffer(size, cache, flags.zeroed, true, true)?;
+            .create_buffer(size, cache, flags.zeroed, true, true, false)?;
         let gpu_va = b.gpu_va.unwrap_or(0);
         let cpu = b.cpu;
         let id = self.dev.next_id.fetch_add(1, Ordering::Relaxed);

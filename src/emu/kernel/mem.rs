@@ -3,10 +3,9 @@
 
 use crate::os::Errno;
 use parking_lot::Mutex;
-use std::collections::BTreeSet;
 use std::ffi::CStr;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 fn errno() -> Errno {
@@ -47,76 +46,55 @@ pub(crate) fn close_fd(fd: RawFd) {
     unsafe { libc::close(fd) };
 }
 
-/// Whether `fd` is an open file descriptor of the application (the emulator's hidden fds do
-/// not count).
+/// Whether `fd` is an open file descriptor.
 pub(crate) fn fd_is_open(fd: RawFd) -> bool {
     // SAFETY: F_GETFD has no memory-safety preconditions.
-    fd >= 0 && !is_hidden(fd) && unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0
+    fd >= 0 && unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0
 }
 
-/// Duplicate `fd` to the lowest free number with FD_CLOEXEC (what `get_unused_fd_flags(O_CLOEXEC)`
-/// + `fd_install` of the same `struct file` gives in the kernel).
-pub(crate) fn dup_cloexec(fd: RawFd) -> Result<RawFd, Errno> {
-    // SAFETY: F_DUPFD_CLOEXEC has no memory-safety preconditions.
-    let n = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-    if n < 0 {
-        Err(errno())
-    } else {
-        Ok(n)
-    }
-}
-
-/// First fd number used for the emulator's own (hidden) fds: half the process's current
-/// RLIMIT_NOFILE soft limit, far above the numbers the application sees, so that
-/// application-visible fds are numbered as on the real kernel. The emulator never changes the
-/// limit itself (it used to raise the soft limit silently): each emulated buffer costs one fd
-/// more than on the board, so a process with many buffers may need a higher `ulimit -n`.
-fn hidden_base() -> RawFd {
-    let mut rl = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
+/// The fd an application gets for a dma-buf (GET_FD): the lowest free number, FD_CLOEXEC, a
+/// sealed memfd of the buffer's size (so `lseek(fd, 0, SEEK_END)` gives the size, as on a real
+/// dma-buf). It holds no memory: the buffer's pages belong to the emulated kernel and reach the
+/// application only through [`crate::os::Sys::mmap`] of this fd ([`DmaBuf::map_into_user`]).
+/// `F_SEAL_WRITE` makes a shared writable `mmap` that bypasses the emulator fail (EPERM)
+/// instead of silently mapping other memory.
+pub(crate) fn dmabuf_placeholder_fd(size: u64) -> Result<RawFd, Errno> {
+    // SAFETY: the name is NUL-terminated.
+    let fd = unsafe {
+        libc::memfd_create(
+            c"nvmap-dmabuf".as_ptr(),
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+        )
     };
-    // SAFETY: rl is a valid out-pointer.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
-        return 512;
+    if fd < 0 {
+        return Err(errno());
     }
-    let cur = RawFd::try_from(rl.rlim_cur.min(1 << 16)).unwrap_or(1 << 16);
-    cur / 2
-}
-
-/// The emulator's hidden fds (they do not exist for the application).
-static HIDDEN: Mutex<BTreeSet<RawFd>> = Mutex::new(BTreeSet::new());
-
-/// Whether `fd` is one of the emulator's hidden fds.
-pub(crate) fn is_hidden(fd: RawFd) -> bool {
-    HIDDEN.lock().contains(&fd)
-}
-
-/// Move `fd` (FD_CLOEXEC) to a hidden high number, closing the original. When no number from
-/// [`hidden_base`] up is free, `fd` stays where it is (still hidden from the application; only
-/// the numbering of later application fds differs from the board's then).
-pub(crate) fn hide_fd(fd: RawFd) -> Result<RawFd, Errno> {
-    // SAFETY: F_DUPFD_CLOEXEC has no memory-safety preconditions.
-    let n = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, hidden_base()) };
-    if n < 0 {
-        let e = errno();
-        if e == libc::EMFILE || e == libc::EINVAL {
-            HIDDEN.lock().insert(fd);
-            return Ok(fd);
-        }
-        close_fd(fd);
-        return Err(e);
+    // Best effort: the size only serves lseek; a failure leaves it 0.
+    if let Ok(len) = libc::off_t::try_from(size) {
+        // SAFETY: fd is our memfd; a sparse size allocates nothing.
+        unsafe { libc::ftruncate(fd, len) };
     }
-    HIDDEN.lock().insert(n);
-    close_fd(fd);
-    Ok(n)
+    let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE | libc::F_SEAL_SEAL;
+    // SAFETY: F_ADD_SEALS has no memory-safety preconditions.
+    unsafe { libc::fcntl(fd, libc::F_ADD_SEALS, seals) };
+    Ok(fd)
 }
 
-/// Close a hidden fd.
-fn close_hidden(fd: RawFd) {
-    let mut h = HIDDEN.lock();
-    h.remove(&fd);
-    close_fd(fd);
+/// Counts live kernel objects of one kind (for leak checks): +1 while a token exists.
+#[derive(Debug)]
+pub(crate) struct LiveToken(Arc<AtomicUsize>);
+
+impl LiveToken {
+    pub(crate) fn new(counter: &Arc<AtomicUsize>) -> LiveToken {
+        counter.fetch_add(1, Ordering::Relaxed);
+        LiveToken(counter.clone())
+    }
+}
+
+impl Drop for LiveToken {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Physical memory of the machine, bytes (an upper bound for one allocation).
@@ -143,6 +121,30 @@ unsafe impl Send for KMap {}
 unsafe impl Sync for KMap {}
 
 impl KMap {
+    /// `len` bytes of fresh shared memory that no file descriptor refers to: the pages live
+    /// exactly as long as this mapping and the application mappings made from it with
+    /// [`DmaBuf::map_into_user`].
+    pub(crate) fn anonymous(len: usize) -> Result<KMap, Errno> {
+        if len == 0 {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: a fresh mapping chosen by the kernel; no existing memory is affected.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(errno());
+        }
+        Ok(KMap { ptr: p.cast(), len })
+    }
+
     /// Map `len` bytes of `fd` at offset 0, read-write, shared.
     pub(crate) fn new(fd: RawFd, len: usize) -> Result<KMap, Errno> {
         if len == 0 {
@@ -195,9 +197,11 @@ pub(crate) struct Backing {
     pub kmap: KMap,
 }
 
-/// An nvmap handle's dma-buf (one `struct file` shared by every fd from GET_FD). The memory is
-/// a memfd the emulator holds at a hidden fd number; it lives while any `Arc` to this value
-/// exists (client handle refs, dma-buf fds, CPU mmaps, GPU mappings, channel refs).
+/// An nvmap handle's dma-buf: one object shared by every fd from GET_FD. Its memory (from
+/// NVMAP_IOC_ALLOC) is shared memory that only the emulated kernel's own mapping refers to, no
+/// file descriptor; it lives while any `Arc` to this value exists (client handle refs, dma-buf
+/// fds, CPU mmaps, GPU mappings, channel refs) and is freed with the last one, as nvmap frees a
+/// handle's pages when the last dma-buf reference goes.
 #[derive(Debug)]
 pub(crate) struct DmaBuf {
     /// Process-unique object id.
@@ -206,25 +210,23 @@ pub(crate) struct DmaBuf {
     pub handle: u32,
     /// Size in bytes (4 KiB multiple).
     pub size: u64,
-    /// The memfd (hidden number). Every dma-buf fd is a duplicate of it.
-    pub fd: RawFd,
     /// Set once by NVMAP_IOC_ALLOC.
     pub backing: OnceLock<Backing>,
     /// Label from SET_TAG_LABEL / tag from ALLOC (informational).
     pub tag: Mutex<u32>,
+    _live: LiveToken,
 }
 
 impl DmaBuf {
     /// A new, unallocated buffer of `size` bytes (already rounded).
-    pub(crate) fn new(handle: u32, size: u64) -> Result<Arc<DmaBuf>, Errno> {
-        let fd = hide_fd(memfd(c"nvmap-dmabuf", size)?)?;
+    pub(crate) fn new(handle: u32, size: u64, live: LiveToken) -> Result<Arc<DmaBuf>, Errno> {
         Ok(Arc::new(DmaBuf {
             oid: next_id(),
             handle,
             size,
-            fd,
             backing: OnceLock::new(),
             tag: Mutex::new(0),
+            _live: live,
         }))
     }
 
@@ -237,7 +239,7 @@ impl DmaBuf {
             return Err(libc::ENOMEM);
         }
         let len = usize::try_from(self.size).map_err(|_| libc::ENOMEM)?;
-        let kmap = KMap::new(self.fd, len).map_err(|_| libc::ENOMEM)?;
+        let kmap = KMap::anonymous(len).map_err(|_| libc::ENOMEM)?;
         self.backing
             .set(Backing { heap, flags, kmap })
             .map_err(|_| libc::EEXIST)
@@ -257,11 +259,106 @@ impl DmaBuf {
         // SAFETY: off < size = mapping length.
         Some(unsafe { b.kmap.ptr().add(off as usize) })
     }
-}
 
-impl Drop for DmaBuf {
-    fn drop(&mut self) {
-        close_hidden(self.fd);
+    /// `mmap(addr, len, prot, flags, dmabuf_fd, off)` of an allocated buffer: a new mapping of
+    /// the buffer's own pages (`mremap` with old size 0 duplicates a shared mapping), always
+    /// shared as nvmap makes it. `len + off` past the buffer → EINVAL, as
+    /// `dma_buf_mmap_internal` checks; `off` not page aligned → EINVAL. `MAP_FIXED` replaces
+    /// what is at `addr`, `MAP_FIXED_NOREPLACE` fails with EEXIST if anything is, a plain
+    /// non-null `addr` is a hint.
+    ///
+    /// # Safety
+    /// As for `libc::mmap`: `MAP_FIXED` may replace existing mappings.
+    pub(crate) unsafe fn map_into_user(
+        &self,
+        addr: *mut u8,
+        len: usize,
+        prot: i32,
+        flags: i32,
+        off: i64,
+    ) -> Result<*mut u8, Errno> {
+        let b = self.backing.get().ok_or(libc::EPERM)?;
+        // do_mmap: the mapping type must be shared or private.
+        if !matches!(
+            flags & libc::MAP_TYPE,
+            libc::MAP_SHARED | libc::MAP_PRIVATE | libc::MAP_SHARED_VALIDATE
+        ) {
+            return Err(libc::EINVAL);
+        }
+        let ps = super::page_size();
+        let off = usize::try_from(off).map_err(|_| libc::EINVAL)?;
+        if len == 0 || off % ps != 0 {
+            return Err(libc::EINVAL);
+        }
+        let pages_len = len.checked_next_multiple_of(ps).ok_or(libc::ENOMEM)?;
+        let size = usize::try_from(self.size).map_err(|_| libc::EINVAL)?;
+        if off
+            .checked_add(pages_len)
+            .map_or(true, |e| e > size.next_multiple_of(ps))
+        {
+            return Err(libc::EINVAL);
+        }
+        let noreplace = flags & libc::MAP_FIXED_NOREPLACE != 0;
+        let fixed = !noreplace && flags & libc::MAP_FIXED != 0;
+        if (fixed || noreplace) && addr as usize % ps != 0 {
+            return Err(libc::EINVAL);
+        }
+        // Reserve the requested address first when it must not replace anything (or is a
+        // hint); the duplicate then moves onto the reservation.
+        let mut target: Option<*mut u8> = if fixed { Some(addr) } else { None };
+        if noreplace || (!fixed && !addr.is_null() && addr as usize % ps == 0) {
+            let p = libc::mmap(
+                addr.cast(),
+                pages_len,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE
+                    | libc::MAP_ANONYMOUS
+                    | libc::MAP_NORESERVE
+                    | libc::MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            );
+            let e = errno();
+            if p != libc::MAP_FAILED && p.cast::<u8>() == addr {
+                target = Some(addr);
+            } else {
+                if p != libc::MAP_FAILED {
+                    // A kernel older than 4.17 took the flag as a hint.
+                    libc::munmap(p, pages_len);
+                }
+                if noreplace {
+                    return Err(if p == libc::MAP_FAILED {
+                        e
+                    } else {
+                        libc::EEXIST
+                    });
+                }
+            }
+        }
+        let src = b.kmap.ptr().add(off);
+        let p = match target {
+            Some(t) => libc::mremap(
+                src.cast(),
+                0,
+                pages_len,
+                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                t.cast::<libc::c_void>(),
+            ),
+            None => libc::mremap(src.cast(), 0, pages_len, libc::MREMAP_MAYMOVE),
+        };
+        if p == libc::MAP_FAILED {
+            let e = errno();
+            if target.is_some() && !fixed {
+                libc::munmap(addr.cast(), pages_len);
+            }
+            return Err(e);
+        }
+        if prot != libc::PROT_READ | libc::PROT_WRITE && libc::mprotect(p, pages_len, prot) != 0 {
+            let e = errno();
+            libc::munmap(p, pages_len);
+            return Err(e);
+        }
+        Ok(p.cast())
     }
 }
 

@@ -8,10 +8,13 @@
 //!
 //! Every object the kernel would give an fd (ctrl, nvmap client, AS, TSG, channel, dma-buf) has a
 //! real file descriptor here (a memfd), so fd numbers are the lowest free ones and carry
-//! FD_CLOEXEC exactly as on the board. dma-bufs are memfds of the handle size: `mmap` of a
-//! dma-buf fd maps the real memory, and the emulated GPU sees the same pages through the
-//! kernel's own mapping of each buffer. The ctrl fd is a 64 KiB memfd whose mapping is the
-//! usermode (doorbell) page the GPU model watches.
+//! FD_CLOEXEC exactly as on the board; the emulator holds no other fd. A dma-buf's memory is
+//! shared memory that only the kernel's own mapping of the buffer refers to (the emulated GPU
+//! reads it there); `mmap` of a dma-buf fd through [`Sys::mmap`] maps those same pages, so the
+//! memory lives exactly as long as the kernel objects, fds and mappings that reference the
+//! buffer, as on the board, and a live buffer costs the application no fd once it has closed its
+//! dma-buf fds. The ctrl fd is a 64 KiB memfd whose mapping is the usermode (doorbell) page the
+//! GPU model watches.
 //!
 //! Where the real kernel would oops or hang (GET_USER_SYNCPOINT on a channel with no address
 //! space; GR context buffers placed at or above 2^40 by ALLOC_OBJ_CTX, the seeds' "3 MB gpfifo
@@ -32,7 +35,7 @@ mod vm;
 pub use fixture::ga10b_characteristics;
 
 use self::mem::{
-    close_fd, copy_from_user, copy_to_user, fd_is_open, is_hidden, memfd, DmaBuf, KMap,
+    close_fd, copy_from_user, copy_to_user, fd_is_open, memfd, DmaBuf, KMap, LiveToken,
 };
 use self::vm::Vm;
 use crate::emu::gpu::Gpu;
@@ -43,6 +46,7 @@ use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::CStr;
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 /// Number of hardware channels (chids) of the emulated GPU (token 511 first, as on the board).
@@ -111,6 +115,12 @@ pub struct EmuStats {
     pub user_mappings: usize,
     /// Free chids.
     pub free_chids: usize,
+    /// nvmap handle references held by clients (one per handle ID per client).
+    pub handles: usize,
+    /// dma-buf objects alive (nvmap buffers and the syncpoint aperture), whoever holds them.
+    pub dmabufs: usize,
+    /// Address spaces (VMs) alive, whoever holds them.
+    pub vms: usize,
 }
 
 pub(crate) struct State {
@@ -131,6 +141,9 @@ pub(crate) struct State {
     uvmas: BTreeMap<usize, UVma>,
     /// Errors injected with [`EmuSys::inject_channel_error`].
     injected: Vec<KernelFaultRecord>,
+    /// Live dma-bufs and VMs (see [`EmuStats`]).
+    live_dmabufs: Arc<AtomicUsize>,
+    live_vms: Arc<AtomicUsize>,
 }
 
 /// The emulated Orin kernel (nvgpu + nvmap). Create with [`EmuSys::new`]; use it wherever a
@@ -200,6 +213,8 @@ impl EmuSys {
             syncpoints: BTreeSet::new(),
             uvmas: BTreeMap::new(),
             injected: Vec::new(),
+            live_dmabufs: Arc::new(AtomicUsize::new(0)),
+            live_vms: Arc::new(AtomicUsize::new(0)),
         };
         Arc::new(EmuSys {
             state: Mutex::new(state),
@@ -223,6 +238,9 @@ impl EmuSys {
             channels: st.channels.len(),
             user_mappings: st.uvmas.len(),
             free_chids: st.free_chids.len(),
+            handles: st.clients.values().map(|c| c.handle_count()).sum(),
+            dmabufs: st.live_dmabufs.load(Ordering::Relaxed),
+            vms: st.live_vms.load(Ordering::Relaxed),
         }
     }
 
@@ -307,7 +325,7 @@ impl State {
         if let Some(a) = self.aperture.upgrade() {
             return Ok(a);
         }
-        let a = DmaBuf::new(0, NUM_SYNCPOINTS as u64 * SYNCPOINT_STRIDE)?;
+        let a = self.new_dmabuf(0, NUM_SYNCPOINTS as u64 * SYNCPOINT_STRIDE)?;
         a.allocate(crate::sys::nvmap::NVMAP_HEAP_IOVMM, 0)?;
         self.aperture = Arc::downgrade(&a);
         Ok(a)
@@ -621,7 +639,7 @@ impl State {
             Some(top) if top <= 1 << 49 => {}
             _ => return Err(libc::ENOMEM),
         }
-        let vm = Vm::new(s, e);
+        let vm = Vm::new(s, e, LiveToken::new(&self.live_vms));
         self.new_fd(c"nvgpu-as", 0, Obj::As(vm))
     }
 
@@ -803,7 +821,6 @@ impl Sys for EmuSys {
                 st.release(obj);
                 Ok(())
             }
-            None if is_hidden(fd) => Err(libc::EBADF),
             None => {
                 drop(st);
                 // SAFETY: closing a foreign fd, as the caller asked.
@@ -862,9 +879,6 @@ impl Sys for EmuSys {
         } else {
             st.fds.get(&fd).cloned()
         };
-        if obj.is_none() && flags & libc::MAP_ANONYMOUS == 0 && is_hidden(fd) {
-            return Err(libc::EBADF);
-        }
         match obj {
             None => {
                 let p = raw(flags)?;
@@ -915,8 +929,8 @@ impl Sys for EmuSys {
                 if bk.heap == crate::sys::nvmap::NVMAP_HEAP_CARVEOUT_VPR {
                     return Err(libc::EPERM);
                 }
-                // nvmap makes every mapping shared.
-                let p = raw((flags & !libc::MAP_PRIVATE) | libc::MAP_SHARED)?;
+                // The buffer's own pages (nvmap makes every mapping shared).
+                let p = b.map_into_user(addr, len, prot, flags, offset)?;
                 st.punch(p as usize, len);
                 let ps = page_size();
                 st.uvmas.insert(

@@ -1,6 +1,6 @@
 //! `/dev/nvmap` clients: handle IDs, ALLOC, dma-buf fds, cache maintenance (§5).
 
-use super::mem::{copy_from_user, copy_to_user, dup_cloexec, DmaBuf};
+use super::mem::{copy_from_user, copy_to_user, dmabuf_placeholder_fd, DmaBuf, LiveToken};
 use super::{read_user, write_user, Obj, State, UVmaKind};
 use crate::os::Errno;
 use crate::sys::nvgpu::{ioc_nr, ioc_type, request_entry};
@@ -21,16 +21,35 @@ pub(crate) struct Client {
     handles: HashMap<u32, (Arc<DmaBuf>, u32)>,
 }
 
+impl Client {
+    /// Handle IDs this client holds.
+    pub(crate) fn handle_count(&self) -> usize {
+        self.handles.len()
+    }
+}
+
 impl State {
     fn client(&mut self, id: u64) -> Result<&mut Client, Errno> {
         self.clients.get_mut(&id).ok_or(libc::ENOTTY)
     }
 
-    /// New dma-buf fd (lowest free, FD_CLOEXEC) on the same file as `buf`.
+    /// New dma-buf fd (lowest free, FD_CLOEXEC) referring to `buf`. Out of fds → EMFILE
+    /// (`get_unused_fd_flags`), anything else ENOMEM.
     fn dmabuf_fd(&mut self, buf: Arc<DmaBuf>) -> Result<i32, Errno> {
-        let fd = dup_cloexec(buf.fd)?;
+        let fd = dmabuf_placeholder_fd(buf.size).map_err(|e| {
+            if e == libc::EMFILE || e == libc::ENFILE {
+                e
+            } else {
+                libc::ENOMEM
+            }
+        })?;
         self.fds.insert(fd, Obj::DmaBuf(buf));
         Ok(fd)
+    }
+
+    /// A new dma-buf object counted in [`super::EmuStats::dmabufs`].
+    pub(super) fn new_dmabuf(&self, handle: u32, size: u64) -> Result<Arc<DmaBuf>, Errno> {
+        DmaBuf::new(handle, size, LiveToken::new(&self.live_dmabufs))
     }
 
     /// The nvmap dispatcher (§1 rule 5): wrong magic or nr > 107 → ENOTTY; each handler copies
@@ -52,15 +71,8 @@ impl State {
                 }
                 let size = size.checked_add(4095).ok_or(libc::ENOMEM)? & !4095;
                 let id = self.next_handle;
-                // Out of fds (the emulator holds one per buffer): EMFILE, as nvmap gives when
-                // it cannot install a handle's fd; anything else is out of memory.
-                let buf = DmaBuf::new(id, size).map_err(|e| {
-                    if e == libc::EMFILE || e == libc::ENFILE {
-                        e
-                    } else {
-                        libc::ENOMEM
-                    }
-                })?;
+                // With handle IDs (NVMAP_CONFIG_HANDLE_AS_ID) CREATE installs no fd.
+                let buf = self.new_dmabuf(id, size).map_err(|_| libc::ENOMEM)?;
                 self.next_handle = self.next_handle.checked_add(1).unwrap_or(0x7fff_ffff);
                 self.client(cid)?.handles.insert(id, (buf, 1));
                 if req == NVMAP_IOC_CREATE {

@@ -3,7 +3,7 @@
 //! (GPFIFO rings, syncpoint pages). Implements [`Mmu`] for the GPU model.
 
 use super::buddy::{Buddy, BLOCK};
-use super::mem::DmaBuf;
+use super::mem::{DmaBuf, LiveToken};
 use crate::emu::hwif::{HostPtr, Mmu};
 use crate::os::Errno;
 use crate::sys::nvgpu::*;
@@ -67,6 +67,7 @@ pub(crate) struct Vm {
     pub start: u64,
     pub end: u64,
     pub inner: Mutex<VmInner>,
+    _live: LiveToken,
 }
 
 fn round_up(v: u64, a: u64) -> Option<u64> {
@@ -111,7 +112,7 @@ impl VmInner {
 impl Vm {
     /// A VM over the user VMA `[start, end)` (validated by the caller) and the kernel VMA
     /// `[end, end + 4 GiB)`.
-    pub(crate) fn new(start: u64, end: u64) -> Arc<Vm> {
+    pub(crate) fn new(start: u64, end: u64, live: LiveToken) -> Arc<Vm> {
         Arc::new(Vm {
             start,
             end,
@@ -125,6 +126,7 @@ impl Vm {
                 retired: Vec::new(),
                 attached: 0,
             }),
+            _live: live,
         })
     }
 
