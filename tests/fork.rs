@@ -2,7 +2,8 @@
 //! `TG_ERROR_INVALID_HANDLE` saying they come from before the fork, the child opens and uses its
 //! own device, and a fork while another thread is inside the library does not leave the child
 //! with a lock it can never take (issue #15 item 8). One test function: the forks must not race
-//! with other tests' threads inside the library.
+//! with other tests' threads inside the library. Runs on the device under test
+//! (`TEGRAGPU_TEST_DEVICE`, default the emulated Orin; `rm` on the H100/H200).
 
 use std::ffi::{c_void, CStr};
 use std::ptr::null_mut;
@@ -16,12 +17,35 @@ fn last_error() -> String {
         .into_owned()
 }
 
+/// The device spec under test, NUL-terminated.
+fn spec() -> std::ffi::CString {
+    std::ffi::CString::new(
+        std::env::var("TEGRAGPU_TEST_DEVICE").unwrap_or_else(|_| "emu".to_string()),
+    )
+    .unwrap()
+}
+
+/// The fixture cubin for the SM version of the device under test.
 fn cubin() -> Vec<u8> {
-    std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/cubin/kernels.sm_87.cubin"
-    ))
-    .expect("fixture cubin")
+    let mut dev = null_mut();
+    let mut info: tg_device_info = unsafe { std::mem::zeroed() };
+    info.struct_size = std::mem::size_of::<tg_device_info>() as u32;
+    // SAFETY: valid C string, out-pointers and struct size.
+    unsafe {
+        assert_eq!(tg_device_open(spec().as_ptr(), &mut dev), tg_status::TG_OK);
+        assert_eq!(tg_device_get_info(dev, &mut info), tg_status::TG_OK);
+        assert_eq!(tg_device_close(dev), tg_status::TG_OK);
+    }
+    let name = format!("kernels.sm_{}{}.cubin", info.sm_major, info.sm_minor);
+    let built = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/cubin")
+        .join(&name);
+    let p = if built.exists() {
+        built
+    } else {
+        std::path::Path::new("tests/fixtures/cubin").join(name)
+    };
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 /// A device with vector_add loaded and run once: returns whether c = a + b came out right.
@@ -36,7 +60,7 @@ unsafe fn vector_add_on_new_device(cubin: &[u8]) -> Result<(), String> {
     };
     let (mut dev, mut m, mut k, mut q, mut s) =
         (null_mut(), null_mut(), null_mut(), null_mut(), null_mut());
-    ck(tg_device_open(c"emu".as_ptr(), &mut dev), "tg_device_open")?;
+    ck(tg_device_open(spec().as_ptr(), &mut dev), "tg_device_open")?;
     ck(
         tg_module_load(dev, cubin.as_ptr() as *const c_void, cubin.len(), &mut m),
         "tg_module_load",
@@ -158,7 +182,7 @@ fn fork_child_gets_clear_errors_and_its_own_device() {
             null_mut(),
             null_mut(),
         );
-        assert_eq!(tg_device_open(c"emu".as_ptr(), &mut dev), tg_status::TG_OK);
+        assert_eq!(tg_device_open(spec().as_ptr(), &mut dev), tg_status::TG_OK);
         assert_eq!(
             tg_module_load(dev, cubin.as_ptr() as *const c_void, cubin.len(), &mut m),
             tg_status::TG_OK
