@@ -143,6 +143,7 @@ fn lists_all_kernels_of_kernels_cu() {
                 "mixed_params",
                 "reduce_sum",
                 "saxpy",
+                "spin_until",
                 "uses_local",
                 "vector_add"
             ]
@@ -528,7 +529,7 @@ fn relocations_of_unloaded_sections_are_ignored() {
         let at = s.offset as usize + 16 * e + 8;
         f[at..at + 4].copy_from_slice(&0x77u32.to_le_bytes());
     }
-    assert_eq!(parse(&f, ORIN).kernels().len(), 11);
+    assert_eq!(parse(&f, ORIN).kernels().len(), 12);
 }
 
 #[test]
@@ -1018,4 +1019,46 @@ fn relocation_addend_overflow_is_a_malformed_cubin() {
         .unwrap_err();
     assert_eq!(e.status, Status::InvalidCubin, "{e:?}");
     assert!(e.message.contains("addend"), "{}", e.message);
+}
+
+/// Kernels that use texture or surface objects are refused (they would fault without the
+/// driver's texture pools); no other kernel of the conformance corpus is.
+#[test]
+fn texture_and_surface_instructions_refuse_the_kernel() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures");
+    let mut checked = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let file = p.file_name().unwrap().to_string_lossy().into_owned();
+        let sm = if file.ends_with(".sm_87.cubin") {
+            ORIN
+        } else if file.ends_with(".sm_90.cubin") {
+            HOPPER
+        } else {
+            continue;
+        };
+        let Ok(m) = Module::parse(&std::fs::read(&p).unwrap(), sm) else {
+            continue; // modules refused as a whole are covered by tests/conformance_load.rs
+        };
+        for k in m.kernels() {
+            let tex = k
+                .refused
+                .as_deref()
+                .filter(|r| r.contains("texture or surface objects"));
+            let want = if file.starts_with("texture_object") {
+                Some("(TLD at ")
+            } else if file.starts_with("surface_object") {
+                Some("(SUST at ")
+            } else {
+                None
+            };
+            match (tex, want) {
+                (Some(r), Some(w)) => assert!(r.contains(w), "{file}: {r}"),
+                (None, None) => {}
+                _ => panic!("{file} kernel {}: refused {:?}", k.name, k.refused),
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 180, "only {checked} kernels checked");
 }

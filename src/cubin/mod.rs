@@ -19,6 +19,7 @@
 mod elf;
 pub mod fatbin;
 pub mod info;
+pub mod sass;
 
 use crate::error::{Error, Result, Status};
 use elf::{
@@ -715,6 +716,50 @@ impl Module {
         })
     }
 
+    /// Why the kernel cannot run if it (or a device function of the module) executes texture or
+    /// surface instructions: texture and surface objects need the driver's texture header and
+    /// sampler pools, which libtegragpu does not provide.
+    fn texture_use(
+        elf: &Elf<'_>,
+        names: &[&str],
+        ti: usize,
+        sym: &Sym,
+        name: &str,
+        sm: (u32, u32),
+    ) -> Result<Option<String>> {
+        let data = elf.section_data(ti)?;
+        let code = usize::try_from(sym.st_value)
+            .ok()
+            .zip(usize::try_from(sym.st_size).ok())
+            .and_then(|(a, n)| data.get(a..a.checked_add(n)?))
+            .unwrap_or(data);
+        if let Some((off, m)) = sass::first_texture_instruction(code, sm) {
+            return Ok(Some(format!(
+                "kernel {name} uses texture or surface objects ({m} at {:#x} in {}), which \
+                 libtegragpu does not support",
+                sym.st_value + off as u64,
+                names[ti]
+            )));
+        }
+        // Device functions (a .text section without .nv.info.<name>: not a kernel). Without
+        // reading the call graph every kernel of the module is refused.
+        for (i, nm) in names.iter().enumerate() {
+            let Some(f) = nm.strip_prefix(".text.") else {
+                continue;
+            };
+            if i == ti || names.iter().any(|n| n.strip_prefix(".nv.info.") == Some(f)) {
+                continue;
+            }
+            if let Some((_, m)) = sass::first_texture_instruction(elf.section_data(i)?, sm) {
+                return Ok(Some(format!(
+                    "kernel {name}: device function {f} of its module uses texture or surface \
+                     objects ({m}), which libtegragpu does not support"
+                )));
+            }
+        }
+        Ok(None)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn kernel_info(
         elf: &Elf<'_>,
@@ -776,11 +821,11 @@ impl Module {
 
         // Per-kernel sections, tied to the .text section by sh_info.
         let mut attrs_all: Vec<(Attr<'_>, &str)> = Vec::new();
-        let mut refused: Option<String> = None;
         let mut static_shared = 0u64;
         let mut cbank0_section = 0u64;
         let mut cbank2 = None;
         let c2name = format!(".nv.constant2.{name}");
+        let mut refused = Self::texture_use(elf, names, ti, sym, name, sm)?;
         for (i, s) in elf.sections.iter().enumerate() {
             let nm = names[i];
             if s.sh_info as usize == ti && s.sh_type == SHT_CUDA_INFO && nm.starts_with(".nv.info.")

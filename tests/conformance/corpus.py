@@ -401,10 +401,12 @@ CASES = [
                "CUDA 13 libcudadevrt.a has no sm_87 code, so no sm_87 fixture)",
          args=[out(w4(128)), scalar("i32", 1000)]),
     case("texture_object", "texture_object.cu", grid=4, block=256, expect_tg="may_refuse",
-         notes="texture object from cuTexObjectCreate; the harness cannot make one for libtegragpu",
+         notes="texture object from cuTexObjectCreate; libtegragpu refuses the kernel (TLD/TEX "
+               "instructions: texture objects are not supported)",
          args=[tex(4 * 1024, rand("f32", 132, -5, 5)), out(w4(1024)), scalar("i32", 1024)]),
     case("surface_object", "surface_object.cu", grid=4, block=256, expect_tg="may_refuse",
-         notes="surface object over a CUDA array; the harness cannot make one for libtegragpu",
+         notes="surface object over a CUDA array; libtegragpu refuses the kernel (SULD/SUST "
+               "instructions: surface objects are not supported)",
          args=[surf(4 * 1024), buf(w4(1024), rand("f32", 133, -5, 5)), scalar("i32", 1024)]),
 
     # ---------------------------------------------------------------- inline PTX
