@@ -667,6 +667,13 @@ impl Module {
                     "vprintf" => "device-side printf, which needs the driver's printf buffer and syscall service (not supported by libtegragpu)",
                     "malloc" | "free" => "the device-side heap (malloc/free), which needs the driver's syscall service (not supported by libtegragpu)",
                     "__assertfail" | "__assert_fail" => "device-side assert, which needs the driver's syscall service (not supported by libtegragpu)",
+                    n if n.starts_with("__cuda_syscall_tex")
+                        || n.starts_with("__cuda_syscall_su")
+                        || n == ".nv.unified.texrefDescSize"
+                        || n == ".nv.surfrefDescSize" =>
+                    {
+                        "texture or surface objects (the driver's texture/surface descriptors), which libtegragpu does not support"
+                    }
                     n if n.starts_with("cudaLaunchDevice") || n.starts_with("cudaGetParameterBuffer") || n.starts_with("cudaCGGet") => {
                         "dynamic parallelism (device-side launches), which libtegragpu does not support"
                     }

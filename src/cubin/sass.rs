@@ -2,66 +2,49 @@
 //! surface objects is refused (`TG_ERROR_NOT_SUPPORTED`) instead of running without the texture
 //! header and sampler pools it needs (it would fault on the GPU).
 //!
-//! From Turing (sm_75) on, an instruction is 16 bytes and bits 11:0 of its first little-endian
-//! 64-bit word select the operation and its operand form. The values below were read from
-//! `nvdisasm` 12.9 of nvrtc 12.9 cubins: every texture/surface PTX operation (`tex`, `tld4`,
-//! `txq`, `suld`, `sust`, `sured`, bound and bindless, 1-D to cube and arrays) compiled for
-//! sm_75 … sm_121, against ~75,000 instructions of ordinary kernels (arithmetic, memory,
-//! atomics, shuffles, `mma`, `ldmatrix`, `cp.async`, barriers, calls) with no collision. Volta
-//! (sm_70/72) is not covered (no scan there).
+//! From Volta (sm_70) on, an instruction is 16 bytes; bits 8:0 of its first little-endian 64-bit
+//! word are the operation, bits 11:9 the operand form (handle in a register, in a constant bank,
+//! in a uniform register), so one set of values serves every architecture. The values were read
+//! with `nvdisasm` 13.5 (sm_75 … sm_121; sm_70/72 decoded as sm_75) from cubins of every texture
+//! and surface PTX operation (bound and bindless) and 280 CUDA C++ texture/surface kernels, and by
+//! decoding each 12-bit value with 55 fillings of the other bits; no value decodes as both a
+//! texture/surface operation and anything else. Ordinary kernels (547 cubins, 54,696
+//! instructions: arithmetic, memory, atomics, shuffles, `mma`, `ldmatrix`, `cp.async`, TMA,
+//! barriers, calls) match none. Neighbouring values are ordinary instructions (0x15d NANOSLEEP,
+//! 0x177 USTGR, 0x192 MEMBAR, 0x1a1 MATCH, 0x1b2 SYNCS, 0x1b4 UTMALDG), so the set is exact.
+//!
+//! Not visible here: `txq`/`suq` queries of channel type, order, array size, mip levels or samples
+//! compile to loads from a driver descriptor table (the cubin then references
+//! `.nv.unified.texrefDescSize` / `.nv.surfrefDescSize`), and `tex.grad.3d` to a call of
+//! `__cuda_syscall_tex_grad_3d_*`; the relocation pass refuses those by symbol name.
 
-/// (bits 11:0, mnemonic) per SM generation.
-const TURING_TO_ADA: &[(u16, &str)] = &[
-    (0x361, "TEX"),
-    (0x364, "TLD4"),
-    (0x367, "TLD"),
-    (0x36d, "TXD"),
-    (0x370, "TXQ"),
-    (0x3a0, "SURED"),
-    (0x59f, "SURED"),
-    (0x99a, "SULD"),
-    (0x99c, "SUST"),
-    (0x99e, "SUST"),
-    (0xb60, "TEX"),
-    (0xb63, "TLD4"),
-    (0xb66, "TLD"),
-    (0xb6c, "TXD"),
-    (0xb6f, "TXQ"),
-    (0xb99, "SULD"),
-    (0xb9b, "SUST"),
-    (0xb9d, "SUST"),
+/// Bits 8:0 of texture and surface operations, with their mnemonics.
+const OPS: &[(u16, u16, &str)] = &[
+    (0x160, 0x162, "TEX"),
+    (0x163, 0x165, "TLD4"),
+    (0x166, 0x168, "TLD"),
+    (0x169, 0x16b, "TMML"),
+    (0x16c, 0x16e, "TXD"),
+    (0x16f, 0x171, "TXQ"),
+    (0x172, 0x174, "FOOTPRINT"),
+    (0x193, 0x196, "SUATOM"),
+    (0x197, 0x19a, "SULD"),
+    (0x19b, 0x19e, "SUST"),
+    (0x19f, 0x1a0, "SURED"),
+    (0x1b3, 0x1b3, "SUQUERY"),
 ];
-const HOPPER_ON: &[(u16, &str)] = &[
-    (0xf60, "TEX"),
-    (0xf63, "TLD4"),
-    (0xf66, "TLD"),
-    (0xf6c, "TXD"),
-    (0xf6f, "TXQ"),
-    (0xf99, "SULD"),
-    (0xf9b, "SUST"),
-    (0xf9d, "SUST"),
-    (0xf9f, "SURED"),
-];
-
-fn table(sm: (u32, u32)) -> &'static [(u16, &'static str)] {
-    match sm {
-        (7, m) if m >= 5 => TURING_TO_ADA,
-        (8, _) => TURING_TO_ADA,
-        (major, _) if major >= 9 => HOPPER_ON,
-        _ => &[],
-    }
-}
 
 /// The first texture or surface instruction in `code` (SASS for `sm`): its byte offset and
-/// mnemonic.
+/// mnemonic. Only for sm_70 and later (16-byte instructions); `None` for older code.
 pub fn first_texture_instruction(code: &[u8], sm: (u32, u32)) -> Option<(usize, &'static str)> {
-    let t = table(sm);
-    if t.is_empty() {
+    if sm.0 < 7 {
         return None;
     }
     code.chunks_exact(16).enumerate().find_map(|(i, insn)| {
-        let op = u16::from_le_bytes([insn[0], insn[1]]) & 0xfff;
-        t.iter().find(|(v, _)| *v == op).map(|(_, m)| (i * 16, *m))
+        let op = u16::from_le_bytes([insn[0], insn[1]]) & 0x1ff;
+        OPS.iter()
+            .find(|(lo, hi, _)| (*lo..=*hi).contains(&op))
+            .map(|(_, _, m)| (i * 16, *m))
     })
 }
 
@@ -69,25 +52,29 @@ pub fn first_texture_instruction(code: &[u8], sm: (u32, u32)) -> Option<(usize, 
 mod tests {
     use super::*;
 
-    fn insn(op: u16) -> [u8; 16] {
+    fn insn(word: u64) -> [u8; 16] {
         let mut b = [0u8; 16];
-        // Operand bits above 11 must not matter.
-        b[..2].copy_from_slice(&(op | 0xa000).to_le_bytes());
-        b[2] = 0xff;
+        b[..8].copy_from_slice(&word.to_le_bytes());
         b
     }
 
     #[test]
-    fn finds_the_first_texture_instruction_per_generation() {
+    fn finds_the_first_texture_instruction() {
+        // Encodings nvdisasm shows: sm_87 TLD.SCR.LZ (handle in cbank), sm_90 TLD.LZ (uniform
+        // register), sm_87 SUST, and an ordinary BRA / MEMBAR / MATCH before them.
         let mut code = Vec::new();
-        code.extend_from_slice(&insn(0x947)); // BRA
-        code.extend_from_slice(&insn(0xb66)); // TLD (bindless, sm_8x)
-        code.extend_from_slice(&insn(0xf9d)); // SUST (sm_90)
-        assert_eq!(first_texture_instruction(&code, (8, 7)), Some((16, "TLD")));
-        assert_eq!(first_texture_instruction(&code, (9, 0)), Some((32, "SUST")));
-        assert_eq!(first_texture_instruction(&code, (7, 2)), None);
-        assert_eq!(first_texture_instruction(&code[..16], (9, 0)), None);
-        // A trailing partial instruction is ignored.
-        assert_eq!(first_texture_instruction(&code[..31], (9, 0)), None);
+        code.extend_from_slice(&insn(0x0000_000f_fc00_0947)); // BRA-like, op 0x147
+        code.extend_from_slice(&insn(0x0000_0000_0000_7992)); // MEMBAR 0x192
+        code.extend_from_slice(&insn(0x0000_0000_0000_73a1)); // MATCH 0x1a1
+        code.extend_from_slice(&insn(0x1000_58ff_0002_7b66)); // TLD (sm_87)
+        assert_eq!(first_texture_instruction(&code, (8, 7)), Some((48, "TLD")));
+        assert_eq!(first_texture_instruction(&code[..48], (9, 0)), None);
+        let sm90 = insn(0x0000_06ff_0004_8f66);
+        assert_eq!(first_texture_instruction(&sm90, (9, 0)), Some((0, "TLD")));
+        let sust = insn(0x1000_5805_0000_7b9d);
+        assert_eq!(first_texture_instruction(&sust, (8, 7)), Some((0, "SUST")));
+        // A trailing partial instruction is ignored; pre-Volta code is not scanned.
+        assert_eq!(first_texture_instruction(&sust[..15], (8, 7)), None);
+        assert_eq!(first_texture_instruction(&sust, (6, 2)), None);
     }
 }
