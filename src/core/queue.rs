@@ -78,10 +78,14 @@ pub(crate) fn fence_now(dev: &Device) -> Fence {
         .collect()
 }
 
-/// Whether every queue in the fence has passed its value (or is gone).
+/// Whether every queue in the fence has passed its value, is gone, or has been stopped by the
+/// kernel driver (a channel error: the GPU no longer runs its work).
 pub(crate) fn fence_passed(f: &Fence) -> bool {
-    f.iter()
-        .all(|(w, v)| w.upgrade().map(|t| t.completed() >= *v).unwrap_or(true))
+    f.iter().all(|(w, v)| {
+        w.upgrade()
+            .map(|t| t.completed() >= *v || t.channel_error().is_some())
+            .unwrap_or(true)
+    })
 }
 
 /// State shared between a queue and its device (for synchronize and fault polling).

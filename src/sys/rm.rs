@@ -1048,6 +1048,29 @@ pub struct NV2080_CTRL_GR_ROUTE_INFO {
 }
 const _: () = assert!(core::mem::size_of::<NV2080_CTRL_GR_ROUTE_INFO>() == 16);
 
+/// Subdevice: set the compute (CILP) and graphics (GFXP) context-switch preemption modes of a
+/// GR context; `hChannel` is the TSG when the channel is in one (ctrl2080gr.h).
+pub const NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE: u32 = 0x2080_1210;
+/// `flags` bit: `cilpPreemptMode` is valid.
+pub const NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_FLAGS_CILP_SET: u32 = 1;
+/// Compute preemption modes: wait for idle, CTA boundary, instruction level.
+pub const NV2080_CTRL_SET_CTXSW_PREEMPTION_MODE_COMPUTE_WFI: u32 = 0;
+pub const NV2080_CTRL_SET_CTXSW_PREEMPTION_MODE_COMPUTE_CTA: u32 = 1;
+pub const NV2080_CTRL_SET_CTXSW_PREEMPTION_MODE_COMPUTE_CILP: u32 = 2;
+
+/// `NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE` parameters (32 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_PARAMS {
+    pub flags: u32,
+    pub hChannel: u32,
+    pub gfxpPreemptMode: u32,
+    pub cilpPreemptMode: u32,
+    pub grRouteInfo: NV2080_CTRL_GR_ROUTE_INFO,
+}
+const _: () =
+    assert!(core::mem::size_of::<NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_PARAMS>() == 32);
+
 /// One GR info query (8 bytes).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

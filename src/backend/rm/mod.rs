@@ -1085,6 +1085,30 @@ impl Inner {
         Ok(())
     }
 
+    /// Ask for compute instruction-level preemption (CILP) on a GR TSG once its context
+    /// exists (after the first compute object, before scheduling), as libcuda does for each
+    /// context: without it (wait-for-idle) a kernel that does not end cannot be switched out,
+    /// so other contexts stall until RM gives up (Xid 109, CTX SWITCH TIMEOUT) and stops every
+    /// channel of the TSG. Not fatal if refused.
+    fn set_compute_preemption(&self, st: &TsgState) {
+        if st.engine_type == NV2080_ENGINE_TYPE_GRAPHICS {
+            let mut pp = NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_PARAMS {
+                flags: NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_FLAGS_CILP_SET,
+                hChannel: st.tsg,
+                cilpPreemptMode: NV2080_CTRL_SET_CTXSW_PREEMPTION_MODE_COMPUTE_CILP,
+                ..Default::default()
+            };
+            match self.api.control(
+                self.subdevice,
+                NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE,
+                &mut pp,
+            ) {
+                Ok(()) => trace!("TSG {:#x}: compute preemption CILP", st.tsg),
+                Err(e) => trace!("TSG {:#x}: compute preemption CILP refused: {e}", st.tsg),
+            }
+        }
+    }
+
     fn free_tsg(&self, st: &mut TsgState) {
         if st.ctxshare != 0 {
             let _ = self.api.free(st.tsg, st.ctxshare);
@@ -1110,6 +1134,9 @@ impl Inner {
     /// GPFIFO_SCHEDULE(enable) on the TSG, after each new channel (re-enabling a running TSG
     /// is accepted [H200]).
     fn schedule_tsg(&self, st: &mut TsgState) -> Result<()> {
+        if !st.scheduled {
+            self.set_compute_preemption(st);
+        }
         let size = self.layout.gpfifo_schedule_params_size;
         let mut p = NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS {
             bEnable: 1,
