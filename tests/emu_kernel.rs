@@ -1511,7 +1511,9 @@ fn emulator_holds_no_private_fds() {
                 let e = e.ok()?;
                 let n: i32 = e.file_name().to_str()?.parse().ok()?;
                 let l = std::fs::read_link(e.path()).ok()?;
-                l.to_string_lossy().contains("memfd:nvmap-dmabuf").then_some(n)
+                l.to_string_lossy()
+                    .contains("memfd:nvmap-dmabuf")
+                    .then_some(n)
             })
             .collect()
     };

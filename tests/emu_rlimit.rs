@@ -58,7 +58,10 @@ fn emu_leaves_rlimit_nofile_alone_and_running_out_fails_clearly() {
     let mut files = Vec::new();
     while let Ok(f) = std::fs::File::open("/dev/null") {
         files.push(f);
-        assert!(files.len() < 10_000, "no limit reached with soft limit {soft}");
+        assert!(
+            files.len() < 10_000,
+            "no limit reached with soft limit {soft}"
+        );
     }
     let err = dev.alloc(4096, flags).unwrap_err();
     assert_eq!(err.status, Status::Os, "{err:?}");
@@ -71,7 +74,10 @@ fn emu_leaves_rlimit_nofile_alone_and_running_out_fails_clearly() {
     assert_eq!(nofile().0, soft);
     // A free fd makes room again.
     files.pop();
-    bufs.push(dev.alloc(4096, flags).expect("allocation after closing one file"));
+    bufs.push(
+        dev.alloc(4096, flags)
+            .expect("allocation after closing one file"),
+    );
     drop(files);
     drop(bufs);
     drop(dev);
