@@ -214,8 +214,7 @@ fn a_kernel_that_does_not_end_times_out_and_abort_recovers() {
     assert_eq!(held, 0, "allocations still held after the abort");
     assert_eq!(done.value(), 0, "the abandoned work wrote its signal");
     let t = Instant::now();
-    let recovery;
-    if fault.is_none() {
+    let recovery = if fault.is_none() {
         // 4a. A new queue on the same device runs a kernel correctly; so did the other queue.
         r1.expect("the other queue's fill after the abort");
         other_q.check(0x1111_0001).expect("the other queue's fill");
@@ -226,7 +225,7 @@ fn a_kernel_that_does_not_end_times_out_and_abort_recovers() {
         unsafe { (flag.map_cpu().unwrap() as *mut u32).write_volatile(1) };
         dev.synchronize(LONG_NS)
             .expect("device idle after the abort");
-        recovery = "new queue";
+        "new queue"
     } else {
         // 4b. New work on the faulted device is refused; a reopened device works.
         let e = dev.create_queue(QueueKind::Compute).err();
@@ -240,8 +239,8 @@ fn a_kernel_that_does_not_end_times_out_and_abort_recovers() {
         drop((other_q, flag, done, spin, m));
         drop(dev);
         fill_works(&common::device(), 0x3333_0003).expect("a reopened device after the fault");
-        recovery = "device faulted; closed and reopened";
-    }
+        "device faulted; closed and reopened"
+    };
     let after = t.elapsed();
     println!(
         "hang: {name} — TIMEOUT after {:.1} ms (asked {} ms); abort {:.3} ms; recovery: \
