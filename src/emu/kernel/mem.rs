@@ -195,6 +195,18 @@ pub(crate) struct Backing {
     pub flags: u32,
     /// The kernel's mapping of the whole buffer.
     pub kmap: KMap,
+    /// With `TEGRAGPU_EMU_MEMFD_BACKING` set: a memfd holding the pages, mapped for the
+    /// application instead of duplicating `kmap` with `mremap` (which valgrind does not
+    /// support; `scripts/bench-instructions.sh` sets it). The buffer then holds this fd.
+    memfd: Option<std::os::fd::OwnedFd>,
+}
+
+/// Whether buffers keep their pages in a memfd (see [`Backing`]).
+fn memfd_backing() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        std::env::var_os("TEGRAGPU_EMU_MEMFD_BACKING").is_some_and(|v| !v.is_empty() && v != "0")
+    })
 }
 
 /// An nvmap handle's dma-buf: one object shared by every fd from GET_FD. Its memory (from
@@ -239,9 +251,23 @@ impl DmaBuf {
             return Err(libc::ENOMEM);
         }
         let len = usize::try_from(self.size).map_err(|_| libc::ENOMEM)?;
-        let kmap = KMap::anonymous(len).map_err(|_| libc::ENOMEM)?;
+        let (kmap, memfd) = if memfd_backing() {
+            let fd = memfd(c"nvmap-dmabuf", self.size)?;
+            // SAFETY: fd is a new memfd this value now owns.
+            let owned =
+                unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+            let kmap = KMap::new(fd, len).map_err(|_| libc::ENOMEM)?;
+            (kmap, Some(owned))
+        } else {
+            (KMap::anonymous(len).map_err(|_| libc::ENOMEM)?, None)
+        };
         self.backing
-            .set(Backing { heap, flags, kmap })
+            .set(Backing {
+                heap,
+                flags,
+                kmap,
+                memfd,
+            })
             .map_err(|_| libc::EEXIST)
     }
 
@@ -334,6 +360,29 @@ impl DmaBuf {
                     });
                 }
             }
+        }
+        if let Some(fd) = &b.memfd {
+            let fd = std::os::fd::AsRawFd::as_raw_fd(fd);
+            let (at, extra) = match target {
+                Some(t) => (t.cast::<libc::c_void>(), libc::MAP_FIXED),
+                None => (std::ptr::null_mut(), 0),
+            };
+            let p = libc::mmap(
+                at,
+                pages_len,
+                prot,
+                libc::MAP_SHARED | extra,
+                fd,
+                off as i64,
+            );
+            if p == libc::MAP_FAILED {
+                let e = errno();
+                if target.is_some() && !fixed {
+                    libc::munmap(addr.cast(), pages_len);
+                }
+                return Err(e);
+            }
+            return Ok(p.cast());
         }
         let src = b.kmap.ptr().add(off);
         let p = match target {
