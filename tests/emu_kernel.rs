@@ -1498,13 +1498,21 @@ fn closing_nvmap_keeps_dmabuf_memory() {
 #[test]
 fn emulator_holds_no_private_fds() {
     let _g = serial();
+    // dma-buf fds other tests exported and never closed stay open (they belong to the
+    // application, as on the board): count only the ones this test makes.
+    let before = dmabuf_fds_now();
+    let dmabuf_fds = || -> Vec<i32> {
+        let mut v = dmabuf_fds_now();
+        v.retain(|f| !before.contains(f));
+        v
+    };
     let r = Rig::new();
     let (_, fd) = r.buf(4096);
     let va = r.map(fd).unwrap();
     let p = r.mmap(fd, 4096, 0).unwrap();
     // The application's dma-buf fd is the only descriptor of the buffer: the emulated kernel
     // holds the memory through its own mapping, as nvmap holds pages, not through an fd.
-    let dmabuf_fds = || -> Vec<i32> {
+    fn dmabuf_fds_now() -> Vec<i32> {
         std::fs::read_dir("/proc/self/fd")
             .unwrap()
             .filter_map(|e| {
@@ -1516,7 +1524,7 @@ fn emulator_holds_no_private_fds() {
                     .then_some(n)
             })
             .collect()
-    };
+    }
     assert_eq!(dmabuf_fds(), vec![fd]);
     r.close(fd);
     assert!(dmabuf_fds().is_empty());

@@ -289,8 +289,13 @@ impl Drop for EmuSys {
                 self.gpu.remove_doorbell(HostPtr(k.ptr()));
             }
         }
-        for (&fd, _) in st.fds.iter() {
-            close_fd(fd);
+        // dma-buf fds from NVMAP_IOC_GET_FD belong to whoever asked for them (an exported
+        // buffer's fd outlives the device, as on the board; the application may also have
+        // closed it already and reused the number): never close those.
+        for (&fd, obj) in st.fds.iter() {
+            if !matches!(obj, Obj::DmaBuf(_)) {
+                close_fd(fd);
+            }
         }
         st.fds.clear();
     }
