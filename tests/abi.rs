@@ -363,3 +363,49 @@ fn info_reports_emulated_device() {
     assert!(text.contains("8.7"), "{text}");
     assert!(text.contains("0xc7c0"), "{text}");
 }
+
+/// `tegragpu-info` answers `--help` / `--version`, refuses unknown arguments and device names,
+/// and does not fall back to the emulator when the named device is missing.
+#[test]
+fn tegragpu_info_arguments_and_device_errors() {
+    let run = |args: &[&str], env: Option<&str>| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_tegragpu-info"));
+        c.args(args).env_remove("TEGRAGPU_DEVICE");
+        if let Some(v) = env {
+            c.env("TEGRAGPU_DEVICE", v);
+        }
+        let o = c.output().expect("run tegragpu-info");
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, out, _) = run(&["--help"], None);
+    assert_eq!(code, Some(0));
+    assert!(out.starts_with("usage: tegragpu-info"), "{out}");
+    let (code, out, _) = run(&["-V"], None);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        out,
+        format!("tegragpu-info {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    let (code, _, err) = run(&["--bogus"], None);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("unexpected argument \"--bogus\""), "{err}");
+    let (code, out, err) = run(&[], Some("bogus"));
+    assert_eq!(code, Some(1), "{out}");
+    assert!(err.contains("unknown device \"bogus\""), "{err}");
+    if !std::path::Path::new("/dev/nvgpu/igpu0/ctrl").exists() {
+        let (code, out, err) = run(&[], Some("nvgpu"));
+        assert_eq!(code, Some(1), "{out}");
+        assert!(
+            err.contains("/dev/nvgpu/igpu0/ctrl does not exist"),
+            "{err}"
+        );
+    }
+    // The argument wins over the environment.
+    let (code, out, _) = run(&["emu"], Some("nvgpu"));
+    assert_eq!(code, Some(0));
+    assert!(out.contains("(emulated)"), "{out}");
+}

@@ -1,8 +1,9 @@
 //! `tegragpu-info`: prints what the nvgpu driver reports about the GPU.
 //!
-//! Uses the real driver when `/dev/nvgpu/igpu0/ctrl` exists, else the emulated Orin kernel;
-//! `TEGRAGPU_DEVICE=emu` forces the emulated one. `--abi` prints every ioctl request number
-//! and argument-struct size the library uses (`NAME 0x%08x` / `struct NAME SIZE`).
+//! Usage: `tegragpu-info [--abi] [emu|nvgpu|rm]` (see `USAGE`). The device: the argument, else
+//! `TEGRAGPU_DEVICE`, else the GPU of this machine (nvgpu, then RM), else the emulated Orin.
+//! `--abi` prints every ioctl request number and argument-struct size the library uses
+//! (`NAME 0x%08x` / `struct NAME SIZE`).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -57,18 +58,69 @@ fn choose_sys(env: &str) -> Result<Arc<dyn Sys>, String> {
     }
 }
 
+const USAGE: &str = "usage: tegragpu-info [--abi] [emu|nvgpu|rm]
+
+Prints what the kernel driver reports about the GPU.
+
+  emu      the emulated Jetson Orin (no GPU needed)
+  nvgpu    the Jetson's GPU (/dev/nvgpu/igpu0/ctrl)
+  rm       the desktop NVIDIA driver's GPU (/dev/nvidiactl)
+           (default: TEGRAGPU_DEVICE if set, else nvgpu, else rm, else emu)
+  --abi    print every ioctl request number and argument-struct size the library uses
+  --help, -h     this text
+  --version, -V  the library version
+";
+
+const SPECS: [&str; 3] = ["emu", "nvgpu", "rm"];
+
 fn main() -> ExitCode {
-    if std::env::args().skip(1).any(|a| a == "--abi") {
+    let mut spec: Option<String> = None;
+    let mut abi = false;
+    for a in std::env::args().skip(1) {
+        match a.as_str() {
+            "--help" | "-h" => {
+                emit(USAGE);
+                return ExitCode::SUCCESS;
+            }
+            "--version" | "-V" => {
+                emit(&format!("tegragpu-info {}\n", env!("CARGO_PKG_VERSION")));
+                return ExitCode::SUCCESS;
+            }
+            "--abi" => abi = true,
+            s if SPECS.contains(&s) && spec.is_none() => spec = Some(s.to_string()),
+            other => {
+                eprintln!("tegragpu-info: unexpected argument \"{other}\"\n\n{USAGE}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if abi {
         emit(&abi_text());
         return ExitCode::SUCCESS;
     }
-    let env = match tegragpu::core::device_from_env() {
-        Ok(v) => v.unwrap_or_default(),
-        Err(e) => {
-            eprintln!("tegragpu-info: {e}");
-            return ExitCode::FAILURE;
-        }
+    let env = match spec {
+        Some(s) => s,
+        None => match tegragpu::core::device_from_env() {
+            Ok(v) => v.unwrap_or_default(),
+            Err(e) => {
+                eprintln!("tegragpu-info: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
     };
+    if !env.is_empty() && !SPECS.contains(&env.as_str()) {
+        eprintln!(
+            "tegragpu-info: unknown device \"{env}\" (from TEGRAGPU_DEVICE); expected emu, nvgpu or rm"
+        );
+        return ExitCode::FAILURE;
+    }
+    if env == "nvgpu" && !std::path::Path::new("/dev/nvgpu/igpu0/ctrl").exists() {
+        eprintln!(
+            "tegragpu-info: device nvgpu: /dev/nvgpu/igpu0/ctrl does not exist (not a Jetson with \
+             the nvgpu driver); use \"emu\" for the emulated Orin"
+        );
+        return ExitCode::FAILURE;
+    }
     let want_rm = env == "rm"
         || (env.is_empty()
             && !std::path::Path::new("/dev/nvgpu/igpu0/ctrl").exists()
