@@ -176,7 +176,10 @@ fn load() -> Result<Arc<Nvrtc>> {
     if let Some(n) = guard.as_ref() {
         return Ok(n.clone());
     }
+    // Candidates that exist (or bare names) but failed to load, with why; absent paths are
+    // only counted, so the message stays one readable line.
     let mut tried: Vec<String> = Vec::new();
+    let mut absent = 0usize;
     let found = if let Some(p) = std::env::var_os(ENV_NVRTC).filter(|v| !v.is_empty()) {
         let p = PathBuf::from(p);
         match open(&p) {
@@ -199,7 +202,7 @@ fn load() -> Result<Arc<Nvrtc>> {
             // the message short and avoids pointless dlopen calls).
             let bare = cand.components().count() == 1;
             if !bare && !cand.exists() {
-                tried.push(format!("{} (absent)", cand.display()));
+                absent += 1;
                 continue;
             }
             match open(&cand) {
@@ -221,8 +224,12 @@ fn load() -> Result<Arc<Nvrtc>> {
         None => Err(Error::new(
             Status::LibraryMissing,
             format!(
-                "libnvrtc not found; {INSTALL_HINT}. Searched: {}",
-                tried.join("; ")
+                "libnvrtc not found; {INSTALL_HINT}. {absent} candidate paths do not exist{}",
+                if tried.is_empty() {
+                    String::new()
+                } else {
+                    format!("; could not load: {}", tried.join("; "))
+                }
             ),
         )),
     }

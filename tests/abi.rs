@@ -409,3 +409,21 @@ fn tegragpu_info_arguments_and_device_errors() {
     assert_eq!(code, Some(0));
     assert!(out.contains("(emulated)"), "{out}");
 }
+
+/// `tegragpu-rmprobe --help` prints its usage instead of running the probe; unknown arguments
+/// are refused.
+#[test]
+fn tegragpu_rmprobe_help() {
+    let run = |a: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_tegragpu-rmprobe"))
+            .arg(a)
+            .output()
+            .expect("run tegragpu-rmprobe")
+    };
+    let o = run("--help");
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with("usage: tegragpu-rmprobe"), "{out}");
+    assert!(!out.contains("start:"), "the probe ran: {out}");
+    assert_eq!(run("--bogus").status.code(), Some(2));
+}

@@ -658,6 +658,24 @@ fn round(r: u32) -> Result<()> {
 }
 
 fn main() {
+    for a in std::env::args().skip(1) {
+        match a.as_str() {
+            "--fault" => {}
+            "--help" | "-h" => {
+                println!(
+                    "usage: tegragpu-rmprobe [--fault]\n\nBring-up probe of the RM backend on a \
+                     desktop NVIDIA GPU: buffers, a compute and a copy channel, hand-made \
+                     pushbuffers, teardown, twice.\n  --fault  also make a channel fault and \
+                     check that it is reported"
+                );
+                return;
+            }
+            other => {
+                eprintln!("tegragpu-rmprobe: unexpected argument \"{other}\" (see --help)");
+                std::process::exit(2);
+            }
+        }
+    }
     let fault = std::env::args().any(|a| a == "--fault");
     let (fd0, map0) = (open_fd_count(), mapping_count());
     println!("start: {fd0} fds, {map0} mappings");
