@@ -94,8 +94,8 @@ int main(int argc, char **argv) {
     tg_status st;
 
     if (spec == NULL || spec[0] == '\0') spec = "emu";
-    /* TEGRAGPU_DEVICE overrides the spec inside the library: clear it so the bad-spec case is
-     * really passed through. */
+    /* TEGRAGPU_DEVICE only applies to a NULL spec; clear it so the NULL-spec cases below do not
+     * depend on the caller's environment. */
     setenv("TEGRAGPU_DEVICE_FOR_MISUSE", spec, 1);
     unsetenv("TEGRAGPU_DEVICE");
 
@@ -363,6 +363,9 @@ int main(int argc, char **argv) {
     EXPECT(tg_signal_value(NULL, &u64), NULL_H, "tg_signal_value", "signal is NULL", NULL);
     EXPECT(tg_signal_value(dead_sig, &u64), NULL_H, "tg_signal_value", NULL, NULL);
     EXPECT(tg_signal_value(sig, NULL), TG_ERROR_NULL_POINTER, "tg_signal_value", "out is NULL", NULL);
+    EXPECT(tg_signal_timestamp(NULL, &u64), NULL_H, "tg_signal_timestamp", "signal is NULL", NULL);
+    EXPECT(tg_signal_timestamp(dead_sig, &u64), NULL_H, "tg_signal_timestamp", NULL, NULL);
+    EXPECT(tg_signal_timestamp(sig, NULL), TG_ERROR_NULL_POINTER, "tg_signal_timestamp", "out is NULL", NULL);
     EXPECT(tg_signal_set(NULL, 1), NULL_H, "tg_signal_set", "signal is NULL", NULL);
     EXPECT(tg_signal_set(dead_sig, 1), NULL_H, "tg_signal_set", NULL, NULL);
     EXPECT(tg_signal_wait(NULL, 1, 0), NULL_H, "tg_signal_wait", "signal is NULL", NULL);
@@ -378,6 +381,8 @@ int main(int argc, char **argv) {
     EXPECT_OK(tg_signal_wait(sig, 1, TIMEOUT_NS));
     EXPECT_OK(tg_signal_value(sig, &u64));
     TRUE(u64 == 1);
+    EXPECT_OK(tg_signal_timestamp(sig, &u64));
+    TRUE(u64 != 0);
     EXPECT_OK(tg_signal_set(sig, 7));
     EXPECT_OK(tg_queue_wait(xq, sig, 7));
     EXPECT_OK(tg_queue_copy(xq, buf2, 0, buf, 0, 4096));

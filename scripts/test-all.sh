@@ -4,7 +4,8 @@
 #      header check: include/tegragpu.h fresh + compiles as C99 and C++)
 #   2. C: meson builds the library (reusing target/ from step 1), the examples and api_misuse
 #      (plain and -fsanitize=address); `meson test` runs them all on the emulated Orin
-#   3. Python: pytest python/tests against the library meson built
+#   3. Python: pytest python/tests against the library meson built; then
+#      scripts/check-python-package.sh (pip install ./python into a clean venv, tests again)
 # Prints a closing "N passed, N failed[, N skipped]" line; exits non-zero if anything failed.
 #
 # Environment: TEGRAGPU_REQUIRE_NVRTC=1 makes a missing libnvrtc a failure instead of a skip.
@@ -49,6 +50,11 @@ asan=enabled
 tg_log "3/3 Python: pytest python/tests"
 TEGRAGPU_LIBRARY="$ROOT/build/meson/libtegragpu.so" python -m pytest -q -rs python/tests 2>&1 | tee "$LOGS/pytest.log"
 [ "${PIPESTATUS[0]}" = 0 ] || failed_stages+=(pytest)
+# The package installed with pip into a clean venv, its tests run again against the installed
+# copy, and a wheel with the library bundled (not counted: the counts above come from pytest.log).
+tg_log "3/3 Python: clean-venv install (scripts/check-python-package.sh)"
+TEGRAGPU_LIBRARY="$ROOT/build/meson/libtegragpu.so" bash scripts/check-python-package.sh 2>&1 | tee "$LOGS/python-package.log"
+[ "${PIPESTATUS[0]}" = 0 ] || failed_stages+=(python-package)
 
 python - "$LOGS" "${failed_stages[@]+"${failed_stages[@]}"}" <<'PYEOF'
 import re, sys, os

@@ -12,9 +12,11 @@ pub mod cubin;
 pub mod emu;
 pub mod error;
 pub mod hw;
+pub mod log;
 pub mod nvrtc;
 pub mod os;
 pub mod ptxjit;
+pub mod selftest;
 pub mod sys;
 
 pub use error::{Error, Result, Status};

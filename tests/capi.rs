@@ -471,3 +471,51 @@ fn queue_abort_invalidates_the_handle_and_null_is_a_no_op() {
         assert_eq!(tg_device_close(dev), tg_status::TG_OK);
     }
 }
+
+#[test]
+fn signal_timestamps_come_from_gpu_releases_in_order() {
+    let dev = open_emu();
+    unsafe {
+        let (mut q, mut start, mut end, mut b) = (null_mut(), null_mut(), null_mut(), null_mut());
+        assert_eq!(
+            tg_queue_create(dev, tg_queue_kind_arg(0), &mut q),
+            tg_status::TG_OK
+        );
+        assert_eq!(tg_signal_create(dev, 0, &mut start), tg_status::TG_OK);
+        assert_eq!(tg_signal_create(dev, 0, &mut end), tg_status::TG_OK);
+        let mut ts = u64::MAX;
+        assert_eq!(tg_signal_timestamp(start, &mut ts), tg_status::TG_OK);
+        assert_eq!(ts, 0, "no GPU release yet");
+        // A CPU set leaves the timestamp alone.
+        assert_eq!(tg_signal_set(start, 3), tg_status::TG_OK);
+        assert_eq!(tg_signal_timestamp(start, &mut ts), tg_status::TG_OK);
+        assert_eq!(ts, 0);
+        let size = 8u64 << 20;
+        assert_eq!(tg_buf_alloc(dev, 2 * size, 0, &mut b), tg_status::TG_OK);
+        assert_eq!(tg_queue_signal(q, start, 4), tg_status::TG_OK);
+        assert_eq!(tg_queue_copy(q, b, size, b, 0, size), tg_status::TG_OK);
+        assert_eq!(tg_queue_signal(q, end, 1), tg_status::TG_OK);
+        assert_eq!(tg_queue_submit(q), tg_status::TG_OK);
+        assert_eq!(tg_signal_wait(end, 1, 10_000_000_000), tg_status::TG_OK);
+        let (mut t0, mut t1) = (0u64, 0u64);
+        assert_eq!(tg_signal_timestamp(start, &mut t0), tg_status::TG_OK);
+        assert_eq!(tg_signal_timestamp(end, &mut t1), tg_status::TG_OK);
+        assert_ne!(t0, 0);
+        assert!(t1 > t0, "end {t1} not after start {t0}");
+        assert_eq!(
+            tg_signal_timestamp(start, null_mut()),
+            tg_status::TG_ERROR_NULL_POINTER
+        );
+        assert!(
+            last_error().contains("tg_signal_timestamp"),
+            "{}",
+            last_error()
+        );
+        for s in [start, end] {
+            assert_eq!(tg_signal_destroy(s), tg_status::TG_OK);
+        }
+        assert_eq!(tg_buf_free(b), tg_status::TG_OK);
+        assert_eq!(tg_queue_destroy(q), tg_status::TG_OK);
+        assert_eq!(tg_device_close(dev), tg_status::TG_OK);
+    }
+}

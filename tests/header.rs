@@ -90,6 +90,7 @@ fn header_declares_the_whole_api() {
         "tg_signal_create",
         "tg_signal_destroy",
         "tg_signal_value",
+        "tg_signal_timestamp",
         "tg_signal_set",
         "tg_signal_wait",
         "tg_status_str",

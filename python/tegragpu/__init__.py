@@ -14,30 +14,47 @@ GPU compute on NVIDIA Jetson Orin (and desktop NVIDIA GPUs) without libcuda::
         q.launch(k, grid=(n + 255) // 256, block=256, args=(a, b, c, np.uint32(n)))
         q.signal(done, 1); q.submit(); done.wait(1)
 
-The shared library is found through ``$TEGRAGPU_LIBRARY`` (a path), else the build
-directories of this source tree (``build/meson``, ``build``, ``builddir``, ``target/release``),
-else the system's library path (``libtegragpu.so.0``).
+Finding the shared library, first match wins (:func:`library_source` says which one did):
 
-Errors raise :class:`TegraGpuError` subclasses (one per ``tg_status``) whose message is the
-library's last-error text, e.g. ``"tg_buf_alloc: size_bytes is 0"``.
+1. ``$TEGRAGPU_LIBRARY``: the path of the library. When set, nothing else is tried, and a file
+   that cannot be loaded is an ImportError naming it.
+2. A copy inside the package, ``tegragpu/_lib/libtegragpu.so.0`` (wheels built with
+   ``TEGRAGPU_BUNDLE_LIBRARY=/path/to/libtegragpu.so``; see docs/python.md).
+3. ``$(pkg-config --variable=libdir tegragpu)/libtegragpu.so.0`` (an installed library).
+4. ``libtegragpu.so.0`` through the system's dynamic loader (``LD_LIBRARY_PATH``, ld.so.cache).
+5. For developers running from the source tree: ``build/meson/libtegragpu.so``, then
+   ``target/release/libtegragpu.so`` of the tree.
+
+Public building blocks for code that calls the C API directly (e.g. a framework backend):
+:data:`lib` (the ``ctypes.CDLL``, with ``argtypes``/``restype`` set for every function of the
+header), :func:`check` (raises the typed exception for a ``tg_status``), the exception classes
+(:class:`Error` and one subclass per ``tg_status``), :data:`SIGNATURES` and :data:`STRUCTS`.
+
+Errors raise :class:`Error` subclasses (one per ``tg_status``) whose message is the library's
+last-error text, e.g. ``"tg_buf_alloc: size_bytes is 0"``.
 
 Thread safety follows the C API: every object may be used from any thread; calls on one queue
 are serialized by the library.
 """
 
 import ctypes
-import ctypes.util
 import enum
 import os
+import shutil
 import struct
+import subprocess
 import weakref
 from dataclasses import dataclass
 
 __all__ = [
-    "Device", "Buffer", "Module", "Kernel", "Queue", "Signal", "DeviceInfo", "FaultReport",
-    "KernelAttributes", "Status", "QueueKind", "Backend", "TegraGpuError", "library_path",
-    "version", "BUF_CPU_CACHED", "BUF_WRITE_COMBINED", "BUF_ZEROED", "BUF_DEVICE_LOCAL", "TIMEOUT_INFINITE",
-    "LAUNCH_COOPERATIVE", "LIMIT_STACK_SIZE",
+    "Device", "Buffer", "BufferView", "Module", "Kernel", "Queue", "Signal", "GpuTimer",
+    "DeviceInfo", "FaultReport", "KernelAttributes", "Status", "QueueKind", "Backend",
+    "lib", "check", "error_class", "last_error_message", "status_str", "library_path",
+    "library_source", "version", "device_spec", "LibraryNotFoundError",
+    "SIGNATURES", "STRUCTS", "Handle", "CDeviceInfo", "CFaultReport", "CKernelAttributes",
+    "CLaunchConfig",
+    "BUF_CPU_CACHED", "BUF_WRITE_COMBINED", "BUF_ZEROED", "BUF_DEVICE_LOCAL", "TIMEOUT_INFINITE",
+    "LAUNCH_COOPERATIVE", "LIMIT_STACK_SIZE", "DEFAULT_TIMEOUT_NS",
 ]
 
 __version__ = "0.1.0"
@@ -75,12 +92,25 @@ class Status(enum.IntEnum):
     DEVICE_LOST = 16
 
 
+class LogLevel(enum.IntEnum):
+    """``tg_log_level``: from quiet to verbose; a level shows its own messages and those of the
+    levels above it."""
+    OFF = 0
+    ERROR = 1
+    WARN = 2
+    INFO = 3
+    DEBUG = 4
+    TRACE = 5
+
+
 class QueueKind(enum.IntEnum):
+    """``tg_queue_kind``."""
     COMPUTE = 0
     COPY = 1
 
 
 class Backend(enum.IntEnum):
+    """``tg_backend``."""
     NVGPU = 0
     RM = 1
 
@@ -88,107 +118,158 @@ class Backend(enum.IntEnum):
 # --------------------------------------------------------------------------------------------
 # Errors
 
-class TegraGpuError(Exception):
-    """A libtegragpu call failed. ``status`` is the :class:`Status`, ``message`` the library's
-    description naming the call and the values (``tg_last_error_message()``)."""
+class Error(Exception):
+    """A libtegragpu call failed.
+
+    ``status`` is the :class:`Status` (a plain int for values this package does not know),
+    ``message`` the library's description naming the call and the values involved
+    (``tg_last_error_message()``), e.g. ``"tg_buf_alloc: size_bytes is 0"``. Each ``tg_status``
+    has its own subclass (``InvalidHandle``, ``OutOfMemory``, ...); the class attribute
+    ``status`` of a subclass is the status it stands for.
+    """
 
     status = None
 
-    def __init__(self, status, message):
+    def __init__(self, status, message=None):
+        if message is None:
+            message = _status_text(status)
         super().__init__(message)
         self.status = Status(status) if status in Status._value2member_map_ else status
         self.message = message
 
+    def __str__(self):
+        return self.message
 
-class InvalidArgumentError(TegraGpuError, ValueError):
-    pass
-
-
-class NullPointerError(TegraGpuError, ValueError):
-    pass
-
-
-class InvalidHandleError(TegraGpuError):
-    pass
+    @property
+    def call(self):
+        """The name of the failed call the message starts with (``"tg_buf_alloc"``), or None."""
+        head, sep, _ = self.message.partition(":")
+        return head if sep and head and " " not in head else None
 
 
-class OutOfMemoryError(TegraGpuError, MemoryError):
-    pass
+class InvalidArgument(Error, ValueError):
+    """``TG_ERROR_INVALID_ARGUMENT``: an argument is out of range, malformed or inconsistent."""
+    status = Status.INVALID_ARGUMENT
 
 
-class NotFoundError(TegraGpuError, LookupError):
-    pass
+class NullPointer(Error, ValueError):
+    """``TG_ERROR_NULL_POINTER``: a required pointer argument was NULL."""
+    status = Status.NULL_POINTER
 
 
-class NotSupportedError(TegraGpuError):
-    pass
+class InvalidHandle(Error):
+    """``TG_ERROR_INVALID_HANDLE``: a handle is NULL, destroyed or of the wrong type (also: a
+    Python object used after ``close()``)."""
+    status = Status.INVALID_HANDLE
 
 
-class GpuTimeoutError(TegraGpuError, TimeoutError):
-    pass
+class OutOfMemory(Error, MemoryError):
+    """``TG_ERROR_OUT_OF_MEMORY``: host or GPU memory, VA space or a ring is exhausted."""
+    status = Status.OUT_OF_MEMORY
 
 
-class DeviceFaultError(TegraGpuError):
-    pass
+class NotFound(Error, LookupError):
+    """``TG_ERROR_NOT_FOUND``: a named object (device, kernel, file) does not exist."""
+    status = Status.NOT_FOUND
 
 
-class OsError(TegraGpuError, OSError):
-    pass
+class NotSupported(Error):
+    """``TG_ERROR_NOT_SUPPORTED``: not supported by this device, backend or build."""
+    status = Status.NOT_SUPPORTED
 
 
-class InvalidCubinError(TegraGpuError):
-    pass
+class Timeout(Error, TimeoutError):
+    """``TG_ERROR_TIMEOUT``: a wait ran past its timeout."""
+    status = Status.TIMEOUT
 
 
-class InvalidLaunchError(TegraGpuError, ValueError):
-    pass
+class DeviceFault(Error):
+    """``TG_ERROR_DEVICE_FAULT``: the GPU reported a fault (see :meth:`Device.fault`)."""
+    status = Status.DEVICE_FAULT
 
 
-class CompileError(TegraGpuError):
-    pass
+class Os(Error, OSError):
+    """``TG_ERROR_OS``: a system call to the kernel driver failed."""
+    status = Status.OS
 
 
-class LibraryMissingError(TegraGpuError):
-    pass
+class InvalidCubin(Error):
+    """``TG_ERROR_INVALID_CUBIN``: malformed code, or none for this GPU."""
+    status = Status.INVALID_CUBIN
 
 
-class UnsupportedDriverError(TegraGpuError):
-    pass
+class InvalidLaunch(Error, ValueError):
+    """``TG_ERROR_INVALID_LAUNCH``: the launch does not fit the kernel."""
+    status = Status.INVALID_LAUNCH
 
 
-class InternalError(TegraGpuError):
-    pass
+class Compile(Error):
+    """``TG_ERROR_COMPILE``: run-time compilation failed; the message carries the log."""
+    status = Status.COMPILE
 
 
-class DeviceLostError(TegraGpuError):
-    pass
+class LibraryMissing(Error):
+    """``TG_ERROR_LIBRARY_MISSING``: an optional shared library (libnvrtc) is not installed."""
+    status = Status.LIBRARY_MISSING
 
 
-_ERRORS = {
-    Status.INVALID_ARGUMENT: InvalidArgumentError,
-    Status.NULL_POINTER: NullPointerError,
-    Status.INVALID_HANDLE: InvalidHandleError,
-    Status.OUT_OF_MEMORY: OutOfMemoryError,
-    Status.NOT_FOUND: NotFoundError,
-    Status.NOT_SUPPORTED: NotSupportedError,
-    Status.TIMEOUT: GpuTimeoutError,
-    Status.DEVICE_FAULT: DeviceFaultError,
-    Status.OS: OsError,
-    Status.INVALID_CUBIN: InvalidCubinError,
-    Status.INVALID_LAUNCH: InvalidLaunchError,
-    Status.COMPILE: CompileError,
-    Status.LIBRARY_MISSING: LibraryMissingError,
-    Status.UNSUPPORTED_DRIVER: UnsupportedDriverError,
-    Status.INTERNAL: InternalError,
-    Status.DEVICE_LOST: DeviceLostError,
-}
-__all__ += [c.__name__ for c in _ERRORS.values()]
+class UnsupportedDriver(Error):
+    """``TG_ERROR_UNSUPPORTED_DRIVER``: the kernel driver's version is not supported."""
+    status = Status.UNSUPPORTED_DRIVER
+
+
+class Internal(Error):
+    """``TG_ERROR_INTERNAL``: a bug in libtegragpu."""
+    status = Status.INTERNAL
+
+
+class DeviceLost(Error):
+    """``TG_ERROR_DEVICE_LOST``: the device is unusable after a fault; reopen it."""
+    status = Status.DEVICE_LOST
+
+
+_ERRORS = {cls.status: cls for cls in (
+    InvalidArgument, NullPointer, InvalidHandle, OutOfMemory, NotFound, NotSupported, Timeout,
+    DeviceFault, Os, InvalidCubin, InvalidLaunch, Compile, LibraryMissing, UnsupportedDriver,
+    Internal, DeviceLost)}
+__all__ += ["Error"] + [c.__name__ for c in _ERRORS.values()]
+
+# The names of earlier versions of this package (the same classes).
+TegraGpuError = Error
+InvalidArgumentError = InvalidArgument
+NullPointerError = NullPointer
+InvalidHandleError = InvalidHandle
+OutOfMemoryError = OutOfMemory
+NotFoundError = NotFound
+NotSupportedError = NotSupported
+GpuTimeoutError = Timeout
+DeviceFaultError = DeviceFault
+OsError = Os
+InvalidCubinError = InvalidCubin
+InvalidLaunchError = InvalidLaunch
+CompileError = Compile
+LibraryMissingError = LibraryMissing
+UnsupportedDriverError = UnsupportedDriver
+InternalError = Internal
+DeviceLostError = DeviceLost
+__all__ += ["TegraGpuError"] + [c.__name__ + "Error" for c in _ERRORS.values() if c is not Timeout
+                                and c is not Os] + ["GpuTimeoutError", "OsError"]
+
+
+def error_class(status):
+    """The exception class for a ``tg_status`` (:class:`Error` itself for unknown values)."""
+    return _ERRORS.get(status, Error)
 
 
 # --------------------------------------------------------------------------------------------
-# C types (must match include/tegragpu.h)
+# C types (must match include/tegragpu.h; python/tests/test_header_decls.py checks them)
 
-class _DeviceInfo(ctypes.Structure):
+#: Every handle type (``tg_device*``, ``tg_buf*``, ...) is passed as an opaque pointer.
+Handle = ctypes.c_void_p
+
+
+class CDeviceInfo(ctypes.Structure):
+    """``tg_device_info``."""
     _fields_ = [
         ("struct_size", ctypes.c_uint32),
         ("name", ctypes.c_char * 64),
@@ -203,7 +284,8 @@ class _DeviceInfo(ctypes.Structure):
     ]
 
 
-class _FaultReport(ctypes.Structure):
+class CFaultReport(ctypes.Structure):
+    """``tg_fault_report``."""
     _fields_ = [
         ("struct_size", ctypes.c_uint32),
         ("code", ctypes.c_uint32),
@@ -213,13 +295,15 @@ class _FaultReport(ctypes.Structure):
     ]
 
 
-class _KernelAttributes(ctypes.Structure):
+class CKernelAttributes(ctypes.Structure):
+    """``tg_kernel_attributes``."""
     _fields_ = [(n, ctypes.c_uint32) for n in (
         "struct_size", "num_params", "param_bytes", "registers", "static_shared_bytes",
         "local_bytes_per_thread", "max_threads_per_block", "max_dynamic_shared_bytes")]
 
 
-class _LaunchConfig(ctypes.Structure):
+class CLaunchConfig(ctypes.Structure):
+    """``tg_launch_config``."""
     _fields_ = [
         ("struct_size", ctypes.c_uint32),
         ("grid", ctypes.c_uint32 * 3),
@@ -230,97 +314,201 @@ class _LaunchConfig(ctypes.Structure):
     ]
 
 
-_H = ctypes.c_void_p
+#: ``tg_log_fn``: ``void (*)(tg_log_level level, const char *target, const char *message,
+#: void *user)``.
+LogFn = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p)
+
+#: The C structs of the header by their C name.
+STRUCTS = {
+    "tg_device_info": CDeviceInfo,
+    "tg_fault_report": CFaultReport,
+    "tg_kernel_attributes": CKernelAttributes,
+    "tg_launch_config": CLaunchConfig,
+}
+# Earlier private names.
+_DeviceInfo, _FaultReport, _KernelAttributes, _LaunchConfig = (
+    CDeviceInfo, CFaultReport, CKernelAttributes, CLaunchConfig)
+
+_H = Handle
 _P = ctypes.POINTER
+_u32, _u64, _size, _int = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_int
+_st = ctypes.c_int  # tg_status (and every other enum) is an int
+
+#: ``name: (restype, argtypes)`` of every function in include/tegragpu.h, as set on :data:`lib`.
+SIGNATURES = {
+    "tg_version": (_u32, []),
+    "tg_status_str": (ctypes.c_char_p, [_st]),
+    "tg_last_error_message": (ctypes.c_char_p, []),
+    "tg_device_open": (_st, [ctypes.c_char_p, _P(_H)]),
+    "tg_device_close": (_st, [_H]),
+    "tg_device_get_info": (_st, [_H, _P(CDeviceInfo)]),
+    "tg_device_synchronize": (_st, [_H, _u64]),
+    "tg_device_get_fault": (_st, [_H, _P(CFaultReport)]),
+    "tg_buf_alloc": (_st, [_H, _u64, _u32, _P(_H)]),
+    "tg_buf_free": (_st, [_H]),
+    "tg_buf_cpu_ptr": (_st, [_H, _P(ctypes.c_void_p)]),
+    "tg_buf_gpu_address": (_st, [_H, _P(_u64)]),
+    "tg_buf_size": (_st, [_H, _P(_u64)]),
+    "tg_buf_export_dmabuf": (_st, [_H, _P(_int)]),
+    "tg_module_load": (_st, [_H, ctypes.c_void_p, _size, _P(_H)]),
+    "tg_module_load_file": (_st, [_H, ctypes.c_char_p, _P(_H)]),
+    "tg_module_compile_cuda": (_st, [_H, ctypes.c_char_p, _P(ctypes.c_char_p), _size, _P(_H)]),
+    "tg_module_destroy": (_st, [_H]),
+    "tg_module_get_kernel": (_st, [_H, ctypes.c_char_p, _P(_H)]),
+    "tg_kernel_destroy": (_st, [_H]),
+    "tg_kernel_get_attributes": (_st, [_H, _P(CKernelAttributes)]),
+    "tg_kernel_get_param": (_st, [_H, _u32, _P(_u32), _P(_u32)]),
+    "tg_kernel_max_active_blocks": (_st, [_H, _u32, _u32, _P(_u32)]),
+    "tg_module_get_global": (_st, [_H, ctypes.c_char_p, _P(_u64), _P(ctypes.c_void_p),
+                                   _P(_u64)]),
+    "tg_device_set_limit": (_st, [_H, _u32, _u64]),
+    "tg_device_get_limit": (_st, [_H, _u32, _P(_u64)]),
+    "tg_queue_create": (_st, [_H, _int, _P(_H)]),
+    "tg_queue_create_with_depth": (_st, [_H, _int, _u32, _P(_H)]),
+    "tg_queue_destroy": (_st, [_H]),
+    "tg_queue_abort": (_st, [_H]),
+    "tg_launch": (_st, [_H, _H, _P(CLaunchConfig), ctypes.c_void_p, _size]),
+    "tg_launch_args": (_st, [_H, _H, _P(CLaunchConfig), _P(ctypes.c_void_p), _size]),
+    "tg_queue_copy": (_st, [_H, _H, _u64, _H, _u64, _u64]),
+    "tg_queue_signal": (_st, [_H, _H, _u64]),
+    "tg_queue_wait": (_st, [_H, _H, _u64]),
+    "tg_queue_barrier": (_st, [_H]),
+    "tg_queue_submit": (_st, [_H]),
+    "tg_queue_synchronize": (_st, [_H, _u64]),
+    "tg_signal_create": (_st, [_H, _u64, _P(_H)]),
+    "tg_signal_destroy": (_st, [_H]),
+    "tg_signal_value": (_st, [_H, _P(_u64)]),
+    "tg_signal_timestamp": (_st, [_H, _P(_u64)]),
+    "tg_signal_set": (_st, [_H, _u64]),
+    "tg_signal_wait": (_st, [_H, _u64, _u64]),
+    "tg_set_log_callback": (_st, [LogFn, ctypes.c_void_p]),
+    "tg_set_log_level": (_st, [_int]),
+}
 
 
-def _candidates():
-    env = os.environ.get("TEGRAGPU_LIBRARY")
+# --------------------------------------------------------------------------------------------
+# Finding and loading the library
+
+_SONAME = "libtegragpu.so.0"
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class LibraryNotFoundError(ImportError):
+    """No libtegragpu could be loaded. ``tried`` lists ``(where, what happened)``."""
+
+    def __init__(self, message, tried=()):
+        super().__init__(message)
+        self.tried = list(tried)
+
+
+def _pkg_config_libdir():
+    """``(libdir, None)`` from ``pkg-config --variable=libdir tegragpu``, or ``(None, why)``."""
+    exe = shutil.which("pkg-config")
+    if exe is None:
+        return None, "pkg-config is not installed"
+    try:
+        r = subprocess.run([exe, "--variable=libdir", "tegragpu"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, universal_newlines=True, timeout=10)
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, f"pkg-config failed: {e}"
+    libdir = r.stdout.strip()
+    if r.returncode != 0 or not libdir:
+        return None, "no tegragpu.pc on PKG_CONFIG_PATH"
+    return libdir, None
+
+
+def _source_root(pkg_dir):
+    """The source tree this package lies in (python/tegragpu), or None when installed."""
+    root = os.path.dirname(os.path.dirname(pkg_dir))
+    if os.path.exists(os.path.join(root, "Cargo.toml")) and \
+            os.path.exists(os.path.join(root, "include", "tegragpu.h")):
+        return root
+    return None
+
+
+def _candidates(environ=None, pkg_dir=None, pkg_config=_pkg_config_libdir):
+    """The lookup order: a list of ``(source, path, note)``; ``path`` is None where the step
+    has nothing to try (``note`` says why). ``source`` is one of "TEGRAGPU_LIBRARY",
+    "package", "pkg-config", "system", "source tree"."""
+    environ = os.environ if environ is None else environ
+    pkg_dir = _PKG_DIR if pkg_dir is None else pkg_dir
+    env = environ.get("TEGRAGPU_LIBRARY")
     if env:
-        return [env]
-    here = os.path.dirname(os.path.abspath(__file__))
-    root = os.path.dirname(os.path.dirname(here))
-    out = [os.path.join(here, "libtegragpu.so")]
-    for d in ("build/meson", "build", "builddir", "target/release"):
-        out.append(os.path.join(root, d, "libtegragpu.so"))
-    found = ctypes.util.find_library("tegragpu")
-    out.append(found or "libtegragpu.so.0")
+        return [("TEGRAGPU_LIBRARY", env, None)]
+    out = [("package", os.path.join(pkg_dir, "_lib", _SONAME), None)]
+    libdir, why = pkg_config()
+    if libdir is None:
+        out.append(("pkg-config", None, why))
+    else:
+        out.append(("pkg-config", os.path.join(libdir, _SONAME), None))
+    out.append(("system", _SONAME, None))
+    root = _source_root(pkg_dir)
+    if root is None:
+        out.append(("source tree", None, "not running from a source tree"))
+    else:
+        for d in ("build/meson", "target/release"):
+            out.append(("source tree", os.path.join(root, d, "libtegragpu.so"), None))
     return out
 
 
-def _load():
-    errors = []
-    for path in _candidates():
-        if os.path.sep in path and not os.path.exists(path):
-            errors.append(f"{path}: not found")
+def _load(environ=None, pkg_dir=None, pkg_config=_pkg_config_libdir):
+    """Load the library: ``(CDLL, path, source)``; raises :class:`LibraryNotFoundError`."""
+    tried = []
+    for source, path, note in _candidates(environ, pkg_dir, pkg_config):
+        if path is None:
+            tried.append((source, note))
             continue
-        try:
-            return ctypes.CDLL(path), path
-        except OSError as e:
-            errors.append(f"{path}: {e}")
-    raise ImportError("libtegragpu not found; build it (meson compile -C build/meson, or cargo "
-                      "build --release) or set TEGRAGPU_LIBRARY. Tried:\n  " + "\n  ".join(errors))
+        if os.path.sep in path and not os.path.exists(path):
+            tried.append((f"{source}: {path}", "no such file"))
+        else:
+            try:
+                return ctypes.CDLL(path), path, source
+            except OSError as e:
+                why = str(e)
+                if why.startswith(path + ": "):
+                    why = why[len(path) + 2:]
+                tried.append((f"{source}: {path}", why))
+        if source == "TEGRAGPU_LIBRARY":
+            raise LibraryNotFoundError(
+                f"TEGRAGPU_LIBRARY={path} cannot be loaded ({tried[-1][1]}); point it at a "
+                "libtegragpu.so (e.g. target/release/libtegragpu.so after cargo build --release) "
+                "or unset it to search the package, pkg-config and the system", tried)
+    detail = "".join(f"\n  {where}: {why}" for where, why in tried)
+    raise LibraryNotFoundError(
+        f"libtegragpu not found ({len(tried)} places tried). Fix: set TEGRAGPU_LIBRARY to the "
+        "library's path, install it (meson install; pkg-config tegragpu), or install a wheel "
+        f"with the library bundled (docs/python.md). Tried:{detail}", tried)
 
 
-_lib, _lib_path = _load()
+lib, _lib_path, _lib_source = _load()
+#: Earlier private name of :data:`lib`.
+_lib = lib
 
-_SIGNATURES = {
-    "tg_version": (ctypes.c_uint32, []),
-    "tg_status_str": (ctypes.c_char_p, [ctypes.c_int]),
-    "tg_last_error_message": (ctypes.c_char_p, []),
-    "tg_device_open": (ctypes.c_int, [ctypes.c_char_p, _P(_H)]),
-    "tg_device_close": (ctypes.c_int, [_H]),
-    "tg_device_get_info": (ctypes.c_int, [_H, _P(_DeviceInfo)]),
-    "tg_device_synchronize": (ctypes.c_int, [_H, ctypes.c_uint64]),
-    "tg_device_get_fault": (ctypes.c_int, [_H, _P(_FaultReport)]),
-    "tg_buf_alloc": (ctypes.c_int, [_H, ctypes.c_uint64, ctypes.c_uint32, _P(_H)]),
-    "tg_buf_free": (ctypes.c_int, [_H]),
-    "tg_buf_cpu_ptr": (ctypes.c_int, [_H, _P(ctypes.c_void_p)]),
-    "tg_buf_gpu_address": (ctypes.c_int, [_H, _P(ctypes.c_uint64)]),
-    "tg_buf_size": (ctypes.c_int, [_H, _P(ctypes.c_uint64)]),
-    "tg_buf_export_dmabuf": (ctypes.c_int, [_H, _P(ctypes.c_int)]),
-    "tg_module_load": (ctypes.c_int, [_H, ctypes.c_void_p, ctypes.c_size_t, _P(_H)]),
-    "tg_module_load_file": (ctypes.c_int, [_H, ctypes.c_char_p, _P(_H)]),
-    "tg_module_compile_cuda": (ctypes.c_int, [_H, ctypes.c_char_p, _P(ctypes.c_char_p),
-                                              ctypes.c_size_t, _P(_H)]),
-    "tg_module_destroy": (ctypes.c_int, [_H]),
-    "tg_module_get_kernel": (ctypes.c_int, [_H, ctypes.c_char_p, _P(_H)]),
-    "tg_kernel_destroy": (ctypes.c_int, [_H]),
-    "tg_kernel_get_attributes": (ctypes.c_int, [_H, _P(_KernelAttributes)]),
-    "tg_kernel_get_param": (ctypes.c_int, [_H, ctypes.c_uint32, _P(ctypes.c_uint32),
-                                           _P(ctypes.c_uint32)]),
-    "tg_kernel_max_active_blocks": (ctypes.c_int, [_H, ctypes.c_uint32, ctypes.c_uint32,
-                                                   _P(ctypes.c_uint32)]),
-    "tg_module_get_global": (ctypes.c_int, [_H, ctypes.c_char_p, _P(ctypes.c_uint64),
-                                            _P(ctypes.c_void_p), _P(ctypes.c_uint64)]),
-    "tg_device_set_limit": (ctypes.c_int, [_H, ctypes.c_uint32, ctypes.c_uint64]),
-    "tg_device_get_limit": (ctypes.c_int, [_H, ctypes.c_uint32, _P(ctypes.c_uint64)]),
-    "tg_queue_create": (ctypes.c_int, [_H, ctypes.c_int, _P(_H)]),
-    "tg_queue_create_with_depth": (ctypes.c_int, [_H, ctypes.c_int, ctypes.c_uint32, _P(_H)]),
-    "tg_queue_destroy": (ctypes.c_int, [_H]),
-    "tg_queue_abort": (ctypes.c_int, [_H]),
-    "tg_launch": (ctypes.c_int, [_H, _H, _P(_LaunchConfig), ctypes.c_void_p, ctypes.c_size_t]),
-    "tg_launch_args": (ctypes.c_int, [_H, _H, _P(_LaunchConfig), _P(ctypes.c_void_p),
-                                      ctypes.c_size_t]),
-    "tg_queue_copy": (ctypes.c_int, [_H, _H, ctypes.c_uint64, _H, ctypes.c_uint64,
-                                     ctypes.c_uint64]),
-    "tg_queue_signal": (ctypes.c_int, [_H, _H, ctypes.c_uint64]),
-    "tg_queue_wait": (ctypes.c_int, [_H, _H, ctypes.c_uint64]),
-    "tg_queue_barrier": (ctypes.c_int, [_H]),
-    "tg_queue_submit": (ctypes.c_int, [_H]),
-    "tg_queue_synchronize": (ctypes.c_int, [_H, ctypes.c_uint64]),
-    "tg_signal_create": (ctypes.c_int, [_H, ctypes.c_uint64, _P(_H)]),
-    "tg_signal_destroy": (ctypes.c_int, [_H]),
-    "tg_signal_value": (ctypes.c_int, [_H, _P(ctypes.c_uint64)]),
-    "tg_signal_set": (ctypes.c_int, [_H, ctypes.c_uint64]),
-    "tg_signal_wait": (ctypes.c_int, [_H, ctypes.c_uint64, ctypes.c_uint64]),
-}
-for _name, (_res, _args) in _SIGNATURES.items():
-    _f = getattr(_lib, _name)
+#: Functions of the header that the loaded library does not export (an older library); calling
+#: one raises :class:`NotSupported`.
+missing_functions = []
+
+
+def _missing(name):
+    def call(*args, **kwargs):
+        raise NotSupported(Status.NOT_SUPPORTED,
+                           f"{name}: not exported by {_lib_path} (an older libtegragpu "
+                           f"{'.'.join(map(str, version()))}); update the library")
+    call.__name__ = name
+    return call
+
+
+for _name, (_res, _args) in SIGNATURES.items():
+    try:
+        _f = getattr(lib, _name)
+    except AttributeError:
+        missing_functions.append(_name)
+        setattr(lib, _name, _missing(_name))
+        continue
     _f.restype = _res
     _f.argtypes = _args
 
-_lib_version = _lib.tg_version()
+_lib_version = lib.tg_version()
 if _lib_version >> 16 != ABI_MAJOR:
     raise ImportError(
         f"{_lib_path} is libtegragpu {_lib_version >> 16}.{(_lib_version >> 8) & 0xff}."
@@ -333,24 +521,87 @@ def version():
 
 
 def library_path():
-    """Path of the loaded shared library."""
+    """Path (or soname, when the system loader found it) of the loaded shared library."""
     return _lib_path
+
+
+def library_source():
+    """Which lookup step found the library: "TEGRAGPU_LIBRARY", "package", "pkg-config",
+    "system" or "source tree"."""
+    return _lib_source
+
+
+def _status_text(status):
+    try:
+        return lib.tg_status_str(int(status)).decode()
+    except Exception:
+        return f"status {status}"
 
 
 def status_str(status):
     """The library's description of a status code."""
-    return _lib.tg_status_str(int(status)).decode()
+    return lib.tg_status_str(int(status)).decode()
 
 
-def _check(status):
-    if status != 0:
-        msg = (_lib.tg_last_error_message() or b"").decode(errors="replace")
-        cls = _ERRORS.get(status, TegraGpuError)
-        raise cls(status, msg)
+def last_error_message():
+    """``tg_last_error_message()``: the message of the last failed call on this thread."""
+    return (lib.tg_last_error_message() or b"").decode(errors="replace")
+
+
+def check(status, call=""):
+    """Raise the exception for ``status`` (a ``tg_status`` returned by a :data:`lib` call);
+    return None for ``TG_OK``.
+
+    The exception is the subclass of :class:`Error` for the status (:func:`error_class`), its
+    message ``tg_last_error_message()``, which names the failed C call. ``call``, when given
+    and the message does not already start with it, is put in front (``"call: message"``).
+    Call it right after the failing call, on the same thread: the message is thread-local and
+    replaced by the next failure.
+    """
+    if status == 0:
+        return
+    msg = last_error_message() or _status_text(status)
+    if call and not msg.startswith(call):
+        msg = f"{call}: {msg}"
+    raise error_class(status)(status, msg)
+
+
+_check = check
+
+_log_callback = None  # the LogFn object the library holds (kept alive here)
+
+
+def set_log_level(level):
+    """``tg_set_log_level``: produce messages of ``level`` (a :class:`LogLevel`) and above;
+    overrides ``$TEGRAGPU_LOG``."""
+    check(lib.tg_set_log_level(int(level)))
+
+
+def set_log_callback(fn):
+    """Route the library's log messages to ``fn(level, target, message)`` (a
+    :class:`LogLevel` and two str) instead of stderr; None restores stderr. ``fn`` may be
+    called from any thread, the library's own included; exceptions it raises are ignored."""
+    global _log_callback
+    if fn is None:
+        check(lib.tg_set_log_callback(LogFn(), None))  # NULL: back to stderr
+        _log_callback = None
+        return
+
+    def trampoline(level, target, message, user):
+        try:
+            lvl = LogLevel(level) if level in LogLevel._value2member_map_ else level
+            fn(lvl, (target or b"").decode(errors="replace"),
+               (message or b"").decode(errors="replace"))
+        except BaseException:
+            pass
+
+    cb = LogFn(trampoline)
+    check(lib.tg_set_log_callback(cb, None))
+    _log_callback = cb  # replaced only after the library stopped calling the old one
 
 
 def _closed_error(what):
-    return InvalidHandleError(Status.INVALID_HANDLE, f"{what} is closed")
+    return InvalidHandle(Status.INVALID_HANDLE, f"{what} is closed")
 
 
 class _Handle:
@@ -364,7 +615,8 @@ class _Handle:
 
     @property
     def handle(self):
-        """The raw C handle (an int); raises InvalidHandleError once closed."""
+        """The raw C handle (an int) to pass to :data:`lib` functions; raises
+        :class:`InvalidHandle` once closed."""
         if self._h is None:
             raise _closed_error(self._what)
         return self._h
@@ -372,7 +624,7 @@ class _Handle:
     def close(self):
         h, self._h = self._h, None
         if h is not None:
-            _check(getattr(_lib, self._destroy)(h))
+            check(getattr(lib, self._destroy)(h))
 
     @property
     def closed(self):
@@ -422,52 +674,103 @@ class KernelAttributes:
     max_dynamic_shared_bytes: int
 
 
+_NVGPU_CTRL = "/dev/nvgpu/igpu0/ctrl"
+_SINGLE_DEVICE_SPECS = ("emu", "nvgpu")
+
+
+def device_spec(spec=None, index=None):
+    """The spec string :class:`Device` passes to ``tg_device_open`` for ``spec`` and ``index``
+    (None = no spec: the GPU of this machine).
+
+    ``index`` picks one of several GPUs driven by the desktop driver: ``index=N`` (no spec, or
+    ``"rm"``) opens ``"rm:N"``. Exceptions: without a spec on a Jetson (``/dev/nvgpu`` present),
+    ``index=0`` opens its one integrated GPU (``"nvgpu"``); ``"emu"`` and ``"nvgpu"`` have one
+    device each, so only ``index=0`` is accepted there (:class:`NotFound` otherwise).
+    """
+    if index is None:
+        return spec
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise InvalidArgument(Status.INVALID_ARGUMENT,
+                              f"Device: index must be an int >= 0, got {index!r}")
+    if spec is None:
+        if index == 0 and os.path.exists(_NVGPU_CTRL):
+            return "nvgpu"
+        return f"rm:{index}"
+    if spec in _SINGLE_DEVICE_SPECS:
+        if index != 0:
+            raise NotFound(Status.NOT_FOUND,
+                           f'Device: "{spec}" has one device (index 0); there is no index {index}')
+        return spec
+    if ":" in spec:
+        if spec.rpartition(":")[2] == str(index):
+            return spec
+        raise InvalidArgument(Status.INVALID_ARGUMENT,
+                              f'Device: spec "{spec}" already names a device; index={index} '
+                              "conflicts with it")
+    return f"{spec}:{index}"
+
+
 class Device(_Handle):
-    """An open GPU. ``spec``: None = the GPU of this machine, "emu" = the emulated Orin,
-    "nvgpu", "rm"; ``$TEGRAGPU_DEVICE`` overrides it. Objects created from a device keep it
-    open after ``close()``."""
+    """An open GPU.
+
+    ``spec``: None = the GPU of this machine, ``"emu"`` = the emulated Orin, ``"nvgpu"``,
+    ``"rm"``, ``"rm:N"``. ``index``: which GPU of several (see :func:`device_spec`):
+    ``Device(index=1)`` opens ``"rm:1"``. The environment variable ``TEGRAGPU_DEVICE`` is read
+    by the C library (see docs/python.md). Objects created from a device keep it open after
+    ``close()``.
+    """
 
     _destroy = "tg_device_close"
     _what = "Device"
 
-    def __init__(self, spec=None):
+    def __init__(self, spec=None, index=None):
+        s = device_spec(spec, index)
         h = _H()
-        _check(_lib.tg_device_open(None if spec is None else spec.encode(), ctypes.byref(h)))
+        check(lib.tg_device_open(None if s is None else s.encode(), ctypes.byref(h)))
         super().__init__(h.value)
+        #: The spec passed to ``tg_device_open`` (None: the GPU of this machine).
+        self.spec = s
+        #: The ``index`` argument (None when not given).
+        self.index = index
+
+    def __repr__(self):
+        return f"<tegragpu.Device spec={self.spec!r}{' closed' if self.closed else ''}>"
 
     @property
     def info(self):
-        i = _DeviceInfo(struct_size=ctypes.sizeof(_DeviceInfo))
-        _check(_lib.tg_device_get_info(self.handle, ctypes.byref(i)))
+        i = CDeviceInfo(struct_size=ctypes.sizeof(CDeviceInfo))
+        check(lib.tg_device_get_info(self.handle, ctypes.byref(i)))
         return DeviceInfo(i.name.decode(errors="replace"), i.arch, i.sm_major, i.sm_minor,
                           i.sm_count, i.memory_bytes, i.va_bits, Backend(i.backend),
                           bool(i.emulated))
 
     def alloc(self, size_bytes, flags=0):
-        """Allocate ``size_bytes`` of GPU memory the CPU can access (see BUF_* flags)."""
+        """Allocate ``size_bytes`` of GPU memory (see the BUF_* flags). The CPU mapping is not
+        requested here: it is made on the first CPU access (:attr:`Buffer.cpu_ptr`,
+        :meth:`Buffer.numpy`, :meth:`Buffer.read`, :meth:`Buffer.write`)."""
         h = _H()
-        _check(_lib.tg_buf_alloc(self.handle, size_bytes, flags, ctypes.byref(h)))
-        return Buffer(h.value)
+        check(lib.tg_buf_alloc(self.handle, size_bytes, flags, ctypes.byref(h)))
+        return Buffer(h.value, flags)
 
     def load_module(self, cubin):
-        """Load a cubin from bytes."""
+        """Load a cubin (or fatbin, or PTX) from bytes."""
         data = bytes(cubin)
         h = _H()
-        _check(_lib.tg_module_load(self.handle, data, len(data), ctypes.byref(h)))
+        check(lib.tg_module_load(self.handle, data, len(data), ctypes.byref(h)))
         return Module(h.value)
 
     def load_module_file(self, path):
         h = _H()
-        _check(_lib.tg_module_load_file(self.handle, os.fsencode(path), ctypes.byref(h)))
+        check(lib.tg_module_load_file(self.handle, os.fsencode(path), ctypes.byref(h)))
         return Module(h.value)
 
     def compile_cuda(self, source, options=()):
         """Compile CUDA C with libnvrtc for this device and load it."""
         opts = (ctypes.c_char_p * max(len(options), 1))(*[o.encode() for o in options])
         h = _H()
-        _check(_lib.tg_module_compile_cuda(self.handle, source.encode(),
-                                           opts if options else None, len(options),
-                                           ctypes.byref(h)))
+        check(lib.tg_module_compile_cuda(self.handle, source.encode(),
+                                         opts if options else None, len(options),
+                                         ctypes.byref(h)))
         return Module(h.value)
 
     def create_queue(self, kind=QueueKind.COMPUTE, depth=None):
@@ -475,105 +778,223 @@ class Device(_Handle):
         submissions/launches may be in flight before recording waits for the GPU."""
         h = _H()
         if depth is None:
-            _check(_lib.tg_queue_create(self.handle, int(kind), ctypes.byref(h)))
+            check(lib.tg_queue_create(self.handle, int(kind), ctypes.byref(h)))
         else:
-            _check(_lib.tg_queue_create_with_depth(self.handle, int(kind), int(depth), ctypes.byref(h)))
-        return Queue(h.value)
+            check(lib.tg_queue_create_with_depth(self.handle, int(kind), int(depth),
+                                                 ctypes.byref(h)))
+        return Queue(h.value, self)
 
     def create_signal(self, initial=0):
         h = _H()
-        _check(_lib.tg_signal_create(self.handle, initial, ctypes.byref(h)))
+        check(lib.tg_signal_create(self.handle, initial, ctypes.byref(h)))
         return Signal(h.value)
 
     def synchronize(self, timeout_ns=DEFAULT_TIMEOUT_NS):
-        _check(_lib.tg_device_synchronize(self.handle, timeout_ns))
+        check(lib.tg_device_synchronize(self.handle, timeout_ns))
 
     @property
     def stack_limit(self):
         """Stack bytes per GPU thread for kernels taken from now on (default 1024)."""
         v = ctypes.c_uint64()
-        _check(_lib.tg_device_get_limit(self.handle, LIMIT_STACK_SIZE, ctypes.byref(v)))
+        check(lib.tg_device_get_limit(self.handle, LIMIT_STACK_SIZE, ctypes.byref(v)))
         return v.value
 
     @stack_limit.setter
     def stack_limit(self, value):
-        _check(_lib.tg_device_set_limit(self.handle, LIMIT_STACK_SIZE, int(value)))
+        check(lib.tg_device_set_limit(self.handle, LIMIT_STACK_SIZE, int(value)))
 
     def fault(self):
         """The sticky fault report, or None if the device has not faulted."""
-        r = _FaultReport(struct_size=ctypes.sizeof(_FaultReport))
-        st = _lib.tg_device_get_fault(self.handle, ctypes.byref(r))
+        r = CFaultReport(struct_size=ctypes.sizeof(CFaultReport))
+        st = lib.tg_device_get_fault(self.handle, ctypes.byref(r))
         if st == Status.NOT_FOUND:
             return None
-        _check(st)
+        check(st)
         return FaultReport(r.code, r.address if r.has_address else None,
                            r.message.decode(errors="replace"))
 
 
-class Buffer(_Handle):
-    """GPU memory the CPU can access. ``numpy()`` gives zero-copy views; the memory is freed
-    once the buffer is closed *and* no view is alive any more."""
+def _int_arg(v, what, where):
+    if isinstance(v, bool) or not isinstance(v, int):
+        try:
+            v = v.__index__()
+        except (AttributeError, TypeError):
+            raise InvalidArgument(Status.INVALID_ARGUMENT,
+                                  f"{where}: {what} must be an int, got {type(v).__name__}")
+    if v < 0:
+        raise InvalidArgument(Status.INVALID_ARGUMENT, f"{where}: {what} {v} is negative")
+    return v
 
-    _destroy = "tg_buf_free"
-    _what = "Buffer"
 
-    def __init__(self, handle):
-        super().__init__(handle)
-        self._views = 0
-        self._close_requested = False
-        p = ctypes.c_void_p()
-        _check(_lib.tg_buf_cpu_ptr(handle, ctypes.byref(p)))
-        self._ptr = p.value
-        n = ctypes.c_uint64()
-        _check(_lib.tg_buf_size(handle, ctypes.byref(n)))
-        self._size = n.value
-        a = ctypes.c_uint64()
-        _check(_lib.tg_buf_gpu_address(handle, ctypes.byref(a)))
-        self._va = a.value
+def _check_range(where, what, offset, size, limit, describe):
+    """Raise InvalidArgument unless [offset, offset + size) lies within [0, limit)."""
+    offset = _int_arg(offset, f"{what}offset", where)
+    size = _int_arg(size, f"{what}size", where)
+    if offset + size > limit:
+        raise InvalidArgument(
+            Status.INVALID_ARGUMENT,
+            f"{where}: {what}range [{offset}, {offset + size}) is outside {describe} "
+            f"({limit} bytes)")
+    return offset, size
 
-    @property
-    def size(self):
-        self.handle
-        return self._size
+
+class _Region:
+    """What Buffer and BufferView share: a byte range [offset, offset + size) of a Buffer."""
+
+    __slots__ = ()
+
+    def view(self, offset, size=None):
+        """A :class:`BufferView` of ``size`` bytes (default: to the end) from ``offset``,
+        relative to this region. Bounds-checked: raises :class:`InvalidArgument`."""
+        if size is None:
+            offset = _int_arg(offset, "offset", "view")
+            if offset > self.size:
+                raise InvalidArgument(
+                    Status.INVALID_ARGUMENT,
+                    f"view: offset {offset} is outside {self._describe()} ({self.size} bytes)")
+            size = self.size - offset
+        offset, size = _check_range("view", "", offset, size, self.size, self._describe())
+        return BufferView(self.buffer, self.offset + offset, size)
 
     @property
     def gpu_address(self):
-        self.handle
-        return self._va
+        """The GPU virtual address of the region's first byte (pass it to kernels)."""
+        return self.buffer._va_checked() + self.offset
 
     @property
     def cpu_ptr(self):
-        self.handle
-        return self._ptr
+        """The CPU address of the region's first byte; maps the buffer for the CPU on first
+        use (``tg_buf_cpu_ptr``)."""
+        return self.buffer._map() + self.offset
 
     def numpy(self, dtype="uint8", shape=None, offset=0):
-        """A numpy array viewing the buffer's memory (no copy). ``shape`` defaults to as many
-        elements of ``dtype`` as fit after ``offset`` bytes."""
+        """A numpy array viewing the region's memory (no copy). ``shape`` defaults to as many
+        elements of ``dtype`` as fit after ``offset`` bytes. Maps the buffer for the CPU on
+        first use. The buffer's memory stays allocated while the array is alive."""
         import numpy as np
-        if self._close_requested:
+        buf = self.buffer
+        if buf._close_requested:
             raise _closed_error("Buffer")
+        where = f"{type(self).__name__}.numpy"
         dt = np.dtype(dtype)
-        if offset < 0 or offset > self.size:
-            raise InvalidArgumentError(Status.INVALID_ARGUMENT,
-                                       f"Buffer.numpy: offset {offset} outside {self.size} bytes")
-        count = (self.size - offset) // dt.itemsize
+        offset = _int_arg(offset, "offset", where)
+        if offset > self.size:
+            raise InvalidArgument(Status.INVALID_ARGUMENT,
+                                  f"{where}: offset {offset} outside {self.size} bytes")
         if shape is None:
-            shape = (count,)
+            shape = ((self.size - offset) // dt.itemsize,)
         elif isinstance(shape, int):
             shape = (shape,)
         need = dt.itemsize
         for s in shape:
             need *= s
         if need > self.size - offset:
-            raise InvalidArgumentError(
+            raise InvalidArgument(
                 Status.INVALID_ARGUMENT,
-                f"Buffer.numpy: shape {tuple(shape)} of {dt} needs {need} bytes, the buffer has "
+                f"{where}: shape {tuple(shape)} of {dt} needs {need} bytes, the "
+                f"{'view' if isinstance(self, BufferView) else 'buffer'} has "
                 f"{self.size - offset} after offset {offset}")
-        raw = (ctypes.c_ubyte * need).from_address(self._ptr + offset)
-        raw._tg_buffer = self  # the view keeps the buffer object alive
-        self._views += 1
-        weakref.finalize(raw, Buffer._view_gone, self)
+        raw = (ctypes.c_ubyte * need).from_address(self.cpu_ptr + offset)
+        raw._tg_buffer = buf  # the array keeps the buffer object alive
+        buf._views += 1
+        weakref.finalize(raw, Buffer._view_gone, buf)
         return np.frombuffer(raw, dtype=dt, count=need // dt.itemsize).reshape(shape)
+
+    def read(self, size=None, offset=0):
+        """Copy ``size`` bytes (default: to the end) from ``offset`` into a new ``bytes``
+        through the CPU mapping (slow for video memory on desktop GPUs: see docs/python.md)."""
+        if size is None:
+            offset = _int_arg(offset, "offset", "read")
+            size = max(self.size - offset, 0)
+        offset, size = _check_range("read", "", offset, size, self.size, self._describe())
+        if size == 0:
+            return b""
+        return ctypes.string_at(self.cpu_ptr + offset, size)
+
+    def write(self, data, offset=0):
+        """Copy ``data`` (bytes or any contiguous buffer, e.g. a numpy array) to ``offset``
+        through the CPU mapping."""
+        mv = memoryview(data)
+        if not mv.contiguous:
+            raise InvalidArgument(Status.INVALID_ARGUMENT, "write: data is not contiguous")
+        mv = mv.cast("B")
+        offset, n = _check_range("write", "", offset, mv.nbytes, self.size, self._describe())
+        if n == 0:
+            return
+        if isinstance(data, bytes):
+            src = data
+        elif not mv.readonly:
+            src = (ctypes.c_char * n).from_buffer(mv)
+        else:
+            src = bytes(mv)
+        ctypes.memmove(self.cpu_ptr + offset, src, n)
+
+
+class Buffer(_Handle, _Region):
+    """GPU memory the CPU can access (``tg_buf``).
+
+    The CPU mapping is made on first CPU access (:attr:`cpu_ptr`, :meth:`numpy`, :meth:`read`,
+    :meth:`write`), never by allocation; :attr:`gpu_address`, :meth:`view` and kernel
+    arguments do not map. ``numpy()`` gives zero-copy arrays; the memory is freed once the
+    buffer is closed *and* no array is alive any more.
+
+    A Buffer is also the region ``[0, size)`` of itself: ``buffer`` is the buffer itself,
+    ``offset`` is 0, as for a :class:`BufferView`.
+    """
+
+    _destroy = "tg_buf_free"
+    _what = "Buffer"
+
+    def __init__(self, handle, flags=None):
+        super().__init__(handle)
+        self._views = 0
+        self._close_requested = False
+        self._ptr = None
+        #: The ``tg_buf_alloc`` flags (None when not known).
+        self.flags = flags
+        n = ctypes.c_uint64()
+        check(lib.tg_buf_size(handle, ctypes.byref(n)))
+        self._size = n.value
+        a = ctypes.c_uint64()
+        check(lib.tg_buf_gpu_address(handle, ctypes.byref(a)))
+        self._va = a.value
+
+    def __repr__(self):
+        state = " closed" if self.closed else ""
+        return f"<tegragpu.Buffer {self._size} bytes at {self._va:#x}{state}>"
+
+    @property
+    def buffer(self):
+        return self
+
+    @property
+    def offset(self):
+        return 0
+
+    def _describe(self):
+        return "the buffer"
+
+    @property
+    def size(self):
+        self.handle
+        return self._size
+
+    def _va_checked(self):
+        self.handle
+        return self._va
+
+    @property
+    def cpu_mapped(self):
+        """Whether this object has asked the library for the CPU mapping yet."""
+        return self._ptr is not None
+
+    def _map(self):
+        h = self.handle
+        if self._ptr is None:
+            p = ctypes.c_void_p()
+            check(lib.tg_buf_cpu_ptr(h, ctypes.byref(p)))
+            self._ptr = p.value
+        return self._ptr
 
     def _view_gone(self):
         self._views -= 1
@@ -581,7 +1002,7 @@ class Buffer(_Handle):
             _Handle.close(self)
 
     def close(self):
-        """Free the buffer (deferred until the last numpy view is gone)."""
+        """Free the buffer (deferred until the last numpy array is gone)."""
         self._close_requested = True
         if self._views == 0:
             _Handle.close(self)
@@ -589,8 +1010,44 @@ class Buffer(_Handle):
     def export_dmabuf(self):
         """A new dma-buf file descriptor for the buffer (the caller closes it)."""
         fd = ctypes.c_int()
-        _check(_lib.tg_buf_export_dmabuf(self.handle, ctypes.byref(fd)))
+        check(lib.tg_buf_export_dmabuf(self.handle, ctypes.byref(fd)))
         return fd.value
+
+
+class BufferView(_Region):
+    """``size`` bytes of a :class:`Buffer` from ``offset`` (:meth:`Buffer.view`). Accepted
+    wherever a Buffer is: as a kernel argument (its :attr:`gpu_address`), in
+    :meth:`Queue.copy` (offsets relative to the view, bounds-checked against it). Keeps the
+    buffer object alive; closing the buffer invalidates its views."""
+
+    __slots__ = ("buffer", "offset", "size")
+
+    def __init__(self, buffer, offset, size):
+        #: The :class:`Buffer` this is a view of.
+        self.buffer = buffer
+        #: Byte offset in ``buffer``.
+        self.offset = offset
+        #: Size in bytes.
+        self.size = size
+
+    def _describe(self):
+        return f"the view [{self.offset}, {self.offset + self.size}) of a " \
+               f"{self.buffer._size}-byte buffer"
+
+    def __repr__(self):
+        return (f"<tegragpu.BufferView [{self.offset}, {self.offset + self.size}) of "
+                f"{self.buffer!r}>")
+
+
+_REGIONS = (Buffer, BufferView)
+
+
+def _region(x, where, what):
+    if isinstance(x, _REGIONS):
+        return x
+    raise InvalidArgument(Status.INVALID_ARGUMENT,
+                          f"{where}: {what} must be a Buffer or BufferView, got "
+                          f"{type(x).__name__}")
 
 
 class Module(_Handle):
@@ -599,14 +1056,14 @@ class Module(_Handle):
 
     def kernel(self, name):
         h = _H()
-        _check(_lib.tg_module_get_kernel(self.handle, name.encode(), ctypes.byref(h)))
+        check(lib.tg_module_get_kernel(self.handle, name.encode(), ctypes.byref(h)))
         return Kernel(h.value, name)
 
     def global_address(self, name):
         """``(gpu_address, size_bytes)`` of a ``__device__`` / ``__constant__`` variable."""
         va, size = ctypes.c_uint64(), ctypes.c_uint64()
-        _check(_lib.tg_module_get_global(self.handle, name.encode(), ctypes.byref(va), None,
-                                         ctypes.byref(size)))
+        check(lib.tg_module_get_global(self.handle, name.encode(), ctypes.byref(va), None,
+                                       ctypes.byref(size)))
         return va.value, size.value
 
     def global_view(self, name, dtype="uint8"):
@@ -615,8 +1072,8 @@ class Module(_Handle):
         constant and data caches before its next launch."""
         import numpy as np
         cpu, size = ctypes.c_void_p(), ctypes.c_uint64()
-        _check(_lib.tg_module_get_global(self.handle, name.encode(), None, ctypes.byref(cpu),
-                                         ctypes.byref(size)))
+        check(lib.tg_module_get_global(self.handle, name.encode(), None, ctypes.byref(cpu),
+                                       ctypes.byref(size)))
         raw = (ctypes.c_uint8 * size.value).from_address(cpu.value)
         return np.frombuffer(raw, dtype=np.uint8).view(dtype)
 
@@ -628,15 +1085,15 @@ class Kernel(_Handle):
     def __init__(self, handle, name):
         super().__init__(handle)
         self.name = name
-        a = _KernelAttributes(struct_size=ctypes.sizeof(_KernelAttributes))
-        _check(_lib.tg_kernel_get_attributes(handle, ctypes.byref(a)))
+        a = CKernelAttributes(struct_size=ctypes.sizeof(CKernelAttributes))
+        check(lib.tg_kernel_get_attributes(handle, ctypes.byref(a)))
         self.attributes = KernelAttributes(
             a.num_params, a.param_bytes, a.registers, a.static_shared_bytes,
             a.local_bytes_per_thread, a.max_threads_per_block, a.max_dynamic_shared_bytes)
         params = []
         for i in range(a.num_params):
             off, size = ctypes.c_uint32(), ctypes.c_uint32()
-            _check(_lib.tg_kernel_get_param(handle, i, ctypes.byref(off), ctypes.byref(size)))
+            check(lib.tg_kernel_get_param(handle, i, ctypes.byref(off), ctypes.byref(size)))
             params.append((off.value, size.value))
         #: (offset, size) of each parameter in the packed parameter block.
         self.params = params
@@ -644,24 +1101,25 @@ class Kernel(_Handle):
     def max_active_blocks(self, block_threads, shared_bytes=0):
         """Blocks of ``block_threads`` threads one SM runs at once (occupancy)."""
         n = ctypes.c_uint32()
-        _check(_lib.tg_kernel_max_active_blocks(self.handle, block_threads, shared_bytes,
-                                                ctypes.byref(n)))
+        check(lib.tg_kernel_max_active_blocks(self.handle, block_threads, shared_bytes,
+                                              ctypes.byref(n)))
         return n.value
 
     def pack(self, args):
         """Pack Python values into the kernel's parameter block.
 
-        Each argument may be a :class:`Buffer` (its GPU address), a numpy scalar or ``bytes``
-        (their bytes, which must have the parameter's size), an ``int`` (little-endian, the
-        parameter's size) or a ``float`` (float32 for 4-byte, float64 for 8-byte parameters).
+        Each argument may be a :class:`Buffer` or :class:`BufferView` (its GPU address), a
+        numpy scalar or ``bytes`` (their bytes, which must have the parameter's size), an
+        ``int`` (little-endian, the parameter's size) or a ``float`` (float32 for 4-byte,
+        float64 for 8-byte parameters).
         """
         if len(args) != len(self.params):
-            raise InvalidLaunchError(
+            raise InvalidLaunch(
                 Status.INVALID_LAUNCH,
                 f"{self.name}: takes {len(self.params)} parameters, got {len(args)}")
         block = bytearray(self.attributes.param_bytes)
         for i, ((off, size), a) in enumerate(zip(self.params, args)):
-            if isinstance(a, Buffer):
+            if isinstance(a, _REGIONS):
                 raw = struct.pack("<Q", a.gpu_address)
             elif isinstance(a, (bytes, bytearray, memoryview)):
                 raw = bytes(a)
@@ -671,16 +1129,16 @@ class Kernel(_Handle):
                 raw = int(a).to_bytes(size, "little", signed=int(a) < 0)
             elif isinstance(a, float):
                 if size not in (4, 8):
-                    raise InvalidArgumentError(
+                    raise InvalidArgument(
                         Status.INVALID_ARGUMENT,
                         f"{self.name}: parameter {i} is {size} bytes; a float needs 4 or 8")
                 raw = struct.pack("<f" if size == 4 else "<d", a)
             else:
-                raise InvalidArgumentError(
+                raise InvalidArgument(
                     Status.INVALID_ARGUMENT,
                     f"{self.name}: parameter {i}: cannot pass {type(a).__name__}")
             if len(raw) != size:
-                raise InvalidArgumentError(
+                raise InvalidArgument(
                     Status.INVALID_ARGUMENT,
                     f"{self.name}: parameter {i} is {size} bytes, got {len(raw)} "
                     f"({type(a).__name__})")
@@ -693,7 +1151,7 @@ def _dims(v):
         return (v, 1, 1)
     t = tuple(v) + (1,) * (3 - len(v))
     if len(t) != 3:
-        raise InvalidArgumentError(Status.INVALID_ARGUMENT, f"dimensions {v!r}: at most 3")
+        raise InvalidArgument(Status.INVALID_ARGUMENT, f"dimensions {v!r}: at most 3")
     return t
 
 
@@ -703,6 +1161,11 @@ class Queue(_Handle):
     _destroy = "tg_queue_destroy"
     _what = "Queue"
 
+    def __init__(self, handle, device=None):
+        super().__init__(handle)
+        #: The :class:`Device` that created the queue (None when made from a raw handle).
+        self.device = device
+
     def launch(self, kernel, grid, block, args=(), shared_bytes=0, cooperative=False):
         """Record a launch; ``args`` are packed by :meth:`Kernel.pack`. ``cooperative``: all
         blocks resident at once, for kernels that synchronise the whole grid."""
@@ -711,44 +1174,88 @@ class Queue(_Handle):
 
     def launch_packed(self, kernel, grid, block, params, shared_bytes=0, cooperative=False):
         """Record a launch with an already packed parameter block (``bytes``)."""
-        cfg = _LaunchConfig(struct_size=ctypes.sizeof(_LaunchConfig))
+        cfg = CLaunchConfig(struct_size=ctypes.sizeof(CLaunchConfig))
         cfg.grid[:] = _dims(grid)
         cfg.block[:] = _dims(block)
         cfg.dynamic_shared_bytes = shared_bytes
         cfg.flags = LAUNCH_COOPERATIVE if cooperative else 0
         data = bytes(params)
-        _check(_lib.tg_launch(self.handle, kernel.handle, ctypes.byref(cfg),
-                              data if data else None, len(data)))
+        check(lib.tg_launch(self.handle, kernel.handle, ctypes.byref(cfg),
+                            data if data else None, len(data)))
 
-    def copy(self, dst, src, size_bytes=None, dst_offset=0, src_offset=0):
-        """Record a copy: copy engine on copy queues, built-in SM copy kernel on compute queues.
-        ``size_bytes`` defaults to all of src (from ``src_offset``); ranges must not overlap."""
+    def copy(self, dst, *args, **kwargs):
+        """Record a copy: ``copy(dst, dst_offset, src, src_offset=0, size_bytes=None)``.
+
+        ``dst`` and ``src`` are :class:`Buffer` or :class:`BufferView`; offsets are relative to
+        them and the ranges are checked against them (a view's bounds, not just its
+        buffer's). ``size_bytes`` defaults to the rest of ``src`` after ``src_offset``; the
+        ranges must not overlap. Copy queues use the copy engine, compute queues the built-in
+        SM copy kernel.
+
+        The older argument order ``copy(dst, src, size_bytes=None, dst_offset=0,
+        src_offset=0)`` is still accepted (recognised by a Buffer or view as the second
+        argument).
+        """
+        if args and isinstance(args[0], _REGIONS):
+            self._copy_legacy(dst, *args, **kwargs)
+        else:
+            self._copy(dst, *args, **kwargs)
+
+    def _copy_legacy(self, dst, src, size_bytes=None, dst_offset=0, src_offset=0):
+        self._copy(dst, dst_offset, src, src_offset, size_bytes)
+
+    def _copy(self, dst, dst_offset=0, src=None, src_offset=0, size_bytes=None):
+        where = "Queue.copy"
+        dst = _region(dst, where, "dst")
+        src = _region(src, where, "src")
         if size_bytes is None:
-            size_bytes = src.size - src_offset
-        _check(_lib.tg_queue_copy(self.handle, dst.handle, dst_offset, src.handle, src_offset,
-                                  size_bytes))
+            size_bytes = src.size - _int_arg(src_offset, "src_offset", where)
+        dst_offset = _int_arg(dst_offset, "dst_offset", where)
+        src_offset = _int_arg(src_offset, "src_offset", where)
+        size_bytes = _int_arg(size_bytes, "size_bytes", where)
+        # Views: check against the view (the library only knows the buffer), then translate.
+        if isinstance(dst, BufferView):
+            _check_range(where, "dst ", dst_offset, size_bytes, dst.size, dst._describe())
+        if isinstance(src, BufferView):
+            _check_range(where, "src ", src_offset, size_bytes, src.size, src._describe())
+        check(lib.tg_queue_copy(self.handle, dst.buffer.handle, dst.offset + dst_offset,
+                                src.buffer.handle, src.offset + src_offset, size_bytes))
 
     def signal(self, signal, value):
-        _check(_lib.tg_queue_signal(self.handle, signal.handle, value))
+        check(lib.tg_queue_signal(self.handle, signal.handle, value))
 
     def wait(self, signal, value):
-        _check(_lib.tg_queue_wait(self.handle, signal.handle, value))
+        check(lib.tg_queue_wait(self.handle, signal.handle, value))
 
     def barrier(self):
-        _check(_lib.tg_queue_barrier(self.handle))
+        check(lib.tg_queue_barrier(self.handle))
 
     def submit(self):
-        _check(_lib.tg_queue_submit(self.handle))
+        check(lib.tg_queue_submit(self.handle))
 
     def synchronize(self, timeout_ns=DEFAULT_TIMEOUT_NS):
-        _check(_lib.tg_queue_synchronize(self.handle, timeout_ns))
+        check(lib.tg_queue_synchronize(self.handle, timeout_ns))
+
+    def timed(self, timeout_ns=DEFAULT_TIMEOUT_NS):
+        """A :class:`GpuTimer` context manager that measures the GPU time of the work recorded
+        inside it::
+
+            with q.timed() as t:
+                q.launch(k, ...)
+            print(t.elapsed_ns)
+
+        Entering records a signal release (start); leaving records another (end), submits
+        and waits for it (up to ``timeout_ns``). Includes the wait for work recorded earlier
+        on the queue to finish before the start was released.
+        """
+        return GpuTimer(self, timeout_ns)
 
     def abort(self):
         """Abandon the queue's work and destroy the queue at once (``tg_queue_abort``): the
         recovery from a kernel that does not end. The queue is closed afterwards."""
         h, self._h = self._h, None
         if h is not None:
-            _check(_lib.tg_queue_abort(h))
+            check(lib.tg_queue_abort(h))
 
 
 class Signal(_Handle):
@@ -760,11 +1267,59 @@ class Signal(_Handle):
     @property
     def value(self):
         v = ctypes.c_uint64()
-        _check(_lib.tg_signal_value(self.handle, ctypes.byref(v)))
+        check(lib.tg_signal_value(self.handle, ctypes.byref(v)))
+        return v.value
+
+    @property
+    def timestamp(self):
+        """GPU time (ns) written with the signal's last GPU release (:meth:`Queue.signal`);
+        0 before the first. Compare it only with timestamps of the same device; read it after
+        waiting for the release you care about (a later release overwrites it)."""
+        v = ctypes.c_uint64()
+        check(lib.tg_signal_timestamp(self.handle, ctypes.byref(v)))
         return v.value
 
     def set(self, value):
-        _check(_lib.tg_signal_set(self.handle, value))
+        check(lib.tg_signal_set(self.handle, value))
 
     def wait(self, value, timeout_ns=DEFAULT_TIMEOUT_NS):
-        _check(_lib.tg_signal_wait(self.handle, value, timeout_ns))
+        check(lib.tg_signal_wait(self.handle, value, timeout_ns))
+
+
+class GpuTimer:
+    """GPU time of the work recorded on a queue between ``__enter__`` and ``__exit__``
+    (:meth:`Queue.timed`). After the ``with`` block: ``start_ns``, ``end_ns`` (GPU
+    timestamps) and ``elapsed_ns``. The two signals it uses are created from the queue's
+    device on entry and destroyed on exit."""
+
+    def __init__(self, queue, timeout_ns=DEFAULT_TIMEOUT_NS):
+        if queue.device is None:
+            raise InvalidArgument(Status.INVALID_ARGUMENT,
+                                  "Queue.timed: the queue was not made by Device.create_queue")
+        self.queue = queue
+        self.timeout_ns = timeout_ns
+        self.start_ns = self.end_ns = self.elapsed_ns = None
+        self._start = self._end = None
+
+    def __enter__(self):
+        dev = self.queue.device
+        self._start, self._end = dev.create_signal(0), dev.create_signal(0)
+        self.queue.signal(self._start, 1)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if exc_type is None:
+                self.queue.signal(self._end, 1)
+                self.queue.submit()
+                self._end.wait(1, self.timeout_ns)
+                self.start_ns, self.end_ns = self._start.timestamp, self._end.timestamp
+                self.elapsed_ns = self.end_ns - self.start_ns
+        finally:
+            self._start.close()
+            self._end.close()
+        return False
+
+    @property
+    def elapsed_s(self):
+        return None if self.elapsed_ns is None else self.elapsed_ns * 1e-9

@@ -152,3 +152,168 @@ pub trait Backend: Send + Sync {
         Vec::new()
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Device selection
+
+/// The nvgpu control node: its presence means a Jetson with the nvgpu driver.
+pub const NVGPU_CTRL_NODE: &str = "/dev/nvgpu/igpu0/ctrl";
+/// The RM control node: its presence means the desktop NVIDIA driver.
+pub const NVIDIACTL_NODE: &str = "/dev/nvidiactl";
+/// The device specs `tg_device_open` / `Device::open` accept.
+pub const DEVICE_SPECS: [&str; 3] = ["emu", "nvgpu", "rm"];
+/// The environment variable that picks the device when the caller names none.
+pub const DEVICE_ENV: &str = "TEGRAGPU_DEVICE";
+
+/// What to open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceKind {
+    /// The emulated Orin (nvgpu backend over the in-process emulator).
+    Emu,
+    /// nvgpu on a Jetson.
+    Nvgpu,
+    /// The desktop NVIDIA driver.
+    Rm,
+}
+
+impl DeviceKind {
+    /// The spec that names it: "emu", "nvgpu", "rm".
+    pub fn spec(self) -> &'static str {
+        match self {
+            DeviceKind::Emu => "emu",
+            DeviceKind::Nvgpu => "nvgpu",
+            DeviceKind::Rm => "rm",
+        }
+    }
+}
+
+/// Where a device choice came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChoiceSource {
+    /// The caller's spec (`tg_device_open(spec)`, the command-line argument).
+    Argument,
+    /// `TEGRAGPU_DEVICE`, because the caller named no device.
+    Environment,
+    /// Neither: the device node found on this machine.
+    Probe,
+    /// Neither, and no NVIDIA GPU on this machine: the emulator (only where the caller opts in,
+    /// as `tegragpu-info` and the C examples do; `tg_device_open(NULL)` returns
+    /// `TG_ERROR_NOT_FOUND` instead).
+    Fallback,
+}
+
+/// Which device to open and why ([`choose_device`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceChoice {
+    pub kind: DeviceKind,
+    /// Which GPU of that kind: `N` of `"rm:N"` (card-info order, as `nvidia-smi` lists them);
+    /// 0 otherwise.
+    pub index: u32,
+    pub source: ChoiceSource,
+    /// Why, in words: `spec "emu" from the argument`, `spec "rm" from TEGRAGPU_DEVICE`,
+    /// `no spec: found /dev/nvidiactl`, `fallback to the emulator: no NVIDIA GPU found ...`.
+    pub reason: String,
+}
+
+/// `"emu", "nvgpu", "rm" or "rm:N"`, for messages.
+pub fn device_specs_text() -> String {
+    let q: Vec<String> = DEVICE_SPECS.iter().map(|s| format!("\"{s}\"")).collect();
+    format!(
+        "{}, {}, {} or \"rm:N\" (the N-th GPU, from 0)",
+        q[0], q[1], q[2]
+    )
+}
+
+/// Whether `spec` names a device: "emu", "nvgpu", "rm" or "rm:N".
+pub fn is_device_spec(spec: &str) -> bool {
+    parse_spec(spec).is_some()
+}
+
+/// A spec and the GPU index it names: "rm:2" → (Rm, 2).
+fn parse_spec(spec: &str) -> Option<(DeviceKind, u32)> {
+    match spec {
+        "emu" => Some((DeviceKind::Emu, 0)),
+        "nvgpu" => Some((DeviceKind::Nvgpu, 0)),
+        "rm" => Some((DeviceKind::Rm, 0)),
+        _ => {
+            let n = spec.strip_prefix("rm:")?;
+            // Digits only: no sign, no spaces, no empty index.
+            if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            n.parse().ok().map(|i| (DeviceKind::Rm, i))
+        }
+    }
+}
+
+/// Picks the device to open. Precedence, as a default-selection variable works (like
+/// `CUDA_VISIBLE_DEVICES` for a program that names no device):
+/// 1. `arg`, when it is `Some` and not empty: an explicit choice always wins;
+/// 2. `env` (the value of `TEGRAGPU_DEVICE`), when it is `Some` and not empty;
+/// 3. the GPU of this machine: nvgpu if [`NVGPU_CTRL_NODE`] exists, else RM if
+///    [`NVIDIACTL_NODE`] exists; else `NotFound`.
+///
+/// An unknown spec is `InvalidArgument`, naming where it came from and the valid specs. Only
+/// decides; opening (and failing to open) is the caller's.
+pub fn choose_device(arg: Option<&str>, env: Option<&str>) -> Result<DeviceChoice> {
+    use crate::error::{Error, Status};
+    let arg = arg.filter(|s| !s.is_empty());
+    let env = env.filter(|s| !s.is_empty());
+    let named = match (arg, env) {
+        (Some(a), _) => Some((a, ChoiceSource::Argument, "the argument".to_string())),
+        (None, Some(e)) => Some((e, ChoiceSource::Environment, DEVICE_ENV.to_string())),
+        (None, None) => None,
+    };
+    if let Some((spec, source, from)) = named {
+        return match parse_spec(spec) {
+            Some((kind, index)) => Ok(DeviceChoice {
+                kind,
+                index,
+                source,
+                reason: format!("spec \"{spec}\" from {from}"),
+            }),
+            None => Err(Error::invalid(format!(
+                "unknown device spec \"{}\" (from {from}); valid specs: {}; or none for the GPU of this machine",
+                spec.escape_debug(),
+                device_specs_text()
+            ))),
+        };
+    }
+    let exists = |p: &str| std::path::Path::new(p).exists();
+    if exists(NVGPU_CTRL_NODE) {
+        Ok(DeviceChoice {
+            kind: DeviceKind::Nvgpu,
+            index: 0,
+            source: ChoiceSource::Probe,
+            reason: format!("no spec: found {NVGPU_CTRL_NODE}"),
+        })
+    } else if exists(NVIDIACTL_NODE) {
+        Ok(DeviceChoice {
+            kind: DeviceKind::Rm,
+            index: 0,
+            source: ChoiceSource::Probe,
+            reason: format!("no spec: found {NVIDIACTL_NODE} (no {NVGPU_CTRL_NODE})"),
+        })
+    } else {
+        Err(Error::new(
+            Status::NotFound,
+            format!("no NVIDIA GPU found on this machine (neither {NVGPU_CTRL_NODE} nor {NVIDIACTL_NODE} exists); open \"emu\" for the emulated Orin"),
+        ))
+    }
+}
+
+/// [`choose_device`], falling back to the emulator when the caller named no device and the
+/// machine has no NVIDIA GPU (what `tegragpu-info` does).
+pub fn choose_device_or_emulator(arg: Option<&str>, env: Option<&str>) -> Result<DeviceChoice> {
+    match choose_device(arg, env) {
+        Err(e) if e.status == crate::error::Status::NotFound => Ok(DeviceChoice {
+            kind: DeviceKind::Emu,
+            index: 0,
+            source: ChoiceSource::Fallback,
+            reason: format!(
+                "fallback to the emulator: no NVIDIA GPU found (neither {NVGPU_CTRL_NODE} nor {NVIDIACTL_NODE} exists)"
+            ),
+        }),
+        r => r,
+    }
+}

@@ -653,15 +653,22 @@ pub extern "C" fn tg_last_error_message() -> *const c_char {
 
 /// Open a device.
 ///
-/// - `spec`: NULL = the GPU found on this machine (nvgpu on Jetson Orin, else the desktop NVIDIA
-///   driver), `"emu"` = the emulated Orin (no hardware needed), `"nvgpu"`, `"rm"`. The
-///   environment variable `TEGRAGPU_DEVICE`, when set and non-empty, overrides `spec`.
+/// - `spec`: `"emu"` = the emulated Orin (no hardware needed), `"nvgpu"` (Jetson Orin), `"rm"`
+///   (desktop NVIDIA driver, its first GPU), `"rm:N"` (its N-th GPU, from 0, in the order
+///   `nvidia-smi` lists them; `TG_ERROR_NOT_FOUND` when there is no such GPU). NULL or `""` = the default device: the one the environment
+///   variable `TEGRAGPU_DEVICE` names when it is set and non-empty, else the GPU found on this
+///   machine (nvgpu on Jetson Orin, else the desktop NVIDIA driver). An explicit spec always
+///   wins: `TEGRAGPU_DEVICE` only picks the device for callers that name none.
 /// - `out`: receives the new device handle on success.
 ///
+/// At log level info, one message says which backend was opened and why (see
+/// `tg_set_log_callback()`).
+///
 /// Returns `TG_OK`; `TG_ERROR_NULL_POINTER` (`out` NULL); `TG_ERROR_INVALID_ARGUMENT` (unknown
-/// spec, or `TEGRAGPU_DEVICE` set to a value that is not valid UTF-8); `TG_ERROR_NOT_FOUND`
-/// (NULL spec and no NVIDIA GPU on this machine); `TG_ERROR_OS` / `TG_ERROR_UNSUPPORTED_DRIVER`
-/// (driver refused); `TG_ERROR_NOT_SUPPORTED`.
+/// spec, or, for a NULL spec, `TEGRAGPU_DEVICE` set to an unknown spec or to a value that is not
+/// valid UTF-8: the message lists the valid specs); `TG_ERROR_NOT_FOUND` (no spec and no NVIDIA
+/// GPU on this machine, or no N-th GPU for `"rm:N"`); `TG_ERROR_OS` / `TG_ERROR_UNSUPPORTED_DRIVER` (driver refused);
+/// `TG_ERROR_NOT_SUPPORTED`.
 ///
 /// Ownership: the caller owns `*out` and releases it with `tg_device_close()`.
 /// Thread safety: any thread.
@@ -1840,6 +1847,32 @@ pub unsafe extern "C" fn tg_signal_value(signal: *const tg_signal, out: *mut u64
     })
 }
 
+/// Read the GPU timestamp written with the signal's last GPU release (`tg_queue_signal()`): the
+/// GPU's nanosecond timer at the moment the work recorded before that release was complete.
+/// 0 until the GPU first releases the signal; `tg_signal_set()` does not change it.
+///
+/// Use it to time GPU work: record `tg_queue_signal(q, start, v)`, the launches, then
+/// `tg_queue_signal(q, end, v)`; after `tg_signal_wait(end, v, ...)` the difference of the two
+/// timestamps is the GPU time of the launches in nanoseconds (including the wait for earlier work
+/// on the queue to finish before `start` was released). Timestamps of one device compare with
+/// each other, not with CPU clocks. Read it after waiting for the value you care about: a later
+/// release overwrites it.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`.
+/// Thread safety: any thread.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_signal_timestamp(signal: *const tg_signal, out: *mut u64) -> tg_status {
+    run("tg_signal_timestamp", || {
+        let s = self::signal(signal, "signal")?;
+        let out = out_ptr(out, "out")?;
+        out.write_unaligned(s.timestamp());
+        Ok(())
+    })
+}
+
 /// Set the signal's value from the CPU: releases every GPU (`tg_queue_wait()`) and CPU
 /// (`tg_signal_wait()`) wait for a value ≤ `value`. Setting a lower value than before does not
 /// undo waits that already passed.
@@ -1884,6 +1917,152 @@ pub unsafe extern "C" fn tg_signal_wait(
 ) -> tg_status {
     run("tg_signal_wait", || {
         self::signal(signal, "signal")?.wait(value, timeout_ns)
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Logging
+
+/// Log levels, from quiet to verbose (`tg_set_log_level()`, `tg_log_fn`). A level shows its own
+/// messages and those of every level above it in this list.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum tg_log_level {
+    /// No messages (a level to set; messages never carry it).
+    TG_LOG_OFF = 0,
+    /// Failures the library reports or cannot recover from.
+    TG_LOG_ERROR = 1,
+    /// Problems the library works around (the default level).
+    TG_LOG_WARN = 2,
+    /// One line per device open: which backend was opened and why.
+    TG_LOG_INFO = 3,
+    /// Bring-up steps: device nodes, classes, address space, channels, USERD/doorbell mappings.
+    TG_LOG_DEBUG = 4,
+    /// Every ioctl with its name, key arguments, result and duration.
+    TG_LOG_TRACE = 5,
+}
+
+/// A `tg_log_level` received from C (any integer may arrive); appears as `tg_log_level`.
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy)]
+pub struct tg_log_level_arg(pub i32);
+
+/// Receives the library's log messages (`tg_set_log_callback()`).
+///
+/// - `level`: `TG_LOG_ERROR` ... `TG_LOG_TRACE` (never `TG_LOG_OFF`).
+/// - `target`: the part of the library that wrote it, e.g. `"tegragpu::ioctl"` (ioctl records),
+///   `"tegragpu::backend::nvgpu"`, `"tegragpu::core::device"`.
+/// - `message`: one line, without a trailing newline.
+/// - `user`: the pointer given to `tg_set_log_callback()`.
+///
+/// Both strings are NUL-terminated and valid only for the duration of the call: copy what you
+/// keep. The callback runs on whichever thread logs (application threads inside `tg_*` calls,
+/// the library's own threads), possibly on several at once: it must be thread-safe. It must
+/// not call `tg_set_log_callback()` (refused there); messages from other `tg_*` calls it makes
+/// go to stderr.
+pub type tg_log_fn = Option<
+    unsafe extern "C" fn(
+        level: tg_log_level,
+        target: *const c_char,
+        message: *const c_char,
+        user: *mut c_void,
+    ),
+>;
+
+/// `user` of `tg_set_log_callback`, carried to any thread (the caller vouches for it).
+struct LogUser(*mut c_void);
+// SAFETY: the pointer is only handed back to the caller's callback, which the caller declares
+// thread-safe (tg_set_log_callback's contract).
+unsafe impl Send for LogUser {}
+unsafe impl Sync for LogUser {}
+impl LogUser {
+    fn get(&self) -> *mut c_void {
+        self.0
+    }
+}
+
+fn c_log_level(level: crate::log::Level) -> tg_log_level {
+    match level {
+        crate::log::Level::Error => tg_log_level::TG_LOG_ERROR,
+        crate::log::Level::Warn => tg_log_level::TG_LOG_WARN,
+        crate::log::Level::Info => tg_log_level::TG_LOG_INFO,
+        crate::log::Level::Debug => tg_log_level::TG_LOG_DEBUG,
+        crate::log::Level::Trace => tg_log_level::TG_LOG_TRACE,
+    }
+}
+
+/// A C string for the callback (an inner NUL, which no message should contain, is escaped).
+fn log_c_string(s: &str) -> CString {
+    CString::new(s).unwrap_or_else(|_| CString::new(s.replace('\0', "\\0")).unwrap_or_default())
+}
+
+/// Route the library's log messages to `cb` instead of stderr, like `wgpuSetLogCallback`.
+///
+/// - `cb`: called once per message (see `tg_log_fn`); NULL restores the default, one line per
+///   message on stderr: `tegragpu[LEVEL] target: message`.
+/// - `user`: passed to every call of `cb` unchanged; may be NULL.
+///
+/// Which messages are produced is set by `tg_set_log_level()` or, until that is called, the
+/// environment variable `TEGRAGPU_LOG` (`error`, `warn`, `info`, `debug`, `trace`, `off`;
+/// default `warn`), read at the first device open or the first call of this function.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_ARGUMENT` (called from inside the callback).
+/// Thread safety: any thread. Replacing or removing a callback waits until calls of the old
+/// one running on other threads have returned: after this function returns, the old callback
+/// is never called again and its `user` may be freed.
+///
+/// # Safety
+/// `cb`, if not NULL, is a function with the `tg_log_fn` signature, callable from any thread
+/// until it is replaced.
+#[no_mangle]
+pub unsafe extern "C" fn tg_set_log_callback(cb: tg_log_fn, user: *mut c_void) -> tg_status {
+    run("tg_set_log_callback", || {
+        let sink: Option<crate::log::Callback> = cb.map(|f| {
+            let user = LogUser(user);
+            Box::new(
+                move |level: crate::log::Level, target: &str, message: &str| {
+                    let t = log_c_string(target);
+                    let m = log_c_string(message);
+                    // SAFETY: the caller registered `f` as a thread-safe tg_log_fn; both
+                    // strings are NUL-terminated and outlive the call.
+                    unsafe { f(c_log_level(level), t.as_ptr(), m.as_ptr(), user.get()) }
+                },
+            ) as crate::log::Callback
+        });
+        crate::log::set_callback(sink)
+    })
+}
+
+/// Set the log level, overriding the environment variable `TEGRAGPU_LOG`: messages of `level`
+/// and of the levels above it are produced; `TG_LOG_OFF` silences the library. Takes effect
+/// at once, on every thread.
+///
+/// Cost: a message whose level is off is skipped with one atomic load and a compare, before
+/// anything is formatted; `TG_LOG_TRACE` formats a line for every ioctl (device open, buffer
+/// allocation, channel creation, fault polling during waits). Launches and submits log nothing
+/// at any level.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_ARGUMENT` (not a `tg_log_level`). Thread safety: any
+/// thread.
+#[no_mangle]
+pub extern "C" fn tg_set_log_level(level: tg_log_level_arg) -> tg_status {
+    run("tg_set_log_level", || {
+        use crate::log::LevelFilter;
+        let f = match level.0 {
+            0 => LevelFilter::Off,
+            1 => LevelFilter::Error,
+            2 => LevelFilter::Warn,
+            3 => LevelFilter::Info,
+            4 => LevelFilter::Debug,
+            5 => LevelFilter::Trace,
+            v => {
+                return Err(Error::invalid(format!(
+                    "level {v} is not a tg_log_level (TG_LOG_OFF = 0 ... TG_LOG_TRACE = 5)"
+                )))
+            }
+        };
+        crate::log::set_level(f);
+        Ok(())
     })
 }
 

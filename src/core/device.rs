@@ -5,7 +5,7 @@ use super::buffer::Buffer;
 use super::queue::{fence_now, fence_passed, Fence, Queue, QueueConfig, QueueKind, QueueTrack};
 use super::signal::{Signal, SignalPool};
 use super::Module;
-use crate::backend::{Allocation, Backend, BackendKind, DeviceInfo, MemFlags};
+use crate::backend::{Allocation, Backend, BackendKind, DeviceInfo, DeviceKind, MemFlags};
 use crate::error::{Error, Result, Status};
 use crate::hw::arch::ArchInfo;
 use parking_lot::Mutex;
@@ -87,12 +87,9 @@ impl std::fmt::Debug for Device {
     }
 }
 
-const NVGPU_CTRL: &str = "/dev/nvgpu/igpu0/ctrl";
-const NVIDIACTL: &str = "/dev/nvidiactl";
-
 /// The device specs `Device::open` accepts.
 pub const DEVICE_SPECS: &str =
-    "\"emu\" (emulated Orin), \"nvgpu\" (Jetson Orin), \"rm\" (desktop NVIDIA driver)";
+    "\"emu\" (emulated Orin), \"nvgpu\" (Jetson Orin), \"rm\" or \"rm:N\" (desktop NVIDIA driver, the first or the N-th GPU)";
 
 /// The device the environment variable `TEGRAGPU_DEVICE` names: `None` when it is unset or
 /// empty. A value that is not valid UTF-8 is an error (`InvalidArgument`), never ignored.
@@ -113,39 +110,63 @@ pub fn device_from_env() -> Result<Option<String>> {
 impl Device {
     /// Open a device.
     ///
-    /// `spec`: `None` = the environment variable `TEGRAGPU_DEVICE` if set, else the real GPU of
-    /// this machine (nvgpu if `/dev/nvgpu/igpu0/ctrl` exists, else the RM driver if
-    /// `/dev/nvidiactl` exists); `"emu"` = the emulated Orin; `"nvgpu"`; `"rm"`.
-    /// `TEGRAGPU_DEVICE` overrides `spec` when set and non-empty; a value that is not valid
-    /// UTF-8 gives `InvalidArgument`.
+    /// `spec`: `"emu"` = the emulated Orin; `"nvgpu"`; `"rm"`. `None` or `""` = the device the
+    /// environment variable `TEGRAGPU_DEVICE` names when it is set and non-empty, else the real
+    /// GPU of this machine (nvgpu if `/dev/nvgpu/igpu0/ctrl` exists, else the RM driver if
+    /// `/dev/nvidiactl` exists). An explicit spec always wins over `TEGRAGPU_DEVICE` (see
+    /// [`crate::backend::choose_device`]); the variable is read only when `spec` names no
+    /// device, and a value that is not valid UTF-8 then gives `InvalidArgument`.
+    ///
+    /// Logs which backend was opened and why at info level, the bring-up steps at debug.
     pub fn open(spec: Option<&str>) -> Result<Device> {
+        crate::log::init();
         crate::os::fork::install();
-        let env = device_from_env()?;
-        let chosen = env.as_deref().or(spec);
-        let backend: Box<dyn Backend> = match chosen {
-            Some("emu") => Box::new(crate::backend::nvgpu::NvgpuBackend::open(crate::emu::EmuSys::new())?),
-            Some("nvgpu") => Box::new(crate::backend::nvgpu::NvgpuBackend::open(Arc::new(crate::os::LinuxSys))?),
-            Some("rm") => Box::new(crate::backend::rm::RmBackend::open(Arc::new(crate::os::LinuxSys))?),
-            Some(other) => {
-                return Err(Error::invalid(format!(
-                    "unknown device spec \"{other}\"{}; expected {DEVICE_SPECS} or NULL for the GPU of this machine",
-                    if env.is_some() { " (from TEGRAGPU_DEVICE)" } else { "" }
-                )))
-            }
-            None => {
-                if std::path::Path::new(NVGPU_CTRL).exists() {
-                    Box::new(crate::backend::nvgpu::NvgpuBackend::open(Arc::new(crate::os::LinuxSys))?)
-                } else if std::path::Path::new(NVIDIACTL).exists() {
-                    Box::new(crate::backend::rm::RmBackend::open(Arc::new(crate::os::LinuxSys))?)
-                } else {
-                    return Err(Error::new(
-                        Status::NotFound,
-                        format!("no NVIDIA GPU found on this machine (neither {NVGPU_CTRL} nor {NVIDIACTL} exists); open \"emu\" for the emulated Orin"),
-                    ));
+        let spec = spec.filter(|s| !s.is_empty());
+        let env = match spec {
+            None => device_from_env()?,
+            Some(_) => {
+                if let Some(v) = std::env::var_os("TEGRAGPU_DEVICE").filter(|v| !v.is_empty()) {
+                    crate::log::debug!(
+                        "TEGRAGPU_DEVICE={v:?} not consulted: the spec argument wins"
+                    );
                 }
+                None
             }
         };
-        Self::from_backend(backend)
+        let choice = crate::backend::choose_device(spec, env.as_deref()).inspect_err(|e| {
+            crate::log::debug!("device selection failed: {e}");
+        })?;
+        crate::log::debug!("opening \"{}\": {}", choice.kind.spec(), choice.reason);
+        let opened: Result<Box<dyn Backend>> = match choice.kind {
+            DeviceKind::Emu => crate::backend::nvgpu::NvgpuBackend::open(crate::emu::EmuSys::new())
+                .map(|b| Box::new(b) as Box<dyn Backend>),
+            DeviceKind::Nvgpu => {
+                crate::backend::nvgpu::NvgpuBackend::open(Arc::new(crate::os::LinuxSys))
+                    .map(|b| Box::new(b) as Box<dyn Backend>)
+            }
+            DeviceKind::Rm => crate::backend::rm::RmBackend::open_ordinal(
+                Arc::new(crate::os::LinuxSys),
+                choice.index,
+            )
+            .map(|b| Box::new(b) as Box<dyn Backend>),
+        };
+        let backend = opened.inspect_err(|e| {
+            crate::log::debug!("opening \"{}\" failed: {e}", choice.kind.spec());
+        })?;
+        let dev = Self::from_backend(backend)?;
+        let i = dev.info();
+        crate::log::info!(
+            "opened {} ({}{}, {} backend): {}",
+            choice.kind.spec(),
+            i.name,
+            if i.emulated { ", emulated" } else { "" },
+            match i.backend {
+                BackendKind::Nvgpu => "nvgpu",
+                BackendKind::Rm => "rm",
+            },
+            choice.reason
+        );
+        Ok(dev)
     }
 
     /// Wrap an opened backend.

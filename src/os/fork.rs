@@ -89,7 +89,7 @@ pub fn install() {
         let r = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
         if r != 0 {
             // Without the handlers the library still works; only the fork guarantees are lost.
-            eprintln!("libtegragpu: pthread_atfork failed ({r}); fork() is not guarded");
+            crate::log::warn!("pthread_atfork failed ({r}); fork() is not guarded");
         }
     });
 }

@@ -38,7 +38,9 @@ pub trait Sys: Send + Sync {
     /// `ioctl(fd, request, arg)`, one system call; `arg` is a pointer to the argument struct or,
     /// for requests that take a value (e.g. `NVMAP_IOC_FREE`), the value itself. Returns the
     /// ioctl's non-negative return value. EINTR and EAGAIN come back like any other errno: the
-    /// backends call [`ioctl_retrying`], which retries them a bounded number of times.
+    /// backends call [`ioctl_retrying`], which retries them a bounded number of times and writes
+    /// the trace record of each ioctl (so [`LinuxSys`] and the emulated kernel are logged the
+    /// same way, and implementations of this method log nothing themselves).
     ///
     /// # Safety
     /// `arg` must point to memory valid for the request's size and direction.
@@ -156,7 +158,11 @@ pub fn eagain_budget() -> Duration {
 /// `sys.ioctl(fd, request, arg)` with the library's retry policy: EINTR is restarted at once,
 /// EAGAIN after a short pause ([`eagain_pause`]), each a bounded number of times
 /// ([`IOCTL_EINTR_RETRIES`], [`IOCTL_EAGAIN_RETRIES`]); then the errno is returned (build the
-/// error with [`ioctl_error`]). Every ioctl of the backends goes through here.
+/// error with [`ioctl_error`]). Every ioctl of the backends goes through here (or through
+/// [`ioctl_retrying_described`] / [`ioctl_retrying_untraced`]).
+///
+/// At log level trace, writes one record (target `tegragpu::ioctl`) naming the request
+/// ([`crate::sys::request_name`]), the fd, the result and the duration; see [`IoctlTrace`].
 ///
 /// # Safety
 /// As for [`Sys::ioctl`].
@@ -166,17 +172,115 @@ pub unsafe fn ioctl_retrying(
     request: u64,
     arg: usize,
 ) -> Result<i32, Errno> {
+    ioctl_retrying_described(sys, fd, request, arg, &String::new)
+}
+
+/// [`ioctl_retrying`] whose trace record shows `describe()` — the call with its key arguments,
+/// e.g. `NVGPU_GPU_IOCTL_ALLOC_AS(big_page_size=0, ...)` — instead of the bare request name.
+/// `describe` runs only when tracing is on (and may return "" for the bare name).
+///
+/// # Safety
+/// As for [`Sys::ioctl`].
+pub unsafe fn ioctl_retrying_described(
+    sys: &dyn Sys,
+    fd: RawFd,
+    request: u64,
+    arg: usize,
+    describe: &dyn Fn() -> String,
+) -> Result<i32, Errno> {
+    let t = IoctlTrace::start();
+    let r = ioctl_retrying_untraced(sys, fd, request, arg);
+    t.finish(fd, request, arg, describe, &r, None);
+    r
+}
+
+/// [`ioctl_retrying`] without the trace record, for callers that write their own with
+/// [`IoctlTrace`] (the RM backend adds the RM status that the ioctl's struct returns).
+///
+/// # Safety
+/// As for [`Sys::ioctl`].
+pub unsafe fn ioctl_retrying_untraced(
+    sys: &dyn Sys,
+    fd: RawFd,
+    request: u64,
+    arg: usize,
+) -> Result<i32, Errno> {
     let mut eintr = 0u32;
     let mut eagain = 0u32;
     loop {
         match sys.ioctl(fd, request, arg) {
-            Err(libc::EINTR) if eintr < IOCTL_EINTR_RETRIES => eintr += 1,
+            Err(libc::EINTR) if eintr < IOCTL_EINTR_RETRIES => {
+                eintr += 1;
+                crate::log::trace!(
+                    target: IOCTL_LOG_TARGET,
+                    "{} fd={fd} -> EINTR, restart {eintr}",
+                    crate::sys::request_name(request)
+                );
+            }
             Err(libc::EAGAIN) if eagain < IOCTL_EAGAIN_RETRIES => {
+                crate::log::trace!(
+                    target: IOCTL_LOG_TARGET,
+                    "{} fd={fd} -> EAGAIN, retry {} after {} us",
+                    crate::sys::request_name(request),
+                    eagain + 1,
+                    eagain_pause(eagain).as_micros()
+                );
                 std::thread::sleep(eagain_pause(eagain));
                 eagain += 1;
             }
             r => return r,
         }
+    }
+}
+
+/// The log target of the ioctl trace records.
+pub const IOCTL_LOG_TARGET: &str = "tegragpu::ioctl";
+
+/// Times one ioctl for its trace record; costs one relaxed atomic load when tracing is off.
+///
+/// Record format: `DESCRIPTION fd=N -> RESULT, T us`, where DESCRIPTION is the caller's
+/// description or `NAME(arg=0x...)`, RESULT is `ok` (`ok = N` for a positive return value) or
+/// the errno name (`EINVAL`), followed by the driver status where the caller passes one.
+#[derive(Debug)]
+pub struct IoctlTrace(Option<std::time::Instant>);
+
+impl IoctlTrace {
+    /// Starts timing if trace logging is on.
+    #[inline]
+    pub fn start() -> IoctlTrace {
+        IoctlTrace(crate::log::enabled(crate::log::Level::Trace).then(std::time::Instant::now))
+    }
+
+    /// Writes the record (when started with tracing on). `status` adds the driver-level
+    /// result, e.g. `RM status NV_ERR_INVALID_ARGUMENT (0x1f)`.
+    pub fn finish(
+        self,
+        fd: RawFd,
+        request: u64,
+        arg: usize,
+        describe: &dyn Fn() -> String,
+        result: &Result<i32, Errno>,
+        status: Option<&dyn Fn() -> Option<String>>,
+    ) {
+        let Some(t0) = self.0 else { return };
+        let us = t0.elapsed().as_secs_f64() * 1e6;
+        let mut desc = describe();
+        if desc.is_empty() {
+            desc = format!("{}(arg={arg:#x})", crate::sys::request_name(request));
+        }
+        let res = match result {
+            Ok(0) => "ok".to_string(),
+            Ok(v) => format!("ok = {v}"),
+            Err(e) => crate::error::errno_name(*e).to_string(),
+        };
+        let st = status
+            .and_then(|f| f())
+            .map(|s| format!(", {s}"))
+            .unwrap_or_default();
+        crate::log::trace!(
+            target: IOCTL_LOG_TARGET,
+            "{desc} fd={fd} -> {res}{st}, {us:.1} us"
+        );
     }
 }
 

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use super::{Device, NvBuf, PAGE_SIZE};
 use crate::backend::{Channel, ChannelError, ChannelRaw, Engine};
 use crate::error::{Error, Result};
+use crate::log::debug;
 use crate::sys::nvgpu::*;
 use crate::sys::nvmap::NVMAP_HANDLE_WRITE_COMBINE;
 
@@ -102,6 +103,7 @@ impl NvgpuChannel {
         })?;
         self.fd = oc.channel_fd;
         let fd = self.fd;
+        debug!("channel fd {fd}: class {class:#x} on subchannel {subchannel}, {entries} GPFIFO entries");
         // AS bind.
         let mut ab = nvgpu_as_bind_channel_args {
             channel_fd: fd as u32,
@@ -173,6 +175,10 @@ impl NvgpuChannel {
             )
         })?;
         let token = sb.work_submit_token;
+        debug!(
+            "channel fd {fd}: SETUP_BIND(USERMODE|DETERMINISTIC) ok, work-submit token {token:#x}, \
+             GPFIFO ring at {gpfifo_cpu:p} ({ring_bytes:#x} bytes), USERD at {userd_cpu:p}"
+        );
         // The channel now holds its own dma-buf references to the ring and USERD
         // (SRC os/linux/linux-channel.c:nvgpu_usermode_buf_from_dmabuf, put at channel close).
         for b in [self.gpfifo.as_mut(), self.userd.as_mut()]
@@ -186,6 +192,10 @@ impl NvgpuChannel {
         dev.ioctl(fd, NVGPU_IOCTL_CHANNEL_GET_USER_SYNCPOINT, &mut us, || {
             format!("NVGPU_IOCTL_CHANNEL_GET_USER_SYNCPOINT(channel_fd={fd})")
         })?;
+        debug!(
+            "channel fd {fd}: user syncpoint {} at GPU VA {:#x}",
+            us.syncpoint_id, us.gpu_va
+        );
         self.syncpoint = Some(UserSyncpoint {
             gpu_va: us.gpu_va,
             id: us.syncpoint_id,
@@ -229,6 +239,7 @@ impl NvgpuChannel {
         }
         // SAFETY: the usermode page is NVGPU_USERMODE_MAP_SIZE bytes; the doorbell is inside it.
         let doorbell = unsafe { dev.usermode.add(NVGPU_USERMODE_DOORBELL_OFFSET) }.cast::<u32>();
+        debug!("channel fd {fd} ready: class {class:#x} bound, error notifier set, doorbell {doorbell:p}");
         self.raw = Some(ChannelRaw {
             gpfifo: gpfifo_cpu.cast::<u64>(),
             entries,
@@ -266,7 +277,9 @@ impl NvgpuChannel {
         let mut p = nvgpu_get_param_args::default();
         let fd = self.fd;
         self.dev
-            .ioctl(fd, NVGPU_IOCTL_CHANNEL_GET_TIMEDOUT, &mut p, String::new)
+            .ioctl(fd, NVGPU_IOCTL_CHANNEL_GET_TIMEDOUT, &mut p, || {
+                format!("NVGPU_IOCTL_CHANNEL_GET_TIMEDOUT(channel_fd={fd})")
+            })
             .is_ok()
             && p.value != 0
     }

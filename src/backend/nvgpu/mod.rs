@@ -32,6 +32,7 @@ use parking_lot::Mutex;
 
 use crate::backend::{Allocation, Backend, BackendKind, Channel, DeviceInfo, Engine, MemFlags};
 use crate::error::{Error, Result, Status};
+use crate::log::debug;
 use crate::os::{KernelFaultRecord, Sys};
 use crate::sys::nvgpu::*;
 use crate::sys::nvmap::*;
@@ -159,28 +160,38 @@ impl Device {
         }
     }
 
-    /// `ioctl(fd, request, &mut arg)`; `what` builds the message on failure.
+    /// `ioctl(fd, request, &mut arg)`; `what` names the call with its key arguments: it builds
+    /// the message on failure and, at log level trace, the ioctl's trace record ("" = the bare
+    /// request name).
     pub fn ioctl<T: AbiPod>(
         &self,
         fd: RawFd,
         request: u64,
         arg: &mut T,
-        what: impl FnOnce() -> String,
+        what: impl Fn() -> String,
     ) -> Result<i32> {
         // SAFETY: `arg` is a valid, exclusively borrowed T; every request passed here encodes
         // size_of::<T>() (checked by tests/abi.rs against the kernel headers).
-        unsafe { crate::os::ioctl_retrying(&*self.sys, fd, request, arg as *mut T as usize) }
-            .map_err(|e| {
-                let mut err = ioctl_err(what(), e);
-                if e == libc::EMFILE {
-                    err.message.push_str(
-                        " (the process has no free file descriptor below its RLIMIT_NOFILE soft \
+        unsafe {
+            crate::os::ioctl_retrying_described(
+                &*self.sys,
+                fd,
+                request,
+                arg as *mut T as usize,
+                &what,
+            )
+        }
+        .map_err(|e| {
+            let mut err = ioctl_err(what(), e);
+            if e == libc::EMFILE {
+                err.message.push_str(
+                    " (the process has no free file descriptor below its RLIMIT_NOFILE soft \
                          limit: live buffers hold none, but creating one needs a descriptor for \
                          a moment; close descriptors or raise the limit, e.g. `ulimit -n`)",
-                    );
-                }
-                err
-            })
+                );
+            }
+            err
+        })
     }
 
     fn close_fd(&self, fd: RawFd, what: &str) -> Result<()> {
@@ -392,7 +403,13 @@ impl Device {
             // SAFETY: NVMAP_IOC_FREE takes the handle ID by value; no memory is passed.
             keep(
                 unsafe {
-                    crate::os::ioctl_retrying(&*self.sys, self.nvmap_fd, NVMAP_IOC_FREE, h as usize)
+                    crate::os::ioctl_retrying_described(
+                        &*self.sys,
+                        self.nvmap_fd,
+                        NVMAP_IOC_FREE,
+                        h as usize,
+                        &|| format!("NVMAP_IOC_FREE(handle={h:#x})"),
+                    )
                 }
                 .map(|_| ())
                 .map_err(|e| ioctl_err(format!("NVMAP_IOC_FREE(handle={h:#x})"), e)),
@@ -424,7 +441,9 @@ impl Drop for Device {
                 page_size: PAGE_SIZE as u32,
                 padding: [0; 3],
             };
-            let _ = self.ioctl(self.as_fd, NVGPU_AS_IOCTL_FREE_SPACE, &mut f, String::new);
+            let _ = self.ioctl(self.as_fd, NVGPU_AS_IOCTL_FREE_SPACE, &mut f, || {
+                format!("NVGPU_AS_IOCTL_FREE_SPACE(offset={off:#x})")
+            });
         }
         if self.as_fd >= 0 {
             let _ = self.sys.close(self.as_fd);
@@ -496,6 +515,16 @@ impl NvgpuBackend {
         let mut d = Device::new(sys.clone());
         d.ctrl_fd = open_node(&*sys, CTRL_PATH)?;
         d.nvmap_fd = open_node(&*sys, NVMAP_PATH)?;
+        debug!(
+            "opened {CTRL_PATH:?} (fd {}) and {NVMAP_PATH:?} (fd {}){}",
+            d.ctrl_fd,
+            d.nvmap_fd,
+            if emulated {
+                " of the emulated kernel"
+            } else {
+                ""
+            }
+        );
 
         // GET_CHARACTERISTICS.
         let mut chars = nvgpu_gpu_characteristics::default();
@@ -525,11 +554,28 @@ impl NvgpuBackend {
             ));
         }
         d.chars = chars;
+        debug!(
+            "GET_CHARACTERISTICS: {} arch {:#x} impl {:#x} sm_{}{}, compute class {:#x}, copy \
+             class {:#x}, gpfifo class {:#x}, flags {:#x}, {} GPC(s), VA {} bits",
+            chars.chipname_str(),
+            chars.arch,
+            chars.r#impl,
+            chars.sm_arch_sm_version >> 8,
+            chars.sm_arch_sm_version & 0xff,
+            chars.compute_class,
+            chars.dma_copy_class,
+            chars.gpfifo_class,
+            chars.flags,
+            chars.num_gpc,
+            chars.gpu_va_bit_count
+        );
 
         // Optional queries: any error (ENOTTY on a driver without them) is tolerated.
         let mut nv = nvgpu_gpu_num_vsms::default();
         let num_vsms = d
-            .ioctl(d.ctrl_fd, NVGPU_GPU_IOCTL_NUM_VSMS, &mut nv, String::new)
+            .ioctl(d.ctrl_fd, NVGPU_GPU_IOCTL_NUM_VSMS, &mut nv, || {
+                "NVGPU_GPU_IOCTL_NUM_VSMS (optional)".to_string()
+            })
             .ok()
             .map(|_| nv.num_vsms);
         let gpc_slots = chars.max_gpc_count.max(chars.num_gpc).clamp(1, 64);
@@ -540,23 +586,20 @@ impl NvgpuBackend {
             mask_buf_addr: masks.as_mut_ptr() as u64,
         };
         let tpcs = d
-            .ioctl(
-                d.ctrl_fd,
-                NVGPU_GPU_IOCTL_GET_TPC_MASKS,
-                &mut tm,
-                String::new,
-            )
+            .ioctl(d.ctrl_fd, NVGPU_GPU_IOCTL_GET_TPC_MASKS, &mut tm, || {
+                format!(
+                    "NVGPU_GPU_IOCTL_GET_TPC_MASKS(mask_buf_size={}) (optional)",
+                    4 * gpc_slots
+                )
+            })
             .ok()
             .map(|_| masks.iter().map(|m| m.count_ones()).sum::<u32>())
             .filter(|&t| t > 0);
         let mut ms = nvgpu_gpu_get_memory_state_args::default();
         let mem_state = d
-            .ioctl(
-                d.ctrl_fd,
-                NVGPU_GPU_IOCTL_GET_MEMORY_STATE,
-                &mut ms,
-                String::new,
-            )
+            .ioctl(d.ctrl_fd, NVGPU_GPU_IOCTL_GET_MEMORY_STATE, &mut ms, || {
+                "NVGPU_GPU_IOCTL_GET_MEMORY_STATE (optional)".to_string()
+            })
             .ok()
             .map(|_| ms.total_free_bytes)
             .filter(|&m| m > 0);
@@ -576,6 +619,10 @@ impl NvgpuBackend {
             )
         })?;
         d.as_fd = aa.as_fd;
+        debug!(
+            "address space: fd {}, VA [{VA_RANGE_START:#x}, {VA_RANGE_END:#x}), unified, 4 KiB pages",
+            d.as_fd
+        );
 
         // Reserve the shader windows before any mapping.
         for win in [SHARED_WINDOW, LOCAL_WINDOW] {
@@ -601,6 +648,10 @@ impl NvgpuBackend {
             }
             d.areas.push(win);
         }
+        debug!(
+            "shader windows reserved: shared {SHARED_WINDOW:#x}, local {LOCAL_WINDOW:#x} ({} MiB each)",
+            WINDOW_SIZE >> 20
+        );
 
         // TSG + subcontext.
         let mut ot = nvgpu_gpu_open_tsg_args::default();
@@ -620,6 +671,7 @@ impl NvgpuBackend {
             format!("NVGPU_TSG_IOCTL_CREATE_SUBCONTEXT(type=ASYNC, as_fd={as_fd})")
         })?;
         d.veid = sc.veid;
+        debug!("TSG fd {}, ASYNC subcontext veid {}", d.tsg_fd, d.veid);
 
         // Doorbell page.
         let ctrl = d.ctrl_fd;
@@ -630,6 +682,10 @@ impl NvgpuBackend {
         .map_err(|e| {
             os_err(format!("mmap(ctrl_fd={ctrl}, len={NVGPU_USERMODE_MAP_SIZE:#x}, MAP_SHARED, offset=0) (doorbell)"), e)
         })?;
+        debug!(
+            "usermode page mapped at {:p} ({NVGPU_USERMODE_MAP_SIZE:#x} bytes; doorbell at +{NVGPU_USERMODE_DOORBELL_OFFSET:#x})",
+            d.usermode
+        );
 
         let dev = Arc::new(d);
 
@@ -641,6 +697,10 @@ impl NvgpuBackend {
             dev.release_buffer(&mut b)?;
             u
         };
+        debug!(
+            "CPU views {} at their GPU addresses",
+            if unified { "sit" } else { "cannot sit" }
+        );
 
         let sm_per_tpc = if chars.arch >= 0x140 { 2 } else { 1 };
         let sm_count = num_vsms
@@ -682,6 +742,14 @@ impl NvgpuBackend {
             local_window: LOCAL_WINDOW,
             unified_addresses: unified,
         };
+        debug!(
+            "nvgpu device ready: {} ({}), {} SMs, {} MiB, driver {:?}",
+            info.name,
+            if emulated { "emulated" } else { "real" },
+            info.sm_count,
+            info.memory_bytes >> 20,
+            info.driver_version
+        );
         Ok(NvgpuBackend { dev, info })
     }
 

@@ -2,11 +2,11 @@
 
 use super::rmapi::uvm_ioctl;
 use super::{
-    select_copy_engine, trace, va, CopyEngineChoice, Inner, MemRecord, CHANNEL_UVM_RANGE,
-    COPY_ENGINE_ENV,
+    select_copy_engine, va, CopyEngineChoice, Inner, MemRecord, CHANNEL_UVM_RANGE, COPY_ENGINE_ENV,
 };
 use crate::backend::{Channel, ChannelError, ChannelRaw, Engine};
 use crate::error::{Error, Result};
+use crate::log::debug;
 use crate::os::KernelFaultRecord;
 use crate::sys::rm::*;
 use std::sync::{Arc, OnceLock};
@@ -106,7 +106,7 @@ impl RmChannel {
             Ok(()) => Ok(ch),
             Err(e) if tsg_engine != NV2080_ENGINE_TYPE_GRAPHICS => {
                 // An async LCE channel failed: fall back to the GR copy engine.
-                trace!("copy channel on engine type {tsg_engine:#x} failed ({e}); using the GR copy engine");
+                debug!("copy channel on engine type {tsg_engine:#x} failed ({e}); using the GR copy engine");
                 drop(ch);
                 let mut g = template.fresh(NV2080_ENGINE_TYPE_GRAPHICS);
                 g.build_in_tsg(engine, entries, bar1_kib)?;
@@ -182,7 +182,9 @@ impl RmChannel {
                 unsafe { std::ptr::write_bytes(n.cpu as *mut u8, 0, n.size as usize) };
                 self.notifier = Some(n);
             }
-            Err(e) => trace!("error notifier allocation failed ({e}); channel will have none"),
+            Err(e) => crate::log::warn!(
+                "error notifier allocation failed ({e}); this channel's faults will go unreported"
+            ),
         }
         let notifier_handle = self.notifier.as_ref().map_or(0, |n| n.handle);
 
@@ -204,11 +206,9 @@ impl RmChannel {
         self.counted = true;
         st.live += 1;
         st.used = true;
-        trace!(
+        debug!(
             "channel {:#x} (class {:#x}, cid {}) ring at {ring_va:#x}",
-            self.handle,
-            classes.gpfifo,
-            p.cid
+            self.handle, classes.gpfifo, p.cid
         );
 
         let async_ce = st.engine_type != NV2080_ENGINE_TYPE_GRAPHICS;
@@ -237,7 +237,7 @@ impl RmChannel {
             NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
             &mut t,
         )?;
-        trace!("{engine:?} channel token {:#x}", t.workSubmitToken);
+        debug!("{engine:?} channel token {:#x}", t.workSubmitToken);
 
         // UVM maps the channel's RM-owned context buffers into a range of our VA space.
         let base = va::low_va()
@@ -276,7 +276,7 @@ impl RmChannel {
             Ok(()) => self.uvm_registered = true,
             // Async copy engines have no context buffers for UVM to map; a refusal there only
             // costs UVM's fault attribution, so the channel is still usable.
-            Err(e) if async_ce => trace!("{e} (async copy channel: continuing)"),
+            Err(e) if async_ce => debug!("{e} (async copy channel: continuing)"),
             Err(e) => return Err(e),
         }
 
@@ -338,7 +338,7 @@ impl Channel for RmChannel {
                 )),
                 Ok(()) => None,
                 Err(e) => {
-                    trace!("GET_MMU_FAULT_INFO: {e}");
+                    debug!("GET_MMU_FAULT_INFO: {e}");
                     None
                 }
             };
@@ -413,7 +413,7 @@ impl Drop for RmChannel {
                 )
             };
             if let Err(e) = r {
-                trace!("{e}");
+                debug!("{e}");
             }
         }
         if self.engine_obj != 0 {

@@ -33,7 +33,7 @@
 //!   `write_combined` nor `zeroed`) the BAR1 mapping is made on first CPU access
 //!   ([`Backend::map_cpu`]; `Allocation::cpu` is null until then), because the mmap of a
 //!   256 MiB BAR1 window alone costs ~250 µs on H200; `TEGRAGPU_RM_EAGER_CPU_MAP=1` restores
-//!   eager mapping. `TEGRAGPU_RM_TIMING=1` prints each allocation step's time. CPU writes are fast (write-combined);
+//!   eager mapping. `TEGRAGPU_RM_TIMING=1` logs each allocation step's time (info level). CPU writes are fast (write-combined);
 //!   CPU **reads** cross PCIe uncached and are very slow (H200 in a VM: ~6 MiB/s, writes
 //!   ~8 GB/s): read results back through host memory or a copy. BAR1 size bounds how much
 //!   vidmem can be CPU-visible at once; a failing BAR1 map is reported with the BAR1 size.
@@ -64,7 +64,10 @@
 //! FB info `HEAP_SIZE` (H200: 143155 MiB); `va_bits` 49: the size of the `FERMI_VASPACE_A`
 //! we allocate (0x1_FFFF_FB00_0000), although every buffer lives below 2^37 in practice.
 //!
-//! Set `TEGRAGPU_RM_TRACE=1` to print each bring-up step to stderr.
+//! **Logging** ([`crate::log`]): each bring-up step is a debug message (`TEGRAGPU_LOG=debug`),
+//! every RM escape and UVM ioctl a trace record naming the control command or class and the
+//! RM status (`TEGRAGPU_LOG=trace`). `TEGRAGPU_RM_TRACE=1`, which used to print the bring-up
+//! steps, is kept as an alias for `TEGRAGPU_LOG=trace` (when `TEGRAGPU_LOG` is unset).
 
 mod channel;
 mod rmapi;
@@ -72,6 +75,7 @@ pub mod va;
 
 use crate::backend::{Allocation, Backend, BackendKind, Channel, DeviceInfo, Engine, MemFlags};
 use crate::error::{Error, Result, Status};
+use crate::log::debug;
 use crate::os::{KernelFaultRecord, LinuxSys, Sys};
 use crate::sys::rm::*;
 use parking_lot::Mutex;
@@ -105,34 +109,23 @@ pub const NOTIFIER_SIZE: u64 = 4096;
 const PAGE_4K: u64 = 4096;
 const PAGE_2M: u64 = 2 << 20;
 
-pub(crate) fn trace_enabled() -> bool {
-    static T: OnceLock<bool> = OnceLock::new();
-    *T.get_or_init(|| std::env::var_os("TEGRAGPU_RM_TRACE").is_some_and(|v| v != "0"))
-}
-
-macro_rules! trace {
-    ($($arg:tt)*) => {
-        if $crate::backend::rm::trace_enabled() {
-            eprintln!("[tegragpu rm] {}", format!($($arg)*));
-        }
-    };
-}
-pub(crate) use trace;
-
-/// Set `TEGRAGPU_RM_TIMING=1` to print the duration of each allocation step to stderr.
+/// `TEGRAGPU_RM_TIMING=1`: log the duration of each allocation step, at info level (the
+/// variable also makes info the default level, see [`crate::log`]). Every ioctl's own duration
+/// is in its trace record anyway.
 fn timing_enabled() -> bool {
     static T: OnceLock<bool> = OnceLock::new();
     *T.get_or_init(|| std::env::var_os("TEGRAGPU_RM_TIMING").is_some_and(|v| v != "0"))
 }
 
 fn timing_start() -> Option<std::time::Instant> {
-    timing_enabled().then(std::time::Instant::now)
+    (timing_enabled() && crate::log::enabled(crate::log::Level::Info)).then(std::time::Instant::now)
 }
 
 fn timing_step(t: Option<std::time::Instant>, what: &str, size: u64) {
     if let Some(t) = t {
-        eprintln!(
-            "[tegragpu rm timing] {what} ({size:#x} bytes): {:.1} us",
+        crate::log::info!(
+            target: "tegragpu::backend::rm::timing",
+            "{what} ({size:#x} bytes): {:.1} us",
             t.elapsed().as_secs_f64() * 1e6
         );
     }
@@ -580,7 +573,7 @@ impl Inner {
                 )
             })?;
             r.ptr = p as usize;
-            trace!(
+            debug!(
                 "usermode {class:#x} (handle {:#x}, flags {flags:#x}) mapped at {p:p}",
                 r.handle
             );
@@ -1075,12 +1068,9 @@ impl Inner {
         st.subctx_id = cp.subctxId;
         st.used = false;
         st.scheduled = false;
-        trace!(
+        debug!(
             "TSG {:#x} (engine type {:#x}), context share {:#x} (subctx {})",
-            st.tsg,
-            st.engine_type,
-            st.ctxshare,
-            st.subctx_id
+            st.tsg, st.engine_type, st.ctxshare, st.subctx_id
         );
         Ok(())
     }
@@ -1103,8 +1093,8 @@ impl Inner {
                 NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE,
                 &mut pp,
             ) {
-                Ok(()) => trace!("TSG {:#x}: compute preemption CILP", st.tsg),
-                Err(e) => trace!("TSG {:#x}: compute preemption CILP refused: {e}", st.tsg),
+                Ok(()) => debug!("TSG {:#x}: compute preemption CILP", st.tsg),
+                Err(e) => debug!("TSG {:#x}: compute preemption CILP refused: {e}", st.tsg),
             }
         }
     }
@@ -1124,7 +1114,7 @@ impl Inner {
     /// (RM_ALLOC fails with NV_ERR_INVALID_STATE [H200]): replace it with a fresh one.
     fn fresh_tsg_if_emptied(&self, st: &mut TsgState) -> Result<()> {
         if st.live == 0 && st.used {
-            trace!("TSG {:#x} emptied; allocating a new one", st.tsg);
+            debug!("TSG {:#x} emptied; allocating a new one", st.tsg);
             self.free_tsg(st);
             self.alloc_tsg(st)?;
         }
@@ -1148,13 +1138,13 @@ impl Inner {
             .control_sized(st.tsg, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &mut p, size);
         match r {
             Ok(()) => {
-                trace!("GPFIFO_SCHEDULE(enable) on TSG {:#x}: ok", st.tsg);
+                debug!("GPFIFO_SCHEDULE(enable) on TSG {:#x}: ok", st.tsg);
                 st.scheduled = true;
                 Ok(())
             }
             Err(e) if st.scheduled => {
                 // Already scheduled: disable and enable again so the new channel joins.
-                trace!("GPFIFO_SCHEDULE(enable) again failed ({e}); disabling and re-enabling");
+                debug!("GPFIFO_SCHEDULE(enable) again failed ({e}); disabling and re-enabling");
                 let mut d = NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS {
                     bEnable: 0,
                     bSkipSubmit: 0,
@@ -1283,6 +1273,11 @@ impl RmBackend {
         let sysfs_nvidia = read_sysfs("/sys/module/nvidia/version");
         let sysfs_uvm = read_sysfs("/sys/module/nvidia_uvm/version");
         let ctl_fd = open_node(&*sys, "/dev/nvidiactl")?;
+        debug!(
+            "opened /dev/nvidiactl (fd {ctl_fd}); sysfs versions: nvidia {:?}, nvidia_uvm {:?}",
+            sysfs_nvidia.as_deref().unwrap_or("?"),
+            sysfs_uvm.as_deref().unwrap_or("?")
+        );
         let checked = RmApi::query_version(&*sys, ctl_fd)
             .and_then(|q| check_driver_version(&q, sysfs_nvidia.as_deref(), sysfs_uvm.as_deref()));
         let (version, branch) = match checked {
@@ -1292,7 +1287,7 @@ impl RmBackend {
                 return Err(e);
             }
         };
-        trace!("driver {} → branch {}", version.text, branch.major());
+        debug!("driver {} → branch {}", version.text, branch.major());
         let mut inner = Inner::empty(sys, ctl_fd, branch);
         Self::bring_up(&mut inner, version, ordinal).map(|(info, details)| RmBackend {
             inner: Arc::new(inner),
@@ -1308,7 +1303,7 @@ impl RmBackend {
         ordinal: u32,
     ) -> Result<(DeviceInfo, RmDetails)> {
         let client = inner.api.alloc_client()?;
-        trace!("root client {client:#x}");
+        debug!("root client {client:#x}");
 
         // Cross-check the branch with the size-checked build-version control.
         let mut bv = Box::<NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_V2_PARAMS>::default();
@@ -1331,7 +1326,7 @@ impl RmBackend {
                 )
             })?;
         let dv = c_string(&bv.driverVersionBuffer);
-        trace!(
+        debug!(
             "GET_BUILD_VERSION_V2: driver {dv:?} branch {:?}",
             c_string(&bv.driverBranch)
         );
@@ -1357,6 +1352,10 @@ impl RmBackend {
             &|| "UVM_INITIALIZE(flags=0)".into(),
         )?;
         inner.uvm_mm_fd = open_node(inner.sys(), "/dev/nvidia-uvm")?;
+        debug!(
+            "UVM initialised on /dev/nvidia-uvm (fd {}; MM fd {})",
+            inner.uvm_fd, inner.uvm_mm_fd
+        );
         let mut mm = UVM_MM_INITIALIZE_PARAMS {
             uvmFd: inner.uvm_fd,
             rmStatus: 0,
@@ -1369,7 +1368,7 @@ impl RmBackend {
             |p| p.rmStatus,
             &|| "UVM_MM_INITIALIZE".into(),
         );
-        trace!("UVM_MM_INITIALIZE: {:?} (errors are not fatal)", r.err());
+        debug!("UVM_MM_INITIALIZE: {:?} (errors are not fatal)", r.err());
 
         // Card info → the GPU.
         let cards = inner.api.card_info()?;
@@ -1383,7 +1382,7 @@ impl RmBackend {
             )
         })?;
         inner.minor = card.minor_number;
-        trace!(
+        debug!(
             "card: gpu_id {:#x} minor {} pci {:04x}:{:02x}:{:02x} device {:#06x}",
             card.gpu_id,
             card.minor_number,
@@ -1393,6 +1392,10 @@ impl RmBackend {
             card.pci_info.device_id
         );
         inner.dev_fd = inner.new_dev_fd()?;
+        debug!(
+            "opened /dev/nvidia{} (fd {}), linked to the control fd",
+            inner.minor, inner.dev_fd
+        );
 
         let mut id = NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS {
             gpuId: card.gpu_id,
@@ -1411,11 +1414,9 @@ impl RmBackend {
         inner.subdevice = inner
             .api
             .alloc(inner.device, NV20_SUBDEVICE_0, Some(&mut sp))?;
-        trace!(
+        debug!(
             "device {:#x} (instance {}), subdevice {:#x}",
-            inner.device,
-            id.deviceInstance,
-            inner.subdevice
+            inner.device, id.deviceInstance, inner.subdevice
         );
 
         // Class list.
@@ -1438,7 +1439,7 @@ impl RmBackend {
         list.truncate((cl.numClasses as usize).min(n));
         let classes = select_classes(&list)?;
         inner.classes = Some(classes);
-        trace!("{} classes; picked {classes:x?}", list.len());
+        debug!("{} classes; picked {classes:x?}", list.len());
 
         // Usermode (doorbell) region.
         inner.usermode =
@@ -1458,7 +1459,7 @@ impl RmBackend {
                     inner.doorbell_ptr = r.ptr + DOORBELL_OFFSET;
                     inner.doorbell_bar1 = r;
                 }
-                Err(e) => trace!("BAR1 doorbell unavailable, using BAR0: {e}"),
+                Err(e) => debug!("BAR1 doorbell unavailable, using BAR0: {e}"),
             }
         }
 
@@ -1489,7 +1490,7 @@ impl RmBackend {
         // Enabled SMs: enabled TPCs (GPC mask, then each GPC's TPC mask) × SMs per TPC. The
         // GR info "litter" values describe the full die; MAX_SP_PER_SM reads 0 on H200.
         let tpc_count = Self::enabled_tpcs(inner).unwrap_or_else(|e| {
-            trace!("GPC/TPC masks unavailable ({e})");
+            debug!("GPC/TPC masks unavailable ({e})");
             0
         });
         let sm_count = if tpc_count != 0 && sm_per_tpc != 0 {
@@ -1499,7 +1500,7 @@ impl RmBackend {
         } else {
             gpcs * tpc_per_gpc * sm_per_tpc
         };
-        trace!(
+        debug!(
             "GR: sm_version {sm_version:#x} warps {warps} sp/sm {sp_per_sm} cores {cores} gpcs {gpcs} tpc/gpc {tpc_per_gpc} sm/tpc {sm_per_tpc}; enabled TPCs {tpc_count} → {sm_count} SMs"
         );
 
@@ -1512,7 +1513,7 @@ impl RmBackend {
         ) {
             Ok(()) => c_string(&np.gpuNameString[..NV2080_GPU_MAX_NAME_STRING_LENGTH]),
             Err(e) => {
-                trace!("GET_NAME_STRING failed: {e}");
+                debug!("GET_NAME_STRING failed: {e}");
                 String::new()
             }
         };
@@ -1529,7 +1530,7 @@ impl RmBackend {
             {
                 Ok(()) => (ap.architecture | ap.implementation, ap.implementation),
                 Err(e) => {
-                    trace!("MC_GET_ARCH_INFO failed: {e}");
+                    debug!("MC_GET_ARCH_INFO failed: {e}");
                     (0, 0)
                 }
             };
@@ -1556,18 +1557,18 @@ impl RmBackend {
             {
                 Ok(()) => [0, 1, 2, 3, 4].map(|i| fb[i].data),
                 Err(e) => {
-                    trace!("FB_GET_INFO failed: {e}");
+                    debug!("FB_GET_INFO failed: {e}");
                     [0; 5]
                 }
             };
 
         // Copy engines (best effort: without them copies use the GR copy engine).
         inner.copy_engines = Self::query_copy_engines(inner).unwrap_or_else(|e| {
-            trace!("copy-engine query failed ({e}); copies use the GR copy engine");
+            debug!("copy-engine query failed ({e}); copies use the GR copy engine");
             Vec::new()
         });
         for e in &inner.copy_engines {
-            trace!(
+            debug!(
                 "LCE{} (engine type {:#x}): caps {:02x?}{} PCE mask {:#x}",
                 e.index,
                 e.engine_type,
@@ -1631,7 +1632,7 @@ impl RmBackend {
             &|| format!("UVM_REGISTER_GPU_VASPACE(hVaSpace={:#x})", inner.vaspace),
         )?;
         inner.uvm_vaspace_registered = true;
-        trace!("VA space {:#x} registered with UVM", inner.vaspace);
+        debug!("VA space {:#x} registered with UVM", inner.vaspace);
 
         // TSG + context share.
         let (tsg, ctxshare, subctx_id) = {
@@ -1724,7 +1725,7 @@ impl RmBackend {
                 {
                     Ok(()) => c.capsTbl,
                     Err(e) => {
-                        trace!("CE_GET_CAPS_V2(LCE{index}): {e}");
+                        debug!("CE_GET_CAPS_V2(LCE{index}): {e}");
                         [0; NV2080_CTRL_CE_CAPS_TBL_SIZE]
                     }
                 };
@@ -1739,7 +1740,7 @@ impl RmBackend {
                 {
                     Ok(()) => m.pceMask,
                     Err(e) => {
-                        trace!("CE_GET_CE_PCE_MASK(LCE{index}): {e}");
+                        debug!("CE_GET_CE_PCE_MASK(LCE{index}): {e}");
                         0
                     }
                 };
@@ -1837,11 +1838,9 @@ impl Backend for RmBackend {
             size: rec.size,
             id,
         };
-        trace!(
+        debug!(
             "alloc {:#x} bytes ({:?}) at {:#x} id {id}",
-            rec.size,
-            rec.kind,
-            rec.va
+            rec.size, rec.kind, rec.va
         );
         self.inner.mem.lock().insert(id, rec);
         Ok(a)

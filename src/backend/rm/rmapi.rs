@@ -38,12 +38,12 @@ impl Scratch {
         }
     }
     /// Copy the first `size_of::<T>()` bytes back into `v`.
-    fn get<T: Copy>(&mut self, v: &mut T) {
+    fn get<T: Copy>(&self, v: &mut T) {
         // SAFETY: as in put; every T used here is a repr(C) struct of integers, valid for any
         // bit pattern.
         unsafe {
             std::ptr::copy_nonoverlapping(
-                self.ptr().cast_const(),
+                self.0.as_ptr().cast::<u8>(),
                 (v as *mut T).cast::<u8>(),
                 core::mem::size_of::<T>(),
             )
@@ -78,7 +78,14 @@ pub fn rm_status_error(what: &str, status: u32) -> Error {
     )
 }
 
-/// Issue an ioctl whose argument is `arg`.
+/// The trace text for an RM status word: `None` for `NV_OK`.
+fn rm_status_text(status: u32) -> Option<String> {
+    (status != NV_OK).then(|| format!("RM status {} ({status:#x})", nv_status_name(status)))
+}
+
+/// Issue an ioctl whose argument is `arg`. `what` names the call with its key arguments (for
+/// the error and the trace record); `status` reads the RM status the driver wrote back into
+/// `arg`, for the trace record (checking it stays with the caller).
 ///
 /// # Safety
 /// `T` must be the argument type of `request` (pointers inside must be valid for the call).
@@ -88,10 +95,21 @@ pub unsafe fn ioctl_with<T>(
     request: u64,
     arg: &mut T,
     what: &dyn Fn() -> String,
+    status: Option<fn(&T) -> u32>,
 ) -> Result<()> {
-    crate::os::ioctl_retrying(sys, fd, request, (arg as *mut T) as usize)
-        .map(|_| ())
-        .map_err(|e| crate::os::ioctl_error(what(), e))
+    let ptr = (arg as *mut T) as usize;
+    let t = crate::os::IoctlTrace::start();
+    let r = crate::os::ioctl_retrying_untraced(sys, fd, request, ptr);
+    t.finish(
+        fd,
+        request,
+        ptr,
+        what,
+        &r,
+        // SAFETY: `arg` is valid for reads; the driver has returned.
+        Some(&|| status.and_then(|f| rm_status_text(f(&*(ptr as *const T))))),
+    );
+    r.map(|_| ()).map_err(|e| crate::os::ioctl_error(what(), e))
 }
 
 /// The control fd and root client: every RM_ALLOC, RM_CONTROL and RM_FREE goes through it.
@@ -118,6 +136,7 @@ impl RmApi {
                 NV_ESC_CHECK_VERSION_STR_REQUEST,
                 &mut p,
                 &|| "NV_ESC_CHECK_VERSION_STR(cmd=QUERY)".to_string(),
+                None,
             )?
         };
         if p.reply != NV_RM_API_VERSION_REPLY_RECOGNIZED {
@@ -163,7 +182,12 @@ impl RmApi {
             paramsSize: size,
             status: 0,
         };
-        let what = || format!("NV_ESC_RM_ALLOC(hClass={class:#x}, hObjectParent={parent:#x})");
+        let what = || {
+            format!(
+                "NV_ESC_RM_ALLOC(hClass={}, hObjectParent={parent:#x})",
+                rm_class_label(class)
+            )
+        };
         // SAFETY: a is NVOS21_PARAMETERS; pAllocParms points into scratch (16 KiB, alive).
         unsafe {
             ioctl_with(
@@ -172,6 +196,7 @@ impl RmApi {
                 NV_ESC_RM_ALLOC_REQUEST,
                 &mut a,
                 &what,
+                Some(|a: &NVOS21_PARAMETERS| a.status),
             )?
         };
         if a.status != NV_OK {
@@ -195,7 +220,12 @@ impl RmApi {
             hClass: NV01_ROOT_CLIENT,
             ..Default::default()
         };
-        let what = || "NV_ESC_RM_ALLOC(hClass=NV01_ROOT_CLIENT)".to_string();
+        let what = || {
+            format!(
+                "NV_ESC_RM_ALLOC(hClass={}, hRoot=0, hObjectParent=0)",
+                rm_class_label(NV01_ROOT_CLIENT)
+            )
+        };
         // SAFETY: a is NVOS21_PARAMETERS with no parameter pointer.
         unsafe {
             ioctl_with(
@@ -204,6 +234,7 @@ impl RmApi {
                 NV_ESC_RM_ALLOC_REQUEST,
                 &mut a,
                 &what,
+                Some(|a: &NVOS21_PARAMETERS| a.status),
             )?
         };
         if a.status != NV_OK {
@@ -243,8 +274,12 @@ impl RmApi {
             paramsSize: size as u32,
             status: 0,
         };
-        let what =
-            || format!("NV_ESC_RM_CONTROL(cmd={cmd:#x}, hObject={object:#x}, paramsSize={size})");
+        let what = || {
+            format!(
+                "NV_ESC_RM_CONTROL(cmd={}, hObject={object:#x}, paramsSize={size})",
+                rm_ctrl_cmd_label(cmd)
+            )
+        };
         // SAFETY: c is NVOS54_PARAMETERS; params points to `size` valid bytes (checked above).
         unsafe {
             ioctl_with(
@@ -253,6 +288,7 @@ impl RmApi {
                 NV_ESC_RM_CONTROL_REQUEST,
                 &mut c,
                 &what,
+                Some(|c: &NVOS54_PARAMETERS| c.status),
             )?
         };
         if c.status != NV_OK {
@@ -283,6 +319,7 @@ impl RmApi {
                 NV_ESC_RM_FREE_REQUEST,
                 &mut f,
                 &what,
+                Some(|f: &NVOS00_PARAMETERS| f.status),
             )?
         };
         if f.status != NV_OK {
@@ -325,6 +362,7 @@ impl RmApi {
                 NV_ESC_RM_MAP_MEMORY_REQUEST,
                 &mut m,
                 &what,
+                Some(|m: &nv_ioctl_nvos33_parameters_with_fd| m.params.status),
             )?
         };
         if m.params.status != NV_OK {
@@ -351,6 +389,7 @@ impl RmApi {
                 NV_ESC_RM_UNMAP_MEMORY_REQUEST,
                 &mut u,
                 &what,
+                Some(|u: &NVOS34_PARAMETERS| u.status),
             )?
         };
         if u.status != NV_OK {
@@ -396,6 +435,7 @@ impl RmApi {
                 NV_ESC_RM_ALLOC_MEMORY_REQUEST,
                 &mut a,
                 &what,
+                Some(|a: &nv_ioctl_nvos02_parameters_with_fd| a.params.status),
             )?
         };
         if a.params.status != NV_OK {
@@ -417,6 +457,7 @@ impl RmApi {
                 NV_ESC_REGISTER_FD_REQUEST,
                 &mut r,
                 &|| format!("NV_ESC_REGISTER_FD(fd={dev_fd}, ctl_fd={})", self.ctl_fd),
+                None,
             )
         }
     }
@@ -426,11 +467,12 @@ impl RmApi {
         let mut v = vec![nv_ioctl_card_info_t::default(); NV_CARD_INFO_ENTRIES];
         // SAFETY: v holds NV_CARD_INFO_ENTRIES entries, the size encoded in the request.
         unsafe {
-            crate::os::ioctl_retrying(
+            crate::os::ioctl_retrying_described(
                 &*self.sys,
                 self.ctl_fd,
                 NV_ESC_CARD_INFO_REQUEST,
                 v.as_mut_ptr() as usize,
+                &|| format!("NV_ESC_CARD_INFO(entries={NV_CARD_INFO_ENTRIES})"),
             )
             .map_err(|e| {
                 crate::os::ioctl_error(
@@ -454,9 +496,23 @@ pub fn uvm_ioctl<T: Copy>(
 ) -> Result<()> {
     let mut scratch = Scratch::new();
     scratch.put::<T>(params);
+    let ptr = scratch.ptr() as usize;
+    let t = crate::os::IoctlTrace::start();
     // SAFETY: scratch holds 16 KiB, at least the kernel's sizeof for every UVM struct (§3).
-    unsafe { crate::os::ioctl_retrying(sys, fd, nr, scratch.ptr() as usize) }
-        .map_err(|e| crate::os::ioctl_error(what(), e))?;
+    let r = unsafe { crate::os::ioctl_retrying_untraced(sys, fd, nr, ptr) };
+    t.finish(
+        fd,
+        nr,
+        ptr,
+        what,
+        &r,
+        Some(&|| {
+            let mut copy = *params;
+            scratch.get::<T>(&mut copy);
+            rm_status_text(status(&copy))
+        }),
+    );
+    r.map_err(|e| crate::os::ioctl_error(what(), e))?;
     scratch.get::<T>(params);
     let st = status(params);
     if st != NV_OK {
