@@ -5,7 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.device
-rm -rf "$out"; mkdir -p "$out/bin" "$out/tests" "$out/lib"
+# Only what this script makes is replaced (.device/tinygrad, from scripts/tinygrad-device-run.sh's
+# set-up, stays).
+rm -rf "$out/bin" "$out/tests" "$out/lib" "$out/c" "$out/whl" "$out/tests.txt"
+mkdir -p "$out/bin" "$out/tests" "$out/lib"
 cargo build --release --lib --bins --examples
 cargo test --release --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
