@@ -427,3 +427,34 @@ fn tegragpu_rmprobe_help() {
     assert!(!out.contains("start:"), "the probe ran: {out}");
     assert_eq!(run("--bogus").status.code(), Some(2));
 }
+
+/// Every installed or shipped binary answers `--help` and `--version` without doing its work.
+#[test]
+fn every_binary_has_help_and_version() {
+    let version = format!(" {}\n", env!("CARGO_PKG_VERSION"));
+    for (name, exe) in [
+        ("tegragpu-info", env!("CARGO_BIN_EXE_tegragpu-info")),
+        ("tegragpu-bench", env!("CARGO_BIN_EXE_tegragpu-bench")),
+        ("tegragpu-rmprobe", env!("CARGO_BIN_EXE_tegragpu-rmprobe")),
+    ] {
+        for flag in ["--help", "-h"] {
+            let o = std::process::Command::new(exe).arg(flag).output().unwrap();
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert_eq!(o.status.code(), Some(0), "{name} {flag}");
+            assert!(
+                out.starts_with(&format!("usage: {name}")),
+                "{name} {flag}: {out}"
+            );
+            assert!(
+                out.contains("--version"),
+                "{name} {flag} does not mention --version: {out}"
+            );
+        }
+        for flag in ["--version", "-V"] {
+            let o = std::process::Command::new(exe).arg(flag).output().unwrap();
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert_eq!(o.status.code(), Some(0), "{name} {flag}");
+            assert_eq!(out, format!("{name}{version}"), "{name} {flag}");
+        }
+    }
+}

@@ -44,7 +44,23 @@ fn parse_args() -> Result<Opts, String> {
                 )
             }
             "-h" | "--help" => {
-                println!("usage: tegragpu-bench [--device emu|nvgpu|rm] [--json] [--quick] [--no-cuda] [--record-only N]");
+                println!(
+                    "usage: tegragpu-bench [--device emu|nvgpu|rm|rm:N] [--json] [--quick] [--no-cuda] \
+                     [--record-only N]\n\n\
+                     Launch latency, CPU cost per launch, copy bandwidth and more, side by side \
+                     with libcuda when it is present (docs/performance.md).\n\
+                     \x20 --device D       the device (default: TEGRAGPU_DEVICE, else this machine's GPU)\n\
+                     \x20 --json           one JSON object instead of the table\n\
+                     \x20 --quick          fewer iterations\n\
+                     \x20 --no-cuda        skip the libcuda columns\n\
+                     \x20 --record-only N  only record + submit N launches (for instruction counts)\n\
+                     \x20 --help, -h       this text\n\
+                     \x20 --version, -V    the library version"
+                );
+                std::process::exit(0)
+            }
+            "-V" | "--version" => {
+                println!("tegragpu-bench {}", env!("CARGO_PKG_VERSION"));
                 std::process::exit(0)
             }
             other => return Err(format!("unknown argument {other}")),

@@ -666,8 +666,12 @@ fn main() {
                     "usage: tegragpu-rmprobe [--fault]\n\nBring-up probe of the RM backend on a \
                      desktop NVIDIA GPU: buffers, a compute and a copy channel, hand-made \
                      pushbuffers, teardown, twice.\n  --fault  also make a channel fault and \
-                     check that it is reported"
+                     check that it is reported\n  --help, -h  this text\n  --version, -V  the library version"
                 );
+                return;
+            }
+            "--version" | "-V" => {
+                println!("tegragpu-rmprobe {}", env!("CARGO_PKG_VERSION"));
                 return;
             }
             other => {
