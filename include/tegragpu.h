@@ -237,6 +237,13 @@ typedef enum tg_status {
 typedef struct tg_buf tg_buf;
 
 /**
+ * A command buffer: launches, copies, signals, waits and barriers recorded once and replayed on
+ * compute queues many times (`tg_queue_replay()`), with parameters and signal values updated
+ * between replays. Thread safety: any thread; calls on one command buffer are serialized.
+ */
+typedef struct tg_cmdbuf tg_cmdbuf;
+
+/**
  * An open GPU (real or emulated).
  *
  * Thread safety: all `tg_device_*` functions may be called from any thread concurrently.
@@ -1176,6 +1183,181 @@ enum tg_status tg_signal_set(const struct tg_signal *signal, uint64_t value);
  * None beyond the handle contract.
  */
 enum tg_status tg_signal_wait(const struct tg_signal *signal, uint64_t value, uint64_t timeout_ns);
+
+/**
+ * Create an empty command buffer on `dev`: record launches, copies, signals, waits and barriers
+ * into it once (`tg_cmdbuf_launch()` ... `tg_cmdbuf_finish()`), then replay it on compute queues
+ * any number of times with `tg_queue_replay()` + `tg_queue_submit()` (one doorbell), changing
+ * kernel parameters and signal values between replays with `tg_cmdbuf_set_params()` and
+ * `tg_cmdbuf_set_value()`. Like a CUDA graph (`cuGraphInstantiate` / `cuGraphLaunch`).
+ *
+ * Each recording call returns the new command's node index (0, 1, 2, ... in recording order)
+ * through its optional `node_out`; updates name the node by that index.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`; `TG_ERROR_DEVICE_FAULT`.
+ * Ownership: the caller releases `*out` with `tg_cmdbuf_destroy()`. Thread safety: any thread;
+ * calls on one command buffer are serialized.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum tg_status tg_cmdbuf_create(const struct tg_device *dev, struct tg_cmdbuf **out);
+
+/**
+ * Destroy a command buffer. Replays already recorded on queues still run: its memory, and the
+ * kernels, buffers and signals it holds, are released once they have completed. NULL is a
+ * no-op.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`. Thread safety: any thread; the handle must not be
+ * used after this call.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_cmdbuf_destroy(struct tg_cmdbuf *cmdbuf);
+
+/**
+ * Record a kernel launch with its packed parameter block (as `tg_launch()`). The launch checks
+ * of `tg_launch()` apply now; cooperative launches are refused (`TG_ERROR_NOT_SUPPORTED`).
+ * Launches in a command buffer run one after another, like launches on a queue.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (finished command
+ * buffer, kernel of another device); `TG_ERROR_INVALID_LAUNCH`; `TG_ERROR_NULL_POINTER`;
+ * `TG_ERROR_NOT_SUPPORTED`. Thread safety: any thread.
+ *
+ * # Safety
+ * `cfg` is NULL or readable; `params` is NULL or readable for `params_size_bytes` bytes;
+ * `node_out` is NULL or writable.
+ */
+enum tg_status tg_cmdbuf_launch(const struct tg_cmdbuf *cmdbuf,
+                                const struct tg_kernel *kernel,
+                                const struct tg_launch_config *cfg,
+                                const void *params,
+                                size_t params_size_bytes,
+                                uint32_t *node_out);
+
+/**
+ * Record a copy of `size_bytes` from `src` at `src_offset` to `dst` at `dst_offset`, done by
+ * the SMs as on a compute queue. The command buffer holds both buffers until it is destroyed
+ * and its replays have completed.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (range outside a
+ * buffer, overlap, size 0, buffers of another device, finished command buffer).
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `node_out` is NULL or writable.
+ */
+enum tg_status tg_cmdbuf_copy(const struct tg_cmdbuf *cmdbuf,
+                              const struct tg_buf *dst,
+                              uint64_t dst_offset,
+                              const struct tg_buf *src,
+                              uint64_t src_offset,
+                              uint64_t size_bytes,
+                              uint32_t *node_out);
+
+/**
+ * Record a GPU write of `value` (with a timestamp) to `signal` once the earlier commands have
+ * completed. `tg_cmdbuf_set_value()` changes the value for later replays.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `node_out` is NULL or writable.
+ */
+enum tg_status tg_cmdbuf_signal(const struct tg_cmdbuf *cmdbuf,
+                                const struct tg_signal *signal,
+                                uint64_t value,
+                                uint32_t *node_out);
+
+/**
+ * Record a GPU wait until `signal` ≥ `value` (unsigned 64-bit) before later commands start.
+ * `tg_cmdbuf_set_value()` changes the value for later replays.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `node_out` is NULL or writable.
+ */
+enum tg_status tg_cmdbuf_wait(const struct tg_cmdbuf *cmdbuf,
+                              const struct tg_signal *signal,
+                              uint64_t value,
+                              uint32_t *node_out);
+
+/**
+ * Record a full barrier: earlier commands complete and their writes are visible before later
+ * ones start.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (finished).
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `node_out` is NULL or writable.
+ */
+enum tg_status tg_cmdbuf_barrier(const struct tg_cmdbuf *cmdbuf, uint32_t *node_out);
+
+/**
+ * End recording: the commands are written once into the command buffer's GPU memory. Replays
+ * and updates need it; recording afterwards is refused.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (nothing recorded,
+ * already finished); `TG_ERROR_OUT_OF_MEMORY`. Thread safety: any thread.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_cmdbuf_finish(const struct tg_cmdbuf *cmdbuf);
+
+/**
+ * Replace the parameters of launch node `node` for later replays: `kernel` must be the kernel
+ * the node launches and `params` its whole packed parameter block. Waits until the replays
+ * recorded so far have completed (they run with the values they were recorded with); submit
+ * them first (`tg_queue_submit()`), or this waits for the timeout (10 s) and returns
+ * `TG_ERROR_TIMEOUT`.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (not finished, no such
+ * node, not a launch, another kernel); `TG_ERROR_INVALID_LAUNCH` (wrong size);
+ * `TG_ERROR_NULL_POINTER`; `TG_ERROR_TIMEOUT`; `TG_ERROR_DEVICE_FAULT`. Thread safety: any thread.
+ *
+ * # Safety
+ * `params` is NULL or readable for `params_size_bytes` bytes.
+ */
+enum tg_status tg_cmdbuf_set_params(const struct tg_cmdbuf *cmdbuf,
+                                    uint32_t node,
+                                    const struct tg_kernel *kernel,
+                                    const void *params,
+                                    size_t params_size_bytes);
+
+/**
+ * Replace the value of signal or wait node `node` for later replays. Waits like
+ * `tg_cmdbuf_set_params()`.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (not finished, no such
+ * node, not a signal or wait); `TG_ERROR_TIMEOUT`; `TG_ERROR_DEVICE_FAULT`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_cmdbuf_set_value(const struct tg_cmdbuf *cmdbuf, uint32_t node, uint64_t value);
+
+/**
+ * Record a replay of the finished command buffer `cmdbuf` on the compute queue `queue`, after
+ * the work recorded on it so far; `tg_queue_submit()` makes it visible (one GPFIFO entry and one
+ * doorbell for the whole command buffer). A command buffer may be replayed many times, on one
+ * queue or several, with or without submits in between. No system call; no allocation after
+ * the first replay of a command buffer on a queue.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (not finished, copy
+ * queue, another device); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT` (ring full and the GPU
+ * makes no progress). Thread safety: any thread; serialized per queue.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_queue_replay(const struct tg_queue *queue, const struct tg_cmdbuf *cmdbuf);
 
 /**
  * Route the library's log messages to `cb` instead of stderr, like `wgpuSetLogCallback`.

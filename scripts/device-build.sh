@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build everything the device machine needs (it has no Rust toolchain) into .device/:
-# release library + binaries, the Rust integration-test binaries, the C examples (meson), and the
-# Python package. Run here; then `scripts/device-run.sh` runs there (see docs/hardware.md).
+# release library + binaries, the research probes (tools/probes, a cargo package of its own), the
+# Rust integration-test binaries, the C examples (meson), and the Python package. Run here; then
+# `scripts/device-run.sh` runs there (see docs/hardware.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.device
@@ -9,7 +10,10 @@ out=.device
 # set-up, stays).
 rm -rf "$out/bin" "$out/tests" "$out/lib" "$out/c" "$out/whl" "$out/tests.txt"
 mkdir -p "$out/bin" "$out/tests" "$out/lib"
-cargo build --release --lib --bins --examples
+cargo build --release --lib --bins
+# The probes: their own package, lock file and target directory (tools/probes/README.md).
+cargo build --release --manifest-path tools/probes/Cargo.toml --bins
+probes=${CARGO_TARGET_DIR:-tools/probes/target}/release
 cargo test --release --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:
@@ -18,9 +22,10 @@ for l in sys.stdin:
     if m.get("reason")=="compiler-artifact" and m.get("profile",{}).get("test") and m.get("executable"):
         print(m["target"]["name"], m["executable"])' > "$out/tests.txt"
 while read -r name exe; do cp "$exe" "$out/tests/$name"; strip "$out/tests/$name"; done < "$out/tests.txt"
-cp target/release/tegragpu-info target/release/tegragpu-bench \
-   target/release/examples/latency_probe target/release/examples/copy_probe \
-   target/release/examples/doorbell_probe "$out/bin/"
+cp target/release/tegragpu-info target/release/tegragpu-bench "$out/bin/"
+for p in latency_probe copy_probe doorbell_probe rmperf_probe tegragpu-rmprobe; do
+  cp "$probes/$p" "$out/bin/"
+done
 strip "$out"/bin/*
 cp target/release/libtegragpu.so "$out/lib/libtegragpu.so.0"
 ln -sf libtegragpu.so.0 "$out/lib/libtegragpu.so"

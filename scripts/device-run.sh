@@ -2,8 +2,9 @@
 # Runs on the device machine (H100/H200, driver 580): the contract suite and kernel tests on the
 # RM backend, every C example, the Python tests, the differential conformance suite against
 # libcuda (tests/conformance; NO_CONFORMANCE=1 skips it), tegragpu-info and tegragpu-bench (BENCH=1), the
-# latency and copy probes (PROBES=1). Every step has a timeout; results go to stdout and $OUT
-# (when set).
+# latency, copy and doorbell probes (tools/probes, copied to .device/bin by scripts/device-build.sh)
+# and scripts/probes/alloc-trace.sh (PROBES=1). Every step has a timeout; results go to stdout and
+# $OUT (when set).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 D=.device
@@ -42,6 +43,7 @@ step() { # name, timeout, command...
       --out /tmp/conformance --fixture "${OUT:-/tmp}/cuda_attrs.sm_90.json"
   fi
   [ -n "${BENCH:-}" ] && step bench 300 "$D/bin/tegragpu-bench" --device rm
+  # Research probes (tools/probes/README.md; tegragpu-rmprobe and rmperf_probe are run by hand).
   if [ -n "${PROBES:-}" ]; then
     step latency_probe 120 "$D/bin/latency_probe" 2000
     step copy_probe 120 "$D/bin/copy_probe" cuda ce

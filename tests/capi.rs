@@ -519,3 +519,119 @@ fn signal_timestamps_come_from_gpu_releases_in_order() {
         assert_eq!(tg_device_close(dev), tg_status::TG_OK);
     }
 }
+
+#[test]
+fn command_buffers_through_the_c_api() {
+    let dev = open_emu();
+    let cubin = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/cubin/kernels.sm_87.cubin"
+    ))
+    .unwrap();
+    unsafe {
+        let (mut m, mut k, mut q, mut s, mut b, mut cb) = (
+            null_mut(),
+            null_mut(),
+            null_mut(),
+            null_mut(),
+            null_mut(),
+            null_mut(),
+        );
+        assert_eq!(
+            tg_module_load(dev, cubin.as_ptr() as *const c_void, cubin.len(), &mut m),
+            tg_status::TG_OK
+        );
+        assert_eq!(
+            tg_module_get_kernel(m, c"increment".as_ptr(), &mut k),
+            tg_status::TG_OK
+        );
+        assert_eq!(
+            tg_queue_create(dev, tg_queue_kind_arg(0), &mut q),
+            tg_status::TG_OK
+        );
+        assert_eq!(tg_signal_create(dev, 0, &mut s), tg_status::TG_OK);
+        assert_eq!(tg_buf_alloc(dev, 4096, 4, &mut b), tg_status::TG_OK);
+        let mut va = 0u64;
+        assert_eq!(tg_buf_gpu_address(b, &mut va), tg_status::TG_OK);
+        assert_eq!(tg_cmdbuf_create(dev, &mut cb), tg_status::TG_OK);
+        let cfg = tg_launch_config {
+            struct_size: std::mem::size_of::<tg_launch_config>() as u32,
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            dynamic_shared_bytes: 0,
+            flags: 0,
+            cluster: [0; 3],
+        };
+        let params = |by: u64| {
+            let mut p = [0u8; 16];
+            p[..8].copy_from_slice(&va.to_le_bytes());
+            p[8..].copy_from_slice(&by.to_le_bytes());
+            p
+        };
+        let p = params(5);
+        let (mut n_launch, mut n_sig) = (u32::MAX, u32::MAX);
+        assert_eq!(
+            tg_cmdbuf_launch(cb, k, &cfg, p.as_ptr() as *const c_void, 16, &mut n_launch),
+            tg_status::TG_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(tg_cmdbuf_signal(cb, s, 1, &mut n_sig), tg_status::TG_OK);
+        assert_eq!((n_launch, n_sig), (0, 1));
+        // Replay before finish: refused, naming the call.
+        assert_eq!(tg_queue_replay(q, cb), tg_status::TG_ERROR_INVALID_ARGUMENT);
+        assert!(
+            last_error().starts_with("tg_queue_replay: "),
+            "{}",
+            last_error()
+        );
+        assert_eq!(tg_cmdbuf_finish(cb), tg_status::TG_OK);
+        for r in 1..=50u64 {
+            let p = params(r);
+            assert_eq!(
+                tg_cmdbuf_set_params(cb, n_launch, k, p.as_ptr() as *const c_void, 16),
+                tg_status::TG_OK,
+                "{}",
+                last_error()
+            );
+            assert_eq!(tg_cmdbuf_set_value(cb, n_sig, r), tg_status::TG_OK);
+            assert_eq!(tg_queue_replay(q, cb), tg_status::TG_OK);
+            assert_eq!(tg_queue_submit(q), tg_status::TG_OK);
+            assert_eq!(tg_signal_wait(s, r, 10_000_000_000), tg_status::TG_OK);
+        }
+        let mut cpu = null_mut();
+        assert_eq!(tg_buf_cpu_ptr(b, &mut cpu), tg_status::TG_OK);
+        assert_eq!(std::ptr::read_volatile(cpu as *const u64), 50 * 51 / 2);
+        // Wrong size; wrong handle kinds; a destroyed command buffer.
+        assert_eq!(
+            tg_cmdbuf_set_params(cb, n_launch, k, p.as_ptr() as *const c_void, 8),
+            tg_status::TG_ERROR_INVALID_LAUNCH
+        );
+        assert!(
+            last_error().starts_with("tg_cmdbuf_set_params: "),
+            "{}",
+            last_error()
+        );
+        assert_eq!(
+            tg_queue_replay(q, s as *mut tg_cmdbuf),
+            tg_status::TG_ERROR_INVALID_HANDLE
+        );
+        assert_eq!(
+            tg_cmdbuf_finish(null_mut()),
+            tg_status::TG_ERROR_INVALID_HANDLE
+        );
+        assert_eq!(tg_cmdbuf_destroy(cb), tg_status::TG_OK);
+        assert_eq!(tg_queue_replay(q, cb), tg_status::TG_ERROR_INVALID_HANDLE);
+        assert_eq!(tg_cmdbuf_destroy(null_mut()), tg_status::TG_OK);
+        for st in [
+            tg_signal_destroy(s),
+            tg_buf_free(b),
+            tg_queue_destroy(q),
+            tg_kernel_destroy(k),
+            tg_module_destroy(m),
+            tg_device_close(dev),
+        ] {
+            assert_eq!(st, tg_status::TG_OK);
+        }
+    }
+}

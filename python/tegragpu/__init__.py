@@ -47,7 +47,7 @@ import weakref
 from dataclasses import dataclass
 
 __all__ = [
-    "Device", "Buffer", "BufferView", "Module", "Kernel", "Queue", "Signal", "GpuTimer",
+    "Device", "Buffer", "BufferView", "Module", "Kernel", "Queue", "Signal", "CmdBuf", "GpuTimer",
     "DeviceInfo", "FaultReport", "KernelAttributes", "Status", "QueueKind", "Backend",
     "lib", "check", "error_class", "last_error_message", "status_str", "library_path",
     "library_source", "version", "device_spec", "LibraryNotFoundError",
@@ -381,6 +381,17 @@ SIGNATURES = {
     "tg_signal_timestamp": (_st, [_H, _P(_u64)]),
     "tg_signal_set": (_st, [_H, _u64]),
     "tg_signal_wait": (_st, [_H, _u64, _u64]),
+    "tg_cmdbuf_create": (_st, [_H, _P(_H)]),
+    "tg_cmdbuf_destroy": (_st, [_H]),
+    "tg_cmdbuf_launch": (_st, [_H, _H, _P(CLaunchConfig), ctypes.c_void_p, _size, _P(_u32)]),
+    "tg_cmdbuf_copy": (_st, [_H, _H, _u64, _H, _u64, _u64, _P(_u32)]),
+    "tg_cmdbuf_signal": (_st, [_H, _H, _u64, _P(_u32)]),
+    "tg_cmdbuf_wait": (_st, [_H, _H, _u64, _P(_u32)]),
+    "tg_cmdbuf_barrier": (_st, [_H, _P(_u32)]),
+    "tg_cmdbuf_finish": (_st, [_H]),
+    "tg_cmdbuf_set_params": (_st, [_H, _u32, _H, ctypes.c_void_p, _size]),
+    "tg_cmdbuf_set_value": (_st, [_H, _u32, _u64]),
+    "tg_queue_replay": (_st, [_H, _H]),
     "tg_set_log_callback": (_st, [LogFn, ctypes.c_void_p]),
     "tg_set_log_level": (_st, [_int]),
 }
@@ -788,6 +799,12 @@ class Device(_Handle):
         h = _H()
         check(lib.tg_signal_create(self.handle, initial, ctypes.byref(h)))
         return Signal(h.value)
+
+    def create_cmdbuf(self):
+        """An empty :class:`CmdBuf` (command buffer) on this device."""
+        h = _H()
+        check(lib.tg_cmdbuf_create(self.handle, ctypes.byref(h)))
+        return CmdBuf(h.value, self)
 
     def synchronize(self, timeout_ns=DEFAULT_TIMEOUT_NS):
         check(lib.tg_device_synchronize(self.handle, timeout_ns))
@@ -1250,12 +1267,98 @@ class Queue(_Handle):
         """
         return GpuTimer(self, timeout_ns)
 
+    def replay(self, cmdbuf):
+        """Record a replay of the finished :class:`CmdBuf` (``tg_queue_replay``); :meth:`submit`
+        makes it visible with one doorbell."""
+        check(lib.tg_queue_replay(self.handle, cmdbuf.handle))
+
     def abort(self):
         """Abandon the queue's work and destroy the queue at once (``tg_queue_abort``): the
         recovery from a kernel that does not end. The queue is closed afterwards."""
         h, self._h = self._h, None
         if h is not None:
             check(lib.tg_queue_abort(h))
+
+
+class CmdBuf(_Handle):
+    """A command buffer (``tg_cmdbuf``): launches, copies, signals, waits and barriers recorded
+    once, then replayed on compute queues (:meth:`Queue.replay`) many times, with kernel
+    parameters and signal values changed between replays. Recording methods return the node
+    index that :meth:`set_params` / :meth:`set_value` take. Updates wait until the replays
+    recorded so far have completed (submit them first)."""
+
+    _destroy = "tg_cmdbuf_destroy"
+    _what = "CmdBuf"
+
+    def __init__(self, handle, device=None):
+        super().__init__(handle)
+        self.device = device
+        self._kernels = {}
+
+    @staticmethod
+    def _node(call, *args):
+        n = ctypes.c_uint32()
+        check(call(*args, ctypes.byref(n)))
+        return n.value
+
+    def launch(self, kernel, grid, block, args=(), shared_bytes=0):
+        """Record a launch (``args`` packed by :meth:`Kernel.pack`); returns the node index."""
+        return self.launch_packed(kernel, grid, block, kernel.pack(tuple(args)), shared_bytes)
+
+    def launch_packed(self, kernel, grid, block, params, shared_bytes=0):
+        cfg = CLaunchConfig(struct_size=ctypes.sizeof(CLaunchConfig))
+        cfg.grid[:] = _dims(grid)
+        cfg.block[:] = _dims(block)
+        cfg.dynamic_shared_bytes = shared_bytes
+        data = bytes(params)
+        node = self._node(lib.tg_cmdbuf_launch, self.handle, kernel.handle, ctypes.byref(cfg),
+                          data if data else None, len(data))
+        self._kernels[node] = kernel
+        return node
+
+    def copy(self, dst, dst_offset, src, src_offset=0, size_bytes=None):
+        """Record a copy (on the SMs); offsets relative to :class:`Buffer` or
+        :class:`BufferView` arguments; returns the node index."""
+        where = "CmdBuf.copy"
+        dst = _region(dst, where, "dst")
+        src = _region(src, where, "src")
+        if size_bytes is None:
+            size_bytes = src.size - src_offset
+        if isinstance(dst, BufferView):
+            _check_range(where, "dst ", dst_offset, size_bytes, dst.size, dst._describe())
+        if isinstance(src, BufferView):
+            _check_range(where, "src ", src_offset, size_bytes, src.size, src._describe())
+        return self._node(lib.tg_cmdbuf_copy, self.handle, dst.buffer.handle,
+                          dst.offset + dst_offset, src.buffer.handle, src.offset + src_offset,
+                          size_bytes)
+
+    def signal(self, signal, value):
+        return self._node(lib.tg_cmdbuf_signal, self.handle, signal.handle, value)
+
+    def wait(self, signal, value):
+        return self._node(lib.tg_cmdbuf_wait, self.handle, signal.handle, value)
+
+    def barrier(self):
+        return self._node(lib.tg_cmdbuf_barrier, self.handle)
+
+    def finish(self):
+        check(lib.tg_cmdbuf_finish(self.handle))
+
+    def set_args(self, node, args, kernel=None):
+        """New arguments for launch ``node`` (packed by the node's kernel)."""
+        kernel = kernel or self._kernels[node]
+        self.set_params(node, kernel.pack(tuple(args)), kernel)
+
+    def set_params(self, node, params, kernel=None):
+        """New packed parameter block for launch ``node``."""
+        kernel = kernel or self._kernels[node]
+        data = bytes(params)
+        check(lib.tg_cmdbuf_set_params(self.handle, node, kernel.handle,
+                                       data if data else None, len(data)))
+
+    def set_value(self, node, value):
+        """New value for signal or wait ``node``."""
+        check(lib.tg_cmdbuf_set_value(self.handle, node, value))
 
 
 class Signal(_Handle):

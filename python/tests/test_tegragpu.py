@@ -245,3 +245,29 @@ def test_abort_recovers_from_a_kernel_that_does_not_end(dev):
     spin.close()
     fill.close()
     mod.close()
+
+
+def test_command_buffer_replays_with_new_arguments(dev):
+    k = dev.load_module_file(cubin_path(dev)).kernel("increment")
+    counter = dev.alloc(4096, tg.BUF_CPU_CACHED | tg.BUF_ZEROED)
+    done = dev.create_signal()
+    q = dev.create_queue()
+    cb = dev.create_cmdbuf()
+    n_inc = cb.launch(k, 1, 32, (counter, 0))
+    n_sig = cb.signal(done, 0)
+    assert (n_inc, n_sig) == (0, 1)
+    cb.finish()
+    for r in range(1, 101):
+        cb.set_args(n_inc, (counter, r))
+        cb.set_value(n_sig, r)
+        q.replay(cb)
+        q.submit()
+        done.wait(r, TIMEOUT_NS)
+    assert counter.numpy(np.uint64)[0] == 100 * 101 // 2
+    with pytest.raises(tg.InvalidArgument, match="tg_cmdbuf_set_value: node 0 is a launch"):
+        cb.set_value(n_inc, 1)
+    with pytest.raises(tg.InvalidArgument, match="finished"):
+        cb.barrier()
+    cb.close()
+    with pytest.raises(tg.InvalidHandle):
+        q.replay(cb)

@@ -2,6 +2,7 @@
 //! libtegragpu, side by side with libcuda (loaded at run time with libloading) when present.
 //!
 //! Usage: tegragpu-bench [--device SPEC] [--json] [--quick] [--no-cuda] [--record-only N]
+//! (see `USAGE`; parsed with lexopt).
 //!
 //! `--record-only N` records and submits N empty-kernel launches and exits (used by
 //! scripts/bench-instructions.sh to count instructions per launch under callgrind).
@@ -20,7 +21,32 @@ struct Opts {
     record_only: Option<u64>,
 }
 
+const USAGE: &str = "\
+usage: tegragpu-bench [--device emu|nvgpu|rm|rm:N] [--json] [--quick] [--no-cuda] [--record-only N]
+
+Launch latency, CPU cost per launch, copy bandwidth and more, side by side with libcuda
+when it is present (docs/performance.md).
+  --device D       the device (default: TEGRAGPU_DEVICE, else this machine's GPU)
+  --json           one JSON object instead of the table
+  --quick          fewer iterations
+  --no-cuda        skip the libcuda columns
+  --record-only N  only record + submit N launches (for instruction counts)
+  --help, -h       this text
+  --version, -V    the library version";
+
+/// `arg` as it was written, for messages.
+fn arg_text(arg: &lexopt::Arg<'_>) -> String {
+    match arg {
+        lexopt::Arg::Short(c) => format!("-{c}"),
+        lexopt::Arg::Long(l) => format!("--{l}"),
+        lexopt::Arg::Value(v) => v.to_string_lossy().into_owned(),
+    }
+}
+
+/// Parses the command line; `--help` and `--version` print and exit 0. `Err`: a usage error
+/// (`main` exits 2).
 fn parse_args() -> Result<Opts, String> {
+    use lexopt::prelude::*;
     let mut o = Opts {
         device: None,
         json: false,
@@ -28,42 +54,42 @@ fn parse_args() -> Result<Opts, String> {
         cuda: true,
         record_only: None,
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--device" => o.device = Some(it.next().ok_or("--device needs a value")?),
-            "--json" => o.json = true,
-            "--quick" => o.quick = true,
-            "--no-cuda" => o.cuda = false,
-            "--record-only" => {
-                o.record_only = Some(
-                    it.next()
-                        .ok_or("--record-only needs N")?
-                        .parse()
-                        .map_err(|e| format!("--record-only: {e}"))?,
-                )
+    let mut parser = lexopt::Parser::from_env();
+    loop {
+        let arg = match parser.next() {
+            Ok(Some(arg)) => arg,
+            Ok(None) => break,
+            // `--json=1`: a value given to an option that takes none.
+            Err(lexopt::Error::UnexpectedValue { option, value }) => {
+                return Err(format!(
+                    "unknown argument {option}={}",
+                    value.to_string_lossy()
+                ))
             }
-            "-h" | "--help" => {
-                println!(
-                    "usage: tegragpu-bench [--device emu|nvgpu|rm|rm:N] [--json] [--quick] [--no-cuda] \
-                     [--record-only N]\n\n\
-                     Launch latency, CPU cost per launch, copy bandwidth and more, side by side \
-                     with libcuda when it is present (docs/performance.md).\n\
-                     \x20 --device D       the device (default: TEGRAGPU_DEVICE, else this machine's GPU)\n\
-                     \x20 --json           one JSON object instead of the table\n\
-                     \x20 --quick          fewer iterations\n\
-                     \x20 --no-cuda        skip the libcuda columns\n\
-                     \x20 --record-only N  only record + submit N launches (for instruction counts)\n\
-                     \x20 --help, -h       this text\n\
-                     \x20 --version, -V    the library version"
-                );
+            Err(e) => return Err(e.to_string()),
+        };
+        match arg {
+            Long("device") => {
+                let v = parser.value().map_err(|_| "--device needs a value")?;
+                o.device = Some(v.string().map_err(|e| format!("--device: {e}"))?);
+            }
+            Long("json") => o.json = true,
+            Long("quick") => o.quick = true,
+            Long("no-cuda") => o.cuda = false,
+            Long("record-only") => {
+                let n = parser.value().map_err(|_| "--record-only needs N")?;
+                let n = n.string().map_err(|e| format!("--record-only: {e}"))?;
+                o.record_only = Some(n.parse().map_err(|e| format!("--record-only: {e}"))?);
+            }
+            Short('h') | Long("help") => {
+                println!("{USAGE}");
                 std::process::exit(0)
             }
-            "-V" | "--version" => {
+            Short('V') | Long("version") => {
                 println!("tegragpu-bench {}", env!("CARGO_PKG_VERSION"));
                 std::process::exit(0)
             }
-            other => return Err(format!("unknown argument {other}")),
+            other => return Err(format!("unknown argument {}", arg_text(&other))),
         }
     }
     Ok(o)

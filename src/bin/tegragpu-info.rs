@@ -1,8 +1,9 @@
 //! `tegragpu-info`: prints what the nvgpu driver reports about the GPU.
 //!
-//! Usage: `tegragpu-info [--abi] [emu|nvgpu|rm]` (see `USAGE`). The device: the argument, else
-//! `TEGRAGPU_DEVICE`, else the GPU of this machine (nvgpu, then RM), else the emulated Orin; the
-//! first output line says which backend was opened and why. Errors are one line;
+//! Usage: `tegragpu-info [--abi] [--selftest [--report FILE]] [emu|nvgpu|rm|rm:N]` (see
+//! `USAGE`; parsed with lexopt). The device: the argument, else `TEGRAGPU_DEVICE`, else the GPU
+//! of this machine (nvgpu, then RM), else the emulated Orin; the first output line says which
+//! backend was opened and why. Errors are one line;
 //! `TEGRAGPU_LOG=debug` adds the details and the bring-up steps on stderr.
 //! `--abi` prints every ioctl request number and argument-struct size the library uses
 //! (`NAME 0x%08x` / `struct NAME SIZE`).
@@ -81,45 +82,95 @@ Prints what the kernel driver reports about the GPU.
 TEGRAGPU_LOG=debug prints the bring-up steps, TEGRAGPU_LOG=trace every ioctl, to stderr.
 ";
 
-fn main() -> ExitCode {
-    let mut spec: Option<String> = None;
-    let mut abi = false;
-    let mut selftest = false;
-    let mut report_path: Option<String> = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--selftest" => selftest = true,
-            "--report" => match args.next() {
-                Some(p) if !p.is_empty() => report_path = Some(p),
-                _ => {
-                    eprintln!("tegragpu-info: --report needs a file name\n\n{USAGE}");
-                    return ExitCode::from(2);
-                }
+/// What the command line asks for.
+struct Args {
+    /// The device argument (`emu`, `nvgpu`, `rm`, `rm:N`).
+    spec: Option<String>,
+    abi: bool,
+    selftest: bool,
+    report_path: Option<String>,
+}
+
+/// `arg` as it was written, for messages.
+fn arg_text(arg: &lexopt::Arg<'_>) -> String {
+    match arg {
+        lexopt::Arg::Short(c) => format!("-{c}"),
+        lexopt::Arg::Long(l) => format!("--{l}"),
+        lexopt::Arg::Value(v) => v.to_string_lossy().into_owned(),
+    }
+}
+
+/// Parses the command line. `Err` carries the exit status once `--help` / `--version` are
+/// answered (0) or a usage error is reported on stderr (2).
+fn parse_args() -> Result<Args, ExitCode> {
+    use lexopt::prelude::*;
+    let usage_error = |msg: String| {
+        eprintln!("tegragpu-info: {msg}\n\n{USAGE}");
+        Err(ExitCode::from(2))
+    };
+    let mut a = Args {
+        spec: None,
+        abi: false,
+        selftest: false,
+        report_path: None,
+    };
+    let mut parser = lexopt::Parser::from_env();
+    loop {
+        let arg = match parser.next() {
+            Ok(Some(arg)) => arg,
+            Ok(None) => break,
+            // `--abi=1`: a value given to an option that takes none.
+            Err(lexopt::Error::UnexpectedValue { option, value }) => {
+                let value = value.to_string_lossy();
+                return usage_error(format!("unexpected argument \"{option}={value}\""));
+            }
+            Err(e) => return usage_error(e.to_string()),
+        };
+        match arg {
+            Long("selftest") => a.selftest = true,
+            Long("report") => match parser.value().ok().and_then(|v| v.into_string().ok()) {
+                Some(p) if !p.is_empty() => a.report_path = Some(p),
+                _ => return usage_error("--report needs a file name".to_string()),
             },
-            "--help" | "-h" => {
+            Long("help") | Short('h') => {
                 emit(USAGE);
-                return ExitCode::SUCCESS;
+                return Err(ExitCode::SUCCESS);
             }
-            "--version" | "-V" => {
+            Long("version") | Short('V') => {
                 emit(&format!("tegragpu-info {}\n", env!("CARGO_PKG_VERSION")));
-                return ExitCode::SUCCESS;
+                return Err(ExitCode::SUCCESS);
             }
-            "--abi" => abi = true,
-            s if is_device_spec(s) && spec.is_none() => spec = Some(s.to_string()),
-            s if !s.starts_with('-') && spec.is_none() => {
-                eprintln!(
-                    "tegragpu-info: unknown device \"{s}\"; valid devices: {}",
-                    specs_list()
-                );
-                return ExitCode::from(2);
+            Long("abi") => a.abi = true,
+            Value(ref v) if a.spec.is_none() => {
+                let s = v.to_string_lossy();
+                if is_device_spec(&s) {
+                    a.spec = Some(s.into_owned());
+                } else if !s.starts_with('-') {
+                    eprintln!(
+                        "tegragpu-info: unknown device \"{s}\"; valid devices: {}",
+                        specs_list()
+                    );
+                    return Err(ExitCode::from(2));
+                } else {
+                    return usage_error(format!("unexpected argument \"{s}\""));
+                }
             }
-            other => {
-                eprintln!("tegragpu-info: unexpected argument \"{other}\"\n\n{USAGE}");
-                return ExitCode::from(2);
-            }
+            other => return usage_error(format!("unexpected argument \"{}\"", arg_text(&other))),
         }
     }
+    Ok(a)
+}
+
+fn main() -> ExitCode {
+    let Args {
+        spec,
+        abi,
+        selftest,
+        report_path,
+    } = match parse_args() {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
     if abi {
         emit(&abi_text());
         return ExitCode::SUCCESS;

@@ -38,6 +38,7 @@ pub(crate) enum Kind {
     Kernel,
     Queue,
     Signal,
+    CmdBuf,
 }
 
 impl Kind {
@@ -50,6 +51,7 @@ impl Kind {
             Kind::Kernel => "tg_kernel",
             Kind::Queue => "tg_queue",
             Kind::Signal => "tg_signal",
+            Kind::CmdBuf => "tg_cmdbuf",
         }
     }
 }
@@ -64,6 +66,7 @@ pub(crate) enum Object {
     Kernel(Kernel),
     Queue(Arc<Mutex<Queue>>),
     Signal(Arc<Signal>),
+    CmdBuf(Arc<Mutex<crate::core::CmdBuf>>),
 }
 
 impl Object {
@@ -75,6 +78,7 @@ impl Object {
             Object::Kernel(_) => Kind::Kernel,
             Object::Queue(_) => Kind::Queue,
             Object::Signal(_) => Kind::Signal,
+            Object::CmdBuf(_) => Kind::CmdBuf,
         }
     }
 }

@@ -263,6 +263,12 @@ impl Device {
         Queue::new(self, kind, config)
     }
 
+    /// Create an empty command buffer (see [`super::CmdBuf`]): record, `finish`, replay on
+    /// compute queues.
+    pub fn create_cmdbuf(&self) -> Result<super::CmdBuf> {
+        super::CmdBuf::new(self)
+    }
+
     /// Create a timeline signal with an initial value.
     pub fn create_signal(&self, initial: u64) -> Result<Signal> {
         Signal::new(self, initial)

@@ -1,17 +1,19 @@
 //! Backend-independent runtime: [`Device`], [`Buffer`], [`Module`]/[`Kernel`], [`Queue`],
-//! [`Signal`]. This is the Rust API; `crate::capi` wraps it for C.
+//! [`Signal`], [`CmdBuf`] (command buffers replayed on queues). This is the Rust API; `crate::capi` wraps it for C.
 //!
 //! Thread safety: `Device`, `Buffer`, `Module`, `Kernel` and `Signal` are `Send + Sync` and may be
 //! used from any thread. A `Queue` records commands through `&mut self`: one thread at a time
 //! (the C API wraps each queue in an uncontended lock).
 
 mod buffer;
+mod cmdbuf;
 mod device;
 mod module;
 mod queue;
 mod signal;
 
 pub use buffer::Buffer;
+pub use cmdbuf::CmdBuf;
 pub use device::{device_from_env, Device, FaultReport};
 pub use module::{
     max_blocks_per_sm, max_threads, occupancy, static_shared_need, Kernel, KernelAttributes,

@@ -88,6 +88,19 @@ pub(crate) fn fence_passed(f: &Fence) -> bool {
     })
 }
 
+/// Wait until [`fence_passed`] (each queue's timeline, a channel error, or the queue gone), at
+/// most `timeout_ns` per queue; `call` names the API call in a timeout message.
+pub(crate) fn wait_fence(dev: &Device, f: &Fence, timeout_ns: u64, call: &str) -> Result<()> {
+    for (w, v) in f {
+        if let Some(t) = w.upgrade() {
+            if t.completed() < *v && t.channel_error().is_none() {
+                t.wait_timeline(dev, *v, timeout_ns, call)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// State shared between a queue and its device (for synchronize and fault polling).
 pub(crate) struct QueueTrack {
     pub token: u32,
@@ -233,6 +246,9 @@ pub struct Queue {
     /// Dropping the queue submits what was recorded and waits for its work (not after
     /// [`Queue::abort`]).
     drain_on_drop: bool,
+    /// A command-buffer replay was pushed since the last submit: the next submit must close it
+    /// with a timeline release even when the command ring holds nothing new.
+    replayed: bool,
 }
 
 impl std::fmt::Debug for Queue {
@@ -363,6 +379,7 @@ impl Queue {
             timeout_ns: DEFAULT_TIMEOUT_NS,
             copy_kernel: None,
             drain_on_drop: true,
+            replayed: false,
         };
         q.record_init()?;
         q.submit()?;
@@ -560,7 +577,7 @@ impl Queue {
 
     fn submit_inner(&mut self, doorbell: bool) -> Result<()> {
         self.dev.check_usable()?;
-        if self.cmd.head == self.seg_start {
+        if self.cmd.head == self.seg_start && !self.replayed {
             return Ok(());
         }
         if self.log.len() == self.log.capacity() {
@@ -602,7 +619,80 @@ impl Queue {
         self.track.submitted.store(value, Ordering::Release);
         self.track.pending.store(false, Ordering::Release);
         self.last_was_launch = false;
+        self.replayed = false;
         Ok(())
+    }
+
+    /// Record the replay of a command stream that lives outside this queue's rings (a finished
+    /// command buffer: `dwords` dwords at `va`, self-contained apart from the channel state this
+    /// queue keeps). The queue first records what its own state needs (local memory, cache
+    /// invalidation, serialization after a launch), closes its segment, then pushes one GPFIFO
+    /// entry for the stream. Returns the timeline value by which the replay has completed (the
+    /// next submission's). No system call, no allocation.
+    pub(crate) fn push_external(
+        &mut self,
+        va: u64,
+        dwords: u32,
+        ends_with_launch: bool,
+    ) -> Result<u64> {
+        self.dev.check_usable()?;
+        if self.kind != QueueKind::Compute {
+            return Err(Error::invalid(
+                "tg_queue_replay: command buffers replay on compute queues; this is a copy queue",
+            ));
+        }
+        let entry = gp_entry(va, dwords, false)?;
+        let gen = self.dev.inner.local_generation.load(Ordering::Acquire);
+        let local = if gen != self.local_generation {
+            let lm = self.dev.inner.local.lock();
+            lm.buf.as_ref().map(|b| (b.gpu_va, lm.bytes_per_tpc))
+        } else {
+            None
+        };
+        let serialize = self.last_was_launch;
+        let code_gen = self.dev.inner.code_generation.load(Ordering::Acquire);
+        let invalidate = code_gen != self.code_generation;
+        if local.is_some() || serialize || invalidate {
+            self.with_cmd(|pb| {
+                if let Some((base, per_tpc)) = local {
+                    pb.set_local_memory(base, per_tpc)?;
+                }
+                if serialize {
+                    pb.wait_for_idle()?;
+                }
+                if invalidate {
+                    pb.invalidate_shader_caches_no_wfi(INVALIDATE_BEFORE_LAUNCH)?;
+                }
+                Ok(())
+            })?;
+        }
+        if local.is_some() {
+            self.local_generation = gen;
+        }
+        self.code_generation = code_gen;
+        self.close_segment()?;
+        let userd = self.raw.userd;
+        let timeout = self.timeout_ns;
+        let dev = self.dev.clone();
+        let mut progress = || -> Result<u32> {
+            if let Some(e) = dev.fault_error("tg_queue_replay") {
+                return Err(e);
+            }
+            Ok(gp_get(userd))
+        };
+        if self.ring.full_by_last_get() && self.ring.free_slots(gp_get(userd)) == 0 {
+            self.ring.kick();
+        }
+        self.ring.push(entry, &mut progress, timeout)?;
+        self.replayed = true;
+        self.track.pending.store(true, Ordering::Release);
+        self.last_was_launch = ends_with_launch;
+        Ok(self.track.submitted() + 1)
+    }
+
+    /// The queue's shared state (for fences).
+    pub(crate) fn track(&self) -> &Arc<QueueTrack> {
+        &self.track
     }
 
     /// Record a kernel launch. `params` is the packed parameter block (`param_bytes` long).
@@ -668,67 +758,13 @@ impl Queue {
     }
 
     fn check_launch(&self, kernel: &Kernel, cfg: &LaunchConfig) -> Result<()> {
-        let a = kernel.attributes();
-        let [bx, by, bz] = cfg.block;
-        let [gx, gy, gz] = cfg.grid;
-        let bad = |m: String| {
-            Err(Error::new(
-                Status::InvalidLaunch,
-                format!("tg_launch: kernel \"{}\": {m}", a.name),
-            ))
-        };
         if self.kind != QueueKind::Compute {
             return Err(Error::new(
                 Status::InvalidArgument,
                 "tg_launch: launches need a compute queue; this is a copy queue",
             ));
         }
-        if !Arc::ptr_eq(&kernel.module.dev.inner, &self.dev.inner) {
-            return Err(Error::invalid(
-                "tg_launch: the kernel belongs to another device",
-            ));
-        }
-        if bx == 0 || by == 0 || bz == 0 || gx == 0 || gy == 0 || gz == 0 {
-            return bad(format!(
-                "grid ({gx},{gy},{gz}) and block ({bx},{by},{bz}) must have no zero dimension"
-            ));
-        }
-        if bx > 1024 || by > 1024 || bz > 64 {
-            return bad(format!(
-                "block ({bx},{by},{bz}) exceeds the per-dimension limits (1024,1024,64)"
-            ));
-        }
-        let threads = bx as u64 * by as u64 * bz as u64;
-        if threads > a.max_threads_per_block as u64 {
-            return bad(format!(
-                "block ({bx},{by},{bz}) = {threads} threads exceeds the kernel's limit of {} threads ({} registers per thread)",
-                a.max_threads_per_block, a.registers
-            ));
-        }
-        if gx > i32::MAX as u32 || gy > 65535 || gz > 65535 {
-            return bad(format!(
-                "grid ({gx},{gy},{gz}) exceeds the limits ({}, 65535, 65535)",
-                i32::MAX
-            ));
-        }
-        if cfg.dynamic_shared_bytes > a.max_dynamic_shared_bytes {
-            return bad(format!(
-                "dynamic shared memory {} bytes exceeds the {} bytes available next to the kernel's {} static bytes",
-                cfg.dynamic_shared_bytes, a.max_dynamic_shared_bytes, a.static_shared_bytes
-            ));
-        }
-        if cfg.cooperative {
-            let per_sm = kernel.max_active_blocks(threads as u32, cfg.dynamic_shared_bytes)?;
-            let most = u64::from(per_sm) * u64::from(self.dev.info().sm_count);
-            let blocks = gx as u64 * gy as u64 * gz as u64;
-            if blocks > most {
-                return bad(format!(
-                    "cooperative grid ({gx},{gy},{gz}) = {blocks} blocks cannot be resident at once: at most {per_sm} blocks of {threads} threads per SM x {} SMs = {most}",
-                    self.dev.info().sm_count
-                ));
-            }
-        }
-        Ok(())
+        check_launch(&self.dev, kernel, cfg)
     }
 
     fn launch_with(
@@ -1123,6 +1159,66 @@ impl Drop for Queue {
             self.dev.free_when_idle(a);
         }
     }
+}
+
+/// The checks every launch passes (queue or command buffer): the kernel's device, grid and block
+/// limits, shared memory, cooperative residency.
+pub(super) fn check_launch(dev: &Device, kernel: &Kernel, cfg: &LaunchConfig) -> Result<()> {
+    let a = kernel.attributes();
+    let [bx, by, bz] = cfg.block;
+    let [gx, gy, gz] = cfg.grid;
+    let bad = |m: String| {
+        Err(Error::new(
+            Status::InvalidLaunch,
+            format!("tg_launch: kernel \"{}\": {m}", a.name),
+        ))
+    };
+    if !Arc::ptr_eq(&kernel.module.dev.inner, &dev.inner) {
+        return Err(Error::invalid(
+            "tg_launch: the kernel belongs to another device",
+        ));
+    }
+    if bx == 0 || by == 0 || bz == 0 || gx == 0 || gy == 0 || gz == 0 {
+        return bad(format!(
+            "grid ({gx},{gy},{gz}) and block ({bx},{by},{bz}) must have no zero dimension"
+        ));
+    }
+    if bx > 1024 || by > 1024 || bz > 64 {
+        return bad(format!(
+            "block ({bx},{by},{bz}) exceeds the per-dimension limits (1024,1024,64)"
+        ));
+    }
+    let threads = bx as u64 * by as u64 * bz as u64;
+    if threads > a.max_threads_per_block as u64 {
+        return bad(format!(
+                "block ({bx},{by},{bz}) = {threads} threads exceeds the kernel's limit of {} threads ({} registers per thread)",
+                a.max_threads_per_block, a.registers
+            ));
+    }
+    if gx > i32::MAX as u32 || gy > 65535 || gz > 65535 {
+        return bad(format!(
+            "grid ({gx},{gy},{gz}) exceeds the limits ({}, 65535, 65535)",
+            i32::MAX
+        ));
+    }
+    if cfg.dynamic_shared_bytes > a.max_dynamic_shared_bytes {
+        return bad(format!(
+                "dynamic shared memory {} bytes exceeds the {} bytes available next to the kernel's {} static bytes",
+                cfg.dynamic_shared_bytes, a.max_dynamic_shared_bytes, a.static_shared_bytes
+            ));
+    }
+    if cfg.cooperative {
+        let per_sm = kernel.max_active_blocks(threads as u32, cfg.dynamic_shared_bytes)?;
+        let most = u64::from(per_sm) * u64::from(dev.info().sm_count);
+        let blocks = gx as u64 * gy as u64 * gz as u64;
+        if blocks > most {
+            return bad(format!(
+                    "cooperative grid ({gx},{gy},{gz}) = {blocks} blocks cannot be resident at once: at most {per_sm} blocks of {threads} threads per SM x {} SMs = {most}",
+                    dev.info().sm_count
+                ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! The system-call seam. Every call the backends make to a kernel driver goes through [`Sys`]:
-//! [`LinuxSys`] issues the real system calls; the emulated Orin kernel (`crate::emu`) implements
-//! the same trait so that CI runs the real backend code against a strict model of the driver.
+//! [`LinuxSys`] issues the real system calls (through nix: `open`, `close`, `mmap`, `munmap`,
+//! errno; the ioctl itself is libc's, as nix only generates one typed function per request);
+//! the emulated Orin kernel (the `emu` module) implements the same trait so that CI runs the
+//! real backend code against a strict model of the driver.
 
 pub mod fork;
 
@@ -77,38 +79,27 @@ pub trait Sys: Send + Sync {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct LinuxSys;
 
-fn last_errno() -> Errno {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
+/// The raw errno of a nix error.
+fn raw(e: nix::errno::Errno) -> Errno {
+    e as Errno
 }
 
 impl Sys for LinuxSys {
     fn open(&self, path: &CStr, flags: i32) -> Result<RawFd, Errno> {
-        // SAFETY: path is a valid NUL-terminated string.
-        let fd = unsafe { libc::open(path.as_ptr(), flags) };
-        if fd < 0 {
-            Err(last_errno())
-        } else {
-            Ok(fd)
-        }
+        nix::fcntl::open(
+            path,
+            nix::fcntl::OFlag::from_bits_retain(flags),
+            nix::sys::stat::Mode::empty(),
+        )
+        .map_err(raw)
     }
     fn close(&self, fd: RawFd) -> Result<(), Errno> {
-        // SAFETY: closing an fd has no memory-safety preconditions.
-        let r = unsafe { libc::close(fd) };
-        if r < 0 {
-            Err(last_errno())
-        } else {
-            Ok(())
-        }
+        nix::unistd::close(fd).map_err(raw)
     }
     unsafe fn ioctl(&self, fd: RawFd, request: u64, arg: usize) -> Result<i32, Errno> {
-        let r = libc::ioctl(fd, request as _, arg);
-        if r >= 0 {
-            Ok(r)
-        } else {
-            Err(last_errno())
-        }
+        // nix's `ioctl_*!` macros define one typed function per request; the seam carries the
+        // request number and the argument as values, so the call itself is libc's.
+        nix::errno::Errno::result(libc::ioctl(fd, request as _, arg)).map_err(raw)
     }
     unsafe fn mmap(
         &self,
@@ -119,19 +110,31 @@ impl Sys for LinuxSys {
         fd: RawFd,
         offset: i64,
     ) -> Result<*mut u8, Errno> {
-        let p = libc::mmap(addr.cast(), len, prot, flags, fd, offset as libc::off_t);
-        if p == libc::MAP_FAILED {
-            Err(last_errno())
+        use nix::sys::mman::{MapFlags, ProtFlags};
+        use std::num::NonZeroUsize;
+        let len = NonZeroUsize::new(len).ok_or(libc::EINVAL)?;
+        let at = NonZeroUsize::new(addr as usize);
+        let prot = ProtFlags::from_bits_retain(prot);
+        let flags = MapFlags::from_bits_retain(flags);
+        let p = if flags.contains(MapFlags::MAP_ANONYMOUS) {
+            nix::sys::mman::mmap_anonymous(at, len, prot, flags)
+        } else if fd < 0 {
+            // What the kernel answers for a file mapping without a file.
+            return Err(libc::EBADF);
         } else {
-            Ok(p.cast())
-        }
+            // SAFETY: fd is non-negative and stays open for the call (the caller's contract).
+            let fd = std::os::fd::BorrowedFd::borrow_raw(fd);
+            nix::sys::mman::mmap(at, len, prot, flags, fd, offset as libc::off_t)
+        };
+        p.map(|p| p.as_ptr().cast()).map_err(raw)
     }
     unsafe fn munmap(&self, addr: *mut u8, len: usize) -> Result<(), Errno> {
-        let r = libc::munmap(addr.cast(), len);
-        if r < 0 {
-            Err(last_errno())
-        } else {
-            Ok(())
+        match std::ptr::NonNull::new(addr.cast()) {
+            Some(a) => nix::sys::mman::munmap(a, len).map_err(raw),
+            // munmap(NULL, len) is a valid call (it unmaps whatever lies at page 0).
+            None => nix::errno::Errno::result(libc::munmap(addr.cast(), len))
+                .map(drop)
+                .map_err(raw),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Raw kernel ABI: `#[repr(C)]` structs and ioctl request numbers, named as in the kernel headers.
 
+pub mod ioctl;
 pub mod nvgpu;
 pub mod nvmap;
 pub mod rm;
@@ -14,8 +15,8 @@ pub fn request_name(request: u64) -> Cow<'static, str> {
     if let Some(e) = nvgpu::request_entry(request) {
         return Cow::Borrowed(e.name);
     }
-    if nvgpu::ioc_type(request) as u32 == rm::NV_IOCTL_MAGIC && request >> 32 == 0 {
-        if let Some(n) = rm::nv_esc_name(u32::from(nvgpu::ioc_nr(request))) {
+    if ioctl::ioc_type(request) as u32 == rm::NV_IOCTL_MAGIC && request >> 32 == 0 {
+        if let Some(n) = rm::nv_esc_name(u32::from(ioctl::ioc_nr(request))) {
             return Cow::Borrowed(n);
         }
     }
@@ -27,13 +28,13 @@ pub fn request_name(request: u64) -> Cow<'static, str> {
 
 /// `_IOC(dir, 'type', nr, size)` for a request number (asm-generic layout).
 pub fn decode_ioc(request: u64) -> String {
-    let dir = match nvgpu::ioc_dir(request) {
+    let dir = match ioctl::ioc_dir(request) {
         0 => "NONE",
         1 => "W",
         2 => "R",
         _ => "RW",
     };
-    let ty = nvgpu::ioc_type(request);
+    let ty = ioctl::ioc_type(request);
     let ty = if ty.is_ascii_graphic() {
         format!("'{}'", ty as char)
     } else {
@@ -41,8 +42,8 @@ pub fn decode_ioc(request: u64) -> String {
     };
     format!(
         "_IOC({dir}, {ty}, {}, {})",
-        nvgpu::ioc_nr(request),
-        nvgpu::ioc_size(request)
+        ioctl::ioc_nr(request),
+        ioctl::ioc_size(request)
     )
 }
 
@@ -64,9 +65,9 @@ mod tests {
         assert_eq!(request_name(rm::UVM_REGISTER_GPU), "UVM_REGISTER_GPU");
         assert_eq!(request_name(rm::UVM_INITIALIZE), "UVM_INITIALIZE");
         assert_eq!(
-            request_name(nvgpu::iowr(b'G', 200, 64)),
+            request_name(ioctl::iowr(b'G', 200, 64)),
             "_IOC(RW, 'G', 200, 64)"
         );
-        assert_eq!(request_name(nvgpu::io(0x01, 3)), "_IOC(NONE, 0x01, 3, 0)");
+        assert_eq!(request_name(ioctl::io(0x01, 3)), "_IOC(NONE, 0x01, 3, 0)");
     }
 }

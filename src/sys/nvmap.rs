@@ -7,7 +7,7 @@
 
 #![allow(non_camel_case_types)]
 
-use crate::sys::nvgpu::{io, ior, iow, iowr, AbiPod};
+use crate::sys::ioctl::{io, ior, iow, iowr};
 use core::mem::{offset_of, size_of};
 
 /// `NVMAP_IOC_MAGIC` ('N').
@@ -79,7 +79,7 @@ pub const NVMAP_CACHE_OP_WB_INV: i32 = 2;
 /// (CREATE out, GET_FD in, FROM_FD out); the 8 bytes together = `size64` (CREATE_64 in),
 /// whose low word is `handle64` (CREATE_64 out).
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct nvmap_create_handle {
     /// `size` (in, CREATE) / `fd` (out, GET_FD).
     pub size: u32,
@@ -128,7 +128,7 @@ impl nvmap_create_handle {
 
 /// `struct nvmap_alloc_handle` (20).
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct nvmap_alloc_handle {
     pub handle: u32,
     /// `NVMAP_HEAP_*`.
@@ -148,7 +148,7 @@ const _: () = assert!(offset_of!(nvmap_alloc_handle, numa_nid) == 16);
 
 /// `struct nvmap_cache_op` (24).
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct nvmap_cache_op {
     /// User VA inside an mmap of this handle.
     pub addr: u64,
@@ -163,7 +163,7 @@ const _: () = assert!(offset_of!(nvmap_cache_op, op) == 16);
 
 /// `struct nvmap_cache_op_64` (32).
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct nvmap_cache_op_64 {
     pub addr: u64,
     pub handle: u32,
@@ -180,7 +180,7 @@ const _: () = assert!(offset_of!(nvmap_cache_op_64, op) == 24);
 
 /// `struct nvmap_rw_handle` (56).
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct nvmap_rw_handle {
     pub addr: u64,
     pub handle: u32,
@@ -198,7 +198,7 @@ const _: () = assert!(offset_of!(nvmap_rw_handle, count) == 48);
 
 /// `struct nvmap_available_heaps` (8).
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct nvmap_available_heaps {
     /// Carveouts only; IOVMM is never listed.
     pub heaps: u64,
@@ -207,7 +207,7 @@ const _: () = assert!(size_of::<nvmap_available_heaps>() == 8);
 
 /// `struct nvmap_query_heap_params` (48).
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct nvmap_query_heap_params {
     pub heap_mask: u32,
     pub flags: u32,
@@ -227,24 +227,13 @@ const _: () = assert!(offset_of!(nvmap_query_heap_params, granule_size) == 40);
 
 /// `struct nvmap_set_tag_label` (16).
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct nvmap_set_tag_label {
     pub tag: u32,
     pub len: u32,
     pub addr: u64,
 }
 const _: () = assert!(size_of::<nvmap_set_tag_label>() == 16);
-
-// SAFETY: all of these are integer-only #[repr(C)] structs whose size asserts above prove
-// there is no implicit padding.
-unsafe impl AbiPod for nvmap_create_handle {}
-unsafe impl AbiPod for nvmap_alloc_handle {}
-unsafe impl AbiPod for nvmap_cache_op {}
-unsafe impl AbiPod for nvmap_cache_op_64 {}
-unsafe impl AbiPod for nvmap_rw_handle {}
-unsafe impl AbiPod for nvmap_available_heaps {}
-unsafe impl AbiPod for nvmap_query_heap_params {}
-unsafe impl AbiPod for nvmap_set_tag_label {}
 
 const N: u8 = NVMAP_IOC_MAGIC;
 

@@ -1,9 +1,9 @@
 //! RM channels: a GPFIFO channel in the device's TSG with its engine object bound.
 
+use super::engines::{select_copy_engine, CopyEngineChoice, COPY_ENGINE_ENV};
 use super::rmapi::uvm_ioctl;
-use super::{
-    select_copy_engine, va, CopyEngineChoice, Inner, MemRecord, CHANNEL_UVM_RANGE, COPY_ENGINE_ENV,
-};
+use super::state::{Inner, MemRecord, TsgState};
+use super::va;
 use crate::backend::{Channel, ChannelError, ChannelRaw, Engine};
 use crate::error::{Error, Result};
 use crate::log::debug;
@@ -17,6 +17,8 @@ pub const MIN_GPFIFO_ENTRIES: u32 = 8;
 pub const MAX_GPFIFO_ENTRIES: u32 = 1 << 20;
 /// USERD size and alignment.
 pub const USERD_SIZE: u64 = 512;
+/// Size of the VA range registered with UVM for each channel's context buffers.
+pub const CHANNEL_UVM_RANGE: u64 = 64 << 20;
 
 /// One GPFIFO channel: ring + USERD (one video-memory allocation), error notifier, channel
 /// object, engine object, UVM registration. Dropping it tears all of that down.
@@ -140,12 +142,10 @@ impl RmChannel {
     fn build_in_tsg(&mut self, engine: Engine, entries: u32, bar1_kib: u32) -> Result<()> {
         let inner = self.inner.clone();
         let mut map = inner.sched.lock();
-        let st = map
-            .entry(self.tsg_engine)
-            .or_insert_with(|| super::TsgState {
-                engine_type: self.tsg_engine,
-                ..Default::default()
-            });
+        let st = map.entry(self.tsg_engine).or_insert_with(|| TsgState {
+            engine_type: self.tsg_engine,
+            ..Default::default()
+        });
         let r = if st.tsg == 0 {
             inner.alloc_tsg(st)
         } else {
@@ -156,7 +156,7 @@ impl RmChannel {
 
     fn build(
         &mut self,
-        st: &mut super::TsgState,
+        st: &mut TsgState,
         engine: Engine,
         entries: u32,
         bar1_kib: u32,

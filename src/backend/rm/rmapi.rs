@@ -8,6 +8,7 @@
 use crate::error::{Error, Result, Status};
 use crate::os::Sys;
 use crate::sys::rm::*;
+use bytemuck::Pod;
 use std::ffi::CString;
 use std::os::fd::RawFd;
 use std::sync::Arc;
@@ -26,28 +27,16 @@ impl Scratch {
         self.0.as_mut_ptr().cast()
     }
     /// Copy `v` in (T must fit).
-    fn put<T: Copy>(&mut self, v: &T) {
+    fn put<T: Pod>(&mut self, v: &T) {
         const { assert!(core::mem::size_of::<T>() <= SCRATCH_BYTES) };
-        // SAFETY: the buffer holds SCRATCH_BYTES ≥ size_of::<T>() bytes; T is plain data.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                (v as *const T).cast::<u8>(),
-                self.ptr(),
-                core::mem::size_of::<T>(),
-            )
-        }
+        let b = bytemuck::bytes_of(v);
+        bytemuck::cast_slice_mut::<u64, u8>(&mut self.0)[..b.len()].copy_from_slice(b);
     }
     /// Copy the first `size_of::<T>()` bytes back into `v`.
-    fn get<T: Copy>(&self, v: &mut T) {
-        // SAFETY: as in put; every T used here is a repr(C) struct of integers, valid for any
-        // bit pattern.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                self.0.as_ptr().cast::<u8>(),
-                (v as *mut T).cast::<u8>(),
-                core::mem::size_of::<T>(),
-            )
-        }
+    fn get<T: Pod>(&self, v: &mut T) {
+        let b = bytemuck::bytes_of_mut(v);
+        let n = b.len();
+        b.copy_from_slice(&bytemuck::cast_slice::<u64, u8>(&self.0)[..n]);
     }
 }
 
@@ -89,7 +78,7 @@ fn rm_status_text(status: u32) -> Option<String> {
 ///
 /// # Safety
 /// `T` must be the argument type of `request` (pointers inside must be valid for the call).
-pub unsafe fn ioctl_with<T>(
+pub unsafe fn ioctl_with<T: Pod>(
     sys: &dyn Sys,
     fd: RawFd,
     request: u64,
@@ -153,12 +142,12 @@ impl RmApi {
 
     /// RM_ALLOC of `class` under `parent`. `params` is copied through scratch; on success the
     /// driver's copy-back is copied into it. Returns the new handle.
-    pub fn alloc<T: Copy>(&self, parent: u32, class: u32, params: Option<&mut T>) -> Result<u32> {
+    pub fn alloc<T: Pod>(&self, parent: u32, class: u32, params: Option<&mut T>) -> Result<u32> {
         self.alloc_with_handle(parent, 0, class, params)
     }
 
     /// RM_ALLOC with a caller-chosen handle (`new` = 0 lets RM choose).
-    pub fn alloc_with_handle<T: Copy>(
+    pub fn alloc_with_handle<T: Pod>(
         &self,
         parent: u32,
         new: u32,
@@ -252,7 +241,7 @@ impl RmApi {
 
     /// RM_CONTROL `cmd` on `object` with `params`, sending `size` as paramsSize (normally
     /// `size_of::<T>()`; smaller for controls whose struct shrank in older branches).
-    pub fn control_sized<T>(
+    pub fn control_sized<T: Pod>(
         &self,
         object: u32,
         cmd: u32,
@@ -298,7 +287,7 @@ impl RmApi {
     }
 
     /// RM_CONTROL with the full struct size.
-    pub fn control<T>(&self, object: u32, cmd: u32, params: &mut T) -> Result<()> {
+    pub fn control<T: Pod>(&self, object: u32, cmd: u32, params: &mut T) -> Result<()> {
         self.control_sized(object, cmd, params, core::mem::size_of::<T>())
     }
 
@@ -486,7 +475,7 @@ impl RmApi {
 }
 
 /// A UVM ioctl through scratch; `status` extracts rmStatus from the struct.
-pub fn uvm_ioctl<T: Copy>(
+pub fn uvm_ioctl<T: Pod>(
     sys: &dyn Sys,
     fd: RawFd,
     nr: u64,

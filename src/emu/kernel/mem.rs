@@ -9,9 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 fn errno() -> Errno {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
+    nix::errno::Errno::last_raw()
 }
 
 /// `memfd_create(name, MFD_CLOEXEC)` + `ftruncate(size)`: the lowest free fd, FD_CLOEXEC set.
@@ -42,14 +40,12 @@ pub(crate) fn memfd(name: &CStr, size: u64) -> Result<RawFd, Errno> {
 
 /// Close an fd the emulator owns, ignoring errors.
 pub(crate) fn close_fd(fd: RawFd) {
-    // SAFETY: closing an fd has no memory-safety preconditions.
-    unsafe { libc::close(fd) };
+    let _ = nix::unistd::close(fd);
 }
 
 /// Whether `fd` is an open file descriptor.
 pub(crate) fn fd_is_open(fd: RawFd) -> bool {
-    // SAFETY: F_GETFD has no memory-safety preconditions.
-    fd >= 0 && unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0
+    fd >= 0 && nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFD).is_ok()
 }
 
 /// The fd an application gets for a dma-buf (GET_FD): the lowest free number, FD_CLOEXEC, a
@@ -110,10 +106,20 @@ pub(crate) fn phys_mem() -> u64 {
 }
 
 /// A shared mapping the emulated kernel owns (its "vmap" of a buffer); unmapped on drop.
+///
+/// A file's pages (a memfd, the ctrl node's usermode page) are mapped with memmap2. memmap2
+/// maps anonymous memory only privately, and a private mapping cannot be duplicated into the
+/// application with `mremap(old_size 0)` ([`DmaBuf::map_into_user`]), so shared anonymous
+/// memory is mapped with nix and unmapped here.
 #[derive(Debug)]
-pub(crate) struct KMap {
-    ptr: *mut u8,
-    len: usize,
+pub(crate) enum KMap {
+    /// `MAP_SHARED` read-write mapping of a file.
+    File(memmap2::MmapRaw),
+    /// `MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE` read-write memory.
+    Anonymous {
+        ptr: std::ptr::NonNull<libc::c_void>,
+        len: usize,
+    },
 }
 // SAFETY: the mapping is MAP_SHARED memory owned by this value; access to the bytes is the
 // CPU/GPU sharing the emulator models, and the pointer itself is immutable.
@@ -125,24 +131,19 @@ impl KMap {
     /// exactly as long as this mapping and the application mappings made from it with
     /// [`DmaBuf::map_into_user`].
     pub(crate) fn anonymous(len: usize) -> Result<KMap, Errno> {
-        if len == 0 {
-            return Err(libc::EINVAL);
-        }
+        use nix::sys::mman::{MapFlags, ProtFlags};
+        let n = std::num::NonZeroUsize::new(len).ok_or(libc::EINVAL)?;
         // SAFETY: a fresh mapping chosen by the kernel; no existing memory is affected.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
+        let ptr = unsafe {
+            nix::sys::mman::mmap_anonymous(
+                None,
+                n,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED | MapFlags::MAP_NORESERVE,
             )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(errno());
         }
-        Ok(KMap { ptr: p.cast(), len })
+        .map_err(|e| e as Errno)?;
+        Ok(KMap::Anonymous { ptr, len })
     }
 
     /// Map `len` bytes of `fd` at offset 0, read-write, shared.
@@ -150,32 +151,27 @@ impl KMap {
         if len == 0 {
             return Err(libc::EINVAL);
         }
-        // SAFETY: a fresh mapping chosen by the kernel; no existing memory is affected.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(errno());
-        }
-        Ok(KMap { ptr: p.cast(), len })
+        memmap2::MmapOptions::new()
+            .len(len)
+            .map_raw(fd)
+            .map(KMap::File)
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
     }
     /// Start of the mapping.
     pub(crate) fn ptr(&self) -> *mut u8 {
-        self.ptr
+        match self {
+            KMap::File(m) => m.as_mut_ptr(),
+            KMap::Anonymous { ptr, .. } => ptr.as_ptr().cast(),
+        }
     }
 }
 
 impl Drop for KMap {
     fn drop(&mut self) {
-        // SAFETY: we own this mapping.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+        if let KMap::Anonymous { ptr, len } = *self {
+            // SAFETY: we own this mapping. (memmap2 unmaps a file mapping itself.)
+            let _ = unsafe { nix::sys::mman::munmap(ptr, len) };
+        }
     }
 }
 

@@ -812,8 +812,10 @@ impl Sys for EmuSys {
             _ => return Err(libc::ENOENT),
         };
         if flags & libc::O_CLOEXEC == 0 {
-            // SAFETY: fd is ours.
-            unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+            let _ = nix::fcntl::fcntl(
+                fd,
+                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+            );
         }
         Ok(fd)
     }
@@ -828,14 +830,8 @@ impl Sys for EmuSys {
             }
             None => {
                 drop(st);
-                // SAFETY: closing a foreign fd, as the caller asked.
-                if unsafe { libc::close(fd) } < 0 {
-                    Err(std::io::Error::last_os_error()
-                        .raw_os_error()
-                        .unwrap_or(libc::EIO))
-                } else {
-                    Ok(())
-                }
+                // A foreign fd, closed as the caller asked.
+                nix::unistd::close(fd).map_err(|e| e as Errno)
             }
         }
     }

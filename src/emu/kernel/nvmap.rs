@@ -3,7 +3,8 @@
 use super::mem::{copy_from_user, copy_to_user, dmabuf_placeholder_fd, DmaBuf, LiveToken};
 use super::{read_user, write_user, Obj, State, UVmaKind};
 use crate::os::Errno;
-use crate::sys::nvgpu::{ioc_nr, ioc_type, request_entry};
+use crate::sys::ioctl::{ioc_nr, ioc_type};
+use crate::sys::nvgpu::request_entry;
 use crate::sys::nvmap::*;
 use std::collections::HashMap;
 use std::sync::Arc;

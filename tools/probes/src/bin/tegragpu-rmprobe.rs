@@ -1,12 +1,12 @@
-// tegragpu-rmprobe: bring-up probe for the RM backend on a real NVIDIA GPU (H100/H200).
-//
-// Opens the device, prints DeviceInfo, allocates/writes/reads/frees buffers, creates a compute
-// and a copy channel, submits hand-assembled pushbuffers (host semaphore release, compute
-// report semaphore, copy-engine semaphore, 64 MiB copy-engine copies), checks the results with
-// 2 s deadlines, tears down, and repeats. `--fault` adds a round that makes a channel fault
-// (semaphore release to an unmapped VA) and checks that `Channel::error()` reports it.
-//
-// This file has no inner attributes so that examples/rm_probe.rs can include! it.
+//! tegragpu-rmprobe: bring-up probe for the RM backend on a real NVIDIA GPU (H100/H200).
+//!
+//! Opens the device, prints DeviceInfo, allocates/writes/reads/frees buffers, creates a compute
+//! and a copy channel, submits hand-assembled pushbuffers (host semaphore release, compute
+//! report semaphore, copy-engine semaphore, 64 MiB copy-engine copies), checks the results with
+//! 2 s deadlines, tears down, and repeats. `--fault` adds a round that makes a channel fault
+//! (semaphore release to an unmapped VA) and checks that `Channel::error()` reports it.
+//!
+//! Usage: `tegragpu-rmprobe [--fault]` (see `USAGE`; parsed with lexopt).
 
 use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
@@ -657,30 +657,63 @@ fn round(r: u32) -> Result<()> {
     Ok(())
 }
 
-fn main() {
-    for a in std::env::args().skip(1) {
-        match a.as_str() {
-            "--fault" => {}
-            "--help" | "-h" => {
-                println!(
-                    "usage: tegragpu-rmprobe [--fault]\n\nBring-up probe of the RM backend on a \
-                     desktop NVIDIA GPU: buffers, a compute and a copy channel, hand-made \
-                     pushbuffers, teardown, twice.\n  --fault  also make a channel fault and \
-                     check that it is reported\n  --help, -h  this text\n  --version, -V  the library version"
-                );
-                return;
+const USAGE: &str = "\
+usage: tegragpu-rmprobe [--fault]
+
+Bring-up probe of the RM backend on a desktop NVIDIA GPU: buffers, a compute and a copy
+channel, hand-made pushbuffers, teardown, twice.
+  --fault        also make a channel fault and check that it is reported
+  --help, -h     this text
+  --version, -V  the library version";
+
+/// The library's version, `MAJOR.MINOR.PATCH` (what `--version` prints).
+fn library_version() -> String {
+    use tegragpu::capi::{TG_VERSION_MAJOR, TG_VERSION_MINOR, TG_VERSION_PATCH};
+    format!("{TG_VERSION_MAJOR}.{TG_VERSION_MINOR}.{TG_VERSION_PATCH}")
+}
+
+/// `arg` as it was written, for messages.
+fn arg_text(arg: &lexopt::Arg<'_>) -> String {
+    match arg {
+        lexopt::Arg::Short(c) => format!("-{c}"),
+        lexopt::Arg::Long(l) => format!("--{l}"),
+        lexopt::Arg::Value(v) => v.to_string_lossy().into_owned(),
+    }
+}
+
+/// Parses the command line: whether to run the fault round. `--help` and `--version` print and
+/// exit 0; anything else exits 2.
+fn parse_args() -> bool {
+    use lexopt::prelude::*;
+    let unexpected = |what: String| -> ! {
+        eprintln!("tegragpu-rmprobe: unexpected argument \"{what}\" (see --help)");
+        std::process::exit(2)
+    };
+    let mut fault = false;
+    let mut parser = lexopt::Parser::from_env();
+    loop {
+        match parser.next() {
+            Ok(None) => return fault,
+            Ok(Some(Long("fault"))) => fault = true,
+            Ok(Some(Long("help") | Short('h'))) => {
+                println!("{USAGE}");
+                std::process::exit(0)
             }
-            "--version" | "-V" => {
-                println!("tegragpu-rmprobe {}", env!("CARGO_PKG_VERSION"));
-                return;
+            Ok(Some(Long("version") | Short('V'))) => {
+                println!("tegragpu-rmprobe {}", library_version());
+                std::process::exit(0)
             }
-            other => {
-                eprintln!("tegragpu-rmprobe: unexpected argument \"{other}\" (see --help)");
-                std::process::exit(2);
+            Ok(Some(other)) => unexpected(arg_text(&other)),
+            Err(lexopt::Error::UnexpectedValue { option, value }) => {
+                unexpected(format!("{option}={}", value.to_string_lossy()))
             }
+            Err(e) => unexpected(e.to_string()),
         }
     }
-    let fault = std::env::args().any(|a| a == "--fault");
+}
+
+fn main() {
+    let fault = parse_args();
     let (fd0, map0) = (open_fd_count(), mapping_count());
     println!("start: {fd0} fds, {map0} mappings");
     for r in 0..2 {

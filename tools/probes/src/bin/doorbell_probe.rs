@@ -37,9 +37,9 @@ fn main() -> tegragpu::Result<()> {
         .unwrap_or(5);
     let dev = Device::open(None)?;
     let cubin: &[u8] = if dev.info().sm_major >= 9 {
-        include_bytes!("../tests/fixtures/cubin/kernels.sm_90.cubin")
+        include_bytes!("../../../../tests/fixtures/cubin/kernels.sm_90.cubin")
     } else {
-        include_bytes!("../tests/fixtures/cubin/kernels.sm_87.cubin")
+        include_bytes!("../../../../tests/fixtures/cubin/kernels.sm_87.cubin")
     };
     let m = dev.load_module(cubin)?;
     let fill = m.kernel("fill_u32")?;

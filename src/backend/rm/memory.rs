@@ -1,0 +1,501 @@
+//! Memory: video memory (BAR1 CPU mapping, made on first CPU access by default), host memory
+//! pinned through an OS descriptor, and the small system-memory notifiers; each at one VA on
+//! the CPU and the GPU (UVM external ranges). Every [`MemRecord`] step is undone by
+//! [`Inner::free_record`].
+
+use super::rmapi::{open_node, uvm_ioctl};
+use super::state::{Inner, MemKind, MemRecord};
+use super::va;
+use crate::error::{Error, Result, Status};
+use crate::sys::rm::*;
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+
+/// Allocations of at least this size use 2 MiB pages.
+pub const HUGE_PAGE_THRESHOLD: u64 = 8 << 20;
+/// Size of each channel's error notifier.
+pub const NOTIFIER_SIZE: u64 = 4096;
+
+pub(super) const PAGE_4K: u64 = 4096;
+pub(super) const PAGE_2M: u64 = 2 << 20;
+
+/// `TEGRAGPU_RM_TIMING=1`: log the duration of each allocation step, at info level (the
+/// variable also makes info the default level, see [`crate::log`]). Every ioctl's own duration
+/// is in its trace record anyway.
+fn timing_enabled() -> bool {
+    static T: OnceLock<bool> = OnceLock::new();
+    *T.get_or_init(|| std::env::var_os("TEGRAGPU_RM_TIMING").is_some_and(|v| v != "0"))
+}
+
+fn timing_start() -> Option<std::time::Instant> {
+    (timing_enabled() && crate::log::enabled(crate::log::Level::Info)).then(std::time::Instant::now)
+}
+
+fn timing_step(t: Option<std::time::Instant>, what: &str, size: u64) {
+    if let Some(t) = t {
+        crate::log::info!(
+            target: "tegragpu::backend::rm::timing",
+            "{what} ({size:#x} bytes): {:.1} us",
+            t.elapsed().as_secs_f64() * 1e6
+        );
+    }
+}
+
+/// Allocations with default flags are CPU-mapped on first access ([`Backend::map_cpu`]);
+/// `TEGRAGPU_RM_EAGER_CPU_MAP=1` maps them at allocation as before.
+pub(super) fn eager_cpu_map() -> bool {
+    std::env::var_os("TEGRAGPU_RM_EAGER_CPU_MAP").is_some_and(|v| v != "0")
+}
+
+/// `size` bytes (aligned to `align`) of the shared CPU/GPU VA window.
+fn window_alloc(size: u64, align: u64) -> Result<u64> {
+    let mut w = va::low_va().lock();
+    w.alloc(size, align).ok_or_else(|| {
+        Error::new(
+            Status::OutOfMemory,
+            format!(
+                "no {size:#x}-byte range left in the CPU/GPU VA window [{:#x}, {:#x}) ({} MiB free, fragmented or in use)",
+                va::LOW_VA_BASE,
+                va::LOW_VA_END,
+                w.free_bytes() >> 20
+            ),
+        )
+    })
+}
+
+fn round_up(x: u64, a: u64) -> Option<u64> {
+    Some(x.checked_add(a - 1)? & !(a - 1))
+}
+
+impl Inner {
+    pub(super) fn uvm_map(&self, va: u64, size: u64, handle: u32) -> Result<()> {
+        let t = timing_start();
+        let mut r = UVM_CREATE_EXTERNAL_RANGE_PARAMS {
+            base: va,
+            length: size,
+            ..Default::default()
+        };
+        uvm_ioctl(
+            self.sys(),
+            self.uvm_fd,
+            UVM_CREATE_EXTERNAL_RANGE,
+            &mut r,
+            |p| p.rmStatus,
+            &|| format!("UVM_CREATE_EXTERNAL_RANGE(base={va:#x}, length={size:#x})"),
+        )?;
+        timing_step(t, "UVM_CREATE_EXTERNAL_RANGE", size);
+        let t = timing_start();
+        let mut m = Box::<UVM_MAP_EXTERNAL_ALLOCATION_PARAMS>::default();
+        m.base = va;
+        m.length = size;
+        m.offset = 0;
+        m.perGpuAttributes[0] = UvmGpuMappingAttributes {
+            gpuUuid: self.uuid,
+            gpuMappingType: UvmGpuMappingTypeReadWriteAtomic,
+            ..Default::default()
+        };
+        m.gpuAttributesCount = 1;
+        m.rmCtrlFd = self.api.ctl_fd;
+        m.hClient = self.api.client;
+        m.hMemory = handle;
+        let res = uvm_ioctl(
+            self.sys(),
+            self.uvm_fd,
+            UVM_MAP_EXTERNAL_ALLOCATION,
+            &mut *m,
+            |p| p.rmStatus,
+            &|| {
+                format!("UVM_MAP_EXTERNAL_ALLOCATION(base={va:#x}, length={size:#x}, hMemory={handle:#x})")
+            },
+        );
+        timing_step(t, "UVM_MAP_EXTERNAL_ALLOCATION", size);
+        if let Err(e) = res {
+            let _ = self.uvm_free(va, size);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// UVM_FREE in the branch's layout.
+    pub(super) fn uvm_free(&self, va: u64, size: u64) -> Result<()> {
+        let what = || format!("UVM_FREE(base={va:#x}, length={size:#x})");
+        if self.layout.uvm_free_params_size == core::mem::size_of::<UVM_FREE_PARAMS_V590>() {
+            let mut p = UVM_FREE_PARAMS_V590 {
+                base: va,
+                ..Default::default()
+            };
+            uvm_ioctl(
+                self.sys(),
+                self.uvm_fd,
+                UVM_FREE,
+                &mut p,
+                |p| p.rmStatus,
+                &what,
+            )
+        } else {
+            let mut p = UVM_FREE_PARAMS {
+                base: va,
+                length: size,
+                ..Default::default()
+            };
+            uvm_ioctl(
+                self.sys(),
+                self.uvm_fd,
+                UVM_FREE,
+                &mut p,
+                |p| p.rmStatus,
+                &what,
+            )
+        }
+    }
+
+    pub(super) fn mem_params(
+        &self,
+        size: u64,
+        page: u64,
+        vidmem: bool,
+        contiguous: bool,
+    ) -> NV_MEMORY_ALLOCATION_PARAMS {
+        let huge = page >= PAGE_2M;
+        let phys = if contiguous {
+            NVOS32_ATTR_PHYSICALITY_CONTIGUOUS
+        } else {
+            NVOS32_ATTR_PHYSICALITY_ALLOW_NONCONTIGUOUS
+        };
+        let (type_, flags, attr, attr2) = if vidmem {
+            (
+                NVOS32_TYPE_IMAGE,
+                NVOS32_ALLOC_FLAGS_IGNORE_BANK_PLACEMENT
+                    | NVOS32_ALLOC_FLAGS_ALIGNMENT_FORCE
+                    | NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED
+                    | NVOS32_ALLOC_FLAGS_MAP_NOT_REQUIRED
+                    | NVOS32_ALLOC_FLAGS_PERSISTENT_VIDMEM,
+                phys | NVOS32_ATTR_LOCATION_VIDMEM
+                    | if huge { NVOS32_ATTR_PAGE_SIZE_HUGE } else { 0 },
+                NVOS32_ATTR2_ZBC_PREFER_NO_ZBC
+                    | NVOS32_ATTR2_GPU_CACHEABLE_YES
+                    | if huge {
+                        NVOS32_ATTR2_PAGE_SIZE_HUGE_2MB
+                    } else {
+                        0
+                    },
+            )
+        } else {
+            (
+                NVOS32_TYPE_NOTIFIER,
+                NVOS32_ALLOC_FLAGS_IGNORE_BANK_PLACEMENT
+                    | NVOS32_ALLOC_FLAGS_ALIGNMENT_FORCE
+                    | NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED
+                    | NVOS32_ALLOC_FLAGS_MAP_NOT_REQUIRED,
+                phys | NVOS32_ATTR_LOCATION_PCI,
+                NVOS32_ATTR2_ZBC_PREFER_NO_ZBC | NVOS32_ATTR2_GPU_CACHEABLE_NO,
+            )
+        };
+        NV_MEMORY_ALLOCATION_PARAMS {
+            owner: self.api.client,
+            type_,
+            flags,
+            attr,
+            attr2,
+            format: NV_MMU_PTE_KIND_GENERIC_MEMORY,
+            size,
+            alignment: page,
+            limit: size - 1,
+            ..Default::default()
+        }
+    }
+
+    /// Video memory and its UVM GPU mapping at one VA; with `cpu_map`, also the BAR1 CPU
+    /// mapping at the same VA (otherwise [`Inner::map_cpu`] makes it on first CPU access).
+    pub(super) fn alloc_vidmem(
+        &self,
+        size: u64,
+        contiguous: bool,
+        cpu_map: bool,
+        bar1_kib: u32,
+    ) -> Result<MemRecord> {
+        let page = if size >= HUGE_PAGE_THRESHOLD {
+            PAGE_2M
+        } else {
+            PAGE_4K
+        };
+        let size = round_up(size, page)
+            .ok_or_else(|| Error::invalid(format!("allocation size {size:#x} overflows")))?;
+        let mut rec = MemRecord::new(MemKind::Vidmem);
+        let res = (|| -> Result<()> {
+            rec.va = window_alloc(size, page)?;
+            rec.va_owned = true;
+            rec.size = size;
+            let mut p = self.mem_params(size, page, true, contiguous);
+            let t = timing_start();
+            rec.handle = self
+                .api
+                .alloc(self.device, NV01_MEMORY_LOCAL_USER, Some(&mut p))?;
+            timing_step(t, "RM_ALLOC(NV01_MEMORY_LOCAL_USER)", size);
+            if cpu_map {
+                self.map_bar1(&mut rec, bar1_kib)?;
+            }
+            self.uvm_map(rec.va, size, rec.handle)?;
+            rec.uvm_mapped = true;
+            Ok(())
+        })();
+        match res {
+            Ok(()) => Ok(rec),
+            Err(e) => {
+                let _ = self.free_record(rec);
+                Err(e)
+            }
+        }
+    }
+
+    /// The BAR1 CPU mapping of a video-memory record at its VA (a fresh `/dev/nvidiaN` fd,
+    /// `NV_ESC_RM_MAP_MEMORY`, `mmap(MAP_FIXED_NOREPLACE)`).
+    pub(super) fn map_bar1(&self, rec: &mut MemRecord, bar1_kib: u32) -> Result<()> {
+        let size = rec.size;
+        let t = timing_start();
+        rec.map_fd = self.new_dev_fd()?;
+        timing_step(t, "open /dev/nvidiaN + REGISTER_FD", size);
+        let t = timing_start();
+        rec.linear = self.api.map_memory(self.device, rec.handle, size, 0, rec.map_fd).map_err(|mut e| {
+            e.message = format!(
+                "BAR1 CPU mapping of {size:#x} bytes of video memory failed (BAR1 is {} MiB, {} MiB free): {}",
+                bar1_kib / 1024,
+                self.bar1_avail_kib() / 1024,
+                e.message
+            );
+            e
+        })?;
+        rec.rm_mapped = true;
+        timing_step(t, "RM_MAP_MEMORY (BAR1)", size);
+        let t = timing_start();
+        rec.cpu = self.mmap_fixed(rec.va, size, rec.map_fd, libc::MAP_SHARED)?;
+        timing_step(t, "mmap", size);
+        Ok(())
+    }
+
+    /// CPU pointer of allocation `id` (at `va`, `size` bytes), BAR1-mapping video memory
+    /// that was allocated without a CPU mapping.
+    pub(super) fn map_cpu(&self, id: u64, va: u64, size: u64, bar1_kib: u32) -> Result<*mut u8> {
+        let mut m = self.mem.lock();
+        let rec = match m.get_mut(&id) {
+            Some(r) if r.va == va && r.size == size => r,
+            _ => {
+                return Err(Error::new(
+                    Status::InvalidHandle,
+                    format!("map_cpu: no allocation id {id} at {va:#x} (size {size:#x})"),
+                ))
+            }
+        };
+        if rec.cpu == 0 {
+            if rec.kind != MemKind::Vidmem {
+                return Err(Error::new(
+                    Status::Internal,
+                    format!(
+                        "map_cpu: allocation id {id} ({:?}) has no CPU mapping",
+                        rec.kind
+                    ),
+                ));
+            }
+            if let Err(e) = self.map_bar1(rec, bar1_kib) {
+                // Undo the partial mapping so that a later call can try again.
+                if rec.rm_mapped {
+                    let _ = self.api.unmap_memory(self.device, rec.handle, rec.linear);
+                    rec.rm_mapped = false;
+                }
+                if rec.map_fd >= 0 {
+                    let _ = self.sys().close(rec.map_fd);
+                    rec.map_fd = -1;
+                }
+                return Err(e);
+            }
+        }
+        Ok(rec.cpu as *mut u8)
+    }
+
+    /// Host pages at one VA, pinned through an OS descriptor and UVM-mapped.
+    pub(super) fn alloc_host(&self, size: u64) -> Result<MemRecord> {
+        let size = round_up(size, PAGE_4K)
+            .ok_or_else(|| Error::invalid(format!("allocation size {size:#x} overflows")))?;
+        let align = if size >= HUGE_PAGE_THRESHOLD {
+            PAGE_2M
+        } else {
+            PAGE_4K
+        };
+        let mut rec = MemRecord::new(MemKind::Host);
+        let res = (|| -> Result<()> {
+            rec.va = window_alloc(size, align)?;
+            rec.va_owned = true;
+            rec.size = size;
+            rec.cpu = self.mmap_fixed(rec.va, size, -1, libc::MAP_SHARED | libc::MAP_ANONYMOUS)?;
+            let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
+            self.api
+                .alloc_os_descriptor(self.dev_fd, self.device, handle, rec.va, size)?;
+            rec.handle = handle;
+            self.uvm_map(rec.va, size, rec.handle)?;
+            rec.uvm_mapped = true;
+            Ok(())
+        })();
+        match res {
+            Ok(()) => Ok(rec),
+            Err(e) => {
+                let _ = self.free_record(rec);
+                Err(e)
+            }
+        }
+    }
+
+    /// A small NV01_MEMORY_SYSTEM buffer for RM to write notifications into, CPU-mapped
+    /// through a fresh control fd (it needs no GPU mapping).
+    pub(super) fn alloc_notifier(&self) -> Result<MemRecord> {
+        let mut rec = MemRecord::new(MemKind::Notifier);
+        let res = (|| -> Result<()> {
+            rec.size = NOTIFIER_SIZE;
+            let mut p = self.mem_params(NOTIFIER_SIZE, PAGE_4K, false, false);
+            rec.handle = self
+                .api
+                .alloc(self.device, NV01_MEMORY_SYSTEM, Some(&mut p))?;
+            rec.map_fd = open_node(self.sys(), "/dev/nvidiactl")?;
+            rec.linear =
+                self.api
+                    .map_memory(self.device, rec.handle, NOTIFIER_SIZE, 0, rec.map_fd)?;
+            rec.rm_mapped = true;
+            // SAFETY: a fresh shared mapping of the RM mmap context; no fixed address.
+            let p = unsafe {
+                self.sys().mmap(
+                    std::ptr::null_mut(),
+                    NOTIFIER_SIZE as usize,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    rec.map_fd,
+                    0,
+                )
+            }
+            .map_err(|e| {
+                Error::os(
+                    format!("mmap(notifier, fd={}, len={NOTIFIER_SIZE:#x})", rec.map_fd),
+                    e,
+                )
+            })?;
+            rec.cpu = p as usize;
+            Ok(())
+        })();
+        match res {
+            Ok(()) => Ok(rec),
+            Err(e) => {
+                let _ = self.free_record(rec);
+                Err(e)
+            }
+        }
+    }
+
+    /// mmap at exactly `va` (MAP_FIXED_NOREPLACE; fails rather than replacing a mapping).
+    pub(super) fn mmap_fixed(&self, va: u64, size: u64, fd: RawFd, flags: i32) -> Result<usize> {
+        let len = usize::try_from(size)
+            .map_err(|_| Error::invalid(format!("size {size:#x} too large")))?;
+        // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
+        let p = unsafe {
+            self.sys().mmap(
+                va as *mut u8,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags | libc::MAP_FIXED_NOREPLACE,
+                fd,
+                0,
+            )
+        }
+        .map_err(|e| {
+            Error::os(
+                format!("mmap(addr={va:#x}, len={size:#x}, fd={fd}, MAP_FIXED_NOREPLACE)"),
+                e,
+            )
+        })?;
+        if p as u64 != va {
+            // A kernel without MAP_FIXED_NOREPLACE treats the address as a hint.
+            // SAFETY: p is the mapping just created.
+            let _ = unsafe { self.sys().munmap(p, len) };
+            return Err(Error::new(
+                Status::OutOfMemory,
+                format!(
+                    "mmap at {va:#x} returned {:#x}: the address range is taken",
+                    p as u64
+                ),
+            ));
+        }
+        Ok(p as usize)
+    }
+
+    pub(super) fn bar1_avail_kib(&self) -> u32 {
+        let mut list = [NV2080_CTRL_FB_INFO {
+            index: NV2080_CTRL_FB_INFO_INDEX_BAR1_AVAIL_SIZE,
+            data: 0,
+        }];
+        let mut p = NV2080_CTRL_FB_GET_INFO_PARAMS {
+            fbInfoListSize: 1,
+            _pad: 0,
+            fbInfoList: list.as_mut_ptr() as u64,
+        };
+        match self
+            .api
+            .control(self.subdevice, NV2080_CTRL_CMD_FB_GET_INFO, &mut p)
+        {
+            Ok(()) => list[0].data,
+            Err(_) => 0,
+        }
+    }
+
+    /// Undo everything a record holds (§5 order: munmap, RM unmap, close, UVM_FREE, RM_FREE).
+    /// Continues past failures and returns the first.
+    pub(super) fn free_record(&self, rec: MemRecord) -> Result<()> {
+        let mut first: Option<Error> = None;
+        let mut note = |r: Result<()>| {
+            if let Err(e) = r {
+                first.get_or_insert(e);
+            }
+        };
+        let len = rec.size as usize;
+        if rec.kind != MemKind::Host && rec.cpu != 0 {
+            // SAFETY: cpu/len is a mapping this record created.
+            note(
+                unsafe { self.sys().munmap(rec.cpu as *mut u8, len) }
+                    .map_err(|e| Error::os(format!("munmap({:#x}, {len:#x})", rec.cpu), e)),
+            );
+        }
+        if rec.rm_mapped {
+            let t = timing_start();
+            note(self.api.unmap_memory(self.device, rec.handle, rec.linear));
+            timing_step(t, "free: RM_UNMAP_MEMORY", rec.size);
+        }
+        if rec.map_fd >= 0 {
+            note(
+                self.sys()
+                    .close(rec.map_fd)
+                    .map_err(|e| Error::os(format!("close({})", rec.map_fd), e)),
+            );
+        }
+        if rec.uvm_mapped {
+            let t = timing_start();
+            note(self.uvm_free(rec.va, rec.size));
+            timing_step(t, "free: UVM_FREE", rec.size);
+        }
+        if rec.handle != 0 {
+            let t = timing_start();
+            note(self.api.free(self.device, rec.handle));
+            timing_step(t, "free: RM_FREE", rec.size);
+        }
+        if rec.kind == MemKind::Host && rec.cpu != 0 {
+            // SAFETY: as above; unmapped only after RM released its pin.
+            note(
+                unsafe { self.sys().munmap(rec.cpu as *mut u8, len) }
+                    .map_err(|e| Error::os(format!("munmap({:#x}, {len:#x})", rec.cpu), e)),
+            );
+        }
+        if rec.va_owned {
+            va::low_va().lock().free(rec.va, rec.size);
+        }
+        match first {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! Command buffers: `tg_cmdbuf_*` and `tg_queue_replay`.
+
+use super::boundary::{buffer, device, kernel, out_ptr, queue, register, run, same_device, signal};
+use super::handles::{self, Kind, Object};
+use super::queue::launch_config;
+use super::{
+    tg_buf, tg_cmdbuf, tg_device, tg_kernel, tg_launch_config, tg_queue, tg_signal, tg_status,
+};
+use crate::core::CmdBuf;
+use crate::error::{Error, Result, Status};
+use parking_lot::Mutex;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+fn cmdbuf(h: *const tg_cmdbuf, arg: &str) -> Result<Arc<Mutex<CmdBuf>>> {
+    match handles::get(h as usize, Kind::CmdBuf, arg)? {
+        Object::CmdBuf(c) => Ok(c),
+        _ => Err(Error::new(Status::Internal, "handle table kind mismatch")),
+    }
+}
+
+/// Write a node index to `node_out` when it is not NULL.
+unsafe fn put_node(node_out: *mut u32, index: usize) -> Result<()> {
+    if !node_out.is_null() {
+        let i = u32::try_from(index).map_err(|_| Error::invalid("too many nodes"))?;
+        node_out.write_unaligned(i);
+    }
+    Ok(())
+}
+
+/// The parameter block `params` / `size`, checked like `tg_launch`'s.
+unsafe fn param_bytes<'a>(params: *const c_void, size: usize) -> Result<&'a [u8]> {
+    if size == 0 {
+        Ok(&[])
+    } else if params.is_null() {
+        Err(Error::new(
+            Status::NullPointer,
+            format!("params is NULL but params_size_bytes is {size}"),
+        ))
+    } else {
+        Ok(std::slice::from_raw_parts(params as *const u8, size))
+    }
+}
+
+/// Create an empty command buffer on `dev`: record launches, copies, signals, waits and barriers
+/// into it once (`tg_cmdbuf_launch()` ... `tg_cmdbuf_finish()`), then replay it on compute queues
+/// any number of times with `tg_queue_replay()` + `tg_queue_submit()` (one doorbell), changing
+/// kernel parameters and signal values between replays with `tg_cmdbuf_set_params()` and
+/// `tg_cmdbuf_set_value()`. Like a CUDA graph (`cuGraphInstantiate` / `cuGraphLaunch`).
+///
+/// Each recording call returns the new command's node index (0, 1, 2, ... in recording order)
+/// through its optional `node_out`; updates name the node by that index.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`; `TG_ERROR_DEVICE_FAULT`.
+/// Ownership: the caller releases `*out` with `tg_cmdbuf_destroy()`. Thread safety: any thread;
+/// calls on one command buffer are serialized.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_cmdbuf_create(
+    dev: *const tg_device,
+    out: *mut *mut tg_cmdbuf,
+) -> tg_status {
+    run("tg_cmdbuf_create", || {
+        let d = device(dev, "dev")?;
+        let out = out_ptr(out, "out")?;
+        let c = d.create_cmdbuf()?;
+        let h = register(Object::CmdBuf(Arc::new(Mutex::new(c))))?;
+        out.write(h as *mut tg_cmdbuf);
+        Ok(())
+    })
+}
+
+/// Destroy a command buffer. Replays already recorded on queues still run: its memory, and the
+/// kernels, buffers and signals it holds, are released once they have completed. NULL is a
+/// no-op.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`. Thread safety: any thread; the handle must not be
+/// used after this call.
+///
+/// # Safety
+/// None beyond the handle contract.
+#[no_mangle]
+pub unsafe extern "C" fn tg_cmdbuf_destroy(cmdbuf: *mut tg_cmdbuf) -> tg_status {
+    run("tg_cmdbuf_destroy", || {
+        handles::remove(cmdbuf as usize, Kind::CmdBuf, "cmdbuf").map(|_| ())
+    })
+}
+
+/// Record a kernel launch with its packed parameter block (as `tg_launch()`). The launch checks
+/// of `tg_launch()` apply now; cooperative launches are refused (`TG_ERROR_NOT_SUPPORTED`).
+/// Launches in a command buffer run one after another, like launches on a queue.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (finished command
+/// buffer, kernel of another device); `TG_ERROR_INVALID_LAUNCH`; `TG_ERROR_NULL_POINTER`;
+/// `TG_ERROR_NOT_SUPPORTED`. Thread safety: any thread.
+///
+/// # Safety
+/// `cfg` is NULL or readable; `params` is NULL or readable for `params_size_bytes` bytes;
+/// `node_out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_cmdbuf_launch(
+    cmdbuf: *const tg_cmdbuf,
+    kernel: *const tg_kernel,
+    cfg: *const tg_launch_config,
+    params: *const c_void,
+    params_size_bytes: usize,
+    node_out: *mut u32,
+) -> tg_status {
+    run("tg_cmdbuf_launch", || {
+        let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
+        let k = self::kernel(kernel, "kernel")?;
+        let cfg = launch_config(cfg)?;
+        let bytes = param_bytes(params, params_size_bytes)?;
+        let mut g = c.lock();
+        let i = g.launch(&k, &cfg, bytes)?;
+        put_node(node_out, i)
+    })
+}
+
+/// Record a copy of `size_bytes` from `src` at `src_offset` to `dst` at `dst_offset`, done by
+/// the SMs as on a compute queue. The command buffer holds both buffers until it is destroyed
+/// and its replays have completed.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (range outside a
+/// buffer, overlap, size 0, buffers of another device, finished command buffer).
+/// Thread safety: any thread.
+///
+/// # Safety
+/// `node_out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_cmdbuf_copy(
+    cmdbuf: *const tg_cmdbuf,
+    dst: *const tg_buf,
+    dst_offset: u64,
+    src: *const tg_buf,
+    src_offset: u64,
+    size_bytes: u64,
+    node_out: *mut u32,
+) -> tg_status {
+    run("tg_cmdbuf_copy", || {
+        let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
+        let d = buffer(dst, "dst")?;
+        let s = buffer(src, "src")?;
+        let mut g = c.lock();
+        if !same_device(g.device(), d.device()) || !same_device(g.device(), s.device()) {
+            return Err(Error::invalid(
+                "dst and src must belong to the command buffer's device",
+            ));
+        }
+        let i = g.copy(&d, dst_offset, &s, src_offset, size_bytes)?;
+        put_node(node_out, i)
+    })
+}
+
+/// Record a GPU write of `value` (with a timestamp) to `signal` once the earlier commands have
+/// completed. `tg_cmdbuf_set_value()` changes the value for later replays.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT`.
+/// Thread safety: any thread.
+///
+/// # Safety
+/// `node_out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_cmdbuf_signal(
+    cmdbuf: *const tg_cmdbuf,
+    signal: *const tg_signal,
+    value: u64,
+    node_out: *mut u32,
+) -> tg_status {
+    run("tg_cmdbuf_signal", || {
+        let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
+        let s = self::signal(signal, "signal")?;
+        let i = c.lock().signal(&s, value)?;
+        put_node(node_out, i)
+    })
+}
+
+/// Record a GPU wait until `signal` ≥ `value` (unsigned 64-bit) before later commands start.
+/// `tg_cmdbuf_set_value()` changes the value for later replays.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT`.
+/// Thread safety: any thread.
+///
+/// # Safety
+/// `node_out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_cmdbuf_wait(
+    cmdbuf: *const tg_cmdbuf,
+    signal: *const tg_signal,
+    value: u64,
+    node_out: *mut u32,
+) -> tg_status {
+    run("tg_cmdbuf_wait", || {
+        let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
+        let s = self::signal(signal, "signal")?;
+        let i = c.lock().wait(&s, value)?;
+        put_node(node_out, i)
+    })
+}
+
+/// Record a full barrier: earlier commands complete and their writes are visible before later
+/// ones start.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (finished).
+/// Thread safety: any thread.
+///
+/// # Safety
+/// `node_out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_cmdbuf_barrier(
+    cmdbuf: *const tg_cmdbuf,
+    node_out: *mut u32,
+) -> tg_status {
+    run("tg_cmdbuf_barrier", || {
+        let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
+        let i = c.lock().barrier()?;
+        put_node(node_out, i)
+    })
+}
+
+/// End recording: the commands are written once into the command buffer's GPU memory. Replays
+/// and updates need it; recording afterwards is refused.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (nothing recorded,
+/// already finished); `TG_ERROR_OUT_OF_MEMORY`. Thread safety: any thread.
+///
+/// # Safety
+/// None beyond the handle contract.
+#[no_mangle]
+pub unsafe extern "C" fn tg_cmdbuf_finish(cmdbuf: *const tg_cmdbuf) -> tg_status {
+    run("tg_cmdbuf_finish", || {
+        self::cmdbuf(cmdbuf, "cmdbuf")?.lock().finish()
+    })
+}
+
+/// Replace the parameters of launch node `node` for later replays: `kernel` must be the kernel
+/// the node launches and `params` its whole packed parameter block. Waits until the replays
+/// recorded so far have completed (they run with the values they were recorded with); submit
+/// them first (`tg_queue_submit()`), or this waits for the timeout (10 s) and returns
+/// `TG_ERROR_TIMEOUT`.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (not finished, no such
+/// node, not a launch, another kernel); `TG_ERROR_INVALID_LAUNCH` (wrong size);
+/// `TG_ERROR_NULL_POINTER`; `TG_ERROR_TIMEOUT`; `TG_ERROR_DEVICE_FAULT`. Thread safety: any thread.
+///
+/// # Safety
+/// `params` is NULL or readable for `params_size_bytes` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn tg_cmdbuf_set_params(
+    cmdbuf: *const tg_cmdbuf,
+    node: u32,
+    kernel: *const tg_kernel,
+    params: *const c_void,
+    params_size_bytes: usize,
+) -> tg_status {
+    run("tg_cmdbuf_set_params", || {
+        let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
+        let k = self::kernel(kernel, "kernel")?;
+        let bytes = param_bytes(params, params_size_bytes)?;
+        let r = c.lock().set_params(node as usize, &k, bytes);
+        r
+    })
+}
+
+/// Replace the value of signal or wait node `node` for later replays. Waits like
+/// `tg_cmdbuf_set_params()`.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (not finished, no such
+/// node, not a signal or wait); `TG_ERROR_TIMEOUT`; `TG_ERROR_DEVICE_FAULT`.
+/// Thread safety: any thread.
+///
+/// # Safety
+/// None beyond the handle contract.
+#[no_mangle]
+pub unsafe extern "C" fn tg_cmdbuf_set_value(
+    cmdbuf: *const tg_cmdbuf,
+    node: u32,
+    value: u64,
+) -> tg_status {
+    run("tg_cmdbuf_set_value", || {
+        self::cmdbuf(cmdbuf, "cmdbuf")?
+            .lock()
+            .set_value(node as usize, value)
+    })
+}
+
+/// Record a replay of the finished command buffer `cmdbuf` on the compute queue `queue`, after
+/// the work recorded on it so far; `tg_queue_submit()` makes it visible (one GPFIFO entry and one
+/// doorbell for the whole command buffer). A command buffer may be replayed many times, on one
+/// queue or several, with or without submits in between. No system call; no allocation after
+/// the first replay of a command buffer on a queue.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (not finished, copy
+/// queue, another device); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT` (ring full and the GPU
+/// makes no progress). Thread safety: any thread; serialized per queue.
+///
+/// # Safety
+/// None beyond the handle contract.
+#[no_mangle]
+pub unsafe extern "C" fn tg_queue_replay(
+    queue: *const tg_queue,
+    cmdbuf: *const tg_cmdbuf,
+) -> tg_status {
+    run("tg_queue_replay", || {
+        let q = self::queue(queue, "queue")?;
+        let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
+        let mut cg = c.lock();
+        let r = q.lock().replay(&mut cg);
+        r
+    })
+}

@@ -1,0 +1,444 @@
+//! `tg_queue_*` and `tg_launch*`: creating queues, recording launches, copies, signals, waits
+//! and barriers, submitting, synchronizing, aborting.
+
+use super::boundary::{
+    buffer, device, kernel, null, out_ptr, queue, register, run, same_device, signal,
+};
+use super::handles::{self, Kind, Object};
+use super::{
+    tg_buf, tg_device, tg_kernel, tg_launch_config, tg_queue, tg_queue_kind_arg, tg_signal,
+    tg_status, TG_LAUNCH_COOPERATIVE,
+};
+use crate::core::{LaunchConfig, QueueKind};
+use crate::error::{Error, Result, Status};
+use parking_lot::Mutex;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// Every `TG_LAUNCH_*` bit; other bits are refused.
+const TG_LAUNCH_KNOWN_FLAGS: u32 = TG_LAUNCH_COOPERATIVE;
+/// Size of `tg_launch_config` in version 0.1 (no `flags`, no `cluster`).
+const LAUNCH_CONFIG_V1_SIZE: usize = 32;
+
+/// Read and check a launch configuration.
+///
+/// # Safety
+/// `cfg` is NULL or points to a `tg_launch_config` whose first 4 bytes are `struct_size`.
+pub(super) unsafe fn launch_config(cfg: *const tg_launch_config) -> Result<LaunchConfig> {
+    if cfg.is_null() {
+        return Err(null("cfg"));
+    }
+    let size = std::ptr::read_unaligned(cfg as *const u32) as usize;
+    let full = std::mem::size_of::<tg_launch_config>();
+    if size != LAUNCH_CONFIG_V1_SIZE && size != LAUNCH_CONFIG_V1_SIZE + 4 && size < full {
+        return Err(Error::invalid(format!(
+            "cfg->struct_size is {size}; set it to sizeof(tg_launch_config) ({full})"
+        )));
+    }
+    // Read only the bytes the caller's struct has.
+    let mut c = tg_launch_config {
+        struct_size: 0,
+        grid: [0; 3],
+        block: [0; 3],
+        dynamic_shared_bytes: 0,
+        flags: 0,
+        cluster: [0; 3],
+    };
+    std::ptr::copy_nonoverlapping(
+        cfg as *const u8,
+        &mut c as *mut tg_launch_config as *mut u8,
+        size.min(full),
+    );
+    let unknown = c.flags & !TG_LAUNCH_KNOWN_FLAGS;
+    if unknown != 0 {
+        return Err(Error::invalid(format!(
+            "cfg->flags {:#x} has unknown bits {unknown:#x} (known: TG_LAUNCH_COOPERATIVE=1)",
+            c.flags
+        )));
+    }
+    if c.cluster != [0; 3] && c.cluster != [1; 3] {
+        return Err(Error::new(
+            Status::NotSupported,
+            format!(
+                "cfg->cluster is {:?}: thread-block clusters are not supported by libtegragpu",
+                c.cluster
+            ),
+        ));
+    }
+    Ok(LaunchConfig {
+        grid: c.grid,
+        block: c.block,
+        dynamic_shared_bytes: c.dynamic_shared_bytes,
+        cooperative: c.flags & TG_LAUNCH_COOPERATIVE != 0,
+    })
+}
+
+/// Create a command queue (a GPU channel).
+///
+/// - `kind`: `TG_QUEUE_COMPUTE` (launches) or `TG_QUEUE_COPY` (copy engine).
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+/// `TG_ERROR_INVALID_ARGUMENT` (unknown kind); `TG_ERROR_OUT_OF_MEMORY`; `TG_ERROR_OS`;
+/// `TG_ERROR_DEVICE_FAULT`.
+///
+/// Ownership: the caller owns `*out` and releases it with `tg_queue_destroy()`.
+/// Thread safety: any thread.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_queue_create(
+    dev: *const tg_device,
+    kind: tg_queue_kind_arg,
+    out: *mut *mut tg_queue,
+) -> tg_status {
+    run("tg_queue_create", || {
+        create_queue(dev, kind, crate::core::QueueConfig::default().depth, out)
+    })
+}
+
+/// Create a command queue with `depth` in-flight units instead of the default 1024: GPFIFO
+/// entries (submissions) and, on compute queues, QMD slots (launches) that can be queued before
+/// recording waits for the GPU. A power of two from 16 to 65536; each unit costs 8 bytes of
+/// ring plus, on compute queues, 2 KiB of GPU memory.
+///
+/// Returns what `tg_queue_create()` returns; `TG_ERROR_INVALID_ARGUMENT` for a bad `depth`.
+///
+/// Ownership: the caller owns `*out` and releases it with `tg_queue_destroy()`.
+/// Thread safety: any thread.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_queue_create_with_depth(
+    dev: *const tg_device,
+    kind: tg_queue_kind_arg,
+    depth: u32,
+    out: *mut *mut tg_queue,
+) -> tg_status {
+    run("tg_queue_create_with_depth", || {
+        create_queue(dev, kind, depth, out)
+    })
+}
+
+unsafe fn create_queue(
+    dev: *const tg_device,
+    kind: tg_queue_kind_arg,
+    depth: u32,
+    out: *mut *mut tg_queue,
+) -> Result<()> {
+    let d = device(dev, "dev")?;
+    let out = out_ptr(out, "out")?;
+    let kind = match kind.0 {
+        0 => QueueKind::Compute,
+        1 => QueueKind::Copy,
+        k => {
+            return Err(Error::invalid(format!(
+                "kind {k} is not a tg_queue_kind (TG_QUEUE_COMPUTE=0, TG_QUEUE_COPY=1)"
+            )))
+        }
+    };
+    let q = d.create_queue_with(kind, crate::core::QueueConfig { depth })?;
+    let h = register(Object::Queue(Arc::new(Mutex::new(q))))?;
+    out.write(h as *mut tg_queue);
+    Ok(())
+}
+
+/// Destroy a queue: submits what was recorded, waits (up to 10 s) for the queue's work to
+/// finish, then releases the channel. NULL is a no-op.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`. Thread safety: any thread; the handle must not be
+/// used after this call.
+///
+/// # Safety
+/// None beyond the handle contract.
+#[no_mangle]
+pub unsafe extern "C" fn tg_queue_destroy(queue: *mut tg_queue) -> tg_status {
+    run("tg_queue_destroy", || {
+        handles::remove(queue as usize, Kind::Queue, "queue").map(|_| ())
+    })
+}
+
+/// Abandon a queue's work and destroy the queue at once: what was recorded is not submitted,
+/// nothing is waited for, and the queue's hardware channel is torn down, so the GPU stops the
+/// running kernel and drops the queued work. The recovery for a kernel that does not end:
+/// `tg_signal_wait` / `tg_queue_synchronize` return `TG_ERROR_TIMEOUT`, then `tg_queue_abort`
+/// and a new queue; the device, its other queues and its buffers stay usable. Memory the
+/// abandoned work held (buffers freed meanwhile, the queue's rings) is released once the
+/// channel is gone; signals the work would have written keep their values. NULL is a no-op.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`. Thread safety: any thread; returns after calls
+/// on this queue running in other threads (e.g. a `tg_queue_synchronize`) have returned; the
+/// handle must not be used after this call.
+///
+/// # Safety
+/// None beyond the handle contract.
+#[no_mangle]
+pub unsafe extern "C" fn tg_queue_abort(queue: *mut tg_queue) -> tg_status {
+    run("tg_queue_abort", || {
+        if let Some(Object::Queue(q)) = handles::take(queue as usize, Kind::Queue, "queue")? {
+            q.lock().abandon_on_drop();
+        }
+        Ok(())
+    })
+}
+
+/// Record a kernel launch with a packed parameter block.
+///
+/// - `cfg`: grid, block and dynamic shared memory; `cfg->struct_size = sizeof(tg_launch_config)`.
+/// - `params`, `params_size_bytes`: the parameters laid out as the kernel declares them
+///   (`tg_kernel_get_param()` gives each offset and size); `params_size_bytes` must equal the
+///   kernel's `param_bytes`. `params` may be NULL when the kernel takes no parameters. The
+///   bytes are copied: the memory may be reused after the call.
+///
+/// The launch runs after `tg_queue_submit()`, in order with the queue's other commands.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+/// `TG_ERROR_INVALID_ARGUMENT` (copy queue, kernel of another device, `struct_size`);
+/// `TG_ERROR_INVALID_LAUNCH` (parameter size, zero or too large grid/block, block above the
+/// kernel's `max_threads_per_block`, too much shared memory); `TG_ERROR_DEVICE_FAULT`;
+/// `TG_ERROR_TIMEOUT` (no ring space within 10 s).
+///
+/// Thread safety: any thread; serialized per queue.
+///
+/// # Safety
+/// `cfg` is NULL or readable; `params` is NULL or readable for `params_size_bytes` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn tg_launch(
+    queue: *const tg_queue,
+    kernel: *const tg_kernel,
+    cfg: *const tg_launch_config,
+    params: *const c_void,
+    params_size_bytes: usize,
+) -> tg_status {
+    run("tg_launch", || {
+        let q = self::queue(queue, "queue")?;
+        let k = self::kernel(kernel, "kernel")?;
+        let cfg = launch_config(cfg)?;
+        let a = k.attributes();
+        if params_size_bytes != a.param_bytes as usize {
+            return Err(Error::new(
+                Status::InvalidLaunch,
+                format!("kernel \"{}\" takes {} bytes of parameters, params_size_bytes is {params_size_bytes}", a.name, a.param_bytes),
+            ));
+        }
+        let bytes: &[u8] = if params_size_bytes == 0 {
+            &[]
+        } else if params.is_null() {
+            return Err(Error::new(
+                Status::NullPointer,
+                format!("params is NULL but params_size_bytes is {params_size_bytes}"),
+            ));
+        } else {
+            std::slice::from_raw_parts(params as *const u8, params_size_bytes)
+        };
+        let mut g = q.lock();
+        g.launch(&k, &cfg, bytes)
+    })
+}
+
+/// Record a kernel launch with one pointer per parameter, like `cuLaunchKernel`'s
+/// `kernelParams`: `args[i]` points to the value of parameter `i` (its size is the parameter's
+/// size, see `tg_kernel_get_param()`).
+///
+/// - `num_args`: must equal the kernel's `num_params`; `args` may be NULL when it is 0.
+///
+/// Returns what `tg_launch()` returns; `TG_ERROR_INVALID_LAUNCH` when `num_args` differs from the
+/// kernel's parameter count; `TG_ERROR_NULL_POINTER` when `args` or an element is NULL.
+///
+/// Thread safety: any thread; serialized per queue.
+///
+/// # Safety
+/// `args` is NULL or points to `num_args` pointers, each NULL or readable for its parameter's
+/// size.
+#[no_mangle]
+pub unsafe extern "C" fn tg_launch_args(
+    queue: *const tg_queue,
+    kernel: *const tg_kernel,
+    cfg: *const tg_launch_config,
+    args: *mut *mut c_void,
+    num_args: usize,
+) -> tg_status {
+    run("tg_launch_args", || {
+        let q = self::queue(queue, "queue")?;
+        let k = self::kernel(kernel, "kernel")?;
+        let cfg = launch_config(cfg)?;
+        let a = k.attributes();
+        if num_args != a.params.len() {
+            return Err(Error::new(
+                Status::InvalidLaunch,
+                format!(
+                    "kernel \"{}\" has {} parameters, num_args is {num_args}",
+                    a.name,
+                    a.params.len()
+                ),
+            ));
+        }
+        let ptrs: Vec<*const u8> = if num_args == 0 {
+            Vec::new()
+        } else if args.is_null() {
+            return Err(Error::new(
+                Status::NullPointer,
+                format!("args is NULL but num_args is {num_args}"),
+            ));
+        } else {
+            (0..num_args).map(|i| *args.add(i) as *const u8).collect()
+        };
+        if let Some(i) = ptrs.iter().position(|p| p.is_null()) {
+            return Err(Error::new(
+                Status::NullPointer,
+                format!("args[{i}] is NULL"),
+            ));
+        }
+        let mut g = q.lock();
+        g.launch_ptrs(&k, &cfg, &ptrs)
+    })
+}
+
+/// Record a copy of `size_bytes` from `src` at `src_offset` to `dst` at `dst_offset`. On a copy
+/// queue the copy engine moves the bytes; on a compute queue the library's built-in copy kernel
+/// does (the SMs: full memory bandwidth, ordered after earlier launches on the queue like any
+/// kernel; this is how libcuda copies device to device). Both ranges must lie inside their
+/// buffers and must not overlap; the buffers must belong to the queue's device; a zero size
+/// records nothing.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (range outside a
+/// buffer, overlapping ranges, buffer of another device); `TG_ERROR_NOT_SUPPORTED` (compute
+/// queue on a GPU without a built-in copy kernel); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`.
+///
+/// Thread safety: any thread; serialized per queue.
+///
+/// # Safety
+/// None beyond the handle contract.
+#[no_mangle]
+pub unsafe extern "C" fn tg_queue_copy(
+    queue: *const tg_queue,
+    dst: *const tg_buf,
+    dst_offset: u64,
+    src: *const tg_buf,
+    src_offset: u64,
+    size_bytes: u64,
+) -> tg_status {
+    run("tg_queue_copy", || {
+        let q = self::queue(queue, "queue")?;
+        let d = buffer(dst, "dst")?;
+        let s = buffer(src, "src")?;
+        let mut g = q.lock();
+        if !same_device(g.device(), d.device()) || !same_device(g.device(), s.device()) {
+            return Err(Error::invalid(
+                "dst and src must belong to the queue's device",
+            ));
+        }
+        g.copy(&d, dst_offset, &s, src_offset, size_bytes)
+    })
+}
+
+/// Record a GPU write of `value` to `signal` once all earlier work on the queue has completed
+/// and its writes are visible.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (signal of another
+/// device); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`. Thread safety: any thread; serialized
+/// per queue.
+///
+/// # Safety
+/// None beyond the handle contract.
+#[no_mangle]
+pub unsafe extern "C" fn tg_queue_signal(
+    queue: *const tg_queue,
+    signal: *const tg_signal,
+    value: u64,
+) -> tg_status {
+    run("tg_queue_signal", || {
+        let q = self::queue(queue, "queue")?;
+        let s = self::signal(signal, "signal")?;
+        let mut g = q.lock();
+        if !same_device(g.device(), s.device()) {
+            return Err(Error::invalid(
+                "signal belongs to another device than queue",
+            ));
+        }
+        g.signal(&s, value)
+    })
+}
+
+/// Record a GPU wait: later commands on the queue start only once `signal` ≥ `value`.
+///
+/// Signal values compare as unsigned 64-bit integers, on the GPU (`tg_queue_wait()`) and on the
+/// CPU (`tg_signal_wait()`) alike: a wait for `v` is satisfied once the value is ≥ `v`. Nothing
+/// wraps around: `UINT64_MAX` satisfies every wait, and a wait for a value above the current one
+/// blocks however far above it is (e.g. a wait for 2^63 + 1 blocks at 0).
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (signal of another
+/// device); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`. Thread safety: any thread; serialized
+/// per queue.
+///
+/// # Safety
+/// None beyond the handle contract.
+#[no_mangle]
+pub unsafe extern "C" fn tg_queue_wait(
+    queue: *const tg_queue,
+    signal: *const tg_signal,
+    value: u64,
+) -> tg_status {
+    run("tg_queue_wait", || {
+        let q = self::queue(queue, "queue")?;
+        let s = self::signal(signal, "signal")?;
+        let mut g = q.lock();
+        if !same_device(g.device(), s.device()) {
+            return Err(Error::invalid(
+                "signal belongs to another device than queue",
+            ));
+        }
+        g.wait(&s, value)
+    })
+}
+
+/// Record a full barrier: earlier work on the queue completes and its writes are visible to the
+/// CPU and other engines before later work starts.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`.
+/// Thread safety: any thread; serialized per queue.
+///
+/// # Safety
+/// None beyond the handle contract.
+#[no_mangle]
+pub unsafe extern "C" fn tg_queue_barrier(queue: *const tg_queue) -> tg_status {
+    run("tg_queue_barrier", || {
+        self::queue(queue, "queue")?.lock().barrier()
+    })
+}
+
+/// Make everything recorded on the queue visible to the GPU (no system call: a GPFIFO entry and
+/// a doorbell write). Returns immediately; use signals or `tg_queue_synchronize()` to wait.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT` (the
+/// ring stayed full for 10 s). Thread safety: any thread; serialized per queue.
+///
+/// # Safety
+/// None beyond the handle contract.
+#[no_mangle]
+pub unsafe extern "C" fn tg_queue_submit(queue: *const tg_queue) -> tg_status {
+    run("tg_queue_submit", || {
+        self::queue(queue, "queue")?.lock().submit()
+    })
+}
+
+/// Wait until everything submitted on the queue has completed (commands recorded but not yet
+/// submitted are not waited for).
+///
+/// - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none).
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_TIMEOUT`; `TG_ERROR_DEVICE_FAULT`.
+/// Thread safety: any thread; holds the queue's lock while waiting.
+///
+/// # Safety
+/// None beyond the handle contract.
+#[no_mangle]
+pub unsafe extern "C" fn tg_queue_synchronize(
+    queue: *const tg_queue,
+    timeout_ns: u64,
+) -> tg_status {
+    run("tg_queue_synchronize", || {
+        self::queue(queue, "queue")?.lock().synchronize(timeout_ns)
+    })
+}

@@ -1,0 +1,662 @@
+//! Command buffers: launches, copies, signals, waits and barriers recorded once, then replayed on
+//! compute queues any number of times with one GPFIFO entry per replay (CUDA graphs, tinygrad's
+//! HCQ graph).
+//!
+//! Recording collects the commands; [`CmdBuf::finish`] writes them once into GPU memory of the
+//! command buffer's own: a pushbuffer, one QMD per launch and the launch's constant bank 0 (its
+//! parameters). [`super::Queue::replay`] records, in the queue's own ring, only what the queue's
+//! channel state needs (local memory, cache invalidation, serialization after a launch), then
+//! pushes one GPFIFO entry that points at the command buffer's pushbuffer. The queue's next
+//! submit closes it with the queue's timeline release and rings the doorbell once.
+//!
+//! Updates between replays ([`CmdBuf::set_params`], [`CmdBuf::set_value`]) write the command
+//! buffer's memory in place. They first wait until every replay recorded so far has completed
+//! (the GPU may be reading that memory), so a replay always runs with the values it was
+//! recorded with; recorded-but-unsubmitted replays are submitted first by their queue's next
+//! submit — call it before updating, or the update waits for the timeout.
+//!
+//! Lifetime: a command buffer holds the kernels, buffers (of its copies) and signals it uses;
+//! its memory is released once every replay has completed. The addresses inside kernel
+//! parameters are the caller's business, as with CUDA graphs: a buffer a replay's kernel
+//! writes must stay allocated until that replay has completed (freeing it is safe: freed memory
+//! is held until work recorded before the free completes).
+
+use super::device::Device;
+use super::module::Kernel;
+use super::queue::{check_launch, wait_fence, Fence, LaunchConfig, Queue};
+use super::signal::Signal;
+use super::Buffer;
+use crate::backend::{Allocation, MemFlags};
+use crate::error::{Error, Result, Status};
+use crate::hw::pushbuf::PushBuf;
+use std::sync::Arc;
+
+/// QMD slot stride in the command buffer (the QMD, then constant bank 0 at +CBANK_IN_SLOT when
+/// it fits).
+const SLOT: u64 = 2048;
+const CBANK_IN_SLOT: u64 = 512;
+/// The most dwords one recorded command takes.
+const MAX_NODE_DW: usize = 64;
+/// SEND_SIGNALING_PCAS2_B action: INVALIDATE_COPY_SCHEDULE.
+const PCAS_ACTION: u32 = 3;
+/// Dwords of a host semaphore method run: header, ADDR_LO, ADDR_HI, PAYLOAD_LO, PAYLOAD_HI, EXECUTE.
+const SEM_RUN_DW: usize = 6;
+
+/// One recorded command.
+#[derive(Clone)]
+enum Node {
+    Launch {
+        kernel: Kernel,
+        cfg: LaunchConfig,
+        params: Vec<u8>,
+    },
+    Signal {
+        signal: Arc<Signal>,
+        value: u64,
+    },
+    Wait {
+        signal: Arc<Signal>,
+        value: u64,
+    },
+    Barrier,
+}
+
+/// What of a node can be updated after `finish`, and where it lives (CPU pointers into the
+/// command buffer's memory).
+#[derive(Clone, Copy)]
+enum Patch {
+    /// The parameter block inside the launch's constant bank 0.
+    Params {
+        cpu: *mut u8,
+        len: usize,
+    },
+    /// PAYLOAD_LO, PAYLOAD_HI of a semaphore method run.
+    Payload {
+        cpu: *mut u32,
+    },
+    None,
+}
+
+/// The finished image in GPU memory.
+struct Image {
+    alloc: Allocation,
+    dwords: u32,
+    ends_with_launch: bool,
+    patches: Vec<Patch>,
+}
+
+/// What the kind of a node is, for messages.
+fn node_kind(n: &Node) -> &'static str {
+    match n {
+        Node::Launch { .. } => "a launch",
+        Node::Signal { .. } => "a signal",
+        Node::Wait { .. } => "a wait",
+        Node::Barrier => "a barrier",
+    }
+}
+
+/// A command buffer (see the module documentation).
+pub struct CmdBuf {
+    dev: Device,
+    nodes: Vec<Node>,
+    image: Option<Image>,
+    /// Buffers the recorded copies use: held for the command buffer's lifetime.
+    held: Vec<Arc<Buffer>>,
+    copy_kernel: Option<Kernel>,
+    /// Where the replays recorded so far complete: per queue, the highest timeline value.
+    inflight: Fence,
+    timeout_ns: u64,
+}
+
+// SAFETY: the raw pointers in `Patch` point into `image.alloc`, owned by this command buffer and
+// only written through `&mut self`.
+unsafe impl Send for CmdBuf {}
+// SAFETY: as above; shared references never write through them.
+unsafe impl Sync for CmdBuf {}
+
+impl std::fmt::Debug for CmdBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CmdBuf")
+            .field("nodes", &self.nodes.len())
+            .field("finished", &self.image.is_some())
+            .finish()
+    }
+}
+
+impl CmdBuf {
+    pub(crate) fn new(dev: &Device) -> Result<CmdBuf> {
+        dev.check_usable()?;
+        Ok(CmdBuf {
+            dev: dev.clone(),
+            nodes: Vec::new(),
+            image: None,
+            held: Vec::new(),
+            copy_kernel: None,
+            inflight: Vec::new(),
+            timeout_ns: super::DEFAULT_TIMEOUT_NS,
+        })
+    }
+
+    /// Number of recorded commands (node indexes run from 0).
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Whether [`CmdBuf::finish`] was called.
+    pub fn is_finished(&self) -> bool {
+        self.image.is_some()
+    }
+
+    /// How long updates and destruction wait for replays in flight (default 10 s).
+    pub fn set_timeout_ns(&mut self, timeout_ns: u64) {
+        self.timeout_ns = timeout_ns;
+    }
+
+    fn recording(&self, call: &str) -> Result<()> {
+        if self.image.is_some() {
+            return Err(Error::invalid(format!(
+                "{call}: the command buffer is finished; record into a new one"
+            )));
+        }
+        self.dev.check_usable()
+    }
+
+    fn push(&mut self, n: Node) -> usize {
+        self.nodes.push(n);
+        self.nodes.len() - 1
+    }
+
+    /// Record a kernel launch with its packed parameter block; returns the node index.
+    /// Cooperative launches are not supported in command buffers.
+    pub fn launch(&mut self, kernel: &Kernel, cfg: &LaunchConfig, params: &[u8]) -> Result<usize> {
+        self.recording("tg_cmdbuf_launch")?;
+        let a = kernel.attributes();
+        if params.len() != a.param_bytes as usize {
+            return Err(Error::new(
+                Status::InvalidLaunch,
+                format!(
+                    "tg_cmdbuf_launch: kernel \"{}\" takes {} bytes of parameters, got {}",
+                    a.name,
+                    a.param_bytes,
+                    params.len()
+                ),
+            ));
+        }
+        if cfg.cooperative {
+            return Err(Error::new(
+                Status::NotSupported,
+                "tg_cmdbuf_launch: cooperative launches are not supported in command buffers; launch them on a queue",
+            ));
+        }
+        check_launch(&self.dev, kernel, cfg)
+            .map_err(|e| rename(e, "tg_launch", "tg_cmdbuf_launch"))?;
+        Ok(self.push(Node::Launch {
+            kernel: kernel.clone(),
+            cfg: *cfg,
+            params: params.to_vec(),
+        }))
+    }
+
+    /// Record a copy of `size_bytes` from `src` at `src_offset` to `dst` at `dst_offset` (the
+    /// built-in copy kernel on the SMs, as on a compute queue); returns the node index. The
+    /// command buffer holds both buffers.
+    pub fn copy(
+        &mut self,
+        dst: &Arc<Buffer>,
+        dst_offset: u64,
+        src: &Arc<Buffer>,
+        src_offset: u64,
+        size_bytes: u64,
+    ) -> Result<usize> {
+        self.recording("tg_cmdbuf_copy")?;
+        dst.check_range("tg_cmdbuf_copy: dst", dst_offset, size_bytes)?;
+        src.check_range("tg_cmdbuf_copy: src", src_offset, size_bytes)?;
+        if size_bytes == 0 {
+            return Err(Error::invalid("tg_cmdbuf_copy: size_bytes is 0"));
+        }
+        let (d, s) = (dst.gpu_va() + dst_offset, src.gpu_va() + src_offset);
+        if d < s + size_bytes && s < d + size_bytes {
+            return Err(Error::invalid(format!(
+                "tg_cmdbuf_copy: dst [{d:#x}, +{size_bytes}) and src [{s:#x}, +{size_bytes}) overlap"
+            )));
+        }
+        let kernel = match &self.copy_kernel {
+            Some(k) => k.clone(),
+            None => {
+                let info = self.dev.info();
+                let cubin =
+                    crate::builtin::copy_cubin(info.sm_major, info.sm_minor).ok_or_else(|| {
+                        Error::new(
+                            Status::NotSupported,
+                            format!(
+                                "tg_cmdbuf_copy: no built-in copy kernel for sm_{}{}",
+                                info.sm_major, info.sm_minor
+                            ),
+                        )
+                    })?;
+                let m = self.dev.load_module(cubin)?;
+                let k = m.kernel(crate::builtin::COPY_KERNEL)?;
+                self.copy_kernel = Some(k.clone());
+                k
+            }
+        };
+        let mut params = [0u8; 24];
+        params[0..8].copy_from_slice(&d.to_le_bytes());
+        params[8..16].copy_from_slice(&s.to_le_bytes());
+        params[16..24].copy_from_slice(&size_bytes.to_le_bytes());
+        let cfg = LaunchConfig {
+            grid: [crate::builtin::copy_grid(size_bytes), 1, 1],
+            block: [crate::builtin::COPY_BLOCK, 1, 1],
+            dynamic_shared_bytes: 0,
+            cooperative: false,
+        };
+        self.held.push(dst.clone());
+        self.held.push(src.clone());
+        Ok(self.push(Node::Launch {
+            kernel,
+            cfg,
+            params: params.to_vec(),
+        }))
+    }
+
+    /// Record a GPU write of `value` (and a timestamp) to `signal` once the earlier commands are
+    /// complete; returns the node index ([`CmdBuf::set_value`] changes the value).
+    pub fn signal(&mut self, signal: &Arc<Signal>, value: u64) -> Result<usize> {
+        self.recording("tg_cmdbuf_signal")?;
+        self.same_device(signal.device(), "tg_cmdbuf_signal")?;
+        Ok(self.push(Node::Signal {
+            signal: signal.clone(),
+            value,
+        }))
+    }
+
+    /// Record a GPU wait until `signal` ≥ `value` (unsigned) before later commands start;
+    /// returns the node index.
+    pub fn wait(&mut self, signal: &Arc<Signal>, value: u64) -> Result<usize> {
+        self.recording("tg_cmdbuf_wait")?;
+        self.same_device(signal.device(), "tg_cmdbuf_wait")?;
+        Ok(self.push(Node::Wait {
+            signal: signal.clone(),
+            value,
+        }))
+    }
+
+    /// Record a full barrier (earlier commands complete, their writes visible); returns the node
+    /// index.
+    pub fn barrier(&mut self) -> Result<usize> {
+        self.recording("tg_cmdbuf_barrier")?;
+        Ok(self.push(Node::Barrier))
+    }
+
+    fn same_device(&self, d: &Device, call: &str) -> Result<()> {
+        if Arc::ptr_eq(&d.inner, &self.dev.inner) {
+            Ok(())
+        } else {
+            Err(Error::invalid(format!(
+                "{call}: the signal belongs to another device"
+            )))
+        }
+    }
+
+    /// End recording: write the commands into the command buffer's GPU memory. Replays and
+    /// updates need it; recording after it is refused.
+    pub fn finish(&mut self) -> Result<()> {
+        self.recording("tg_cmdbuf_finish")?;
+        if self.nodes.is_empty() {
+            return Err(Error::invalid("tg_cmdbuf_finish: nothing was recorded"));
+        }
+        let arch = self.dev.arch();
+        let info = self.dev.info().clone();
+        // Layout: pushbuffer, then one SLOT per launch, then constant banks too big for a slot.
+        let launches = self
+            .nodes
+            .iter()
+            .filter(|n| matches!(n, Node::Launch { .. }))
+            .count() as u64;
+        let pb_bytes = ((self.nodes.len() * MAX_NODE_DW + 16) * 4).div_ceil(256) as u64 * 256;
+        let mut big_cb = 0u64;
+        for n in &self.nodes {
+            if let Node::Launch { kernel, .. } = n {
+                let ki = kernel.info();
+                let cb = (ki.param_base as u64 + ki.param_bytes as u64).div_ceil(256) * 256;
+                if cb > SLOT - CBANK_IN_SLOT {
+                    big_cb += cb;
+                }
+            }
+        }
+        let total = pb_bytes + launches * SLOT + big_cb;
+        let alloc = self.dev.backend().alloc(
+            total,
+            MemFlags {
+                write_combined: true,
+                zeroed: true,
+                ..Default::default()
+            },
+        )?;
+        let built = self.write_image(&alloc, pb_bytes, arch, &info);
+        match built {
+            Ok((dwords, ends_with_launch, patches)) => {
+                self.image = Some(Image {
+                    alloc,
+                    dwords,
+                    ends_with_launch,
+                    patches,
+                });
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.dev.backend().free(&alloc);
+                Err(e)
+            }
+        }
+    }
+
+    fn write_image(
+        &self,
+        alloc: &Allocation,
+        pb_bytes: u64,
+        arch: &'static crate::hw::arch::ArchInfo,
+        info: &crate::backend::DeviceInfo,
+    ) -> Result<(u32, bool, Vec<Patch>)> {
+        let mut pb_words = vec![0u32; (pb_bytes / 4) as usize];
+        let mut pos = 0usize;
+        let mut next_slot = pb_bytes;
+        let mut next_big = pb_bytes
+            + SLOT
+                * self
+                    .nodes
+                    .iter()
+                    .filter(|n| matches!(n, Node::Launch { .. }))
+                    .count() as u64;
+        let mut patches = Vec::with_capacity(self.nodes.len());
+        let mut last_launch = false;
+        let mut scratch = vec![0u8; crate::hw::cbank0::MAX_CBANK0_BYTES];
+        for n in &self.nodes {
+            let mut pb = PushBuf::for_arch(&mut pb_words[pos..pos + MAX_NODE_DW], arch);
+            let patch = match n {
+                Node::Launch {
+                    kernel,
+                    cfg,
+                    params,
+                } => {
+                    let ki = kernel.info();
+                    let param_base = ki.param_base as u64;
+                    let cb_size = (param_base + ki.param_bytes as u64).div_ceil(256) * 256;
+                    let qmd_off = next_slot;
+                    next_slot += SLOT;
+                    let cb_off = if cb_size <= SLOT - CBANK_IN_SLOT {
+                        qmd_off + CBANK_IN_SLOT
+                    } else {
+                        let o = next_big;
+                        next_big += cb_size;
+                        o
+                    };
+                    let (qmd_va, cb_va) = (alloc.gpu_va + qmd_off, alloc.gpu_va + cb_off);
+                    let cb = &mut scratch[..cb_size as usize];
+                    cb.fill(0);
+                    let shared_total = crate::cubin::shared_memory_total(
+                        ki,
+                        cfg.dynamic_shared_bytes,
+                        info.sm_major,
+                    );
+                    let p = crate::hw::cbank0::Cbank0Params {
+                        block: cfg.block,
+                        grid: cfg.grid,
+                        shared_window: info.shared_window,
+                        local_window: info.local_window,
+                        dynamic_smem_bytes: cfg.dynamic_shared_bytes,
+                        aggr_smem_bytes: crate::cubin::shared_memory_aggregate(
+                            ki,
+                            cfg.dynamic_shared_bytes,
+                        ),
+                        sm_count: info.sm_count,
+                        param_base: ki.param_base,
+                        params: &[],
+                    };
+                    crate::hw::cbank0::build_cbank0(arch, cb, &p)?;
+                    let pr = param_base as usize..param_base as usize + params.len();
+                    cb[pr.clone()].copy_from_slice(params);
+                    if ki.param_base == 0x210 {
+                        cb[0x198..0x1a0].copy_from_slice(&(cb_va + param_base).to_le_bytes());
+                    }
+                    let smem_config = crate::hw::qmd::smem_config(arch, shared_total)?;
+                    let mut words = [0u32; 96];
+                    kernel.qmd.write(
+                        &mut words,
+                        cfg.grid,
+                        cfg.block,
+                        shared_total,
+                        smem_config,
+                        (cb_va, cb_size as u32),
+                    )?;
+                    let lm = kernel.own_lm.max(self.dev.stack_lm());
+                    if lm != kernel.qmd_lm {
+                        kernel.qmd.set_local_memory(&mut words, lm)?;
+                    }
+                    // SAFETY: [qmd_off, +SLOT) and [cb_off, +cb_size) lie inside the allocation
+                    // (sized in `finish`), which is CPU-mapped and not yet used by the GPU.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            words.as_ptr(),
+                            alloc.cpu.add(qmd_off as usize) as *mut u32,
+                            kernel.qmd.dwords(),
+                        );
+                        std::ptr::copy_nonoverlapping(
+                            cb.as_ptr(),
+                            alloc.cpu.add(cb_off as usize),
+                            cb.len(),
+                        );
+                    }
+                    if last_launch {
+                        pb.wait_for_idle()?;
+                    }
+                    pb.send_pcas(qmd_va, PCAS_ACTION)?;
+                    last_launch = true;
+                    Patch::Params {
+                        // SAFETY: inside the constant bank just written.
+                        cpu: unsafe { alloc.cpu.add((cb_off + param_base) as usize) },
+                        len: params.len(),
+                    }
+                }
+                Node::Signal { signal, value } => {
+                    pb.host_sem_release(signal.gpu_va(), *value, true, true, true)?;
+                    last_launch = false;
+                    payload_patch(&pb, *value, alloc, pos)?
+                }
+                Node::Wait { signal, value } => {
+                    pb.host_sem_acquire_geq(signal.gpu_va(), *value)?;
+                    payload_patch(&pb, *value, alloc, pos)?
+                }
+                Node::Barrier => {
+                    pb.wait_for_idle()?;
+                    pb.host_wfi()?;
+                    pb.host_membar_sys()?;
+                    last_launch = false;
+                    Patch::None
+                }
+            };
+            pos += pb.len();
+            patches.push(patch);
+        }
+        // SAFETY: the pushbuffer area is the first pb_bytes of the allocation.
+        unsafe {
+            std::ptr::copy_nonoverlapping(pb_words.as_ptr(), alloc.cpu as *mut u32, pos);
+        }
+        // The allocation is write-combined: make the image visible before anyone reads it.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        Ok((pos as u32, last_launch, patches))
+    }
+
+    /// Wait until every replay recorded so far has completed (at most the timeout per queue).
+    pub fn wait_replays(&self, call: &str) -> Result<()> {
+        wait_fence(&self.dev, &self.inflight, self.timeout_ns, call)
+    }
+
+    fn finished(&self, call: &str) -> Result<&Image> {
+        self.image.as_ref().ok_or_else(|| {
+            Error::invalid(format!(
+                "{call}: the command buffer is not finished (tg_cmdbuf_finish)"
+            ))
+        })
+    }
+
+    fn node(&self, index: usize, call: &str) -> Result<&Node> {
+        self.nodes.get(index).ok_or_else(|| {
+            Error::invalid(format!(
+                "{call}: node {index} does not exist (the command buffer has {} nodes)",
+                self.nodes.len()
+            ))
+        })
+    }
+
+    /// Replace the parameters of launch node `index` for later replays. `kernel` must be the
+    /// kernel the node launches (the same function of the same module) and `params` its whole
+    /// parameter block. Waits for earlier replays to complete first.
+    pub fn set_params(&mut self, index: usize, kernel: &Kernel, params: &[u8]) -> Result<()> {
+        const CALL: &str = "tg_cmdbuf_set_params";
+        self.finished(CALL)?;
+        let recorded = match self.node(index, CALL)? {
+            Node::Launch { kernel: k, .. } => k,
+            other => {
+                return Err(Error::invalid(format!(
+                    "{CALL}: node {index} is {}, not a launch",
+                    node_kind(other)
+                )))
+            }
+        };
+        if !Arc::ptr_eq(&recorded.module, &kernel.module) || recorded.index != kernel.index {
+            return Err(Error::invalid(format!(
+                "{CALL}: node {index} launches \"{}\", not \"{}\"",
+                recorded.attributes().name,
+                kernel.attributes().name
+            )));
+        }
+        let Some(Patch::Params { cpu, len }) = self.image.as_ref().map(|i| i.patches[index]) else {
+            return Err(Error::new(
+                Status::Internal,
+                format!("{CALL}: node {index} has no parameter block"),
+            ));
+        };
+        if params.len() != len {
+            return Err(Error::new(
+                Status::InvalidLaunch,
+                format!(
+                    "{CALL}: kernel \"{}\" takes {len} bytes of parameters, got {}",
+                    kernel.attributes().name,
+                    params.len()
+                ),
+            ));
+        }
+        self.wait_replays(CALL)?;
+        // SAFETY: the parameter block inside the image's constant bank; no replay reads it now.
+        unsafe { std::ptr::copy_nonoverlapping(params.as_ptr(), cpu, len) };
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        if let Some(Node::Launch { params: p, .. }) = self.nodes.get_mut(index) {
+            p.copy_from_slice(params);
+        }
+        Ok(())
+    }
+
+    /// Replace the value of signal or wait node `index` for later replays. Waits for earlier
+    /// replays to complete first.
+    pub fn set_value(&mut self, index: usize, value: u64) -> Result<()> {
+        const CALL: &str = "tg_cmdbuf_set_value";
+        self.finished(CALL)?;
+        match self.node(index, CALL)? {
+            Node::Signal { .. } | Node::Wait { .. } => {}
+            other => {
+                return Err(Error::invalid(format!(
+                    "{CALL}: node {index} is {}, not a signal or a wait",
+                    node_kind(other)
+                )))
+            }
+        }
+        let Some(Patch::Payload { cpu }) = self.image.as_ref().map(|i| i.patches[index]) else {
+            return Err(Error::new(
+                Status::Internal,
+                format!("{CALL}: node {index} has no payload"),
+            ));
+        };
+        self.wait_replays(CALL)?;
+        // SAFETY: PAYLOAD_LO/HI of the node's method run inside the image; no replay reads them.
+        unsafe {
+            std::ptr::write_volatile(cpu, value as u32);
+            std::ptr::write_volatile(cpu.add(1), (value >> 32) as u32);
+        }
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        match self.nodes.get_mut(index) {
+            Some(Node::Signal { value: v, .. }) | Some(Node::Wait { value: v, .. }) => *v = value,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The device this command buffer records for.
+    pub fn device(&self) -> &Device {
+        &self.dev
+    }
+}
+
+/// The payload words of the semaphore run just recorded at `pos` (checked against `value`).
+fn payload_patch(pb: &PushBuf<'_>, value: u64, alloc: &Allocation, pos: usize) -> Result<Patch> {
+    let w = pb.as_slice();
+    if w.len() != SEM_RUN_DW || w[3] != value as u32 || w[4] != (value >> 32) as u32 {
+        return Err(Error::new(
+            Status::Internal,
+            format!("tg_cmdbuf: unexpected semaphore method layout {w:x?}"),
+        ));
+    }
+    // SAFETY: dword pos + 3 of the pushbuffer area, inside the allocation.
+    Ok(Patch::Payload {
+        cpu: unsafe { (alloc.cpu as *mut u32).add(pos + 3) },
+    })
+}
+
+fn rename(mut e: Error, from: &str, to: &str) -> Error {
+    if let Some(rest) = e.message.strip_prefix(from) {
+        e.message = format!("{to}{rest}");
+    }
+    e
+}
+
+impl Queue {
+    /// Record a replay of the finished command buffer `cb` on this compute queue: one GPFIFO
+    /// entry (plus what the queue's own channel state needs); the next submit makes it visible
+    /// with one doorbell. No system call; no heap allocation once this queue has replayed `cb`.
+    pub fn replay(&mut self, cb: &mut CmdBuf) -> Result<()> {
+        const CALL: &str = "tg_queue_replay";
+        if !Arc::ptr_eq(&cb.dev.inner, &self.device().inner) {
+            return Err(Error::invalid(format!(
+                "{CALL}: the command buffer belongs to another device"
+            )));
+        }
+        let img = cb.finished(CALL)?;
+        let (va, dwords, ends) = (img.alloc.gpu_va, img.dwords, img.ends_with_launch);
+        let value = self.push_external(va, dwords, ends)?;
+        let track = self.track();
+        match cb
+            .inflight
+            .iter_mut()
+            .find(|(w, _)| std::ptr::eq(w.as_ptr(), Arc::as_ptr(track)))
+        {
+            Some((_, v)) => *v = (*v).max(value),
+            None => cb.inflight.push((Arc::downgrade(track), value)),
+        }
+        Ok(())
+    }
+}
+
+impl Drop for CmdBuf {
+    fn drop(&mut self) {
+        if let Some(img) = self.image.take() {
+            // Released once the replays recorded so far have completed (the device's fence:
+            // every queue's recorded work, which includes them).
+            self.dev.free_when_idle(img.alloc);
+        }
+    }
+}

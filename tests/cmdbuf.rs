@@ -1,0 +1,290 @@
+//! Command buffers (record once, replay many times): results exact after 10,000 replays with
+//! changing arguments, ring wrap-around, ordering with queue work, refused updates, lifetime.
+//! Runs on the emulated Orin and, with `TEGRAGPU_TEST_DEVICE=rm`, on a desktop GPU.
+
+mod common;
+use common::*;
+use std::sync::Arc;
+use tegragpu::core::{QueueConfig, QueueKind};
+use tegragpu::Status;
+
+fn read_u32(b: &tegragpu::core::Buffer, i: usize) -> u32 {
+    unsafe { std::ptr::read_volatile((b.cpu_ptr() as *const u32).add(i)) }
+}
+fn read_u64(b: &tegragpu::core::Buffer, i: usize) -> u64 {
+    unsafe { std::ptr::read_volatile((b.cpu_ptr() as *const u64).add(i)) }
+}
+
+#[test]
+fn ten_thousand_replays_with_changing_arguments_are_exact() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let fill = m.kernel("fill_u32").unwrap();
+    let inc = m.kernel("increment").unwrap();
+    let n = 1000u32;
+    let buf = dev.alloc(n as u64 * 4, data_flags()).unwrap();
+    let counter = dev.alloc(4096, data_flags()).unwrap();
+    let done = Arc::new(dev.create_signal(0).unwrap());
+    let mut cb = dev.create_cmdbuf().unwrap();
+    let fill_params = |v: u32| {
+        Params::new()
+            .u64(buf.gpu_va())
+            .u32(v)
+            .u32(n)
+            .bytes()
+            .to_vec()
+    };
+    let inc_params = |by: u64| Params::new().u64(counter.gpu_va()).u64(by).bytes().to_vec();
+    let f = cb
+        .launch(&fill, &cfg(n.div_ceil(128), 128), &fill_params(0))
+        .unwrap();
+    let i1 = cb.launch(&inc, &cfg(1, 32), &inc_params(0)).unwrap();
+    let i2 = cb.launch(&inc, &cfg(1, 32), &inc_params(0)).unwrap();
+    let s = cb.signal(&done, 0).unwrap();
+    assert_eq!((f, i1, i2, s), (0, 1, 2, 3));
+    cb.finish().unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let mut expect = 0u64;
+    for r in 1..=10_000u64 {
+        cb.set_params(f, &fill, &fill_params(r as u32 * 7)).unwrap();
+        cb.set_params(i1, &inc, &inc_params(r)).unwrap();
+        cb.set_params(i2, &inc, &inc_params(2 * r + 1)).unwrap();
+        cb.set_value(s, r).unwrap();
+        q.replay(&mut cb).unwrap();
+        q.submit().unwrap();
+        done.wait(r, 10 * SEC).unwrap();
+        expect += 3 * r + 1;
+        // Every replay's fill is checked at a few places, the last one everywhere.
+        for i in [0usize, 1, 499, 999] {
+            assert_eq!(read_u32(&buf, i), r as u32 * 7, "replay {r}, element {i}");
+        }
+        assert_eq!(read_u64(&counter, 0), expect, "replay {r}");
+    }
+    for i in 0..n as usize {
+        assert_eq!(read_u32(&buf, i), 70_000, "element {i}");
+    }
+    assert_eq!(done.value(), 10_000);
+}
+
+#[test]
+fn replays_without_waiting_wrap_a_small_ring_and_keep_their_order() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let inc = m.kernel("increment").unwrap();
+    let counter = dev.alloc(4096, data_flags()).unwrap();
+    let mut cb = dev.create_cmdbuf().unwrap();
+    for by in [1u64, 10, 100] {
+        cb.launch(
+            &inc,
+            &cfg(1, 32),
+            Params::new().u64(counter.gpu_va()).u64(by).bytes(),
+        )
+        .unwrap();
+    }
+    cb.finish().unwrap();
+    // 16 GPFIFO entries; 2,000 replays, each submitted, none waited for.
+    let mut q = dev
+        .create_queue_with(QueueKind::Compute, QueueConfig { depth: 16 })
+        .unwrap();
+    let s = dev.create_signal(0).unwrap();
+    for _ in 0..2000 {
+        q.replay(&mut cb).unwrap();
+        q.submit().unwrap();
+    }
+    // Several replays in one submission, between queue work.
+    let fill = m.kernel("fill_u32").unwrap();
+    let other = dev.alloc(4096, data_flags()).unwrap();
+    q.launch(
+        &fill,
+        &cfg(1, 32),
+        Params::new().u64(other.gpu_va()).u32(5).u32(32).bytes(),
+    )
+    .unwrap();
+    for _ in 0..3 {
+        q.replay(&mut cb).unwrap();
+    }
+    q.launch(
+        &fill,
+        &cfg(1, 32),
+        Params::new().u64(other.gpu_va()).u32(6).u32(32).bytes(),
+    )
+    .unwrap();
+    q.signal(&s, 1).unwrap();
+    q.submit().unwrap();
+    s.wait(1, 30 * SEC).unwrap();
+    assert_eq!(read_u64(&counter, 0), 2003 * 111);
+    assert_eq!(read_u32(&other, 0), 6);
+}
+
+#[test]
+fn recorded_signals_waits_copies_and_barriers_replay_in_order() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let fill = m.kernel("fill_u32").unwrap();
+    let n = 4096u32;
+    let a = Arc::new(dev.alloc(n as u64 * 4, data_flags()).unwrap());
+    let b = Arc::new(dev.alloc(n as u64 * 4, data_flags()).unwrap());
+    let gate = Arc::new(dev.create_signal(0).unwrap());
+    let done = Arc::new(dev.create_signal(0).unwrap());
+    let mut cb = dev.create_cmdbuf().unwrap();
+    let w = cb.wait(&gate, 1).unwrap();
+    let f = cb
+        .launch(
+            &fill,
+            &cfg(n / 128, 128),
+            Params::new().u64(a.gpu_va()).u32(9).u32(n).bytes(),
+        )
+        .unwrap();
+    cb.barrier().unwrap();
+    cb.copy(&b, 0, &a, 0, n as u64 * 4).unwrap();
+    let s = cb.signal(&done, 1).unwrap();
+    cb.finish().unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    q.replay(&mut cb).unwrap();
+    q.submit().unwrap();
+    // The recorded wait holds the replay until the CPU opens the gate.
+    let e = done.wait(1, SEC / 5).unwrap_err();
+    assert_eq!(e.status, Status::Timeout);
+    gate.set(1);
+    done.wait(1, 10 * SEC).unwrap();
+    assert!((0..n as usize).all(|i| read_u32(&b, i) == 9));
+    // Second replay: new gate value, new fill value, new signal value.
+    cb.set_value(w, 2).unwrap();
+    cb.set_params(
+        f,
+        &fill,
+        Params::new().u64(a.gpu_va()).u32(10).u32(n).bytes(),
+    )
+    .unwrap();
+    cb.set_value(s, 2).unwrap();
+    q.replay(&mut cb).unwrap();
+    q.submit().unwrap();
+    assert_eq!(done.wait(2, SEC / 5).unwrap_err().status, Status::Timeout);
+    gate.set(2);
+    done.wait(2, 10 * SEC).unwrap();
+    assert!((0..n as usize).all(|i| read_u32(&b, i) == 10));
+    assert_ne!(done.timestamp(), 0);
+}
+
+#[test]
+fn updates_that_do_not_fit_are_refused_and_change_nothing() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let fill = m.kernel("fill_u32").unwrap();
+    let inc = m.kernel("increment").unwrap();
+    let buf = dev.alloc(4096, data_flags()).unwrap();
+    let sig = Arc::new(dev.create_signal(0).unwrap());
+    let mut cb = dev.create_cmdbuf().unwrap();
+    let p = Params::new()
+        .u64(buf.gpu_va())
+        .u32(3)
+        .u32(32)
+        .bytes()
+        .to_vec();
+    // Not finished yet: no updates, no replays.
+    let f = cb.launch(&fill, &cfg(1, 32), &p).unwrap();
+    let e = cb.set_params(f, &fill, &p).unwrap_err();
+    assert!(e.message.contains("not finished"), "{}", e.message);
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    assert!(q
+        .replay(&mut cb)
+        .unwrap_err()
+        .message
+        .contains("not finished"));
+    // Launch checks apply at record time.
+    let e = cb.launch(&fill, &cfg(1, 2048), &p).unwrap_err();
+    assert_eq!(e.status, Status::InvalidLaunch);
+    assert!(e.message.starts_with("tg_cmdbuf_launch"), "{}", e.message);
+    let e = cb.launch(&fill, &cfg(1, 32), &p[..8]).unwrap_err();
+    assert_eq!(e.status, Status::InvalidLaunch);
+    let s = cb.signal(&sig, 1).unwrap();
+    cb.finish().unwrap();
+    // After finish: no more recording.
+    assert!(cb.barrier().unwrap_err().message.contains("finished"));
+    assert!(cb.finish().is_err());
+    // Wrong size, wrong kernel, wrong node kind, no such node.
+    let e = cb.set_params(f, &fill, &p[..12]).unwrap_err();
+    assert_eq!(e.status, Status::InvalidLaunch);
+    assert!(e.message.contains("takes 16 bytes"), "{}", e.message);
+    let e = cb.set_params(f, &inc, &p).unwrap_err();
+    assert!(
+        e.message
+            .contains("launches \"fill_u32\", not \"increment\""),
+        "{}",
+        e.message
+    );
+    let e = cb.set_params(s, &fill, &p).unwrap_err();
+    assert!(
+        e.message.contains("is a signal, not a launch"),
+        "{}",
+        e.message
+    );
+    let e = cb.set_value(f, 5).unwrap_err();
+    assert!(
+        e.message.contains("is a launch, not a signal or a wait"),
+        "{}",
+        e.message
+    );
+    let e = cb.set_value(9, 5).unwrap_err();
+    assert!(e.message.contains("node 9 does not exist"), "{}", e.message);
+    // Copy queues do not replay command buffers.
+    let mut cq = dev.create_queue(QueueKind::Copy).unwrap();
+    assert!(cq
+        .replay(&mut cb)
+        .unwrap_err()
+        .message
+        .contains("copy queue"));
+    // Nothing of that changed the recorded work.
+    q.replay(&mut cb).unwrap();
+    q.submit().unwrap();
+    sig.wait(1, 10 * SEC).unwrap();
+    assert_eq!(read_u32(&buf, 31), 3);
+    // An empty command buffer cannot be finished.
+    let mut empty = dev.create_cmdbuf().unwrap();
+    assert!(empty
+        .finish()
+        .unwrap_err()
+        .message
+        .contains("nothing was recorded"));
+}
+
+#[test]
+fn dropping_the_command_buffer_and_its_signal_after_a_replay_is_safe() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let fill = m.kernel("fill_u32").unwrap();
+    let n = 1 << 16;
+    let buf = dev.alloc(n as u64 * 4, data_flags()).unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let fence = dev.create_signal(0).unwrap();
+    {
+        let sig = Arc::new(dev.create_signal(0).unwrap());
+        let mut cb = dev.create_cmdbuf().unwrap();
+        cb.launch(
+            &fill,
+            &cfg(n / 256, 256),
+            Params::new().u64(buf.gpu_va()).u32(4).u32(n).bytes(),
+        )
+        .unwrap();
+        cb.signal(&sig, 77).unwrap();
+        cb.finish().unwrap();
+        q.replay(&mut cb).unwrap();
+        // Dropped before the submit: the recorded replay holds the command buffer's memory.
+    }
+    // New allocations must not land on memory the replay still uses.
+    let other: Vec<_> = (0..8)
+        .map(|_| dev.alloc(1 << 20, data_flags()).unwrap())
+        .collect();
+    let sigs: Vec<_> = (0..8).map(|_| dev.create_signal(0).unwrap()).collect();
+    q.signal(&fence, 1).unwrap();
+    q.submit().unwrap();
+    fence.wait(1, 10 * SEC).unwrap();
+    assert!((0..n as usize).all(|i| read_u32(&buf, i) == 4));
+    assert!(
+        sigs.iter().all(|s| s.value() == 0),
+        "a recycled signal slot received the stale write"
+    );
+    assert!(other
+        .iter()
+        .all(|b| unsafe { b.as_slice() }.iter().all(|&x| x == 0)));
+}
