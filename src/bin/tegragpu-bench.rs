@@ -10,6 +10,9 @@
 use std::time::{Duration, Instant};
 use tegragpu::core::{Device, LaunchConfig, MemFlags, Queue, QueueKind};
 
+#[path = "bench/replay.rs"]
+mod replay;
+
 const CUBIN_SM87: &[u8] = include_bytes!("../../tests/fixtures/cubin/kernels.sm_87.cubin");
 const CUBIN_SM90: &[u8] = include_bytes!("../../tests/fixtures/cubin/kernels.sm_90.cubin");
 
@@ -417,7 +420,40 @@ fn bench_ours(
         });
     }
 
-    // 6. Allocate + free 256 MiB: after a warm-up, ours and libcuda's alternate so that drift
+    // 6. Command replay: a chain of 100 dependent kernels, ours against libcuda's graphs.
+    let rreps = if o.quick { 50 } else { 200 };
+    let rn = replay::ours(&ours.dev, cubin_for(&ours.dev), rreps)?;
+    let cn = if cuda.is_some() {
+        replay::cuda(cubin_for(&ours.dev), rreps)
+    } else {
+        None
+    };
+    rows.push(Row {
+        name: "replay 100-kernel chain: CPU per replay",
+        unit: "us",
+        ours: rn.replay_cpu_us,
+        cuda: cn.map(|c| c.replay_cpu_us),
+        target: Some(("<= 0.1x", 0.1)),
+        lower_is_better: true,
+    });
+    rows.push(Row {
+        name: "replay 100-kernel chain: to completion, p50",
+        unit: "us",
+        ours: rn.replay_wall_us,
+        cuda: cn.map(|c| c.replay_wall_us),
+        target: Some(("<= 0.8x", 0.8)),
+        lower_is_better: true,
+    });
+    rows.push(Row {
+        name: "update 1 kernel argument + replay: CPU, p50",
+        unit: "us",
+        ours: rn.update_replay_cpu_us,
+        cuda: cn.map(|c| c.update_replay_cpu_us),
+        target: Some(("<= 0.1x", 0.1)),
+        lower_is_better: true,
+    });
+
+    // 7. Allocate + free 256 MiB: after a warm-up, ours and libcuda's alternate so that drift
     // in the driver's state (page-table directories, allocator caches) hits both alike.
     let (warm, n) = if o.quick { (3, 10) } else { (10, 50) };
     let (mut v, mut cv) = (Vec::new(), Vec::new());
