@@ -375,6 +375,10 @@ impl CmdBuf {
                     .count() as u64;
         let mut patches = Vec::with_capacity(self.nodes.len());
         let mut last_launch = false;
+        // The previous launch's QMD while launches follow each other directly: the next one is
+        // chained to it (DEPENDENT_QMD) instead of being sent with a wait for idle before it.
+        let mut prev_qmd: Option<(*mut u32, &crate::hw::qmd::QmdTemplate)> = None;
+        let chain = !matches!(std::env::var("TEGRAGPU_CMDBUF_CHAIN").as_deref(), Ok("0"));
         let mut scratch = vec![0u8; crate::hw::cbank0::MAX_CBANK0_BYTES];
         for n in &self.nodes {
             let mut pb = PushBuf::for_arch(&mut pb_words[pos..pos + MAX_NODE_DW], arch);
@@ -438,24 +442,32 @@ impl CmdBuf {
                     if lm != kernel.qmd_lm {
                         kernel.qmd.set_local_memory(&mut words, lm)?;
                     }
+                    let qmd_cpu = alloc.cpu.wrapping_add(qmd_off as usize) as *mut u32;
                     // SAFETY: [qmd_off, +SLOT) and [cb_off, +cb_size) lie inside the allocation
                     // (sized in `finish`), which is CPU-mapped and not yet used by the GPU.
                     unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            words.as_ptr(),
-                            alloc.cpu.add(qmd_off as usize) as *mut u32,
-                            kernel.qmd.dwords(),
-                        );
+                        std::ptr::copy_nonoverlapping(words.as_ptr(), qmd_cpu, kernel.qmd.dwords());
                         std::ptr::copy_nonoverlapping(
                             cb.as_ptr(),
                             alloc.cpu.add(cb_off as usize),
                             cb.len(),
                         );
                     }
-                    if last_launch {
-                        pb.wait_for_idle()?;
+                    match prev_qmd {
+                        Some((prev, tmpl)) if chain => {
+                            // SAFETY: the previous launch's QMD slot in this allocation.
+                            let prev_words =
+                                unsafe { std::slice::from_raw_parts_mut(prev, tmpl.dwords()) };
+                            tmpl.set_dependent(prev_words, qmd_va)?;
+                        }
+                        _ => {
+                            if last_launch {
+                                pb.wait_for_idle()?;
+                            }
+                            pb.send_pcas(qmd_va, PCAS_ACTION)?;
+                        }
                     }
-                    pb.send_pcas(qmd_va, PCAS_ACTION)?;
+                    prev_qmd = Some((qmd_cpu, &*kernel.qmd));
                     last_launch = true;
                     Patch::Params {
                         // SAFETY: inside the constant bank just written.
@@ -464,15 +476,18 @@ impl CmdBuf {
                     }
                 }
                 Node::Signal { signal, value } => {
+                    prev_qmd = None;
                     pb.host_sem_release(signal.gpu_va(), *value, true, true, true)?;
                     last_launch = false;
                     payload_patch(&pb, *value, alloc, pos)?
                 }
                 Node::Wait { signal, value } => {
+                    prev_qmd = None;
                     pb.host_sem_acquire_geq(signal.gpu_va(), *value)?;
                     payload_patch(&pb, *value, alloc, pos)?
                 }
                 Node::Barrier => {
+                    prev_qmd = None;
                     pb.wait_for_idle()?;
                     pb.host_wfi()?;
                     pb.host_membar_sys()?;

@@ -811,6 +811,24 @@ impl QmdTemplate {
         Ok(())
     }
 
+    /// Chain a QMD written by [`QmdTemplate::write`]: when its grid completes (after its
+    /// end-of-grid membar), the hardware schedules the QMD at `next` (DEPENDENT_QMD0, action
+    /// QMD_SCHEDULE, prefetch), with no pushbuffer method and no wait for idle in between.
+    pub fn set_dependent(&self, out: &mut [u32], next: u64) -> Result<()> {
+        let l = self.layout;
+        if next & 0xFF != 0 || !fits(next, 40) || out.len() < l.dwords {
+            return Err(bad(
+                l,
+                format_args!("dependent_qmd {next:#x} must be 256-byte aligned and below 2^40"),
+            ));
+        }
+        put(out, l.dep_pointer, (next >> 8) as u32);
+        put(out, l.dep_enable, 1);
+        put(out, l.dep_action, DEPENDENT_QMD_ACTION_QMD_SCHEDULE);
+        put(out, l.dep_prefetch, 1);
+        Ok(())
+    }
+
     /// The dwords [`QmdTemplate::write`] may change; every other dword equals the template.
     /// A QMD slot that already holds a launch of this template needs only these rewritten.
     pub fn variable_dwords(&self) -> &[u8] {

@@ -49,10 +49,10 @@ fn params(va: u64, by: u64) -> [u8; 16] {
 pub fn ours(dev: &Device, cubin: &[u8], reps: usize) -> tegragpu::Result<ReplayNumbers> {
     let m = dev.load_module(cubin)?;
     let inc = m.kernel("increment")?;
+    // Placed for the GPU (video memory on desktop GPUs), as libcuda's cuMemAlloc counter is.
     let counter = dev.alloc(
         4096,
         tegragpu::core::MemFlags {
-            cpu_cached: true,
             zeroed: true,
             ..Default::default()
         },
@@ -113,8 +113,8 @@ pub fn ours(dev: &Device, cubin: &[u8], reps: usize) -> tegragpu::Result<ReplayN
         done.wait(next, TO)?;
         expect += CHAIN as u64 - 1 + by;
     }
-    // SAFETY: the counter buffer is CPU-mapped and the GPU is done with it.
-    let got = unsafe { std::ptr::read_volatile(counter.cpu_ptr() as *const u64) };
+    // SAFETY: the CPU view of the counter (mapped on first use); the GPU is done with it.
+    let got = unsafe { std::ptr::read_volatile(counter.map_cpu()? as *const u64) };
     if got != expect {
         return Err(tegragpu::Error::new(
             tegragpu::Status::Internal,
