@@ -144,6 +144,13 @@ pub struct NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS {
 }
 const _: () = assert!(core::mem::size_of::<NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS>() == 16);
 
+/// `NV2080_CTRL_PERF_BOOST_FLAGS_CMD` (bits 1:0): boost to the highest P-state.
+pub const NV2080_CTRL_PERF_BOOST_FLAGS_CMD_BOOST_TO_MAX: u32 = 0x2;
+/// `NV2080_CTRL_PERF_BOOST_FLAGS_CUDA` (bit 4): the request comes from a CUDA context.
+pub const NV2080_CTRL_PERF_BOOST_FLAGS_CUDA_YES: u32 = 0x10;
+/// Boost duration: until cleared.
+pub const NV2080_CTRL_PERF_BOOST_DURATION_INFINITE: u32 = 0xffff_ffff;
+
 /// `NV2080_CTRL_CMD_PERF_BOOST` parameters (8 bytes).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
