@@ -68,7 +68,8 @@ struct Nvrtc {
 static LOADED: Mutex<Option<Arc<Nvrtc>>> = Mutex::new(None);
 
 /// `LOADED`, held across `fork()` (see `crate::os::fork`).
-pub(crate) const FORK_LOCK: crate::os::fork::ForkLock = crate::os::fork::ForkLock {
+pub(crate) static FORK_LOCK: crate::os::fork::ForkLock = crate::os::fork::ForkLock {
+    order: 1,
     lock: || std::mem::forget(LOADED.lock()),
     // SAFETY (of the call): the caller took the lock with `lock` and forgot its guard.
     unlock: || unsafe { LOADED.force_unlock() },
@@ -172,6 +173,7 @@ fn candidates() -> Vec<PathBuf> {
 }
 
 fn load() -> Result<Arc<Nvrtc>> {
+    crate::os::fork::register(&FORK_LOCK);
     let mut guard = LOADED.lock();
     if let Some(n) = guard.as_ref() {
         return Ok(n.clone());

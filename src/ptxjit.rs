@@ -112,7 +112,8 @@ static LOADED: OnceLock<Arc<Loaded>> = OnceLock::new();
 static SEARCH: Mutex<()> = Mutex::new(());
 
 /// `SEARCH`, held across `fork()` (see `crate::os::fork`).
-pub(crate) const FORK_LOCK: crate::os::fork::ForkLock = crate::os::fork::ForkLock {
+pub(crate) static FORK_LOCK: crate::os::fork::ForkLock = crate::os::fork::ForkLock {
+    order: 2,
     lock: || std::mem::forget(SEARCH.lock()),
     // SAFETY (of the call): the caller took the lock with `lock` and forgot its guard.
     unlock: || unsafe { SEARCH.force_unlock() },
@@ -298,6 +299,7 @@ fn load() -> Result<Arc<Loaded>> {
     if let Some(l) = LOADED.get() {
         return Ok(l.clone());
     }
+    crate::os::fork::register(&FORK_LOCK);
     let _guard = SEARCH.lock();
     if let Some(l) = LOADED.get() {
         return Ok(l.clone());

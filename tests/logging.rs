@@ -510,7 +510,7 @@ fn tegragpu_log_trace_prints_every_ioctl_to_stderr() {
         assert!(
             lines
                 .iter()
-                .any(|l| l.starts_with("tegragpu[DEBUG] tegragpu::backend::nvgpu: ")),
+                .any(|l| l.starts_with("tegragpu[DEBUG] tegragpu::backend::nvgpu")),
             "{err}"
         );
     }

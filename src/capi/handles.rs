@@ -88,13 +88,15 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 fn table() -> &'static RwLock<HashMap<usize, Object>> {
     static TABLE: OnceLock<RwLock<HashMap<usize, Object>>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        crate::os::fork::install();
+        crate::os::fork::register(&FORK_LOCK);
+        crate::os::fork::set_child_hook(forget_all_for_child);
         RwLock::new(HashMap::new())
     })
 }
 
 /// The table's lock, held across `fork()` (see `crate::os::fork`).
-pub(crate) const FORK_LOCK: crate::os::fork::ForkLock = crate::os::fork::ForkLock {
+pub(crate) static FORK_LOCK: crate::os::fork::ForkLock = crate::os::fork::ForkLock {
+    order: 0,
     lock: || std::mem::forget(table().write()),
     // SAFETY (of the call): the caller took the write lock with `lock` and forgot its guard.
     unlock: || unsafe { table().force_unlock_write() },

@@ -273,6 +273,7 @@ static FIXTURE_SM90: &[u8] = include_bytes!("../../tests/fixtures/cubin/kernels.
 fn registry() -> &'static RwLock<Vec<Arc<RefKernel>>> {
     static REG: OnceLock<RwLock<Vec<Arc<RefKernel>>>> = OnceLock::new();
     REG.get_or_init(|| {
+        crate::os::fork::register(&FORK_LOCK);
         let mut v = Vec::new();
         let copy87 = crate::builtin::copy_cubin(8, 7).unwrap_or(&[]);
         let copy90 = crate::builtin::copy_cubin(9, 0).unwrap_or(&[]);
@@ -292,7 +293,8 @@ fn registry() -> &'static RwLock<Vec<Arc<RefKernel>>> {
 }
 
 /// The registry's lock, held across `fork()` (see `crate::os::fork`).
-pub(crate) const FORK_LOCK: crate::os::fork::ForkLock = crate::os::fork::ForkLock {
+pub(crate) static FORK_LOCK: crate::os::fork::ForkLock = crate::os::fork::ForkLock {
+    order: 4,
     lock: || std::mem::forget(registry().write()),
     // SAFETY (of the call): the caller took the write lock with `lock` and forgot its guard.
     unlock: || unsafe { registry().force_unlock_write() },

@@ -20,11 +20,16 @@
 //!
 //! The Rust API (`tegragpu::core`) has no such guard: objects must not be used in a child.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Once;
 
-/// One process-wide lock the fork handlers hold across `fork()`.
+/// One process-wide lock the fork handlers hold across `fork()`. The module that owns the lock
+/// registers it ([`register`]) before the lock can first be taken, so this module depends on no
+/// other part of the library.
 pub(crate) struct ForkLock {
+    /// Position in the order locks are taken (lowest first; released in reverse). No library
+    /// code holds one of these while taking one with a lower number.
+    pub order: u8,
     /// Takes the lock and leaves it held (the guard is forgotten).
     pub lock: fn(),
     /// Releases a lock taken by `lock`.
@@ -34,17 +39,36 @@ pub(crate) struct ForkLock {
     pub unlock: unsafe fn(),
 }
 
-/// The locks, in the order they are taken (released in reverse). Kept in one place so that the
-/// order is the same for every fork; no library code holds one of these while taking another
-/// earlier in the list.
-fn locks() -> &'static [ForkLock] {
-    &[
-        crate::capi::handles::FORK_LOCK,
-        crate::nvrtc::FORK_LOCK,
-        crate::ptxjit::FORK_LOCK,
-        crate::backend::rm::va::FORK_LOCK,
-        crate::emu::kernels::FORK_LOCK,
-    ]
+/// The registered locks, sorted by `order`. The registry's own lock is taken first and held
+/// across the fork too.
+static REGISTERED: parking_lot::Mutex<Vec<&'static ForkLock>> =
+    parking_lot::const_mutex(Vec::new());
+
+/// What the child calls after the locks are released: empties the handle table and returns the
+/// first handle value the child hands out (a `fn() -> u64`; 0 = none registered).
+static CHILD_HOOK: AtomicUsize = AtomicUsize::new(0);
+
+/// Register `l` (once; later calls are no-ops) and install the fork handlers.
+pub(crate) fn register(l: &'static ForkLock) {
+    install();
+    let mut r = REGISTERED.lock();
+    if !r.iter().any(|x| std::ptr::eq(*x, l)) {
+        r.push(l);
+        r.sort_by_key(|x| x.order);
+    }
+}
+
+/// Set the function the child runs after a fork (the handle table's reset).
+pub(crate) fn set_child_hook(f: fn() -> u64) {
+    CHILD_HOOK.store(f as usize, Ordering::Release);
+}
+
+/// The registered locks while the registry's lock is held (by `prepare`, guard forgotten).
+///
+/// # Safety
+/// Only between `prepare` and the matching `parent`/`child`.
+unsafe fn held_locks() -> &'static [&'static ForkLock] {
+    (*REGISTERED.data_ptr()).as_slice()
 }
 
 /// Handle values below this were handed out before the last `fork()` of which this process is
@@ -55,28 +79,39 @@ static FORKED_BELOW: AtomicU64 = AtomicU64::new(0);
 static CHILD_FORKS: AtomicU64 = AtomicU64::new(0);
 
 extern "C" fn prepare() {
-    for l in locks() {
+    std::mem::forget(REGISTERED.lock());
+    // SAFETY: the registry's lock is held (guard forgotten) until `parent`/`child`.
+    for l in unsafe { held_locks() } {
         (l.lock)();
     }
 }
 
-extern "C" fn parent() {
-    for l in locks().iter().rev() {
-        // SAFETY: `prepare` took every lock on this thread just before the fork.
-        unsafe { (l.unlock)() };
+/// Release what `prepare` took, in reverse.
+///
+/// # Safety
+/// Only after `prepare` on this thread (or, in the child, on the thread that forked).
+unsafe fn release_all() {
+    for l in held_locks().iter().rev() {
+        (l.unlock)();
     }
+    REGISTERED.force_unlock();
+}
+
+extern "C" fn parent() {
+    // SAFETY: `prepare` took every lock on this thread just before the fork.
+    unsafe { release_all() };
 }
 
 extern "C" fn child() {
-    for l in locks().iter().rev() {
-        // SAFETY: `prepare` took every lock on the thread that forked, which is this thread in
-        // the child.
-        unsafe { (l.unlock)() };
+    // SAFETY: `prepare` took every lock on the thread that forked, which is this thread in the
+    // child.
+    unsafe { release_all() };
+    let hook = CHILD_HOOK.load(Ordering::Acquire);
+    if hook != 0 {
+        // SAFETY: only `set_child_hook` stores here, always a `fn() -> u64`.
+        let f: fn() -> u64 = unsafe { std::mem::transmute::<usize, fn() -> u64>(hook) };
+        FORKED_BELOW.store(f(), Ordering::Relaxed);
     }
-    FORKED_BELOW.store(
-        crate::capi::handles::forget_all_for_child(),
-        Ordering::Relaxed,
-    );
     CHILD_FORKS.fetch_add(1, Ordering::Relaxed);
 }
 

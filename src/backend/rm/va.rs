@@ -116,11 +116,15 @@ impl VaAllocator {
 /// The process-wide allocator over the low window.
 pub fn low_va() -> &'static Mutex<VaAllocator> {
     static LOW: OnceLock<Mutex<VaAllocator>> = OnceLock::new();
-    LOW.get_or_init(|| Mutex::new(VaAllocator::new(LOW_VA_BASE, LOW_VA_END)))
+    LOW.get_or_init(|| {
+        crate::os::fork::register(&FORK_LOCK);
+        Mutex::new(VaAllocator::new(LOW_VA_BASE, LOW_VA_END))
+    })
 }
 
 /// The low-window allocator's lock, held across `fork()` (see `crate::os::fork`).
-pub(crate) const FORK_LOCK: crate::os::fork::ForkLock = crate::os::fork::ForkLock {
+pub(crate) static FORK_LOCK: crate::os::fork::ForkLock = crate::os::fork::ForkLock {
+    order: 3,
     lock: || std::mem::forget(low_va().lock()),
     // SAFETY (of the call): the caller took the lock with `lock` and forgot its guard.
     unlock: || unsafe { low_va().force_unlock() },

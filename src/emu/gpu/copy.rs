@@ -1,8 +1,8 @@
 //! Copy engine (c6b5/c7b5/c8b5): pitch-linear transfers, remap fills and semaphores.
 //! Method offsets and LAUNCH_DMA fields: gpu-programming-interface.md §5.
 
-use super::host::{ERR_UNIMPLEMENTED_METHOD, HOPPER_DMA_COPY_A};
 use super::{mem, Fault};
+use super::{ERR_UNIMPLEMENTED_METHOD, HOPPER_DMA_COPY_A};
 use crate::emu::hwif::Mmu;
 
 const NOP: u32 = 0x100;

@@ -4,15 +4,13 @@
 use super::compute::ComputeState;
 use super::copy::CopyState;
 use super::{mem, Fault};
+pub(crate) use super::{
+    ERR_GR_EXCEPTION, ERR_MMU_FAULT, ERR_PBDMA_ERROR, ERR_UNIMPLEMENTED_METHOD, HOPPER_COMPUTE_A,
+    HOPPER_DMA_COPY_A,
+};
 use crate::emu::hwif::{HwChannel, Mmu};
 use parking_lot::Mutex;
 use std::sync::Arc;
-
-/// nvgpu notifier codes.
-pub(crate) const ERR_GR_EXCEPTION: u32 = 13;
-pub(crate) const ERR_MMU_FAULT: u32 = 31;
-pub(crate) const ERR_PBDMA_ERROR: u32 = 32;
-pub(crate) const ERR_UNIMPLEMENTED_METHOD: u32 = 37;
 
 /// USERD byte offsets (NV_RAMUSERD).
 const USERD_REF: usize = 0x48;
@@ -46,11 +44,9 @@ const NV_CLEAR_FAULTED: u32 = 0x084;
 pub(crate) const AMPERE_COMPUTE_A: u32 = 0xc6c0;
 pub(crate) const AMPERE_COMPUTE_B: u32 = 0xc7c0;
 pub(crate) const ADA_COMPUTE_A: u32 = 0xc9c0;
-pub(crate) const HOPPER_COMPUTE_A: u32 = 0xcbc0;
 /// Copy classes.
 pub(crate) const AMPERE_DMA_COPY_A: u32 = 0xc6b5;
 pub(crate) const AMPERE_DMA_COPY_B: u32 = 0xc7b5;
-pub(crate) const HOPPER_DMA_COPY_A: u32 = 0xc8b5;
 
 /// Per-subchannel engine object.
 pub(crate) enum Engine {

@@ -29,6 +29,16 @@ mod host;
 pub(crate) mod mem;
 
 use super::hwif::{GpuFault, HostPtr, HwChannel};
+
+// Shared by the engines (host, compute, copy): kept here so that they import nothing from each
+// other but the engine states the host drives.
+/// nvgpu notifier codes.
+pub(crate) const ERR_GR_EXCEPTION: u32 = 13;
+pub(crate) const ERR_MMU_FAULT: u32 = 31;
+pub(crate) const ERR_PBDMA_ERROR: u32 = 32;
+pub(crate) const ERR_UNIMPLEMENTED_METHOD: u32 = 37;
+pub(crate) const HOPPER_COMPUTE_A: u32 = 0xcbc0;
+pub(crate) const HOPPER_DMA_COPY_A: u32 = 0xc8b5;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

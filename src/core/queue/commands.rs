@@ -1,0 +1,123 @@
+//! Recording copies, signals, waits and barriers.
+
+use super::*;
+
+impl Queue {
+    /// Record a copy of `size_bytes` from `src` at `src_offset` to `dst` at `dst_offset`. On a
+    /// copy queue the copy engine moves the bytes; on a compute queue the library's built-in
+    /// copy kernel does (the SMs: full memory bandwidth, ordered with the queue's launches like
+    /// any kernel). Overlapping ranges of one buffer are refused.
+    pub fn copy(
+        &mut self,
+        dst: &Buffer,
+        dst_offset: u64,
+        src: &Buffer,
+        src_offset: u64,
+        size_bytes: u64,
+    ) -> Result<()> {
+        self.dev.check_usable()?;
+        dst.check_range("tg_queue_copy: dst", dst_offset, size_bytes)?;
+        src.check_range("tg_queue_copy: src", src_offset, size_bytes)?;
+        if size_bytes == 0 {
+            return Ok(());
+        }
+        let (d, s) = (dst.gpu_va() + dst_offset, src.gpu_va() + src_offset);
+        if d < s + size_bytes && s < d + size_bytes {
+            return Err(Error::invalid(format!(
+                "tg_queue_copy: dst [{d:#x}, +{size_bytes}) and src [{s:#x}, +{size_bytes}) overlap (dst_offset {dst_offset}, src_offset {src_offset})"
+            )));
+        }
+        self.copy_va(d, s, size_bytes)
+    }
+
+    /// Copy between raw GPU addresses (no range checks beyond the MMU's): copy engine on copy
+    /// queues, built-in copy kernel on compute queues.
+    pub fn copy_va(&mut self, dst_va: u64, src_va: u64, size_bytes: u64) -> Result<()> {
+        if size_bytes == 0 {
+            return Ok(());
+        }
+        if self.kind == QueueKind::Compute {
+            return self.sm_copy(dst_va, src_va, size_bytes);
+        }
+        const CHUNK: u64 = 1 << 30;
+        let mut done = 0;
+        while done < size_bytes {
+            let n = (size_bytes - done).min(CHUNK);
+            self.with_cmd(|pb| pb.ce_copy_linear(src_va + done, dst_va + done, n))?;
+            done += n;
+        }
+        self.last_was_launch = false;
+        Ok(())
+    }
+
+    /// A copy on the SMs: one launch of the built-in `tg_copy` kernel.
+    fn sm_copy(&mut self, dst_va: u64, src_va: u64, n: u64) -> Result<()> {
+        self.dev.check_usable()?;
+        let kernel = match &self.copy_kernel {
+            Some(k) => k.clone(),
+            None => {
+                let info = self.dev.info();
+                let cubin = crate::builtin::copy_cubin(info.sm_major, info.sm_minor).ok_or_else(|| {
+                    Error::new(
+                        Status::NotSupported,
+                        format!(
+                            "tg_queue_copy on a compute queue: no built-in copy kernel for sm_{}{}; use a copy queue",
+                            info.sm_major, info.sm_minor
+                        ),
+                    )
+                })?;
+                let m = self.dev.load_module(cubin)?;
+                let k = m.kernel(crate::builtin::COPY_KERNEL)?;
+                self.copy_kernel = Some(k.clone());
+                k
+            }
+        };
+        let grid = crate::builtin::copy_grid(n);
+        let mut params = [0u8; 24];
+        params[0..8].copy_from_slice(&dst_va.to_le_bytes());
+        params[8..16].copy_from_slice(&src_va.to_le_bytes());
+        params[16..24].copy_from_slice(&n.to_le_bytes());
+        let cfg = LaunchConfig {
+            grid: [grid, 1, 1],
+            block: [crate::builtin::COPY_BLOCK, 1, 1],
+            dynamic_shared_bytes: 0,
+            cooperative: false,
+        };
+        self.launch(&kernel, &cfg, &params)
+    }
+
+    /// Record a GPU write of `value` (and a timestamp) to `signal` once all earlier work on this
+    /// queue is complete and visible.
+    pub fn signal(&mut self, signal: &Signal, value: u64) -> Result<()> {
+        self.dev.check_usable()?;
+        let va = signal.gpu_va();
+        self.with_cmd(|pb| pb.host_sem_release(va, value, true, true, true))?;
+        self.last_was_launch = false;
+        Ok(())
+    }
+
+    /// Record a GPU wait until `signal` ≥ `value` before later work on this queue starts. The
+    /// comparison is unsigned 64-bit (host ACQ_STRICT_GEQ), the same rule as [`Signal::wait`].
+    pub fn wait(&mut self, signal: &Signal, value: u64) -> Result<()> {
+        self.dev.check_usable()?;
+        let va = signal.gpu_va();
+        self.with_cmd(|pb| pb.host_sem_acquire_geq(va, value))?;
+        Ok(())
+    }
+
+    /// Record a full barrier: earlier work completes and its writes are visible (to the CPU and
+    /// other engines) before later work starts.
+    pub fn barrier(&mut self) -> Result<()> {
+        self.dev.check_usable()?;
+        let compute = self.kind == QueueKind::Compute;
+        self.with_cmd(|pb| {
+            if compute {
+                pb.wait_for_idle()?;
+            }
+            pb.host_wfi()?;
+            pb.host_membar_sys()
+        })?;
+        self.last_was_launch = false;
+        Ok(())
+    }
+}

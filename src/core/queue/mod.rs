@@ -1,0 +1,624 @@
+//! Queues: record launches, copies, signals and waits into a pushbuffer ring and submit them
+//! from user space (GPFIFO entry + GP_PUT + store barrier + doorbell).
+//!
+//! Memory for commands, QMDs and constant banks lives in rings that are reclaimed from the
+//! queue's own timeline: every submit ends with a host semaphore release of the next timeline
+//! value, and a ring region is rewritten only after the GPU has released the value of the
+//! submission that used it. A QMD or constant bank is therefore never rewritten while the GPU may
+//! still read it (the seeds' QMD reuse race).
+//!
+//! The hot path (`launch`, `signal`, `wait`, `submit`) makes no system call and no heap
+//! allocation, and takes no lock.
+
+use super::device::Device;
+use super::module::Kernel;
+use super::signal::{wait_value, Signal};
+use super::{Buffer, DEFAULT_TIMEOUT_NS};
+use crate::backend::{Allocation, Channel, ChannelError, ChannelRaw, Engine, MemFlags};
+use crate::error::{Error, Result, Status};
+use crate::hw::gpfifo::{gp_entry, GpRing};
+use crate::hw::pushbuf::PushBuf;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+mod commands;
+mod launch;
+mod track;
+
+pub(crate) use launch::check_launch;
+pub(crate) use track::{fence_now, fence_passed, wait_fence, Fence, QueueTrack};
+
+/// Which engine a queue feeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueKind {
+    /// Kernel launches (and signals, waits, barriers).
+    Compute,
+    /// Copy-engine transfers (and signals, waits, barriers).
+    Copy,
+}
+
+/// Grid, block and dynamic shared memory of one launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dynamic_shared_bytes: u32,
+    /// Cooperative launch: every block resident at once, grid-wide sync available.
+    pub cooperative: bool,
+}
+
+const CMD_BYTES: u64 = 1 << 20;
+/// Each QMD slot also holds the launch's constant bank 0 when it fits (at +QMD_SLOT_CBANK).
+const QMD_STRIDE: u64 = 2048;
+const QMD_SLOT_CBANK: u64 = 512;
+const QMD_SLOT_CBANK_MAX: u64 = QMD_STRIDE - QMD_SLOT_CBANK;
+const KARG_BYTES: u64 = 1 << 20;
+/// Dwords kept free in the command ring for the closing release of a submit.
+const SUBMIT_RESERVE_DW: u64 = 16;
+/// The largest number of dwords one recorded command takes.
+const MAX_CMD_DW: u64 = 64;
+/// SEND_SIGNALING_PCAS2_B action: INVALIDATE_COPY_SCHEDULE (drops SKED's cached copy of a
+/// recycled QMD address).
+const PCAS_ACTION: u32 = 3;
+/// INVALIDATE_SHADER_CACHES_NO_WFI: INSTRUCTION | GLOBAL_DATA | CONSTANT.
+const INVALIDATE_BEFORE_LAUNCH: u32 = 0x1011;
+
+/// A byte ring with monotonically increasing head/tail counters.
+struct Ring {
+    alloc: Allocation,
+    cap: u64,
+    head: u64,
+    tail: u64,
+}
+
+impl Ring {
+    fn pos(&self) -> u64 {
+        self.head % self.cap
+    }
+    fn free(&self) -> u64 {
+        self.cap - (self.head - self.tail)
+    }
+}
+
+/// One submission's ring positions, reclaimed when the timeline reaches `value`.
+#[derive(Clone, Copy)]
+struct Submission {
+    value: u64,
+    cmd_head: u64,
+    qmd_head: u64,
+    karg_head: u64,
+}
+
+/// Queue sizing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueConfig {
+    /// Submissions (GPFIFO entries) and, on compute queues, launches (QMD slots) that can be in
+    /// flight before recording waits for the GPU: a power of two from 16 to 65536. Default 1024.
+    /// Each unit costs 8 bytes of ring plus, on compute queues, a 2 KiB QMD slot.
+    pub depth: u32,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig { depth: 1024 }
+    }
+}
+
+/// A command queue on one channel.
+pub struct Queue {
+    dev: Device,
+    kind: QueueKind,
+    track: Arc<QueueTrack>,
+    raw: ChannelRaw,
+    ring: GpRing,
+    /// Command ring, counted in dwords.
+    cmd: Ring,
+    /// Start (dword counter) of the segment being recorded.
+    seg_start: u64,
+    qmd: Option<Ring>,
+    karg: Option<Ring>,
+    log: VecDeque<Submission>,
+    /// QMD and constant-bank ring heads as of the last fully recorded launch.
+    committed: (u64, u64),
+    last_was_launch: bool,
+    /// Constant bank 0 is built here (cached memory) and copied to the ring in one sequential
+    /// pass: the ring may be write-combined memory behind a bus.
+    scratch: Box<[u8]>,
+    /// Per QMD slot: the kernel id whose QMD the slot holds, and the (kernel id, cbank size) of
+    /// the constant bank at +QMD_SLOT_CBANK (0 = none). A launch of the same kernel into a slot
+    /// rewrites only what changes per launch.
+    slot_qmd: Vec<u64>,
+    slot_cbank: Vec<(u64, u32)>,
+    local_generation: u64,
+    /// The device's code generation at this queue's last shader-cache invalidate.
+    code_generation: u64,
+    timeout_ns: u64,
+    /// The built-in copy kernel, loaded at this compute queue's first copy.
+    copy_kernel: Option<Kernel>,
+    /// The grid-sync workspace of cooperative launches (CUDA's `grid_workspace`), made at the
+    /// queue's first cooperative launch. Launches on a queue run one after another, so one
+    /// workspace serves them all: its barrier word returns to a usable state after each sync.
+    coop_workspace: Option<Allocation>,
+    /// Dropping the queue submits what was recorded and waits for its work (not after
+    /// [`Queue::abort`]).
+    drain_on_drop: bool,
+    /// A command-buffer replay was pushed since the last submit: the next submit must close it
+    /// with a timeline release even when the command ring holds nothing new.
+    replayed: bool,
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue")
+            .field("kind", &self.kind)
+            .field("token", &self.raw.token)
+            .finish()
+    }
+}
+
+/// Where command, QMD and constant-bank rings live: write-combined GPU memory by default
+/// (desktop: video memory written through BAR1), or CPU-cached memory the GPU reads over the bus
+/// with `TEGRAGPU_RING_MEMORY=host` (a tuning knob; see docs/performance.md).
+fn ring_flags() -> MemFlags {
+    match std::env::var("TEGRAGPU_RING_MEMORY").as_deref() {
+        Ok("host") => MemFlags {
+            cpu_cached: true,
+            zeroed: true,
+            ..Default::default()
+        },
+        _ => MemFlags {
+            write_combined: true,
+            zeroed: true,
+            ..Default::default()
+        },
+    }
+}
+
+fn ring(dev: &Device, bytes: u64, unit: u64) -> Result<Ring> {
+    let alloc = dev.backend().alloc(bytes, ring_flags())?;
+    Ok(Ring {
+        alloc,
+        cap: bytes / unit,
+        head: 0,
+        tail: 0,
+    })
+}
+
+impl Queue {
+    pub(crate) fn new(dev: &Device, kind: QueueKind, config: QueueConfig) -> Result<Queue> {
+        let depth = config.depth;
+        if !depth.is_power_of_two() || !(16..=65536).contains(&depth) {
+            return Err(Error::invalid(format!(
+                "tg_queue_create: depth {depth} must be a power of two from 16 to 65536"
+            )));
+        }
+        let engine = match kind {
+            QueueKind::Compute => Engine::Compute,
+            QueueKind::Copy => Engine::Copy,
+        };
+        let channel = dev.backend().create_channel(engine, depth)?;
+        let raw = channel.raw();
+        let timeline = dev.create_signal(0)?;
+        let track = Arc::new(QueueTrack {
+            token: raw.token,
+            kind_name: if kind == QueueKind::Compute {
+                "compute"
+            } else {
+                "copy"
+            },
+            channel,
+            timeline,
+            submitted: AtomicU64::new(0),
+            pending: AtomicBool::new(false),
+        });
+        let mut allocs: Vec<Ring> = Vec::new();
+        let mk = |bytes, unit, allocs: &mut Vec<Ring>| -> Result<()> {
+            allocs.push(ring(dev, bytes, unit)?);
+            Ok(())
+        };
+        let res = (|| {
+            mk(CMD_BYTES.max(depth as u64 * 256), 4, &mut allocs)?;
+            if kind == QueueKind::Compute {
+                mk(depth as u64 * QMD_STRIDE, QMD_STRIDE, &mut allocs)?;
+                mk(KARG_BYTES, 1, &mut allocs)?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = res {
+            for r in allocs {
+                let _ = dev.backend().free(&r.alloc);
+            }
+            return Err(e);
+        }
+        let mut it = allocs.into_iter();
+        let cmd = it
+            .next()
+            .ok_or_else(|| Error::new(Status::Internal, "command ring missing"))?;
+        let qmd = it.next();
+        let karg = it.next();
+        // SAFETY: the channel's ring, USERD and doorbell pointers live as long as the channel,
+        // which the track (owned by this queue) keeps alive.
+        let ring = unsafe {
+            GpRing::new(
+                raw.gpfifo,
+                raw.entries,
+                raw.userd as *mut u8,
+                raw.doorbell,
+                raw.token,
+                if kind == QueueKind::Compute {
+                    "compute queue GPFIFO"
+                } else {
+                    "copy queue GPFIFO"
+                },
+            )?
+        };
+        dev.register_queue(&track);
+        let mut q = Queue {
+            dev: dev.clone(),
+            kind,
+            track,
+            raw,
+            ring,
+            cmd,
+            seg_start: 0,
+            qmd,
+            karg,
+            log: VecDeque::with_capacity(raw.entries as usize),
+            committed: (0, 0),
+            last_was_launch: false,
+            scratch: vec![0u8; crate::hw::cbank0::MAX_CBANK0_BYTES].into_boxed_slice(),
+            slot_qmd: vec![0; depth as usize],
+            slot_cbank: vec![(0, 0); depth as usize],
+            coop_workspace: None,
+            local_generation: 0,
+            code_generation: 0,
+            timeout_ns: DEFAULT_TIMEOUT_NS,
+            copy_kernel: None,
+            drain_on_drop: true,
+            replayed: false,
+        };
+        q.record_init()?;
+        q.submit()?;
+        Ok(q)
+    }
+
+    pub fn kind(&self) -> QueueKind {
+        self.kind
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.dev
+    }
+
+    /// Timeout for internal waits (ring space); default 10 s.
+    pub fn set_timeout_ns(&mut self, timeout_ns: u64) {
+        self.timeout_ns = timeout_ns;
+    }
+
+    /// The value the queue's own timeline reaches once everything submitted so far is done.
+    pub fn submitted_value(&self) -> u64 {
+        self.track.submitted()
+    }
+
+    /// Abandon the queue's work and destroy the queue at once: nothing recorded is submitted,
+    /// nothing is waited for, and the hardware channel is torn down (the GPU stops the running
+    /// kernel and drops the queued work; the kernel driver preempts the channel). Memory that the
+    /// work held is released once the channel is gone; signals it would have written keep their
+    /// values. The recovery for a kernel that does not end (docs/api.md, "A kernel that does not
+    /// end"). The channel goes when the last reference to it does: a wait on this queue running
+    /// in another thread (e.g. a device-wide synchronize) keeps it until that wait returns.
+    pub fn abort(mut self) {
+        self.abandon_on_drop();
+    }
+
+    /// Make the drop of this queue an [`abort`](Queue::abort) (for owners that cannot move the
+    /// queue out, like the C API's shared handle).
+    pub fn abandon_on_drop(&mut self) {
+        self.drain_on_drop = false;
+    }
+
+    /// Wait until everything submitted on this queue has completed.
+    pub fn synchronize(&self, timeout_ns: u64) -> Result<()> {
+        self.track.wait_timeline(
+            &self.dev,
+            self.track.submitted(),
+            timeout_ns,
+            "tg_queue_synchronize",
+        )
+    }
+
+    fn record_init(&mut self) -> Result<()> {
+        let info = self.dev.info().clone();
+        let class = self.raw.class;
+        let sub = self.raw.subchannel;
+        self.with_cmd(|pb| {
+            pb.set_object(sub, class)?;
+            if sub == crate::hw::method::SUBCH_COMPUTE {
+                pb.compute_init(info.shared_window, info.local_window)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Reserve room for one command (≤ MAX_CMD_DW dwords) and record it with `f`.
+    fn with_cmd(&mut self, f: impl FnOnce(&mut PushBuf<'_>) -> Result<()>) -> Result<()> {
+        self.ensure_cmd_space(MAX_CMD_DW)?;
+        let pos = self.cmd.pos() as usize;
+        // SAFETY: the ring is CPU-mapped, `cap` dwords long, and [pos, pos + MAX_CMD_DW) is
+        // free (ensure_cmd_space): the GPU no longer reads it.
+        let slice = unsafe {
+            std::slice::from_raw_parts_mut(
+                (self.cmd.alloc.cpu as *mut u32).add(pos),
+                MAX_CMD_DW as usize,
+            )
+        };
+        let mut pb = PushBuf::for_arch(slice, self.dev.arch());
+        f(&mut pb)?;
+        self.cmd.head += pb.len() as u64;
+        self.track.pending.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Make `n` contiguous dwords (plus the submit reserve) available at the command ring's head.
+    fn ensure_cmd_space(&mut self, n: u64) -> Result<()> {
+        loop {
+            let pos = self.cmd.pos();
+            let wrap = if pos + n + SUBMIT_RESERVE_DW > self.cmd.cap {
+                self.cmd.cap - pos
+            } else {
+                0
+            };
+            if self.cmd.free() >= wrap + n + SUBMIT_RESERVE_DW {
+                if wrap > 0 {
+                    // Close the segment before the end of the ring and continue at the start.
+                    self.close_segment()?;
+                    self.cmd.head += wrap;
+                    self.seg_start = self.cmd.head;
+                }
+                return Ok(());
+            }
+            self.make_progress("command ring")?;
+        }
+    }
+
+    /// Free ring space: reclaim completed submissions, else submit what is recorded, else wait
+    /// for the oldest submission.
+    fn make_progress(&mut self, what: &str) -> Result<()> {
+        if self.reclaim() {
+            return Ok(());
+        }
+        if self.cmd.head != self.seg_start {
+            return self.submit();
+        }
+        let oldest = self.log.front().copied().ok_or_else(|| {
+            Error::new(
+                Status::Internal,
+                format!(
+                    "{what} full with nothing in flight (queue token {:#x})",
+                    self.raw.token
+                ),
+            )
+        })?;
+        self.track.wait_timeline(
+            &self.dev,
+            oldest.value,
+            self.timeout_ns,
+            "tg_queue (waiting for ring space)",
+        )?;
+        self.reclaim();
+        Ok(())
+    }
+
+    /// Drop log entries the GPU has completed; returns whether anything was reclaimed.
+    fn reclaim(&mut self) -> bool {
+        let done = self.track.completed();
+        let mut any = false;
+        while let Some(s) = self.log.front().copied() {
+            if s.value > done {
+                break;
+            }
+            self.log.pop_front();
+            self.cmd.tail = s.cmd_head;
+            if let Some(r) = self.qmd.as_mut() {
+                r.tail = s.qmd_head;
+            }
+            if let Some(r) = self.karg.as_mut() {
+                r.tail = s.karg_head;
+            }
+            any = true;
+        }
+        any
+    }
+
+    /// Turn [seg_start, head) into a GPFIFO entry (written, not yet made visible).
+    fn close_segment(&mut self) -> Result<()> {
+        let len = self.cmd.head - self.seg_start;
+        if len == 0 {
+            return Ok(());
+        }
+        let va = self.cmd.alloc.gpu_va + (self.seg_start % self.cmd.cap) * 4;
+        let entry = gp_entry(va, len as u32, false)?;
+        let userd = self.raw.userd;
+        // USERD may sit behind a slow CPU mapping (RM: BAR1): read GP_GET only when the last
+        // value seen says the ring is full, and publish pending entries before waiting on it.
+        if self.ring.full_by_last_get() && self.ring.free_slots(gp_get(userd)) == 0 {
+            self.ring.kick();
+        }
+        let timeout = self.timeout_ns;
+        let dev = self.dev.clone();
+        let mut progress = || -> Result<u32> {
+            if let Some(e) = dev.fault_error("tg_queue_submit") {
+                return Err(e);
+            }
+            Ok(gp_get(userd))
+        };
+        self.ring.push(entry, &mut progress, timeout)?;
+        self.seg_start = self.cmd.head;
+        Ok(())
+    }
+
+    /// Make everything recorded so far visible to the GPU: close the segment with a release of
+    /// the next timeline value, write the GPFIFO entry, GP_PUT, barrier, doorbell.
+    pub fn submit(&mut self) -> Result<()> {
+        self.submit_inner(true)
+    }
+
+    /// `submit` that writes GP_PUT but does not ring the doorbell, as if the GPU had acted on
+    /// the doorbell before GP_PUT reached it. For tests of the waits' recovery (they ring
+    /// again when they see no progress); not part of the API.
+    #[doc(hidden)]
+    pub fn submit_without_doorbell(&mut self) -> Result<()> {
+        self.submit_inner(false)
+    }
+
+    fn submit_inner(&mut self, doorbell: bool) -> Result<()> {
+        self.dev.check_usable()?;
+        if self.cmd.head == self.seg_start && !self.replayed {
+            return Ok(());
+        }
+        if self.log.len() == self.log.capacity() {
+            let oldest = self.log.front().map(|s| s.value).unwrap_or(0);
+            self.track.wait_timeline(
+                &self.dev,
+                oldest,
+                self.timeout_ns,
+                "tg_queue_submit (waiting for ring space)",
+            )?;
+            self.reclaim();
+        }
+        let value = self.track.submitted() + 1;
+        let tl = self.track.timeline.gpu_va();
+        // The reserve guarantees room for the release without waiting.
+        let pos = self.cmd.pos() as usize;
+        // SAFETY: SUBMIT_RESERVE_DW dwords at the head are always free and contiguous.
+        let slice = unsafe {
+            std::slice::from_raw_parts_mut(
+                (self.cmd.alloc.cpu as *mut u32).add(pos),
+                SUBMIT_RESERVE_DW as usize,
+            )
+        };
+        let mut pb = PushBuf::for_arch(slice, self.dev.arch());
+        pb.host_sem_release(tl, value, true, true, true)?;
+        self.cmd.head += pb.len() as u64;
+        self.close_segment()?;
+        self.log.push_back(Submission {
+            value,
+            cmd_head: self.cmd.head,
+            qmd_head: self.committed.0,
+            karg_head: self.committed.1,
+        });
+        if doorbell {
+            self.ring.kick();
+        } else {
+            self.ring.publish_put();
+        }
+        self.track.submitted.store(value, Ordering::Release);
+        self.track.pending.store(false, Ordering::Release);
+        self.last_was_launch = false;
+        self.replayed = false;
+        Ok(())
+    }
+
+    /// Record the replay of a command stream that lives outside this queue's rings (a finished
+    /// command buffer: `dwords` dwords at `va`, self-contained apart from the channel state this
+    /// queue keeps). The queue first records what its own state needs (local memory, cache
+    /// invalidation, serialization after a launch), closes its segment, then pushes one GPFIFO
+    /// entry for the stream. Returns the timeline value by which the replay has completed (the
+    /// next submission's). No system call, no allocation.
+    pub(crate) fn push_external(
+        &mut self,
+        va: u64,
+        dwords: u32,
+        ends_with_launch: bool,
+    ) -> Result<u64> {
+        self.dev.check_usable()?;
+        if self.kind != QueueKind::Compute {
+            return Err(Error::invalid(
+                "tg_queue_replay: command buffers replay on compute queues; this is a copy queue",
+            ));
+        }
+        let entry = gp_entry(va, dwords, false)?;
+        let gen = self.dev.inner.local_generation.load(Ordering::Acquire);
+        let local = if gen != self.local_generation {
+            let lm = self.dev.inner.local.lock();
+            lm.buf.as_ref().map(|b| (b.gpu_va, lm.bytes_per_tpc))
+        } else {
+            None
+        };
+        let serialize = self.last_was_launch;
+        let code_gen = self.dev.inner.code_generation.load(Ordering::Acquire);
+        let invalidate = code_gen != self.code_generation;
+        if local.is_some() || serialize || invalidate {
+            self.with_cmd(|pb| {
+                if let Some((base, per_tpc)) = local {
+                    pb.set_local_memory(base, per_tpc)?;
+                }
+                if serialize {
+                    pb.wait_for_idle()?;
+                }
+                if invalidate {
+                    pb.invalidate_shader_caches_no_wfi(INVALIDATE_BEFORE_LAUNCH)?;
+                }
+                Ok(())
+            })?;
+        }
+        if local.is_some() {
+            self.local_generation = gen;
+        }
+        self.code_generation = code_gen;
+        self.close_segment()?;
+        let userd = self.raw.userd;
+        let timeout = self.timeout_ns;
+        let dev = self.dev.clone();
+        let mut progress = || -> Result<u32> {
+            if let Some(e) = dev.fault_error("tg_queue_replay") {
+                return Err(e);
+            }
+            Ok(gp_get(userd))
+        };
+        if self.ring.full_by_last_get() && self.ring.free_slots(gp_get(userd)) == 0 {
+            self.ring.kick();
+        }
+        self.ring.push(entry, &mut progress, timeout)?;
+        self.replayed = true;
+        self.track.pending.store(true, Ordering::Release);
+        self.last_was_launch = ends_with_launch;
+        Ok(self.track.submitted() + 1)
+    }
+
+    /// The queue's shared state (for fences).
+    pub(crate) fn track(&self) -> &Arc<QueueTrack> {
+        &self.track
+    }
+}
+
+fn gp_get(userd: *mut u32) -> u32 {
+    // SAFETY: USERD is mapped for the channel's lifetime; GP_GET is at byte 0x88.
+    unsafe { std::ptr::read_volatile(userd.add(0x88 / 4)) }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        // Finish what was recorded, then wait (bounded) so the channel is idle before teardown
+        // (an aborted queue tears its channel down with the work still on it).
+        if self.drain_on_drop {
+            let _ = self.submit();
+            let _ = self.synchronize(self.timeout_ns);
+        }
+        for r in [Some(&self.cmd), self.qmd.as_ref(), self.karg.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            self.dev.free_when_idle(Allocation {
+                gpu_va: r.alloc.gpu_va,
+                cpu: r.alloc.cpu,
+                size: r.alloc.size,
+                id: r.alloc.id,
+            });
+        }
+        if let Some(a) = self.coop_workspace.take() {
+            self.dev.free_when_idle(a);
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! The queue's state shared with its device (timeline, fences).
+
+use super::*;
+
+/// The point every queue of a device had reached in submission when something was released:
+/// the thing may be reused once every queue's timeline has passed its value.
+pub(crate) type Fence = Vec<(std::sync::Weak<QueueTrack>, u64)>;
+
+/// Record, for every live queue of `dev` that still has work in flight or recorded, the timeline
+/// value after which that work is done: recorded but unsubmitted work holds what it uses
+/// exactly as submitted work does (it completes with the queue's next submission).
+pub(crate) fn fence_now(dev: &Device) -> Fence {
+    dev.inner
+        .queues
+        .lock()
+        .iter()
+        .filter_map(|w| {
+            w.upgrade()
+                .map(|t| (w.clone(), t.holds_until(), t.completed()))
+        })
+        .filter(|(_, until, completed)| completed < until)
+        .map(|(w, s, _)| (w, s))
+        .collect()
+}
+
+/// Whether every queue in the fence has passed its value, is gone, or has been stopped by the
+/// kernel driver (a channel error: the GPU no longer runs its work).
+pub(crate) fn fence_passed(f: &Fence) -> bool {
+    f.iter().all(|(w, v)| {
+        w.upgrade()
+            .map(|t| t.completed() >= *v || t.channel_error().is_some())
+            .unwrap_or(true)
+    })
+}
+
+/// Wait until [`fence_passed`] (each queue's timeline, a channel error, or the queue gone), at
+/// most `timeout_ns` per queue; `call` names the API call in a timeout message.
+pub(crate) fn wait_fence(dev: &Device, f: &Fence, timeout_ns: u64, call: &str) -> Result<()> {
+    for (w, v) in f {
+        if let Some(t) = w.upgrade() {
+            if t.completed() < *v && t.channel_error().is_none() {
+                t.wait_timeline(dev, *v, timeout_ns, call)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// State shared between a queue and its device (for synchronize and fault polling).
+pub(crate) struct QueueTrack {
+    pub token: u32,
+    pub kind_name: &'static str,
+    pub(super) channel: Box<dyn Channel>,
+    pub(super) timeline: Signal,
+    pub(super) submitted: AtomicU64,
+    /// Commands are recorded that the next submit will carry. Set after each recorded command,
+    /// cleared after `submitted` is advanced.
+    pub(super) pending: AtomicBool,
+}
+
+impl QueueTrack {
+    /// The timeline value by which everything recorded on the queue so far has completed:
+    /// `submitted`, or the next submission's value while commands wait to be submitted.
+    /// (Read concurrently with a submit, this can be one more than needed, never less.)
+    pub fn holds_until(&self) -> u64 {
+        let pending = self.pending.load(Ordering::Acquire);
+        self.submitted() + u64::from(pending)
+    }
+    pub fn submitted(&self) -> u64 {
+        self.submitted.load(Ordering::Acquire)
+    }
+    pub fn completed(&self) -> u64 {
+        self.timeline.value()
+    }
+    pub fn channel_error(&self) -> Option<ChannelError> {
+        self.channel.error()
+    }
+    /// Ring this queue's doorbell again if it has submitted work that has not completed (see
+    /// [`crate::hw::gpfifo::ring_doorbell_again`]).
+    pub fn ring_again_if_busy(&self) {
+        if self.completed() < self.submitted() {
+            let raw = self.channel.raw();
+            // SAFETY: the channel (and so its doorbell mapping) lives as long as this track.
+            unsafe { crate::hw::gpfifo::ring_doorbell_again(raw.doorbell, raw.token) };
+        }
+    }
+    pub fn wait_submitted(&self, dev: &Device, timeout_ns: u64) -> Result<()> {
+        let target = self.submitted();
+        self.wait_timeline(dev, target, timeout_ns, "tg_device_synchronize")
+    }
+    pub(super) fn wait_timeline(
+        &self,
+        dev: &Device,
+        value: u64,
+        timeout_ns: u64,
+        call: &str,
+    ) -> Result<()> {
+        // SAFETY: the signal's slot is an aligned u64 in shared memory.
+        let word = unsafe { &*(self.timeline_ptr() as *const AtomicU64) };
+        wait_value(dev, word, value, timeout_ns, call).map_err(|e| {
+            if e.status == Status::Timeout {
+                Error::new(
+                    Status::Timeout,
+                    format!(
+                        "{call}: {} queue (token {:#x}) reached {} of {value} within {timeout_ns} ns",
+                        self.kind_name,
+                        self.token,
+                        self.completed()
+                    ),
+                )
+            } else {
+                e
+            }
+        })
+    }
+    pub(super) fn timeline_ptr(&self) -> *const u8 {
+        self.timeline.slot_ptr()
+    }
+}

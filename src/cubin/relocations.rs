@@ -1,0 +1,264 @@
+//! Relocations of the memory image: resolved at parse time ([`Module::parse`]), applied for a
+//! load VA by [`Module::relocate`].
+
+use super::elf::{bad, Rel, Sym, SHN_ABS, SHN_LORESERVE, SHN_UNDEF};
+use super::{
+    Module, R_CUDA_32, R_CUDA_64, R_CUDA_ABS32_HI_32, R_CUDA_ABS32_LO_32, R_CUDA_ABS_CALL_SM8X,
+    R_CUDA_ABS_CALL_SM90, R_CUDA_FUNC_DESC32_HI_32, R_CUDA_FUNC_DESC32_LO_32, R_CUDA_G64,
+};
+use crate::error::{Error, Result, Status};
+
+/// A loaded section's place in the image.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Placed {
+    pub(super) offset: u64,
+    pub(super) size: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Patch {
+    /// 4 bytes at the offset.
+    Abs32,
+    /// 8 bytes at the offset.
+    Abs64,
+    /// Low 32 bits into bytes +4..+8.
+    Lo32,
+    /// High 32 bits into bytes +4..+8.
+    Hi32,
+    /// An absolute call target: address bits 39:0 into instruction bits 63:24 (bytes +3..+8).
+    Call40,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// Offset in the image (relocated by the load VA).
+    Image(u64),
+    /// Absolute value (`SHN_ABS` symbol).
+    Abs(u64),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Reloc {
+    /// Image offset of the relocated location (`r_offset` + section offset).
+    at: u64,
+    pub(super) patch: Patch,
+    r_type: u32,
+    target: Target,
+    addend: i64,
+    /// Relocation section name, for messages.
+    section: String,
+}
+
+impl Module {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn resolve_reloc<'n>(
+        r: &Rel,
+        k: usize,
+        sec: &str,
+        tgt_name: &str,
+        tp: Placed,
+        syms: &[Sym],
+        placed: &[Option<Placed>],
+        names: &[&'n str],
+        sym_name: &dyn Fn(usize, &Sym) -> Result<&'n str>,
+    ) -> Result<Reloc> {
+        let ctx = || {
+            format!(
+                "relocation {k} in {sec} (type {:#x}, r_offset {:#x})",
+                r.r_type, r.r_offset
+            )
+        };
+        let (patch, start, width) = match r.r_type {
+            R_CUDA_32 => (Patch::Abs32, 0u64, 4u64),
+            R_CUDA_64 | R_CUDA_G64 => (Patch::Abs64, 0, 8),
+            R_CUDA_ABS32_LO_32 => (Patch::Lo32, 4, 4),
+            R_CUDA_ABS32_HI_32 => (Patch::Hi32, 4, 4),
+            R_CUDA_ABS_CALL_SM8X | R_CUDA_ABS_CALL_SM90 => (Patch::Call40, 3, 5),
+            R_CUDA_FUNC_DESC32_LO_32 | R_CUDA_FUNC_DESC32_HI_32 => {
+                return Err(Error::new(
+                    Status::NotSupported,
+                    format!(
+                        "{}: R_CUDA_FUNC_DESC32 (function-pointer descriptors) is not supported",
+                        ctx()
+                    ),
+                ))
+            }
+            t => {
+                return Err(Error::new(
+                    Status::NotSupported,
+                    format!("{}: unsupported relocation type {t:#x}", ctx()),
+                ))
+            }
+        };
+        let fits = r
+            .r_offset
+            .checked_add(start + width)
+            .is_some_and(|e| e <= tp.size);
+        if !fits {
+            return Err(bad(format!(
+                "{}: patches bytes {:#x}+{} outside the {:#x}-byte section {tgt_name}",
+                ctx(),
+                r.r_offset.wrapping_add(start),
+                width,
+                tp.size
+            )));
+        }
+        let at = tp.offset + r.r_offset + start;
+        let sym = syms.get(r.r_sym as usize).ok_or_else(|| {
+            bad(format!(
+                "{}: symbol index {} out of range ({} symbols)",
+                ctx(),
+                r.r_sym,
+                syms.len()
+            ))
+        })?;
+        let sname = sym_name(r.r_sym as usize, sym).unwrap_or("?");
+        let target = match sym.st_shndx {
+            SHN_UNDEF => {
+                let what = match sname {
+                    "vprintf" => "device-side printf, which needs the driver's printf buffer and syscall service (not supported by libtegragpu)",
+                    "malloc" | "free" => "the device-side heap (malloc/free), which needs the driver's syscall service (not supported by libtegragpu)",
+                    "__assertfail" | "__assert_fail" => "device-side assert, which needs the driver's syscall service (not supported by libtegragpu)",
+                    n if n.starts_with("__cuda_syscall_tex")
+                        || n.starts_with("__cuda_syscall_su")
+                        || n == ".nv.unified.texrefDescSize"
+                        || n == ".nv.surfrefDescSize" =>
+                    {
+                        "texture or surface objects (the driver's texture/surface descriptors), which libtegragpu does not support"
+                    }
+                    n if n.starts_with("cudaLaunchDevice") || n.starts_with("cudaGetParameterBuffer") || n.starts_with("cudaCGGet") => {
+                        "dynamic parallelism (device-side launches), which libtegragpu does not support"
+                    }
+                    _ => "an unresolved external: link the code first (nvlink / nvcc -dlink)",
+                };
+                return Err(Error::new(
+                    Status::NotSupported,
+                    format!(
+                        "{}: symbol {sname} is undefined: the code uses {what}",
+                        ctx()
+                    ),
+                ));
+            }
+            SHN_ABS => Target::Abs(sym.st_value),
+            x if x >= SHN_LORESERVE => {
+                return Err(bad(format!(
+                    "{}: symbol {sname} has special section index {x:#x}",
+                    ctx()
+                )))
+            }
+            x => {
+                let p = placed.get(x as usize).copied().flatten().ok_or_else(|| {
+                    bad(format!(
+                        "{}: symbol {sname} lies in section {x} ({}), which is not part of the memory image",
+                        ctx(),
+                        names.get(x as usize).copied().unwrap_or("out of range")
+                    ))
+                })?;
+                if sym.st_value > p.size {
+                    return Err(bad(format!(
+                        "{}: symbol {sname} value {:#x} lies past its {:#x}-byte section",
+                        ctx(),
+                        sym.st_value,
+                        p.size
+                    )));
+                }
+                Target::Image(p.offset + sym.st_value)
+            }
+        };
+        Ok(Reloc {
+            at,
+            patch,
+            r_type: r.r_type,
+            target,
+            addend: r.r_addend,
+            section: sec.to_string(),
+        })
+    }
+
+    /// Apply the relocations to `image` (a copy of [`Module::image`]) for an image loaded at
+    /// GPU VA `base_va`. `base_va` must be a multiple of [`Module::base_alignment`].
+    ///
+    /// Errors: [`Status::InvalidArgument`] for a wrong image length, a misaligned `base_va`, an
+    /// address that overflows 64 bits with `base_va` or (for `R_CUDA_32`) does not fit 32 bits;
+    /// [`Status::InvalidCubin`] when a relocation's addend takes the address out of range.
+    pub fn relocate(&self, image: &mut [u8], base_va: u64) -> Result<()> {
+        if image.len() != self.image.len() {
+            return Err(Error::invalid(format!(
+                "cubin relocate: image is {} bytes, the module's image is {}",
+                image.len(),
+                self.image.len()
+            )));
+        }
+        if base_va % self.base_alignment != 0 {
+            return Err(Error::invalid(format!(
+                "cubin relocate: base VA {base_va:#x} is not {:#x}-byte aligned",
+                self.base_alignment
+            )));
+        }
+        for r in &self.relocs {
+            let s = match r.target {
+                Target::Image(off) => base_va.checked_add(off).ok_or_else(|| {
+                    Error::invalid(format!(
+                        "cubin relocate: {} type {:#x} at image offset {:#x}: address overflows with base VA {base_va:#x}",
+                        r.section, r.r_type, r.at
+                    ))
+                })?,
+                Target::Abs(v) => v,
+            };
+            // The addend comes from the file: an address it pushes out of range is a malformed
+            // cubin, not a bad argument.
+            let value = s.checked_add_signed(r.addend).ok_or_else(|| {
+                bad(format!(
+                    "cubin relocate: {} type {:#x} at image offset {:#x}: addend {} takes the address {s:#x} out of range",
+                    r.section, r.r_type, r.at, r.addend
+                ))
+            })?;
+            let at = r.at as usize;
+            match r.patch {
+                Patch::Abs64 => write(image, at, &value.to_le_bytes())?,
+                Patch::Abs32 => {
+                    let v = u32::try_from(value).map_err(|_| {
+                        Error::invalid(format!(
+                            "cubin relocate: {} R_CUDA_32 at image offset {:#x}: address {value:#x} does not fit 32 bits",
+                            r.section, r.at
+                        ))
+                    })?;
+                    write(image, at, &v.to_le_bytes())?
+                }
+                Patch::Lo32 => write(image, at, &(value as u32).to_le_bytes())?,
+                Patch::Hi32 => write(image, at, &((value >> 32) as u32).to_le_bytes())?,
+                Patch::Call40 => {
+                    if value >> 40 != 0 {
+                        return Err(Error::invalid(format!(
+                            "cubin relocate: {} type {:#x} at image offset {:#x}: call target {value:#x} does not fit the 40-bit absolute call field",
+                            r.section, r.r_type, r.at
+                        )));
+                    }
+                    write(image, at, &value.to_le_bytes()[..5])?
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A relocated copy of the image for GPU VA `base_va` (see [`Module::relocate`]).
+    pub fn image_at(&self, base_va: u64) -> Result<Vec<u8>> {
+        let mut img = self.image.clone();
+        self.relocate(&mut img, base_va)?;
+        Ok(img)
+    }
+}
+
+fn write(image: &mut [u8], at: usize, bytes: &[u8]) -> Result<()> {
+    let dst = at
+        .checked_add(bytes.len())
+        .and_then(|e| image.get_mut(at..e))
+        .ok_or_else(|| {
+            Error::new(
+                Status::Internal,
+                format!("cubin relocate: offset {at:#x} outside the image"),
+            )
+        })?;
+    dst.copy_from_slice(bytes);
+    Ok(())
+}
