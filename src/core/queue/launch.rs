@@ -323,6 +323,7 @@ fn cbank0_variable_ranges(param_base: u32) -> Option<&'static [std::ops::Range<u
 
 /// The checks every launch passes (queue or command buffer): the kernel's device, grid and block
 /// limits, shared memory, cooperative residency.
+#[inline(always)]
 pub(crate) fn check_launch(dev: &Device, kernel: &Kernel, cfg: &LaunchConfig) -> Result<()> {
     let a = kernel.attributes();
     let [bx, by, bz] = cfg.block;
