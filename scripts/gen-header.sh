@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate include/tegragpu.h from src/capi/mod.rs with cbindgen (config: cbindgen.toml),
+# Regenerate include/tegragpu.h from src/capi/ (entry point mod.rs) with cbindgen (config: cbindgen.toml),
 # then docs/api-reference.md from the header.
 # The same test fails in CI when the committed header is stale.
 set -euo pipefail

@@ -1,4 +1,4 @@
-//! The committed C header must be exactly what cbindgen generates from `src/capi/mod.rs`, and it
+//! The committed C header must be exactly what cbindgen generates from `src/capi/` (entry point `mod.rs`), and it
 //! must compile as C99 and as C++ with warnings as errors.
 //!
 //! `TEGRAGPU_BLESS=1 cargo test --test header` (or `scripts/gen-header.sh`) rewrites
