@@ -1025,19 +1025,33 @@ fn emu_alloc_free_cycles_leave_no_fds_or_mappings() {
     let fds = tegragpu::os::open_fd_count();
     let maps = tegragpu::os::mapping_count();
     let emu_before = emu.stats();
-    for i in 0..10_000u64 {
-        let flags = MemFlags {
-            write_combined: i % 3 == 0,
-            zeroed: i % 2 == 0,
-            ..Default::default()
-        };
-        let a = b
-            .alloc(4096 * (1 + i % 8), flags)
-            .unwrap_or_else(|e| panic!("cycle {i}: {e}"));
-        b.free(&a).unwrap_or_else(|e| panic!("cycle {i}: {e}"));
-    }
+    let cycles = || {
+        for i in 0..10_000u64 {
+            let flags = MemFlags {
+                write_combined: i % 3 == 0,
+                zeroed: i % 2 == 0,
+                ..Default::default()
+            };
+            let a = b
+                .alloc(4096 * (1 + i % 8), flags)
+                .unwrap_or_else(|e| panic!("cycle {i}: {e}"));
+            b.free(&a).unwrap_or_else(|e| panic!("cycle {i}: {e}"));
+        }
+    };
+    cycles();
     assert_eq!(tegragpu::os::open_fd_count(), fds, "open fds");
-    assert_eq!(tegragpu::os::mapping_count(), maps, "process mappings");
+    let after = tegragpu::os::mapping_count();
+    if after != maps {
+        // Something else in the process can map meanwhile (a new malloc arena or thread stack:
+        // two mappings each). A leak in the cycles grows with them: run them again and require
+        // that the second 10,000 add nothing.
+        assert!(
+            after.abs_diff(maps) <= 4,
+            "process mappings {maps} -> {after} over 10,000 cycles"
+        );
+        cycles();
+        assert_eq!(tegragpu::os::mapping_count(), after, "process mappings");
+    }
     assert_eq!(emu.stats(), emu_before);
     assert_eq!(b.live_allocations(), 0);
 }
