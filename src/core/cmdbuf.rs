@@ -23,7 +23,9 @@
 
 use super::device::Device;
 use super::module::Kernel;
-use super::queue::{check_launch, wait_fence, Fence, LaunchConfig, Queue};
+use super::queue::{
+    build_launch_cbank, build_launch_qmd, check_launch, wait_fence, Fence, LaunchConfig, Queue,
+};
 use super::signal::Signal;
 use super::Buffer;
 use crate::backend::{Allocation, MemFlags};
@@ -311,7 +313,6 @@ impl CmdBuf {
             return Err(Error::invalid("tg_cmdbuf_finish: nothing was recorded"));
         }
         let arch = self.dev.arch();
-        let info = self.dev.info().clone();
         // Layout: pushbuffer, then one SLOT per launch, then constant banks too big for a slot.
         let launches = self
             .nodes
@@ -338,7 +339,7 @@ impl CmdBuf {
                 ..Default::default()
             },
         )?;
-        let built = self.write_image(&alloc, pb_bytes, arch, &info);
+        let built = self.write_image(&alloc, pb_bytes, arch);
         match built {
             Ok((dwords, ends_with_launch, patches)) => {
                 self.image = Some(Image {
@@ -361,7 +362,6 @@ impl CmdBuf {
         alloc: &Allocation,
         pb_bytes: u64,
         arch: &'static crate::hw::arch::ArchInfo,
-        info: &crate::backend::DeviceInfo,
     ) -> Result<(u32, bool, Vec<Patch>)> {
         let mut pb_words = vec![0u32; (pb_bytes / 4) as usize];
         let mut pos = 0usize;
@@ -403,45 +403,20 @@ impl CmdBuf {
                     let (qmd_va, cb_va) = (alloc.gpu_va + qmd_off, alloc.gpu_va + cb_off);
                     let cb = &mut scratch[..cb_size as usize];
                     cb.fill(0);
-                    let shared_total = crate::cubin::shared_memory_total(
-                        ki,
-                        cfg.dynamic_shared_bytes,
-                        info.sm_major,
-                    );
-                    let p = crate::hw::cbank0::Cbank0Params {
-                        block: cfg.block,
-                        grid: cfg.grid,
-                        shared_window: info.shared_window,
-                        local_window: info.local_window,
-                        dynamic_smem_bytes: cfg.dynamic_shared_bytes,
-                        aggr_smem_bytes: crate::cubin::shared_memory_aggregate(
-                            ki,
-                            cfg.dynamic_shared_bytes,
-                        ),
-                        sm_count: info.sm_count,
-                        param_base: ki.param_base,
-                        params: &[],
-                    };
-                    crate::hw::cbank0::build_cbank0(arch, cb, &p)?;
-                    let pr = param_base as usize..param_base as usize + params.len();
-                    cb[pr.clone()].copy_from_slice(params);
-                    if ki.param_base == 0x210 {
-                        cb[0x198..0x1a0].copy_from_slice(&(cb_va + param_base).to_le_bytes());
-                    }
-                    let smem_config = crate::hw::qmd::smem_config(arch, shared_total)?;
+                    let shared_total =
+                        build_launch_cbank(&self.dev, kernel, cfg, cb, cb_va, |d| {
+                            d.copy_from_slice(params);
+                            Ok(())
+                        })?;
                     let mut words = [0u32; 96];
-                    kernel.qmd.write(
-                        &mut words,
-                        cfg.grid,
-                        cfg.block,
+                    build_launch_qmd(
+                        &self.dev,
+                        kernel,
+                        cfg,
                         shared_total,
-                        smem_config,
                         (cb_va, cb_size as u32),
+                        &mut words,
                     )?;
-                    let lm = kernel.own_lm.max(self.dev.stack_lm());
-                    if lm != kernel.qmd_lm {
-                        kernel.qmd.set_local_memory(&mut words, lm)?;
-                    }
                     let qmd_cpu = alloc.cpu.wrapping_add(qmd_off as usize) as *mut u32;
                     // SAFETY: [qmd_off, +SLOT) and [cb_off, +cb_size) lie inside the allocation
                     // (sized in `finish`), which is CPU-mapped and not yet used by the GPU.

@@ -121,9 +121,6 @@ impl Queue {
             (r.alloc.gpu_va, r.alloc.cpu)
         };
         let slot = ((qmd_va - qmd_gpu) / QMD_STRIDE) as usize;
-        // sm_90: kernels that take a parameter's address (`__grid_constant__`, e.g. a TMA
-        // tensor map) read the GPU address of the parameter block from c[0x0][0x198].
-        let param_addr = info.param_base == 0x210;
         let in_slot = cb_size <= QMD_SLOT_CBANK_MAX;
         let karg_va = if in_slot {
             qmd_va + QMD_SLOT_CBANK
@@ -142,26 +139,8 @@ impl Queue {
         // bus on desktop GPUs) in sequential runs: everything, or only what changes per launch
         // when the slot already holds a constant bank of this kernel with this size.
         let cb: &mut [u8] = &mut self.scratch[..cb_size as usize];
-        let dev_info = self.dev.info();
-        let shared_total =
-            crate::cubin::shared_memory_total(info, cfg.dynamic_shared_bytes, dev_info.sm_major);
-        let p = crate::hw::cbank0::Cbank0Params {
-            block: cfg.block,
-            grid: cfg.grid,
-            shared_window: dev_info.shared_window,
-            local_window: dev_info.local_window,
-            dynamic_smem_bytes: cfg.dynamic_shared_bytes,
-            aggr_smem_bytes: crate::cubin::shared_memory_aggregate(info, cfg.dynamic_shared_bytes),
-            sm_count: dev_info.sm_count,
-            param_base: info.param_base,
-            params: &[],
-        };
-        crate::hw::cbank0::build_cbank0(arch, cb, &p)?;
         let params_range = param_base as usize..param_base as usize + info.param_bytes as usize;
-        write_params(&mut cb[params_range.clone()])?;
-        if param_addr {
-            cb[0x198..0x1a0].copy_from_slice(&(karg_va + param_base).to_le_bytes());
-        }
+        let shared_total = build_launch_cbank(&self.dev, kernel, cfg, cb, karg_va, write_params)?;
         // A cooperative launch finds its grid workspace through the driver's "envreg" words
         // in constant bank 0; the slot's bank is then written whole and not reused as is.
         let cb_key = if let Some(ws) = coop_ws {
@@ -188,21 +167,15 @@ impl Queue {
             _ => unsafe { std::ptr::copy_nonoverlapping(cb.as_ptr(), ring_cb, cb.len()) },
         }
         self.slot_cbank[slot] = if in_slot { cb_key } else { (0, 0) };
-        let smem_config = crate::hw::qmd::smem_config(arch, shared_total)?;
         let mut words = [0u32; 96];
-        kernel.qmd.write(
-            &mut words,
-            cfg.grid,
-            cfg.block,
+        build_launch_qmd(
+            &self.dev,
+            kernel,
+            cfg,
             shared_total,
-            smem_config,
             (karg_va, cb_size as u32),
+            &mut words,
         )?;
-        // The device's stack limit was raised after the kernel was taken: the launch gets it.
-        let lm = kernel.own_lm.max(self.dev.stack_lm());
-        if lm != kernel.qmd_lm {
-            kernel.qmd.set_local_memory(&mut words, lm)?;
-        }
         // SAFETY: the QMD slot (QMD_STRIDE bytes) was just reserved in the CPU-mapped ring.
         let dst = unsafe { qmd_cpu.add((qmd_va - qmd_gpu) as usize) as *mut u32 };
         if self.slot_qmd[slot] == kernel.id {
@@ -319,6 +292,67 @@ fn cbank0_variable_ranges(param_base: u32) -> Option<&'static [std::ops::Range<u
         0x210 => Some(&SM90),
         _ => None,
     }
+}
+
+/// Constant bank 0 of one launch, built in `cb` (cached memory) for the GPU address `cb_va`: the
+/// driver-reserved words (`hw::cbank0`), the parameters (`write_params` fills them) and, for
+/// kernels that take a parameter's address (`__grid_constant__`, sm_90), the parameter block's
+/// address at c[0x0][0x198]. Returns the launch's total shared memory. Used by queue launches
+/// and command buffers alike.
+#[inline(always)]
+pub(crate) fn build_launch_cbank(
+    dev: &Device,
+    kernel: &Kernel,
+    cfg: &LaunchConfig,
+    cb: &mut [u8],
+    cb_va: u64,
+    write_params: impl FnOnce(&mut [u8]) -> Result<()>,
+) -> Result<u32> {
+    let info = kernel.info();
+    let dev_info = dev.info();
+    let shared_total =
+        crate::cubin::shared_memory_total(info, cfg.dynamic_shared_bytes, dev_info.sm_major);
+    let p = crate::hw::cbank0::Cbank0Params {
+        block: cfg.block,
+        grid: cfg.grid,
+        shared_window: dev_info.shared_window,
+        local_window: dev_info.local_window,
+        dynamic_smem_bytes: cfg.dynamic_shared_bytes,
+        aggr_smem_bytes: crate::cubin::shared_memory_aggregate(info, cfg.dynamic_shared_bytes),
+        sm_count: dev_info.sm_count,
+        param_base: info.param_base,
+        params: &[],
+    };
+    crate::hw::cbank0::build_cbank0(dev.arch(), cb, &p)?;
+    let param_base = info.param_base as usize;
+    write_params(&mut cb[param_base..param_base + info.param_bytes as usize])?;
+    if info.param_base == 0x210 {
+        cb[0x198..0x1a0].copy_from_slice(&(cb_va + param_base as u64).to_le_bytes());
+    }
+    Ok(shared_total)
+}
+
+/// The QMD of one launch in `words`, from the kernel's template: grid, block, shared memory and
+/// its configuration, constant bank 0 (`cbank`: address, size), and the device's stack size when
+/// it was raised after the kernel was taken.
+#[inline(always)]
+pub(crate) fn build_launch_qmd(
+    dev: &Device,
+    kernel: &Kernel,
+    cfg: &LaunchConfig,
+    shared_total: u32,
+    cbank: (u64, u32),
+    words: &mut [u32; 96],
+) -> Result<()> {
+    let smem_config = crate::hw::qmd::smem_config(dev.arch(), shared_total)?;
+    kernel
+        .qmd
+        .write(words, cfg.grid, cfg.block, shared_total, smem_config, cbank)?;
+    let lm = kernel.own_lm.max(dev.stack_lm());
+    if lm != kernel.qmd_lm {
+        kernel.qmd.set_local_memory(words, lm)?;
+    }
+    Ok(())
 }
 
 /// The checks every launch passes (queue or command buffer): the kernel's device, grid and block

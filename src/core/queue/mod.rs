@@ -26,7 +26,7 @@ mod commands;
 mod launch;
 mod track;
 
-pub(crate) use launch::check_launch;
+pub(crate) use launch::{build_launch_cbank, build_launch_qmd, check_launch};
 pub(crate) use track::{fence_now, fence_passed, wait_fence, Fence, QueueTrack};
 
 /// Which engine a queue feeds.
