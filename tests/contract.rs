@@ -629,3 +629,94 @@ fn waits_recover_a_doorbell_that_came_too_early() {
     dev.synchronize(10 * SEC).unwrap();
     assert_eq!(s.value(), 3);
 }
+
+/// Launches of the same kernel with the same configuration reuse what the queue built for the
+/// first one (QMD, constant-bank prefix) and, in a QMD slot that already holds that launch,
+/// write only the parameters. Mixing more kernels than the queue keeps, several configurations
+/// of one kernel, constant banks outside the slots, a stack-limit change and a 16-deep queue
+/// (every slot reused many times) must still run every launch with its own arguments: the
+/// buffers must equal a CPU model of the same launches, exactly.
+#[test]
+fn launches_reusing_built_qmds_keep_their_own_arguments() {
+    use tegragpu::core::QueueConfig;
+    let dev = device();
+    let m = fixtures(&dev);
+    // Two kernel objects of the same function count as two kernels for the queue.
+    let fills = [m.kernel("fill_u32").unwrap(), m.kernel("fill_u32").unwrap()];
+    let inc = m.kernel("increment").unwrap();
+    let big = m.kernel("big_params").unwrap();
+    let empty = m.kernel("empty_kernel").unwrap();
+    const N: usize = 4 * 64;
+    let bufs: Vec<_> = (0..3)
+        .map(|_| dev.alloc((N * 4) as u64, data_flags()).unwrap())
+        .collect();
+    let counter = dev.alloc(4096, data_flags()).unwrap();
+    let big_out = dev.alloc(4096, data_flags()).unwrap();
+    let mut model = vec![vec![0u32; N]; 3];
+    let mut model_counter = 0u64;
+    let mut model_big = vec![0u32; 512];
+    let mut q = dev
+        .create_queue_with(QueueKind::Compute, QueueConfig { depth: 16 })
+        .unwrap();
+    for i in 0..600u32 {
+        if i == 300 {
+            // Every launch after this one has a larger local-memory size in its QMD.
+            q.synchronize(30 * SEC).unwrap();
+            dev.set_stack_limit(4096).unwrap();
+        }
+        let b = (i % 3) as usize;
+        let grid = 1 + (i / 3) % 4;
+        let n = grid * 64 - (i % 7);
+        let value = i.wrapping_mul(2654435761);
+        let k = &fills[(i / 5 % 2) as usize];
+        q.launch(
+            k,
+            &cfg(grid, 64),
+            Params::new()
+                .u64(bufs[b].gpu_va())
+                .u32(value)
+                .u32(n)
+                .bytes(),
+        )
+        .unwrap();
+        model[b][..n as usize].fill(value);
+        q.launch(
+            &inc,
+            &cfg(1 + i % 2, 32),
+            Params::new()
+                .u64(counter.gpu_va())
+                .u64(u64::from(i))
+                .bytes(),
+        )
+        .unwrap();
+        model_counter += u64::from(i);
+        if i % 11 == 0 {
+            let mut p = Vec::with_capacity(2056);
+            p.extend_from_slice(&big_out.gpu_va().to_le_bytes());
+            for j in 0..512u32 {
+                p.extend_from_slice(&(j ^ value).to_le_bytes());
+            }
+            q.launch(&big, &cfg(4, 128), &p).unwrap();
+            for (j, v) in model_big.iter_mut().enumerate() {
+                *v = j as u32 ^ value;
+            }
+        }
+        if i % 4 == 0 {
+            q.launch(&empty, &cfg(1 + i % 3, 32), &[]).unwrap();
+        }
+        if i % 3 == 2 {
+            q.submit().unwrap();
+        }
+    }
+    q.submit().unwrap();
+    q.synchronize(60 * SEC).unwrap();
+    for (b, want) in model.iter().enumerate() {
+        for (j, &w) in want.iter().enumerate() {
+            assert_eq!(read_u32(&bufs[b], j), w, "buffer {b} element {j}");
+        }
+    }
+    assert_eq!(read_u64(&counter, 0), model_counter, "increments");
+    for (j, &w) in model_big.iter().enumerate() {
+        assert_eq!(read_u32(&big_out, j), w, "big_params element {j}");
+    }
+}

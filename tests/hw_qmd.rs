@@ -63,6 +63,7 @@ fn desc() -> LaunchDesc {
         invalidate_caches: qmd::INVALIDATE_TINYGRAD,
         sass_version: 0x87,
         cwd_membar_sysmembar: true,
+        cwd_membar_gpu: false,
     }
 }
 
@@ -647,6 +648,7 @@ fn arbitrary_inputs_never_panic() {
             invalidate_caches: next() as u8,
             sass_version: next() as u8,
             cwd_membar_sysmembar: next() % 2 == 0,
+            cwd_membar_gpu: next() % 2 == 0,
         };
         let _ = qmd::encode_v03(&d, &mut q3);
         let _ = qmd::encode_v04(&d, &mut q4);
@@ -791,5 +793,42 @@ fn qmd_template_variable_dwords_cover_every_change() {
             "{ver:?}: {:?}",
             t.variable_dwords()
         );
+    }
+}
+
+/// Moving constant bank 0 of a written QMD gives exactly the QMD written with the new address,
+/// and a misaligned or too-high address is refused.
+#[test]
+fn qmd_template_set_cbank0_address_equals_write() {
+    use tegragpu::hw::arch::QmdVersion;
+    use tegragpu::hw::qmd::{smem_config, QmdTemplate};
+    let arch = tegragpu::hw::arch::arch_by_name("ga10b").unwrap();
+    for ver in [QmdVersion::V03, QmdVersion::V04, QmdVersion::V05] {
+        let mut base = LaunchDesc {
+            program_va: 0x7f_1234_5600,
+            register_count: 40,
+            barrier_count: 1,
+            ..Default::default()
+        };
+        base.cbanks[0] = Some((0, 16));
+        let t = QmdTemplate::new(ver, &base).unwrap();
+        let sm = smem_config(arch, 0x400).unwrap();
+        for (from, to) in [
+            (0x1000u64, 0x00ff_ffff_ff00u64),
+            (0x00ff_ffff_ff00, 0x100),
+            (0x1_2345_6700, 0x9_8765_4300),
+        ] {
+            let mut moved = [0u32; 96];
+            t.write(&mut moved, [3, 2, 1], [64, 2, 1], 0x400, sm, (from, 0x300))
+                .unwrap();
+            t.set_cbank0_address(&mut moved, to).unwrap();
+            let mut direct = [0u32; 96];
+            t.write(&mut direct, [3, 2, 1], [64, 2, 1], 0x400, sm, (to, 0x300))
+                .unwrap();
+            assert_eq!(moved, direct, "{ver:?} {from:#x} -> {to:#x}");
+        }
+        let mut q = [0u32; 96];
+        assert!(t.set_cbank0_address(&mut q, 0x1008).is_err(), "{ver:?}");
+        assert!(t.set_cbank0_address(&mut q, 1 << 62).is_err(), "{ver:?}");
     }
 }

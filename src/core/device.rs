@@ -291,16 +291,23 @@ impl Device {
     }
 
     /// Error out if the device has faulted (sticky).
+    #[inline(always)]
     pub(crate) fn check_usable(&self) -> Result<()> {
         if self.inner.faulted.load(Ordering::Acquire) {
-            let f = self.inner.fault.lock().clone();
-            let what = f.map(|f| f.what).unwrap_or_default();
-            return Err(Error::new(
-                Status::DeviceFault,
-                format!("the device faulted earlier and refuses new work: {what}"),
-            ));
+            return self.refuse_after_fault();
         }
         Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refuse_after_fault(&self) -> Result<()> {
+        let f = self.inner.fault.lock().clone();
+        let what = f.map(|f| f.what).unwrap_or_default();
+        Err(Error::new(
+            Status::DeviceFault,
+            format!("the device faulted earlier and refuses new work: {what}"),
+        ))
     }
 
     /// The queues of this device that still exist.

@@ -213,6 +213,19 @@ impl GpRing {
         }
     }
 
+    /// Write `entry` at the next slot if the last GP_GET seen leaves room; false (nothing
+    /// written) otherwise. No USERD read, never kicks.
+    #[inline]
+    pub fn try_push(&mut self, entry: u64) -> bool {
+        if self.free_slots(self.last_get) == 0 {
+            return false;
+        }
+        // SAFETY: put < entries and `new`'s contract makes ring[0..entries) writable.
+        unsafe { std::ptr::write_volatile(self.ring.add(self.put as usize), entry) };
+        self.put = (self.put + 1) & self.mask;
+        true
+    }
+
     /// Write `entry` at the next slot. When the ring is full, polls `progress` (which returns
     /// the GPU's GP_GET) — spinning first, then sleeping briefly — until a slot frees, failing
     /// with `Status::Timeout` after `timeout_ns`. Never overwrites an unconsumed entry and never

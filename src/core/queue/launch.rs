@@ -82,12 +82,26 @@ impl Queue {
         write_params: impl FnOnce(&mut [u8]) -> Result<()>,
     ) -> Result<()> {
         self.dev.check_usable()?;
-        self.check_launch(kernel, cfg)?;
+        let lm = kernel.own_lm.max(self.dev.stack_lm());
+        let way = kernel.id as usize % IMAGE_WAYS;
+        // A launch of the same kernel with the same configuration as one this queue built
+        // before passed the same checks and has the same QMD and constant-bank prefix.
+        let hit = {
+            let e = &self.images[way];
+            e.id != 0 && e.kernel == kernel.id && e.cfg == *cfg && e.lm == lm && !cfg.cooperative
+        };
+        if !hit {
+            self.check_launch(kernel, cfg)?;
+        }
         let heads = (
             self.qmd.as_ref().map(|r| r.head),
             self.karg.as_ref().map(|r| r.head),
         );
-        let r = self.record_launch(kernel, cfg, write_params);
+        let r = if hit {
+            self.record_image(kernel, way, write_params)
+        } else {
+            self.record_launch(kernel, cfg, lm, way, write_params)
+        };
         if r.is_err() {
             // Give back the slots of a launch that was not recorded (nothing references them).
             if let (Some(r), Some(h)) = (self.qmd.as_mut(), heads.0) {
@@ -100,10 +114,96 @@ impl Queue {
         r
     }
 
+    /// Reserve a QMD slot and the launch's constant bank (`cb_size` bytes): at +QMD_SLOT_CBANK in
+    /// the slot when it fits, else in the constant-bank ring. Returns (QMD address, slot index,
+    /// whether the bank is in the slot, bank address, CPU pointer to the bank).
+    fn reserve_launch(&mut self, cb_size: u64) -> Result<(u64, usize, bool, u64, *mut u8)> {
+        let qmd_va = self.alloc_qmd()?;
+        let (qmd_gpu, qmd_cpu) = {
+            let r = self.qmd.as_ref().expect("compute queue");
+            (r.alloc.gpu_va, r.alloc.cpu)
+        };
+        let slot = ((qmd_va - qmd_gpu) / QMD_STRIDE) as usize;
+        let in_slot = cb_size <= QMD_SLOT_CBANK_MAX;
+        if in_slot {
+            let va = qmd_va + QMD_SLOT_CBANK;
+            // SAFETY: inside the QMD slot just reserved.
+            let cpu = unsafe { qmd_cpu.add((va - qmd_gpu) as usize) };
+            return Ok((qmd_va, slot, true, va, cpu));
+        }
+        let va = self.alloc_karg(cb_size)?;
+        let karg = self.karg.as_ref().expect("compute queue");
+        // SAFETY: [va, +cb_size) was just reserved in the CPU-mapped ring.
+        let cpu = unsafe { karg.alloc.cpu.add((va - karg.alloc.gpu_va) as usize) };
+        Ok((qmd_va, slot, false, va, cpu))
+    }
+
+    /// CPU pointer to the QMD slot at `qmd_va`.
+    fn qmd_cpu(&self, qmd_va: u64) -> *mut u32 {
+        let r = self.qmd.as_ref().expect("compute queue");
+        // SAFETY: qmd_va is a slot of this ring (reserve_launch).
+        unsafe { r.alloc.cpu.add((qmd_va - r.alloc.gpu_va) as usize) as *mut u32 }
+    }
+
+    /// Record a launch from the queue's image `way` (same kernel and configuration as the
+    /// launch that built it): only the parameters are new. A slot that already holds this image
+    /// gets only the parameter bytes written; another slot gets the image's constant-bank prefix
+    /// and QMD, moved to the slot's constant-bank address.
+    fn record_image(
+        &mut self,
+        kernel: &Kernel,
+        way: usize,
+        write_params: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Result<()> {
+        let (id, cb_size, pb, pn) = {
+            let e = &self.images[way];
+            (
+                e.id,
+                e.cb_size as u64,
+                e.param_base as usize,
+                e.param_bytes as usize,
+            )
+        };
+        let (qmd_va, slot, in_slot, cb_va, ring_cb) = self.reserve_launch(cb_size)?;
+        write_params(&mut self.scratch[pb..pb + pn])?;
+        if !(in_slot && self.slot_cbank[slot] == id) {
+            // SAFETY: the reserved bank holds cb_size >= pb + pn bytes; the image does not
+            // overlap it.
+            unsafe {
+                std::ptr::copy_nonoverlapping(self.images[way].prefix.as_ptr(), ring_cb, pb);
+                if pb == 0x210 {
+                    let a = (cb_va + pb as u64).to_le_bytes();
+                    std::ptr::copy_nonoverlapping(a.as_ptr(), ring_cb.add(0x198), 8);
+                }
+            }
+            self.slot_cbank[slot] = if in_slot { id } else { 0 };
+        }
+        // SAFETY: [pb, pb + pn) lies inside the reserved bank; scratch does not overlap it.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.scratch.as_ptr().add(pb), ring_cb.add(pb), pn)
+        };
+        if self.slot_qmd[slot] != id {
+            let image = &self.images[way].qmd;
+            let [(lo, lo_v), (hi, hi_v)] = kernel.qmd.cbank0_address_words(image, cb_va)?;
+            let dst = self.qmd_cpu(qmd_va);
+            // SAFETY: the slot holds QMD_STRIDE bytes, more than the QMD; lo and hi are dwords
+            // of the QMD.
+            unsafe {
+                std::ptr::copy_nonoverlapping(image.as_ptr(), dst, kernel.qmd.dwords());
+                dst.add(lo).write(lo_v);
+                dst.add(hi).write(hi_v);
+            }
+            self.slot_qmd[slot] = if in_slot { id } else { 0 };
+        }
+        self.record_send(qmd_va)
+    }
+
     fn record_launch(
         &mut self,
         kernel: &Kernel,
         cfg: &LaunchConfig,
+        lm: u32,
+        way: usize,
         write_params: impl FnOnce(&mut [u8]) -> Result<()>,
     ) -> Result<()> {
         let arch = self.dev.arch();
@@ -113,60 +213,24 @@ impl Queue {
         } else {
             None
         };
-        let param_base = info.param_base as u64;
-        let cb_size = (param_base + info.param_bytes as u64).div_ceil(256) * 256;
-        let qmd_va = self.alloc_qmd()?;
-        let (qmd_gpu, qmd_cpu) = {
-            let r = self.qmd.as_ref().expect("compute queue");
-            (r.alloc.gpu_va, r.alloc.cpu)
-        };
-        let slot = ((qmd_va - qmd_gpu) / QMD_STRIDE) as usize;
-        let in_slot = cb_size <= QMD_SLOT_CBANK_MAX;
-        let karg_va = if in_slot {
-            qmd_va + QMD_SLOT_CBANK
-        } else {
-            self.alloc_karg(cb_size)?
-        };
-        let ring_cb: *mut u8 = if in_slot {
-            // SAFETY: inside the QMD slot just reserved.
-            unsafe { qmd_cpu.add((qmd_va - qmd_gpu + QMD_SLOT_CBANK) as usize) }
-        } else {
-            let karg = self.karg.as_ref().expect("compute queue");
-            // SAFETY: [karg_va, +cb_size) was just reserved in the CPU-mapped ring.
-            unsafe { karg.alloc.cpu.add((karg_va - karg.alloc.gpu_va) as usize) }
-        };
+        let param_base = info.param_base as usize;
+        let param_end = param_base + info.param_bytes as usize;
+        let cb_size = (param_end as u64).div_ceil(256) * 256;
+        let (qmd_va, slot, in_slot, karg_va, ring_cb) = self.reserve_launch(cb_size)?;
+        // The slot's contents change from here on: it holds no image until the end.
+        self.slot_qmd[slot] = 0;
+        self.slot_cbank[slot] = 0;
         // Build the image in cached memory, then write the ring (write-combined memory, behind a
-        // bus on desktop GPUs) in sequential runs: everything, or only what changes per launch
-        // when the slot already holds a constant bank of this kernel with this size.
+        // bus on desktop GPUs) in one sequential pass.
         let cb: &mut [u8] = &mut self.scratch[..cb_size as usize];
-        let params_range = param_base as usize..param_base as usize + info.param_bytes as usize;
         let shared_total = build_launch_cbank(&self.dev, kernel, cfg, cb, karg_va, write_params)?;
         // A cooperative launch finds its grid workspace through the driver's "envreg" words
-        // in constant bank 0; the slot's bank is then written whole and not reused as is.
-        let cb_key = if let Some(ws) = coop_ws {
+        // in constant bank 0; such a launch is not kept as an image.
+        if let Some(ws) = coop_ws {
             crate::hw::cbank0::put_grid_workspace(arch, cb, ws)?;
-            (0, 0)
-        } else {
-            (kernel.id, cb_size as u32)
-        };
-        let variable = cbank0_variable_ranges(info.param_base);
-        match variable {
-            Some(ranges) if in_slot && cb_key.0 != 0 && self.slot_cbank[slot] == cb_key => {
-                for r in ranges.iter().chain(std::iter::once(&params_range)) {
-                    // SAFETY: r lies inside the cbank (build_cbank0 checked param_base + bytes).
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            cb.as_ptr().add(r.start),
-                            ring_cb.add(r.start),
-                            r.len(),
-                        )
-                    };
-                }
-            }
-            // SAFETY: the reserved ring range; the scratch image does not overlap it.
-            _ => unsafe { std::ptr::copy_nonoverlapping(cb.as_ptr(), ring_cb, cb.len()) },
         }
-        self.slot_cbank[slot] = if in_slot { cb_key } else { (0, 0) };
+        // SAFETY: the reserved ring range; the scratch image does not overlap it.
+        unsafe { std::ptr::copy_nonoverlapping(cb.as_ptr(), ring_cb, cb.len()) };
         let mut words = [0u32; 96];
         build_launch_qmd(
             &self.dev,
@@ -176,19 +240,70 @@ impl Queue {
             (karg_va, cb_size as u32),
             &mut words,
         )?;
+        let dst = self.qmd_cpu(qmd_va);
         // SAFETY: the QMD slot (QMD_STRIDE bytes) was just reserved in the CPU-mapped ring.
-        let dst = unsafe { qmd_cpu.add((qmd_va - qmd_gpu) as usize) as *mut u32 };
-        if self.slot_qmd[slot] == kernel.id {
-            for &i in kernel.qmd.variable_dwords() {
-                // SAFETY: i < the QMD's dwords, inside the slot.
-                unsafe { std::ptr::write_volatile(dst.add(i as usize), words[i as usize]) };
-            }
+        unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), dst, kernel.qmd.dwords()) };
+        let keep = coop_ws.is_none() && param_base <= IMAGE_PREFIX_MAX;
+        let id = if keep {
+            self.next_image += 1;
+            let e = &mut self.images[way];
+            e.id = self.next_image;
+            e.kernel = kernel.id;
+            e.cfg = *cfg;
+            e.lm = lm;
+            e.cb_size = cb_size as u32;
+            e.param_base = param_base as u32;
+            e.param_bytes = info.param_bytes;
+            e.qmd = words;
+            e.prefix[..param_base].copy_from_slice(&self.scratch[..param_base]);
+            e.id
         } else {
-            // SAFETY: as above.
-            unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), dst, kernel.qmd.dwords()) };
-            self.slot_qmd[slot] = kernel.id;
-        }
+            0
+        };
+        let id = if in_slot { id } else { 0 };
+        self.slot_qmd[slot] = id;
+        self.slot_cbank[slot] = id;
+        self.record_send(qmd_va)
+    }
+
+    /// Record the methods that start the launch whose QMD is at `qmd_va`: the local-memory
+    /// window when it changed, a wait for the previous launch, a shader-cache invalidate when
+    /// code was loaded, SEND_PCAS.
+    fn record_send(&mut self, qmd_va: u64) -> Result<()> {
         let gen = self.dev.inner.local_generation.load(Ordering::Acquire);
+        let code_gen = self.dev.inner.code_generation.load(Ordering::Acquire);
+        if gen == self.local_generation && code_gen == self.code_generation {
+            // The common case: [WAIT_FOR_IDLE,] SEND_PCAS_A, SEND_SIGNALING_PCAS2_B, from the
+            // words encoded at queue creation (the QMD ring lies below 2^40, 256-byte aligned).
+            self.ensure_cmd_space(4)?;
+            let w = self.launch_words;
+            let pos = self.cmd.pos() as usize;
+            let serialize = self.last_was_launch;
+            // SAFETY: ensure_cmd_space made 4 dwords at the head free, contiguous and mapped.
+            unsafe {
+                let mut p = (self.cmd.alloc.cpu as *mut u32).add(pos);
+                if serialize {
+                    p.write(w.wait_for_idle);
+                    p = p.add(1);
+                }
+                p.write(w.send_pcas[0]);
+                p.add(1).write((qmd_va >> 8) as u32);
+                p.add(2).write(w.send_pcas[1]);
+            }
+            self.cmd.head += 3 + u64::from(serialize);
+            self.track.pending.store(true, Ordering::Release);
+            self.committed = (
+                self.qmd.as_ref().map(|r| r.head).unwrap_or(0),
+                self.karg.as_ref().map(|r| r.head).unwrap_or(0),
+            );
+            self.last_was_launch = true;
+            return Ok(());
+        }
+        self.record_send_slow(qmd_va, gen, code_gen)
+    }
+
+    #[cold]
+    fn record_send_slow(&mut self, qmd_va: u64, gen: u64, code_gen: u64) -> Result<()> {
         let local = if gen != self.local_generation {
             let lm = self.dev.inner.local.lock();
             lm.buf.as_ref().map(|b| (b.gpu_va, lm.bytes_per_tpc))
@@ -199,7 +314,6 @@ impl Queue {
         // Instruction/constant/global caches: invalidated when code was loaded since this
         // queue's last invalidate (each QMD also invalidates its constant bank 0 and the L1 data
         // caches itself).
-        let code_gen = self.dev.inner.code_generation.load(Ordering::Acquire);
         let invalidate = code_gen != self.code_generation;
         self.with_cmd(|pb| {
             if let Some((base, per_tpc)) = local {
@@ -276,21 +390,6 @@ impl Queue {
             }
             self.make_progress("QMD ring")?;
         }
-    }
-}
-
-/// The bytes of constant bank 0 below the parameters that change from one launch of a kernel to
-/// the next (launch dimensions, dynamic and aggregate shared memory, grid in clusters); the rest
-/// of the driver-reserved area is the same for every launch on a device. `None`: unknown layout,
-/// write the whole bank.
-fn cbank0_variable_ranges(param_base: u32) -> Option<&'static [std::ops::Range<usize>]> {
-    #[allow(clippy::single_range_in_vec_init)]
-    const SM8X: [std::ops::Range<usize>; 1] = [0..0x30];
-    const SM90: [std::ops::Range<usize>; 2] = [0..0x30, 0x138..0x168];
-    match param_base {
-        0x160 => Some(&SM8X),
-        0x210 => Some(&SM90),
-        _ => None,
     }
 }
 
@@ -414,51 +513,4 @@ pub(crate) fn check_launch(dev: &Device, kernel: &Kernel, cfg: &LaunchConfig) ->
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::cbank0_variable_ranges;
-    use crate::hw::arch::arch_by_name;
-    use crate::hw::cbank0::{build_cbank0, Cbank0Params};
-
-    /// Two launches with every per-launch value different differ only inside the ranges the
-    /// queue rewrites when it reuses a slot (and the parameters).
-    #[test]
-    fn cbank0_differences_lie_in_the_variable_ranges() {
-        for name in ["ga10b", "gh100"] {
-            let arch = arch_by_name(name).unwrap();
-            let base = arch.cbank0.param_base;
-            let ranges = cbank0_variable_ranges(base).expect("known layout");
-            let mk = |block, grid, dynamic, aggr| {
-                let mut out = vec![0xAAu8; base as usize + 16];
-                let p = Cbank0Params {
-                    block,
-                    grid,
-                    shared_window: 0xfe_0000_0000,
-                    local_window: 0xfd_0000_0000,
-                    dynamic_smem_bytes: dynamic,
-                    aggr_smem_bytes: aggr,
-                    sm_count: 132,
-                    param_base: base,
-                    params: &[],
-                };
-                build_cbank0(arch, &mut out, &p).unwrap();
-                out
-            };
-            let a = mk([1, 2, 3], [4, 5, 6], 0, 0x400);
-            let b = mk([1024, 1, 1], [70000, 65535, 7], 0xC000, 0x10400);
-            let mut differing = 0;
-            for i in 0..base as usize {
-                if a[i] != b[i] {
-                    differing += 1;
-                    assert!(
-                        ranges.iter().any(|r| r.contains(&i)),
-                        "{name}: byte {i:#x} changes outside the variable ranges"
-                    );
-                }
-            }
-            assert!(differing > 0);
-        }
-    }
 }

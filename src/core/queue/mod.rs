@@ -64,6 +64,76 @@ const PCAS_ACTION: u32 = 3;
 /// INVALIDATE_SHADER_CACHES_NO_WFI: INSTRUCTION | GLOBAL_DATA | CONSTANT.
 const INVALIDATE_BEFORE_LAUNCH: u32 = 0x1011;
 
+/// Launch images a queue keeps (direct-mapped by kernel id).
+const IMAGE_WAYS: usize = 4;
+/// Constant-bank bytes below the parameters an image keeps (sm_8x 0x160, sm_90 0x210).
+const IMAGE_PREFIX_MAX: usize = 0x210;
+/// Dwords of a submit's closing release: header, address (2), payload (2), SEM_EXECUTE.
+const RELEASE_DW: usize = 6;
+
+/// One launch as this queue built it, for the next launch of the same kernel with the same
+/// configuration (grid, block, dynamic shared memory) and local-memory size: its QMD and the
+/// driver-reserved part of its constant bank are the same, so only the parameters are new.
+#[derive(Clone, Copy)]
+struct LaunchImage {
+    /// Unique within the queue; 0 = empty.
+    id: u64,
+    kernel: u64,
+    cfg: LaunchConfig,
+    lm: u32,
+    cb_size: u32,
+    param_base: u32,
+    param_bytes: u32,
+    /// The QMD, with constant bank 0 at the address of the launch that built it.
+    qmd: [u32; 96],
+    /// Constant bank bytes [0, param_base).
+    prefix: [u8; IMAGE_PREFIX_MAX],
+}
+
+const EMPTY_IMAGE: LaunchImage = LaunchImage {
+    id: 0,
+    kernel: 0,
+    cfg: LaunchConfig {
+        grid: [0; 3],
+        block: [0; 3],
+        dynamic_shared_bytes: 0,
+        cooperative: false,
+    },
+    lm: 0,
+    cb_size: 0,
+    param_base: 0,
+    param_bytes: 0,
+    qmd: [0; 96],
+    prefix: [0; IMAGE_PREFIX_MAX],
+};
+
+/// The methods of a launch, encoded once per queue: WAIT_FOR_IDLE, and SEND_PCAS_A's header
+/// and the SEND_SIGNALING_PCAS2_B word around the QMD address.
+#[derive(Clone, Copy)]
+struct LaunchWords {
+    wait_for_idle: u32,
+    send_pcas: [u32; 2],
+}
+
+impl LaunchWords {
+    fn new(dev: &Device) -> Result<LaunchWords> {
+        let mut w = [0u32; 4];
+        let mut pb = PushBuf::for_arch(&mut w, dev.arch());
+        pb.wait_for_idle()?;
+        pb.send_pcas(0, PCAS_ACTION)?;
+        if pb.len() != 4 {
+            return Err(Error::new(
+                Status::Internal,
+                format!("a launch's methods take {} dwords, expected 4", pb.len()),
+            ));
+        }
+        Ok(LaunchWords {
+            wait_for_idle: w[0],
+            send_pcas: [w[1], w[3]],
+        })
+    }
+}
+
 /// A byte ring with monotonically increasing head/tail counters.
 struct Ring {
     alloc: Allocation,
@@ -73,8 +143,10 @@ struct Ring {
 }
 
 impl Ring {
+    /// Position of the head (`cap` is a power of two).
+    #[inline(always)]
     fn pos(&self) -> u64 {
-        self.head % self.cap
+        self.head & (self.cap - 1)
     }
     fn free(&self) -> u64 {
         self.cap - (self.head - self.tail)
@@ -125,11 +197,18 @@ pub struct Queue {
     /// Constant bank 0 is built here (cached memory) and copied to the ring in one sequential
     /// pass: the ring may be write-combined memory behind a bus.
     scratch: Box<[u8]>,
-    /// Per QMD slot: the kernel id whose QMD the slot holds, and the (kernel id, cbank size) of
-    /// the constant bank at +QMD_SLOT_CBANK (0 = none). A launch of the same kernel into a slot
-    /// rewrites only what changes per launch.
+    /// Per QMD slot: the id of the launch image whose QMD, and whose constant bank at
+    /// +QMD_SLOT_CBANK, the slot holds (0 = none). A launch from that image into the slot
+    /// writes only its parameters.
     slot_qmd: Vec<u64>,
-    slot_cbank: Vec<(u64, u32)>,
+    slot_cbank: Vec<u64>,
+    /// Launches built before, by kernel id modulo IMAGE_WAYS; `next_image` numbers them.
+    images: Box<[LaunchImage; IMAGE_WAYS]>,
+    next_image: u64,
+    /// The closing release of a submit with payload 0 (payload at dwords 3 and 4).
+    release: [u32; RELEASE_DW],
+    /// The methods of a launch, encoded once.
+    launch_words: LaunchWords,
     local_generation: u64,
     /// The device's code generation at this queue's last shader-cache invalidate.
     code_generation: u64,
@@ -176,6 +255,12 @@ fn ring_flags() -> MemFlags {
 }
 
 fn ring(dev: &Device, bytes: u64, unit: u64) -> Result<Ring> {
+    if !(bytes / unit).is_power_of_two() {
+        return Err(Error::new(
+            Status::Internal,
+            format!("ring of {bytes} bytes in units of {unit}: not a power of two"),
+        ));
+    }
     let alloc = dev.backend().alloc(bytes, ring_flags())?;
     Ok(Ring {
         alloc,
@@ -200,6 +285,7 @@ impl Queue {
         let channel = dev.backend().create_channel(engine, depth)?;
         let raw = channel.raw();
         let timeline = dev.create_signal(0)?;
+        let timeline_va = timeline.gpu_va();
         let track = Arc::new(QueueTrack {
             token: raw.token,
             kind_name: if kind == QueueKind::Compute {
@@ -222,6 +308,17 @@ impl Queue {
             if kind == QueueKind::Compute {
                 mk(depth as u64 * QMD_STRIDE, QMD_STRIDE, &mut allocs)?;
                 mk(KARG_BYTES, 1, &mut allocs)?;
+                // Launches write SEND_PCAS_A without checking the QMD address each time.
+                let q = &allocs[1].alloc;
+                if q.gpu_va & 0xFF != 0 || q.gpu_va + q.size > 1 << 40 {
+                    return Err(Error::new(
+                        Status::Internal,
+                        format!(
+                            "tg_queue_create: QMD ring at {:#x} (+{:#x}) is not 256-byte aligned below 2^40",
+                            q.gpu_va, q.size
+                        ),
+                    ));
+                }
             }
             Ok(())
         })();
@@ -269,7 +366,11 @@ impl Queue {
             last_was_launch: false,
             scratch: vec![0u8; crate::hw::cbank0::MAX_CBANK0_BYTES].into_boxed_slice(),
             slot_qmd: vec![0; depth as usize],
-            slot_cbank: vec![(0, 0); depth as usize],
+            slot_cbank: vec![0; depth as usize],
+            images: Box::new([EMPTY_IMAGE; IMAGE_WAYS]),
+            next_image: 0,
+            release: release_template(dev, timeline_va)?,
+            launch_words: LaunchWords::new(dev)?,
             coop_workspace: None,
             local_generation: 0,
             code_generation: 0,
@@ -437,25 +538,40 @@ impl Queue {
         if len == 0 {
             return Ok(());
         }
-        let va = self.cmd.alloc.gpu_va + (self.seg_start % self.cmd.cap) * 4;
+        let va = self.cmd.alloc.gpu_va + (self.seg_start & (self.cmd.cap - 1)) * 4;
         let entry = gp_entry(va, len as u32, false)?;
+        self.push_entry(entry, "tg_queue_submit")?;
+        self.seg_start = self.cmd.head;
+        Ok(())
+    }
+
+    /// Write a GPFIFO entry (not yet made visible), waiting for a free slot when the ring is
+    /// full.
+    #[inline]
+    fn push_entry(&mut self, entry: u64, what: &'static str) -> Result<()> {
+        if self.ring.try_push(entry) {
+            return Ok(());
+        }
+        self.push_entry_waiting(entry, what)
+    }
+
+    #[cold]
+    fn push_entry_waiting(&mut self, entry: u64, what: &'static str) -> Result<()> {
         let userd = self.raw.userd;
         // USERD may sit behind a slow CPU mapping (RM: BAR1): read GP_GET only when the last
         // value seen says the ring is full, and publish pending entries before waiting on it.
-        if self.ring.full_by_last_get() && self.ring.free_slots(gp_get(userd)) == 0 {
+        if self.ring.free_slots(gp_get(userd)) == 0 {
             self.ring.kick();
         }
         let timeout = self.timeout_ns;
         let dev = self.dev.clone();
         let mut progress = || -> Result<u32> {
-            if let Some(e) = dev.fault_error("tg_queue_submit") {
+            if let Some(e) = dev.fault_error(what) {
                 return Err(e);
             }
             Ok(gp_get(userd))
         };
-        self.ring.push(entry, &mut progress, timeout)?;
-        self.seg_start = self.cmd.head;
-        Ok(())
+        self.ring.push(entry, &mut progress, timeout)
     }
 
     /// Make everything recorded so far visible to the GPU: close the segment with a release of
@@ -488,19 +604,21 @@ impl Queue {
             self.reclaim();
         }
         let value = self.track.submitted() + 1;
-        let tl = self.track.timeline.gpu_va();
-        // The reserve guarantees room for the release without waiting.
+        let mut rel = self.release;
+        rel[3] = value as u32;
+        rel[4] = (value >> 32) as u32;
+        // The reserve (SUBMIT_RESERVE_DW >= RELEASE_DW) guarantees room for the release at the
+        // head without waiting.
         let pos = self.cmd.pos() as usize;
-        // SAFETY: SUBMIT_RESERVE_DW dwords at the head are always free and contiguous.
-        let slice = unsafe {
-            std::slice::from_raw_parts_mut(
+        // SAFETY: SUBMIT_RESERVE_DW dwords at the head are always free, contiguous and mapped.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                rel.as_ptr(),
                 (self.cmd.alloc.cpu as *mut u32).add(pos),
-                SUBMIT_RESERVE_DW as usize,
+                RELEASE_DW,
             )
         };
-        let mut pb = PushBuf::for_arch(slice, self.dev.arch());
-        pb.host_sem_release(tl, value, true, true, true)?;
-        self.cmd.head += pb.len() as u64;
+        self.cmd.head += RELEASE_DW as u64;
         self.close_segment()?;
         self.log.push_back(Submission {
             value,
@@ -568,19 +686,7 @@ impl Queue {
         }
         self.code_generation = code_gen;
         self.close_segment()?;
-        let userd = self.raw.userd;
-        let timeout = self.timeout_ns;
-        let dev = self.dev.clone();
-        let mut progress = || -> Result<u32> {
-            if let Some(e) = dev.fault_error("tg_queue_replay") {
-                return Err(e);
-            }
-            Ok(gp_get(userd))
-        };
-        if self.ring.full_by_last_get() && self.ring.free_slots(gp_get(userd)) == 0 {
-            self.ring.kick();
-        }
-        self.ring.push(entry, &mut progress, timeout)?;
+        self.push_entry(entry, "tg_queue_replay")?;
         self.replayed = true;
         self.track.pending.store(true, Ordering::Release);
         self.last_was_launch = ends_with_launch;
@@ -591,6 +697,38 @@ impl Queue {
     pub(crate) fn track(&self) -> &Arc<QueueTrack> {
         &self.track
     }
+}
+
+/// The closing release of a submit (the queue's timeline at `va`, 64-bit payload with PTIMER
+/// timestamp, after wait-for-idle), encoded once with payload 0: a submit patches dwords 3 and 4.
+fn release_template(dev: &Device, va: u64) -> Result<[u32; RELEASE_DW]> {
+    let enc = |payload: u64| -> Result<[u32; RELEASE_DW]> {
+        let mut w = [0u32; RELEASE_DW];
+        let mut pb = PushBuf::for_arch(&mut w, dev.arch());
+        pb.host_sem_release(va, payload, true, true, true)?;
+        if pb.len() != RELEASE_DW {
+            return Err(Error::new(
+                Status::Internal,
+                format!(
+                    "the timeline release takes {} dwords, expected {RELEASE_DW}",
+                    pb.len()
+                ),
+            ));
+        }
+        Ok(w)
+    };
+    let zero = enc(0)?;
+    let probe = enc(0x8765_4321_1234_5678)?;
+    let payload_at_3_4 = probe[3] == 0x1234_5678
+        && probe[4] == 0x8765_4321
+        && (0..RELEASE_DW).all(|i| i == 3 || i == 4 || zero[i] == probe[i]);
+    if !payload_at_3_4 {
+        return Err(Error::new(
+            Status::Internal,
+            "the timeline release's payload is not at dwords 3 and 4",
+        ));
+    }
+    Ok(zero)
 }
 
 fn gp_get(userd: *mut u32) -> u32 {

@@ -45,6 +45,8 @@ pub const DEPENDENT_QMD_ACTION_QMD_SCHEDULE: u32 = 1;
 pub const CWD_MEMBAR_TYPE_L1_NONE: u32 = 0;
 /// CWD_MEMBAR_TYPE L1_SYSMEMBAR.
 pub const CWD_MEMBAR_TYPE_L1_SYSMEMBAR: u32 = 1;
+/// CWD_MEMBAR_TYPE L1_MEMBAR (GPU-scope membar).
+pub const CWD_MEMBAR_TYPE_L1_MEMBAR: u32 = 3;
 /// RELEASE STRUCTURE_SIZE FOUR_WORDS (payload + timestamp).
 pub const RELEASE_STRUCTURE_SIZE_FOUR_WORDS: u32 = 0;
 /// RELEASE STRUCTURE_SIZE ONE_WORD.
@@ -153,8 +155,11 @@ pub struct LaunchDesc {
     pub invalidate_caches: u8,
     /// SASS_VERSION (0x87 Orin, 0x90 Hopper).
     pub sass_version: u8,
-    /// CWD_MEMBAR_TYPE L1_SYSMEMBAR at grid end (else L1_NONE).
+    /// CWD_MEMBAR_TYPE L1_SYSMEMBAR at grid end (else `cwd_membar_gpu` decides).
     pub cwd_membar_sysmembar: bool,
+    /// CWD_MEMBAR_TYPE L1_MEMBAR (GPU scope) at grid end when `cwd_membar_sysmembar` is false
+    /// (else L1_NONE).
+    pub cwd_membar_gpu: bool,
 }
 
 impl Default for LaunchDesc {
@@ -176,6 +181,7 @@ impl Default for LaunchDesc {
             invalidate_caches: INVALIDATE_TINYGRAD,
             sass_version: 0,
             cwd_membar_sysmembar: true,
+            cwd_membar_gpu: false,
         }
     }
 }
@@ -349,6 +355,8 @@ fn encode(l: &Layout, d: &LaunchDesc, q: &mut [u32]) -> Result<()> {
         l.cwd_membar,
         if d.cwd_membar_sysmembar {
             CWD_MEMBAR_TYPE_L1_SYSMEMBAR
+        } else if d.cwd_membar_gpu {
+            CWD_MEMBAR_TYPE_L1_MEMBAR
         } else {
             CWD_MEMBAR_TYPE_L1_NONE
         },
@@ -511,6 +519,20 @@ pub struct QmdTemplate {
     /// Indices of the dwords `write` may change (launch shape, shared memory, cbank 0).
     variable: [u8; 24],
     n_variable: usize,
+    /// CONSTANT_BUFFER_ADDR_LOWER/UPPER of bank 0 as (dword, shift, mask), for
+    /// [`QmdTemplate::set_cbank0_address`].
+    cb_lo: (usize, u32, u32),
+    cb_hi: (usize, u32, u32),
+}
+
+/// (dword, shift, mask) of a field.
+const fn field_at(f: F) -> (usize, u32, u32) {
+    let w = width(f);
+    (
+        (f.1 / 32) as usize,
+        f.1 % 32,
+        if w >= 32 { u32::MAX } else { (1u32 << w) - 1 },
+    )
 }
 
 impl std::fmt::Debug for QmdTemplate {
@@ -570,6 +592,8 @@ impl QmdTemplate {
             words,
             variable,
             n_variable,
+            cb_lo: field_at(l.cb_addr_lo),
+            cb_hi: field_at(l.cb_addr_hi),
         })
     }
 
@@ -616,6 +640,49 @@ impl QmdTemplate {
     /// A QMD slot that already holds a launch of this template needs only these rewritten.
     pub fn variable_dwords(&self) -> &[u8] {
         &self.variable[..self.n_variable]
+    }
+
+    /// Move constant bank 0 of a QMD written by [`QmdTemplate::write`] to `va` (same size):
+    /// the same launch recorded again with its constant bank elsewhere.
+    #[inline]
+    pub fn set_cbank0_address(&self, out: &mut [u32; 96], va: u64) -> Result<()> {
+        for (i, v) in self.cbank0_address_words(out, va)? {
+            out[i] = v;
+        }
+        Ok(())
+    }
+
+    /// The two dwords (index, value) that move constant bank 0 of `qmd` (written by
+    /// [`QmdTemplate::write`]) to `va`: [`QmdTemplate::set_cbank0_address`] without writing, for
+    /// a caller that copies the QMD elsewhere and patches the copy.
+    #[inline(always)]
+    pub fn cbank0_address_words(&self, qmd: &[u32; 96], va: u64) -> Result<[(usize, u32); 2]> {
+        let shift = self.layout.cb_addr_shift;
+        let v = va >> shift;
+        let (ld, ls, lm) = self.cb_lo;
+        let (hd, hs, hm) = self.cb_hi;
+        if va & ((1u64 << shift.max(4)) - 1) != 0
+            || v >> 32 > u64::from(hm)
+            || lm != u32::MAX
+            || ls != 0
+            || ld >= 96
+            || hd >= 96
+        {
+            return Err(self.bad_cbank0_address(va));
+        }
+        let hi = (qmd[hd] & !(hm << hs)) | (((v >> 32) as u32 & hm) << hs);
+        Ok([(ld, v as u32), (hd, hi)])
+    }
+
+    #[cold]
+    fn bad_cbank0_address(&self, va: u64) -> Error {
+        let align = 1u64 << self.layout.cb_addr_shift.max(4);
+        bad(
+            self.layout,
+            format_args!(
+                "cbank 0 address {va:#x} must be {align}-byte aligned and fit CONSTANT_BUFFER_ADDR"
+            ),
+        )
     }
 
     /// QMD size in dwords.
