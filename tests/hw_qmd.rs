@@ -832,3 +832,31 @@ fn qmd_template_set_cbank0_address_equals_write() {
         assert!(t.set_cbank0_address(&mut q, 1 << 62).is_err(), "{ver:?}");
     }
 }
+
+/// The carveout of a launch holds every block the SM can keep resident (up to the largest
+/// carveout), while MIN still holds one block: a carveout sized for one block would cap
+/// occupancy at one or two blocks per SM.
+#[test]
+fn smem_config_for_blocks_sizes_the_carveout_for_occupancy() {
+    use tegragpu::hw::qmd::{smem_config, smem_config_for_blocks, smem_config_value};
+    let arch = tegragpu::hw::arch::arch_by_name("gh100").unwrap();
+    // matmul_tiled: 2 KiB static + the 1 KiB reserve, 8 blocks of 256 threads per SM.
+    let c = smem_config_for_blocks(arch, 3 * 1024, 8).unwrap();
+    assert_eq!(c.min, smem_config_value(8));
+    assert_eq!(c.target, smem_config_value(32));
+    assert_eq!(c.max, smem_config_value(100));
+    // More than the largest carveout holds: the largest.
+    let c = smem_config_for_blocks(arch, 48 * 1024, 32).unwrap();
+    assert_eq!(c.min, smem_config_value(64));
+    assert_eq!(
+        (c.target, c.max),
+        (smem_config_value(228), smem_config_value(228))
+    );
+    // One block: the single-block configuration.
+    assert_eq!(
+        smem_config_for_blocks(arch, 3 * 1024, 1).unwrap(),
+        smem_config(arch, 3 * 1024).unwrap()
+    );
+    // A block larger than any carveout is refused.
+    assert!(smem_config_for_blocks(arch, 229 * 1024, 1).is_err());
+}

@@ -1,11 +1,12 @@
 //! tegragpu-bench: launch latency, submission cost, copy bandwidth and allocation cost of
 //! libtegragpu, side by side with libcuda (loaded at run time with libloading) when present.
 //!
-//! Usage: tegragpu-bench [--device SPEC] [--json] [--quick] [--no-cuda] [--record-only N]
+//! Usage: tegragpu-bench [--device SPEC] [--json] [--quick] [--no-cuda] [--record-only N [--capi]]
 //! (see `USAGE`; parsed with lexopt).
 //!
 //! `--record-only N` records and submits N empty-kernel launches and exits (used by
-//! scripts/bench-instructions.sh to count instructions per launch under callgrind).
+//! scripts/bench-instructions.sh to count instructions per launch under callgrind); with
+//! `--capi` it makes them through the C API.
 
 use std::time::{Duration, Instant};
 use tegragpu::core::{Device, LaunchConfig, MemFlags, Queue, QueueKind};
@@ -22,10 +23,11 @@ struct Opts {
     quick: bool,
     cuda: bool,
     record_only: Option<u64>,
+    capi: bool,
 }
 
 const USAGE: &str = "\
-usage: tegragpu-bench [--device emu|nvgpu|rm|rm:N] [--json] [--quick] [--no-cuda] [--record-only N]
+usage: tegragpu-bench [--device emu|nvgpu|rm|rm:N] [--json] [--quick] [--no-cuda] [--record-only N [--capi]]
 
 Launch latency, CPU cost per launch, copy bandwidth and more, side by side with libcuda
 when it is present (docs/performance.md).
@@ -34,6 +36,7 @@ when it is present (docs/performance.md).
   --quick          fewer iterations
   --no-cuda        skip the libcuda columns
   --record-only N  only record + submit N launches (for instruction counts)
+  --capi           with --record-only: through the C API (tg_launch, tg_queue_submit)
   --help, -h       this text
   --version, -V    the library version";
 
@@ -56,6 +59,7 @@ fn parse_args() -> Result<Opts, String> {
         quick: false,
         cuda: true,
         record_only: None,
+        capi: false,
     };
     let mut parser = lexopt::Parser::from_env();
     loop {
@@ -79,6 +83,7 @@ fn parse_args() -> Result<Opts, String> {
             Long("json") => o.json = true,
             Long("quick") => o.quick = true,
             Long("no-cuda") => o.cuda = false,
+            Long("capi") => o.capi = true,
             Long("record-only") => {
                 let n = parser.value().map_err(|_| "--record-only needs N")?;
                 let n = n.string().map_err(|e| format!("--record-only: {e}"))?;
@@ -501,6 +506,10 @@ fn main() {
                     "--record-only N: N must be at most 900 (the rings hold them without waiting)",
                 ));
             }
+            if o.capi {
+                record_only_capi(o.device.as_deref().unwrap_or("emu"), n)?;
+                std::process::exit(0)
+            }
             let mut ours = Ours::new(o.device.as_deref().or(Some("emu")))?;
             for _ in 0..n {
                 ours.q.launch(&ours.empty, &one(), &[])?;
@@ -534,6 +543,62 @@ fn main() {
         std::process::exit(1)
     }
     print_rows(&rows, o.json);
+}
+
+/// `--record-only N --capi`: the same launches through the C API (`tg_launch`,
+/// `tg_queue_submit`), as a C program makes them.
+fn record_only_capi(spec: &str, n: u64) -> tegragpu::Result<()> {
+    use tegragpu::capi::*;
+    use tegragpu::Status;
+    let check = |what: &str, s: tg_status| -> tegragpu::Result<()> {
+        if s == tg_status::TG_OK {
+            Ok(())
+        } else {
+            Err(tegragpu::Error::new(
+                Status::Internal,
+                format!("{what} failed: {s:?}"),
+            ))
+        }
+    };
+    let spec = std::ffi::CString::new(spec)
+        .map_err(|_| tegragpu::Error::invalid("--device: contains NUL"))?;
+    let (mut dev, mut m, mut k, mut q) = (
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+    );
+    // SAFETY: every pointer passed is valid for the call; handles come from the calls before.
+    unsafe {
+        // The cubin for the device's SM (the Rust device is closed before the C one opens).
+        let cubin = cubin_for(&Device::open(Some(spec.to_str().unwrap_or("emu")))?);
+        check("tg_device_open", tg_device_open(spec.as_ptr(), &mut dev))?;
+        check(
+            "tg_module_load",
+            tg_module_load(dev, cubin.as_ptr().cast(), cubin.len(), &mut m),
+        )?;
+        check(
+            "tg_module_get_kernel",
+            tg_module_get_kernel(m, c"empty_kernel".as_ptr(), &mut k),
+        )?;
+        check(
+            "tg_queue_create",
+            tg_queue_create(dev, tg_queue_kind_arg(0), &mut q),
+        )?;
+        let cfg = tg_launch_config {
+            struct_size: std::mem::size_of::<tg_launch_config>() as u32,
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            dynamic_shared_bytes: 0,
+            flags: 0,
+            cluster: [0; 3],
+        };
+        for _ in 0..n {
+            check("tg_launch", tg_launch(q, k, &cfg, std::ptr::null(), 0))?;
+            check("tg_queue_submit", tg_queue_submit(q))?;
+        }
+    }
+    Ok(())
 }
 
 fn print_rows(rows: &[Row], json: bool) {

@@ -221,7 +221,7 @@ pub(super) fn module(h: *const tg_module, arg: &str) -> Result<Module> {
     }
 }
 
-pub(super) fn kernel(h: *const tg_kernel, arg: &str) -> Result<Kernel> {
+pub(super) fn kernel(h: *const tg_kernel, arg: &str) -> Result<Arc<Kernel>> {
     match handles::get(h as usize, Kind::Kernel, arg)? {
         Object::Kernel(k) => Ok(k),
         _ => Err(Error::new(Status::Internal, "handle table kind mismatch")),

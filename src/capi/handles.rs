@@ -3,8 +3,9 @@
 //! Design: a handle value is an opaque identifier, not an address. Identifiers come from a 64-bit
 //! counter (`HANDLE_BASE + n * HANDLE_STRIDE`), so they are never reused: once destroyed, a
 //! handle stays invalid for the life of the process. Every call looks its handles up in one
-//! global table (`RwLock<HashMap<usize, Object>>`) and clones the object's reference out before
-//! doing any work, so
+//! global table (`RwLock<HashMap<usize, Object>>`, hashed by the handle's sequence number: no
+//! SipHash on the launch path) and clones the object's reference (one `Arc`) out before doing
+//! any work, so
 //!
 //! - a NULL, destroyed, never-created or wrong-type handle gives `TG_ERROR_INVALID_HANDLE`;
 //! - no memory is ever read through a handle value (no use-after-free is possible, whatever the
@@ -63,7 +64,7 @@ pub(crate) enum Object {
     Device(Device),
     Buf(Arc<Buffer>),
     Module(Module),
-    Kernel(Kernel),
+    Kernel(Arc<Kernel>),
     Queue(Arc<Mutex<Queue>>),
     Signal(Arc<Signal>),
     CmdBuf(Arc<Mutex<crate::core::CmdBuf>>),
@@ -85,12 +86,35 @@ impl Object {
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
-fn table() -> &'static RwLock<HashMap<usize, Object>> {
-    static TABLE: OnceLock<RwLock<HashMap<usize, Object>>> = OnceLock::new();
+/// Hashes a handle value: its sequence number (`(value - HANDLE_BASE) / HANDLE_STRIDE`) times
+/// an odd constant, which keeps consecutive handles in distinct buckets and spreads the top bits
+/// the table uses as tags. Handle values are not chosen by an adversary that could profit from
+/// collisions (a caller can only slow its own lookups), so no keyed hash is needed.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct HandleHasher(u64);
+
+impl std::hash::Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.0 = ((v as u64) / HANDLE_STRIDE).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type Table = HashMap<usize, Object, std::hash::BuildHasherDefault<HandleHasher>>;
+
+fn table() -> &'static RwLock<Table> {
+    static TABLE: OnceLock<RwLock<Table>> = OnceLock::new();
     TABLE.get_or_init(|| {
         crate::os::fork::register(&FORK_LOCK);
         crate::os::fork::set_child_hook(forget_all_for_child);
-        RwLock::new(HashMap::new())
+        RwLock::new(Table::default())
     })
 }
 

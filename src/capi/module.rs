@@ -265,7 +265,7 @@ pub unsafe extern "C" fn tg_module_get_kernel(
         let name = c_str(name, "name")?;
         let out = out_ptr(out, "out")?;
         let k = m.kernel(name)?;
-        let h = register(Object::Kernel(k))?;
+        let h = register(Object::Kernel(std::sync::Arc::new(k)))?;
         out.write(h as *mut tg_kernel);
         Ok(())
     })

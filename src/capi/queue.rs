@@ -36,19 +36,24 @@ pub(super) unsafe fn launch_config(cfg: *const tg_launch_config) -> Result<Launc
         )));
     }
     // Read only the bytes the caller's struct has.
-    let mut c = tg_launch_config {
-        struct_size: 0,
-        grid: [0; 3],
-        block: [0; 3],
-        dynamic_shared_bytes: 0,
-        flags: 0,
-        cluster: [0; 3],
+    let c = if size >= full {
+        std::ptr::read_unaligned(cfg)
+    } else {
+        let mut c = tg_launch_config {
+            struct_size: 0,
+            grid: [0; 3],
+            block: [0; 3],
+            dynamic_shared_bytes: 0,
+            flags: 0,
+            cluster: [0; 3],
+        };
+        std::ptr::copy_nonoverlapping(
+            cfg as *const u8,
+            &mut c as *mut tg_launch_config as *mut u8,
+            size,
+        );
+        c
     };
-    std::ptr::copy_nonoverlapping(
-        cfg as *const u8,
-        &mut c as *mut tg_launch_config as *mut u8,
-        size.min(full),
-    );
     let unknown = c.flags & !TG_LAUNCH_KNOWN_FLAGS;
     if unknown != 0 {
         return Err(Error::invalid(format!(

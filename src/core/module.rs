@@ -256,8 +256,6 @@ impl Module {
             barrier_count: k.barrier_count,
             local_memory_per_thread: lm_per_thread,
             sass_version: arch.sass_version,
-            cwd_membar_sysmembar: grid_end_sysmembar(),
-            cwd_membar_gpu: true,
             ..Default::default()
         };
         desc.cbanks[0] = Some((0, 16));
@@ -276,12 +274,6 @@ impl Module {
             id: NEXT_KERNEL_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         })
     }
-}
-
-/// Whether grids end with a system-scope membar (QMD CWD_MEMBAR_TYPE L1_SYSMEMBAR) rather than
-/// a GPU-scope one (L1_MEMBAR). `TEGRAGPU_GRID_MEMBAR=gpu|sys`; default sys.
-fn grid_end_sysmembar() -> bool {
-    !matches!(std::env::var("TEGRAGPU_GRID_MEMBAR").as_deref(), Ok("gpu"))
 }
 
 /// Largest block for a kernel: hardware 1024, the kernel's `__launch_bounds__`, and registers

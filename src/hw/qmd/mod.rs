@@ -94,6 +94,30 @@ pub fn smem_config(arch: &ArchInfo, bytes: u32) -> Result<SmemConfig> {
     })
 }
 
+/// [`smem_config`] for a launch whose SMs may hold `blocks` blocks of `bytes` each at once:
+/// `min` still holds one block, `target` holds as many of the `blocks` as the largest carveout
+/// allows (so the SM is configured for the launch's occupancy, not for a single block), `max`
+/// the larger of that and `arch.smem_default_max_kib`.
+pub fn smem_config_for_blocks(arch: &ArchInfo, bytes: u32, blocks: u32) -> Result<SmemConfig> {
+    let one = smem_config(arch, bytes)?;
+    let largest = arch.max_carveout_kib();
+    let want_kib = (u64::from(bytes) * u64::from(blocks.max(1)))
+        .div_ceil(1024)
+        .min(u64::from(largest)) as u32;
+    let kib = arch
+        .smem_carveouts_kib
+        .iter()
+        .copied()
+        .find(|&k| k >= want_kib)
+        .unwrap_or(largest);
+    let target = smem_config_value(kib).max(one.target);
+    Ok(SmemConfig {
+        min: one.min,
+        max: one.max.max(target),
+        target,
+    })
+}
+
 /// A QMD release (semaphore written when the grid completes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QmdRelease {
