@@ -185,10 +185,19 @@ pub(crate) fn reached(current: u64, target: u64) -> bool {
     current >= target
 }
 
-/// Poll `word` until it is ≥ `value` (see [`reached`]): spin ~20 µs, then yield/sleep with
-/// backoff up to 100 µs.
-/// Checks the device for faults between sleeps, and every millisecond rings the doorbell of each
-/// queue with work in flight again.
+/// Whether CPU waits sleep once the first 20 µs of spinning are over (`TEGRAGPU_WAIT=sleep`:
+/// little CPU time, but the wake-up comes up to ~100 µs after the value arrives) or keep polling,
+/// yielding the CPU between polls (default, like libcuda's spin-wait: the wait returns within
+/// microseconds of the GPU's write, and a core stays busy while it waits).
+fn wait_sleeps() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| matches!(std::env::var("TEGRAGPU_WAIT").as_deref(), Ok("sleep")))
+}
+
+/// Poll `word` until it is ≥ `value` (see [`reached`]): spin ~20 µs, then poll yielding the CPU
+/// (or, with `TEGRAGPU_WAIT=sleep`, sleep with backoff up to 100 µs). Checks the device for
+/// faults between polls, and every millisecond rings the doorbell of each queue with work in
+/// flight again.
 pub(crate) fn wait_value(
     dev: &Device,
     word: &AtomicU64,
@@ -229,7 +238,7 @@ pub(crate) fn wait_value(
                 format!("{call}: timed out after {timeout_ns} ns"),
             ));
         }
-        if sleep_us <= 2 {
+        if sleep_us <= 2 || !wait_sleeps() {
             std::thread::yield_now();
         } else {
             std::thread::sleep(Duration::from_micros(
