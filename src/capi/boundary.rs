@@ -221,25 +221,31 @@ pub(super) fn module(h: *const tg_module, arg: &str) -> Result<Module> {
     }
 }
 
+thread_local! {
+    static KERNEL_LOOKUP: handles::LookupCache<Kernel, 32> = const { RefCell::new([const { None }; 32]) };
+    static QUEUE_LOOKUP: handles::LookupCache<Mutex<Queue>, 4> = const { RefCell::new([const { None }; 4]) };
+    static SIGNAL_LOOKUP: handles::LookupCache<Signal, 8> = const { RefCell::new([const { None }; 8]) };
+}
+
 pub(super) fn kernel(h: *const tg_kernel, arg: &str) -> Result<Arc<Kernel>> {
-    match handles::get(h as usize, Kind::Kernel, arg)? {
-        Object::Kernel(k) => Ok(k),
-        _ => Err(Error::new(Status::Internal, "handle table kind mismatch")),
-    }
+    handles::get_cached(&KERNEL_LOOKUP, h as usize, Kind::Kernel, arg, |o| match o {
+        Object::Kernel(k) => Some(k),
+        _ => None,
+    })
 }
 
 pub(super) fn queue(h: *const tg_queue, arg: &str) -> Result<Arc<Mutex<Queue>>> {
-    match handles::get(h as usize, Kind::Queue, arg)? {
-        Object::Queue(q) => Ok(q),
-        _ => Err(Error::new(Status::Internal, "handle table kind mismatch")),
-    }
+    handles::get_cached(&QUEUE_LOOKUP, h as usize, Kind::Queue, arg, |o| match o {
+        Object::Queue(q) => Some(q),
+        _ => None,
+    })
 }
 
 pub(super) fn signal(h: *const tg_signal, arg: &str) -> Result<Arc<Signal>> {
-    match handles::get(h as usize, Kind::Signal, arg)? {
-        Object::Signal(s) => Ok(s),
-        _ => Err(Error::new(Status::Internal, "handle table kind mismatch")),
-    }
+    handles::get_cached(&SIGNAL_LOOKUP, h as usize, Kind::Signal, arg, |o| match o {
+        Object::Signal(s) => Some(s),
+        _ => None,
+    })
 }
 
 /// Whether two objects were created from the same open device.
@@ -311,5 +317,37 @@ mod tests {
             with_call("tg_launch_args", "tg_launch: kernel \"k\""),
             "tg_launch_args: kernel \"k\""
         );
+    }
+
+    /// A thread's cached lookup neither keeps a handle usable after another thread destroyed it
+    /// nor keeps its object alive: the object goes when the handle is destroyed.
+    #[test]
+    fn cached_lookups_do_not_outlive_a_destroy() {
+        let dev = Device::open(Some("emu")).expect("emulated device");
+        let sig = Arc::new(dev.create_signal(7).expect("signal"));
+        // The object outlives its handle here (as it does while a call on another thread uses
+        // it): the destroyed handle must still be refused.
+        let keep = sig.clone();
+        let h = register(Object::Signal(sig)).expect("register") as *const tg_signal as usize;
+        let (looked, destroyed) = (std::sync::mpsc::channel(), std::sync::mpsc::channel());
+        let user = std::thread::spawn(move || {
+            for _ in 0..2 {
+                let s = signal(h as *const tg_signal, "signal").expect("live handle");
+                assert_eq!(s.value(), 7);
+            }
+            looked.0.send(()).expect("main thread");
+            destroyed.1.recv().expect("main thread");
+            let e = signal(h as *const tg_signal, "signal").expect_err("destroyed handle");
+            assert_eq!(e.status, Status::InvalidHandle);
+        });
+        looked.1.recv().expect("user thread");
+        assert!(handles::remove(h, Kind::Signal, "signal").expect("remove"));
+        assert_eq!(
+            Arc::strong_count(&keep),
+            1,
+            "the user thread's cached lookup holds the signal"
+        );
+        destroyed.0.send(()).expect("user thread");
+        user.join().expect("user thread");
     }
 }

@@ -132,6 +132,7 @@ pub(crate) static FORK_LOCK: crate::os::fork::ForkLock = crate::os::fork::ForkLo
 pub(crate) fn forget_all_for_child() -> u64 {
     let parents = std::mem::take(&mut *table().write());
     std::mem::forget(parents);
+    REMOVALS.fetch_add(1, Ordering::AcqRel);
     NEXT.load(Ordering::Relaxed)
         .saturating_mul(HANDLE_STRIDE)
         .saturating_add(HANDLE_BASE)
@@ -195,6 +196,56 @@ pub(crate) fn get(h: usize, want: Kind, arg: &str) -> Result<Object> {
     }
 }
 
+/// Bumped by every removal from the table (and in a fork child): a per-thread cached lookup
+/// made before the last removal is not trusted.
+static REMOVALS: AtomicU64 = AtomicU64::new(0);
+
+/// One thread's recent lookups of handles of one kind, direct-mapped by handle: (handle,
+/// `REMOVALS` when it was looked up, a weak reference to the object). Weak: a handle destroyed on
+/// another thread is freed at once, as without the cache; the cache only skips the table's lock
+/// and hash for a live handle.
+pub(crate) type LookupCache<T, const N: usize> =
+    std::cell::RefCell<[Option<(usize, u64, std::sync::Weak<T>)>; N]>;
+
+/// `get` for the hot lookups (queues, kernels, signals): the calling thread's earlier lookup of
+/// the handle is reused while no handle was removed since; else the table is read and the
+/// cache entry refilled. `extract` takes the object's reference out of an `Object` of kind `want`.
+#[inline]
+pub(crate) fn get_cached<T, const N: usize>(
+    cache: &'static std::thread::LocalKey<LookupCache<T, N>>,
+    h: usize,
+    want: Kind,
+    arg: &str,
+    extract: fn(Object) -> Option<Arc<T>>,
+) -> Result<Arc<T>> {
+    let removals = REMOVALS.load(Ordering::Acquire);
+    let way = (h / HANDLE_STRIDE as usize) % N;
+    let hit = cache
+        .try_with(|c| match c.try_borrow().ok()?.get(way)? {
+            Some((ch, cr, w)) if *ch == h && *cr == removals => w.upgrade(),
+            _ => None,
+        })
+        .ok()
+        .flatten();
+    if let Some(o) = hit {
+        return Ok(o);
+    }
+    let o = extract(get(h, want, arg)?)
+        .ok_or_else(|| Error::new(Status::Internal, "handle table kind mismatch"))?;
+    let weak = Arc::downgrade(&o);
+    let _ = cache.try_with(|c| {
+        if let Some(e) = c
+            .try_borrow_mut()
+            .ok()
+            .as_deref_mut()
+            .and_then(|a| a.get_mut(way))
+        {
+            *e = Some((h, removals, weak));
+        }
+    });
+    Ok(o)
+}
+
 /// Unregister a handle and drop its object (outside the table lock). `Ok(false)` for NULL
 /// (destroying NULL is a no-op).
 pub(crate) fn remove(h: usize, want: Kind, arg: &str) -> Result<bool> {
@@ -209,7 +260,10 @@ pub(crate) fn take(h: usize, want: Kind, arg: &str) -> Result<Option<Object>> {
     let obj = {
         let mut t = table().write();
         match t.get(&h) {
-            Some(o) if o.kind() == want => t.remove(&h),
+            Some(o) if o.kind() == want => {
+                REMOVALS.fetch_add(1, Ordering::AcqRel);
+                t.remove(&h)
+            }
             Some(o) => return Err(wrong_kind(arg, h, o.kind(), want)),
             None => return Err(describe_missing(arg, h, want)),
         }
