@@ -83,6 +83,16 @@
 #define TG_LAUNCH_COOPERATIVE 1
 
 /**
+ * `tg_launch_config.flags`: the launch may run concurrently with the launch recorded just
+ * before it on the queue or command buffer (and with what that one may run concurrently
+ * with): it waits only for what that launch waited for, not for that launch. Set it on
+ * kernels that neither read nor write memory the other launches of the group write (as a
+ * CUDA graph runs nodes without a dependency between them). A launch without the flag waits
+ * for every earlier launch. Not with `TG_LAUNCH_COOPERATIVE`.
+ */
+#define TG_LAUNCH_CONCURRENT 2
+
+/**
  * `tg_device_set_limit()` / `tg_device_get_limit()`: stack bytes per GPU thread
  * (`CU_LIMIT_STACK_SIZE`); 1024 by default.
  */

@@ -346,6 +346,7 @@ fn cfg(grid: u32, block: u32) -> LaunchConfig {
         block: [block, 1, 1],
         dynamic_shared_bytes: 0,
         cooperative: false,
+        concurrent: false,
     }
 }
 

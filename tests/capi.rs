@@ -635,3 +635,78 @@ fn command_buffers_through_the_c_api() {
         }
     }
 }
+
+/// `TG_LAUNCH_CONCURRENT` is accepted on queues and command buffers; with
+/// `TG_LAUNCH_COOPERATIVE` it is refused naming both, and unknown flag bits name the known ones.
+#[test]
+fn launch_flags_concurrent_and_its_refusals() {
+    let dev = open_emu();
+    let cubin = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/cubin/kernels.sm_87.cubin"
+    ))
+    .expect("fixture cubin");
+    unsafe {
+        let (mut m, mut k, mut q, mut cb) = (null_mut(), null_mut(), null_mut(), null_mut());
+        assert_eq!(
+            tg_module_load(dev, cubin.as_ptr() as *const c_void, cubin.len(), &mut m),
+            tg_status::TG_OK
+        );
+        assert_eq!(
+            tg_module_get_kernel(m, c"empty_kernel".as_ptr(), &mut k),
+            tg_status::TG_OK
+        );
+        assert_eq!(
+            tg_queue_create(dev, tg_queue_kind_arg(0), &mut q),
+            tg_status::TG_OK
+        );
+        assert_eq!(tg_cmdbuf_create(dev, &mut cb), tg_status::TG_OK);
+        let mut cfg = tg_launch_config {
+            struct_size: std::mem::size_of::<tg_launch_config>() as u32,
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            dynamic_shared_bytes: 0,
+            flags: TG_LAUNCH_CONCURRENT,
+            cluster: [0; 3],
+        };
+        for _ in 0..3 {
+            assert_eq!(
+                tg_launch(q, k, &cfg, std::ptr::null(), 0),
+                tg_status::TG_OK,
+                "{}",
+                last_error()
+            );
+        }
+        let mut node = 0u32;
+        assert_eq!(
+            tg_cmdbuf_launch(cb, k, &cfg, std::ptr::null(), 0, &mut node),
+            tg_status::TG_OK,
+            "{}",
+            last_error()
+        );
+        cfg.flags = TG_LAUNCH_CONCURRENT | TG_LAUNCH_COOPERATIVE;
+        assert_eq!(
+            tg_launch(q, k, &cfg, std::ptr::null(), 0),
+            tg_status::TG_ERROR_INVALID_LAUNCH
+        );
+        let msg = last_error();
+        assert!(
+            msg.starts_with("tg_launch:") && msg.contains("TG_LAUNCH_CONCURRENT"),
+            "{msg}"
+        );
+        cfg.flags = 4;
+        assert_eq!(
+            tg_launch(q, k, &cfg, std::ptr::null(), 0),
+            tg_status::TG_ERROR_INVALID_ARGUMENT
+        );
+        let msg = last_error();
+        assert!(msg.contains("TG_LAUNCH_CONCURRENT=2"), "{msg}");
+        assert_eq!(tg_queue_submit(q), tg_status::TG_OK);
+        assert_eq!(tg_queue_synchronize(q, 10_000_000_000), tg_status::TG_OK);
+        assert_eq!(tg_cmdbuf_destroy(cb), tg_status::TG_OK);
+        assert_eq!(tg_queue_destroy(q), tg_status::TG_OK);
+        assert_eq!(tg_kernel_destroy(k), tg_status::TG_OK);
+        assert_eq!(tg_module_destroy(m), tg_status::TG_OK);
+        assert_eq!(tg_device_close(dev), tg_status::TG_OK);
+    }
+}

@@ -720,3 +720,103 @@ fn launches_reusing_built_qmds_keep_their_own_arguments() {
         assert_eq!(read_u32(&big_out, j), w, "big_params element {j}");
     }
 }
+
+/// `concurrent` launches: a launch flagged concurrent does not wait for the launch before it but
+/// still waits for what that one waited for, and the next unflagged launch waits for the whole
+/// group. P fills `a`; X and Y (concurrent with X) both read `a`; Z reads what X and Y wrote. On
+/// a queue, then in a command buffer replayed with P's value changed: every element exact. (With
+/// 4 Mi elements, Y starting before P finished, or Z before Y, shows on a real GPU.)
+#[test]
+fn concurrent_launches_wait_for_the_group_before_them() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let fill = m.kernel("fill_u32").unwrap();
+    let add = m.kernel("vector_add").unwrap();
+    let n: u32 = if dev.is_emulated() { 1 << 14 } else { 1 << 22 };
+    let flags = tegragpu::core::MemFlags {
+        zeroed: true,
+        ..Default::default()
+    };
+    let bufs: Vec<_> = (0..5)
+        .map(|_| dev.alloc(u64::from(n) * 4, flags).unwrap())
+        .collect();
+    let (a, b, c1, c2, d) = (&bufs[0], &bufs[1], &bufs[2], &bufs[3], &bufs[4]);
+    let grid = n.div_ceil(256);
+    let conc = tegragpu::core::LaunchConfig {
+        concurrent: true,
+        ..cfg(grid, 256)
+    };
+    let fill_params = |v: f32| {
+        Params::new()
+            .u64(a.gpu_va())
+            .u32(v.to_bits())
+            .u32(n)
+            .bytes()
+            .to_vec()
+    };
+    let add_params =
+        |x: &tegragpu::core::Buffer, y: &tegragpu::core::Buffer, z: &tegragpu::core::Buffer| {
+            Params::new()
+                .u64(x.gpu_va())
+                .u64(y.gpu_va())
+                .u64(z.gpu_va())
+                .u32(n)
+                .bytes()
+                .to_vec()
+        };
+    let check = |v: f32, what: &str| {
+        // CPU views of finished buffers (mapped on first use).
+        let (p1, p2, pd) = (
+            c1.map_cpu().unwrap() as *const f32,
+            c2.map_cpu().unwrap() as *const f32,
+            d.map_cpu().unwrap() as *const f32,
+        );
+        for i in (0..n as usize).step_by(997).chain([n as usize - 1]) {
+            // SAFETY: i < n elements of each buffer.
+            let (x, y, z) = unsafe {
+                (
+                    std::ptr::read_volatile(p1.add(i)),
+                    std::ptr::read_volatile(p2.add(i)),
+                    std::ptr::read_volatile(pd.add(i)),
+                )
+            };
+            assert_eq!((x, y, z), (v, v, 2.0 * v), "{what}: element {i}");
+        }
+    };
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    q.launch(&fill, &cfg(grid, 256), &fill_params(3.0)).unwrap();
+    q.launch(&add, &cfg(grid, 256), &add_params(a, b, c1))
+        .unwrap();
+    q.launch(&add, &conc, &add_params(a, b, c2)).unwrap();
+    q.launch(&add, &cfg(grid, 256), &add_params(c1, c2, d))
+        .unwrap();
+    q.submit().unwrap();
+    q.synchronize(30 * SEC).unwrap();
+    check(3.0, "queue");
+
+    let mut cb = dev.create_cmdbuf().unwrap();
+    let p = cb
+        .launch(&fill, &cfg(grid, 256), &fill_params(0.0))
+        .unwrap();
+    cb.launch(&add, &cfg(grid, 256), &add_params(a, b, c1))
+        .unwrap();
+    cb.launch(&add, &conc, &add_params(a, b, c2)).unwrap();
+    cb.launch(&add, &cfg(grid, 256), &add_params(c1, c2, d))
+        .unwrap();
+    cb.finish().unwrap();
+    for v in [5.0f32, 7.0, 11.0] {
+        cb.set_params(p, &fill, &fill_params(v)).unwrap();
+        q.replay(&mut cb).unwrap();
+        q.submit().unwrap();
+        q.synchronize(30 * SEC).unwrap();
+        check(v, "command buffer");
+    }
+    // A cooperative launch cannot be concurrent.
+    let both = tegragpu::core::LaunchConfig {
+        cooperative: true,
+        ..conc
+    };
+    let e = q.launch(&add, &both, &add_params(a, b, c1)).unwrap_err();
+    assert_eq!(e.status, Status::InvalidLaunch);
+    assert!(e.message.contains("cooperative"), "{}", e.message);
+}

@@ -118,6 +118,7 @@ fn launch_and_submit_make_no_syscall_and_no_allocation() {
         block: [32, 1, 1],
         dynamic_shared_bytes: 0,
         cooperative: false,
+        concurrent: false,
     };
     // Warm up (first launch sets up local memory and invalidates caches).
     q.launch(&k, &cfg, &params).unwrap();

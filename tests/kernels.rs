@@ -134,6 +134,7 @@ fn matmul_tiled_with_shared_memory() {
                 block: [16, 16, 1],
                 dynamic_shared_bytes: 0,
                 cooperative: false,
+                concurrent: false,
             },
             p.bytes(),
         )
@@ -179,6 +180,7 @@ fn reduction_with_dynamic_shared_memory() {
                 block: [block, 1, 1],
                 dynamic_shared_bytes: block * 4,
                 cooperative: false,
+                concurrent: false,
             },
             p.bytes(),
         )
@@ -305,6 +307,7 @@ fn launches_that_do_not_fit_the_kernel_are_refused() {
                 block: [32, 1, 1],
                 dynamic_shared_bytes: too_much,
                 cooperative: false,
+                concurrent: false,
             },
             Params::new().u64(0).u64(0).u32(0).bytes(),
         )
@@ -320,6 +323,7 @@ fn launches_that_do_not_fit_the_kernel_are_refused() {
                     block: [32, 1, 1],
                     dynamic_shared_bytes: 0,
                     cooperative: false,
+                    concurrent: false,
                 },
                 p.bytes(),
             )

@@ -161,6 +161,7 @@ fn cooperative_grids_larger_than_the_gpu_are_refused() {
         block: [256, 1, 1],
         dynamic_shared_bytes: 0,
         cooperative: true,
+        concurrent: false,
     };
     let e = q.launch(&k, &cfg, &params).unwrap_err();
     assert_eq!(e.status, Status::InvalidLaunch, "{e:?}");

@@ -54,7 +54,7 @@ __all__ = [
     "SIGNATURES", "STRUCTS", "Handle", "CDeviceInfo", "CFaultReport", "CKernelAttributes",
     "CLaunchConfig",
     "BUF_CPU_CACHED", "BUF_WRITE_COMBINED", "BUF_ZEROED", "BUF_DEVICE_LOCAL", "TIMEOUT_INFINITE",
-    "LAUNCH_COOPERATIVE", "LIMIT_STACK_SIZE", "DEFAULT_TIMEOUT_NS",
+    "LAUNCH_COOPERATIVE", "LAUNCH_CONCURRENT", "LIMIT_STACK_SIZE", "DEFAULT_TIMEOUT_NS",
 ]
 
 __version__ = "0.1.0"
@@ -67,6 +67,7 @@ BUF_ZEROED = 4
 BUF_DEVICE_LOCAL = 8
 TIMEOUT_INFINITE = 0xFFFF_FFFF_FFFF_FFFF
 LAUNCH_COOPERATIVE = 1
+LAUNCH_CONCURRENT = 2
 LIMIT_STACK_SIZE = 0
 DEFAULT_TIMEOUT_NS = 30_000_000_000
 
@@ -1183,19 +1184,23 @@ class Queue(_Handle):
         #: The :class:`Device` that created the queue (None when made from a raw handle).
         self.device = device
 
-    def launch(self, kernel, grid, block, args=(), shared_bytes=0, cooperative=False):
+    def launch(self, kernel, grid, block, args=(), shared_bytes=0, cooperative=False,
+               concurrent=False):
         """Record a launch; ``args`` are packed by :meth:`Kernel.pack`. ``cooperative``: all
-        blocks resident at once, for kernels that synchronise the whole grid."""
+        blocks resident at once, for kernels that synchronise the whole grid. ``concurrent``:
+        may run concurrently with the launch recorded just before it (``LAUNCH_CONCURRENT``)."""
         self.launch_packed(kernel, grid, block, kernel.pack(tuple(args)), shared_bytes,
-                           cooperative)
+                           cooperative, concurrent)
 
-    def launch_packed(self, kernel, grid, block, params, shared_bytes=0, cooperative=False):
+    def launch_packed(self, kernel, grid, block, params, shared_bytes=0, cooperative=False,
+                      concurrent=False):
         """Record a launch with an already packed parameter block (``bytes``)."""
         cfg = CLaunchConfig(struct_size=ctypes.sizeof(CLaunchConfig))
         cfg.grid[:] = _dims(grid)
         cfg.block[:] = _dims(block)
         cfg.dynamic_shared_bytes = shared_bytes
-        cfg.flags = LAUNCH_COOPERATIVE if cooperative else 0
+        cfg.flags = (LAUNCH_COOPERATIVE if cooperative else 0) | \
+            (LAUNCH_CONCURRENT if concurrent else 0)
         data = bytes(params)
         check(lib.tg_launch(self.handle, kernel.handle, ctypes.byref(cfg),
                             data if data else None, len(data)))
@@ -1301,15 +1306,18 @@ class CmdBuf(_Handle):
         check(call(*args, ctypes.byref(n)))
         return n.value
 
-    def launch(self, kernel, grid, block, args=(), shared_bytes=0):
-        """Record a launch (``args`` packed by :meth:`Kernel.pack`); returns the node index."""
-        return self.launch_packed(kernel, grid, block, kernel.pack(tuple(args)), shared_bytes)
+    def launch(self, kernel, grid, block, args=(), shared_bytes=0, concurrent=False):
+        """Record a launch (``args`` packed by :meth:`Kernel.pack`); returns the node index.
+        ``concurrent``: may run concurrently with the launch recorded just before it."""
+        return self.launch_packed(kernel, grid, block, kernel.pack(tuple(args)), shared_bytes,
+                                  concurrent)
 
-    def launch_packed(self, kernel, grid, block, params, shared_bytes=0):
+    def launch_packed(self, kernel, grid, block, params, shared_bytes=0, concurrent=False):
         cfg = CLaunchConfig(struct_size=ctypes.sizeof(CLaunchConfig))
         cfg.grid[:] = _dims(grid)
         cfg.block[:] = _dims(block)
         cfg.dynamic_shared_bytes = shared_bytes
+        cfg.flags = LAUNCH_CONCURRENT if concurrent else 0
         data = bytes(params)
         node = self._node(lib.tg_cmdbuf_launch, self.handle, kernel.handle, ctypes.byref(cfg),
                           data if data else None, len(data))

@@ -399,7 +399,7 @@ except ImportError:  # pragma: no cover
 
 
 class _Entry:
-    __slots__ = ("prg", "pbuf", "cfg", "cfg_ref", "vas", "vals", "node")
+    __slots__ = ("prg", "pbuf", "cfg", "cfg_ref", "vas", "vals", "node", "concurrent")
 
 
 def cmdbuf_supported():
@@ -432,6 +432,12 @@ class TegraGraph(_GraphRunner):
         """Pack every launch of ``self.calls`` (set up by tinygrad's GraphRunner)."""
         self.dev = None
         self.entries = []
+        # Kernels that touch nothing the kernels since the last group start wrote, and write
+        # nothing those read or wrote, join that group (LAUNCH_CONCURRENT), as CUDA graphs run
+        # nodes without a dependency between them.
+        group_reads, group_writes = set(), set()
+        concurrency = os.environ.get("TEGRA_CONCURRENT", "1") != "0" and \
+            hasattr(tg, "LAUNCH_CONCURRENT")
         for (dev_idx, ast, bufs, device_vars), rt in zip(self.calls, self.runtimes):
             if not isinstance(rt, TegraProgram):
                 raise TegraError(f"TegraGraph: {ast.op} is not a TEGRA kernel")
@@ -446,6 +452,17 @@ class TegraGraph(_GraphRunner):
             e.vals = [device_vars.get(x.expr, 0) for x in ast.arg.vars]
             rt.pack_into(e.pbuf, e.vas, e.vals)
             TegraProgram.set_dims(e.cfg, gs, ls)
+            outs = set(getattr(ast.arg, "outs", None) or range(len(bufs)))
+            writes = {id(b.base) for i, b in enumerate(bufs) if i in outs}
+            reads = {id(b.base) for i, b in enumerate(bufs) if i not in outs}
+            e.concurrent = concurrency and bool(self.entries) and \
+                not (writes & (group_reads | group_writes)) and not (reads & group_writes)
+            if e.concurrent:
+                group_reads |= reads
+                group_writes |= writes
+                e.cfg.flags = tg.LAUNCH_CONCURRENT
+            else:
+                group_reads, group_writes = reads, writes
             self.entries.append(e)
         self.updatable = sorted({j for j, r in enumerate(self.uop_replace) if r} |
                                 self.var_vals_replace.keys() | self.launch_dims_replace.keys())
@@ -462,7 +479,8 @@ class TegraGraph(_GraphRunner):
             cb = dev.tdev.create_cmdbuf()
             for e in self.entries:
                 e.node = cb.launch_packed(e.prg.kernel, tuple(e.cfg.grid), tuple(e.cfg.block),
-                                          bytes(e.pbuf)[:e.prg.param_bytes])
+                                          bytes(e.pbuf)[:e.prg.param_bytes],
+                                          concurrent=e.concurrent)
             cb.finish()
         except tg.Error as err:
             if cb is not None:

@@ -147,6 +147,7 @@ fn one() -> LaunchConfig {
         block: [32, 1, 1],
         dynamic_shared_bytes: 0,
         cooperative: false,
+        concurrent: false,
     }
 }
 
@@ -401,6 +402,7 @@ fn bench_ours(
             block: [256, 1, 1],
             dynamic_shared_bytes: 0,
             cooperative: false,
+            concurrent: false,
         };
         let mut best = f64::MAX;
         for i in 0..5u64 {

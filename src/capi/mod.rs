@@ -333,6 +333,14 @@ pub struct tg_launch_config {
 /// count returns `TG_ERROR_INVALID_LAUNCH`.
 pub const TG_LAUNCH_COOPERATIVE: u32 = 1;
 
+/// `tg_launch_config.flags`: the launch may run concurrently with the launch recorded just
+/// before it on the queue or command buffer (and with what that one may run concurrently
+/// with): it waits only for what that launch waited for, not for that launch. Set it on
+/// kernels that neither read nor write memory the other launches of the group write (as a
+/// CUDA graph runs nodes without a dependency between them). A launch without the flag waits
+/// for every earlier launch. Not with `TG_LAUNCH_COOPERATIVE`.
+pub const TG_LAUNCH_CONCURRENT: u32 = 2;
+
 /// `tg_device_set_limit()` / `tg_device_get_limit()`: stack bytes per GPU thread
 /// (`CU_LIMIT_STACK_SIZE`); 1024 by default.
 pub const TG_LIMIT_STACK_SIZE: u32 = 0;

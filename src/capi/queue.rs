@@ -7,7 +7,7 @@ use super::boundary::{
 use super::handles::{self, Kind, Object};
 use super::{
     tg_buf, tg_device, tg_kernel, tg_launch_config, tg_queue, tg_queue_kind_arg, tg_signal,
-    tg_status, TG_LAUNCH_COOPERATIVE,
+    tg_status, TG_LAUNCH_CONCURRENT, TG_LAUNCH_COOPERATIVE,
 };
 use crate::core::{LaunchConfig, QueueKind};
 use crate::error::{Error, Result, Status};
@@ -16,7 +16,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 /// Every `TG_LAUNCH_*` bit; other bits are refused.
-const TG_LAUNCH_KNOWN_FLAGS: u32 = TG_LAUNCH_COOPERATIVE;
+const TG_LAUNCH_KNOWN_FLAGS: u32 = TG_LAUNCH_COOPERATIVE | TG_LAUNCH_CONCURRENT;
 /// Size of `tg_launch_config` in version 0.1 (no `flags`, no `cluster`).
 const LAUNCH_CONFIG_V1_SIZE: usize = 32;
 
@@ -57,7 +57,7 @@ pub(super) unsafe fn launch_config(cfg: *const tg_launch_config) -> Result<Launc
     let unknown = c.flags & !TG_LAUNCH_KNOWN_FLAGS;
     if unknown != 0 {
         return Err(Error::invalid(format!(
-            "cfg->flags {:#x} has unknown bits {unknown:#x} (known: TG_LAUNCH_COOPERATIVE=1)",
+            "cfg->flags {:#x} has unknown bits {unknown:#x} (known: TG_LAUNCH_COOPERATIVE=1, TG_LAUNCH_CONCURRENT=2)",
             c.flags
         )));
     }
@@ -75,6 +75,7 @@ pub(super) unsafe fn launch_config(cfg: *const tg_launch_config) -> Result<Launc
         block: c.block,
         dynamic_shared_bytes: c.dynamic_shared_bytes,
         cooperative: c.flags & TG_LAUNCH_COOPERATIVE != 0,
+        concurrent: c.flags & TG_LAUNCH_CONCURRENT != 0,
     })
 }
 

@@ -256,6 +256,7 @@ impl CmdBuf {
             block: [crate::builtin::COPY_BLOCK, 1, 1],
             dynamic_shared_bytes: 0,
             cooperative: false,
+            concurrent: false,
         };
         self.held.push(dst.clone());
         self.held.push(src.clone());
@@ -380,7 +381,12 @@ impl CmdBuf {
         let mut prev_qmd: Option<(*mut u32, &crate::hw::qmd::QmdTemplate)> = None;
         let chain = !matches!(std::env::var("TEGRAGPU_CMDBUF_CHAIN").as_deref(), Ok("0"));
         let mut scratch = vec![0u8; crate::hw::cbank0::MAX_CBANK0_BYTES];
-        for n in &self.nodes {
+        for (i, n) in self.nodes.iter().enumerate() {
+            // A launch followed by one that may run concurrently with it is not chained: the
+            // concurrent one is sent right after it and must not start before the group's
+            // predecessors are done.
+            let next_joins =
+                matches!(self.nodes.get(i + 1), Some(Node::Launch { cfg, .. }) if cfg.concurrent);
             let mut pb = PushBuf::for_arch(&mut pb_words[pos..pos + MAX_NODE_DW], arch);
             let patch = match n {
                 Node::Launch {
@@ -429,7 +435,11 @@ impl CmdBuf {
                         );
                     }
                     match prev_qmd {
-                        Some((prev, tmpl)) if chain => {
+                        // Joins the group of the launch before it: sent at once.
+                        _ if cfg.concurrent && last_launch => {
+                            pb.send_pcas(qmd_va, PCAS_ACTION)?;
+                        }
+                        Some((prev, tmpl)) if chain && !next_joins => {
                             // SAFETY: the previous launch's QMD slot in this allocation.
                             let prev_words =
                                 unsafe { std::slice::from_raw_parts_mut(prev, tmpl.dwords()) };
@@ -442,7 +452,12 @@ impl CmdBuf {
                             pb.send_pcas(qmd_va, PCAS_ACTION)?;
                         }
                     }
-                    prev_qmd = Some((qmd_cpu, &*kernel.qmd));
+                    // The next launch may be chained to this one only when this one runs alone.
+                    prev_qmd = if next_joins || (cfg.concurrent && last_launch) {
+                        None
+                    } else {
+                        Some((qmd_cpu, &*kernel.qmd))
+                    };
                     last_launch = true;
                     Patch::Params {
                         // SAFETY: inside the constant bank just written.

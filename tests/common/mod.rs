@@ -37,6 +37,7 @@ pub fn cfg(grid: u32, block: u32) -> LaunchConfig {
         block: [block, 1, 1],
         dynamic_shared_bytes: 0,
         cooperative: false,
+        concurrent: false,
     }
 }
 

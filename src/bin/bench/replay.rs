@@ -29,6 +29,7 @@ fn one() -> LaunchConfig {
         block: [32, 1, 1],
         dynamic_shared_bytes: 0,
         cooperative: false,
+        concurrent: false,
     }
 }
 

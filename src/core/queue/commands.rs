@@ -82,6 +82,7 @@ impl Queue {
             block: [crate::builtin::COPY_BLOCK, 1, 1],
             dynamic_shared_bytes: 0,
             cooperative: false,
+            concurrent: false,
         };
         self.launch(&kernel, &cfg, &params)
     }

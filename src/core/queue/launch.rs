@@ -155,13 +155,14 @@ impl Queue {
         way: usize,
         write_params: impl FnOnce(&mut [u8]) -> Result<()>,
     ) -> Result<()> {
-        let (id, cb_size, pb, pn) = {
+        let (id, cb_size, pb, pn, concurrent) = {
             let e = &self.images[way];
             (
                 e.id,
                 e.cb_size as u64,
                 e.param_base as usize,
                 e.param_bytes as usize,
+                e.cfg.concurrent,
             )
         };
         let (qmd_va, slot, in_slot, cb_va, ring_cb) = self.reserve_launch(cb_size)?;
@@ -195,7 +196,7 @@ impl Queue {
             }
             self.slot_qmd[slot] = if in_slot { id } else { 0 };
         }
-        self.record_send(qmd_va)
+        self.record_send(qmd_va, concurrent)
     }
 
     fn record_launch(
@@ -263,13 +264,13 @@ impl Queue {
         let id = if in_slot { id } else { 0 };
         self.slot_qmd[slot] = id;
         self.slot_cbank[slot] = id;
-        self.record_send(qmd_va)
+        self.record_send(qmd_va, cfg.concurrent)
     }
 
     /// Record the methods that start the launch whose QMD is at `qmd_va`: the local-memory
-    /// window when it changed, a wait for the previous launch, a shader-cache invalidate when
-    /// code was loaded, SEND_PCAS.
-    fn record_send(&mut self, qmd_va: u64) -> Result<()> {
+    /// window when it changed, a wait for the previous launch (not for a `concurrent` one), a
+    /// shader-cache invalidate when code was loaded, SEND_PCAS.
+    fn record_send(&mut self, qmd_va: u64, concurrent: bool) -> Result<()> {
         let gen = self.dev.inner.local_generation.load(Ordering::Acquire);
         let code_gen = self.dev.inner.code_generation.load(Ordering::Acquire);
         if gen == self.local_generation && code_gen == self.code_generation {
@@ -278,7 +279,7 @@ impl Queue {
             self.ensure_cmd_space(4)?;
             let w = self.launch_words;
             let pos = self.cmd.pos() as usize;
-            let serialize = self.last_was_launch;
+            let serialize = self.last_was_launch && !concurrent;
             // SAFETY: ensure_cmd_space made 4 dwords at the head free, contiguous and mapped.
             unsafe {
                 let mut p = (self.cmd.alloc.cpu as *mut u32).add(pos);
@@ -299,18 +300,24 @@ impl Queue {
             self.last_was_launch = true;
             return Ok(());
         }
-        self.record_send_slow(qmd_va, gen, code_gen)
+        self.record_send_slow(qmd_va, concurrent, gen, code_gen)
     }
 
     #[cold]
-    fn record_send_slow(&mut self, qmd_va: u64, gen: u64, code_gen: u64) -> Result<()> {
+    fn record_send_slow(
+        &mut self,
+        qmd_va: u64,
+        concurrent: bool,
+        gen: u64,
+        code_gen: u64,
+    ) -> Result<()> {
         let local = if gen != self.local_generation {
             let lm = self.dev.inner.local.lock();
             lm.buf.as_ref().map(|b| (b.gpu_va, lm.bytes_per_tpc))
         } else {
             None
         };
-        let serialize = self.last_was_launch;
+        let serialize = self.last_was_launch && !concurrent;
         // Instruction/constant/global caches: invalidated when code was loaded since this
         // queue's last invalidate (each QMD also invalidates its constant bank 0 and the L1 data
         // caches itself).
@@ -516,6 +523,12 @@ pub(crate) fn check_launch(dev: &Device, kernel: &Kernel, cfg: &LaunchConfig) ->
                 "dynamic shared memory {} bytes exceeds the {} bytes available next to the kernel's {} static bytes",
                 cfg.dynamic_shared_bytes, a.max_dynamic_shared_bytes, a.static_shared_bytes
             ));
+    }
+    if cfg.cooperative && cfg.concurrent {
+        return bad(
+            "a cooperative launch cannot be concurrent (TG_LAUNCH_COOPERATIVE with TG_LAUNCH_CONCURRENT): its blocks must all be resident at once"
+                .to_string(),
+        );
     }
     if cfg.cooperative {
         let per_sm = kernel.max_active_blocks(threads as u32, cfg.dynamic_shared_bytes)?;

@@ -46,6 +46,11 @@ pub struct LaunchConfig {
     pub dynamic_shared_bytes: u32,
     /// Cooperative launch: every block resident at once, grid-wide sync available.
     pub cooperative: bool,
+    /// The launch may run concurrently with the launch recorded just before it (and with what
+    /// that one may run concurrently with): it does not wait for it to finish, only for what
+    /// that launch waited for. For kernels that neither read nor write what the launches of the
+    /// group write. Not with `cooperative`.
+    pub concurrent: bool,
 }
 
 const CMD_BYTES: u64 = 1 << 20;
@@ -98,6 +103,7 @@ const EMPTY_IMAGE: LaunchImage = LaunchImage {
         block: [0; 3],
         dynamic_shared_bytes: 0,
         cooperative: false,
+        concurrent: false,
     },
     lm: 0,
     cb_size: 0,
