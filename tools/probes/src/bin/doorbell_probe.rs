@@ -51,12 +51,14 @@ fn main() -> tegragpu::Result<()> {
         block: [256, 1, 1],
         dynamic_shared_bytes: 0,
         cooperative: false,
+        concurrent: false,
     };
     let one = LaunchConfig {
         grid: [1, 1, 1],
         block: [32, 1, 1],
         dynamic_shared_bytes: 0,
         cooperative: false,
+        concurrent: false,
     };
     let mut q = dev.create_queue(QueueKind::Compute)?;
     let a = dev.create_signal(0)?;

@@ -66,6 +66,7 @@ fn main() -> tegragpu::Result<()> {
         block: [32, 1, 1],
         dynamic_shared_bytes: 0,
         cooperative: false,
+        concurrent: false,
     };
     let mut q = dev.create_queue(QueueKind::Compute)?;
     let sig = dev.create_signal(0)?;
