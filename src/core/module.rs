@@ -81,14 +81,7 @@ impl Module {
         let sm = (info.sm_major, info.sm_minor);
         let cub = cubin::Module::parse(&Self::device_code(bytes, sm)?, sm)?;
         let image_len = cub.image().len() as u64;
-        let alloc = dev.backend().alloc(
-            image_len.max(4096),
-            MemFlags {
-                cpu_cached: true,
-                zeroed: true,
-                ..Default::default()
-            },
-        )?;
+        let alloc = dev.backend().alloc(image_len.max(4096), code_memory(dev))?;
         let mut image = cub.image().to_vec();
         if let Err(e) = cub.relocate(&mut image, alloc.gpu_va) {
             let _ = dev.backend().free(&alloc);
@@ -273,6 +266,21 @@ impl Module {
             qmd_lm: lm_per_thread,
             id: NEXT_KERNEL_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         })
+    }
+}
+
+/// Where a module's image (code, constant banks, globals) lives. Desktop GPUs: video memory,
+/// written once through the CPU mapping, so instruction and constant fetches stay on the GPU
+/// (in host memory every fetch that misses the caches crosses PCIe);
+/// `TEGRAGPU_CODE_MEMORY=host` puts it in host memory instead. Jetson: CPU-cached memory (one
+/// memory for both).
+fn code_memory(dev: &Device) -> MemFlags {
+    let host = dev.backend_kind() != crate::core::BackendKind::Rm
+        || matches!(std::env::var("TEGRAGPU_CODE_MEMORY").as_deref(), Ok("host"));
+    MemFlags {
+        cpu_cached: host,
+        write_combined: !host,
+        zeroed: true,
     }
 }
 
