@@ -432,12 +432,14 @@ class TegraGraph(_GraphRunner):
         """Pack every launch of ``self.calls`` (set up by tinygrad's GraphRunner)."""
         self.dev = None
         self.entries = []
-        # Kernels that touch nothing the kernels since the last group start wrote, and write
-        # nothing those read or wrote, join that group (LAUNCH_CONCURRENT), as CUDA graphs run
-        # nodes without a dependency between them.
-        group_reads, group_writes = set(), set()
+        # Dependencies from tinygrad's buffer lists: a kernel depends on every earlier kernel
+        # that wrote what it reads or writes, or read what it writes. Kernels are launched level
+        # by level (a kernel's level is one more than its dependencies' highest); the kernels of
+        # one level are independent, so all but the first get LAUNCH_CONCURRENT, as a CUDA graph
+        # runs nodes without an edge between them.
         concurrency = os.environ.get("TEGRA_CONCURRENT", "1") != "0" and \
             hasattr(tg, "LAUNCH_CONCURRENT")
+        accesses, levels = [], []
         for (dev_idx, ast, bufs, device_vars), rt in zip(self.calls, self.runtimes):
             if not isinstance(rt, TegraProgram):
                 raise TegraError(f"TegraGraph: {ast.op} is not a TEGRA kernel")
@@ -455,19 +457,25 @@ class TegraGraph(_GraphRunner):
             outs = set(getattr(ast.arg, "outs", None) or range(len(bufs)))
             writes = {id(b.base) for i, b in enumerate(bufs) if i in outs}
             reads = {id(b.base) for i, b in enumerate(bufs) if i not in outs}
-            e.concurrent = concurrency and bool(self.entries) and \
-                not (writes & (group_reads | group_writes)) and not (reads & group_writes)
-            if e.concurrent:
-                group_reads |= reads
-                group_writes |= writes
-                e.cfg.flags = tg.LAUNCH_CONCURRENT
-            else:
-                group_reads, group_writes = reads, writes
+            level = 0
+            for (r, w), lv in zip(accesses, levels):
+                if w & (reads | writes) or r & writes:
+                    level = max(level, lv + 1)
+            accesses.append((reads, writes))
+            levels.append(level if concurrency else len(levels))
+            e.concurrent = False
             self.entries.append(e)
+        # Launch order: by level, the captured order within a level.
+        self.order = sorted(range(len(self.entries)), key=lambda j: (levels[j], j))
+        for k, j in enumerate(self.order):
+            e = self.entries[j]
+            e.concurrent = k > 0 and levels[self.order[k - 1]] == levels[j]
+            e.cfg.flags = tg.LAUNCH_CONCURRENT if e.concurrent else 0
         self.updatable = sorted({j for j, r in enumerate(self.uop_replace) if r} |
                                 self.var_vals_replace.keys() | self.launch_dims_replace.keys())
-        self.launches = tuple((e.prg, e.pbuf, e.cfg_ref) for e in self.entries)
-        self.names = tuple(e.prg.name for e in self.entries)
+        ordered = [self.entries[j] for j in self.order]
+        self.launches = tuple((e.prg, e.pbuf, e.cfg_ref) for e in ordered)
+        self.names = tuple(e.prg.name for e in ordered)
         self.cmdbuf, self.cmdbuf_note, self.cb_fence, self.cb_params = None, None, 0, []
         dev = self.dev
         if dev is None or self.launch_dims_replace or dev.sync_each or \
@@ -477,7 +485,7 @@ class TegraGraph(_GraphRunner):
         cb = None
         try:
             cb = dev.tdev.create_cmdbuf()
-            for e in self.entries:
+            for e in ordered:
                 e.node = cb.launch_packed(e.prg.kernel, tuple(e.cfg.grid), tuple(e.cfg.block),
                                           bytes(e.pbuf)[:e.prg.param_bytes],
                                           concurrent=e.concurrent)
