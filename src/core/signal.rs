@@ -185,6 +185,9 @@ pub(crate) fn reached(current: u64, target: u64) -> bool {
     current >= target
 }
 
+/// How often a polling (not sleeping) CPU wait checks the device for faults.
+const FAULT_CHECK_INTERVAL: Duration = Duration::from_micros(100);
+
 /// Whether CPU waits sleep once the first 20 µs of spinning are over (`TEGRAGPU_WAIT=sleep`:
 /// little CPU time, but the wake-up comes up to ~100 µs after the value arrives) or keep polling,
 /// yielding the CPU between polls (default, like libcuda's spin-wait: the wait returns within
@@ -196,8 +199,8 @@ fn wait_sleeps() -> bool {
 
 /// Poll `word` until it is ≥ `value` (see [`reached`]): spin ~20 µs, then poll yielding the CPU
 /// (or, with `TEGRAGPU_WAIT=sleep`, sleep with backoff up to 100 µs). Checks the device for
-/// faults between polls, and every millisecond rings the doorbell of each queue with work in
-/// flight again.
+/// faults every 100 µs while polling (at every sleep when sleeping), and every millisecond rings
+/// the doorbell of each queue with work in flight again.
 pub(crate) fn wait_value(
     dev: &Device,
     word: &AtomicU64,
@@ -213,6 +216,8 @@ pub(crate) fn wait_value(
     let mut spins = 0u32;
     let mut sleep_us = 1u64;
     let mut last_ring = start;
+    let mut last_fault_check: Option<Duration> = None;
+    let sleeps = wait_sleeps();
     loop {
         if reached(word.load(Ordering::Acquire), value) {
             return Ok(());
@@ -223,8 +228,18 @@ pub(crate) fn wait_value(
             std::hint::spin_loop();
             continue;
         }
-        if let Some(e) = dev.fault_error(call) {
-            return Err(e);
+        // Fault checks read every queue's channel state (an ioctl per queue on Jetson): at
+        // every sleep, or every FAULT_CHECK_INTERVAL while polling.
+        let check = sleeps
+            || match last_fault_check {
+                None => true,
+                Some(t) => elapsed.saturating_sub(t) >= FAULT_CHECK_INTERVAL,
+            };
+        if check {
+            last_fault_check = Some(elapsed);
+            if let Some(e) = dev.fault_error(call) {
+                return Err(e);
+            }
         }
         if elapsed.saturating_sub(last_ring - start) >= crate::hw::gpfifo::DOORBELL_RETRY {
             // No progress for a while: ring busy queues again in case a doorbell got ahead of
@@ -238,7 +253,7 @@ pub(crate) fn wait_value(
                 format!("{call}: timed out after {timeout_ns} ns"),
             ));
         }
-        if sleep_us <= 2 || !wait_sleeps() {
+        if sleep_us <= 2 || !sleeps {
             std::thread::yield_now();
         } else {
             std::thread::sleep(Duration::from_micros(
