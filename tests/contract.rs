@@ -811,6 +811,25 @@ fn concurrent_launches_wait_for_the_group_before_them() {
         q.synchronize(30 * SEC).unwrap();
         check(v, "command buffer");
     }
+    // A concurrent queue launch right after a replay waits for what the replay's last launch
+    // waited for (P, chained before it inside the command buffer).
+    let mut tail = dev.create_cmdbuf().unwrap();
+    let p2 = tail
+        .launch(&fill, &cfg(grid, 256), &fill_params(0.0))
+        .unwrap();
+    tail.launch(&add, &cfg(grid, 256), &add_params(a, b, c1))
+        .unwrap();
+    tail.finish().unwrap();
+    for v in [13.0f32, 17.0] {
+        tail.set_params(p2, &fill, &fill_params(v)).unwrap();
+        q.replay(&mut tail).unwrap();
+        q.launch(&add, &conc, &add_params(a, b, c2)).unwrap();
+        q.launch(&add, &cfg(grid, 256), &add_params(c1, c2, d))
+            .unwrap();
+        q.submit().unwrap();
+        q.synchronize(30 * SEC).unwrap();
+        check(v, "concurrent launch after a replay");
+    }
     // A cooperative launch cannot be concurrent.
     let both = tegragpu::core::LaunchConfig {
         cooperative: true,

@@ -279,7 +279,7 @@ impl Queue {
             self.ensure_cmd_space(4)?;
             let w = self.launch_words;
             let pos = self.cmd.pos() as usize;
-            let serialize = self.last_was_launch && !concurrent;
+            let serialize = self.last_was_launch && (!concurrent || self.after_replay);
             // SAFETY: ensure_cmd_space made 4 dwords at the head free, contiguous and mapped.
             unsafe {
                 let mut p = (self.cmd.alloc.cpu as *mut u32).add(pos);
@@ -298,6 +298,7 @@ impl Queue {
                 self.karg.as_ref().map(|r| r.head).unwrap_or(0),
             );
             self.last_was_launch = true;
+            self.after_replay = false;
             return Ok(());
         }
         self.record_send_slow(qmd_va, concurrent, gen, code_gen)
@@ -317,7 +318,7 @@ impl Queue {
         } else {
             None
         };
-        let serialize = self.last_was_launch && !concurrent;
+        let serialize = self.last_was_launch && (!concurrent || self.after_replay);
         // Instruction/constant/global caches: invalidated when code was loaded since this
         // queue's last invalidate (each QMD also invalidates its constant bank 0 and the L1 data
         // caches itself).
@@ -347,6 +348,7 @@ impl Queue {
             self.karg.as_ref().map(|r| r.head).unwrap_or(0),
         );
         self.last_was_launch = true;
+        self.after_replay = false;
         Ok(())
     }
 

@@ -231,6 +231,9 @@ pub struct Queue {
     /// A command-buffer replay was pushed since the last submit: the next submit must close it
     /// with a timeline release even when the command ring holds nothing new.
     replayed: bool,
+    /// The last launch was a command buffer's, possibly chained to the launches before it: a
+    /// concurrent launch after it still waits for idle (it must not overlap those).
+    after_replay: bool,
 }
 
 impl std::fmt::Debug for Queue {
@@ -384,6 +387,7 @@ impl Queue {
             copy_kernel: None,
             drain_on_drop: true,
             replayed: false,
+            after_replay: false,
         };
         q.record_init()?;
         q.submit()?;
@@ -696,6 +700,7 @@ impl Queue {
         self.replayed = true;
         self.track.pending.store(true, Ordering::Release);
         self.last_was_launch = ends_with_launch;
+        self.after_replay = ends_with_launch;
         Ok(self.track.submitted() + 1)
     }
 
