@@ -23,6 +23,30 @@ fn open_emu() -> *mut tg_device {
     dev
 }
 
+/// Load the sm_87 fixture module on `dev` and take its kernel `name` (through the C API).
+fn fixture_kernel(dev: *mut tg_device, name: &std::ffi::CStr) -> (*mut tg_module, *mut tg_kernel) {
+    let cubin = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/cubin/kernels.sm_87.cubin"
+    ))
+    .expect("fixture cubin");
+    let (mut m, mut k) = (null_mut(), null_mut());
+    // SAFETY: valid handle, data pointer/length and out-pointers.
+    unsafe {
+        assert_eq!(
+            tg_module_load(dev, cubin.as_ptr() as *const c_void, cubin.len(), &mut m),
+            tg_status::TG_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(
+            tg_module_get_kernel(m, name.as_ptr(), &mut k),
+            tg_status::TG_OK
+        );
+    }
+    (m, k)
+}
+
 #[test]
 fn stale_handles_are_rejected_and_values_never_reused() {
     let dev = open_emu();
@@ -252,24 +276,9 @@ fn children_keep_the_device_open() {
 #[test]
 fn gpu_fault_is_reported_through_the_c_api() {
     let dev = open_emu();
-    let cubin = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/cubin/kernels.sm_87.cubin"
-    ))
-    .expect("fixture cubin");
     unsafe {
-        let (mut m, mut k, mut q, mut s, mut a) =
-            (null_mut(), null_mut(), null_mut(), null_mut(), null_mut());
-        assert_eq!(
-            tg_module_load(dev, cubin.as_ptr() as *const c_void, cubin.len(), &mut m),
-            tg_status::TG_OK,
-            "{}",
-            last_error()
-        );
-        assert_eq!(
-            tg_module_get_kernel(m, c"vector_add".as_ptr(), &mut k),
-            tg_status::TG_OK
-        );
+        let (m, k) = fixture_kernel(dev, c"vector_add");
+        let (mut q, mut s, mut a) = (null_mut(), null_mut(), null_mut());
         assert_eq!(
             tg_queue_create(dev, tg_queue_kind_arg(0), &mut q),
             tg_status::TG_OK
@@ -523,28 +532,9 @@ fn signal_timestamps_come_from_gpu_releases_in_order() {
 #[test]
 fn command_buffers_through_the_c_api() {
     let dev = open_emu();
-    let cubin = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/cubin/kernels.sm_87.cubin"
-    ))
-    .unwrap();
+    let (m, k) = fixture_kernel(dev, c"increment");
     unsafe {
-        let (mut m, mut k, mut q, mut s, mut b, mut cb) = (
-            null_mut(),
-            null_mut(),
-            null_mut(),
-            null_mut(),
-            null_mut(),
-            null_mut(),
-        );
-        assert_eq!(
-            tg_module_load(dev, cubin.as_ptr() as *const c_void, cubin.len(), &mut m),
-            tg_status::TG_OK
-        );
-        assert_eq!(
-            tg_module_get_kernel(m, c"increment".as_ptr(), &mut k),
-            tg_status::TG_OK
-        );
+        let (mut q, mut s, mut b, mut cb) = (null_mut(), null_mut(), null_mut(), null_mut());
         assert_eq!(
             tg_queue_create(dev, tg_queue_kind_arg(0), &mut q),
             tg_status::TG_OK
@@ -641,21 +631,9 @@ fn command_buffers_through_the_c_api() {
 #[test]
 fn launch_flags_concurrent_and_its_refusals() {
     let dev = open_emu();
-    let cubin = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/cubin/kernels.sm_87.cubin"
-    ))
-    .expect("fixture cubin");
     unsafe {
-        let (mut m, mut k, mut q, mut cb) = (null_mut(), null_mut(), null_mut(), null_mut());
-        assert_eq!(
-            tg_module_load(dev, cubin.as_ptr() as *const c_void, cubin.len(), &mut m),
-            tg_status::TG_OK
-        );
-        assert_eq!(
-            tg_module_get_kernel(m, c"empty_kernel".as_ptr(), &mut k),
-            tg_status::TG_OK
-        );
+        let (m, k) = fixture_kernel(dev, c"empty_kernel");
+        let (mut q, mut cb) = (null_mut(), null_mut());
         assert_eq!(
             tg_queue_create(dev, tg_queue_kind_arg(0), &mut q),
             tg_status::TG_OK
