@@ -860,3 +860,87 @@ fn smem_config_for_blocks_sizes_the_carveout_for_occupancy() {
     // A block larger than any carveout is refused.
     assert!(smem_config_for_blocks(arch, 229 * 1024, 1).is_err());
 }
+
+/// A chained predecessor on Hopper (QMD V04) carries what libcuda's graph nodes carry for their
+/// successor: DEPENDENT_QMD0, a GPU-scope end-of-grid membar with task chasing, a POST prefetch
+/// of the successor's program and the successor's constant bank 0 as bank 5 with a POST
+/// prefetch; nothing else changes. V03 (no task chasing) gets DEPENDENT_QMD0 only. Positions
+/// from clcbc0qmd.h.
+#[test]
+fn chain_sets_the_successors_prefetches_on_v04_only() {
+    use tegragpu::hw::qmd::{smem_config, QmdTemplate};
+    let arch = tegragpu::hw::arch::arch_by_name("gh100").unwrap();
+    let sm = smem_config(arch, 0x400).unwrap();
+    let template = |prog: u64, code: u32| {
+        let mut d = LaunchDesc {
+            program_va: prog,
+            program_prefetch_bytes: code,
+            register_count: 16,
+            ..Default::default()
+        };
+        d.cbanks[0] = Some((0, 16));
+        d
+    };
+    let (next_prog, next_code, next_cb, next_va) = (
+        0x7f_1234_5600u64,
+        0x180u32,
+        0x12_3456_7840u64,
+        0x98_7654_3200u64,
+    );
+    for ver in [QmdVersion::V04, QmdVersion::V03] {
+        let tp = QmdTemplate::new(ver, &template(0x7f_0000_1000, 0x2000)).unwrap();
+        let tn = QmdTemplate::new(ver, &template(next_prog, next_code)).unwrap();
+        let mut prev = [0u32; 96];
+        tp.write(&mut prev, [1, 1, 1], [32, 1, 1], 0x400, sm, (0x5000, 0x300))
+            .unwrap();
+        let mut next = [0u32; 96];
+        tn.write(
+            &mut next,
+            [1, 1, 1],
+            [32, 1, 1],
+            0x400,
+            sm,
+            (next_cb, 0x300),
+        )
+        .unwrap();
+        let mut expect = prev;
+        tp.set_dependent(&mut expect, next_va).unwrap();
+        let mut got = prev;
+        tp.chain(&mut got, next_va, &next, &tn).unwrap();
+        if ver == QmdVersion::V03 {
+            assert_eq!(got, expect, "V03: DEPENDENT_QMD0 only");
+            assert!(!tp.chain_prefetches());
+            continue;
+        }
+        assert!(tp.chain_prefetches());
+        assert_eq!(get(&got, 479, 448), next_va >> 8);
+        assert_eq!(get(&got, 368, 368), 1);
+        mw(&mut expect, 1137, 1136, 3); // CWD_MEMBAR_TYPE L1_MEMBAR
+        mw(&mut expect, 382, 382, 1); // CWD_MEMBAR_TASK_CHASING_ENABLE
+        mw(&mut expect, 1375, 1344, (next_prog >> 8) & 0xffff_ffff); // PROGRAM_PREFETCH_ADDR_LOWER_SHIFTED
+        mw(&mut expect, 1392, 1376, next_prog >> 40); // PROGRAM_PREFETCH_ADDR_UPPER_SHIFTED
+        mw(&mut expect, 1401, 1393, 2); // PROGRAM_PREFETCH_SIZE: 0x180 bytes, rounded up
+        mw(&mut expect, 1403, 1402, 1); // PROGRAM_PREFETCH_TYPE PREFETCH_POST
+        mw(
+            &mut expect,
+            1567 + 320,
+            1536 + 320,
+            (next_cb >> 6) & 0xffff_ffff,
+        ); // CB ADDR_LOWER(5)
+        mw(&mut expect, 1586 + 320, 1568 + 320, next_cb >> 38); // CB ADDR_UPPER(5)
+        mw(&mut expect, 1599 + 320, 1587 + 320, 0x300 >> 4); // CB SIZE_SHIFTED4(5)
+        mw(&mut expect, 416 + 20, 416 + 20, 1); // CONSTANT_BUFFER_VALID(5)
+        mw(&mut expect, 418 + 20, 417 + 20, 2); // CONSTANT_BUFFER_PREFETCH(5) POST
+        assert_eq!(got, expect, "V04 chained predecessor");
+        // The successor keeps its prefetched bank 0: CONSTANT_BUFFER_INVALIDATE(0) cleared.
+        assert_eq!(get(&next, 419, 419), 1);
+        let mut cleared = next;
+        tn.clear_cbank0_invalidate(&mut cleared);
+        let mut want = next;
+        mw(&mut want, 419, 419, 0);
+        assert_eq!(cleared, want);
+        // Another QMD version is refused.
+        let t3 = QmdTemplate::new(QmdVersion::V03, &template(next_prog, next_code)).unwrap();
+        assert!(tp.chain(&mut got, next_va, &next, &t3).is_err());
+    }
+}

@@ -41,6 +41,8 @@ const CBANK_IN_SLOT: u64 = 512;
 const MAX_NODE_DW: usize = 64;
 /// SEND_SIGNALING_PCAS2_B action: INVALIDATE_COPY_SCHEDULE.
 const PCAS_ACTION: u32 = 3;
+/// INVALIDATE_SHADER_CACHES_NO_WFI: CONSTANT.
+const INVALIDATE_CONSTANT_CACHE: u32 = 1 << 12;
 /// Dwords of a host semaphore method run: header, ADDR_LO, ADDR_HI, PAYLOAD_LO, PAYLOAD_HI, EXECUTE.
 const SEM_RUN_DW: usize = 6;
 
@@ -380,7 +382,28 @@ impl CmdBuf {
         // chained to it (DEPENDENT_QMD) instead of being sent with a wait for idle before it.
         let mut prev_qmd: Option<(*mut u32, &crate::hw::qmd::QmdTemplate)> = None;
         let chain = !matches!(std::env::var("TEGRAGPU_CMDBUF_CHAIN").as_deref(), Ok("0"));
+        // Chained predecessors prefetch their successor's program and constant bank 0 (Hopper),
+        // unless TEGRAGPU_CMDBUF_PREFETCH=0. Successors then keep their prefetched bank 0, so
+        // every replay first invalidates the constant cache: no line of an earlier replay (with
+        // other parameters) or of earlier contents of this memory survives into the chain.
+        let prefetch = !matches!(
+            std::env::var("TEGRAGPU_CMDBUF_PREFETCH").as_deref(),
+            Ok("0")
+        );
         let mut scratch = vec![0u8; crate::hw::cbank0::MAX_CBANK0_BYTES];
+        let mut invalidated = false;
+        if chain
+            && prefetch
+            && self
+                .nodes
+                .iter()
+                .any(|n| matches!(n, Node::Launch { kernel, .. } if kernel.qmd.chain_prefetches()))
+        {
+            let mut pb = PushBuf::for_arch(&mut pb_words[..MAX_NODE_DW], arch);
+            pb.invalidate_shader_caches_no_wfi(INVALIDATE_CONSTANT_CACHE)?;
+            pos += pb.len();
+            invalidated = true;
+        }
         for (i, n) in self.nodes.iter().enumerate() {
             // A launch followed by one that may run concurrently with it is not chained: the
             // concurrent one is sent right after it and must not start before the group's
@@ -423,6 +446,23 @@ impl CmdBuf {
                         (cb_va, cb_size as u32),
                         &mut words,
                     )?;
+                    // Chained to the launch before it (DEPENDENT_QMD) instead of sent here.
+                    let chained = chain
+                        && !next_joins
+                        && !(cfg.concurrent && last_launch)
+                        && prev_qmd.is_some();
+                    let prefetched =
+                        chained && prefetch && prev_qmd.is_some_and(|(_, t)| t.chain_prefetches());
+                    if prefetched {
+                        if !invalidated {
+                            // The first words of the image run before any of its grids.
+                            return Err(Error::new(
+                                Status::Internal,
+                                "tg_cmdbuf_finish: constant cache invalidate missing",
+                            ));
+                        }
+                        kernel.qmd.clear_cbank0_invalidate(&mut words);
+                    }
                     let qmd_cpu = alloc.cpu.wrapping_add(qmd_off as usize) as *mut u32;
                     // SAFETY: [qmd_off, +SLOT) and [cb_off, +cb_size) lie inside the allocation
                     // (sized in `finish`), which is CPU-mapped and not yet used by the GPU.
@@ -439,11 +479,15 @@ impl CmdBuf {
                         _ if cfg.concurrent && last_launch => {
                             pb.send_pcas(qmd_va, PCAS_ACTION)?;
                         }
-                        Some((prev, tmpl)) if chain && !next_joins => {
+                        Some((prev, tmpl)) if chained => {
                             // SAFETY: the previous launch's QMD slot in this allocation.
                             let prev_words =
                                 unsafe { std::slice::from_raw_parts_mut(prev, tmpl.dwords()) };
-                            tmpl.set_dependent(prev_words, qmd_va)?;
+                            if prefetched {
+                                tmpl.chain(prev_words, qmd_va, &words, &kernel.qmd)?;
+                            } else {
+                                tmpl.set_dependent(prev_words, qmd_va)?;
+                            }
                         }
                         _ => {
                             if last_launch {

@@ -59,7 +59,27 @@ pub(super) struct Layout {
     pub(super) dep_action: F,
     pub(super) dep_prefetch: F,
     pub(super) dep_pointer: F,
+    /// What a chained predecessor QMD can carry for its successor (see
+    /// [`super::QmdTemplate::chain`]); `None` where it is not used.
+    pub(super) chain: Option<ChainFields>,
 }
+
+/// QMD fields a chained predecessor sets for its successor: grid-end membar with task chasing,
+/// a POST prefetch of the successor's program, and the successor's constant bank 0 bound as
+/// bank [`CHAIN_PREFETCH_BANK`] with a POST prefetch.
+#[derive(Clone, Copy)]
+pub(super) struct ChainFields {
+    /// CWD_MEMBAR_TASK_CHASING_ENABLE.
+    pub(super) task_chasing: F,
+    /// PROGRAM_PREFETCH_TYPE (0 PREFETCH_LAUNCH, 1 PREFETCH_POST).
+    pub(super) prefetch_type: F,
+    /// CONSTANT_BUFFER_PREFETCH(0) (0 NONE, 1 PRE, 2 POST); bank i at + cb_flag_stride * i.
+    pub(super) cb_prefetch: F,
+}
+
+/// The constant bank a chained predecessor binds to its successor's bank 0 for the prefetch
+/// (the kernels' own banks are 0, 2, 3 and 4).
+pub(super) const CHAIN_PREFETCH_BANK: u32 = 5;
 
 pub(super) const V03: Layout = Layout {
     name: "encode_v03",
@@ -113,6 +133,8 @@ pub(super) const V03: Layout = Layout {
     dep_action: (515, 513),
     dep_prefetch: (516, 516),
     dep_pointer: (511, 480),
+    // No CWD_MEMBAR_TASK_CHASING_ENABLE in V03.
+    chain: None,
 };
 
 pub(super) const V04: Layout = Layout {
@@ -167,6 +189,11 @@ pub(super) const V04: Layout = Layout {
     dep_action: (371, 369),
     dep_prefetch: (372, 372),
     dep_pointer: (479, 448),
+    chain: Some(ChainFields {
+        task_chasing: (382, 382),
+        prefetch_type: (1403, 1402),
+        cb_prefetch: (418, 417),
+    }),
 };
 
 pub(super) const V05: Layout = Layout {
@@ -221,4 +248,7 @@ pub(super) const V05: Layout = Layout {
     dep_action: (339, 337),
     dep_prefetch: (340, 340),
     dep_pointer: (415, 384),
+    // V05 has the fields (task chasing at 350, prefetch type 1087:1086), but no Blackwell GPU
+    // has run the chain with them: unused until one does.
+    chain: None,
 };

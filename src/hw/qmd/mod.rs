@@ -47,6 +47,10 @@ pub const CWD_MEMBAR_TYPE_L1_NONE: u32 = 0;
 pub const CWD_MEMBAR_TYPE_L1_SYSMEMBAR: u32 = 1;
 /// CWD_MEMBAR_TYPE L1_MEMBAR (GPU-scope membar).
 pub const CWD_MEMBAR_TYPE_L1_MEMBAR: u32 = 3;
+/// PROGRAM_PREFETCH_TYPE PREFETCH_POST (V03-V05; the header spells it PREFTECH_POST).
+pub const PROGRAM_PREFETCH_TYPE_PREFETCH_POST: u32 = 1;
+/// CONSTANT_BUFFER_PREFETCH(i) PREFETCH_POST (V04, V05).
+pub const CONSTANT_BUFFER_PREFETCH_POST: u32 = 2;
 /// RELEASE STRUCTURE_SIZE FOUR_WORDS (payload + timestamp).
 pub const RELEASE_STRUCTURE_SIZE_FOUR_WORDS: u32 = 0;
 /// RELEASE STRUCTURE_SIZE ONE_WORD.
@@ -221,6 +225,15 @@ const fn width(f: F) -> u32 {
 #[inline(always)]
 fn fits(v: u64, bits: u32) -> bool {
     bits >= 64 || v >> bits == 0
+}
+
+/// Field `f` of `q` (0 outside `q`).
+#[inline(always)]
+fn get(q: &[u32], f: F) -> u32 {
+    let w = width(f);
+    let mask = if w >= 32 { u32::MAX } else { (1u32 << w) - 1 };
+    q.get((f.1 / 32) as usize)
+        .map_or(0, |d| (d >> (f.1 % 32)) & mask)
 }
 
 /// Set field `f` to `v` (already validated to fit).
@@ -405,7 +418,9 @@ fn encode(l: &Layout, d: &LaunchDesc, q: &mut [u32]) -> Result<()> {
     put(
         q,
         l.prefetch_size,
-        (d.program_prefetch_bytes >> 8).min(0x1FF),
+        // In 256-byte units, rounded up: the whole program (the prefetcher may read past its
+        // end into the slack after the code).
+        d.program_prefetch_bytes.div_ceil(256).min(0x1FF),
     );
     put(q, l.sass, u32::from(d.sass_version));
 
@@ -658,6 +673,61 @@ impl QmdTemplate {
         put(out, l.dep_action, DEPENDENT_QMD_ACTION_QMD_SCHEDULE);
         put(out, l.dep_prefetch, 1);
         Ok(())
+    }
+
+    /// Whether [`QmdTemplate::chain`] gives a predecessor more than DEPENDENT_QMD0 (the
+    /// membar with task chasing and the successor's prefetches): Hopper's QMD V04.
+    pub fn chain_prefetches(&self) -> bool {
+        self.layout.chain.is_some()
+    }
+
+    /// Chain the QMD `prev` (written by this template) to the QMD `next` at `next_va` (written
+    /// by `next_tmpl`, of the same version), as consecutive nodes of a CUDA graph are chained:
+    /// DEPENDENT_QMD0 schedules `next` when `prev`'s grid completes. Where the version allows
+    /// ([`QmdTemplate::chain_prefetches`]), `prev` also gets what libcuda's graph nodes carry:
+    /// a GPU-scope end-of-grid membar with task chasing (the successor is GPU work; a signal
+    /// after the chain brings its own system-scope membar), a POST prefetch of `next`'s program,
+    /// and `next`'s constant bank 0 bound as bank 5 with a POST prefetch. A `next` whose bank 0
+    /// is prefetched should not invalidate it ([`QmdTemplate::clear_cbank0_invalidate`]); the
+    /// constant cache must then be invalidated once before the chain runs.
+    pub fn chain(
+        &self,
+        prev: &mut [u32],
+        next_va: u64,
+        next: &[u32],
+        next_tmpl: &QmdTemplate,
+    ) -> Result<()> {
+        self.set_dependent(prev, next_va)?;
+        let l = self.layout;
+        let Some(c) = l.chain else { return Ok(()) };
+        if !std::ptr::eq(l, next_tmpl.layout) || next.len() < l.dwords {
+            return Err(bad(
+                l,
+                format_args!("chain: the next QMD has another version"),
+            ));
+        }
+        put(prev, l.cwd_membar, CWD_MEMBAR_TYPE_L1_MEMBAR);
+        put(prev, c.task_chasing, 1);
+        for f in [l.prefetch_lo, l.prefetch_hi, l.prefetch_size] {
+            put(prev, f, get(next, f));
+        }
+        put(prev, c.prefetch_type, PROGRAM_PREFETCH_TYPE_PREFETCH_POST);
+        let b = layout::CHAIN_PREFETCH_BANK;
+        let at = |f: F, by: u32| (f.0 + by, f.1 + by);
+        for f in [l.cb_addr_lo, l.cb_addr_hi, l.cb_size] {
+            put(prev, at(f, 64 * b), get(next, f));
+        }
+        let flag = l.cb_flag_stride * b;
+        put(prev, (l.cb_valid + flag, l.cb_valid + flag), 1);
+        put(prev, at(c.cb_prefetch, flag), CONSTANT_BUFFER_PREFETCH_POST);
+        Ok(())
+    }
+
+    /// Clear CONSTANT_BUFFER_INVALIDATE(0) in a QMD written by this template (a chained
+    /// successor whose bank 0 its predecessor prefetched).
+    pub fn clear_cbank0_invalidate(&self, out: &mut [u32]) {
+        let l = self.layout;
+        put(out, (l.cb_invalidate, l.cb_invalidate), 0);
     }
 
     /// The dwords [`QmdTemplate::write`] may change; every other dword equals the template.
