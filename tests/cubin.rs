@@ -1062,3 +1062,36 @@ fn texture_and_surface_instructions_refuse_the_kernel() {
     }
     assert!(checked >= 180, "only {checked} kernels checked");
 }
+
+/// `names_constant_bank` reports exactly the banks the cubin's sections name
+/// (`.nv.constantN[.fn]`): command buffers do not bind a bank a kernel may read.
+#[test]
+fn named_constant_banks_follow_the_section_names() {
+    for (b, sm) in [(K87, ORIN), (K90, HOPPER), (G87, ORIN), (G90, HOPPER)] {
+        let m = parse(b, sm);
+        let mut want = [false; 32];
+        for s in sections(b) {
+            if let Some(r) = s.name.strip_prefix(".nv.constant") {
+                let d: String = r.chars().take_while(|c| c.is_ascii_digit()).collect();
+                want[d.parse::<usize>().unwrap()] = true;
+            }
+        }
+        assert!(want[0], "every kernel has a .nv.constant0 section");
+        for (bank, w) in want.iter().enumerate() {
+            assert_eq!(m.names_constant_bank(bank as u32), *w, "bank {bank}");
+        }
+        assert!(!m.names_constant_bank(40));
+    }
+    // A section renamed to .nv.constant5 is reported.
+    let mut b = G90.to_vec();
+    let s = section(&b, ".nv.constant3");
+    let shoff = u64_at(&b, 40) as usize;
+    let shstrndx = u16_at(&b, 62) as usize;
+    let stroff = u64_at(&b, shoff + shstrndx * 64 + 24) as usize;
+    let name_at = stroff + u32_at(&b, s.hdr) as usize + ".nv.constant".len();
+    assert_eq!(b[name_at], b'3');
+    b[name_at] = b'5';
+    let m = parse(&b, HOPPER);
+    assert!(m.names_constant_bank(5));
+    assert!(!m.names_constant_bank(3));
+}

@@ -43,6 +43,9 @@ const MAX_NODE_DW: usize = 64;
 const PCAS_ACTION: u32 = 3;
 /// INVALIDATE_SHADER_CACHES_NO_WFI: CONSTANT.
 const INVALIDATE_CONSTANT_CACHE: u32 = 1 << 12;
+/// The constant bank a chained predecessor binds to its successor's bank 0 for the prefetch
+/// (`QmdTemplate::chain`); not used when the predecessor's cubin has a bank of that number.
+const CHAIN_PREFETCH_BANK: u32 = 5;
 /// Dwords of a host semaphore method run: header, ADDR_LO, ADDR_HI, PAYLOAD_LO, PAYLOAD_HI, EXECUTE.
 const SEM_RUN_DW: usize = 6;
 
@@ -380,7 +383,7 @@ impl CmdBuf {
         let mut last_launch = false;
         // The previous launch's QMD while launches follow each other directly: the next one is
         // chained to it (DEPENDENT_QMD) instead of being sent with a wait for idle before it.
-        let mut prev_qmd: Option<(*mut u32, &crate::hw::qmd::QmdTemplate)> = None;
+        let mut prev_qmd: Option<(*mut u32, &crate::hw::qmd::QmdTemplate, &Kernel)> = None;
         let chain = !matches!(std::env::var("TEGRAGPU_CMDBUF_CHAIN").as_deref(), Ok("0"));
         // Chained predecessors prefetch their successor's program and constant bank 0 (Hopper),
         // unless TEGRAGPU_CMDBUF_PREFETCH=0. Successors then keep their prefetched bank 0, so
@@ -451,8 +454,12 @@ impl CmdBuf {
                         && !next_joins
                         && !(cfg.concurrent && last_launch)
                         && prev_qmd.is_some();
-                    let prefetched =
-                        chained && prefetch && prev_qmd.is_some_and(|(_, t)| t.chain_prefetches());
+                    let prefetched = chained
+                        && prefetch
+                        && prev_qmd.is_some_and(|(_, t, pk)| {
+                            t.chain_prefetches()
+                                && !pk.module.cubin.names_constant_bank(CHAIN_PREFETCH_BANK)
+                        });
                     if prefetched {
                         if !invalidated {
                             // The first words of the image run before any of its grids.
@@ -479,7 +486,7 @@ impl CmdBuf {
                         _ if cfg.concurrent && last_launch => {
                             pb.send_pcas(qmd_va, PCAS_ACTION)?;
                         }
-                        Some((prev, tmpl)) if chained => {
+                        Some((prev, tmpl, _)) if chained => {
                             // SAFETY: the previous launch's QMD slot in this allocation.
                             let prev_words =
                                 unsafe { std::slice::from_raw_parts_mut(prev, tmpl.dwords()) };
@@ -500,7 +507,7 @@ impl CmdBuf {
                     prev_qmd = if next_joins || (cfg.concurrent && last_launch) {
                         None
                     } else {
-                        Some((qmd_cpu, &*kernel.qmd))
+                        Some((qmd_cpu, &*kernel.qmd, kernel))
                     };
                     last_launch = true;
                     Patch::Params {

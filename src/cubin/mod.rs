@@ -180,9 +180,16 @@ pub struct Module {
     global: Option<(u64, u64)>,
     global_init: Option<(u64, u64)>,
     globals: Vec<GlobalSymbol>,
+    named_banks: u32,
 }
 
 impl Module {
+    /// Whether a section of the cubin is constant bank `bank` (`.nv.constantN` or
+    /// `.nv.constantN.<fn>`): the code may read that bank.
+    pub fn names_constant_bank(&self, bank: u32) -> bool {
+        bank < 32 && self.named_banks & (1 << bank) != 0
+    }
+
     /// The cubin's SM version `(major, minor)` from its ELF header.
     pub fn sm(&self) -> (u32, u32) {
         self.sm

@@ -372,9 +372,21 @@ impl Module {
             });
         }
 
+        // Every constant bank a section names (`.nv.constantN` or `.nv.constantN.<fn>`).
+        let named_banks = names.iter().fold(0u32, |m, n| {
+            let digits: String = n
+                .strip_prefix(".nv.constant")
+                .map(|r| r.chars().take_while(char::is_ascii_digit).collect())
+                .unwrap_or_default();
+            match digits.parse::<u32>() {
+                Ok(b) if b < 32 => m | 1 << b,
+                _ => m,
+            }
+        });
         Ok(Module {
             sm,
             globals,
+            named_banks,
             image,
             base_alignment,
             relocs,
