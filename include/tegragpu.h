@@ -924,11 +924,35 @@ enum tg_status tg_queue_create_with_depth(const struct tg_device *dev,
                                           struct tg_queue **out);
 
 /**
+ * Create a queue that only the calling thread may use: like `tg_queue_create_with_depth()`
+ * (`depth` 0 = the default), but every call on the queue (`tg_launch`, `tg_queue_submit`, ...,
+ * `tg_queue_destroy`) must come from the thread that created it. In exchange a call takes no
+ * lock and counts no references: the lowest CPU cost per launch the C API has (the Rust API's
+ * `&mut Queue`). A call from another thread returns `TG_ERROR_INVALID_ARGUMENT` and changes
+ * nothing; so does a call made from a log callback while a call on the same queue runs.
+ * The queue keeps the kernels it launched recently alive until its next call after any handle
+ * is destroyed, or until it is destroyed. If the creating thread exits without destroying the
+ * queue, the queue stays until the process ends (a thread that later reuses the creating
+ * thread's thread-local storage may use it).
+ *
+ * Returns what `tg_queue_create()` returns. Ownership: the caller releases `*out` with
+ * `tg_queue_destroy()` from the same thread. Thread safety: see above.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum tg_status tg_queue_create_owned(const struct tg_device *dev,
+                                     tg_queue_kind kind,
+                                     uint32_t depth,
+                                     struct tg_queue **out);
+
+/**
  * Destroy a queue: submits what was recorded, waits (up to 10 s) for the queue's work to
  * finish, then releases the channel. NULL is a no-op.
  *
- * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`. Thread safety: any thread; the handle must not be
- * used after this call.
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (an owned queue from
+ * another thread than its creator). Thread safety: any thread (an owned queue: its creating
+ * thread); the handle must not be used after this call.
  *
  * # Safety
  * None beyond the handle contract.
@@ -944,9 +968,10 @@ enum tg_status tg_queue_destroy(struct tg_queue *queue);
  * abandoned work held (buffers freed meanwhile, the queue's rings) is released once the
  * channel is gone; signals the work would have written keep their values. NULL is a no-op.
  *
- * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`. Thread safety: any thread; returns after calls
- * on this queue running in other threads (e.g. a `tg_queue_synchronize`) have returned; the
- * handle must not be used after this call.
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (an owned queue from
+ * another thread than its creator). Thread safety: any thread (an owned queue: its creating
+ * thread); returns after calls on this queue running in other threads (e.g. a
+ * `tg_queue_synchronize`) have returned; the handle must not be used after this call.
  *
  * # Safety
  * None beyond the handle contract.

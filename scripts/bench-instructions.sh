@@ -29,4 +29,5 @@ per_launch() { # label [--capi]
 }
 per_launch "Rust API (Queue::launch + submit)"
 per_launch "C API (tg_launch + tg_queue_submit)" --capi
+per_launch "C API, owned queue (tg_queue_create_owned)" "--capi --owned"
 rm -rf "$tmp"

@@ -688,3 +688,123 @@ fn launch_flags_concurrent_and_its_refusals() {
         assert_eq!(tg_device_close(dev), tg_status::TG_OK);
     }
 }
+
+/// A queue owned by its creating thread: exact results through the lock-free path (with more
+/// kernel handles than its kernel cache holds), calls from another thread refused without
+/// effect, a destroyed kernel handle refused although the queue cached it, and destroy only
+/// from the owner.
+#[test]
+fn owned_queues_serve_only_their_thread() {
+    let dev = open_emu();
+    unsafe {
+        let (m, inc) = fixture_kernel(dev, c"increment");
+        // More handles of the same kernel than the owned queue's kernel cache has ways.
+        let mut ks = vec![inc];
+        for _ in 0..11 {
+            let mut k = null_mut();
+            assert_eq!(
+                tg_module_get_kernel(m, c"increment".as_ptr(), &mut k),
+                tg_status::TG_OK
+            );
+            ks.push(k);
+        }
+        let (mut q, mut buf, mut sig) = (null_mut(), null_mut(), null_mut());
+        assert_eq!(
+            tg_queue_create_owned(dev, tg_queue_kind_arg(0), 0, &mut q),
+            tg_status::TG_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(
+            tg_buf_alloc(dev, 4096, TG_BUF_CPU_CACHED | TG_BUF_ZEROED, &mut buf),
+            tg_status::TG_OK
+        );
+        assert_eq!(tg_signal_create(dev, 0, &mut sig), tg_status::TG_OK);
+        let mut va = 0u64;
+        assert_eq!(tg_buf_gpu_address(buf, &mut va), tg_status::TG_OK);
+        let cfg = tg_launch_config {
+            struct_size: std::mem::size_of::<tg_launch_config>() as u32,
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            dynamic_shared_bytes: 0,
+            flags: 0,
+            cluster: [0; 3],
+        };
+        let launch = |k: *mut tg_kernel, by: u64| {
+            let mut p = [0u8; 16];
+            p[..8].copy_from_slice(&va.to_le_bytes());
+            p[8..].copy_from_slice(&by.to_le_bytes());
+            tg_launch(q, k, &cfg, p.as_ptr() as *const c_void, 16)
+        };
+        let mut expect = 0u64;
+        for i in 0..60u64 {
+            let k = ks[(i as usize * 7) % ks.len()];
+            assert_eq!(launch(k, i + 1), tg_status::TG_OK, "{}", last_error());
+            expect += i + 1;
+            if i % 7 == 0 {
+                assert_eq!(tg_queue_submit(q), tg_status::TG_OK);
+            }
+        }
+        assert_eq!(tg_queue_signal(q, sig, 1), tg_status::TG_OK);
+        assert_eq!(tg_queue_submit(q), tg_status::TG_OK);
+        assert_eq!(tg_signal_wait(sig, 1, 30_000_000_000), tg_status::TG_OK);
+        let mut cpu = null_mut();
+        assert_eq!(tg_buf_cpu_ptr(buf, &mut cpu), tg_status::TG_OK);
+        let read = || std::ptr::read_volatile(cpu as *const u64);
+        assert_eq!(read(), expect);
+
+        // Another thread: every call refused, nothing recorded, the queue intact.
+        let (qv, kv) = (q as usize, inc as usize);
+        std::thread::spawn(move || {
+            let q = qv as *mut tg_queue;
+            let k = kv as *mut tg_kernel;
+            let p = [0u8; 16];
+            let st = tg_launch(q, k, &cfg, p.as_ptr() as *const c_void, 16);
+            assert_eq!(st, tg_status::TG_ERROR_INVALID_ARGUMENT);
+            let msg = last_error();
+            assert!(
+                msg.starts_with("tg_launch:") && msg.contains("owned by the thread"),
+                "{msg}"
+            );
+            assert_eq!(tg_queue_submit(q), tg_status::TG_ERROR_INVALID_ARGUMENT);
+            assert_eq!(
+                tg_queue_synchronize(q, 1),
+                tg_status::TG_ERROR_INVALID_ARGUMENT
+            );
+            assert_eq!(tg_queue_destroy(q), tg_status::TG_ERROR_INVALID_ARGUMENT);
+            assert_eq!(tg_queue_abort(q), tg_status::TG_ERROR_INVALID_ARGUMENT);
+        })
+        .join()
+        .unwrap();
+
+        // A kernel handle the queue has cached, destroyed: refused; the others still launch.
+        let gone = ks.pop().unwrap();
+        assert_eq!(launch(gone, 1000), tg_status::TG_OK);
+        expect += 1000;
+        assert_eq!(tg_kernel_destroy(gone), tg_status::TG_OK);
+        assert_eq!(launch(gone, 1), tg_status::TG_ERROR_INVALID_HANDLE);
+        assert!(
+            last_error().contains("not a live tg_kernel"),
+            "{}",
+            last_error()
+        );
+        assert_eq!(launch(inc, 5), tg_status::TG_OK);
+        expect += 5;
+        assert_eq!(tg_queue_signal(q, sig, 2), tg_status::TG_OK);
+        assert_eq!(tg_queue_submit(q), tg_status::TG_OK);
+        assert_eq!(tg_queue_synchronize(q, 30_000_000_000), tg_status::TG_OK);
+        assert_eq!(read(), expect);
+
+        // Destroy from the owner; the handle is then stale.
+        assert_eq!(tg_queue_destroy(q), tg_status::TG_OK, "{}", last_error());
+        assert_eq!(tg_queue_submit(q), tg_status::TG_ERROR_INVALID_HANDLE);
+        assert_eq!(launch(inc, 1), tg_status::TG_ERROR_INVALID_HANDLE);
+        for k in ks {
+            assert_eq!(tg_kernel_destroy(k), tg_status::TG_OK);
+        }
+        assert_eq!(tg_signal_destroy(sig), tg_status::TG_OK);
+        assert_eq!(tg_buf_free(buf), tg_status::TG_OK);
+        assert_eq!(tg_module_destroy(m), tg_status::TG_OK);
+        assert_eq!(tg_device_close(dev), tg_status::TG_OK);
+    }
+}

@@ -366,6 +366,7 @@ SIGNATURES = {
     "tg_device_get_limit": (_st, [_H, _u32, _P(_u64)]),
     "tg_queue_create": (_st, [_H, _int, _P(_H)]),
     "tg_queue_create_with_depth": (_st, [_H, _int, _u32, _P(_H)]),
+    "tg_queue_create_owned": (_st, [_H, _int, _u32, _P(_H)]),
     "tg_queue_destroy": (_st, [_H]),
     "tg_queue_abort": (_st, [_H]),
     "tg_launch": (_st, [_H, _H, _P(CLaunchConfig), ctypes.c_void_p, _size]),
@@ -785,11 +786,16 @@ class Device(_Handle):
                                          ctypes.byref(h)))
         return Module(h.value)
 
-    def create_queue(self, kind=QueueKind.COMPUTE, depth=None):
+    def create_queue(self, kind=QueueKind.COMPUTE, depth=None, owned=False):
         """A compute or copy queue; `depth` (power of two, 16..65536; default 1024) is how many
-        submissions/launches may be in flight before recording waits for the GPU."""
+        submissions/launches may be in flight before recording waits for the GPU. `owned=True`:
+        only the calling thread may use (and drop) the queue; its calls take no lock
+        (``tg_queue_create_owned``)."""
         h = _H()
-        if depth is None:
+        if owned:
+            check(lib.tg_queue_create_owned(self.handle, int(kind), int(depth or 0),
+                                            ctypes.byref(h)))
+        elif depth is None:
             check(lib.tg_queue_create(self.handle, int(kind), ctypes.byref(h)))
         else:
             check(lib.tg_queue_create_with_depth(self.handle, int(kind), int(depth),

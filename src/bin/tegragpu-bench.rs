@@ -1,7 +1,7 @@
 //! tegragpu-bench: launch latency, submission cost, copy bandwidth and allocation cost of
 //! libtegragpu, side by side with libcuda (loaded at run time with libloading) when present.
 //!
-//! Usage: tegragpu-bench [--device SPEC] [--json] [--quick] [--no-cuda] [--record-only N [--capi]]
+//! Usage: tegragpu-bench [--device SPEC] [--json] [--quick] [--no-cuda] [--record-only N [--capi [--owned]]]
 //! (see `USAGE`; parsed with lexopt).
 //!
 //! `--record-only N` records and submits N empty-kernel launches and exits (used by
@@ -24,10 +24,11 @@ struct Opts {
     cuda: bool,
     record_only: Option<u64>,
     capi: bool,
+    owned: bool,
 }
 
 const USAGE: &str = "\
-usage: tegragpu-bench [--device emu|nvgpu|rm|rm:N] [--json] [--quick] [--no-cuda] [--record-only N [--capi]]
+usage: tegragpu-bench [--device emu|nvgpu|rm|rm:N] [--json] [--quick] [--no-cuda] [--record-only N [--capi [--owned]]]
 
 Launch latency, CPU cost per launch, copy bandwidth and more, side by side with libcuda
 when it is present (docs/performance.md).
@@ -37,6 +38,7 @@ when it is present (docs/performance.md).
   --no-cuda        skip the libcuda columns
   --record-only N  only record + submit N launches (for instruction counts)
   --capi           with --record-only: through the C API (tg_launch, tg_queue_submit)
+  --owned          with --capi: on a queue owned by the thread (tg_queue_create_owned)
   --help, -h       this text
   --version, -V    the library version";
 
@@ -60,6 +62,7 @@ fn parse_args() -> Result<Opts, String> {
         cuda: true,
         record_only: None,
         capi: false,
+        owned: false,
     };
     let mut parser = lexopt::Parser::from_env();
     loop {
@@ -84,6 +87,7 @@ fn parse_args() -> Result<Opts, String> {
             Long("quick") => o.quick = true,
             Long("no-cuda") => o.cuda = false,
             Long("capi") => o.capi = true,
+            Long("owned") => o.owned = true,
             Long("record-only") => {
                 let n = parser.value().map_err(|_| "--record-only needs N")?;
                 let n = n.string().map_err(|e| format!("--record-only: {e}"))?;
@@ -509,7 +513,7 @@ fn main() {
                 ));
             }
             if o.capi {
-                record_only_capi(o.device.as_deref().unwrap_or("emu"), n)?;
+                record_only_capi(o.device.as_deref().unwrap_or("emu"), n, o.owned)?;
                 std::process::exit(0)
             }
             let mut ours = Ours::new(o.device.as_deref().or(Some("emu")))?;
@@ -549,7 +553,7 @@ fn main() {
 
 /// `--record-only N --capi`: the same launches through the C API (`tg_launch`,
 /// `tg_queue_submit`), as a C program makes them.
-fn record_only_capi(spec: &str, n: u64) -> tegragpu::Result<()> {
+fn record_only_capi(spec: &str, n: u64, owned: bool) -> tegragpu::Result<()> {
     use tegragpu::capi::*;
     use tegragpu::Status;
     let check = |what: &str, s: tg_status| -> tegragpu::Result<()> {
@@ -583,10 +587,17 @@ fn record_only_capi(spec: &str, n: u64) -> tegragpu::Result<()> {
             "tg_module_get_kernel",
             tg_module_get_kernel(m, c"empty_kernel".as_ptr(), &mut k),
         )?;
-        check(
-            "tg_queue_create",
-            tg_queue_create(dev, tg_queue_kind_arg(0), &mut q),
-        )?;
+        if owned {
+            check(
+                "tg_queue_create_owned",
+                tg_queue_create_owned(dev, tg_queue_kind_arg(0), 0, &mut q),
+            )?;
+        } else {
+            check(
+                "tg_queue_create",
+                tg_queue_create(dev, tg_queue_kind_arg(0), &mut q),
+            )?;
+        }
         let cfg = tg_launch_config {
             struct_size: std::mem::size_of::<tg_launch_config>() as u32,
             grid: [1, 1, 1],

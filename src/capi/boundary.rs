@@ -12,7 +12,7 @@ use super::{tg_buf, tg_device, tg_kernel, tg_module, tg_queue, tg_signal, tg_sta
 use crate::core::{Buffer, Device, Kernel, Module, Queue, Signal};
 use crate::error::{Error, Result, Status};
 use parking_lot::Mutex;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -223,7 +223,7 @@ pub(super) fn module(h: *const tg_module, arg: &str) -> Result<Module> {
 
 thread_local! {
     static KERNEL_LOOKUP: handles::LookupCache<Kernel, 32> = const { RefCell::new([const { None }; 32]) };
-    static QUEUE_LOOKUP: handles::LookupCache<Mutex<Queue>, 4> = const { RefCell::new([const { None }; 4]) };
+    static QUEUE_LOOKUP: handles::LookupCache<QueueCell, 4> = const { RefCell::new([const { None }; 4]) };
     static SIGNAL_LOOKUP: handles::LookupCache<Signal, 8> = const { RefCell::new([const { None }; 8]) };
 }
 
@@ -234,11 +234,242 @@ pub(super) fn kernel(h: *const tg_kernel, arg: &str) -> Result<Arc<Kernel>> {
     })
 }
 
-pub(super) fn queue(h: *const tg_queue, arg: &str) -> Result<Arc<Mutex<Queue>>> {
+fn queue_cell(h: *const tg_queue, arg: &str) -> Result<Arc<QueueCell>> {
     handles::get_cached(&QUEUE_LOOKUP, h as usize, Kind::Queue, arg, |o| match o {
         Object::Queue(q) => Some(q),
         _ => None,
     })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queues: shared (any thread, a lock per call) or owned by one thread (no lock, no reference
+// counting per call)
+
+/// The object behind a `tg_queue` handle.
+pub(crate) enum QueueCell {
+    /// `tg_queue_create*`: any thread; calls are serialized by the lock.
+    Shared(Mutex<Queue>),
+    /// `tg_queue_create_owned`: only the creating thread may use or destroy it.
+    Owned(OwnedQueue),
+}
+
+/// Kernels an owned queue remembers (direct-mapped by handle).
+const OWNED_KERNEL_WAYS: usize = 8;
+
+/// A queue only its creating thread uses: every access checks the calling thread's token
+/// against `owner`, so the queue and its kernel cache need no lock. The kernel cache holds
+/// strong references, valid while no handle has been removed since they were taken (a
+/// removal anywhere empties it at the queue's next lookup).
+pub(crate) struct OwnedQueue {
+    owner: usize,
+    busy: Cell<bool>,
+    queue: UnsafeCell<Queue>,
+    kernels: UnsafeCell<[Option<CachedKernel>; OWNED_KERNEL_WAYS]>,
+}
+
+/// An owned queue's cached kernel: (handle, `handles::removals()` when cached, the kernel).
+type CachedKernel = (usize, u64, Arc<Kernel>);
+
+// SAFETY: `queue`, `kernels` and `busy` are touched only by the thread whose token is `owner`
+// (`OwnedQueue::enter` checks it on every access) and never reentrantly (`busy`); `owner` never
+// changes. Other threads only read `owner`.
+unsafe impl Sync for OwnedQueue {}
+
+/// An address unique among the live threads of the process: the calling thread's token.
+#[inline(always)]
+fn thread_token() -> usize {
+    thread_local! {
+        static TOKEN: u8 = const { 0 };
+    }
+    TOKEN.with(|t| t as *const u8 as usize)
+}
+
+thread_local! {
+    /// The calling thread's owned queues: (handle, the queue) — a handle here is live, because
+    /// only this thread can destroy it and it removes the entry when it does.
+    static OWNED: [Cell<(usize, usize)>; 4] = const { [const { Cell::new((0, 0)) }; 4] };
+}
+
+fn owned_way(h: usize) -> usize {
+    (h / 16) % 4
+}
+
+impl QueueCell {
+    pub(crate) fn shared(q: Queue) -> QueueCell {
+        QueueCell::Shared(Mutex::new(q))
+    }
+
+    /// A queue owned by the calling thread.
+    pub(crate) fn owned(q: Queue) -> QueueCell {
+        QueueCell::Owned(OwnedQueue {
+            owner: thread_token(),
+            busy: Cell::new(false),
+            queue: UnsafeCell::new(q),
+            kernels: UnsafeCell::new([const { None }; OWNED_KERNEL_WAYS]),
+        })
+    }
+}
+
+/// Marks an owned queue busy for one call.
+struct Busy<'a>(&'a Cell<bool>);
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
+impl OwnedQueue {
+    /// Check that the calling thread owns the queue and is not already inside a call on it.
+    fn enter(&self, h: usize, arg: &str) -> Result<Busy<'_>> {
+        if self.owner != thread_token() {
+            return Err(Error::invalid(format!(
+                "{arg} {h:#x} is owned by the thread that created it (tg_queue_create_owned); \
+                 use it from that thread only, or create a shared queue"
+            )));
+        }
+        if self.busy.replace(true) {
+            return Err(Error::invalid(format!(
+                "{arg} {h:#x} is in use by a call further up this thread's stack (a log \
+                 callback may not use the queue whose call logs)"
+            )));
+        }
+        Ok(Busy(&self.busy))
+    }
+
+    /// The kernel behind `kh`, from the queue's kernel cache or the handle table.
+    fn kernel(&self, kh: *const tg_kernel, arg: &str) -> Result<&Kernel> {
+        let h = kh as usize;
+        let removals = handles::removals();
+        // SAFETY: only the owner thread gets here, inside `enter` (no other reference exists).
+        let ks = unsafe { &mut *self.kernels.get() };
+        let way = (h / 16) % OWNED_KERNEL_WAYS;
+        match &ks[way] {
+            Some((ch, cr, _)) if *ch == h && *cr == removals => {}
+            Some((_, cr, _)) if *cr != removals => {
+                // A handle was removed since these were cached: forget them all (a destroyed
+                // kernel is not kept alive by this cache beyond this call).
+                for k in ks.iter_mut() {
+                    *k = None;
+                }
+                ks[way] = Some((h, removals, kernel(kh, arg)?));
+            }
+            _ => ks[way] = Some((h, removals, kernel(kh, arg)?)),
+        }
+        match &ks[way] {
+            Some((_, _, k)) => Ok(k),
+            None => Err(Error::new(Status::Internal, "owned queue kernel cache")),
+        }
+    }
+}
+
+/// Run `f` on the queue behind `h`: under its lock (shared queue) or directly (owned queue,
+/// from its owner thread only). `kh`, when given, is looked up too and passed to `f`.
+#[inline]
+pub(super) fn with_queue<R>(
+    h: *const tg_queue,
+    arg: &str,
+    kh: Option<(*const tg_kernel, &str)>,
+    f: impl FnOnce(&mut Queue, Option<&Kernel>) -> Result<R>,
+) -> Result<R> {
+    let hv = h as usize;
+    let way = owned_way(hv);
+    let fast = OWNED
+        .try_with(|o| o[way].get())
+        .ok()
+        .filter(|&(ch, _)| ch == hv && hv != 0 && hv as u64 >= crate::os::fork::forked_below());
+    if let Some((_, ptr)) = fast {
+        // SAFETY: an entry of this thread's OWNED table points to a live owned queue (see OWNED).
+        let oq = unsafe { &*(ptr as *const OwnedQueue) };
+        return owned_call(oq, hv, arg, kh, f);
+    }
+    let cell = queue_cell(h, arg)?;
+    match &*cell {
+        QueueCell::Shared(m) => {
+            let k = match kh {
+                Some((kh, karg)) => Some(kernel(kh, karg)?),
+                None => None,
+            };
+            let mut g = m.lock();
+            f(&mut g, k.as_deref())
+        }
+        QueueCell::Owned(oq) => {
+            let r = owned_call(oq, hv, arg, kh, f);
+            if oq.owner == thread_token() {
+                let _ = OWNED.try_with(|o| o[way].set((hv, oq as *const OwnedQueue as usize)));
+            }
+            r
+        }
+    }
+}
+
+#[inline(always)]
+fn owned_call<R>(
+    oq: &OwnedQueue,
+    h: usize,
+    arg: &str,
+    kh: Option<(*const tg_kernel, &str)>,
+    f: impl FnOnce(&mut Queue, Option<&Kernel>) -> Result<R>,
+) -> Result<R> {
+    let _busy = oq.enter(h, arg)?;
+    let k = match kh {
+        Some((kh, karg)) => Some(oq.kernel(kh, karg)?),
+        None => None,
+    };
+    // SAFETY: `enter` established that this is the owner thread and no other call on this
+    // queue is running: the only reference to the queue.
+    let q = unsafe { &mut *oq.queue.get() };
+    f(q, k)
+}
+
+/// Register a new queue (shared or owned by the calling thread); its handle value.
+pub(super) fn register_queue(cell: QueueCell) -> Result<usize> {
+    let cell = Arc::new(cell);
+    let owned = match &*cell {
+        QueueCell::Owned(oq) => Some(oq as *const OwnedQueue as usize),
+        QueueCell::Shared(_) => None,
+    };
+    let h = register(Object::Queue(cell))?;
+    if let Some(ptr) = owned {
+        let _ = OWNED.try_with(|o| o[owned_way(h)].set((h, ptr)));
+    }
+    Ok(h)
+}
+
+/// Take the queue behind `h` out of the handle table for a destroy: an owned queue only from
+/// its owner thread. `Ok(None)` for NULL.
+pub(super) fn take_queue(h: *mut tg_queue, arg: &str) -> Result<Option<Arc<QueueCell>>> {
+    let hv = h as usize;
+    if hv == 0 {
+        return Ok(None);
+    }
+    {
+        let cell = queue_cell(h, arg)?;
+        if let QueueCell::Owned(oq) = &*cell {
+            let _busy = oq.enter(hv, arg)?;
+            let way = owned_way(hv);
+            let _ = OWNED.try_with(|o| {
+                if o[way].get().0 == hv {
+                    o[way].set((0, 0));
+                }
+            });
+        }
+    }
+    match handles::take(hv, Kind::Queue, arg)? {
+        Some(Object::Queue(q)) => Ok(Some(q)),
+        _ => Ok(None),
+    }
+}
+
+impl QueueCell {
+    /// Mark the queue so that dropping it abandons its work (`tg_queue_abort`).
+    pub(super) fn abandon_on_drop(&self) {
+        match self {
+            QueueCell::Shared(m) => m.lock().abandon_on_drop(),
+            // SAFETY: called by `tg_queue_abort` after `take_queue` (owner thread, no call on
+            // the queue running).
+            QueueCell::Owned(oq) => unsafe { (*oq.queue.get()).abandon_on_drop() },
+        }
+    }
 }
 
 pub(super) fn signal(h: *const tg_signal, arg: &str) -> Result<Arc<Signal>> {

@@ -1,6 +1,8 @@
 //! Command buffers: `tg_cmdbuf_*` and `tg_queue_replay`.
 
-use super::boundary::{buffer, device, kernel, out_ptr, queue, register, run, same_device, signal};
+use super::boundary::{
+    buffer, device, kernel, out_ptr, register, run, same_device, signal, with_queue,
+};
 use super::handles::{self, Kind, Object};
 use super::queue::launch_config;
 use super::{
@@ -304,10 +306,10 @@ pub unsafe extern "C" fn tg_queue_replay(
     cmdbuf: *const tg_cmdbuf,
 ) -> tg_status {
     run("tg_queue_replay", || {
-        let q = self::queue(queue, "queue")?;
-        let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
-        let mut cg = c.lock();
-        let r = q.lock().replay(&mut cg);
-        r
+        with_queue(queue, "queue", None, |q, _| {
+            let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
+            let mut cg = c.lock();
+            q.replay(&mut cg)
+        })
     })
 }

@@ -18,7 +18,7 @@
 //! After `fork()` the child starts with an empty table and handle values from the parent are
 //! reported as such (`crate::os::fork`).
 
-use crate::core::{Buffer, Device, Kernel, Module, Queue, Signal};
+use crate::core::{Buffer, Device, Kernel, Module, Signal};
 use crate::error::{Error, Result, Status};
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
@@ -65,7 +65,7 @@ pub(crate) enum Object {
     Buf(Arc<Buffer>),
     Module(Module),
     Kernel(Arc<Kernel>),
-    Queue(Arc<Mutex<Queue>>),
+    Queue(Arc<super::boundary::QueueCell>),
     Signal(Arc<Signal>),
     CmdBuf(Arc<Mutex<crate::core::CmdBuf>>),
 }
@@ -199,6 +199,12 @@ pub(crate) fn get(h: usize, want: Kind, arg: &str) -> Result<Object> {
 /// Bumped by every removal from the table (and in a fork child): a per-thread cached lookup
 /// made before the last removal is not trusted.
 static REMOVALS: AtomicU64 = AtomicU64::new(0);
+
+/// The number of removals from the table so far (see [`get_cached`]).
+#[inline(always)]
+pub(crate) fn removals() -> u64 {
+    REMOVALS.load(Ordering::Acquire)
+}
 
 /// One thread's recent lookups of handles of one kind, direct-mapped by handle: (handle,
 /// `REMOVALS` when it was looked up, a weak reference to the object). Weak: a handle destroyed on
