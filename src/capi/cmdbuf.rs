@@ -14,11 +14,16 @@ use parking_lot::Mutex;
 use std::ffi::c_void;
 use std::sync::Arc;
 
+thread_local! {
+    static CMDBUF_LOOKUP: handles::LookupCache<Mutex<CmdBuf>, 4> =
+        const { std::cell::RefCell::new([const { None }; 4]) };
+}
+
 fn cmdbuf(h: *const tg_cmdbuf, arg: &str) -> Result<Arc<Mutex<CmdBuf>>> {
-    match handles::get(h as usize, Kind::CmdBuf, arg)? {
-        Object::CmdBuf(c) => Ok(c),
-        _ => Err(Error::new(Status::Internal, "handle table kind mismatch")),
-    }
+    handles::get_cached(&CMDBUF_LOOKUP, h as usize, Kind::CmdBuf, arg, |o| match o {
+        Object::CmdBuf(c) => Some(c),
+        _ => None,
+    })
 }
 
 /// Write a node index to `node_out` when it is not NULL.
