@@ -808,3 +808,48 @@ fn owned_queues_serve_only_their_thread() {
         assert_eq!(tg_device_close(dev), tg_status::TG_OK);
     }
 }
+
+/// `tg_queue_create_owned` refuses bad arguments with a message naming the call and the value.
+#[test]
+fn owned_queue_creation_refuses_bad_arguments() {
+    let dev = open_emu();
+    unsafe {
+        let mut q: *mut tg_queue = null_mut();
+        let cases: [(*mut tg_device, i32, u32, bool, tg_status, &str); 4] = [
+            (
+                dev,
+                7,
+                0,
+                true,
+                tg_status::TG_ERROR_INVALID_ARGUMENT,
+                "kind 7",
+            ),
+            (dev, 0, 3, true, tg_status::TG_ERROR_INVALID_ARGUMENT, "3"),
+            (dev, 0, 0, false, tg_status::TG_ERROR_NULL_POINTER, "out"),
+            (
+                null_mut(),
+                0,
+                0,
+                true,
+                tg_status::TG_ERROR_INVALID_HANDLE,
+                "dev",
+            ),
+        ];
+        for (d, kind, depth, with_out, want, needle) in cases {
+            let out = if with_out {
+                &mut q as *mut _
+            } else {
+                null_mut()
+            };
+            let st = tg_queue_create_owned(d, tg_queue_kind_arg(kind), depth, out);
+            assert_eq!(st, want, "kind {kind} depth {depth}");
+            let msg = last_error();
+            assert!(
+                msg.starts_with("tg_queue_create_owned:") && msg.contains(needle),
+                "{msg}"
+            );
+            assert!(q.is_null(), "out written on failure");
+        }
+        assert_eq!(tg_device_close(dev), tg_status::TG_OK);
+    }
+}
