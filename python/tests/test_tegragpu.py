@@ -181,6 +181,36 @@ def test_queue_depth(dev):
     mod.close()
 
 
+def test_owned_queue_serves_only_its_thread(dev):
+    import threading
+    mod = dev.load_module_file(cubin_path(dev))
+    fill = mod.kernel("fill_u32")
+    n = 1024
+    with dev.alloc(4 * n, tg.BUF_ZEROED) as out, dev.create_queue(owned=True, depth=16) as q:
+        for v in range(1, 25):
+            q.launch(fill, grid=n // 256, block=256, args=(out, np.uint32(v), np.uint32(n)))
+            q.submit()
+        errors = []
+
+        def other():
+            try:
+                q.submit()
+            except tg.InvalidArgumentError as e:
+                errors.append(str(e))
+
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert len(errors) == 1 and errors[0].startswith("tg_queue_submit:"), errors
+        assert "owned by the thread" in errors[0]
+        q.synchronize(TIMEOUT_NS)
+        view = out.numpy(np.uint32)
+        assert (view == 24).all()
+        del view
+    fill.close()
+    mod.close()
+
+
 def test_stack_limit_occupancy_and_cooperative_checks(dev):
     assert dev.stack_limit == 1024  # libcuda's default CU_LIMIT_STACK_SIZE
     dev.stack_limit = 4096
