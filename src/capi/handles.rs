@@ -4,8 +4,8 @@
 //! counter (`HANDLE_BASE + n * HANDLE_STRIDE`), so they are never reused: once destroyed, a
 //! handle stays invalid for the life of the process. Every call looks its handles up in one
 //! global table (`RwLock<HashMap<usize, Object>>`, hashed by the handle's sequence number: no
-//! SipHash on the launch path) and clones the object's reference (one `Arc`) out before doing
-//! any work, so
+//! SipHash on the launch path; hot kinds first in a per-thread cache of weak references,
+//! `get_cached`) and clones the object's reference (one `Arc`) out before doing any work, so
 //!
 //! - a NULL, destroyed, never-created or wrong-type handle gives `TG_ERROR_INVALID_HANDLE`;
 //! - no memory is ever read through a handle value (no use-after-free is possible, whatever the
@@ -14,6 +14,11 @@
 //!   the object is dropped when the last reference goes.
 //!
 //! Objects are dropped outside the table lock (dropping a queue waits for its work).
+//!
+//! Owned queues (`tg_queue_create_owned`, `boundary::OwnedQueue`) are the exception to the
+//! cloned reference: their owner thread finds them through a per-thread table that only it can
+//! invalidate (only the owner may destroy them), so a call on one holds no reference of its
+//! own; calls from other threads are refused before they touch the queue.
 //!
 //! After `fork()` the child starts with an empty table and handle values from the parent are
 //! reported as such (`crate::os::fork`).
