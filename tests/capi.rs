@@ -23,6 +23,18 @@ fn open_emu() -> *mut tg_device {
     dev
 }
 
+/// A launch of one block of `threads` threads with `flags`.
+fn one_block(threads: u32, flags: u32) -> tg_launch_config {
+    tg_launch_config {
+        struct_size: std::mem::size_of::<tg_launch_config>() as u32,
+        grid: [1, 1, 1],
+        block: [threads, 1, 1],
+        dynamic_shared_bytes: 0,
+        flags,
+        cluster: [0; 3],
+    }
+}
+
 /// Load the sm_87 fixture module on `dev` and take its kernel `name` (through the C API).
 fn fixture_kernel(dev: *mut tg_device, name: &std::ffi::CStr) -> (*mut tg_module, *mut tg_kernel) {
     let cubin = std::fs::read(concat!(
@@ -295,14 +307,7 @@ fn gpu_fault_is_reported_through_the_c_api() {
         params[8..16].copy_from_slice(&va.to_le_bytes());
         params[16..24].copy_from_slice(&bad.to_le_bytes());
         params[24..28].copy_from_slice(&n.to_le_bytes());
-        let cfg = tg_launch_config {
-            struct_size: std::mem::size_of::<tg_launch_config>() as u32,
-            grid: [1, 1, 1],
-            block: [64, 1, 1],
-            dynamic_shared_bytes: 0,
-            flags: 0,
-            cluster: [0; 3],
-        };
+        let cfg = one_block(64, 0);
         assert_eq!(
             tg_launch(q, k, &cfg, params.as_ptr() as *const c_void, params.len()),
             tg_status::TG_OK,
@@ -544,14 +549,7 @@ fn command_buffers_through_the_c_api() {
         let mut va = 0u64;
         assert_eq!(tg_buf_gpu_address(b, &mut va), tg_status::TG_OK);
         assert_eq!(tg_cmdbuf_create(dev, &mut cb), tg_status::TG_OK);
-        let cfg = tg_launch_config {
-            struct_size: std::mem::size_of::<tg_launch_config>() as u32,
-            grid: [1, 1, 1],
-            block: [32, 1, 1],
-            dynamic_shared_bytes: 0,
-            flags: 0,
-            cluster: [0; 3],
-        };
+        let cfg = one_block(32, 0);
         let params = |by: u64| {
             let mut p = [0u8; 16];
             p[..8].copy_from_slice(&va.to_le_bytes());
@@ -639,14 +637,7 @@ fn launch_flags_concurrent_and_its_refusals() {
             tg_status::TG_OK
         );
         assert_eq!(tg_cmdbuf_create(dev, &mut cb), tg_status::TG_OK);
-        let mut cfg = tg_launch_config {
-            struct_size: std::mem::size_of::<tg_launch_config>() as u32,
-            grid: [1, 1, 1],
-            block: [32, 1, 1],
-            dynamic_shared_bytes: 0,
-            flags: TG_LAUNCH_CONCURRENT,
-            cluster: [0; 3],
-        };
+        let mut cfg = one_block(32, TG_LAUNCH_CONCURRENT);
         for _ in 0..3 {
             assert_eq!(
                 tg_launch(q, k, &cfg, std::ptr::null(), 0),
@@ -722,14 +713,7 @@ fn owned_queues_serve_only_their_thread() {
         assert_eq!(tg_signal_create(dev, 0, &mut sig), tg_status::TG_OK);
         let mut va = 0u64;
         assert_eq!(tg_buf_gpu_address(buf, &mut va), tg_status::TG_OK);
-        let cfg = tg_launch_config {
-            struct_size: std::mem::size_of::<tg_launch_config>() as u32,
-            grid: [1, 1, 1],
-            block: [32, 1, 1],
-            dynamic_shared_bytes: 0,
-            flags: 0,
-            cluster: [0; 3],
-        };
+        let cfg = one_block(32, 0);
         let launch = |k: *mut tg_kernel, by: u64| {
             let mut p = [0u8; 16];
             p[..8].copy_from_slice(&va.to_le_bytes());
