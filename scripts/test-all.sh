@@ -4,7 +4,8 @@
 #      header check: include/tegragpu.h fresh + compiles as C99 and C++)
 #   2. C: meson builds the library (reusing target/ from step 1), the examples and api_misuse
 #      (plain and -fsanitize=address); `meson test` runs them all on the emulated Orin
-#   3. Python: pytest python/tests against the library meson built; then
+#   3. Python: pytest python/tests (against the library meson built) and tests/conformance (the
+#      conformance manifest and the foreign-module finder, no GPU); then
 #      scripts/check-python-package.sh (pip install ./python into a clean venv, tests again)
 # Prints a closing "N passed, N failed[, N skipped]" line; exits non-zero if anything failed.
 #
@@ -47,8 +48,8 @@ asan=enabled
 } 2>&1 | tee "$LOGS/meson.log"
 [ "${PIPESTATUS[0]}" = 0 ] || failed_stages+=(meson)
 
-tg_log "3/3 Python: pytest python/tests"
-TEGRAGPU_LIBRARY="$ROOT/build/meson/libtegragpu.so" python -m pytest -q -rs python/tests 2>&1 | tee "$LOGS/pytest.log"
+tg_log "3/3 Python: pytest python/tests tests/conformance"
+TEGRAGPU_LIBRARY="$ROOT/build/meson/libtegragpu.so" python -m pytest -q -rs python/tests tests/conformance 2>&1 | tee "$LOGS/pytest.log"
 [ "${PIPESTATUS[0]}" = 0 ] || failed_stages+=(pytest)
 # The package installed with pip into a clean venv, its tests run again against the installed
 # copy, and a wheel with the library bundled (not counted: the counts above come from pytest.log).

@@ -284,8 +284,28 @@ fn code_memory(dev: &Device) -> MemFlags {
     }
 }
 
+/// Registers per SM and the most one block may use (the same on every supported SM).
+const REGS_PER_SM: u32 = 65536;
+/// Register sub-partitions per SM: each warp takes its registers from one of them.
+const REG_SUB_PARTITIONS: u32 = 4;
+
+/// Registers one warp of `k` is allocated: registers per thread × 32, rounded up to the
+/// allocation unit of 256.
+fn regs_per_warp(k: &cubin::KernelInfo) -> u32 {
+    (k.register_count.max(1) * 32).div_ceil(256) * 256
+}
+
+/// Whether a block of `warps` warps of `k` passes the hardware's per-block register check,
+/// which counts the block's warps rounded up to a multiple of the 4 sub-partitions (CUDA's
+/// occupancy calculator, `cuda_occupancy.h`).
+fn block_fits_registers(k: &cubin::KernelInfo, warps: u32) -> bool {
+    let per_warp = regs_per_warp(k);
+    per_warp * warps.next_multiple_of(REG_SUB_PARTITIONS) <= REGS_PER_SM
+}
+
 /// Largest block for a kernel: hardware 1024, the kernel's `__launch_bounds__`, and registers
-/// (64 Ki registers per SM, allocated per warp in units of 256). libcuda's
+/// (64 Ki per block, allocated per warp in units of 256, checked with the block's warps rounded
+/// up to a multiple of 4: 88 registers per thread allow 640 threads, not 736). libcuda's
 /// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`.
 pub fn max_threads(k: &cubin::KernelInfo) -> u32 {
     let mut m = 1024u32;
@@ -295,9 +315,7 @@ pub fn max_threads(k: &cubin::KernelInfo) -> u32 {
     if let Some([x, y, z]) = k.reqntid {
         m = m.min(x.saturating_mul(y).saturating_mul(z).max(1));
     }
-    let regs = k.register_count.max(1);
-    let per_warp = (regs * 32).div_ceil(256) * 256;
-    let warps = 65536 / per_warp;
+    let warps = REGS_PER_SM / regs_per_warp(k) / REG_SUB_PARTITIONS * REG_SUB_PARTITIONS;
     m.min(warps * 32).max(32.min(m))
 }
 
@@ -369,9 +387,9 @@ pub fn static_shared_need(k: &cubin::KernelInfo, sm_major: u32) -> u32 {
 
 /// Blocks of `k` with `block_threads` threads and `dynamic_shared_bytes` that one SM of version
 /// `sm` with `warps_per_sm` warps and `smem_per_sm` bytes of shared memory (the largest
-/// carveout) runs at once: the smallest of the limits set by warps, registers (64 Ki per SM,
-/// allocated per warp in units of 256), shared memory and the SM's block limit. libcuda's
-/// `cuOccupancyMaxActiveBlocksPerMultiprocessor`.
+/// carveout) runs at once: the smallest of the limits set by warps, registers (64 Ki per SM in 4
+/// sub-partitions, allocated per warp in units of 256), shared memory and the SM's block limit.
+/// libcuda's `cuOccupancyMaxActiveBlocksPerMultiprocessor`.
 pub fn occupancy(
     k: &cubin::KernelInfo,
     block_threads: u32,
@@ -382,8 +400,12 @@ pub fn occupancy(
 ) -> u32 {
     let warps = block_threads.div_ceil(32).max(1);
     let by_warps = warps_per_sm / warps;
-    let per_warp = (k.register_count.max(1) * 32).div_ceil(256) * 256;
-    let by_regs = (65536 / per_warp) / warps;
+    // Each sub-partition holds the warps its quarter of the register file fits.
+    let by_regs = if block_fits_registers(k, warps) {
+        (REGS_PER_SM / REG_SUB_PARTITIONS / regs_per_warp(k)) * REG_SUB_PARTITIONS / warps
+    } else {
+        0
+    };
     let smem = cubin::shared_memory_total(k, dynamic_shared_bytes, sm.0);
     let by_smem = smem_per_sm / smem.max(1);
     let by_hw = max_blocks_per_sm(sm.0, sm.1);

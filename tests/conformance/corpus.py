@@ -484,6 +484,23 @@ CASES = [
          grid=4, block=256,
          notes="register-heavy kernel squeezed to 32 registers: spills to local memory",
          args=[buf(w4(1024 * 48), rand("f32", 153, -0.5, 0.5)), out(w4(1024 * 48))]),
+    # Register-limited block sizes: a block passes the hardware's register check only with its
+    # warps rounded up to a multiple of the SM's 4 register sub-partitions (88 registers per
+    # thread allow 640 threads, not 736; 80 allow 768, not 800), and each sub-partition holds
+    # the warps its quarter of the register file fits (occupancy).
+    case("reg_pressure", "reg_pressure.cu", grid=4, block=512,
+         notes="no register cap: 112-114 registers, at most 512 threads per block",
+         args=[buf(w4(2048 * 96), rand("f32", 190, -0.5, 0.5)), out(w4(2048 * 96))]),
+    case("reg_pressure_maxrreg88", "reg_pressure.cu", "reg_pressure", flags=["--maxrregcount=88"],
+         grid=4, block=640, notes="88 registers: the largest block is 640 threads",
+         args=[buf(w4(2560 * 96), rand("f32", 191, -0.5, 0.5)), out(w4(2560 * 96))]),
+    case("reg_pressure_maxrreg88_b64", "reg_pressure.cu", "reg_pressure",
+         flags=["--maxrregcount=88"], grid=40, block=64,
+         notes="88 registers, 2-warp blocks: 10 blocks per SM (5 warps per sub-partition)",
+         args=[buf(w4(2560 * 96), rand("f32", 192, -0.5, 0.5)), out(w4(2560 * 96))]),
+    case("reg_pressure_maxrreg80", "reg_pressure.cu", "reg_pressure", flags=["--maxrregcount=80"],
+         grid=4, block=768, notes="80 registers: the largest block is 768 threads",
+         args=[buf(w4(3072 * 96), rand("f32", 193, -0.5, 0.5)), out(w4(3072 * 96))]),
     case("rdc_dlink", ["rdc_main.cu", "rdc_lib.cu"], "rdc_main", **N512,
          expect_tg="may_refuse",
          notes="-rdc=true per file, then a device link (nvcc -dlink -cubin) to one final cubin; "

@@ -403,7 +403,13 @@ impl ComputeState {
                 format!("QMD at {:#x}: grid {:?} out of range", q.va, q.grid),
             ));
         }
-        if q.regs == 0 || q.regs > 255 || u64::from(q.regs) * threads > 65536 {
+        // Registers go to warps in units of 256, and the per-CTA check counts the CTA's warps
+        // rounded up to a multiple of the SM's 4 register sub-partitions.
+        let regs_per_warp = (u64::from(q.regs) * 32).div_ceil(256) * 256;
+        if q.regs == 0
+            || q.regs > 255
+            || regs_per_warp * threads.div_ceil(32).next_multiple_of(4) > 65536
+        {
             return Err(gr(
                 Some(q.va),
                 format!("QMD at {:#x}: register count {} with {threads} threads per CTA cannot be scheduled", q.va, q.regs),
