@@ -940,12 +940,22 @@ fn docs_table_lists_every_attribute_with_its_handling() {
 }
 
 #[test]
-fn device_syscalls_are_refused_by_name() {
+fn device_syscalls_other_than_printf_and_assert_are_refused_by_name() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures");
+    for file in ["printf_device.sm_87.cubin", "printf_device.sm_90.cubin"] {
+        let b = std::fs::read(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let sm = if file.contains("sm_87") { ORIN } else { HOPPER };
+        let m = parse(&b, sm);
+        assert_eq!(m.imports(), [cubin::Syscall::Vprintf], "{file}");
+        assert!(
+            m.kernels()[0].refused.is_none(),
+            "{file}: {:?}",
+            m.kernels()[0].refused
+        );
+    }
     for (file, sm, needle) in [
-        ("printf_device.sm_87.cubin", ORIN, "printf"),
-        ("printf_device.sm_90.cubin", HOPPER, "printf"),
         ("malloc_device.sm_87.cubin", ORIN, "malloc/free"),
+        ("malloc_device.sm_90.cubin", HOPPER, "malloc/free"),
     ] {
         let b = std::fs::read(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         let e = Module::parse(&b, sm).expect_err(file);
@@ -1094,4 +1104,75 @@ fn named_constant_banks_follow_the_section_names() {
     let m = parse(&b, HOPPER);
     assert!(m.names_constant_bank(5));
     assert!(!m.names_constant_bank(3));
+}
+
+// ---------------------------------------------------------------- syscalls (printf, assert)
+
+const PRINTF_ASSERT_SM87: &[u8] = include_bytes!("fixtures/syscalls/printf_assert.sm_87.cubin");
+const PRINTF_ASSERT_SM90: &[u8] = include_bytes!("fixtures/syscalls/printf_assert.sm_90.cubin");
+
+/// nvcc's cubins that call printf and assert import `vprintf` and `__assertfail`; the addresses
+/// given at relocation land in constant bank 4, and without them relocation is refused.
+#[test]
+fn syscall_imports_resolve_to_the_given_addresses() {
+    use cubin::Syscall;
+    for (sm, b) in [((8, 7), PRINTF_ASSERT_SM87), ((9, 0), PRINTF_ASSERT_SM90)] {
+        let m = parse(b, sm);
+        assert_eq!(
+            m.imports(),
+            [Syscall::Vprintf, Syscall::Assertfail],
+            "sm {sm:?}"
+        );
+        let mut names: Vec<&str> = m.kernels().iter().map(|k| k.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["k_assert", "k_plain", "k_printf"]);
+        assert!(m.kernels().iter().all(|k| k.refused.is_none()));
+        let base = 0x7_0000_0000u64;
+        let mut img = m.image().to_vec();
+        let e = m
+            .relocate(&mut img, base)
+            .expect_err("syscalls without addresses");
+        assert_eq!(e.status, Status::NotSupported, "{e:?}");
+        assert!(e.message.contains("device-side"), "{}", e.message);
+        let (vp, af) = (0xab_cdef_0100u64, 0x12_3456_0200u64);
+        let mut img = m.image().to_vec();
+        m.relocate_with(&mut img, base, &|s| {
+            Some(match s {
+                Syscall::Vprintf => vp,
+                Syscall::Assertfail => af,
+            })
+        })
+        .expect("relocate with syscall addresses");
+        let (off, size) = m.cbank4().expect("constant bank 4");
+        let words: Vec<u64> = img[off as usize..(off + size) as usize]
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert!(words.contains(&vp) && words.contains(&af), "{words:x?}");
+        // The format string's address is relocated against the image, not a syscall.
+        assert!(words
+            .iter()
+            .any(|&w| w > base && w < base + img.len() as u64));
+    }
+}
+
+/// The built-in syscall modules keep within what ptxas gives a syscall's caller: at most 24
+/// registers, and a small stack frame (added to every importing kernel's stack).
+#[test]
+fn builtin_syscall_modules_fit_their_callers() {
+    use cubin::Syscall;
+    for &(ma, mi, bytes) in tegragpu::builtin::SYSCALL_CUBINS {
+        let m = parse(bytes, (ma, mi));
+        assert!(m.imports().is_empty(), "sm_{ma}{mi}");
+        for s in Syscall::ALL {
+            let f = m
+                .function(s.builtin_function())
+                .unwrap_or_else(|| panic!("sm_{ma}{mi}: no {}", s.builtin_function()));
+            let regs = f.register_count.expect("EIATTR_REGCOUNT");
+            assert!(regs <= 24, "sm_{ma}{mi} {}: {regs} registers", f.name);
+            let frame = f.frame_size.expect("EIATTR_FRAME_SIZE");
+            assert!(frame <= 128, "sm_{ma}{mi} {}: {frame}-byte frame", f.name);
+        }
+        assert_eq!(m.global_symbol("tg_sys").map(|g| g.size), Some(8));
+    }
 }

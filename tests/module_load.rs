@@ -167,3 +167,51 @@ fn cooperative_grids_larger_than_the_gpu_are_refused() {
     assert_eq!(e.status, Status::InvalidLaunch, "{e:?}");
     assert!(e.message.contains("cooperative"), "{}", e.message);
 }
+
+/// nvcc's cubin calling device-side printf and assert loads (the calls resolve to the built-in
+/// syscall module). On a GPU the kernels run: `k_printf` prints and returns into the caller
+/// (its output is the launch's argument), `k_assert` with a true assertion completes. The
+/// emulated Orin cannot run nvcc's code, so there the launch must fail instead of passing.
+#[test]
+fn printf_and_assert_modules_load_and_run() {
+    let dev = common::device();
+    let i = dev.info();
+    let name = match (i.sm_major, i.sm_minor) {
+        (8, 7) => "syscalls/printf_assert.sm_87.cubin",
+        (9, 0) => "syscalls/printf_assert.sm_90.cubin",
+        _ => {
+            eprintln!(
+                "NOTICE: no printf/assert fixture for sm_{}{}",
+                i.sm_major, i.sm_minor
+            );
+            return;
+        }
+    };
+    let m = dev
+        .load_module(&fixture(name))
+        .expect("printf/assert module");
+    let mut q = dev
+        .create_queue(tegragpu::core::QueueKind::Compute)
+        .unwrap();
+    let buf = dev.alloc(4096, common::data_flags()).unwrap();
+    let emulated = i.emulated;
+    for (kernel, v) in [("k_printf", 41u32), ("k_assert", 3), ("k_printf", 42)] {
+        let k = m.kernel(kernel).expect(kernel);
+        assert_eq!(k.attributes().registers, 24, "{kernel}");
+        let p = common::Params::new().u64(buf.gpu_va()).u32(v);
+        let r = q
+            .launch(&k, &common::cfg(1, 4), p.bytes())
+            .and_then(|_| q.submit())
+            .and_then(|_| q.synchronize(10 * common::SEC));
+        if emulated {
+            let e = r.expect_err("the emulator cannot run nvcc's code");
+            assert_eq!(e.status, Status::DeviceFault, "{kernel}: {e:?}");
+            assert!(e.message.contains("no reference kernel"), "{}", e.message);
+            return;
+        }
+        r.unwrap_or_else(|e| panic!("{kernel}({v}): {e:?}"));
+        // SAFETY: 4096 CPU-mapped bytes; the queue has finished.
+        let out = unsafe { std::slice::from_raw_parts(buf.cpu_ptr() as *const u32, 4) };
+        assert_eq!(out, [v; 4], "{kernel}({v})");
+    }
+}

@@ -2,6 +2,7 @@
 //! `scripts/gen_cubins.py` with the pinned nvrtc; see tests/fixtures/cubin/README.md).
 //!
 //! `tg_copy(dst, src, n)`: the SM copy path of [`crate::core::Queue::copy`] on compute queues.
+//! `tg_sys_vprintf`, `tg_sys_assertfail`: device-side printf and assert for user cubins.
 
 /// (SM major, SM minor, cubin) for every built-in cubin.
 pub static COPY_CUBINS: &[(u32, u32, &[u8])] = &[
@@ -13,6 +14,35 @@ pub static COPY_CUBINS: &[(u32, u32, &[u8])] = &[
     (10, 0, include_bytes!("copy.sm_100.cubin")),
     (12, 0, include_bytes!("copy.sm_120.cubin")),
 ];
+
+/// (SM major, SM minor, cubin) of the syscall module: device-side printf and assert
+/// (`syscalls.cu`, see [`crate::core`]'s syscalls).
+pub static SYSCALL_CUBINS: &[(u32, u32, &[u8])] = &[
+    (8, 0, include_bytes!("syscalls.sm_80.cubin")),
+    (8, 6, include_bytes!("syscalls.sm_86.cubin")),
+    (8, 7, include_bytes!("syscalls.sm_87.cubin")),
+    (8, 9, include_bytes!("syscalls.sm_89.cubin")),
+    (9, 0, include_bytes!("syscalls.sm_90.cubin")),
+    (10, 0, include_bytes!("syscalls.sm_100.cubin")),
+    (12, 0, include_bytes!("syscalls.sm_120.cubin")),
+];
+
+/// The syscall cubin for an SM version (chosen as [`copy_cubin`] chooses).
+pub fn syscalls_cubin(sm_major: u32, sm_minor: u32) -> Option<&'static [u8]> {
+    pick(SYSCALL_CUBINS, sm_major, sm_minor)
+}
+
+fn pick(
+    table: &'static [(u32, u32, &'static [u8])],
+    sm_major: u32,
+    sm_minor: u32,
+) -> Option<&'static [u8]> {
+    table
+        .iter()
+        .filter(|(ma, mi, _)| *ma == sm_major && *mi <= sm_minor)
+        .max_by_key(|(_, mi, _)| *mi)
+        .map(|(_, _, c)| *c)
+}
 
 /// Name of the copy kernel in [`COPY_CUBINS`].
 pub const COPY_KERNEL: &str = "tg_copy";
@@ -26,11 +56,7 @@ pub const COPY_CHUNK: u64 = 4096;
 /// The copy cubin for an SM version: the exact version, else the newest one of the same major
 /// version that is not newer than the device (SASS runs on later minor versions of its major).
 pub fn copy_cubin(sm_major: u32, sm_minor: u32) -> Option<&'static [u8]> {
-    COPY_CUBINS
-        .iter()
-        .filter(|(ma, mi, _)| *ma == sm_major && *mi <= sm_minor)
-        .max_by_key(|(_, mi, _)| *mi)
-        .map(|(_, _, c)| *c)
+    pick(COPY_CUBINS, sm_major, sm_minor)
 }
 
 /// Grid (blocks) for copying `n` bytes: one block per 4 KiB chunk, at least one, at most the

@@ -57,12 +57,23 @@ pub(crate) struct DeviceInner {
     /// Allocations whose owners were dropped while queued work could still use them:
     /// (allocation, per-queue timeline values that must be reached first).
     pub deferred: Mutex<Vec<(Allocation, Fence)>>,
+    /// The built-in syscall module (device-side printf and assert), loaded by the first module
+    /// that calls one.
+    pub syscalls: Mutex<Option<Arc<super::syscalls::Syscalls>>>,
+    /// Set once a module that calls `vprintf` is loaded: synchronization points print.
+    pub printf_active: AtomicBool,
 }
 
 impl Drop for DeviceInner {
     fn drop(&mut self) {
-        // Every queue, buffer, module and signal holds a Device, so none is alive here: free
-        // what is left without waiting.
+        // Every queue, buffer, module and signal holds a Device, so none is alive here: print
+        // what device-side printf left, then free what is left without waiting.
+        if let Some(s) = self.syscalls.get_mut().take() {
+            s.flush_printf();
+            if let Ok(mut s) = Arc::try_unwrap(s) {
+                s.free(&*self.backend);
+            }
+        }
         for (a, _) in self.deferred.get_mut().drain(..) {
             let _ = self.backend.free(&a);
         }
@@ -208,6 +219,8 @@ impl Device {
                 code_generation: AtomicU64::new(1),
                 queues: Mutex::new(Vec::new()),
                 deferred: Mutex::new(Vec::new()),
+                syscalls: Mutex::new(None),
+                printf_active: AtomicBool::new(false),
             }),
         })
     }
@@ -281,7 +294,36 @@ impl Device {
             t.wait_submitted(self, timeout_ns)?;
         }
         self.collect_deferred();
+        self.flush_printf();
         self.check_usable()
+    }
+
+    /// Print what device-side `printf` wrote since the last synchronization point (a no-op
+    /// until a module that calls it is loaded).
+    #[inline]
+    pub(crate) fn flush_printf(&self) {
+        if self.inner.printf_active.load(Ordering::Relaxed) {
+            if let Some(s) = self.inner.syscalls.lock().clone() {
+                s.flush_printf();
+            }
+        }
+    }
+
+    /// The device's syscall module, loaded on first use.
+    pub(crate) fn syscalls(&self) -> Result<Arc<super::syscalls::Syscalls>> {
+        let mut g = self.inner.syscalls.lock();
+        if let Some(s) = g.as_ref() {
+            return Ok(s.clone());
+        }
+        let info = self.info();
+        let s = Arc::new(super::syscalls::Syscalls::load(
+            &*self.inner.backend,
+            (info.sm_major, info.sm_minor),
+            super::module::code_memory(self),
+        )?);
+        self.inner.code_generation.fetch_add(1, Ordering::AcqRel);
+        *g = Some(s.clone());
+        Ok(s)
     }
 
     /// The sticky fault report, if the device has faulted.
@@ -351,11 +393,24 @@ impl Device {
                     .find(|r| r.token == t.token)
                     .map(|r| r.what.clone())
                     .unwrap_or(e.what.clone());
+                let assertion = self
+                    .inner
+                    .syscalls
+                    .lock()
+                    .as_ref()
+                    .and_then(|s| s.assertion());
+                if let Some(a) = &assertion {
+                    // libcuda prints the failed assertion to stderr when it sees the fault.
+                    eprintln!("{a}");
+                }
                 let report = FaultReport {
                     code: e.code,
                     address,
                     what: format!(
-                        "{} queue (token {:#x}): error code {}{}: {}",
+                        "{}{} queue (token {:#x}): error code {}{}: {}",
+                        assertion
+                            .map(|a| format!("device-side assertion failed: {a} "))
+                            .unwrap_or_default(),
                         t.kind_name,
                         t.token,
                         e.code,

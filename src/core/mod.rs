@@ -11,6 +11,7 @@ mod device;
 mod module;
 mod queue;
 mod signal;
+pub mod syscalls;
 
 pub use buffer::Buffer;
 pub use cmdbuf::CmdBuf;

@@ -80,12 +80,38 @@ impl Module {
         let info = dev.info();
         let sm = (info.sm_major, info.sm_minor);
         let cub = cubin::Module::parse(&Self::device_code(bytes, sm)?, sm)?;
+        // Device-side printf / assert: the calls go to the device's built-in syscall module.
+        let imports = cub.imports();
+        let sys = if imports.is_empty() {
+            None
+        } else {
+            Some(dev.syscalls().map_err(|e| {
+                Error::new(
+                    e.status,
+                    format!(
+                        "the module calls {}: {}",
+                        imports
+                            .iter()
+                            .map(|s| s.symbol())
+                            .collect::<Vec<_>>()
+                            .join(" and "),
+                        e.message
+                    ),
+                )
+            })?)
+        };
         let image_len = cub.image().len() as u64;
         let alloc = dev.backend().alloc(image_len.max(4096), code_memory(dev))?;
         let mut image = cub.image().to_vec();
-        if let Err(e) = cub.relocate(&mut image, alloc.gpu_va) {
+        let syscall = |s| sys.as_ref().map(|x| x.address(s));
+        if let Err(e) = cub.relocate_with(&mut image, alloc.gpu_va, &syscall) {
             let _ = dev.backend().free(&alloc);
             return Err(e);
+        }
+        if imports.contains(&cubin::Syscall::Vprintf) {
+            dev.inner
+                .printf_active
+                .store(true, std::sync::atomic::Ordering::Relaxed);
         }
         // SAFETY: the allocation is at least image_len bytes and CPU-mapped.
         unsafe { std::ptr::copy_nonoverlapping(image.as_ptr(), alloc.cpu, image.len()) };
@@ -211,7 +237,17 @@ impl Module {
         // Every kernel gets the device's stack limit (libcuda: CU_LIMIT_STACK_SIZE, 1 KiB by
         // default) or the stack its code needs, whichever is larger: calls whose depth ptxas
         // cannot bound (recursion, indirect calls) report a minimum of 0.
-        let own_lm = crate::hw::local_mem::lm_per_thread(k.local_bytes_per_thread)?;
+        // A kernel of a module that calls syscalls also needs their stack frame, and at least
+        // their registers (ptxas gives every caller 24, as many as they use).
+        let sys = if self.inner.cubin.imports().is_empty() {
+            None
+        } else {
+            dev.inner.syscalls.lock().clone()
+        };
+        let (sys_frame, sys_regs) = sys.map(|s| (s.frame_bytes, s.registers)).unwrap_or((0, 0));
+        let own_lm = crate::hw::local_mem::lm_per_thread(
+            k.local_bytes_per_thread.saturating_add(sys_frame),
+        )?;
         let lm_per_thread = own_lm.max(dev.stack_lm());
         dev.ensure_local_memory(lm_per_thread)?;
         let max_smem = max_shared_per_block(dev.arch());
@@ -245,7 +281,7 @@ impl Module {
         let mut desc = crate::hw::qmd::LaunchDesc {
             program_va: base + k.code_offset,
             program_prefetch_bytes: k.code_size.min(u32::MAX as u64) as u32,
-            register_count: k.register_count,
+            register_count: k.register_count.max(sys_regs),
             barrier_count: k.barrier_count,
             local_memory_per_thread: lm_per_thread,
             sass_version: arch.sass_version,
@@ -274,7 +310,7 @@ impl Module {
 /// (in host memory every fetch that misses the caches crosses PCIe);
 /// `TEGRAGPU_CODE_MEMORY=host` puts it in host memory instead. Jetson: CPU-cached memory (one
 /// memory for both).
-fn code_memory(dev: &Device) -> MemFlags {
+pub(crate) fn code_memory(dev: &Device) -> MemFlags {
     let host = dev.backend_kind() != crate::core::BackendKind::Rm
         || matches!(std::env::var("TEGRAGPU_CODE_MEMORY").as_deref(), Ok("host"));
     MemFlags {

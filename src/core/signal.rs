@@ -141,7 +141,17 @@ impl Signal {
     /// satisfies every wait and a wait for a value above the current one blocks however far
     /// above it is.
     pub fn wait(&self, value: u64, timeout_ns: u64) -> Result<()> {
-        wait_value(&self.dev, self.atomic(), value, timeout_ns, "tg_signal_wait").map_err(|e| {
+        let r = wait_value(
+            &self.dev,
+            self.atomic(),
+            value,
+            timeout_ns,
+            "tg_signal_wait",
+        );
+        if r.is_ok() {
+            self.dev.flush_printf();
+        }
+        r.map_err(|e| {
             if e.status == Status::Timeout {
                 Error::new(
                     Status::Timeout,

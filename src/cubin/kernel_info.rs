@@ -123,7 +123,23 @@ impl Module {
             let nm = names[i];
             if s.sh_info as usize == ti && s.sh_type == SHT_CUDA_INFO && nm.starts_with(".nv.info.")
             {
-                let attrs = info::parse(elf.section_data(i)?, nm)?;
+                let mut attrs = info::parse(elf.section_data(i)?, nm)?;
+                // Externals that are all syscalls (printf, assert) are resolved at load.
+                attrs.retain(|a| {
+                    // The call sites of those syscalls (their targets come from constant
+                    // bank 4, which relocation fills).
+                    if a.attr == info::EIATTR_SYSCALL_OFFSETS {
+                        return minfo.syscall_syms.is_empty();
+                    }
+                    a.attr != info::EIATTR_EXTERNS
+                        || a.payload.is_empty()
+                        || a.payload.len() % 4 != 0
+                        || !a.payload.chunks_exact(4).all(|c| {
+                            minfo
+                                .syscall_syms
+                                .contains(&u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                        })
+                });
                 if refused.is_none() {
                     refused = info::first_refused(&attrs).map(|(attr, what)| {
                         format!("kernel {name} needs {what} ({attr} in {nm}), which libtegragpu does not support")

@@ -167,6 +167,64 @@ pub struct GlobalSymbol {
     pub size: u64,
 }
 
+/// A CUDA system call: an undefined symbol of a cubin that the CUDA driver provides and
+/// libtegragpu implements in its built-in syscall module (`src/builtin/syscalls.cu`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syscall {
+    /// `int vprintf(const char *format, void *args)`: device-side `printf`.
+    Vprintf,
+    /// `void __assertfail(const char *message, const char *file, unsigned line,
+    /// const char *function, size_t char_size)`: a failed device-side `assert`.
+    Assertfail,
+}
+
+impl Syscall {
+    /// Every syscall, in bit order of [`Module::imports`].
+    pub const ALL: [Syscall; 2] = [Syscall::Vprintf, Syscall::Assertfail];
+
+    /// The syscall a cubin's undefined symbol `name` names, if any.
+    pub fn from_symbol(name: &str) -> Option<Syscall> {
+        match name {
+            "vprintf" => Some(Syscall::Vprintf),
+            "__assertfail" => Some(Syscall::Assertfail),
+            _ => None,
+        }
+    }
+
+    /// The symbol name in user cubins.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Syscall::Vprintf => "vprintf",
+            Syscall::Assertfail => "__assertfail",
+        }
+    }
+
+    /// The function implementing it in the built-in syscall module.
+    pub fn builtin_function(self) -> &'static str {
+        match self {
+            Syscall::Vprintf => "tg_sys_vprintf",
+            Syscall::Assertfail => "tg_sys_assertfail",
+        }
+    }
+
+    pub(crate) fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+/// A device function (an `STT_FUNC` symbol that is not a kernel).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionSymbol {
+    /// Symbol name.
+    pub name: String,
+    /// Offset of its first instruction in [`Module::image`].
+    pub offset: u64,
+    /// Registers it uses (`EIATTR_REGCOUNT`), where the cubin says (device-linked code).
+    pub register_count: Option<u32>,
+    /// Its stack frame in bytes (`EIATTR_FRAME_SIZE`), where the cubin says.
+    pub frame_size: Option<u32>,
+}
+
 /// A parsed cubin: memory image, relocations and kernels.
 #[derive(Debug, Clone)]
 pub struct Module {
@@ -180,7 +238,10 @@ pub struct Module {
     global: Option<(u64, u64)>,
     global_init: Option<(u64, u64)>,
     globals: Vec<GlobalSymbol>,
+    functions: Vec<FunctionSymbol>,
     named_banks: u32,
+    /// Bit `s as u8` set when the cubin calls syscall `s` ([`Syscall`]).
+    imports: u8,
 }
 
 impl Module {
@@ -250,6 +311,25 @@ impl Module {
     /// The variable named `name`, if any.
     pub fn global_symbol(&self, name: &str) -> Option<&GlobalSymbol> {
         self.globals.iter().find(|g| g.name == name)
+    }
+
+    /// The syscalls the cubin calls (undefined `vprintf` / `__assertfail`), which
+    /// [`Module::relocate_with`] resolves.
+    pub fn imports(&self) -> Vec<Syscall> {
+        Syscall::ALL
+            .into_iter()
+            .filter(|s| self.imports & s.bit() != 0)
+            .collect()
+    }
+
+    /// The device functions (non-kernel `STT_FUNC` symbols defined in the cubin).
+    pub fn functions(&self) -> &[FunctionSymbol] {
+        &self.functions
+    }
+
+    /// The device function named `name`, if any.
+    pub fn function(&self, name: &str) -> Option<&FunctionSymbol> {
+        self.functions.iter().find(|f| f.name == name)
     }
 
     /// The zero-initialised `__device__` variables (NOBITS `.nv.global`) as (image offset, size).

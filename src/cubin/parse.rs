@@ -8,7 +8,8 @@ use super::elf::{SHT_REL, SHT_RELA, SHT_SYMTAB, STO_CUDA_ENTRY, STT_FUNC, STT_OB
 use super::info::{self, Attr};
 use super::relocations::{Patch, Placed};
 use super::{
-    GlobalSymbol, KernelInfo, Module, IMAGE_ALIGN, IMAGE_SLACK, MAX_CBANK_BYTES, MAX_IMAGE_BYTES,
+    FunctionSymbol, GlobalSymbol, KernelInfo, Module, IMAGE_ALIGN, IMAGE_SLACK, MAX_CBANK_BYTES,
+    MAX_IMAGE_BYTES,
 };
 use crate::error::{Error, Result, Status};
 use std::collections::HashMap;
@@ -71,6 +72,9 @@ pub(super) struct ModuleInfo {
     pub(super) regcount: HashMap<u32, u32>,
     pub(super) frame_size: HashMap<u32, u32>,
     pub(super) min_stack: HashMap<u32, u32>,
+    /// Symbol indices of undefined symbols naming syscalls (`vprintf`, `__assertfail`): a
+    /// kernel whose `EIATTR_EXTERNS` lists only these runs.
+    pub(super) syscall_syms: Vec<u32>,
 }
 
 fn check_unsupported(attrs: &[Attr<'_>], section: &str) -> Result<()> {
@@ -321,6 +325,14 @@ impl Module {
             }
         }
 
+        for (si, sym) in syms.iter().enumerate() {
+            if sym.st_shndx == SHN_UNDEF
+                && sym_name(si, sym).is_ok_and(|n| super::Syscall::from_symbol(n).is_some())
+            {
+                minfo.syscall_syms.push(si as u32);
+            }
+        }
+
         // Kernels.
         let mut kernels: Vec<KernelInfo> = Vec::new();
         for (si, sym) in syms.iter().enumerate() {
@@ -372,6 +384,36 @@ impl Module {
             });
         }
 
+        // Device functions (non-kernel STT_FUNC symbols in loaded .text sections).
+        let mut functions = Vec::new();
+        for (si, sym) in syms.iter().enumerate() {
+            if sym.st_info & 0xf != STT_FUNC
+                || sym.st_other & STO_CUDA_ENTRY != 0
+                || sym.st_shndx == SHN_UNDEF
+                || sym.st_shndx >= SHN_LORESERVE
+            {
+                continue;
+            }
+            let i = sym.st_shndx as usize;
+            let Some(p) = placed.get(i).copied().flatten() else {
+                continue;
+            };
+            if !names[i].starts_with(".text.") || sym.st_value >= p.size {
+                continue;
+            }
+            let name = sym_name(si, sym)?;
+            functions.push(FunctionSymbol {
+                name: name.to_string(),
+                offset: p.offset + sym.st_value,
+                register_count: minfo.regcount.get(&(si as u32)).copied(),
+                frame_size: minfo.frame_size.get(&(si as u32)).copied(),
+            });
+        }
+        let imports = relocs
+            .iter()
+            .filter_map(|r| r.import())
+            .fold(0u8, |m, s| m | s.bit());
+
         // Every constant bank a section names (`.nv.constantN` or `.nv.constantN.<fn>`).
         let named_banks = names.iter().fold(0u32, |m, n| {
             let digits: String = n
@@ -386,7 +428,9 @@ impl Module {
         Ok(Module {
             sm,
             globals,
+            functions,
             named_banks,
+            imports,
             image,
             base_alignment,
             relocs,

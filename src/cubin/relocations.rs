@@ -3,8 +3,9 @@
 
 use super::elf::{bad, Rel, Sym, SHN_ABS, SHN_LORESERVE, SHN_UNDEF};
 use super::{
-    Module, R_CUDA_32, R_CUDA_64, R_CUDA_ABS32_HI_32, R_CUDA_ABS32_LO_32, R_CUDA_ABS_CALL_SM8X,
-    R_CUDA_ABS_CALL_SM90, R_CUDA_FUNC_DESC32_HI_32, R_CUDA_FUNC_DESC32_LO_32, R_CUDA_G64,
+    Module, Syscall, R_CUDA_32, R_CUDA_64, R_CUDA_ABS32_HI_32, R_CUDA_ABS32_LO_32,
+    R_CUDA_ABS_CALL_SM8X, R_CUDA_ABS_CALL_SM90, R_CUDA_FUNC_DESC32_HI_32, R_CUDA_FUNC_DESC32_LO_32,
+    R_CUDA_G64,
 };
 use crate::error::{Error, Result, Status};
 
@@ -35,6 +36,8 @@ enum Target {
     Image(u64),
     /// Absolute value (`SHN_ABS` symbol).
     Abs(u64),
+    /// The address of a syscall's implementation, known only at load.
+    Import(Syscall),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +50,16 @@ pub(super) struct Reloc {
     addend: i64,
     /// Relocation section name, for messages.
     section: String,
+}
+
+impl Reloc {
+    /// The syscall this relocation resolves to, if it names one.
+    pub(super) fn import(&self) -> Option<Syscall> {
+        match self.target {
+            Target::Import(s) => Some(s),
+            _ => None,
+        }
+    }
 }
 
 impl Module {
@@ -115,10 +128,19 @@ impl Module {
         let sname = sym_name(r.r_sym as usize, sym).unwrap_or("?");
         let target = match sym.st_shndx {
             SHN_UNDEF => {
+                if let Some(sc) = Syscall::from_symbol(sname) {
+                    return Ok(Reloc {
+                        at,
+                        patch,
+                        r_type: r.r_type,
+                        target: Target::Import(sc),
+                        addend: r.r_addend,
+                        section: sec.to_string(),
+                    });
+                }
                 let what = match sname {
-                    "vprintf" => "device-side printf, which needs the driver's printf buffer and syscall service (not supported by libtegragpu)",
                     "malloc" | "free" => "the device-side heap (malloc/free), which needs the driver's syscall service (not supported by libtegragpu)",
-                    "__assertfail" | "__assert_fail" => "device-side assert, which needs the driver's syscall service (not supported by libtegragpu)",
+                    "__assert_fail" => "device-side assert through the host C library's __assert_fail (not supported by libtegragpu)",
                     n if n.starts_with("__cuda_syscall_tex")
                         || n.starts_with("__cuda_syscall_su")
                         || n == ".nv.unified.texrefDescSize"
@@ -182,6 +204,20 @@ impl Module {
     /// address that overflows 64 bits with `base_va` or (for `R_CUDA_32`) does not fit 32 bits;
     /// [`Status::InvalidCubin`] when a relocation's addend takes the address out of range.
     pub fn relocate(&self, image: &mut [u8], base_va: u64) -> Result<()> {
+        self.relocate_with(image, base_va, &|_| None)
+    }
+
+    /// [`Module::relocate`] for a cubin that may call syscalls ([`Module::imports`]):
+    /// `syscall(s)` gives the GPU address of the implementation of `s`.
+    ///
+    /// Errors as [`Module::relocate`], and [`Status::NotSupported`] for a syscall `syscall`
+    /// has no address for.
+    pub fn relocate_with(
+        &self,
+        image: &mut [u8],
+        base_va: u64,
+        syscall: &dyn Fn(Syscall) -> Option<u64>,
+    ) -> Result<()> {
         if image.len() != self.image.len() {
             return Err(Error::invalid(format!(
                 "cubin relocate: image is {} bytes, the module's image is {}",
@@ -204,6 +240,21 @@ impl Module {
                     ))
                 })?,
                 Target::Abs(v) => v,
+                Target::Import(sc) => syscall(sc).ok_or_else(|| {
+                    Error::new(
+                        Status::NotSupported,
+                        format!(
+                            "cubin relocate: {} type {:#x} at image offset {:#x}: the code calls {} \
+                             (device-side {}), which libtegragpu provides only on the SM versions \
+                             it has a built-in syscall module for",
+                            r.section,
+                            r.r_type,
+                            r.at,
+                            sc.symbol(),
+                            if sc == Syscall::Vprintf { "printf" } else { "assert" }
+                        ),
+                    )
+                })?,
             };
             // The addend comes from the file: an address it pushes out of range is a malformed
             // cubin, not a bad argument.

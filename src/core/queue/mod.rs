@@ -436,7 +436,9 @@ impl Queue {
             self.track.submitted(),
             timeout_ns,
             "tg_queue_synchronize",
-        )
+        )?;
+        self.dev.flush_printf();
+        Ok(())
     }
 
     fn record_init(&mut self) -> Result<()> {
