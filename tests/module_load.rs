@@ -215,3 +215,44 @@ fn printf_and_assert_modules_load_and_run() {
         assert_eq!(out, [v; 4], "{kernel}({v})");
     }
 }
+
+/// A block passes the hardware's register check only with its warps rounded up to a multiple of
+/// the 4 register sub-partitions: with 88 registers per thread 640 threads fit, 672 (21 warps)
+/// do not, although 21 warps need fewer than 64 Ki registers. Launches above the limit are
+/// refused before they reach the GPU (libcuda: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).
+#[test]
+fn register_limited_blocks_count_whole_sub_partitions() {
+    let dev = common::device();
+    let i = dev.info();
+    let name = format!(
+        "reg_pressure_maxrreg88.sm_{}{}.cubin",
+        i.sm_major, i.sm_minor
+    );
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/conformance/fixtures")
+        .join(&name);
+    let Ok(bytes) = std::fs::read(&p) else {
+        assert!(
+            i.sm_major != 8 && i.sm_major != 9,
+            "{} is missing",
+            p.display()
+        );
+        eprintln!("NOTICE: no {name}");
+        return;
+    };
+    let m = dev.load_module(&bytes).expect("reg_pressure_maxrreg88");
+    let k = m.kernel("reg_pressure").unwrap();
+    assert_eq!(k.attributes().registers, 88);
+    assert_eq!(k.attributes().max_threads_per_block, 640);
+    assert_eq!(k.max_active_blocks(64, 0).unwrap(), 10);
+    let mut q = dev
+        .create_queue(tegragpu::core::QueueKind::Compute)
+        .unwrap();
+    let buf = dev.alloc(1 << 20, common::data_flags()).unwrap();
+    let p = common::Params::new().u64(buf.gpu_va()).u64(buf.gpu_va());
+    let e = q
+        .launch(&k, &common::cfg(1, 672), p.bytes())
+        .expect_err("672 threads with 88 registers");
+    assert_eq!(e.status, Status::InvalidLaunch, "{e:?}");
+    assert!(e.message.contains("640"), "{}", e.message);
+}

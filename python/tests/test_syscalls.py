@@ -45,7 +45,7 @@ TG_CHILD = textwrap.dedent("""
             except tg.DeviceFault as e:
                 print("FAULT", e.message, file=sys.stderr, flush=True)
                 sys.exit(3)
-            print("OUT", list(out.numpy(np.int32)[:4]), file=sys.stderr, flush=True)
+            print("OUT", out.numpy(np.int32)[:4].tolist(), file=sys.stderr, flush=True)
 """)
 
 CUDA_CHILD = textwrap.dedent("""
