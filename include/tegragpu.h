@@ -544,7 +544,8 @@ enum tg_status tg_device_close(struct tg_device *dev);
 enum tg_status tg_device_get_info(const struct tg_device *dev, struct tg_device_info *out);
 
 /**
- * Wait until all work submitted on every queue of the device has completed.
+ * Wait until all work submitted on every queue of the device has completed, then print what
+ * kernels wrote with device-side `printf` to `stdout` (docs/cuda-support.md).
  *
  * - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none).
  *
@@ -670,13 +671,15 @@ enum tg_status tg_buf_export_dmabuf(const struct tg_buf *buf, int *fd_out);
  *   library copies what it needs, so the memory may be freed after the call.
  * - `out`: receives the new module handle.
  *
- * Kernels that need a feature libtegragpu lacks (textures, clusters, device printf, dynamic
- * parallelism) do not stop the module from loading: `tg_module_get_kernel()` refuses them
- * with `TG_ERROR_NOT_SUPPORTED` naming the feature.
+ * Kernels that need a feature libtegragpu lacks (textures, clusters, dynamic parallelism) do
+ * not stop the module from loading: `tg_module_get_kernel()` refuses them with
+ * `TG_ERROR_NOT_SUPPORTED` naming the feature. Device-side `printf` and `assert` work: the
+ * first module that calls them also loads the library's implementations on the device.
  *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
  * `TG_ERROR_INVALID_ARGUMENT` (`size_bytes` 0); `TG_ERROR_INVALID_CUBIN` (malformed, or no
- * code for the device's SM version); `TG_ERROR_NOT_SUPPORTED` (e.g. unlinked `-rdc` objects);
+ * code for the device's SM version); `TG_ERROR_NOT_SUPPORTED` (e.g. unlinked `-rdc` objects,
+ * device-side `malloc`);
  * `TG_ERROR_LIBRARY_MISSING` (PTX to compile and no PTX compiler installed);
  * `TG_ERROR_COMPILE` (PTX rejected; the message carries the log); `TG_ERROR_OUT_OF_MEMORY`;
  * `TG_ERROR_DEVICE_FAULT`.
@@ -1112,7 +1115,7 @@ enum tg_status tg_queue_submit(const struct tg_queue *queue);
 
 /**
  * Wait until everything submitted on the queue has completed (commands recorded but not yet
- * submitted are not waited for).
+ * submitted are not waited for), then print device-side `printf` output to `stdout`.
  *
  * - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none).
  *
@@ -1210,8 +1213,11 @@ enum tg_status tg_signal_set(const struct tg_signal *signal, uint64_t value);
  *
  * - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none); 0 = just test.
  *
+ * A wait that returns `TG_OK` prints device-side `printf` output written so far to `stdout`.
+ *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_TIMEOUT` (the message gives the value
- * reached); `TG_ERROR_DEVICE_FAULT` (the device faulted while waiting).
+ * reached); `TG_ERROR_DEVICE_FAULT` (the device faulted while waiting; a failed device-side
+ * `assert` puts libcuda's assertion line in the message).
  * Thread safety: any thread; several threads may wait on one signal.
  *
  * # Safety

@@ -109,7 +109,8 @@ pub unsafe extern "C" fn tg_device_get_info(
     })
 }
 
-/// Wait until all work submitted on every queue of the device has completed.
+/// Wait until all work submitted on every queue of the device has completed, then print what
+/// kernels wrote with device-side `printf` to `stdout` (docs/cuda-support.md).
 ///
 /// - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none).
 ///

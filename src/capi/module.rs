@@ -20,13 +20,15 @@ use std::ffi::{c_char, c_void, CStr};
 ///   library copies what it needs, so the memory may be freed after the call.
 /// - `out`: receives the new module handle.
 ///
-/// Kernels that need a feature libtegragpu lacks (textures, clusters, device printf, dynamic
-/// parallelism) do not stop the module from loading: `tg_module_get_kernel()` refuses them
-/// with `TG_ERROR_NOT_SUPPORTED` naming the feature.
+/// Kernels that need a feature libtegragpu lacks (textures, clusters, dynamic parallelism) do
+/// not stop the module from loading: `tg_module_get_kernel()` refuses them with
+/// `TG_ERROR_NOT_SUPPORTED` naming the feature. Device-side `printf` and `assert` work: the
+/// first module that calls them also loads the library's implementations on the device.
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
 /// `TG_ERROR_INVALID_ARGUMENT` (`size_bytes` 0); `TG_ERROR_INVALID_CUBIN` (malformed, or no
-/// code for the device's SM version); `TG_ERROR_NOT_SUPPORTED` (e.g. unlinked `-rdc` objects);
+/// code for the device's SM version); `TG_ERROR_NOT_SUPPORTED` (e.g. unlinked `-rdc` objects,
+/// device-side `malloc`);
 /// `TG_ERROR_LIBRARY_MISSING` (PTX to compile and no PTX compiler installed);
 /// `TG_ERROR_COMPILE` (PTX rejected; the message carries the log); `TG_ERROR_OUT_OF_MEMORY`;
 /// `TG_ERROR_DEVICE_FAULT`.

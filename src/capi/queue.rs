@@ -474,7 +474,7 @@ pub unsafe extern "C" fn tg_queue_submit(queue: *const tg_queue) -> tg_status {
 }
 
 /// Wait until everything submitted on the queue has completed (commands recorded but not yet
-/// submitted are not waited for).
+/// submitted are not waited for), then print device-side `printf` output to `stdout`.
 ///
 /// - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none).
 ///

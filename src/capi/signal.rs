@@ -119,8 +119,11 @@ pub unsafe extern "C" fn tg_signal_set(signal: *const tg_signal, value: u64) -> 
 ///
 /// - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none); 0 = just test.
 ///
+/// A wait that returns `TG_OK` prints device-side `printf` output written so far to `stdout`.
+///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_TIMEOUT` (the message gives the value
-/// reached); `TG_ERROR_DEVICE_FAULT` (the device faulted while waiting).
+/// reached); `TG_ERROR_DEVICE_FAULT` (the device faulted while waiting; a failed device-side
+/// `assert` puts libcuda's assertion line in the message).
 /// Thread safety: any thread; several threads may wait on one signal.
 ///
 /// # Safety

@@ -23,12 +23,17 @@ PTX-only ones would be JIT-compiled, which takes minutes for large libraries (`-
 too). Identical modules are loaded once.
 
 One line per problem:
-    FAIL <where>: libcuda loaded it, libtegragpu refused: <status>: <message>
+    FAIL <where>: libcuda loaded it, libtegragpu failed: <status>: <message>
     FAIL <where> <kernel>: libtegragpu has no such kernel: ...
     FAIL <where> <kernel> attrs: <field> cuda=<v> tg=<v>; ...
+    REFUSED <where> [<kernel>]: <message>    (with -v) libtegragpu refused, with
+                                             TG_ERROR_NOT_SUPPORTED, a module or kernel that
+                                             libcuda runs (a feature docs/cuda-support.md lists
+                                             as not supported)
     NOTE <where>: libcuda refused (<error>), libtegragpu loaded it
-and a summary per input file and in total. `--json FILE` writes every module's outcome.
-Exit status 1 when anything FAILed, 2 when nothing could be loaded.
+and a summary per input file and in total, with the refusals counted by reason. `--json FILE`
+writes every module's outcome. Exit status 1 when anything FAILed, 2 when nothing could be
+loaded.
 """
 
 import argparse
@@ -158,6 +163,22 @@ def modules_in_file(path):
     return [], "not an ELF file or fatbinary"
 
 
+def reason_of(text):
+    """A refusal message without the names and offsets that differ from module to module."""
+    for key, reason in (("texture or surface", "texture or surface objects"),
+                        (".nv.prototype", "calls between device-linked -rdc files"),
+                        ("malloc", "device-side malloc/free"),
+                        ("cluster", "thread-block clusters"),
+                        ("dynamic parallelism", "dynamic parallelism")):
+        if key in text:
+            return reason
+    return one_line_reason(text)
+
+
+def one_line_reason(text):
+    return text.split(":")[0] + ": " + text.split(":")[-1].strip()[:120]
+
+
 def default_paths():
     paths = []
     try:
@@ -196,7 +217,7 @@ class Stats:
     def __init__(self):
         self.modules = self.skipped_noarch = self.dup = self.both_ok = 0
         self.tg_refused = self.cuda_refused = self.both_refused = 0
-        self.kernels = self.kernel_fail = 0
+        self.kernels = self.kernel_fail = self.kernel_refused = 0
 
     def add(self, o):
         for k, v in vars(o).items():
@@ -207,7 +228,8 @@ class Stats:
                 f"{self.skipped_noarch} without a cubin for this GPU skipped): {self.both_ok} loaded "
                 f"by both, {self.tg_refused} refused only by libtegragpu, {self.cuda_refused} "
                 f"refused only by libcuda, {self.both_refused} refused by both; {self.kernels} "
-                f"kernels compared, {self.kernel_fail} with differences")
+                f"kernels compared, {self.kernel_fail} with differences, {self.kernel_refused} "
+                f"refused as not supported")
 
 
 def main(argv=None):
@@ -220,6 +242,7 @@ def main(argv=None):
     ap.add_argument("--ptx", action="store_true", help="also load PTX-only fatbinaries (JIT)")
     ap.add_argument("--json", help="write every module's outcome here")
     ap.add_argument("--block", type=int, default=128, help="block size of the occupancy check")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every REFUSED line")
     args = ap.parse_args(argv)
 
     from run import Cuda, CudaError, cuda_attributes, compare_attrs, one_line
@@ -256,6 +279,7 @@ def main(argv=None):
     lib.cuFuncGetName.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.c_void_p]
     t0 = time.monotonic()
     total, seen, records, failed = Stats(), set(), [], False
+    reasons = {}
     out_of_time = False
 
     for path in files:
@@ -309,8 +333,13 @@ def main(argv=None):
                 print(f"NOTE {where}: libcuda refused ({rec['cuda']}), libtegragpu loaded it")
             elif tmod is None:
                 st.tg_refused += 1
-                failed = True
-                print(f"FAIL {where}: libcuda loaded it, libtegragpu refused: {rec['tg']}")
+                if rec["tg"].startswith("NOT_SUPPORTED"):
+                    reasons[reason_of(rec["tg"])] = reasons.get(reason_of(rec["tg"]), 0) + 1
+                    if args.verbose:
+                        print(f"REFUSED {where}: {rec['tg']}")
+                else:
+                    failed = True
+                    print(f"FAIL {where}: libcuda loaded it, libtegragpu failed: {rec['tg']}")
             else:
                 st.both_ok += 1
                 if have_enum:
@@ -334,11 +363,17 @@ def main(argv=None):
                         try:
                             k = tmod.kernel(name)
                         except tegragpu.Error as e:
+                            text = f"{e.status.name}: {one_line(e.message, 300)}"
+                            if e.status == tegragpu.Status.NOT_SUPPORTED:
+                                st.kernel_refused += 1
+                                reasons[reason_of(text)] = reasons.get(reason_of(text), 0) + 1
+                                if args.verbose:
+                                    print(f"REFUSED {where} {name}: {text}")
+                                continue
                             st.kernel_fail += 1
                             failed = True
                             bad.append(name)
-                            print(f"FAIL {where} {name}: libtegragpu has no such kernel: "
-                                  f"{e.status.name}: {one_line(e.message, 300)}")
+                            print(f"FAIL {where} {name}: libtegragpu has no such kernel: {text}")
                             continue
                         ta = tg_attrs(k, block)
                         k.close()
@@ -359,6 +394,8 @@ def main(argv=None):
         total.add(st)
     el = time.monotonic() - t0
     print(f"# total after {el:.0f} s{' (time limit reached)' if out_of_time else ''}: {total.line()}")
+    for r, n in sorted(reasons.items(), key=lambda x: -x[1]):
+        print(f"# refused {n}x: {r}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": cu.name, "sm": list(cu.sm), "records": records,
