@@ -382,7 +382,9 @@ def main(argv=None):
                             st.kernel_fail += 1
                             failed = True
                             bad.append(name)
-                            print(f"FAIL {where} {name} attrs: {'; '.join(diffs)}")
+                            print(f"FAIL {where} {name} attrs: {'; '.join(diffs)} (registers "
+                                  f"{ca['num_regs']}, static shared {ca['shared_size_bytes']}, "
+                                  f"max threads {ca['max_threads_per_block']})")
                     rec["kernel_failures"] = bad
             if tmod is not None:
                 tmod.close()
