@@ -80,11 +80,8 @@ pub const ATTRIBUTES: &[(u8, &str, Handling)] = &[
         "EIATTR_TEXID_SAMPID_MAP",
         Handling::Refused("textures"),
     ),
-    (
-        0x0f,
-        "EIATTR_EXTERNS",
-        Handling::Refused("unresolved external functions (link with nvlink / -dlink first)"),
-    ),
+    // Checked by the kernel's loader: only the syscalls the library implements.
+    (0x0f, "EIATTR_EXTERNS", Handling::Used),
     (0x10, "EIATTR_REQNTID", Handling::Used),
     (0x11, "EIATTR_FRAME_SIZE", Handling::Used),
     (0x12, "EIATTR_MIN_STACK_SIZE", Handling::Used),
@@ -191,11 +188,8 @@ pub const ATTRIBUTES: &[(u8, &str, Handling)] = &[
     (0x43, "EIATTR_UCODE_SECTION_DATA", Handling::Ignored),
     (0x44, "EIATTR_UNUSED_LOAD_BYTE_OFFSET", Handling::Ignored),
     (0x45, "EIATTR_KPARAM_INFO_V2", Handling::Used),
-    (
-        0x46,
-        "EIATTR_SYSCALL_OFFSETS",
-        Handling::Refused("device-side printf/malloc/assert (driver syscalls)"),
-    ),
+    // Checked by the kernel's loader: only the syscalls the library implements.
+    (0x46, "EIATTR_SYSCALL_OFFSETS", Handling::Used),
     (
         0x47,
         "EIATTR_SW_WAR_MEMBAR_SYS_INSTR_OFFSETS",

@@ -123,23 +123,36 @@ impl Module {
             let nm = names[i];
             if s.sh_info as usize == ti && s.sh_type == SHT_CUDA_INFO && nm.starts_with(".nv.info.")
             {
-                let mut attrs = info::parse(elf.section_data(i)?, nm)?;
-                // Externals that are all syscalls (printf, assert) are resolved at load.
-                attrs.retain(|a| {
-                    // The call sites of those syscalls (their targets come from constant
-                    // bank 4, which relocation fills).
-                    if a.attr == info::EIATTR_SYSCALL_OFFSETS {
-                        return minfo.syscall_syms.is_empty();
+                let attrs = info::parse(elf.section_data(i)?, nm)?;
+                // Undefined functions the kernel calls: only the syscalls the library
+                // implements (printf, assert) resolve at load.
+                for a in &attrs {
+                    let why = match a.attr {
+                        info::EIATTR_EXTERNS
+                            if !a.payload.chunks(4).all(|c| {
+                                c.len() == 4
+                                    && minfo
+                                        .syscall_syms
+                                        .contains(&u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                            }) =>
+                        {
+                            Some((
+                                "EIATTR_EXTERNS",
+                                "unresolved external functions (link with nvlink / -dlink first)",
+                            ))
+                        }
+                        info::EIATTR_SYSCALL_OFFSETS if minfo.syscall_syms.is_empty() => Some((
+                            "EIATTR_SYSCALL_OFFSETS",
+                            "driver syscalls other than printf and assert",
+                        )),
+                        _ => None,
+                    };
+                    if let (None, Some((attr, what))) = (&refused, why) {
+                        refused = Some(format!(
+                            "kernel {name} needs {what} ({attr} in {nm}), which libtegragpu does not support"
+                        ));
                     }
-                    a.attr != info::EIATTR_EXTERNS
-                        || a.payload.is_empty()
-                        || a.payload.len() % 4 != 0
-                        || !a.payload.chunks_exact(4).all(|c| {
-                            minfo
-                                .syscall_syms
-                                .contains(&u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                        })
-                });
+                }
                 if refused.is_none() {
                     refused = info::first_refused(&attrs).map(|(attr, what)| {
                         format!("kernel {name} needs {what} ({attr} in {nm}), which libtegragpu does not support")
