@@ -6,7 +6,7 @@ use super::elf::{
 };
 use super::elf::{SHT_REL, SHT_RELA, SHT_SYMTAB, STO_CUDA_ENTRY, STT_FUNC, STT_OBJECT};
 use super::info::{self, Attr};
-use super::relocations::Placed;
+use super::relocations::{Patch, Placed};
 use super::{
     FunctionSymbol, GlobalSymbol, KernelInfo, Module, IMAGE_ALIGN, IMAGE_SLACK, MAX_CBANK_BYTES,
     MAX_IMAGE_BYTES,
@@ -178,21 +178,7 @@ impl Module {
                 groups.push((g, i));
             }
         }
-        // By group, then by section index; in the text group the device functions come before
-        // every kernel. A call from a kernel to a function placed after it hung on an H100 and
-        // an H200 (device-linked -rdc code, where the linker puts the callee's section after
-        // the caller's), the same code with the function first runs; nvcc's own single-file
-        // output puts functions first.
-        let kernel_text: Vec<bool> = (0..n)
-            .map(|i| {
-                syms.iter().any(|sy| {
-                    sy.st_shndx as usize == i
-                        && sy.st_info & 0xf == STT_FUNC
-                        && sy.st_other & STO_CUDA_ENTRY != 0
-                })
-            })
-            .collect();
-        groups.sort_by_key(|&(g, i)| (g, g == Group::Text && kernel_text[i], i));
+        groups.sort(); // by group, then by section index
         let mut end = 0u64;
         let mut base_alignment = IMAGE_ALIGN;
         for &(g, i) in &groups {
@@ -295,6 +281,26 @@ impl Module {
                 relocs.push(Self::resolve_reloc(
                     &r, k, names[i], names[tgt], tp, &syms, &placed, &names, &sym_name,
                 )?);
+            }
+        }
+
+        // Separately compiled, device-linked code (-rdc + nvlink / nvcc -dlink; also any linker
+        // output such as nvJitLink's) carries `.nv.prototype`. Absolute calls in such code
+        // (calls between the linked files) hang on the H100 and H200 when loaded by this loader
+        // (the linker puts the callee after the kernel; with the callee placed before the
+        // kernel the same code runs, but -G builds laid out that way compute wrong results;
+        // 256-byte aligned callees hang as well), while the same calls in a -G build run:
+        // refuse that combination.
+        if let Some(i) = names.iter().position(|n| *n == ".nv.prototype") {
+            if relocs.iter().any(|r| r.patch == Patch::Call40) {
+                return Err(Error::new(
+                    Status::NotSupported,
+                    format!(
+                        "section {i} (.nv.prototype) with absolute calls: calls between separately \
+                         compiled, device-linked files (-rdc + nvlink / nvcc -dlink) are not \
+                         supported yet; compile the files as one translation unit (without -rdc)"
+                    ),
+                ));
             }
         }
 
