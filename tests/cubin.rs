@@ -973,7 +973,7 @@ fn absolute_calls_get_a_40_bit_target_at_instruction_bit_24() {
     ] {
         let b = std::fs::read(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         let m = parse(&b, sm);
-        let base = 0x12_3456_7800u64;
+        let base = 0x12_3456_7000u64;
         let img = m.image_at(base).expect("a base below 1 TiB");
         // Every CALL.ABS now holds, in bits 63:24, a target inside the image.
         let calls = img
@@ -998,21 +998,67 @@ fn absolute_calls_get_a_40_bit_target_at_instruction_bit_24() {
 }
 
 #[test]
-fn device_linked_code_is_refused_by_name() {
+fn absolute_call_targets_start_on_4_kib_boundaries() {
+    // CALL.ABS with an immediate target reached only 4 KiB-aligned addresses on the H100 and
+    // H200 (device-linked -rdc code hung, -G code laid out otherwise computed wrong results).
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures");
-    for (file, sm) in [
-        ("rdc_dlink.sm_87.cubin", ORIN),
-        ("rdc_dlink.sm_90.cubin", HOPPER),
+    for (file, sm, kernel, functions) in [
+        (
+            "rdc_dlink.sm_87.cubin",
+            ORIN,
+            "rdc_main",
+            &["_Z10rdc_helperii"][..],
+        ),
+        (
+            "rdc_dlink.sm_90.cubin",
+            HOPPER,
+            "rdc_main",
+            &["_Z10rdc_helperii"][..],
+        ),
+        (
+            "build_G.sm_87.cubin",
+            ORIN,
+            "build_variants",
+            &["_Z3mixfi", "fmaxf"][..],
+        ),
+        (
+            "build_G.sm_90.cubin",
+            HOPPER,
+            "build_variants",
+            &["_Z3mixfi", "fmaxf"][..],
+        ),
     ] {
         let b = std::fs::read(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
-        let e = Module::parse(&b, sm).expect_err(file);
-        assert_eq!(e.status, Status::NotSupported, "{file}: {e:?}");
-        assert!(
-            e.message.contains(".nv.prototype") && e.message.contains("-rdc"),
-            "{}",
-            e.message
-        );
+        let m = Module::parse(&b, sm).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let k = m.kernel(kernel).expect(kernel);
+        assert!(k.refused.is_none(), "{file}: {:?}", k.refused);
+        assert_eq!(m.base_alignment(), 4096, "{file}");
+        for f in functions {
+            let f = m.function(f).unwrap_or_else(|| panic!("{file}: no {f}"));
+            assert_eq!(f.offset % 4096, 0, "{file}: {} at {:#x}", f.name, f.offset);
+        }
+        // Every CALL.ABS of the relocated image holds a 4 KiB-aligned target in the image.
+        let base = 0x12_3456_0000u64;
+        let img = m.image_at(base).unwrap();
+        let targets: Vec<u64> = img
+            .chunks_exact(16)
+            .filter(|i| u16::from_le_bytes([i[0], i[1]]) & 0xfff == 0x943)
+            .map(|i| {
+                let mut t = [0u8; 8];
+                t[..5].copy_from_slice(&i[3..8]);
+                u64::from_le_bytes(t)
+            })
+            .collect();
+        assert!(!targets.is_empty(), "{file}: no CALL.ABS");
+        for t in targets {
+            assert!(
+                t % 4096 == 0 && t >= base && t < base + img.len() as u64,
+                "{file}: {t:#x}"
+            );
+        }
     }
+    // A module without absolute calls keeps the 128-byte alignment.
+    assert_eq!(parse(K90, HOPPER).base_alignment(), 128);
 }
 
 #[test]

@@ -30,6 +30,10 @@ use relocations::Reloc;
 /// Alignment of every section in the memory image (bytes). Load the image at a GPU VA that is
 /// a multiple of [`Module::base_alignment`] (which is at least this).
 pub const IMAGE_ALIGN: u64 = 128;
+/// Alignment of the sections that absolute calls with an immediate target (`CALL.ABS`,
+/// relocations [`R_CUDA_ABS_CALL_SM8X`] / [`R_CUDA_ABS_CALL_SM90`]) jump into: on the H100 and
+/// H200 such calls reached only 4 KiB-aligned addresses.
+pub const CALL_TARGET_ALIGN: u64 = 4096;
 /// Zero bytes appended after the last section: the instruction prefetcher reads past the end of
 /// the code (§6.6).
 pub const IMAGE_SLACK: u64 = 4096;

@@ -6,10 +6,10 @@ use super::elf::{
 };
 use super::elf::{SHT_REL, SHT_RELA, SHT_SYMTAB, STO_CUDA_ENTRY, STT_FUNC, STT_OBJECT};
 use super::info::{self, Attr};
-use super::relocations::{Patch, Placed};
+use super::relocations::Placed;
 use super::{
-    FunctionSymbol, GlobalSymbol, KernelInfo, Module, IMAGE_ALIGN, IMAGE_SLACK, MAX_CBANK_BYTES,
-    MAX_IMAGE_BYTES,
+    FunctionSymbol, GlobalSymbol, KernelInfo, Module, CALL_TARGET_ALIGN, IMAGE_ALIGN, IMAGE_SLACK,
+    MAX_CBANK_BYTES, MAX_IMAGE_BYTES, R_CUDA_ABS_CALL_SM8X, R_CUDA_ABS_CALL_SM90,
 };
 use crate::error::{Error, Result, Status};
 use std::collections::HashMap;
@@ -179,6 +179,42 @@ impl Module {
             }
         }
         groups.sort(); // by group, then by section index
+                       // Targets of absolute calls with an immediate address (CALL.ABS: -G builds, calls
+                       // between device-linked files) start on a 4 KiB boundary. On the H100 and H200 such
+                       // calls reached only 4 KiB-aligned targets: every other placement tried hung, faulted or
+                       // computed wrong results, while calls through a register (indirect calls, syscalls) go
+                       // anywhere.
+        let mut call_target = vec![false; n];
+        for i in 0..n {
+            let s = elf.sections[i];
+            if (s.sh_type != SHT_REL && s.sh_type != SHT_RELA) || s.sh_link as usize != symtab_idx {
+                continue;
+            }
+            for r in elf.relocations(i)? {
+                if r.r_type != R_CUDA_ABS_CALL_SM8X && r.r_type != R_CUDA_ABS_CALL_SM90 {
+                    continue;
+                }
+                let Some(sym) = syms.get(r.r_sym as usize) else {
+                    continue; // reported when the relocation is resolved
+                };
+                let at = sym.st_value.wrapping_add_signed(r.r_addend);
+                let t = sym.st_shndx as usize;
+                if t < n && sym.st_shndx != SHN_UNDEF && sym.st_shndx < SHN_LORESERVE {
+                    if at % CALL_TARGET_ALIGN != 0 {
+                        return Err(Error::new(
+                            Status::NotSupported,
+                            format!(
+                                "an absolute call (CALL.ABS) in {} targets offset {at:#x} of \
+                                 section {t} ({}), which is not 4 KiB aligned: such calls reach \
+                                 only 4 KiB-aligned addresses",
+                                names[i], names[t]
+                            ),
+                        ));
+                    }
+                    call_target[t] = true;
+                }
+            }
+        }
         let mut end = 0u64;
         let mut base_alignment = IMAGE_ALIGN;
         for &(g, i) in &groups {
@@ -190,7 +226,11 @@ impl Module {
                     names[i]
                 )));
             }
-            let align = a.max(IMAGE_ALIGN);
+            let align = if call_target[i] {
+                a.max(CALL_TARGET_ALIGN)
+            } else {
+                a.max(IMAGE_ALIGN)
+            };
             base_alignment = base_alignment.max(align);
             let offset = round_up(end, align).ok_or_else(|| bad("image size overflows"))?;
             end = offset
@@ -281,26 +321,6 @@ impl Module {
                 relocs.push(Self::resolve_reloc(
                     &r, k, names[i], names[tgt], tp, &syms, &placed, &names, &sym_name,
                 )?);
-            }
-        }
-
-        // Separately compiled, device-linked code (-rdc + nvlink / nvcc -dlink; also any linker
-        // output such as nvJitLink's) carries `.nv.prototype`. Absolute calls in such code
-        // (calls between the linked files) hang on the H100 and H200 when loaded by this loader
-        // (the linker puts the callee after the kernel; with the callee placed before the
-        // kernel the same code runs, but -G builds laid out that way compute wrong results;
-        // 256-byte aligned callees hang as well), while the same calls in a -G build run:
-        // refuse that combination.
-        if let Some(i) = names.iter().position(|n| *n == ".nv.prototype") {
-            if relocs.iter().any(|r| r.patch == Patch::Call40) {
-                return Err(Error::new(
-                    Status::NotSupported,
-                    format!(
-                        "section {i} (.nv.prototype) with absolute calls: calls between separately \
-                         compiled, device-linked files (-rdc + nvlink / nvcc -dlink) are not \
-                         supported yet; compile the files as one translation unit (without -rdc)"
-                    ),
-                ));
             }
         }
 
