@@ -1059,6 +1059,23 @@ fn absolute_call_targets_start_on_4_kib_boundaries() {
     }
     // A module without absolute calls keeps the 128-byte alignment.
     assert_eq!(parse(K90, HOPPER).base_alignment(), 128);
+    assert!(parse(K90, HOPPER)
+        .kernels()
+        .iter()
+        .all(|k| k.callee_register_count == 0));
+    // The registers of the functions a kernel calls are known to its launches.
+    for (file, sm, kernel, regs, callee) in [
+        ("build_G.sm_90.cubin", HOPPER, "build_variants", 40, 24),
+        ("rdc_dlink.sm_90.cubin", HOPPER, "rdc_main", 24, 24),
+    ] {
+        let m = parse(&std::fs::read(dir.join(file)).unwrap(), sm);
+        let k = m.kernel(kernel).unwrap();
+        assert_eq!(
+            (k.register_count, k.callee_register_count),
+            (regs, callee),
+            "{file}"
+        );
+    }
 }
 
 #[test]

@@ -281,7 +281,7 @@ impl Module {
         let mut desc = crate::hw::qmd::LaunchDesc {
             program_va: base + k.code_offset,
             program_prefetch_bytes: k.code_size.min(u32::MAX as u64) as u32,
-            register_count: k.register_count.max(sys_regs),
+            register_count: launch_registers(k).max(sys_regs),
             barrier_count: k.barrier_count,
             local_memory_per_thread: lm_per_thread,
             sass_version: arch.sass_version,
@@ -328,7 +328,13 @@ const REG_SUB_PARTITIONS: u32 = 4;
 /// Registers one warp of `k` is allocated: registers per thread × 32, rounded up to the
 /// allocation unit of 256.
 fn regs_per_warp(k: &cubin::KernelInfo) -> u32 {
-    (k.register_count.max(1) * 32).div_ceil(256) * 256
+    (launch_registers(k).max(1) * 32).div_ceil(256) * 256
+}
+
+/// Registers each thread of `k` is given: its own, or more if a function it calls (device-linked
+/// code) uses more.
+pub(crate) fn launch_registers(k: &cubin::KernelInfo) -> u32 {
+    k.register_count.max(k.callee_register_count)
 }
 
 /// Whether a block of `warps` warps of `k` passes the hardware's per-block register check,

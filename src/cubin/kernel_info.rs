@@ -344,6 +344,7 @@ impl Module {
             cbank2,
             symbol_index,
             refused,
+            callee_register_count: 0,
         })
     }
 }

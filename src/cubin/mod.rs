@@ -4,7 +4,8 @@
 //! launcher needs (gpu-programming-interface.md §6):
 //! - a zero-based **memory image** ([`Module::image`]) holding every section the GPU reads
 //!   (`.text.*`, `.nv.constant2.*`, `.nv.constant3`, `.nv.constant4`, `.nv.global.init`, the
-//!   zero-filled NOBITS `.nv.global`), each at 128-byte alignment, followed by
+//!   zero-filled NOBITS `.nv.global`), each at 128-byte alignment (4 KiB for the targets of
+//!   absolute calls, [`CALL_TARGET_ALIGN`]), followed by
 //!   [`IMAGE_SLACK`] bytes of zeros for the instruction prefetcher;
 //! - the **relocations** of that image, applied for a given GPU VA by [`Module::relocate`] or
 //!   [`Module::image_at`];
@@ -60,9 +61,9 @@ pub const R_CUDA_ABS32_LO_32: u32 = 0x38;
 pub const R_CUDA_ABS32_HI_32: u32 = 0x39;
 /// Relocation 0x3a (sm_8x `.rel.text`) / 0x4b (sm_90 `.rela.text`): the target of an absolute
 /// call (`CALL.ABS.NOINC`, `-G` builds and device-linked `-rdc` calls): target address bits
-/// 39:0 in instruction bits 63:24. Worked out on an H100 from where such calls jumped when the
-/// address was written at other bit positions; checked against libcuda by the conformance
-/// suite (`build_G`, `rdc_dlink`).
+/// 39:0 in instruction bits 63:24, with the target 4 KiB aligned ([`CALL_TARGET_ALIGN`]). Worked
+/// out on the H100 and H200 from where such calls jumped; checked against libcuda by the
+/// conformance suite (`build_G`, `rdc_dlink`).
 pub const R_CUDA_ABS_CALL_SM8X: u32 = 0x3a;
 /// See [`R_CUDA_ABS_CALL_SM8X`].
 pub const R_CUDA_ABS_CALL_SM90: u32 = 0x4b;
@@ -126,6 +127,10 @@ pub struct KernelInfo {
     /// Why the kernel cannot run on libtegragpu (an attribute that needs a feature it does
     /// not provide); `None` for runnable kernels. The module still loads.
     pub refused: Option<String>,
+    /// Most registers (`EIATTR_REGCOUNT`) of the device functions the kernel reaches through
+    /// absolute calls (device-linked code), 0 if none: the warps must be given
+    /// `register_count.max(callee_register_count)` registers.
+    pub callee_register_count: u32,
 }
 
 /// Total shared memory per CTA for `info` with `dynamic_bytes` of dynamic shared memory on an

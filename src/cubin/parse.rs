@@ -185,6 +185,8 @@ impl Module {
                        // computed wrong results, while calls through a register (indirect calls, syscalls) go
                        // anywhere.
         let mut call_target = vec![false; n];
+        // (section holding the call, symbol index of the callee) for every such call.
+        let mut call_edges: Vec<(usize, u32)> = Vec::new();
         for i in 0..n {
             let s = elf.sections[i];
             if (s.sh_type != SHT_REL && s.sh_type != SHT_RELA) || s.sh_link as usize != symtab_idx {
@@ -212,6 +214,7 @@ impl Module {
                         ));
                     }
                     call_target[t] = true;
+                    call_edges.push((s.sh_info as usize, r.r_sym));
                 }
             }
         }
@@ -363,7 +366,25 @@ impl Module {
                 continue;
             }
             let name = sym_name(si, sym)?;
-            let k = Self::kernel_info(&elf, &names, &placed, &minfo, si, sym, name, sm)?;
+            let mut k = Self::kernel_info(&elf, &names, &placed, &minfo, si, sym, name, sm)?;
+            // The registers of the functions the kernel reaches through absolute calls.
+            let mut seen = vec![sym.st_shndx as usize];
+            let mut todo = seen.clone();
+            while let Some(sec) = todo.pop() {
+                for &(from, callee) in &call_edges {
+                    if from != sec {
+                        continue;
+                    }
+                    if let Some(&r) = minfo.regcount.get(&callee) {
+                        k.callee_register_count = k.callee_register_count.max(r);
+                    }
+                    let t = syms.get(callee as usize).map(|c| c.st_shndx as usize);
+                    if let Some(t) = t.filter(|t| !seen.contains(t)) {
+                        seen.push(t);
+                        todo.push(t);
+                    }
+                }
+            }
             if kernels.iter().any(|o| o.name == k.name) {
                 return Err(bad(format!("kernel {name} defined twice")));
             }
