@@ -324,6 +324,8 @@ pub(crate) fn code_memory(dev: &Device) -> MemFlags {
 const REGS_PER_SM: u32 = 65536;
 /// Register sub-partitions per SM: each warp takes its registers from one of them.
 const REG_SUB_PARTITIONS: u32 = 4;
+/// Named barriers per SM, shared by the blocks it runs (measured on sm_90; assumed for sm_8x).
+const NAMED_BARRIERS_PER_SM: u32 = 64;
 
 /// Registers one warp of `k` is allocated: registers per thread × 32, rounded up to the
 /// allocation unit of 256.
@@ -430,7 +432,8 @@ pub fn static_shared_need(k: &cubin::KernelInfo, sm_major: u32) -> u32 {
 /// Blocks of `k` with `block_threads` threads and `dynamic_shared_bytes` that one SM of version
 /// `sm` with `warps_per_sm` warps and `smem_per_sm` bytes of shared memory (the largest
 /// carveout) runs at once: the smallest of the limits set by warps, registers (64 Ki per SM in 4
-/// sub-partitions, allocated per warp in units of 256), shared memory and the SM's block limit.
+/// sub-partitions, allocated per warp in units of 256), shared memory, named barriers (64 per
+/// SM) and the SM's block limit.
 /// libcuda's `cuOccupancyMaxActiveBlocksPerMultiprocessor`.
 pub fn occupancy(
     k: &cubin::KernelInfo,
@@ -451,7 +454,16 @@ pub fn occupancy(
     let smem = cubin::shared_memory_total(k, dynamic_shared_bytes, sm.0);
     let by_smem = smem_per_sm / smem.max(1);
     let by_hw = max_blocks_per_sm(sm.0, sm.1);
-    by_warps.min(by_regs).min(by_smem).min(by_hw)
+    // An SM holds 64 named barriers: a block that declares n of them leaves room for 64 / n
+    // blocks (libcuda's figures on the H100 for 3, 5, 8 and 16 barriers: 21, 12, 8, 4).
+    let by_barriers = NAMED_BARRIERS_PER_SM
+        .checked_div(k.barrier_count)
+        .unwrap_or(u32::MAX);
+    by_warps
+        .min(by_regs)
+        .min(by_smem)
+        .min(by_hw)
+        .min(by_barriers)
 }
 
 /// Most CTAs one SM holds at once, by SM version (CUDA's per-architecture limit).

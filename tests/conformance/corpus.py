@@ -502,6 +502,23 @@ CASES = [
     case("reg_pressure_maxrreg80", "reg_pressure.cu", "reg_pressure", flags=["--maxrregcount=80"],
          grid=4, block=768, notes="80 registers: the largest block is 768 threads",
          args=[buf(w4(3072 * 96), rand("f32", 193, -0.5, 0.5)), out(w4(3072 * 96))]),
+    # Named barriers held per block limit the blocks an SM runs at once (occupancy); NCCL's
+    # kernels declare 16.
+    case("named_barriers_2", "named_barriers.cu", "named_barriers", flags=["-DNB=2"],
+         grid=4, block=32, notes="2 named barriers (EIATTR_NUM_BARRIERS 2), 32-thread blocks",
+         args=[buf(w4(128), randint("i32", 202, -1000, 1000)), out(w4(128))]),
+    case("named_barriers_3", "named_barriers.cu", "named_barriers", flags=["-DNB=3"],
+         grid=4, block=32, notes="3 named barriers (EIATTR_NUM_BARRIERS 3), 32-thread blocks",
+         args=[buf(w4(128), randint("i32", 203, -1000, 1000)), out(w4(128))]),
+    case("named_barriers_5", "named_barriers.cu", "named_barriers", flags=["-DNB=5"],
+         grid=4, block=32, notes="5 named barriers (EIATTR_NUM_BARRIERS 5), 32-thread blocks",
+         args=[buf(w4(128), randint("i32", 205, -1000, 1000)), out(w4(128))]),
+    case("named_barriers_8", "named_barriers.cu", "named_barriers", flags=["-DNB=8"],
+         grid=4, block=32, notes="8 named barriers (EIATTR_NUM_BARRIERS 8), 32-thread blocks",
+         args=[buf(w4(128), randint("i32", 208, -1000, 1000)), out(w4(128))]),
+    case("named_barriers_16", "named_barriers.cu", "named_barriers", flags=["-DNB=16"],
+         grid=4, block=32, notes="16 named barriers (EIATTR_NUM_BARRIERS 16), 32-thread blocks",
+         args=[buf(w4(128), randint("i32", 216, -1000, 1000)), out(w4(128))]),
     case("rdc_dlink", ["rdc_main.cu", "rdc_lib.cu"], "rdc_main", **N512,
          notes="-rdc=true per file, then a device link (nvcc -dlink -cubin) to one final cubin; "
                "the kernel calls the other file's function with CALL.ABS (its target is placed "
