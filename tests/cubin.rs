@@ -964,6 +964,18 @@ fn device_syscalls_other_than_printf_and_assert_are_refused_by_name() {
     }
 }
 
+/// The targets of every CALL.ABS (opcode 0x943) in a relocated image: bits 63:24.
+fn call_abs_targets(img: &[u8]) -> Vec<u64> {
+    img.chunks_exact(16)
+        .filter(|i| u16::from_le_bytes([i[0], i[1]]) & 0xfff == 0x943)
+        .map(|i| {
+            let mut t = [0u8; 8];
+            t[..5].copy_from_slice(&i[3..8]);
+            u64::from_le_bytes(t)
+        })
+        .collect()
+}
+
 #[test]
 fn absolute_calls_get_a_40_bit_target_at_instruction_bit_24() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures");
@@ -976,15 +988,7 @@ fn absolute_calls_get_a_40_bit_target_at_instruction_bit_24() {
         let base = 0x12_3456_7000u64;
         let img = m.image_at(base).expect("a base below 1 TiB");
         // Every CALL.ABS now holds, in bits 63:24, a target inside the image.
-        let calls = img
-            .chunks_exact(16)
-            .filter(|i| u16::from_le_bytes([i[0], i[1]]) & 0xfff == 0x943)
-            .map(|i| {
-                let mut t = [0u8; 8];
-                t[..5].copy_from_slice(&i[3..8]);
-                u64::from_le_bytes(t)
-            })
-            .collect::<Vec<_>>();
+        let calls = call_abs_targets(&img);
         assert!(!calls.is_empty(), "{file}: no CALL.ABS found");
         for t in calls {
             assert!(
@@ -1040,15 +1044,7 @@ fn absolute_call_targets_start_on_4_kib_boundaries() {
         // Every CALL.ABS of the relocated image holds a 4 KiB-aligned target in the image.
         let base = 0x12_3456_0000u64;
         let img = m.image_at(base).unwrap();
-        let targets: Vec<u64> = img
-            .chunks_exact(16)
-            .filter(|i| u16::from_le_bytes([i[0], i[1]]) & 0xfff == 0x943)
-            .map(|i| {
-                let mut t = [0u8; 8];
-                t[..5].copy_from_slice(&i[3..8]);
-                u64::from_le_bytes(t)
-            })
-            .collect();
+        let targets = call_abs_targets(&img);
         assert!(!targets.is_empty(), "{file}: no CALL.ABS");
         for t in targets {
             assert!(

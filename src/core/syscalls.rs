@@ -338,22 +338,20 @@ pub fn format_printf(fmt: &[u8], args: &[u8], strings: &[u8]) -> Vec<u8> {
         while matches!(fmt.get(i), Some(b'-' | b'+' | b' ' | b'#' | b'0')) {
             i += 1;
         }
-        if fmt.get(i) == Some(&b'*') {
-            stars.push(take(&mut a, 4) as u32 as i32);
-            i += 1;
-        }
-        while fmt.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
+        // Width, then precision after a '.': a '*' (an int argument) or digits.
+        let mut field = |i: &mut usize, a: &mut usize| {
+            if fmt.get(*i) == Some(&b'*') {
+                stars.push(take(a, 4) as u32 as i32);
+                *i += 1;
+            }
+            while fmt.get(*i).is_some_and(u8::is_ascii_digit) {
+                *i += 1;
+            }
+        };
+        field(&mut i, &mut a);
         if fmt.get(i) == Some(&b'.') {
             i += 1;
-            if fmt.get(i) == Some(&b'*') {
-                stars.push(take(&mut a, 4) as u32 as i32);
-                i += 1;
-            }
-            while fmt.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
+            field(&mut i, &mut a);
         }
         let mut wide = false;
         let len_start = i;

@@ -179,11 +179,12 @@ impl Module {
             }
         }
         groups.sort(); // by group, then by section index
-                       // Targets of absolute calls with an immediate address (CALL.ABS: -G builds, calls
-                       // between device-linked files) start on a 4 KiB boundary. On the H100 and H200 such
-                       // calls reached only 4 KiB-aligned targets: every other placement tried hung, faulted or
-                       // computed wrong results, while calls through a register (indirect calls, syscalls) go
-                       // anywhere.
+
+        // Targets of absolute calls with an immediate address (CALL.ABS: -G builds, calls
+        // between device-linked files) start on a 4 KiB boundary. On the H100 and H200 such
+        // calls reached only 4 KiB-aligned targets: every other placement tried hung, faulted or
+        // computed wrong results, while calls through a register (indirect calls, syscalls) go
+        // anywhere.
         let mut call_target = vec![false; n];
         // (section holding the call, symbol index of the callee) for every such call.
         let mut call_edges: Vec<(usize, u32)> = Vec::new();
@@ -393,15 +394,19 @@ impl Module {
 
         // __device__ / __constant__ variables.
         let mut globals = Vec::new();
-        for (si, sym) in syms.iter().enumerate() {
-            if sym.st_info & 0xf != STT_OBJECT
-                || sym.st_shndx == SHN_UNDEF
-                || sym.st_shndx >= SHN_LORESERVE
-            {
-                continue;
+        // The loaded section a defined symbol lies in: (index, placement).
+        let loaded_section = |sym: &Sym| -> Option<(usize, Placed)> {
+            if sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE {
+                return None;
             }
             let i = sym.st_shndx as usize;
-            let Some(p) = placed.get(i).copied().flatten() else {
+            placed.get(i).copied().flatten().map(|p| (i, p))
+        };
+        for (si, sym) in syms.iter().enumerate() {
+            if sym.st_info & 0xf != STT_OBJECT {
+                continue;
+            }
+            let Some((i, p)) = loaded_section(sym) else {
                 continue;
             };
             if !matches!(
@@ -431,15 +436,10 @@ impl Module {
         // Device functions (non-kernel STT_FUNC symbols in loaded .text sections).
         let mut functions = Vec::new();
         for (si, sym) in syms.iter().enumerate() {
-            if sym.st_info & 0xf != STT_FUNC
-                || sym.st_other & STO_CUDA_ENTRY != 0
-                || sym.st_shndx == SHN_UNDEF
-                || sym.st_shndx >= SHN_LORESERVE
-            {
+            if sym.st_info & 0xf != STT_FUNC || sym.st_other & STO_CUDA_ENTRY != 0 {
                 continue;
             }
-            let i = sym.st_shndx as usize;
-            let Some(p) = placed.get(i).copied().flatten() else {
+            let Some((i, p)) = loaded_section(sym) else {
                 continue;
             };
             if !names[i].starts_with(".text.") || sym.st_value >= p.size {
