@@ -179,7 +179,7 @@ fn v04_every_field_at_its_reference_position() {
     mw(&mut e, 543, 536, 0x90); // SASS_VERSION
     mw(&mut e, 567, 544, 0xAB_CDE0); // SHADER_LOCAL_MEMORY_HIGH_SIZE
     mw(&mut e, 568, 568, 1); // API_VISIBLE_CALL_LIMIT
-    mw(&mut e, 569, 569, 0); // SAMPLER_INDEX INDEPENDENTLY
+    mw(&mut e, 569, 569, 1); // SAMPLER_INDEX VIA_HEADER_INDEX (texture objects)
     mw(&mut e, 583, 580, 4); // QMD_MAJOR_VERSION
     mw(&mut e, 601, 584, 0x2_5400); // SHARED_MEMORY_SIZE
     for b in 602..=605 {

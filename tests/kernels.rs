@@ -4,7 +4,7 @@
 
 mod common;
 use common::*;
-use tegragpu::core::{LaunchConfig, QueueKind};
+use tegragpu::core::{AddressMode, LaunchConfig, QueueKind, TexDesc, TexFormat, TexLayout};
 use tegragpu::Status;
 
 fn lcg(seed: &mut u64) -> f32 {
@@ -370,5 +370,202 @@ fn two_kilobyte_by_value_parameter() {
                 "round {round} element {i}"
             );
         }
+    }
+}
+
+fn tex_desc(layout: TexLayout, address: [AddressMode; 2], border: f32) -> TexDesc {
+    TexDesc {
+        layout,
+        format: TexFormat::F32,
+        channels: 1,
+        read_normalized_float: false,
+        normalized_coords: false,
+        linear_filter: false,
+        address,
+        border: [border, 0.0, 0.0, 0.0],
+    }
+}
+
+#[test]
+fn texture_1d_fetch() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let k = m.kernel("tex_fetch_1d").unwrap();
+    let n = 1000usize;
+    let v: Vec<f32> = (0..n + 64).map(|i| i as f32 * 0.5 - 7.0).collect();
+    let data = std::sync::Arc::new(dev.alloc(v.len() as u64 * 4, data_flags()).unwrap());
+    fill_f32(&data, &v);
+    // At the start of the buffer and 64 elements (256 bytes) into it.
+    for off in [0usize, 64] {
+        let t = dev
+            .create_texture(
+                data.clone(),
+                &tex_desc(
+                    TexLayout::Linear {
+                        address: off as u64 * 4,
+                        width: n as u64,
+                    },
+                    [AddressMode::Clamp; 2],
+                    0.0,
+                ),
+            )
+            .unwrap();
+        assert!(t.handle() >= 1);
+        let out = dev.alloc(2 * n as u64 * 4, data_flags()).unwrap();
+        fill_f32(&out, &vec![f32::NAN; 2 * n]);
+        run(&dev, |q| {
+            let p = Params::new()
+                .u64(t.handle())
+                .u64(out.gpu_va())
+                .u32(n as u32);
+            q.launch(&k, &cfg((n as u32).div_ceil(128), 128), p.bytes())
+                .unwrap();
+        });
+        let got = read_f32(&out, 2 * n);
+        for i in 0..n {
+            assert_eq!(got[i], v[off + n - 1 - i], "offset {off}, element {i}");
+            assert_eq!(got[n + i], 0.0, "offset {off}: fetch past the end at {i}");
+        }
+    }
+}
+
+#[test]
+fn texture_2d_clamp_and_border() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let k = m.kernel("tex_fetch_2d").unwrap();
+    let (w, h, pitch) = (37usize, 11usize, 256usize);
+    let mut img = vec![0f32; pitch / 4 * h];
+    let mut seed = 7;
+    for y in 0..h {
+        for x in 0..w {
+            img[y * pitch / 4 + x] = lcg(&mut seed);
+        }
+    }
+    let data = std::sync::Arc::new(dev.alloc((pitch * h) as u64, data_flags()).unwrap());
+    fill_f32(&data, &img);
+    let layout = TexLayout::Pitch2d {
+        address: 0,
+        width: w as u64,
+        height: h as u64,
+        pitch: pitch as u64,
+    };
+    let clamp = dev
+        .create_texture(
+            data.clone(),
+            &tex_desc(layout, [AddressMode::Clamp; 2], 0.0),
+        )
+        .unwrap();
+    let border = dev
+        .create_texture(
+            data.clone(),
+            &tex_desc(layout, [AddressMode::Clamp, AddressMode::Border], 0.25),
+        )
+        .unwrap();
+    assert_ne!(clamp.handle(), border.handle());
+    let outs: Vec<_> = (0..2)
+        .map(|_| dev.alloc((w * h * 4) as u64, data_flags()).unwrap())
+        .collect();
+    run(&dev, |q| {
+        for (t, o) in [&clamp, &border].iter().zip(&outs) {
+            let p = Params::new()
+                .u64(t.handle())
+                .u64(o.gpu_va())
+                .u32(w as u32)
+                .u32(h as u32);
+            let mut c = cfg((w as u32).div_ceil(32), 32);
+            c.grid[1] = h as u32;
+            q.launch(&k, &c, p.bytes()).unwrap();
+        }
+    });
+    let texel = |x: i64, y: i64, border_y: bool| -> f32 {
+        let x = x.clamp(0, w as i64 - 1);
+        if border_y && !(0..h as i64).contains(&y) {
+            return 0.25;
+        }
+        let y = y.clamp(0, h as i64 - 1);
+        img[y as usize * pitch / 4 + x as usize]
+    };
+    for (o, border_y) in outs.iter().zip([false, true]) {
+        let got = read_f32(o, w * h);
+        for y in 0..h as i64 {
+            for x in 0..w as i64 {
+                let want = 2.0f32.mul_add(texel(x - 3, y + 2, border_y), texel(x, y, border_y));
+                assert_eq!(
+                    got[y as usize * w + x as usize],
+                    want,
+                    "border {border_y}: texel ({x}, {y})"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn texture_slots_are_reused_and_bounded() {
+    let dev = device();
+    let data = std::sync::Arc::new(dev.alloc(4096, data_flags()).unwrap());
+    let desc = tex_desc(
+        TexLayout::Linear {
+            address: 0,
+            width: 1024,
+        },
+        [AddressMode::Clamp; 2],
+        0.0,
+    );
+    let mut all: Vec<_> = (1..tegragpu::core::TEXTURE_POOL_ENTRIES)
+        .map(|_| dev.create_texture(data.clone(), &desc).unwrap())
+        .collect();
+    let mut handles: Vec<u64> = all.iter().map(|t| t.handle()).collect();
+    handles.sort_unstable();
+    handles.dedup();
+    assert_eq!(
+        handles.len() as u32,
+        tegragpu::core::TEXTURE_POOL_ENTRIES - 1
+    );
+    assert_eq!(handles[0], 1);
+    let e = dev.create_texture(data.clone(), &desc).unwrap_err();
+    assert_eq!(e.status, Status::OutOfMemory, "{e}");
+    // No queue has work in flight: a destroyed texture's slot is free at once.
+    let freed = all.swap_remove(100).handle();
+    let again = dev.create_texture(data.clone(), &desc).unwrap();
+    assert_eq!(again.handle(), freed);
+    // Bad descriptions name what is wrong and change nothing.
+    for (bad, what) in [
+        (
+            TexDesc {
+                layout: TexLayout::Linear {
+                    address: 16,
+                    width: 8,
+                },
+                ..desc
+            },
+            "aligned",
+        ),
+        (
+            TexDesc {
+                layout: TexLayout::Linear {
+                    address: 0,
+                    width: 1025,
+                },
+                ..desc
+            },
+            "outside the buffer",
+        ),
+        (
+            TexDesc {
+                channels: 3,
+                ..desc
+            },
+            "channels",
+        ),
+    ] {
+        drop(all.pop());
+        let e = dev.create_texture(data.clone(), &bad).unwrap_err();
+        assert_eq!(e.status, Status::InvalidArgument, "{e}");
+        assert!(e.to_string().contains(what), "{e}");
+        dev.create_texture(data.clone(), &desc)
+            .map(|t| all.push(t))
+            .unwrap();
     }
 }

@@ -45,6 +45,7 @@ pub(crate) enum Kind {
     Queue,
     Signal,
     CmdBuf,
+    Texture,
 }
 
 impl Kind {
@@ -58,6 +59,7 @@ impl Kind {
             Kind::Queue => "tg_queue",
             Kind::Signal => "tg_signal",
             Kind::CmdBuf => "tg_cmdbuf",
+            Kind::Texture => "tg_texture",
         }
     }
 }
@@ -73,6 +75,7 @@ pub(crate) enum Object {
     Queue(Arc<super::boundary::QueueCell>),
     Signal(Arc<Signal>),
     CmdBuf(Arc<Mutex<crate::core::CmdBuf>>),
+    Texture(Arc<crate::core::Texture>),
 }
 
 impl Object {
@@ -85,6 +88,7 @@ impl Object {
             Object::Queue(_) => Kind::Queue,
             Object::Signal(_) => Kind::Signal,
             Object::CmdBuf(_) => Kind::CmdBuf,
+            Object::Texture(_) => Kind::Texture,
         }
     }
 }

@@ -50,6 +50,8 @@ mod signal; // tg_signal_*
 
 mod cmdbuf; // tg_cmdbuf_*, tg_queue_replay
 
+mod texture; // tg_texture_*
+
 mod log; // tg_set_log_callback, tg_set_log_level
 
 pub use buffer::*;
@@ -61,6 +63,7 @@ pub use log::*;
 pub use module::*;
 pub use queue::*;
 pub use signal::*;
+pub use texture::*;
 
 #[doc(hidden)]
 pub use handles::hold_table_lock_for;
@@ -194,6 +197,13 @@ pub struct tg_signal {
 /// compute queues many times (`tg_queue_replay()`), with parameters and signal values updated
 /// between replays. Thread safety: any thread; calls on one command buffer are serialized.
 pub struct tg_cmdbuf {
+    _opaque: [u8; 0],
+}
+
+/// A texture object: a read-only view of buffer memory that kernels sample with `tex1Dfetch`,
+/// `tex2D`, ... through a `cudaTextureObject_t` parameter (`tg_texture_create()`). Thread safety:
+/// any thread, concurrently.
+pub struct tg_texture {
     _opaque: [u8; 0],
 }
 

@@ -62,6 +62,8 @@ pub(crate) struct DeviceInner {
     pub syscalls: Mutex<Option<Arc<super::syscalls::Syscalls>>>,
     /// Set once a module that calls `vprintf` is loaded: synchronization points print.
     pub printf_active: AtomicBool,
+    /// Texture header and sampler pools (texture objects), bound on every compute queue.
+    pub textures: Mutex<super::texture::TexturePool>,
 }
 
 impl Drop for DeviceInner {
@@ -80,6 +82,7 @@ impl Drop for DeviceInner {
         if let Some(a) = self.local.get_mut().buf.take() {
             let _ = self.backend.free(&a);
         }
+        self.textures.get_mut().free_memory(&*self.backend);
         self.signals.get_mut().release_all(&*self.backend);
     }
 }
@@ -196,6 +199,7 @@ impl Device {
                 ),
             )
         })?;
+        let textures = super::texture::TexturePool::new(&*backend)?;
         Ok(Device {
             inner: Arc::new(DeviceInner {
                 backend,
@@ -221,6 +225,7 @@ impl Device {
                 deferred: Mutex::new(Vec::new()),
                 syscalls: Mutex::new(None),
                 printf_active: AtomicBool::new(false),
+                textures: Mutex::new(textures),
             }),
         })
     }
@@ -280,6 +285,18 @@ impl Device {
     /// compute queues.
     pub fn create_cmdbuf(&self) -> Result<super::CmdBuf> {
         super::CmdBuf::new(self)
+    }
+
+    /// Create a texture object over `buf` (`desc.layout`'s `address` fields are byte offsets
+    /// into `buf`). The texture keeps `buf` allocated; [`Texture::handle`] is the value to pass
+    /// as the kernel's `cudaTextureObject_t` parameter.
+    pub fn create_texture(
+        &self,
+        buf: std::sync::Arc<Buffer>,
+        desc: &crate::hw::texture::TexDesc,
+    ) -> Result<super::Texture> {
+        self.check_usable()?;
+        super::Texture::new(self, buf, desc)
     }
 
     /// Create a timeline signal with an initial value.

@@ -12,7 +12,9 @@ mod module;
 mod queue;
 mod signal;
 pub mod syscalls;
+mod texture;
 
+pub use crate::hw::texture::{AddressMode, TexDesc, TexFormat, TexLayout};
 pub use buffer::Buffer;
 pub use cmdbuf::CmdBuf;
 pub use device::{device_from_env, Device, FaultReport};
@@ -22,6 +24,7 @@ pub use module::{
 };
 pub use queue::{LaunchConfig, Queue, QueueConfig, QueueKind};
 pub use signal::Signal;
+pub use texture::{Texture, TEXTURE_POOL_ENTRIES};
 
 pub use crate::backend::{BackendKind, DeviceInfo, MemFlags};
 

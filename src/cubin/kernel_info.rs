@@ -1,5 +1,5 @@
 //! Per-kernel information: the kernel's `.nv.info.<name>` attributes, shared memory, parameter
-//! layout, constant banks and refusals (texture use).
+//! layout, constant banks and refusals (surface use).
 
 use super::elf::{bad, Elf, Sym, SHT_CUDA_INFO, SHT_NOBITS, SHT_PROGBITS};
 use super::info::Attr;
@@ -9,10 +9,10 @@ use super::{info, sass, KernelInfo, Module, ParamInfo, MAX_CBANK_BYTES, SHARED_R
 use crate::error::{Error, Result, Status};
 
 impl Module {
-    /// Why the kernel cannot run if it (or a device function of the module) executes texture or
-    /// surface instructions: texture and surface objects need the driver's texture header and
-    /// sampler pools, which libtegragpu does not provide.
-    fn texture_use(
+    /// Why the kernel cannot run if it (or a device function of the module) executes surface
+    /// instructions: surface objects need CUDA arrays, which libtegragpu does not provide.
+    /// (Texture instructions read texture objects, `crate::core::Texture`.)
+    fn surface_use(
         elf: &Elf<'_>,
         names: &[&str],
         ti: usize,
@@ -26,9 +26,9 @@ impl Module {
             .zip(usize::try_from(sym.st_size).ok())
             .and_then(|(a, n)| data.get(a..a.checked_add(n)?))
             .unwrap_or(data);
-        if let Some((off, m)) = sass::first_texture_instruction(code, sm) {
+        if let Some((off, m)) = sass::first_surface_instruction(code, sm) {
             return Ok(Some(format!(
-                "kernel {name} uses texture or surface objects ({m} at {:#x} in {}), which \
+                "kernel {name} uses surface objects ({m} at {:#x} in {}), which \
                  libtegragpu does not support",
                 sym.st_value + off as u64,
                 names[ti]
@@ -43,9 +43,9 @@ impl Module {
             if i == ti || names.iter().any(|n| n.strip_prefix(".nv.info.") == Some(f)) {
                 continue;
             }
-            if let Some((_, m)) = sass::first_texture_instruction(elf.section_data(i)?, sm) {
+            if let Some((_, m)) = sass::first_surface_instruction(elf.section_data(i)?, sm) {
                 return Ok(Some(format!(
-                    "kernel {name}: device function {f} of its module uses texture or surface \
+                    "kernel {name}: device function {f} of its module uses surface \
                      objects ({m}), which libtegragpu does not support"
                 )));
             }
@@ -118,7 +118,7 @@ impl Module {
         let mut cbank0_section = 0u64;
         let mut cbank2 = None;
         let c2name = format!(".nv.constant2.{name}");
-        let mut refused = Self::texture_use(elf, names, ti, sym, name, sm)?;
+        let mut refused = Self::surface_use(elf, names, ti, sym, name, sm)?;
         for (i, s) in elf.sections.iter().enumerate() {
             let nm = names[i];
             if s.sh_info as usize == ti && s.sh_type == SHT_CUDA_INFO && nm.starts_with(".nv.info.")

@@ -1,6 +1,8 @@
-//! Recognising texture and surface instructions in SASS, so that a kernel using texture or
-//! surface objects is refused (`TG_ERROR_NOT_SUPPORTED`) instead of running without the texture
-//! header and sampler pools it needs (it would fault on the GPU).
+//! Recognising texture and surface instructions in SASS. Texture instructions read texture
+//! objects through the device's texture header and sampler pools (`crate::core::Texture`);
+//! surface instructions need surface objects over CUDA arrays, which libtegragpu does not
+//! provide, so a kernel that uses them is refused (`TG_ERROR_NOT_SUPPORTED`) instead of faulting
+//! on the GPU.
 //!
 //! From Volta (sm_70) on, an instruction is 16 bytes; bits 8:0 of its first little-endian 64-bit
 //! word are the operation, bits 11:9 the operand form (handle in a register, in a constant bank,
@@ -37,13 +39,26 @@ const OPS: &[(u16, u16, &str)] = &[
 /// The first texture or surface instruction in `code` (SASS for `sm`): its byte offset and
 /// mnemonic. Only for sm_70 and later (16-byte instructions); `None` for older code.
 pub fn first_texture_instruction(code: &[u8], sm: (u32, u32)) -> Option<(usize, &'static str)> {
+    first_of(code, sm, |_| true)
+}
+
+/// The first surface instruction (SUATOM, SULD, SUST, SURED, SUQUERY) in `code`.
+pub fn first_surface_instruction(code: &[u8], sm: (u32, u32)) -> Option<(usize, &'static str)> {
+    first_of(code, sm, |m| m.starts_with("SU"))
+}
+
+fn first_of(
+    code: &[u8],
+    sm: (u32, u32),
+    keep: impl Fn(&str) -> bool,
+) -> Option<(usize, &'static str)> {
     if sm.0 < 7 {
         return None;
     }
     code.chunks_exact(16).enumerate().find_map(|(i, insn)| {
         let op = u16::from_le_bytes([insn[0], insn[1]]) & 0x1ff;
         OPS.iter()
-            .find(|(lo, hi, _)| (*lo..=*hi).contains(&op))
+            .find(|(lo, hi, m)| (*lo..=*hi).contains(&op) && keep(m))
             .map(|(_, _, m)| (i * 16, *m))
     })
 }
@@ -76,5 +91,10 @@ mod tests {
         // A trailing partial instruction is ignored; pre-Volta code is not scanned.
         assert_eq!(first_texture_instruction(&sust[..15], (8, 7)), None);
         assert_eq!(first_texture_instruction(&sust, (6, 2)), None);
+        // Surface instructions only: the texture fetches are skipped.
+        assert_eq!(first_surface_instruction(&code, (8, 7)), None);
+        let mut both = code.clone();
+        both.extend_from_slice(&sust);
+        assert_eq!(first_surface_instruction(&both, (8, 7)), Some((64, "SUST")));
     }
 }

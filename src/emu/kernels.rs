@@ -39,6 +39,8 @@ pub struct LaunchCtx<'a> {
     pub started: std::time::Instant,
     /// Set by [`LaunchCtx::keep_running`].
     pub running: std::cell::Cell<bool>,
+    /// The texture pools bound on the compute object (None if not set).
+    pub textures: Option<super::texture::TexturePools>,
 }
 
 impl LaunchCtx<'_> {
@@ -316,6 +318,8 @@ fn builtin(name: &str) -> Option<RefKernelFn> {
         "big_params" => big_params,
         "tg_copy" => tg_copy,
         "spin_until" => spin_until,
+        "tex_fetch_1d" => tex_fetch_1d,
+        "tex_fetch_2d" => tex_fetch_2d,
         _ => return None,
     })
 }
@@ -467,6 +471,58 @@ fn gid(ctx: &LaunchCtx, b: [u32; 3], t: [u32; 3]) -> u32 {
 
 fn elem(base: u64, i: u32, size: u64) -> u64 {
     base.wrapping_add(u64::from(i) * size)
+}
+
+/// The texture pools of the launch, or a fault naming the kernel that needed them.
+fn pools(ctx: &LaunchCtx, kernel: &str) -> Result<super::texture::TexturePools, MmuFault> {
+    ctx.textures.ok_or_else(|| MmuFault {
+        address: 0,
+        write: false,
+        what: format!("{kernel}: texture fetch without SET_TEX_HEADER_POOL / SET_TEX_SAMPLER_POOL"),
+    })
+}
+
+fn tex_fetch_1d(ctx: &LaunchCtx) -> Result<(), MmuFault> {
+    let (tex, out, n) = (ctx.param_u64(0), ctx.param_u64(8), ctx.param_u32(16));
+    let p = pools(ctx, "tex_fetch_1d")?;
+    let mut m = GpuMem::new(ctx.mmu);
+    let bdx = ctx.block_dim()[0];
+    ctx.for_each_thread(|bi, ti| {
+        let i = bi[0].wrapping_mul(bdx).wrapping_add(ti[0]);
+        if i < n {
+            let a = p.fetch_x(&mut m, tex, i64::from(n) - 1 - i64::from(i), 0)?;
+            let b = p.fetch_x(&mut m, tex, i64::from(n) + i64::from(i), 0)?;
+            m.write_f32(elem(out, i, 4), a)?;
+            m.write_f32(elem(out, n.wrapping_add(i), 4), b)?;
+        }
+        Ok(())
+    })
+}
+
+fn tex_fetch_2d(ctx: &LaunchCtx) -> Result<(), MmuFault> {
+    let (tex, out, w, h) = (
+        ctx.param_u64(0),
+        ctx.param_u64(8),
+        ctx.param_u32(16),
+        ctx.param_u32(20),
+    );
+    let p = pools(ctx, "tex_fetch_2d")?;
+    let mut m = GpuMem::new(ctx.mmu);
+    let bdx = ctx.block_dim()[0];
+    ctx.for_each_thread(|bi, ti| {
+        let x = bi[0].wrapping_mul(bdx).wrapping_add(ti[0]);
+        let y = bi[1];
+        if x < w && y < h {
+            let (xi, yi) = (i64::from(x), i64::from(y));
+            let a = p.fetch_x(&mut m, tex, xi, yi)?;
+            let b = p.fetch_x(&mut m, tex, xi - 3, yi + 2)?;
+            m.write_f32(
+                elem(out, y.wrapping_mul(w).wrapping_add(x), 4),
+                2.0f32.mul_add(b, a),
+            )?;
+        }
+        Ok(())
+    })
 }
 
 fn empty_kernel(_: &LaunchCtx) -> Result<(), MmuFault> {

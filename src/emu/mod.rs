@@ -10,5 +10,6 @@ pub mod gpu;
 pub mod hwif;
 pub mod kernel;
 pub mod kernels;
+pub mod texture;
 
 pub use kernel::EmuSys;

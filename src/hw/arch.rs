@@ -131,6 +131,9 @@ pub struct PbCaps {
     pub ce_addr_bits: u32,
     /// The copy class has SET_SEMAPHORE_PAYLOAD_UPPER and LAUNCH_DMA bit 27 (c7b5 and later).
     pub ce_sem_payload64: bool,
+    /// Texture headers use the TEXHEAD_V2 layouts, selected with SET_TEXTURE_HEADER_VERSION
+    /// (cbc0 and later).
+    pub tex_header_v2: bool,
 }
 
 impl PbCaps {
@@ -144,6 +147,7 @@ impl PbCaps {
         shared_window_align: 1 << 24,
         ce_addr_bits: 57,
         ce_sem_payload64: true,
+        tex_header_v2: true,
     };
 }
 
@@ -204,6 +208,7 @@ const CAPS_AMPERE: PbCaps = PbCaps {
     shared_window_align: 1 << 24,
     ce_addr_bits: 49,
     ce_sem_payload64: true,
+    tex_header_v2: false,
 };
 const CAPS_GA100: PbCaps = PbCaps {
     compute_class: 0xC6C0,
@@ -218,6 +223,7 @@ const CAPS_HOPPER: PbCaps = PbCaps {
     shared_window_align: 1 << 32,
     ce_addr_bits: 57,
     ce_sem_payload64: true,
+    tex_header_v2: true,
 };
 
 /// Desktop shared window (tinygrad; also used for Hopper+, 4 GiB aligned).

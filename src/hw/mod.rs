@@ -11,6 +11,7 @@ pub mod local_mem;
 pub mod method;
 pub mod pushbuf;
 pub mod qmd;
+pub mod texture;
 
 pub use arch::{arch_for_compute_class, arch_for_device, ArchInfo, QmdVersion};
 pub use cbank0::{build_cbank0, Cbank0Params};

@@ -320,6 +320,38 @@ impl<'a> PushBuf<'a> {
         Ok(())
     }
 
+    /// Texture pools for texture objects: SET_TEX_HEADER_POOL_A/B/C and SET_TEX_SAMPLER_POOL_A/B/C
+    /// (`max_index` inclusive, the same for both pools), preceded on Hopper and later by
+    /// SET_TEXTURE_HEADER_VERSION 1 (the TEXHEAD_V2 layouts, `caps.tex_header_v2`). Pool
+    /// addresses must be 32-byte aligned and fit the class's address width.
+    pub fn texture_pools(&mut self, headers: u64, samplers: u64, max_index: u32) -> Result<()> {
+        let bits = self.caps.local_mem_addr_bits;
+        if headers % 32 != 0
+            || samplers % 32 != 0
+            || !fits(headers, bits)
+            || !fits(samplers, bits)
+            || max_index >= 1 << 20
+        {
+            return Err(Error::invalid(format!(
+                "hw::pushbuf::texture_pools(headers={headers:#x}, samplers={samplers:#x}, max_index={max_index}): \
+                 pools must be 32-byte aligned below 2^{bits}, max_index below 2^20"
+            )));
+        }
+        if self.caps.tex_header_v2 {
+            self.inc(SUBCH_COMPUTE, NVCBC0_SET_TEXTURE_HEADER_VERSION, &[1])?;
+        }
+        self.inc(
+            SUBCH_COMPUTE,
+            NVC7C0_SET_TEX_SAMPLER_POOL_A,
+            &[(samplers >> 32) as u32, samplers as u32, max_index],
+        )?;
+        self.inc(
+            SUBCH_COMPUTE,
+            NVC7C0_SET_TEX_HEADER_POOL_A,
+            &[(headers >> 32) as u32, headers as u32, max_index],
+        )
+    }
+
     /// Local-memory backing store: SET_SHADER_LOCAL_MEMORY_A/B = `base`,
     /// SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A/B/C = (`bytes_per_tpc` hi, lo, MAX_SM_COUNT 0xFF).
     /// `bytes_per_tpc` must be 0x8000-aligned and below 2^40.

@@ -92,9 +92,19 @@ def blob(size, seed):
     return {"kind": "blob", "size": size, "seed": seed}
 
 
-def tex(size, fill):
-    """A texture object (1-D float, point sampling) over a linear buffer of ``size`` bytes."""
-    return {"kind": "tex", "size": size, "fill": fill}
+def tex(size, fill, fmt="f32", ch=1, w=None, h=None, pitch=None, filter="point",
+        ncoords=False, read_int=False, addr=("clamp", "clamp"), border=(0.0, 0.0, 0.0, 0.0)):
+    """A texture object over a buffer of ``size`` bytes filled with ``fill``.
+
+    Linear (``tex1Dfetch``) over the whole buffer unless ``h`` is given; then pitch-linear 2-D,
+    ``w`` x ``h`` elements, rows ``pitch`` bytes apart (``tex2D``). ``fmt`` is the channel type
+    (u8 s8 u16 s16 u32 s32 f16 f32), ``ch`` the channels (1, 2, 4); ``filter`` point or linear;
+    ``ncoords`` normalized coordinates; ``read_int`` reads 8/16-bit integers as integers
+    (else as normalized floats; 32-bit integers always read as integers); ``addr`` the x and y
+    address modes (wrap clamp mirror border); ``border`` the border color."""
+    return {"kind": "tex", "size": size, "fill": fill, "fmt": fmt, "ch": ch, "w": w, "h": h,
+            "pitch": pitch, "filter": filter, "ncoords": ncoords, "read_int": read_int,
+            "addr": list(addr), "border": list(border)}
 
 
 def surf(size):
@@ -401,10 +411,59 @@ CASES = [
          notes="dynamic parallelism: -rdc=true, device-linked with cudadevrt (the x86-64 "
                "CUDA 13 libcudadevrt.a has no sm_87 code, so no sm_87 fixture)",
          args=[out(w4(128)), scalar("i32", 1000)]),
-    case("texture_object", "texture_object.cu", grid=4, block=256, expect_tg="may_refuse",
-         notes="texture object from cuTexObjectCreate; libtegragpu refuses the kernel (TLD/TEX "
-               "instructions: texture objects are not supported)",
+    case("texture_object", "texture_object.cu", grid=4, block=256,
+         notes="texture object over linear memory (tex1Dfetch<float>)",
          args=[tex(4 * 1024, rand("f32", 132, -5, 5)), out(w4(1024)), scalar("i32", 1024)]),
+    # tex2D over a 45 x 23 pitch-linear image sampled on a 64 x 40 grid that reaches past every
+    # edge: unnormalized u = -3.3 + 0.83 x, v = -2.6 + 0.7 y; normalized u = -0.31 + 0.026 x,
+    # v = -0.27 + 0.04 y.
+    *[case(id, "texture_sampling.cu", kernel, grid=(1, 40), block=64,
+           notes="texture object over pitch-linear memory: " + notes,
+           args=[tex(192 * 23, fill, **{**dict(w=45, h=23, pitch=192), **t}), out(64 * 40 * osize),
+                 scalar("i32", 64), scalar("i32", 40)]
+           + ([scalar("f32", 0.026), scalar("f32", 0.04), scalar("f32", -0.31), scalar("f32", -0.27)]
+              if t.get("ncoords") else
+              [scalar("f32", 0.83), scalar("f32", 0.7), scalar("f32", -3.3), scalar("f32", -2.6)]))
+      for id, kernel, osize, fill, t, notes in [
+          ("tex2d_point_clamp_f32", "tex2d_f1", 4, rand("f32", 134, -5, 5), {},
+           "float, nearest texel, clamp"),
+          ("tex2d_linear_border_f32", "tex2d_f1", 4, rand("f32", 135, -5, 5),
+           dict(filter="linear", addr=("border", "border"), border=(0.5, 0, 0, 0)),
+           "float, bilinear, border color"),
+          ("tex2d_linear_wrap_norm_f32x4", "tex2d_f4", 16, rand("f32", 136, -5, 5),
+           dict(ch=4, w=11, pitch=192, filter="linear", ncoords=True, addr=("wrap", "wrap")),
+           "float4, bilinear, normalized coordinates, wrap"),
+          ("tex2d_mirror_norm_u8x4", "tex2d_f4", 16, randint("u8", 137, 0, 256),
+           dict(fmt="u8", ch=4, filter="linear", ncoords=True, addr=("mirror", "clamp")),
+           "uchar4 read as normalized floats, bilinear, mirror"),
+          ("tex2d_point_s16x2", "tex2d_s2", 4, randint("i16", 138, -30000, 30000),
+           dict(fmt="s16", ch=2, read_int=True), "short2 read as integers, nearest texel"),
+          ("tex2d_linear_f16", "tex2d_f1", 4, rand("f16", 139, -5, 5),
+           dict(fmt="f16", filter="linear", addr=("clamp", "border"), border=(-1.5, 0, 0, 0)),
+           "half read as float, bilinear, clamp and border"),
+          ("tex2d_point_s16_normf", "tex2d_f1", 4, randint("i16", 144, -32768, 32768),
+           dict(fmt="s16"), "short read as normalized float (signed), nearest texel"),
+          ("tex2d_point_i32", "tex2d_i1", 4, randint("i32", 145, -2**31, 2**31),
+           dict(fmt="s32", read_int=True, addr=("border", "clamp"), border=(7.0, 0, 0, 0)),
+           "int, nearest texel, border"),
+          ("tex2d_f1_as_f4", "tex2d_f4", 16, rand("f32", 146, -5, 5), {},
+           "a one-channel float texture fetched as float4 (the missing channels)"),
+      ]],
+    *[case(id, "texture_sampling.cu", kernel, grid=4, block=64,
+           notes="texture object over linear memory: " + notes,
+           args=[tex(size, fill, **t), out(256 * osize), scalar("i32", 256)])
+      for id, kernel, osize, size, fill, t, notes in [
+          ("tex1d_fetch_f32x2", "tex1d_f2", 8, 8 * 200, rand("f32", 147, -5, 5), dict(ch=2),
+           "float2 elements, fetches before the start and past the end"),
+          ("tex1d_fetch_f32x4", "tex1d_f4", 16, 16 * 251, rand("f32", 148, -5, 5), dict(ch=4),
+           "float4 elements"),
+          ("tex1d_fetch_u8x4", "tex1d_uc4", 4, 4 * 256, randint("u8", 149, 0, 256),
+           dict(fmt="u8", ch=4, read_int=True), "uchar4 read as integers"),
+          ("tex1d_fetch_u16_normf", "tex1d_f1", 4, 2 * 240, randint("u16", 150, 0, 65536),
+           dict(fmt="u16"), "ushort read as normalized float"),
+          ("tex1d_fetch_u8x2_as_f4", "tex1d_f4", 16, 2 * 256, randint("u8", 151, 0, 256),
+           dict(fmt="u8", ch=2), "uchar2 read as normalized float4 (the missing channels)"),
+      ]],
     case("surface_object", "surface_object.cu", grid=4, block=256, expect_tg="may_refuse",
          notes="surface object over a CUDA array; libtegragpu refuses the kernel (SULD/SUST "
                "instructions: surface objects are not supported)",

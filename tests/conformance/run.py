@@ -183,7 +183,10 @@ class Prepared:
                 self.args.append(dict(kind="blob", raw=blob_bytes(a["size"], a["seed"])))
             elif k == "tex":
                 size = int(evaluate(a["size"], ctx))
-                self.args.append(dict(kind="tex", size=size, data=make_fill(a["fill"], size)))
+                t = dict(a, kind="tex", size=size, data=make_fill(a["fill"], size))
+                t.setdefault("fmt", "f32")
+                t.setdefault("ch", 1)
+                self.args.append(t)
             elif k == "surf":
                 size = int(evaluate(a["size"], ctx))
                 self.args.append(dict(kind="surf", size=size, out=True))
@@ -600,6 +603,70 @@ def check_param_sizes(prep, params):
             raise CaseFail(f"manifest: argument {i} is {have} bytes, parameter {i} is {size} bytes")
 
 
+# Texture descriptions: CUarray_format / CUaddress_mode values and the tg_texture_desc fields.
+TEX_FORMATS = {  # name: (CUarray_format, TG_TEXTURE_FORMAT_*, bytes)
+    "u8": (0x01, 0, 1), "s8": (0x08, 1, 1), "u16": (0x02, 2, 2), "s16": (0x09, 3, 2),
+    "u32": (0x03, 4, 4), "s32": (0x0a, 5, 4), "f16": (0x10, 6, 2), "f32": (0x20, 7, 4),
+}
+TEX_ADDRESS = {"wrap": 0, "clamp": 1, "mirror": 2, "border": 3}  # CUaddress_mode = TG_ADDRESS_*
+CU_RESOURCE_TYPE_PITCH2D = 3
+CU_TRSF_READ_AS_INTEGER = 0x01
+CU_TRSF_NORMALIZED_COORDINATES = 0x02
+
+
+def tex_reads_int(a):
+    """Whether the texture returns integers (CU_TRSF_READ_AS_INTEGER)."""
+    return a["fmt"] in ("u32", "s32") or (a.get("read_int", False) and a["fmt"] != "f16"
+                                           and a["fmt"] != "f32")
+
+
+def cuda_texture_descs(ptr, a):
+    """CUDA_RESOURCE_DESC and CUDA_TEXTURE_DESC for a "tex" argument over device memory ptr."""
+    fmt = TEX_FORMATS[a["fmt"]][0]
+    res = (ctypes.c_ubyte * 144)()
+    if a.get("h"):
+        struct.pack_into("<i", res, 0, CU_RESOURCE_TYPE_PITCH2D)
+        struct.pack_into("<QiIQQQ", res, 8, ptr, fmt, a["ch"], a["w"], a["h"], a["pitch"])
+    else:
+        struct.pack_into("<i", res, 0, CU_RESOURCE_TYPE_LINEAR)
+        struct.pack_into("<QiIQ", res, 8, ptr, fmt, a["ch"], a["size"])
+    td = (ctypes.c_ubyte * 104)()
+    addr = [TEX_ADDRESS[m] for m in a.get("addr", ("clamp", "clamp"))]
+    flags = (CU_TRSF_READ_AS_INTEGER if tex_reads_int(a) else 0) | \
+        (CU_TRSF_NORMALIZED_COORDINATES if a.get("ncoords") else 0)
+    struct.pack_into("<iiiiI", td, 0, addr[0], addr[1], addr[1],
+                     1 if a.get("filter") == "linear" else 0, flags)
+    struct.pack_into("<4f", td, 40, *a.get("border", (0, 0, 0, 0)))
+    return res, td
+
+
+class _TgTextureDesc(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("kind", ctypes.c_uint32),
+                ("format", ctypes.c_uint32), ("channels", ctypes.c_uint32),
+                ("flags", ctypes.c_uint32), ("address_mode", ctypes.c_uint32 * 2),
+                ("border_color", ctypes.c_float * 4), ("offset_bytes", ctypes.c_uint64),
+                ("width", ctypes.c_uint64), ("height", ctypes.c_uint64),
+                ("pitch_bytes", ctypes.c_uint64)]
+
+
+def tg_texture_desc(a):
+    """The tg_texture_desc for a "tex" argument (the same texture as cuda_texture_descs)."""
+    d = _TgTextureDesc()
+    d.struct_size = ctypes.sizeof(_TgTextureDesc)
+    _, d.format, nbytes = TEX_FORMATS[a["fmt"]]
+    d.channels = a["ch"]
+    normf = not tex_reads_int(a) and a["fmt"] not in ("f16", "f32")
+    d.flags = (1 if normf else 0) | (2 if a.get("ncoords") else 0) | \
+        (4 if a.get("filter") == "linear" else 0)
+    d.address_mode[:] = [TEX_ADDRESS[m] for m in a.get("addr", ("clamp", "clamp"))]
+    d.border_color[:] = list(a.get("border", (0, 0, 0, 0)))
+    if a.get("h"):
+        d.kind, d.width, d.height, d.pitch_bytes = 2, a["w"], a["h"], a["pitch"]
+    else:
+        d.kind, d.width = 1, a["size"] // (nbytes * a["ch"])
+    return d
+
+
 def run_cuda(cu, c, cubin, prep_factory, want_attrs=True):
     """Run one case through libcuda. Returns (outputs {name: bytes}, attrs, prep)."""
     mod = ctypes.c_void_p()
@@ -650,10 +717,7 @@ def run_cuda(cu, c, cubin, prep_factory, want_attrs=True):
                 p = cu.alloc(a["size"])
                 allocs.append(p)
                 cu.htod(p, a["data"])
-                res = (ctypes.c_ubyte * 144)()
-                struct.pack_into("<i", res, 0, CU_RESOURCE_TYPE_LINEAR)
-                struct.pack_into("<QiIQ", res, 8, p, CU_AD_FORMAT_FLOAT, 1, a["size"])
-                td = (ctypes.c_ubyte * 104)()
+                res, td = cuda_texture_descs(p, a)
                 t = ctypes.c_uint64()
                 cu.call("cuTexObjectCreate", ctypes.byref(t), res, td, None)
                 texs.append(t.value)
@@ -781,6 +845,9 @@ class Tg:
                                                            P(ctypes.c_uint32)]),
             ("tg_launch_args", ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                               P(ctypes.c_void_p), ctypes.c_size_t]),
+            ("tg_texture_create", ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, P(ctypes.c_void_p)]),
+            ("tg_texture_handle", ctypes.c_int, [ctypes.c_void_p, P(ctypes.c_uint64)]),
+            ("tg_texture_destroy", ctypes.c_int, [ctypes.c_void_p]),
         ]:
             try:
                 f = self.lib[name]  # a fresh function object: the package's prototypes stay as they are
@@ -912,10 +979,10 @@ def run_tg(tg, cu, c, cubin, prep, cuda_attrs):
         ta = tg_attributes(tg, k, c, prep.dyn)
         diffs = compare_attrs(cuda_attrs, ta) if cuda_attrs else []
         kinds = {a["kind"] for a in prep.args}
-        if "tex" in kinds or "surf" in kinds:
+        if "surf" in kinds:
             if diffs:
                 raise CaseFail("attrs: " + "; ".join(diffs))
-            raise CaseUnsupported("the harness cannot create texture/surface objects for libtegragpu "
+            raise CaseUnsupported("the harness cannot create surface objects for libtegragpu "
                                   "(the kernel loaded; attributes match)")
         for name, data in prep.consts:
             f = tg.need("tg_module_get_global")
@@ -931,17 +998,34 @@ def run_tg(tg, cu, c, cubin, prep, cuda_attrs):
             tg.need("tg_module_get_global")
         bufs = {}
         for i, a in enumerate(prep.args):
-            if a["kind"] in ("buf", "tensormap"):
+            if a["kind"] in ("buf", "tensormap", "tex"):
                 b = tg.dev.alloc(a["size"], tg.buf_flags)
                 objs.append(b)
                 v = b.numpy(np.uint8)
                 v[:] = np.frombuffer(a["data"], dtype=np.uint8)
                 del v
                 bufs[i] = b
+        texs = {}
+        for i, a in enumerate(prep.args):
+            if a["kind"] == "tex":
+                create = tg.need("tg_texture_create")
+                th = ctypes.c_void_p()
+                desc = tg_texture_desc(a)
+                try:
+                    tg.check(create(ctypes.c_void_p(bufs[i].handle), ctypes.byref(desc),
+                                    ctypes.byref(th)))
+                except TgErr as e:
+                    raise CaseFail(f"tg_texture_create: {tg_status_text(e)}")
+                objs.append(_TgTexture(tg, th.value))
+                value = ctypes.c_uint64()
+                tg.check(tg.need("tg_texture_handle")(th, ctypes.byref(value)))
+                texs[i] = value.value
         raw = []
         for i, a in enumerate(prep.args):
             if a["kind"] == "buf":
                 raw.append(struct.pack("<Q", bufs[i].gpu_address))
+            elif a["kind"] == "tex":
+                raw.append(struct.pack("<Q", texs[i]))
             elif a["kind"] == "tensormap":
                 tmap = cu.tensormap(bufs[i].gpu_address, a["rows"], a["cols"], a["box"])
                 if a["by_pointer"]:
@@ -1009,6 +1093,18 @@ def run_tg(tg, cu, c, cubin, prep, cuda_attrs):
                 o.close()
             except Exception:
                 pass
+
+
+class _TgTexture:
+    """A tg_texture handle, destroyed by close() with the case's other objects."""
+
+    def __init__(self, tg, handle):
+        self.tg, self.handle = tg, handle
+
+    def close(self):
+        if self.handle:
+            self.tg.need("tg_texture_destroy")(ctypes.c_void_p(self.handle))
+            self.handle = None
 
 
 class TgFault(Exception):

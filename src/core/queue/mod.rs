@@ -13,7 +13,7 @@
 use super::device::Device;
 use super::module::Kernel;
 use super::signal::{wait_value, Signal};
-use super::{Buffer, DEFAULT_TIMEOUT_NS};
+use super::{Buffer, DEFAULT_TIMEOUT_NS, TEXTURE_POOL_ENTRIES};
 use crate::backend::{Allocation, Channel, ChannelError, ChannelRaw, Engine, MemFlags};
 use crate::error::{Error, Result, Status};
 use crate::hw::gpfifo::{gp_entry, GpRing};
@@ -443,12 +443,14 @@ impl Queue {
 
     fn record_init(&mut self) -> Result<()> {
         let info = self.dev.info().clone();
+        let (tex_headers, tex_samplers) = self.dev.inner.textures.lock().addresses();
         let class = self.raw.class;
         let sub = self.raw.subchannel;
         self.with_cmd(|pb| {
             pb.set_object(sub, class)?;
             if sub == crate::hw::method::SUBCH_COMPUTE {
                 pb.compute_init(info.shared_window, info.local_window)?;
+                pb.texture_pools(tex_headers, tex_samplers, TEXTURE_POOL_ENTRIES - 1)?;
             }
             Ok(())
         })

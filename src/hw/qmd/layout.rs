@@ -148,7 +148,7 @@ pub(super) const V04: Layout = Layout {
     invalidate_lo: 602,
     api_visible_call_limit: (568, 568),
     sampler_index: (569, 569),
-    sampler_index_value: 0,
+    sampler_index_value: 1,
     minor: (579, 576),
     major_f: (583, 580),
     cwd_membar: (1137, 1136),

@@ -12,7 +12,9 @@
 //!   [`LaunchDesc::invalidate_caches`], CWD_MEMBAR_TYPE L1_SYSMEMBAR), with cbank sizes correctly
 //!   `>> 4`.
 //! - V04: the recipe verified on an H200 (QMD_TYPE GRID_CTA, major 4, API_VISIBLE_CALL_LIMIT
-//!   NO_CHECK, SAMPLER_INDEX 0, cbank addresses `>> 6`), plus the same invalidates/membar.
+//!   NO_CHECK, cbank addresses `>> 6`), plus the same invalidates/membar.
+//! - Every version sets SAMPLER_INDEX 1 (VIA_HEADER_INDEX): a texture object's sampler sits at
+//!   its header's index, as libcuda's handles (1, 2, 3, ...) require (`crate::hw::texture`).
 //! - V05: **unverified** on hardware; fields from `clcdc0qmd.h` (program address `>> 4`, shared
 //!   size `>> 7`, local size `>> 4`, 8-bit block z, QMD_TYPE GRID_CTA, QMD_GROUP_ID 0x3f,
 //!   SAMPLER_INDEX 1 as tinygrad writes and a public CUDA-captured V05 QMD shows).

@@ -46,7 +46,15 @@ const SET_SHADER_LOCAL_MEMORY_WINDOW_A: u32 = 0x7b0;
 const SET_SHADER_LOCAL_MEMORY_WINDOW_B: u32 = 0x7b4;
 const SET_SHADER_CACHE_CONTROL: u32 = 0xd94;
 const SET_SM_TIMEOUT_INTERVAL: u32 = 0xde4;
+const INVALIDATE_TEXTURE_HEADER_CACHE_NO_WFI: u32 = 0x244;
+const SET_TEXTURE_HEADER_VERSION: u32 = 0x7ac;
 const INVALIDATE_SAMPLER_CACHE_NO_WFI: u32 = 0x1424;
+const SET_TEX_SAMPLER_POOL_A: u32 = 0x155c;
+const SET_TEX_SAMPLER_POOL_B: u32 = 0x1560;
+const SET_TEX_SAMPLER_POOL_C: u32 = 0x1564;
+const SET_TEX_HEADER_POOL_A: u32 = 0x1574;
+const SET_TEX_HEADER_POOL_B: u32 = 0x1578;
+const SET_TEX_HEADER_POOL_C: u32 = 0x157c;
 const SET_SHADER_EXCEPTIONS: u32 = 0x1528;
 const INVALIDATE_SHADER_CACHES_NO_WFI: u32 = 0x1698;
 const SET_RENDER_ENABLE_OVERRIDE: u32 = 0x1944;
@@ -71,6 +79,11 @@ pub(crate) struct ComputeState {
     i2m_line_count: u32,
     i2m_offset_out: [u32; 2],
     i2m: Option<I2m>,
+    /// SET_TEX_HEADER_POOL_A/B/C and SET_TEX_SAMPLER_POOL_A/B/C as written.
+    tex_headers: [Option<u32>; 3],
+    tex_samplers: [Option<u32>; 3],
+    /// SET_TEXTURE_HEADER_VERSION (Hopper class only).
+    tex_header_version: u32,
     /// Cache invalidations requested so far (recorded, nothing to invalidate in the model).
     pub invalidates: u64,
     /// Grids launched (reference kernel run) on this object.
@@ -117,6 +130,9 @@ impl ComputeState {
             i2m_line_count: 0,
             i2m_offset_out: [0; 2],
             i2m: None,
+            tex_headers: [None; 3],
+            tex_samplers: [None; 3],
+            tex_header_version: 0,
             invalidates: 0,
             launches: 0,
             running: None,
@@ -135,6 +151,26 @@ impl ComputeState {
             self.run_chain(mmu, qmd_va, Some(started))?;
         }
         Ok(self.running.is_some())
+    }
+
+    /// The texture pools, once both are fully set (None before, and for the TEXHEAD_V2 layouts
+    /// the model does not read).
+    fn texture_pools(&self) -> Option<crate::emu::texture::TexturePools> {
+        let [Some(ha), Some(hb), Some(hc)] = self.tex_headers else {
+            return None;
+        };
+        let [Some(sa), Some(sb), Some(sc)] = self.tex_samplers else {
+            return None;
+        };
+        if self.tex_header_version != 0 {
+            return None;
+        }
+        Some(crate::emu::texture::TexturePools {
+            headers: u64::from(ha) << 32 | u64::from(hb),
+            header_max_index: hc,
+            samplers: u64::from(sa) << 32 | u64::from(sb),
+            sampler_max_index: sc,
+        })
     }
 
     fn is_hopper(&self) -> bool {
@@ -163,6 +199,14 @@ impl ComputeState {
             | SET_RENDER_ENABLE_OVERRIDE
             | SEND_PCAS_B => {}
             SET_CWD_SLOT_COUNT if self.is_hopper() => {}
+            SET_TEXTURE_HEADER_VERSION if self.is_hopper() => self.tex_header_version = data & 0xff,
+            SET_TEX_HEADER_POOL_A => self.tex_headers[0] = Some(data & self.sem_upper_mask()),
+            SET_TEX_HEADER_POOL_B => self.tex_headers[1] = Some(data),
+            SET_TEX_HEADER_POOL_C => self.tex_headers[2] = Some(data & 0x3f_ffff),
+            SET_TEX_SAMPLER_POOL_A => self.tex_samplers[0] = Some(data & self.sem_upper_mask()),
+            SET_TEX_SAMPLER_POOL_B => self.tex_samplers[1] = Some(data),
+            SET_TEX_SAMPLER_POOL_C => self.tex_samplers[2] = Some(data & 0xf_ffff),
+            INVALIDATE_TEXTURE_HEADER_CACHE_NO_WFI => self.invalidates += 1,
             INVALIDATE_SHADER_CACHES
             | INVALIDATE_SKED_CACHES
             | INVALIDATE_SAMPLER_CACHE_NO_WFI
@@ -514,6 +558,7 @@ impl ComputeState {
             mmu,
             started,
             running: std::cell::Cell::new(false),
+            textures: self.texture_pools(),
         };
         (k.f)(&ctx).map_err(|f| {
             Fault::new(
