@@ -99,6 +99,95 @@
 #define TG_LIMIT_STACK_SIZE 0
 
 /**
+ * `tg_texture_desc.kind`: `width` elements in a row (`tex1Dfetch(tex, i)`, integer index).
+ */
+#define TG_TEXTURE_LINEAR 1
+
+/**
+ * `tg_texture_desc.kind`: `height` rows of `width` elements, `pitch_bytes` apart
+ * (`tex2D(tex, x, y)`; CUDA's `CU_RESOURCE_TYPE_PITCH2D`).
+ */
+#define TG_TEXTURE_PITCH2D 2
+
+/**
+ * `tg_texture_desc.format`: unsigned 8-bit channels.
+ */
+#define TG_TEXTURE_FORMAT_U8 0
+
+/**
+ * Signed 8-bit channels.
+ */
+#define TG_TEXTURE_FORMAT_S8 1
+
+/**
+ * Unsigned 16-bit channels.
+ */
+#define TG_TEXTURE_FORMAT_U16 2
+
+/**
+ * Signed 16-bit channels.
+ */
+#define TG_TEXTURE_FORMAT_S16 3
+
+/**
+ * Unsigned 32-bit channels.
+ */
+#define TG_TEXTURE_FORMAT_U32 4
+
+/**
+ * Signed 32-bit channels.
+ */
+#define TG_TEXTURE_FORMAT_S32 5
+
+/**
+ * 16-bit float (`__half`) channels.
+ */
+#define TG_TEXTURE_FORMAT_F16 6
+
+/**
+ * 32-bit float channels.
+ */
+#define TG_TEXTURE_FORMAT_F32 7
+
+/**
+ * `tg_texture_desc.address_mode[i]`: repeat (`cudaAddressModeWrap`; 2-D textures need
+ * `TG_TEXTURE_NORMALIZED_COORDS`, as in CUDA).
+ */
+#define TG_ADDRESS_WRAP 0
+
+/**
+ * Clamp to the edge texel (`cudaAddressModeClamp`, the default).
+ */
+#define TG_ADDRESS_CLAMP 1
+
+/**
+ * Mirror at every edge (`cudaAddressModeMirror`; needs `TG_TEXTURE_NORMALIZED_COORDS`).
+ */
+#define TG_ADDRESS_MIRROR 2
+
+/**
+ * `border_color` outside the texture (`cudaAddressModeBorder`).
+ */
+#define TG_ADDRESS_BORDER 3
+
+/**
+ * `tg_texture_desc.flags`: 8- and 16-bit integer data reads as floats in [0, 1] (unsigned) or
+ * [-1, 1] (signed) (`cudaReadModeNormalizedFloat`); without it, integers read as integers.
+ */
+#define TG_TEXTURE_READ_NORMALIZED_FLOAT 1
+
+/**
+ * Coordinates in [0, 1) across the texture instead of [0, width) (2-D textures).
+ */
+#define TG_TEXTURE_NORMALIZED_COORDS 2
+
+/**
+ * Bilinear filtering (`cudaFilterModeLinear`) instead of the nearest texel (2-D textures whose
+ * fetches return floats: float formats, or `TG_TEXTURE_READ_NORMALIZED_FLOAT`).
+ */
+#define TG_TEXTURE_LINEAR_FILTER 4
+
+/**
  * Which kernel driver a device is driven through.
  */
 typedef enum tg_backend {
@@ -290,6 +379,13 @@ typedef struct tg_queue tg_queue;
 typedef struct tg_signal tg_signal;
 
 /**
+ * A texture object: a read-only view of buffer memory that kernels sample with `tex1Dfetch`,
+ * `tex2D`, ... through a `cudaTextureObject_t` parameter (`tg_texture_create()`). Thread safety:
+ * any thread, concurrently.
+ */
+typedef struct tg_texture tg_texture;
+
+/**
  * Static facts about a device (`tg_device_get_info()`).
  *
  * Set `struct_size = sizeof(tg_device_info)` before the call; on success the library sets it to
@@ -439,6 +535,59 @@ typedef struct tg_launch_config {
      */
     uint32_t cluster[3];
 } tg_launch_config;
+
+/**
+ * What a texture object reads and how it samples (`tg_texture_create()`). Set
+ * `struct_size = sizeof(tg_texture_desc)`; zero the fields you do not use.
+ */
+typedef struct tg_texture_desc {
+    /**
+     * `sizeof(tg_texture_desc)`.
+     */
+    uint32_t struct_size;
+    /**
+     * `TG_TEXTURE_LINEAR` or `TG_TEXTURE_PITCH2D`.
+     */
+    uint32_t kind;
+    /**
+     * Channel type, `TG_TEXTURE_FORMAT_*`.
+     */
+    uint32_t format;
+    /**
+     * Channels per element: 1, 2 or 4 (`float`, `float2`, `float4`, ...).
+     */
+    uint32_t channels;
+    /**
+     * `TG_TEXTURE_*` flag bits.
+     */
+    uint32_t flags;
+    /**
+     * Address modes for x and y (`TG_ADDRESS_*`; y is ignored for linear textures, which read 0
+     * outside `[0, width)`).
+     */
+    uint32_t address_mode[2];
+    /**
+     * Color returned outside the texture with `TG_ADDRESS_BORDER` (RGBA).
+     */
+    float border_color[4];
+    /**
+     * Where the texture starts in the buffer, bytes (the GPU address must be 32-byte aligned).
+     */
+    uint64_t offset_bytes;
+    /**
+     * Elements per row (linear: at most 2^28; 2-D: at most 131072).
+     */
+    uint64_t width;
+    /**
+     * Rows (2-D only: 1 to 65000; 0 for linear textures).
+     */
+    uint64_t height;
+    /**
+     * Bytes from one row to the next (2-D only: a multiple of 32, at most 2^21 - 32, at least
+     * one row; 0 for linear textures).
+     */
+    uint64_t pitch_bytes;
+} tg_texture_desc;
 
 /**
  * Receives the library's log messages (`tg_set_log_callback()`).
@@ -671,7 +820,7 @@ enum tg_status tg_buf_export_dmabuf(const struct tg_buf *buf, int *fd_out);
  *   library copies what it needs, so the memory may be freed after the call.
  * - `out`: receives the new module handle.
  *
- * Kernels that need a feature libtegragpu lacks (textures, clusters, dynamic parallelism) do
+ * Kernels that need a feature libtegragpu lacks (surfaces, clusters, dynamic parallelism) do
  * not stop the module from loading: `tg_module_get_kernel()` refuses them with
  * `TG_ERROR_NOT_SUPPORTED` naming the feature. Device-side `printf` and `assert` work: the
  * first module that calls them also loads the library's implementations on the device.
@@ -1399,6 +1548,62 @@ enum tg_status tg_cmdbuf_set_value(const struct tg_cmdbuf *cmdbuf, uint32_t node
  * None beyond the handle contract.
  */
 enum tg_status tg_queue_replay(const struct tg_queue *queue, const struct tg_cmdbuf *cmdbuf);
+
+/**
+ * Create a texture object over buffer memory.
+ *
+ * - `buf`: the memory the texture reads; it stays allocated while the texture exists, even if
+ *   `tg_buf_free()` is called first. GPU writes to it become visible to texture fetches of
+ *   later launches.
+ * - `desc`: layout, format and sampling (`tg_texture_desc`).
+ * - `out`: receives the texture handle; `tg_texture_handle()` gives the value to pass as the
+ *   kernel's `cudaTextureObject_t` parameter.
+ *
+ * A device holds up to 4095 texture objects at once; a destroyed one's slot is reused once the
+ * work submitted before its destroy has completed.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+ * `TG_ERROR_INVALID_ARGUMENT` (`struct_size`, unknown kind, format, flags or address mode,
+ * channels not 1/2/4, a range outside the buffer, misaligned offset or pitch, sizes beyond the
+ * limits, linear filtering or normalized reads of formats that do not allow them);
+ * `TG_ERROR_OUT_OF_MEMORY` (4095 textures alive); `TG_ERROR_DEVICE_FAULT`.
+ *
+ * Ownership: the caller owns `*out` and releases it with `tg_texture_destroy()`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `desc` is NULL or points to a `tg_texture_desc`; `out` is NULL or writable.
+ */
+enum tg_status tg_texture_create(const struct tg_buf *buf,
+                                 const struct tg_texture_desc *desc,
+                                 struct tg_texture **out);
+
+/**
+ * The value a kernel receives as its `cudaTextureObject_t` (`unsigned long long`) parameter:
+ * put it in the parameter block passed to `tg_launch()`. Handles are small integers (1, 2, ...),
+ * as libcuda's are, and valid on every queue of the device.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum tg_status tg_texture_handle(const struct tg_texture *tex, uint64_t *out);
+
+/**
+ * Destroy a texture object. Launches submitted before this call may still read it; its slot
+ * is reused, and the buffer freed if `tg_buf_free()` was called, once they have completed. Do
+ * not launch kernels with the old value afterwards: the slot may by then describe another
+ * texture or nothing. NULL is a no-op.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`. Thread safety: any thread; the handle must not be
+ * used after this call.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_texture_destroy(struct tg_texture *tex);
 
 /**
  * Route the library's log messages to `cb` instead of stderr, like `wgpuSetLogCallback`.

@@ -443,7 +443,9 @@ impl LoadCtx {
             let st = c!(tg_module_get_kernel(m, cname.as_ptr(), &mut k));
             if st == tg_status::TG_OK {
                 assert!(!k.is_null());
-                kernels.push(k as usize);
+                // Texture kernels (tex_fetch_*) take a texture object, which the parameter
+                // filling below cannot make: they are probed but not launched.
+                kernels.push((k as usize, !name.starts_with("tex_")));
             } else {
                 assert!(k.is_null(), "tg_module_get_kernel wrote *out on failure");
                 assert!(
@@ -511,13 +513,13 @@ impl LoadCtx {
 
         // The module handle goes first: the kernels keep its code loaded.
         assert_eq!(c!(tg_module_destroy(m)), tg_status::TG_OK);
-        for &k in &kernels {
+        for &(k, launchable) in &kernels {
             // One launch at a time, each on a fresh scratch buffer of 0x01 bytes: a pointer
             // parameter never reads 0 (fixture kernels such as spin_until run until a flag
             // they point to is non-zero).
             // SAFETY: the scratch buffer is 64 KiB, CPU-mapped, and no launch is in flight.
             unsafe { std::ptr::write_bytes(self.scratch_cpu, 1, 64 << 10) };
-            if self.probe_kernel(k, launch) {
+            if self.probe_kernel(k, launch && launchable) {
                 c!(tg_queue_submit(self.queue as *const tg_queue));
                 let st = c!(tg_queue_synchronize(self.queue as *const tg_queue, HANG_NS));
                 assert!(
@@ -531,7 +533,7 @@ impl LoadCtx {
                 }
             }
         }
-        for &k in &kernels {
+        for &(k, launchable) in &kernels {
             assert_eq!(c!(tg_kernel_destroy(k as *mut tg_kernel)), tg_status::TG_OK);
         }
         device_faulted(self.dev)

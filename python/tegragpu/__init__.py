@@ -52,7 +52,7 @@ __all__ = [
     "lib", "check", "error_class", "last_error_message", "status_str", "library_path",
     "library_source", "version", "device_spec", "LibraryNotFoundError",
     "SIGNATURES", "STRUCTS", "Handle", "CDeviceInfo", "CFaultReport", "CKernelAttributes",
-    "CLaunchConfig",
+    "CLaunchConfig", "CTextureDesc", "Texture",
     "BUF_CPU_CACHED", "BUF_WRITE_COMBINED", "BUF_ZEROED", "BUF_DEVICE_LOCAL", "TIMEOUT_INFINITE",
     "LAUNCH_COOPERATIVE", "LAUNCH_CONCURRENT", "LIMIT_STACK_SIZE", "DEFAULT_TIMEOUT_NS",
 ]
@@ -69,6 +69,14 @@ TIMEOUT_INFINITE = 0xFFFF_FFFF_FFFF_FFFF
 LAUNCH_COOPERATIVE = 1
 LAUNCH_CONCURRENT = 2
 LIMIT_STACK_SIZE = 0
+#: ``tg_texture_desc.kind``, ``.format``, ``.address_mode[i]`` and ``.flags`` values.
+TEXTURE_LINEAR = 1
+TEXTURE_PITCH2D = 2
+TEXTURE_FORMATS = {"u8": 0, "s8": 1, "u16": 2, "s16": 3, "u32": 4, "s32": 5, "f16": 6, "f32": 7}
+ADDRESS_MODES = {"wrap": 0, "clamp": 1, "mirror": 2, "border": 3}
+TEXTURE_READ_NORMALIZED_FLOAT = 1
+TEXTURE_NORMALIZED_COORDS = 2
+TEXTURE_LINEAR_FILTER = 4
 DEFAULT_TIMEOUT_NS = 30_000_000_000
 
 
@@ -315,6 +323,23 @@ class CLaunchConfig(ctypes.Structure):
     ]
 
 
+class CTextureDesc(ctypes.Structure):
+    """``tg_texture_desc``."""
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("kind", ctypes.c_uint32),
+        ("format", ctypes.c_uint32),
+        ("channels", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
+        ("address_mode", ctypes.c_uint32 * 2),
+        ("border_color", ctypes.c_float * 4),
+        ("offset_bytes", ctypes.c_uint64),
+        ("width", ctypes.c_uint64),
+        ("height", ctypes.c_uint64),
+        ("pitch_bytes", ctypes.c_uint64),
+    ]
+
+
 #: ``tg_log_fn``: ``void (*)(tg_log_level level, const char *target, const char *message,
 #: void *user)``.
 LogFn = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p)
@@ -325,6 +350,7 @@ STRUCTS = {
     "tg_fault_report": CFaultReport,
     "tg_kernel_attributes": CKernelAttributes,
     "tg_launch_config": CLaunchConfig,
+    "tg_texture_desc": CTextureDesc,
 }
 # Earlier private names.
 _DeviceInfo, _FaultReport, _KernelAttributes, _LaunchConfig = (
@@ -394,6 +420,9 @@ SIGNATURES = {
     "tg_cmdbuf_set_params": (_st, [_H, _u32, _H, ctypes.c_void_p, _size]),
     "tg_cmdbuf_set_value": (_st, [_H, _u32, _u64]),
     "tg_queue_replay": (_st, [_H, _H]),
+    "tg_texture_create": (_st, [_H, _P(CTextureDesc), _P(_H)]),
+    "tg_texture_handle": (_st, [_H, _P(_u64)]),
+    "tg_texture_destroy": (_st, [_H]),
     "tg_set_log_callback": (_st, [LogFn, ctypes.c_void_p]),
     "tg_set_log_level": (_st, [_int]),
 }
@@ -806,6 +835,42 @@ class Device(_Handle):
         h = _H()
         check(lib.tg_signal_create(self.handle, initial, ctypes.byref(h)))
         return Signal(h.value)
+
+    def create_texture(self, buf, width, format="f32", channels=1, height=None, pitch=None,
+                       offset=0, filter="point", normalized_coords=False,
+                       read_normalized_float=False, address=("clamp", "clamp"),
+                       border=(0.0, 0.0, 0.0, 0.0)):
+        """A :class:`Texture` over ``buf`` (a :class:`Buffer`; ``tg_texture_create``).
+
+        Linear (``tex1Dfetch``) with ``width`` elements unless ``height`` is given; then
+        pitch-linear 2-D (``tex2D``) of ``height`` rows ``pitch`` bytes apart. ``format``: one of
+        :data:`TEXTURE_FORMATS` (channel type); ``channels`` 1, 2 or 4; ``offset`` bytes into
+        ``buf`` (32-byte aligned); ``filter`` ``"point"`` or ``"linear"``; ``address``: x and y
+        modes from :data:`ADDRESS_MODES`; ``border``: RGBA for ``"border"``. Pass
+        :attr:`Texture.value` as the kernel's ``cudaTextureObject_t`` argument."""
+        d = CTextureDesc()
+        d.struct_size = ctypes.sizeof(CTextureDesc)
+        if format not in TEXTURE_FORMATS:
+            raise ValueError(f"format {format!r} is not one of {sorted(TEXTURE_FORMATS)}")
+        if filter not in ("point", "linear"):
+            raise ValueError(f"filter {filter!r} is neither 'point' nor 'linear'")
+        d.format, d.channels = TEXTURE_FORMATS[format], int(channels)
+        d.flags = ((TEXTURE_READ_NORMALIZED_FLOAT if read_normalized_float else 0)
+                   | (TEXTURE_NORMALIZED_COORDS if normalized_coords else 0)
+                   | (TEXTURE_LINEAR_FILTER if filter == "linear" else 0))
+        modes = [ADDRESS_MODES.get(m) for m in address]
+        if len(modes) != 2 or None in modes:
+            raise ValueError(f"address {address!r}: two of {sorted(ADDRESS_MODES)}")
+        d.address_mode[:] = modes
+        d.border_color[:] = [float(c) for c in border]
+        d.offset_bytes, d.width = int(offset), int(width)
+        if height is None:
+            d.kind = TEXTURE_LINEAR
+        else:
+            d.kind, d.height, d.pitch_bytes = TEXTURE_PITCH2D, int(height), int(pitch or 0)
+        h = _H()
+        check(lib.tg_texture_create(buf.handle, ctypes.byref(d), ctypes.byref(h)))
+        return Texture(h.value, buf)
 
     def create_cmdbuf(self):
         """An empty :class:`CmdBuf` (command buffer) on this device."""
@@ -1373,6 +1438,24 @@ class CmdBuf(_Handle):
     def set_value(self, node, value):
         """New value for signal or wait ``node``."""
         check(lib.tg_cmdbuf_set_value(self.handle, node, value))
+
+
+class Texture(_Handle):
+    """A texture object over buffer memory (``tg_texture``; :meth:`Device.create_texture`)."""
+
+    _destroy = "tg_texture_destroy"
+    _what = "Texture"
+
+    def __init__(self, handle, buf):
+        super().__init__(handle)
+        self.buffer = buf
+
+    @property
+    def value(self):
+        """The 64-bit value to pass as the kernel's ``cudaTextureObject_t`` parameter."""
+        v = ctypes.c_uint64()
+        check(lib.tg_texture_handle(self.handle, ctypes.byref(v)))
+        return v.value
 
 
 class Signal(_Handle):

@@ -20,7 +20,7 @@ use std::ffi::{c_char, c_void, CStr};
 ///   library copies what it needs, so the memory may be freed after the call.
 /// - `out`: receives the new module handle.
 ///
-/// Kernels that need a feature libtegragpu lacks (textures, clusters, dynamic parallelism) do
+/// Kernels that need a feature libtegragpu lacks (surfaces, clusters, dynamic parallelism) do
 /// not stop the module from loading: `tg_module_get_kernel()` refuses them with
 /// `TG_ERROR_NOT_SUPPORTED` naming the feature. Device-side `printf` and `assert` work: the
 /// first module that calls them also loads the library's implementations on the device.
