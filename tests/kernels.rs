@@ -569,3 +569,85 @@ fn texture_slots_are_reused_and_bounded() {
             .unwrap();
     }
 }
+
+/// A kernel that writes the texture's memory, then a texture fetch in the same submission: the
+/// fetch sees the new data (every grid starts with the texture caches invalidated).
+#[test]
+fn texture_fetch_sees_data_written_by_an_earlier_kernel() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let (fill, fetch) = (
+        m.kernel("fill_u32").unwrap(),
+        m.kernel("tex_fetch_1d").unwrap(),
+    );
+    let n = 4096u32;
+    let data = std::sync::Arc::new(dev.alloc(u64::from(n) * 4, data_flags()).unwrap());
+    fill_f32(&data, &vec![1.0; n as usize]);
+    let t = dev
+        .create_texture(
+            data.clone(),
+            &tex_desc(
+                TexLayout::Linear {
+                    address: 0,
+                    width: u64::from(n),
+                },
+                [AddressMode::Clamp; 2],
+                0.0,
+            ),
+        )
+        .unwrap();
+    let out = dev.alloc(2 * u64::from(n) * 4, data_flags()).unwrap();
+    let read = |q: &mut tegragpu::core::Queue| {
+        let p = Params::new().u64(t.handle()).u64(out.gpu_va()).u32(n);
+        q.launch(&fetch, &cfg(n / 128, 128), p.bytes()).unwrap();
+    };
+    run(&dev, |q| {
+        read(q); // the texture cache now holds 1.0
+        for v in [2.5f32, -7.25] {
+            let p = Params::new().u64(data.gpu_va()).u32(v.to_bits()).u32(n);
+            q.launch(&fill, &cfg(n / 128, 128), p.bytes()).unwrap();
+            read(q);
+        }
+    });
+    let got = read_f32(&out, n as usize);
+    assert!(got.iter().all(|&x| x == -7.25), "{:?}", &got[..8]);
+}
+
+/// A destroyed texture's slot is not handed out again while work recorded before the destroy
+/// may still read it; once that work is done, it is.
+#[test]
+fn destroyed_texture_slot_waits_for_queued_work() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let k = m.kernel("tex_fetch_1d").unwrap();
+    let data = std::sync::Arc::new(dev.alloc(4096, data_flags()).unwrap());
+    let out = dev.alloc(8192, data_flags()).unwrap();
+    let desc = tex_desc(
+        TexLayout::Linear {
+            address: 0,
+            width: 1024,
+        },
+        [AddressMode::Clamp; 2],
+        0.0,
+    );
+    let t = dev.create_texture(data.clone(), &desc).unwrap();
+    let old = t.handle();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let p = Params::new().u64(old).u64(out.gpu_va()).u32(1024);
+    q.launch(&k, &cfg(8, 128), p.bytes()).unwrap(); // recorded, not submitted
+    drop(t);
+    let other = dev.create_texture(data.clone(), &desc).unwrap();
+    assert_ne!(
+        other.handle(),
+        old,
+        "slot reused while a recorded launch may read it"
+    );
+    q.submit().unwrap();
+    q.synchronize(60 * SEC).unwrap();
+    let again = dev.create_texture(data.clone(), &desc).unwrap();
+    assert_eq!(
+        again.handle(),
+        old,
+        "slot not reused after the work completed"
+    );
+}

@@ -533,7 +533,7 @@ impl LoadCtx {
                 }
             }
         }
-        for &(k, launchable) in &kernels {
+        for &(k, _) in &kernels {
             assert_eq!(c!(tg_kernel_destroy(k as *mut tg_kernel)), tg_status::TG_OK);
         }
         device_faulted(self.dev)

@@ -86,7 +86,7 @@ impl TexturePools {
                 if x < 0 || x as u64 >= width || y != 0 {
                     return Ok(0.0);
                 }
-                addr_hi | bits(&tic, 63, 32) + x as u64 * elem
+                (addr_hi | bits(&tic, 63, 32)) + x as u64 * elem
             }
             (2, 7) => {
                 if bits(&tic, 191, 191) != 0 || bits(&tsc, 57, 57) == 0 {
@@ -116,7 +116,7 @@ impl TexturePools {
                         }
                     }
                 }
-                addr_hi | (bits(&tic, 63, 37) << 5) + c[1] as u64 * pitch + c[0] as u64 * elem
+                (addr_hi | (bits(&tic, 63, 37) << 5)) + c[1] as u64 * pitch + c[0] as u64 * elem
             }
             (v, t) => {
                 return Err(err(format!(

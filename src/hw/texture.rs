@@ -114,8 +114,6 @@ const DT2_SINT: u32 = 7;
 // Channel sources.
 const SRC_ZERO: u32 = 0;
 const SRC_R: u32 = 2;
-const SRC_ONE_INT: u32 = 6;
-const SRC_ONE_FLOAT: u32 = 7;
 // COMPONENTS (sizes).
 const C_R32_G32_B32_A32: u32 = 0x01;
 const C_R16_G16_B16_A16: u32 = 0x03;
@@ -171,20 +169,16 @@ fn components(format: TexFormat, channels: u32) -> u32 {
     }
 }
 
-/// Whether a fetch returns floats (so missing channels read 1.0 rather than integer 1).
+/// Whether a fetch returns floats.
 fn returns_float(d: &TexDesc) -> bool {
     d.format.is_float() || d.read_normalized_float
 }
 
-/// X/Y/Z/W sources: the texture's channels, then 0 for missing colour channels and 1 for a
-/// missing alpha.
+/// X/Y/Z/W sources: the texture's channels, then 0 for every missing channel, alpha included
+/// (what libcuda's textures return: a one-channel float texture read as `float4` gives
+/// (r, 0, 0, 0) on the H100).
 fn sources(d: &TexDesc) -> [u32; 4] {
-    let one = if returns_float(d) {
-        SRC_ONE_FLOAT
-    } else {
-        SRC_ONE_INT
-    };
-    let mut s = [SRC_ZERO, SRC_ZERO, SRC_ZERO, one];
+    let mut s = [SRC_ZERO; 4];
     for (i, v) in s.iter_mut().enumerate().take(d.channels as usize) {
         *v = SRC_R + i as u32;
     }
@@ -422,7 +416,7 @@ mod tests {
         // R32_FLOAT, n = 70000, from the clc797tex.h / clcb97tex.h field values.
         let d = linear(TexFormat::F32, 1, 0x12_3456_7800, 70_000);
         let w = encode_tic(&d, false).unwrap();
-        assert_eq!(w[0], 0x7017_ff8f);
+        assert_eq!(w[0], 0x0017_ff8f);
         assert_eq!(w[1], 0x3456_7800);
         assert_eq!(w[2], 0x12);
         assert_eq!(w[3], (70_000 - 1) >> 16);
@@ -432,7 +426,7 @@ mod tests {
         assert_eq!(w[0], 0x3456_7800);
         assert_eq!(w[1], 0x12);
         assert_eq!(w[2], 70_000 - 1);
-        assert_eq!(w[3], 0x500F_2E02);
+        assert_eq!(w[3], 0x500F_2002);
         assert_eq!(&w[4..], &[0, 0, 0, 0]);
     }
 
