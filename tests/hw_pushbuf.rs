@@ -453,3 +453,40 @@ fn arbitrary_arguments_never_panic() {
         let _ = tegragpu::hw::gpfifo::gp_entry(v1, v2 as u32, v3 % 2 == 0);
     }
 }
+
+#[test]
+fn texture_pool_methods() {
+    // Ampere: SET_TEX_SAMPLER_POOL_A/B/C (0x155C) then SET_TEX_HEADER_POOL_A/B/C (0x1574).
+    let w = build(|pb| pb.texture_pools(0x12_3456_7000, 0x12_3457_7000, 4095, false));
+    assert_eq!(
+        w,
+        [
+            method::inc(1, 0x155C, 3).unwrap(),
+            0x12,
+            0x3457_7000,
+            4095,
+            method::inc(1, 0x1574, 3).unwrap(),
+            0x12,
+            0x3456_7000,
+            4095
+        ]
+    );
+    // No TEXHEAD_V2 on Ampere; pools must be 32-byte aligned, indices below 2^20.
+    let mut mem = [0u32; 64];
+    let mut pb = PushBuf::for_arch(&mut mem, &arch::GA10B);
+    assert!(pb.texture_pools(0x1000, 0x2000, 15, true).is_err());
+    assert!(pb.texture_pools(0x1010, 0x2000, 15, false).is_err());
+    assert!(pb.texture_pools(0x1000, 0x2000, 1 << 20, false).is_err());
+    assert!(pb.as_slice().is_empty());
+    // Hopper: SET_TEXTURE_HEADER_VERSION (0x7AC) first: 1 = TEXHEAD_V2, 0 = Maxwell-style.
+    for v2 in [true, false] {
+        let mut mem = [0u32; 64];
+        let mut pb = PushBuf::for_arch(&mut mem, &arch::GH100);
+        pb.texture_pools(0x1000, 0x2000, 15, v2).unwrap();
+        assert_eq!(
+            pb.as_slice()[..2],
+            [method::inc(1, 0x7AC, 1).unwrap(), u32::from(v2)]
+        );
+        assert_eq!(pb.as_slice().len(), 10);
+    }
+}

@@ -64,6 +64,10 @@ pub(crate) struct DeviceInner {
     pub printf_active: AtomicBool,
     /// Texture header and sampler pools (texture objects), bound on every compute queue.
     pub textures: Mutex<super::texture::TexturePool>,
+    /// Texture headers use the TEXHEAD_V2 layouts (Hopper and later). With
+    /// SET_TEXTURE_HEADER_VERSION 0 and Maxwell-style headers an H100 stops the channel with a
+    /// graphics class error (RM error 69) at the first texture fetch.
+    pub tex_header_v2: bool,
 }
 
 impl Drop for DeviceInner {
@@ -226,6 +230,7 @@ impl Device {
                 syscalls: Mutex::new(None),
                 printf_active: AtomicBool::new(false),
                 textures: Mutex::new(textures),
+                tex_header_v2: arch.pb_caps.tex_header_v2,
             }),
         })
     }

@@ -154,7 +154,7 @@ impl Texture {
         }
         texture::check(&d)?;
         buf.check_range("texture", offset, bytes)?;
-        let v2 = dev.arch().pb_caps.tex_header_v2;
+        let v2 = dev.inner.tex_header_v2;
         let tic = texture::encode_tic(&d, v2)?;
         let tsc = texture::encode_tsc(&d);
         let mut pool = dev.inner.textures.lock();

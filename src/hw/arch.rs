@@ -131,8 +131,8 @@ pub struct PbCaps {
     pub ce_addr_bits: u32,
     /// The copy class has SET_SEMAPHORE_PAYLOAD_UPPER and LAUNCH_DMA bit 27 (c7b5 and later).
     pub ce_sem_payload64: bool,
-    /// Texture headers use the TEXHEAD_V2 layouts, selected with SET_TEXTURE_HEADER_VERSION
-    /// (cbc0 and later).
+    /// The compute class has SET_TEXTURE_HEADER_VERSION and the TEXHEAD_V2 layouts (cbc0 and
+    /// later), which the library uses there.
     pub tex_header_v2: bool,
 }
 

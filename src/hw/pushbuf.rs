@@ -321,10 +321,17 @@ impl<'a> PushBuf<'a> {
     }
 
     /// Texture pools for texture objects: SET_TEX_HEADER_POOL_A/B/C and SET_TEX_SAMPLER_POOL_A/B/C
-    /// (`max_index` inclusive, the same for both pools), preceded on Hopper and later by
-    /// SET_TEXTURE_HEADER_VERSION 1 (the TEXHEAD_V2 layouts, `caps.tex_header_v2`). Pool
-    /// addresses must be 32-byte aligned and fit the class's address width.
-    pub fn texture_pools(&mut self, headers: u64, samplers: u64, max_index: u32) -> Result<()> {
+    /// (`max_index` inclusive, the same for both pools), preceded on Hopper and later
+    /// (`caps.tex_header_v2`) by SET_TEXTURE_HEADER_VERSION: 1 for the TEXHEAD_V2 layouts
+    /// (`v2`), 0 for the Maxwell-style ones. Pool addresses must be 32-byte aligned and fit the
+    /// class's address width.
+    pub fn texture_pools(
+        &mut self,
+        headers: u64,
+        samplers: u64,
+        max_index: u32,
+        v2: bool,
+    ) -> Result<()> {
         let bits = self.caps.local_mem_addr_bits;
         if headers % 32 != 0
             || samplers % 32 != 0
@@ -338,7 +345,15 @@ impl<'a> PushBuf<'a> {
             )));
         }
         if self.caps.tex_header_v2 {
-            self.inc(SUBCH_COMPUTE, NVCBC0_SET_TEXTURE_HEADER_VERSION, &[1])?;
+            self.inc(
+                SUBCH_COMPUTE,
+                NVCBC0_SET_TEXTURE_HEADER_VERSION,
+                &[u32::from(v2)],
+            )?;
+        } else if v2 {
+            return Err(Error::invalid(
+                "hw::pushbuf::texture_pools: this compute class has no TEXHEAD_V2 layouts",
+            ));
         }
         self.inc(
             SUBCH_COMPUTE,

@@ -444,13 +444,14 @@ impl Queue {
     fn record_init(&mut self) -> Result<()> {
         let info = self.dev.info().clone();
         let (tex_headers, tex_samplers) = self.dev.inner.textures.lock().addresses();
+        let tex_v2 = self.dev.inner.tex_header_v2;
         let class = self.raw.class;
         let sub = self.raw.subchannel;
         self.with_cmd(|pb| {
             pb.set_object(sub, class)?;
             if sub == crate::hw::method::SUBCH_COMPUTE {
                 pb.compute_init(info.shared_window, info.local_window)?;
-                pb.texture_pools(tex_headers, tex_samplers, TEXTURE_POOL_ENTRIES - 1)?;
+                pb.texture_pools(tex_headers, tex_samplers, TEXTURE_POOL_ENTRIES - 1, tex_v2)?;
             }
             Ok(())
         })
