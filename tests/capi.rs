@@ -837,3 +837,130 @@ fn owned_queue_creation_refuses_bad_arguments() {
         assert_eq!(tg_device_close(dev), tg_status::TG_OK);
     }
 }
+
+/// `tg_texture_*`: bad arguments give a status and a message naming the call and the value, and
+/// change nothing; the handle works until destroyed; a texture keeps its buffer.
+#[test]
+fn texture_objects_through_the_c_api() {
+    let dev = open_emu();
+    let mut buf = null_mut();
+    // SAFETY: valid handles and out-pointers throughout; descriptors are live locals.
+    unsafe {
+        assert_eq!(tg_buf_alloc(dev, 1 << 16, 0, &mut buf), tg_status::TG_OK);
+        let good = tg_texture_desc {
+            struct_size: std::mem::size_of::<tg_texture_desc>() as u32,
+            kind: TG_TEXTURE_PITCH2D,
+            format: TG_TEXTURE_FORMAT_F32,
+            channels: 1,
+            flags: TG_TEXTURE_LINEAR_FILTER,
+            address_mode: [TG_ADDRESS_CLAMP, TG_ADDRESS_BORDER],
+            border_color: [0.0; 4],
+            offset_bytes: 256,
+            width: 100,
+            height: 50,
+            pitch_bytes: 512,
+        };
+        let sentinel = 0x5a5a as *mut tg_texture;
+        let bad: [(tg_texture_desc, &str); 8] = [
+            (
+                tg_texture_desc {
+                    struct_size: 8,
+                    ..good
+                },
+                "struct_size is 8",
+            ),
+            (tg_texture_desc { kind: 3, ..good }, "kind 3"),
+            (tg_texture_desc { format: 8, ..good }, "format 8"),
+            (
+                tg_texture_desc {
+                    flags: 0x10,
+                    ..good
+                },
+                "unknown bits 0x10",
+            ),
+            (
+                tg_texture_desc {
+                    address_mode: [0, 9],
+                    ..good
+                },
+                "address_mode[1] 9",
+            ),
+            (
+                tg_texture_desc {
+                    channels: 3,
+                    ..good
+                },
+                "channels 3",
+            ),
+            (
+                tg_texture_desc {
+                    height: 200,
+                    ..good
+                },
+                "outside the buffer",
+            ),
+            (
+                tg_texture_desc {
+                    address_mode: [TG_ADDRESS_WRAP, 1],
+                    ..good
+                },
+                "normalized",
+            ),
+        ];
+        for (d, what) in bad {
+            let mut out = sentinel;
+            let st = tg_texture_create(buf, &d, &mut out);
+            assert_eq!(st, tg_status::TG_ERROR_INVALID_ARGUMENT, "{what}");
+            let msg = last_error();
+            assert!(
+                msg.contains("tg_texture_create") && msg.contains(what),
+                "{msg}"
+            );
+            assert_eq!(out, sentinel, "out written on failure ({what})");
+        }
+        let mut out = sentinel;
+        assert_eq!(
+            tg_texture_create(buf, std::ptr::null(), &mut out),
+            tg_status::TG_ERROR_NULL_POINTER
+        );
+        assert_eq!(
+            tg_texture_create(null_mut(), &good, &mut out),
+            tg_status::TG_ERROR_INVALID_HANDLE
+        );
+        assert_eq!(
+            tg_texture_create(buf, &good, null_mut()),
+            tg_status::TG_ERROR_NULL_POINTER
+        );
+        assert_eq!(out, sentinel);
+
+        let mut tex = null_mut();
+        assert_eq!(tg_texture_create(buf, &good, &mut tex), tg_status::TG_OK);
+        let mut h = 0u64;
+        assert_eq!(tg_texture_handle(tex, &mut h), tg_status::TG_OK);
+        assert!((1..4096).contains(&h), "handle {h}");
+        assert_eq!(
+            tg_texture_handle(tex, null_mut()),
+            tg_status::TG_ERROR_NULL_POINTER
+        );
+        // A buffer handle is not a texture.
+        let mut h2 = 7u64;
+        assert_eq!(
+            tg_texture_handle(buf as *const tg_texture, &mut h2),
+            tg_status::TG_ERROR_INVALID_HANDLE
+        );
+        // The texture keeps the buffer: freeing the buffer first is allowed.
+        assert_eq!(tg_buf_free(buf), tg_status::TG_OK);
+        assert_eq!(tg_texture_handle(tex, &mut h2), tg_status::TG_OK);
+        assert_eq!(h2, h);
+        h2 = 7;
+        assert_eq!(tg_texture_destroy(tex), tg_status::TG_OK);
+        assert_eq!(
+            tg_texture_handle(tex, &mut h2),
+            tg_status::TG_ERROR_INVALID_HANDLE
+        );
+        assert_eq!(h2, 7);
+        assert_eq!(tg_texture_destroy(tex), tg_status::TG_ERROR_INVALID_HANDLE);
+        assert_eq!(tg_texture_destroy(null_mut()), tg_status::TG_OK);
+        assert_eq!(tg_device_close(dev), tg_status::TG_OK);
+    }
+}

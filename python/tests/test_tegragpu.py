@@ -301,3 +301,38 @@ def test_command_buffer_replays_with_new_arguments(dev):
     cb.close()
     with pytest.raises(tg.InvalidHandle):
         q.replay(cb)
+
+
+def test_texture_object_fetch_and_errors(dev):
+    """A texture from Device.create_texture read by the tex_fetch_2d fixture kernel
+    (out = tex(x, y) + 2 tex(x - 3, y + 2), nearest texel, clamped x, border 0.25 in y)."""
+    mod = dev.load_module_file(cubin_path(dev))
+    k = mod.kernel("tex_fetch_2d")
+    w, h, pitch = 21, 9, 96
+    with dev.alloc(pitch * h) as img, dev.alloc(4 * w * h) as out:
+        rows = img.numpy(np.float32).reshape(h, pitch // 4)
+        rows[:, :w] = np.random.default_rng(5).standard_normal((h, w), dtype=np.float32)
+        src = rows[:, :w].copy()
+        with pytest.raises(tg.InvalidArgument, match="pitch_bytes 80"):
+            dev.create_texture(img, w, height=h, pitch=80)
+        with pytest.raises(ValueError, match="format"):
+            dev.create_texture(img, w, format="f64")
+        with dev.create_texture(img, w, height=h, pitch=pitch,
+                                address=("clamp", "border"), border=(0.25, 0, 0, 0)) as t:
+            assert t.value >= 1
+            with dev.create_queue() as q:
+                q.launch(k, grid=(1, h), block=32,
+                         args=(np.uint64(t.value), out, np.uint32(w), np.uint32(h)))
+                q.synchronize(TIMEOUT_NS)
+        got = out.numpy(np.float32).reshape(h, w).copy()
+        del rows
+
+    def texel(x, y):
+        if not 0 <= y < h:
+            return np.float32(0.25)
+        return src[y, min(max(x, 0), w - 1)]
+    want = np.array([[np.float32(texel(x, y)) + np.float32(2) * texel(x - 3, y + 2)
+                      for x in range(w)] for y in range(h)], dtype=np.float32)
+    np.testing.assert_array_equal(got, want)
+    k.close()
+    mod.close()
