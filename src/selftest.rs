@@ -347,6 +347,7 @@ fn cfg(grid: u32, block: u32) -> LaunchConfig {
         dynamic_shared_bytes: 0,
         cooperative: false,
         concurrent: false,
+        cluster: [0; 3],
     }
 }
 

@@ -744,6 +744,7 @@ fn concurrent_launches_wait_for_the_group_before_them() {
     let grid = n.div_ceil(256);
     let conc = tegragpu::core::LaunchConfig {
         concurrent: true,
+        cluster: [0; 3],
         ..cfg(grid, 256)
     };
     let fill_params = |v: f32| {

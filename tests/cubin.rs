@@ -629,7 +629,7 @@ fn unsupported_kernel_features_are_rejected_by_name() {
     // attributes: the module still loads, the kernel carries the refusal naming the attribute
     // and the feature, and the other kernels are unaffected.
     for (attr, name, feature) in [
-        (0x3du8, "EIATTR_CTA_PER_CLUSTER", "clusters"),
+        (0x5bu8, "EIATTR_BLOCKS_ARE_CLUSTERS", "clusters"),
         (0x46, "EIATTR_SYSCALL_OFFSETS", "printf"),
         (0x15, "EIATTR_BINDLESS_TEXTURE_BANK", "texture"),
         (0x1f, "EIATTR_NEED_CNP_WRAPPER", "dynamic parallelism"),
@@ -649,6 +649,16 @@ fn unsupported_kernel_features_are_rejected_by_name() {
         }
         assert_eq!(m.kernel("vector_add").unwrap().refused, None);
     }
+    // EIATTR_CTA_PER_CLUSTER (SVAL 12, like MAX_THREADS) is the compile-time cluster shape: the
+    // kernel loads and carries it.
+    let mut f = K87.to_vec();
+    let at = find_attr(&f, ".nv.info.bounded_128", 0x05);
+    f[at + 1] = 0x3d;
+    let m = parse(&f, ORIN);
+    let k = m.kernel("bounded_128").unwrap();
+    assert_eq!(k.refused, None);
+    assert_eq!(k.cluster_dims, Some([128, 1, 1]));
+    assert_eq!(k.max_threads, None);
     // Warp-synchronous intrinsics (__shfl_sync, __match_any_sync, ...) make ptxas emit
     // EIATTR_COOP_GROUP_INSTR_OFFSETS / _MASK_REGIDS; neither means cooperative launch.
     for attr in [0x28u8, 0x29] {

@@ -119,6 +119,7 @@ fn launch_and_submit_make_no_syscall_and_no_allocation() {
         dynamic_shared_bytes: 0,
         cooperative: false,
         concurrent: false,
+        cluster: [0; 3],
     };
     // Warm up (first launch sets up local memory and invalidates caches).
     q.launch(&k, &cfg, &params).unwrap();

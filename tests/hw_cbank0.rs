@@ -27,6 +27,7 @@ fn sm87_layout() {
         dynamic_smem_bytes: 0xC00,
         aggr_smem_bytes: 0x1020,
         sm_count: 16,
+        cluster: None,
         param_base: 0x160,
         params: &PARAMS,
     };
@@ -66,6 +67,7 @@ fn sm90_layout() {
         dynamic_smem_bytes: 0xC00,
         aggr_smem_bytes: 0x1020,
         sm_count: 0x84,
+        cluster: None,
         param_base: 0x210,
         params: &PARAMS[..8],
     };
@@ -109,6 +111,7 @@ fn sm100_offsets() {
         dynamic_smem_bytes: 0,
         aggr_smem_bytes: 0,
         sm_count: 148,
+        cluster: None,
         param_base: 0x380,
         params: &PARAMS[..4],
     };
@@ -139,6 +142,7 @@ fn cbank0_checks() {
         dynamic_smem_bytes: 0,
         aggr_smem_bytes: 0,
         sm_count: 1,
+        cluster: None,
         param_base: 0x160,
         params: &[],
     };
@@ -154,6 +158,7 @@ fn cbank0_checks() {
         &arch::GA10B,
         &mut out,
         &Cbank0Params {
+            cluster: None,
             param_base: 0x162,
             ..base
         }
@@ -335,6 +340,7 @@ fn cbank0_arbitrary_inputs_never_panic() {
             dynamic_smem_bytes: next(),
             aggr_smem_bytes: next(),
             sm_count: next(),
+            cluster: None,
             param_base: match round % 3 {
                 0 => next(),
                 1 => next() % 0x400,
@@ -347,4 +353,44 @@ fn cbank0_arbitrary_inputs_never_panic() {
             assert!(size <= n && size <= 0x1_0000 && size % 16 == 0);
         }
     }
+}
+
+/// sm_90 cluster words for a cluster launch (what nvcc 13's cluster SASS reads: the flag at
+/// 0x140, the shape at 0x144, its reciprocals at 0x150, the grid in clusters at 0x15C and the
+/// blocks per cluster at 0x188).
+#[test]
+fn sm90_cluster_words() {
+    let p = Cbank0Params {
+        block: [128, 1, 1],
+        grid: [12, 4, 2],
+        shared_window: 0x7294_0000_0000,
+        local_window: 0x7293_0000_0000,
+        dynamic_smem_bytes: 0,
+        aggr_smem_bytes: 0x600,
+        sm_count: 132,
+        cluster: Some([3, 2, 1]),
+        param_base: 0x210,
+        params: &PARAMS[..8],
+    };
+    let mut out = [0u8; 0x400];
+    build_cbank0(&arch::GH100, &mut out, &p).unwrap();
+    let r32 = |o: usize| u32::from_le_bytes(out[o..o + 4].try_into().unwrap());
+    assert_eq!(r32(0x140), 1);
+    assert_eq!([r32(0x144), r32(0x148), r32(0x14C)], [3, 2, 1]);
+    assert_eq!(
+        [r32(0x150), r32(0x154), r32(0x158)],
+        [(1.0f32 / 3.0).to_bits(), 0.5f32.to_bits(), 1.0f32.to_bits()]
+    );
+    assert_eq!([r32(0x15C), r32(0x160), r32(0x164)], [4, 2, 2]);
+    assert_eq!(r32(0x188), 6);
+    // Not a cluster launch: flag 0, clusters of one block.
+    let mut out2 = [0u8; 0x400];
+    build_cbank0(
+        &arch::GH100,
+        &mut out2,
+        &Cbank0Params { cluster: None, ..p },
+    )
+    .unwrap();
+    let r = |o: usize| u32::from_le_bytes(out2[o..o + 4].try_into().unwrap());
+    assert_eq!((r(0x140), r(0x144), r(0x15C), r(0x188)), (0, 1, 12, 1));
 }

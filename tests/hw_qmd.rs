@@ -944,3 +944,69 @@ fn chain_sets_the_successors_prefetches_on_v04_only() {
         assert!(tp.chain(&mut got, next_va, &next, &t3).is_err());
     }
 }
+
+/// Cluster launches (V04): QMD_TYPE GRID_GPC_CGA (MW 25:23 = 3), GPC_CGA_WIDTH/HEIGHT/DEPTH at
+/// MW(2149:2144) / (2157:2152) / (2165:2160) (clcbc0qmd.h), and the grid counted in clusters.
+#[test]
+fn v04_cluster_fields() {
+    let mut base = desc();
+    base.sass_version = 0x90;
+    base.cbanks[0] = Some((0x10_0000, 0x300));
+    let t = qmd::QmdTemplate::new(QmdVersion::V04, &base).unwrap();
+    let sc = qmd::smem_config(&arch::GH100, 0x400).unwrap();
+    let mut q = [0u32; 96];
+    t.write(
+        &mut q,
+        [8, 6, 1],
+        [128, 1, 1],
+        0x400,
+        sc,
+        (0x10_0000, 0x300),
+    )
+    .unwrap();
+    let plain = q;
+    t.set_cluster(&mut q, [8, 6, 1], [4, 2, 1]).unwrap();
+    assert_eq!(get(&q, 25, 23), 3);
+    assert_eq!(
+        (
+            get(&q, 2149, 2144),
+            get(&q, 2157, 2152),
+            get(&q, 2165, 2160)
+        ),
+        (4, 2, 1)
+    );
+    assert_eq!(
+        (
+            get(&q, 1055, 1024),
+            get(&q, 1071, 1056),
+            get(&q, 1103, 1088)
+        ),
+        (2, 3, 1)
+    );
+    // Nothing else changes.
+    let mut expect = plain;
+    mw(&mut expect, 25, 23, 3);
+    mw(&mut expect, 2149, 2144, 4);
+    mw(&mut expect, 2157, 2152, 2);
+    mw(&mut expect, 2165, 2160, 1);
+    mw(&mut expect, 1055, 1024, 2);
+    mw(&mut expect, 1071, 1056, 3);
+    assert_eq!(q, expect);
+    // A shape that does not divide the grid, a zero or a 64-wide dimension is refused.
+    for c in [[3, 1, 1], [0, 1, 1], [64, 1, 1]] {
+        let mut q2 = plain;
+        assert!(t.set_cluster(&mut q2, [8, 6, 1], c).is_err(), "{c:?}");
+    }
+    // V03 (Ampere) has no cluster fields.
+    let t3 = qmd::QmdTemplate::new(
+        QmdVersion::V03,
+        &LaunchDesc {
+            sass_version: 0x87,
+            ..base
+        },
+    )
+    .unwrap();
+    let mut q3 = [0u32; 96];
+    let e = t3.set_cluster(&mut q3, [8, 1, 1], [2, 1, 1]).unwrap_err();
+    assert_eq!(e.status, Status::NotSupported);
+}

@@ -135,6 +135,7 @@ fn matmul_tiled_with_shared_memory() {
                 dynamic_shared_bytes: 0,
                 cooperative: false,
                 concurrent: false,
+                cluster: [0; 3],
             },
             p.bytes(),
         )
@@ -181,6 +182,7 @@ fn reduction_with_dynamic_shared_memory() {
                 dynamic_shared_bytes: block * 4,
                 cooperative: false,
                 concurrent: false,
+                cluster: [0; 3],
             },
             p.bytes(),
         )
@@ -308,6 +310,7 @@ fn launches_that_do_not_fit_the_kernel_are_refused() {
                 dynamic_shared_bytes: too_much,
                 cooperative: false,
                 concurrent: false,
+                cluster: [0; 3],
             },
             Params::new().u64(0).u64(0).u32(0).bytes(),
         )
@@ -324,6 +327,7 @@ fn launches_that_do_not_fit_the_kernel_are_refused() {
                     dynamic_shared_bytes: 0,
                     cooperative: false,
                     concurrent: false,
+                    cluster: [0; 3],
                 },
                 p.bytes(),
             )
@@ -650,4 +654,42 @@ fn destroyed_texture_slot_waits_for_queued_work() {
         old,
         "slot not reused after the work completed"
     );
+}
+
+/// Thread-block clusters: refused with NOT_SUPPORTED on GPUs without them (the emulated Orin,
+/// sm_87); on sm_90, shapes that do not divide the grid or exceed 8 blocks are invalid launches,
+/// and command buffers refuse cluster launches. (Cluster results: the conformance cases
+/// `cluster_ptx*` and `cluster_dsmem_cg`, against libcuda.)
+#[test]
+fn cluster_launch_checks() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let k = m.kernel("empty_kernel").unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let with = |grid: u32, cluster: [u32; 3]| LaunchConfig {
+        cluster,
+        ..cfg(grid, 32)
+    };
+    if dev.info().sm_major < 9 {
+        let e = q.launch(&k, &with(8, [2, 1, 1]), &[]).unwrap_err();
+        assert_eq!(e.status, Status::NotSupported, "{e}");
+        assert!(
+            e.message.contains("sm_90") && e.message.contains("sm_87"),
+            "{e}"
+        );
+    } else {
+        for (grid, c, what) in [(9, [2, 1, 1], "divide"), (32, [16, 1, 1], "8 blocks")] {
+            let e = q.launch(&k, &with(grid, c), &[]).unwrap_err();
+            assert_eq!(e.status, Status::InvalidLaunch, "{e}");
+            assert!(e.message.contains(what), "{e}");
+        }
+        q.launch(&k, &with(8, [4, 1, 1]), &[]).unwrap();
+        q.synchronize(60 * SEC).unwrap();
+    }
+    // {1, 1, 1} is no cluster.
+    q.launch(&k, &with(8, [1, 1, 1]), &[]).unwrap();
+    let mut cb = dev.create_cmdbuf().unwrap();
+    let e = cb.launch(&k, &with(8, [2, 1, 1]), &[]).unwrap_err();
+    assert_eq!(e.status, Status::NotSupported, "{e}");
+    q.synchronize(60 * SEC).unwrap();
 }

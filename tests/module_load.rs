@@ -162,6 +162,7 @@ fn cooperative_grids_larger_than_the_gpu_are_refused() {
         dynamic_shared_bytes: 0,
         cooperative: true,
         concurrent: false,
+        cluster: [0; 3],
     };
     let e = q.launch(&k, &cfg, &params).unwrap_err();
     assert_eq!(e.status, Status::InvalidLaunch, "{e:?}");

@@ -152,6 +152,7 @@ fn one() -> LaunchConfig {
         dynamic_shared_bytes: 0,
         cooperative: false,
         concurrent: false,
+        cluster: [0; 3],
     }
 }
 
@@ -407,6 +408,7 @@ fn bench_ours(
             dynamic_shared_bytes: 0,
             cooperative: false,
             concurrent: false,
+            cluster: [0; 3],
         };
         let mut best = f64::MAX;
         for i in 0..5u64 {

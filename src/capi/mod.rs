@@ -331,9 +331,11 @@ pub struct tg_launch_config {
     /// `TG_LAUNCH_*` bits; 0 for an ordinary launch. (Present when `struct_size` ≥ 36; callers
     /// built against the 32-byte struct of version 0.1 keep working.)
     pub flags: u32,
-    /// Thread-block cluster shape; `{0, 0, 0}` (or `{1, 1, 1}`) for none. Clusters are not
-    /// supported yet: any other value returns `TG_ERROR_NOT_SUPPORTED`. (Present when
-    /// `struct_size` ≥ 48.)
+    /// Thread-block cluster shape (`cudaLaunchAttributeClusterDimension`); `{0, 0, 0}` (or
+    /// `{1, 1, 1}`) for none. sm_90 (Hopper) only, at most 8 blocks, each dimension dividing the
+    /// grid's; a kernel with a compile-time shape (`__cluster_dims__`) always runs with it, and
+    /// a different shape here is refused. Other GPUs: `TG_ERROR_NOT_SUPPORTED`; not in command
+    /// buffers. (Present when `struct_size` ≥ 48.)
     pub cluster: [u32; 3],
 }
 

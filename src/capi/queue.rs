@@ -59,21 +59,13 @@ pub(super) unsafe fn launch_config(cfg: *const tg_launch_config) -> Result<Launc
             c.flags
         )));
     }
-    if c.cluster != [0; 3] && c.cluster != [1; 3] {
-        return Err(Error::new(
-            Status::NotSupported,
-            format!(
-                "cfg->cluster is {:?}: thread-block clusters are not supported by libtegragpu",
-                c.cluster
-            ),
-        ));
-    }
     Ok(LaunchConfig {
         grid: c.grid,
         block: c.block,
         dynamic_shared_bytes: c.dynamic_shared_bytes,
         cooperative: c.flags & TG_LAUNCH_COOPERATIVE != 0,
         concurrent: c.flags & TG_LAUNCH_CONCURRENT != 0,
+        cluster: c.cluster,
     })
 }
 

@@ -200,6 +200,15 @@ impl CmdBuf {
                 "tg_cmdbuf_launch: cooperative launches are not supported in command buffers; launch them on a queue",
             ));
         }
+        if super::queue::launch_cluster(kernel, cfg).is_some() {
+            return Err(Error::new(
+                Status::NotSupported,
+                format!(
+                    "tg_cmdbuf_launch: kernel \"{}\": thread-block cluster launches are not supported in command buffers; launch them on a queue",
+                    a.name
+                ),
+            ));
+        }
         check_launch(&self.dev, kernel, cfg)
             .map_err(|e| rename(e, "tg_launch", "tg_cmdbuf_launch"))?;
         Ok(self.push(Node::Launch {
@@ -262,6 +271,7 @@ impl CmdBuf {
             dynamic_shared_bytes: 0,
             cooperative: false,
             concurrent: false,
+            cluster: [0; 3],
         };
         self.held.push(dst.clone());
         self.held.push(src.clone());

@@ -195,6 +195,8 @@ impl Module {
         let mut params: Vec<ParamInfo> = Vec::new();
         let mut max_threads = None;
         let mut reqntid = None;
+        let mut cluster_dims = None;
+        let mut max_cluster_rank = None;
         for (a, sec) in &attrs_all {
             match a.attr {
                 info::EIATTR_PARAM_CBANK => {
@@ -258,6 +260,14 @@ impl Module {
                     }
                 }
                 info::EIATTR_MAX_THREADS => max_threads = Some(dims(a, sec)?),
+                info::EIATTR_CTA_PER_CLUSTER => cluster_dims = Some(dims(a, sec)?),
+                info::EIATTR_MAX_CLUSTER_RANK => {
+                    max_cluster_rank = Some(if a.payload.is_empty() {
+                        u32::from(a.value)
+                    } else {
+                        a.u32_at(0, sec)?
+                    })
+                }
                 info::EIATTR_REQNTID => reqntid = Some(dims(a, sec)?),
                 info::EIATTR_NUM_BARRIERS => {
                     // Newer toolchains (sm_100); the larger of this and the sh_flags count wins.
@@ -337,6 +347,8 @@ impl Module {
             frame_size,
             max_threads,
             reqntid,
+            cluster_dims,
+            max_cluster_rank,
             param_base,
             param_bytes,
             params,

@@ -109,6 +109,11 @@ pub struct KernelInfo {
     pub max_threads: Option<[u32; 3]>,
     /// Required exact block `[x, y, z]` (`EIATTR_REQNTID`).
     pub reqntid: Option<[u32; 3]>,
+    /// Compile-time thread-block cluster shape (`__cluster_dims__`, `EIATTR_CTA_PER_CLUSTER`):
+    /// every launch uses it.
+    pub cluster_dims: Option<[u32; 3]>,
+    /// Most blocks per cluster (`.maxclusterrank`, `EIATTR_MAX_CLUSTER_RANK`).
+    pub max_cluster_rank: Option<u32>,
     /// Offset of the first parameter in constant bank 0 (`EIATTR_PARAM_CBANK`): 0x160 on
     /// sm_8x, 0x210 on sm_90, 0x380 on sm_100.
     pub param_base: u32,

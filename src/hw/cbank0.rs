@@ -38,6 +38,9 @@ pub struct Cbank0Params<'p> {
     pub aggr_smem_bytes: u32,
     /// Number of SMs of the device.
     pub sm_count: u32,
+    /// sm_90: thread-block cluster shape of a cluster launch (`None`: not a cluster launch;
+    /// the cluster words then describe clusters of one block).
+    pub cluster: Option<[u32; 3]>,
     /// First parameter byte in cbank0 (from EIATTR_PARAM_CBANK).
     pub param_base: u32,
     /// Parameter bytes, already laid out at their KPARAM_INFO offsets.
@@ -80,8 +83,8 @@ pub fn cbank0_size(param_base: u32, param_bytes: usize) -> Result<usize> {
 ///
 /// Layout per `arch.cbank0`: zeroes `[0, param_base)`, writes block dims, grid dims, shared window
 /// (u64), local window (u64), stack top [`STACK_TOP`], dynamic shared bytes, SM count,
-/// [`RESERVED_SMEM_BASE`], the sm_90 cluster block (aggregate smem, cluster dims 1, 1.0f, grid in
-/// clusters, DSMEM stride, rank count 1) and a zero memory descriptor; then copies
+/// [`RESERVED_SMEM_BASE`], the sm_90 cluster block (aggregate smem, cluster flag, cluster dims,
+/// their reciprocals, grid in clusters, DSMEM stride, blocks per cluster) and a zero memory descriptor; then copies
 /// `p.params` at `p.param_base` and zero-pads to the returned size.
 pub fn build_cbank0(arch: &ArchInfo, out: &mut [u8], p: &Cbank0Params<'_>) -> Result<usize> {
     let l = &arch.cbank0;
@@ -118,14 +121,25 @@ pub fn build_cbank0(arch: &ArchInfo, out: &mut [u8], p: &Cbank0Params<'_>) -> Re
     put32(out, l.sm_count, p.sm_count);
     put32(out, l.reserved_smem_base, RESERVED_SMEM_BASE);
     if l.sm90_cluster {
+        // Read by the SASS of cluster kernels (nvcc 13, sm_90): 0x140 == 1 selects the cluster
+        // barrier, %clusterid = floor(%ctaid * c[0x150]), %cluster_ctaid = %ctaid - %clusterid
+        // * c[0x144], %nclusterid = c[0x15C], %cluster_nctarank = c[0x188].
+        let c = p.cluster.unwrap_or([1, 1, 1]);
         put32(out, 0x13C, p.aggr_smem_bytes);
-        for i in 0..3u32 {
-            put32(out, 0x144 + 4 * i, 1);
-            put32(out, 0x150 + 4 * i, F32_ONE_BITS);
-            put32(out, 0x15C + 4 * i, p.grid[i as usize]);
+        put32(out, 0x140, u32::from(p.cluster.is_some()));
+        for i in 0..3 {
+            let d = c[i].max(1);
+            put32(out, 0x144 + 4 * i as u32, d);
+            let recip = if d == 1 {
+                F32_ONE_BITS
+            } else {
+                (1.0f32 / d as f32).to_bits()
+            };
+            put32(out, 0x150 + 4 * i as u32, recip);
+            put32(out, 0x15C + 4 * i as u32, p.grid[i] / d);
         }
         put32(out, 0x16C, SM90_DSMEM_STRIDE);
-        put32(out, 0x188, 1);
+        put32(out, 0x188, c.iter().map(|&d| d.max(1)).product());
     }
     if let Some(o) = l.mem_desc {
         put64(out, o, 0);

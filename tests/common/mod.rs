@@ -38,6 +38,7 @@ pub fn cfg(grid: u32, block: u32) -> LaunchConfig {
         dynamic_shared_bytes: 0,
         cooperative: false,
         concurrent: false,
+        cluster: [0; 3],
     }
 }
 

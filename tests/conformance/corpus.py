@@ -373,14 +373,20 @@ CASES = [
          notes="as tma_tensor_2d, with the tensor map in global memory passed by pointer",
          args=[tensormap(128, 128, (32, 32), rand("f32", 111), by_pointer=True), out(4 * 128 * 128)]),
     case("cluster_dsmem_cg", "cluster_dsmem_cg.cu", min_sm=90, grid=8, block=256,
-         cluster=(2, 1, 1), cluster_compile_time=True, expect_tg="may_refuse",
-         notes="thread-block clusters: refused by libtegragpu (docs/cuda-support.md)",
+         cluster=(2, 1, 1), cluster_compile_time=True,
+         notes="compile-time thread-block clusters (__cluster_dims__), cluster.sync, "
+               "distributed shared memory",
          args=[buf(w4(8 * 256), randint("i32", 112, -100000, 100000)), out(w4(8 * 256))]),
     case("cluster_ptx", "cluster_ptx.cu", min_sm=90, grid=8, block=128, cluster=(4, 1, 1),
-         expect_tg="may_refuse",
-         notes="cluster shape given at launch (cuLaunchKernelEx / tg_launch_config.cluster); "
-               "clusters are refused by libtegragpu",
+         notes="cluster shape given at launch (cuLaunchKernelEx / tg_launch_config.cluster), "
+               "cluster special registers, barrier.cluster, mapa, ld.shared::cluster",
          args=[buf(w4(8 * 128), randint("i32", 113, -100000, 100000)), out(w4(8 * 128 * 2))]),
+    *[case(f"cluster_ptx_{n}", "cluster_ptx.cu", "cluster_ptx", min_sm=90, grid=g, block=128,
+           cluster=(n, 1, 1),
+           notes=f"clusters of {n} blocks given at launch (the grid in clusters, 1/{n} in the "
+                 "constant bank, distributed shared memory across the cluster)",
+           args=[buf(w4(g * 128), randint("i32", seed, -100000, 100000)), out(w4(g * 128 * 2))])
+      for n, g, seed in [(3, 12, 154), (8, 16, 155)]],
     case("sm90_misc", "sm90_misc.cu", min_sm=90, grid=2, block=64,
          args=[buf(w4(128), randint("u32", 114, 0, 2**31)), out(w4(128 * 6))]),
     case("sm90a_setmaxnreg", "sm90a_setmaxnreg.cu", min_sm=90, arch="sm_90a", grid=2, block=256,

@@ -30,6 +30,7 @@ fn one() -> LaunchConfig {
         dynamic_shared_bytes: 0,
         cooperative: false,
         concurrent: false,
+        cluster: [0; 3],
     }
 }
 

@@ -83,6 +83,7 @@ impl Queue {
             dynamic_shared_bytes: 0,
             cooperative: false,
             concurrent: false,
+            cluster: [0; 3],
         };
         self.launch(&kernel, &cfg, &params)
     }

@@ -428,6 +428,7 @@ pub(crate) fn build_launch_cbank(
         dynamic_smem_bytes: cfg.dynamic_shared_bytes,
         aggr_smem_bytes: crate::cubin::shared_memory_aggregate(info, cfg.dynamic_shared_bytes),
         sm_count: dev_info.sm_count,
+        cluster: launch_cluster(kernel, cfg),
         param_base: info.param_base,
         params: &[],
     };
@@ -475,6 +476,87 @@ pub(crate) fn build_launch_qmd(
     let lm = kernel.own_lm.max(dev.stack_lm());
     if lm != kernel.qmd_lm {
         kernel.qmd.set_local_memory(words, lm)?;
+    }
+    if let Some(c) = launch_cluster(kernel, cfg) {
+        kernel.qmd.set_cluster(words, cfg.grid, c)?;
+    }
+    Ok(())
+}
+
+/// The thread-block cluster shape a launch runs with: the kernel's compile-time shape, else the
+/// launch's; `None` for no cluster (`[0; 3]` or `[1, 1, 1]` without a compile-time shape).
+#[inline(always)]
+pub(crate) fn launch_cluster(kernel: &Kernel, cfg: &LaunchConfig) -> Option<[u32; 3]> {
+    match kernel.info().cluster_dims {
+        Some(c) => Some(c),
+        None if cfg.cluster == [0; 3] || cfg.cluster == [1; 3] => None,
+        None => Some(cfg.cluster),
+    }
+}
+
+/// Thread-block clusters: sm_90 (QMD V04) only; the launch's shape, if given, equals the
+/// kernel's compile-time one; each dimension divides the grid's; at most 8 blocks (CUDA's
+/// portable cluster size) and at most the kernel's `.maxclusterrank`.
+#[cold]
+fn check_cluster(dev: &Device, kernel: &Kernel, cfg: &LaunchConfig) -> Result<()> {
+    let name = &kernel.attributes().name;
+    let info = kernel.info();
+    let arch = dev.arch();
+    if arch.qmd_version != crate::hw::QmdVersion::V04 {
+        return Err(Error::new(
+            Status::NotSupported,
+            format!(
+                "tg_launch: kernel \"{name}\": thread-block clusters (cluster {:?}{}) need an sm_90 \
+                 GPU (Hopper); this device is sm_{}{}",
+                cfg.cluster,
+                if info.cluster_dims.is_some() { ", __cluster_dims__ in the kernel" } else { "" },
+                arch.sm_major,
+                arch.sm_minor
+            ),
+        ));
+    }
+    let bad = |m: String| {
+        Err(Error::new(
+            Status::InvalidLaunch,
+            format!("tg_launch: kernel \"{name}\": {m}"),
+        ))
+    };
+    if let Some(c) = info.cluster_dims {
+        if cfg.cluster != [0; 3] && cfg.cluster != c {
+            return bad(format!(
+                "cluster {:?} differs from the kernel's compile-time cluster {c:?} (__cluster_dims__); pass {{0, 0, 0}} or {c:?}",
+                cfg.cluster
+            ));
+        }
+    }
+    let Some(c) = launch_cluster(kernel, cfg) else {
+        return Ok(());
+    };
+    let blocks: u64 = c.iter().map(|&d| u64::from(d)).product();
+    if c.contains(&0) || (0..3).any(|i| cfg.grid[i] % c[i] != 0) {
+        return bad(format!(
+            "cluster {c:?} must have no zero dimension and divide the grid {:?}",
+            cfg.grid
+        ));
+    }
+    let most = info.max_cluster_rank.map_or(8, |r| r.min(8));
+    if blocks > u64::from(most) {
+        return bad(format!(
+            "cluster {c:?} = {blocks} blocks exceeds the limit of {most} blocks per cluster{}",
+            if info.max_cluster_rank.is_some() {
+                " (the kernel's .maxclusterrank, at most 8)"
+            } else {
+                " (CUDA's portable cluster size)"
+            }
+        ));
+    }
+    if cfg.cooperative {
+        return Err(Error::new(
+            Status::NotSupported,
+            format!(
+                "tg_launch: kernel \"{name}\": cooperative launches of clusters are not supported"
+            ),
+        ));
     }
     Ok(())
 }
@@ -525,6 +607,9 @@ pub(crate) fn check_launch(dev: &Device, kernel: &Kernel, cfg: &LaunchConfig) ->
                 "dynamic shared memory {} bytes exceeds the {} bytes available next to the kernel's {} static bytes",
                 cfg.dynamic_shared_bytes, a.max_dynamic_shared_bytes, a.static_shared_bytes
             ));
+    }
+    if (cfg.cluster != [0; 3] && cfg.cluster != [1; 3]) || kernel.info().cluster_dims.is_some() {
+        check_cluster(dev, kernel, cfg)?;
     }
     if cfg.cooperative && cfg.concurrent {
         return bad(

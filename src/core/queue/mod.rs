@@ -26,7 +26,7 @@ mod commands;
 mod launch;
 mod track;
 
-pub(crate) use launch::{build_launch_cbank, build_launch_qmd, check_launch};
+pub(crate) use launch::{build_launch_cbank, build_launch_qmd, check_launch, launch_cluster};
 pub(crate) use track::{fence_now, fence_passed, wait_fence, Fence, QueueTrack};
 
 /// Which engine a queue feeds.
@@ -51,6 +51,9 @@ pub struct LaunchConfig {
     /// that launch waited for. For kernels that neither read nor write what the launches of the
     /// group write. Not with `cooperative`.
     pub concurrent: bool,
+    /// Thread-block cluster shape (sm_90 and later); `[0; 3]` for none, or the kernel's
+    /// compile-time shape (`__cluster_dims__`) when it declares one.
+    pub cluster: [u32; 3],
 }
 
 const CMD_BYTES: u64 = 1 << 20;
@@ -104,6 +107,7 @@ const EMPTY_IMAGE: LaunchImage = LaunchImage {
         dynamic_shared_bytes: 0,
         cooperative: false,
         concurrent: false,
+        cluster: [0; 3],
     },
     lm: 0,
     cb_size: 0,

@@ -41,6 +41,8 @@ pub const INVALIDATE_TINYGRAD: u8 = 0x0F;
 pub const QMD_GROUP_ID_DEFAULT: u32 = 0x3F;
 /// QMD_TYPE GRID_CTA (V04/V05).
 pub const QMD_TYPE_GRID_CTA: u32 = 2;
+/// QMD_TYPE GRID_GPC_CGA (V04): thread-block clusters within a GPC.
+pub const QMD_TYPE_GRID_GPC_CGA: u32 = 3;
 /// DEPENDENT_QMD ACTION QMD_SCHEDULE.
 pub const DEPENDENT_QMD_ACTION_QMD_SCHEDULE: u32 = 1;
 /// CWD_MEMBAR_TYPE L1_NONE.
@@ -656,6 +658,43 @@ impl QmdTemplate {
             ));
         }
         put(out, l.slm_high, slm);
+        Ok(())
+    }
+
+    /// Make a QMD written by [`QmdTemplate::write`] launch thread-block clusters of `cluster`
+    /// blocks (QMD_TYPE GRID_GPC_CGA, GPC_CGA_WIDTH/HEIGHT/DEPTH; V04 only). GRID_WIDTH/HEIGHT/
+    /// DEPTH then count clusters (with the grid in blocks an H100 ran `cluster` times too many
+    /// blocks); each cluster dimension must divide the grid's (`grid`, in blocks) and fit 6 bits.
+    pub fn set_cluster(&self, out: &mut [u32], grid: [u32; 3], cluster: [u32; 3]) -> Result<()> {
+        let l = self.layout;
+        let (Some(cga), Some(ty)) = (l.gpc_cga, l.qmd_type) else {
+            return Err(Error::new(
+                Status::NotSupported,
+                format!(
+                    "hw::qmd::{}: thread-block clusters are not supported with this QMD version",
+                    l.name
+                ),
+            ));
+        };
+        for i in 0..3 {
+            if cluster[i] == 0
+                || cluster[i] > 63
+                || grid[i] % cluster[i] != 0
+                || out.len() < l.dwords
+            {
+                return Err(bad(
+                    l,
+                    format_args!(
+                        "cluster {cluster:?} must have dimensions 1..=63 that divide the grid {grid:?}"
+                    ),
+                ));
+            }
+        }
+        put(out, ty, QMD_TYPE_GRID_GPC_CGA);
+        for i in 0..3 {
+            put(out, cga[i], cluster[i]);
+            put(out, l.grid[i], grid[i] / cluster[i]);
+        }
         Ok(())
     }
 
