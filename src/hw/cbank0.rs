@@ -127,8 +127,8 @@ pub fn build_cbank0(arch: &ArchInfo, out: &mut [u8], p: &Cbank0Params<'_>) -> Re
         let c = p.cluster.unwrap_or([1, 1, 1]);
         put32(out, 0x13C, p.aggr_smem_bytes);
         put32(out, 0x140, u32::from(p.cluster.is_some()));
-        for i in 0..3 {
-            let d = c[i].max(1);
+        for (i, &d) in c.iter().enumerate() {
+            let d = d.max(1);
             put32(out, 0x144 + 4 * i as u32, d);
             let recip = if d == 1 {
                 F32_ONE_BITS
