@@ -52,6 +52,7 @@ fn main() -> tegragpu::Result<()> {
         dynamic_shared_bytes: 0,
         cooperative: false,
         concurrent: false,
+        cluster: [0; 3],
     };
     let one = LaunchConfig {
         grid: [1, 1, 1],
@@ -59,6 +60,7 @@ fn main() -> tegragpu::Result<()> {
         dynamic_shared_bytes: 0,
         cooperative: false,
         concurrent: false,
+        cluster: [0; 3],
     };
     let mut q = dev.create_queue(QueueKind::Compute)?;
     let a = dev.create_signal(0)?;

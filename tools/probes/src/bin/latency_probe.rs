@@ -67,6 +67,7 @@ fn main() -> tegragpu::Result<()> {
         dynamic_shared_bytes: 0,
         cooperative: false,
         concurrent: false,
+        cluster: [0; 3],
     };
     let mut q = dev.create_queue(QueueKind::Compute)?;
     let sig = dev.create_signal(0)?;
