@@ -529,9 +529,11 @@ typedef struct tg_launch_config {
      */
     uint32_t flags;
     /**
-     * Thread-block cluster shape; `{0, 0, 0}` (or `{1, 1, 1}`) for none. Clusters are not
-     * supported yet: any other value returns `TG_ERROR_NOT_SUPPORTED`. (Present when
-     * `struct_size` ≥ 48.)
+     * Thread-block cluster shape (`cudaLaunchAttributeClusterDimension`); `{0, 0, 0}` (or
+     * `{1, 1, 1}`) for none. sm_90 (Hopper) only, at most 8 blocks, each dimension dividing the
+     * grid's; a kernel with a compile-time shape (`__cluster_dims__`) always runs with it, and
+     * a different shape here is refused. Other GPUs: `TG_ERROR_NOT_SUPPORTED`; not in command
+     * buffers. (Present when `struct_size` ≥ 48.)
      */
     uint32_t cluster[3];
 } tg_launch_config;

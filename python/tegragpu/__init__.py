@@ -1256,19 +1256,22 @@ class Queue(_Handle):
         self.device = device
 
     def launch(self, kernel, grid, block, args=(), shared_bytes=0, cooperative=False,
-               concurrent=False):
+               concurrent=False, cluster=None):
         """Record a launch; ``args`` are packed by :meth:`Kernel.pack`. ``cooperative``: all
         blocks resident at once, for kernels that synchronise the whole grid. ``concurrent``:
-        may run concurrently with the launch recorded just before it (``LAUNCH_CONCURRENT``)."""
+        may run concurrently with the launch recorded just before it (``LAUNCH_CONCURRENT``).
+        ``cluster``: thread-block cluster shape (sm_90; ``tg_launch_config.cluster``)."""
         self.launch_packed(kernel, grid, block, kernel.pack(tuple(args)), shared_bytes,
-                           cooperative, concurrent)
+                           cooperative, concurrent, cluster)
 
     def launch_packed(self, kernel, grid, block, params, shared_bytes=0, cooperative=False,
-                      concurrent=False):
+                      concurrent=False, cluster=None):
         """Record a launch with an already packed parameter block (``bytes``)."""
         cfg = CLaunchConfig(struct_size=ctypes.sizeof(CLaunchConfig))
         cfg.grid[:] = _dims(grid)
         cfg.block[:] = _dims(block)
+        if cluster is not None:
+            cfg.cluster[:] = _dims(cluster)
         cfg.dynamic_shared_bytes = shared_bytes
         cfg.flags = (LAUNCH_COOPERATIVE if cooperative else 0) | \
             (LAUNCH_CONCURRENT if concurrent else 0)

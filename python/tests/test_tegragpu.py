@@ -336,3 +336,21 @@ def test_texture_object_fetch_and_errors(dev):
     np.testing.assert_array_equal(got, want)
     k.close()
     mod.close()
+
+
+def test_cluster_launch(dev):
+    """Queue.launch(cluster=...): runs on sm_90, NotSupported on GPUs without clusters."""
+    mod = dev.load_module_file(cubin_path(dev))
+    k = mod.kernel("empty_kernel")
+    with dev.create_queue() as q:
+        if dev.info.sm_major < 9:
+            with pytest.raises(tg.NotSupported, match="sm_90"):
+                q.launch(k, grid=4, block=32, cluster=(2, 1, 1))
+        else:
+            with pytest.raises(tg.InvalidLaunch, match="divide"):
+                q.launch(k, grid=5, block=32, cluster=2)
+            q.launch(k, grid=4, block=32, cluster=(2, 1, 1))
+        q.launch(k, grid=4, block=32, cluster=(1, 1, 1))
+        q.synchronize(TIMEOUT_NS)
+    k.close()
+    mod.close()
