@@ -99,6 +99,13 @@
 #define TG_LIMIT_STACK_SIZE 0
 
 /**
+ * `tg_device_set_limit()` / `tg_device_get_limit()`: bytes of the heap that `malloc` in kernels
+ * allocates from (`CU_LIMIT_MALLOC_HEAP_SIZE`, the same value 2); 8 MiB by default. Set it
+ * before loading a module that calls `malloc` or `free`: the heap is allocated then.
+ */
+#define TG_LIMIT_MALLOC_HEAP_SIZE 2
+
+/**
  * `tg_texture_desc.kind`: `width` elements in a row (`tex1Dfetch(tex, i)`, integer index).
  */
 #define TG_TEXTURE_LINEAR 1
@@ -1019,9 +1026,13 @@ enum tg_status tg_module_get_global(const struct tg_module *module,
  *   recursion and other calls whose depth the compiler cannot bound run in it. The device
  *   reserves this much for every thread the GPU can hold (on an H100: about 300 MB per KiB),
  *   allocated by this call when the limit grows (`TG_ERROR_OUT_OF_MEMORY` if it cannot be).
+ * - `TG_LIMIT_MALLOC_HEAP_SIZE`: bytes of the device heap that `malloc` in kernels allocates
+ *   from (default 8 MiB, as in libcuda; 1 KiB to 64 GiB). The heap is allocated when the first
+ *   module that calls `malloc` or `free` is loaded; after that only its current size is
+ *   accepted. `malloc` returns NULL when the heap cannot hold a request.
  *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (unknown limit,
- * value too large). Thread safety: any thread.
+ * value out of range, heap size after the heap was allocated). Thread safety: any thread.
  *
  * # Safety
  * None beyond the handle contract.

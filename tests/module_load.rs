@@ -257,3 +257,60 @@ fn register_limited_blocks_count_whole_sub_partitions() {
     assert_eq!(e.status, Status::InvalidLaunch, "{e:?}");
     assert!(e.message.contains("640"), "{}", e.message);
 }
+
+/// Device `malloc`/`free`: a module that calls them loads (the heap is allocated then, at the
+/// size `TG_LIMIT_MALLOC_HEAP_SIZE` had), the heap size is fixed afterwards, and on a GPU the
+/// kernel's blocks hold what it writes (`malloc_device`: out[t] = in[t] * 120).
+#[test]
+fn malloc_heap_is_allocated_at_load_and_kernels_use_it() {
+    let dev = common::device();
+    let i = dev.info();
+    let name = format!("malloc_device.sm_{}{}.cubin", i.sm_major, i.sm_minor);
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/conformance/fixtures")
+        .join(&name);
+    let Ok(bytes) = std::fs::read(&p) else {
+        assert!(
+            i.sm_major != 8 && i.sm_major != 9,
+            "{} is missing",
+            p.display()
+        );
+        return;
+    };
+    assert_eq!(dev.malloc_heap_size(), 8 << 20);
+    for bad in [0u64, 1023, (1 << 36) + 1] {
+        let e = dev.set_malloc_heap_size(bad).unwrap_err();
+        assert_eq!(e.status, Status::InvalidArgument, "{bad}: {e:?}");
+    }
+    dev.set_malloc_heap_size(3 << 20).unwrap();
+    let m = dev.load_module(&bytes).expect("malloc module");
+    assert_eq!(dev.malloc_heap_size(), 3 << 20);
+    let e = dev.set_malloc_heap_size(16 << 20).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument, "{e:?}");
+    assert!(e.message.contains("cannot change"), "{}", e.message);
+    dev.set_malloc_heap_size(3 << 20).unwrap();
+    let k = m.kernel("malloc_device").unwrap();
+    let input = dev.alloc(512, common::data_flags()).unwrap();
+    let out = dev.alloc(512, common::data_flags()).unwrap();
+    let vals: Vec<i32> = (0..128).map(|t| t * 37 - 2000).collect();
+    // SAFETY: 512 CPU-mapped bytes, no GPU work yet.
+    unsafe { std::ptr::copy_nonoverlapping(vals.as_ptr(), input.cpu_ptr() as *mut i32, 128) };
+    let mut q = dev
+        .create_queue(tegragpu::core::QueueKind::Compute)
+        .unwrap();
+    let p = common::Params::new().u64(input.gpu_va()).u64(out.gpu_va());
+    let r = q
+        .launch(&k, &common::cfg(2, 64), p.bytes())
+        .and_then(|_| q.submit())
+        .and_then(|_| q.synchronize(10 * common::SEC));
+    if i.emulated {
+        let e = r.expect_err("the emulator cannot run nvcc's code");
+        assert_eq!(e.status, Status::DeviceFault, "{e:?}");
+        return;
+    }
+    r.unwrap();
+    // SAFETY: 512 CPU-mapped bytes; the queue has finished.
+    let got = unsafe { std::slice::from_raw_parts(out.cpu_ptr() as *const i32, 128) };
+    let want: Vec<i32> = vals.iter().map(|v| v * 120).collect();
+    assert_eq!(got, &want[..]);
+}

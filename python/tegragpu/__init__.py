@@ -54,7 +54,8 @@ __all__ = [
     "SIGNATURES", "STRUCTS", "Handle", "CDeviceInfo", "CFaultReport", "CKernelAttributes",
     "CLaunchConfig", "CTextureDesc", "Texture",
     "BUF_CPU_CACHED", "BUF_WRITE_COMBINED", "BUF_ZEROED", "BUF_DEVICE_LOCAL", "TIMEOUT_INFINITE",
-    "LAUNCH_COOPERATIVE", "LAUNCH_CONCURRENT", "LIMIT_STACK_SIZE", "DEFAULT_TIMEOUT_NS",
+    "LAUNCH_COOPERATIVE", "LAUNCH_CONCURRENT", "LIMIT_STACK_SIZE", "LIMIT_MALLOC_HEAP_SIZE",
+    "DEFAULT_TIMEOUT_NS",
 ]
 
 __version__ = "0.1.0"
@@ -69,6 +70,7 @@ TIMEOUT_INFINITE = 0xFFFF_FFFF_FFFF_FFFF
 LAUNCH_COOPERATIVE = 1
 LAUNCH_CONCURRENT = 2
 LIMIT_STACK_SIZE = 0
+LIMIT_MALLOC_HEAP_SIZE = 2
 #: ``tg_texture_desc.kind``, ``.format``, ``.address_mode[i]`` and ``.flags`` values.
 TEXTURE_LINEAR = 1
 TEXTURE_PITCH2D = 2
@@ -891,6 +893,18 @@ class Device(_Handle):
     @stack_limit.setter
     def stack_limit(self, value):
         check(lib.tg_device_set_limit(self.handle, LIMIT_STACK_SIZE, int(value)))
+
+    @property
+    def malloc_heap_size(self):
+        """Bytes of the heap ``malloc`` in kernels allocates from (default 8 MiB); set it before
+        loading a module that calls ``malloc``."""
+        v = ctypes.c_uint64()
+        check(lib.tg_device_get_limit(self.handle, LIMIT_MALLOC_HEAP_SIZE, ctypes.byref(v)))
+        return v.value
+
+    @malloc_heap_size.setter
+    def malloc_heap_size(self, value):
+        check(lib.tg_device_set_limit(self.handle, LIMIT_MALLOC_HEAP_SIZE, int(value)))
 
     def fault(self):
         """The sticky fault report, or None if the device has not faulted."""

@@ -1,8 +1,9 @@
 // The CUDA system calls a user's cubin may import (undefined symbols that the CUDA driver
-// provides): device-side printf (`vprintf`) and assert (`__assertfail`). libtegragpu loads
-// this module once per device and writes the addresses of tg_sys_vprintf and
-// tg_sys_assertfail where a user's cubin has relocations against `vprintf` and `__assertfail`
-// (constant bank 4); the caller reaches them with CALL.ABS and they return with RET.ABS.
+// provides): device-side printf (`vprintf`), assert (`__assertfail`) and the device heap
+// (`malloc`, `free`). libtegragpu loads this module once per device and writes the addresses
+// of tg_sys_vprintf, tg_sys_assertfail, tg_sys_malloc and tg_sys_free where a user's cubin has
+// relocations against those symbols (constant bank 4); the caller reaches them with CALL.ABS
+// and they return with RET.ABS.
 //
 // Built with -rdc=true (so both are extern functions with the standard calling convention,
 // not specialized to one caller) and --maxrregcount=24 (ptxas gives every kernel that calls a
@@ -10,6 +11,8 @@
 // Neither may use a stack frame: tests/cubin.rs checks EIATTR_FRAME_SIZE and EIATTR_REGCOUNT.
 //
 // The layout of tg_sys_area and of printf records is shared with src/core/syscalls.rs.
+
+#define TG_HEAP_CLASSES 40u
 
 struct tg_sys_area {
     // The first failing assertion: state 0 none, 1 being written, 2 complete.
@@ -26,6 +29,12 @@ struct tg_sys_area {
     char assert_message[256];        // 56
     char assert_file[256];           // 312
     char assert_function[256];       // 568
+    // Device heap (malloc/free), written by the host when a module that imports them loads.
+    unsigned long long heap_base;    // 824: GPU address (0: no heap)
+    unsigned long long heap_size;    // 832: bytes
+    unsigned long long heap_top;     // 840: bytes handed out from the top (GPU atomics)
+    unsigned long long heap_free[TG_HEAP_CLASSES];  // 848: freed blocks of 2^c bytes, a list
+    unsigned int heap_lock[TG_HEAP_CLASSES];        // 1168: one spin lock per list
 };
 
 // Set by the host after loading the module.
@@ -198,9 +207,64 @@ extern "C" __device__ __noinline__ void tg_sys_assertfail(const char* message, c
     __trap();
 }
 
-// Keeps both functions through the device link (it drops code no kernel reaches). Never
+// The device heap. A block of 2^c bytes (c >= 4) starts with a 16-byte header (c, and the
+// next block while it sits in a free list); malloc returns the 16-byte aligned bytes after it.
+// Blocks come from the free list of their size class, else from the top of the heap; free puts
+// a block back on its list. NULL when the heap cannot hold the block (as CUDA's malloc).
+__device__ __forceinline__ void tg_heap_lock(unsigned* l) {
+#pragma unroll 1
+    while (atomicCAS(l, 0u, 1u) != 0u) __nanosleep(64);
+    __threadfence();
+}
+
+__device__ __forceinline__ void tg_heap_unlock(unsigned* l) {
+    __threadfence();
+    atomicExch(l, 0u);
+}
+
+extern "C" __device__ __noinline__ void* tg_sys_malloc(unsigned long long n) {
+    tg_sys_area* sys = tg_sys;
+    if (!sys || n == 0) return 0;
+    unsigned long long size = *(volatile unsigned long long*)&sys->heap_size;
+    if (n > size) return 0;
+    unsigned c = 4;
+#pragma unroll 1
+    while ((1ull << c) < n + 16ull) c++;
+    if (c >= TG_HEAP_CLASSES) return 0;
+    unsigned long long bytes = 1ull << c;
+    volatile unsigned long long* head = &sys->heap_free[c];
+    tg_heap_lock(&sys->heap_lock[c]);
+    unsigned long long blk = *head;
+    if (blk) *head = *(volatile unsigned long long*)(blk + 8);
+    tg_heap_unlock(&sys->heap_lock[c]);
+    if (!blk) {
+        unsigned long long off = atomicAdd(&sys->heap_top, bytes);
+        if (off + bytes > size) return 0;
+        blk = *(volatile unsigned long long*)&sys->heap_base + off;
+        *(volatile unsigned long long*)blk = c;
+    }
+    return (void*)(blk + 16);
+}
+
+extern "C" __device__ __noinline__ void tg_sys_free(void* p) {
+    tg_sys_area* sys = tg_sys;
+    if (!sys || !p) return;
+    unsigned long long blk = (unsigned long long)p - 16;
+    unsigned long long c = *(volatile unsigned long long*)blk;
+    if (c < 4 || c >= TG_HEAP_CLASSES) return;  // not a heap block
+    volatile unsigned long long* head = &sys->heap_free[c];
+    tg_heap_lock(&sys->heap_lock[c]);
+    *(volatile unsigned long long*)(blk + 8) = *head;
+    __threadfence();
+    *head = blk;
+    tg_heap_unlock(&sys->heap_lock[c]);
+}
+
+// Keeps the functions through the device link (it drops code no kernel reaches). Never
 // launched; it takes their addresses without calling them.
 extern "C" __global__ void tg_sys_keep(void** out) {
     out[0] = (void*)&tg_sys_vprintf;
     out[1] = (void*)&tg_sys_assertfail;
+    out[2] = (void*)&tg_sys_malloc;
+    out[3] = (void*)&tg_sys_free;
 }

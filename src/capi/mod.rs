@@ -356,6 +356,10 @@ pub const TG_LAUNCH_CONCURRENT: u32 = 2;
 /// `tg_device_set_limit()` / `tg_device_get_limit()`: stack bytes per GPU thread
 /// (`CU_LIMIT_STACK_SIZE`); 1024 by default.
 pub const TG_LIMIT_STACK_SIZE: u32 = 0;
+/// `tg_device_set_limit()` / `tg_device_get_limit()`: bytes of the heap that `malloc` in kernels
+/// allocates from (`CU_LIMIT_MALLOC_HEAP_SIZE`, the same value 2); 8 MiB by default. Set it
+/// before loading a module that calls `malloc` or `free`: the heap is allocated then.
+pub const TG_LIMIT_MALLOC_HEAP_SIZE: u32 = 2;
 
 // ---------------------------------------------------------------------------------------------
 // Logging

@@ -35,6 +35,9 @@ pub(crate) struct LocalMem {
     pub generation: u64,
 }
 
+/// libcuda's default `CU_LIMIT_MALLOC_HEAP_SIZE`.
+pub const DEFAULT_MALLOC_HEAP_BYTES: u64 = 8 << 20;
+
 pub(crate) struct DeviceInner {
     pub backend: Box<dyn Backend>,
     pub arch: &'static ArchInfo,
@@ -48,8 +51,11 @@ pub(crate) struct DeviceInner {
     pub stack_limit: std::sync::atomic::AtomicU32,
     /// QMD per-thread local bytes for `stack_limit` (`hw::local_mem::lm_per_thread`).
     pub stack_lm: std::sync::atomic::AtomicU32,
-    /// Serializes `set_stack_limit`.
+    /// Serializes `set_stack_limit` and `set_malloc_heap_size`.
     pub limit_lock: Mutex<()>,
+    /// Bytes of the device heap (`TG_LIMIT_MALLOC_HEAP_SIZE`), allocated by the first module
+    /// that imports `malloc` or `free`.
+    pub heap_limit: AtomicU64,
     /// Bumped whenever code is written to GPU memory; queues invalidate the shader caches
     /// before their next launch when it changed.
     pub code_generation: AtomicU64,
@@ -224,6 +230,7 @@ impl Device {
                     DEFAULT_STACK_LIMIT,
                 )?),
                 limit_lock: Mutex::new(()),
+                heap_limit: AtomicU64::new(DEFAULT_MALLOC_HEAP_BYTES),
                 code_generation: AtomicU64::new(1),
                 queues: Mutex::new(Vec::new()),
                 deferred: Mutex::new(Vec::new()),
@@ -550,6 +557,59 @@ impl Device {
             self.free_when_idle(old);
         }
         Ok(())
+    }
+
+    /// Bytes of the device heap that `malloc` in kernels allocates from
+    /// (`TG_LIMIT_MALLOC_HEAP_SIZE`; default 8 MiB, as libcuda's).
+    pub fn malloc_heap_size(&self) -> u64 {
+        match self
+            .inner
+            .syscalls
+            .lock()
+            .as_ref()
+            .and_then(|s| s.heap_bytes())
+        {
+            Some(b) => b,
+            None => self.inner.heap_limit.load(Ordering::Acquire),
+        }
+    }
+
+    /// Set the device heap size, like `cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE)`: only before
+    /// a module that calls `malloc` or `free` is loaded (the heap is allocated then and does
+    /// not change afterwards). At least 1 KiB, at most 2^36 bytes.
+    pub fn set_malloc_heap_size(&self, bytes: u64) -> Result<()> {
+        let _serial = self.inner.limit_lock.lock();
+        if !(1024..=1 << 36).contains(&bytes) {
+            return Err(Error::invalid(format!(
+                "tg_device_set_limit: malloc heap size {bytes} bytes is outside 1 KiB ..= 64 GiB"
+            )));
+        }
+        if let Some(have) = self
+            .inner
+            .syscalls
+            .lock()
+            .as_ref()
+            .and_then(|s| s.heap_bytes())
+        {
+            if have != bytes {
+                return Err(Error::invalid(format!(
+                    "tg_device_set_limit: the malloc heap ({have} bytes) was allocated when a module \
+                     calling malloc/free was loaded; its size cannot change now (set it before)"
+                )));
+            }
+        }
+        self.inner.heap_limit.store(bytes, Ordering::Release);
+        Ok(())
+    }
+
+    /// Allocate the device heap for a module that imports `malloc`/`free` (once per device).
+    pub(crate) fn ensure_heap(&self, sys: &super::syscalls::Syscalls) -> Result<()> {
+        let _serial = self.inner.limit_lock.lock();
+        sys.ensure_heap(
+            self.backend(),
+            self.inner.heap_limit.load(Ordering::Acquire),
+            crate::backend::MemFlags::default(),
+        )
     }
 
     /// The per-thread stack size kernels get (`TG_LIMIT_STACK_SIZE`).

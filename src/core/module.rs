@@ -100,6 +100,14 @@ impl Module {
                 )
             })?)
         };
+        if let Some(s) = &sys {
+            if imports
+                .iter()
+                .any(|i| matches!(i, cubin::Syscall::Malloc | cubin::Syscall::Free))
+            {
+                dev.ensure_heap(s)?;
+            }
+        }
         let image_len = cub.image().len() as u64;
         let alloc = dev.backend().alloc(image_len.max(4096), code_memory(dev))?;
         let mut image = cub.image().to_vec();

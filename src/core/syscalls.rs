@@ -36,6 +36,9 @@ const ASSERT_MESSAGE: usize = 56;
 const ASSERT_FILE: usize = 312;
 const ASSERT_FUNCTION: usize = 568;
 const ASSERT_TEXT_BYTES: usize = 256;
+const HEAP_BASE: usize = 824;
+const HEAP_SIZE: usize = 832;
+const HEAP_TOP: usize = 840;
 
 /// Record kinds (`TG_REC_*`).
 const REC_PRINTF: u32 = 1;
@@ -45,8 +48,10 @@ const REC_FILL: u32 = 2;
 pub(crate) struct Syscalls {
     code: Option<Allocation>,
     area: Option<Allocation>,
-    vprintf: u64,
-    assertfail: u64,
+    /// GPU addresses of the implementations, in [`Syscall::ALL`] order.
+    addresses: [u64; 4],
+    /// The device heap (`malloc`/`free`), allocated when a module that imports them loads.
+    heap: Mutex<Option<Allocation>>,
     /// Largest stack frame of the syscall functions: every kernel of an importing module gets
     /// this much more stack.
     pub frame_bytes: u32,
@@ -84,7 +89,12 @@ impl Syscalls {
                 )
             })
         };
-        let (vp, af) = (f(Syscall::Vprintf)?, f(Syscall::Assertfail)?);
+        let funcs = [
+            f(Syscall::Vprintf)?,
+            f(Syscall::Assertfail)?,
+            f(Syscall::Malloc)?,
+            f(Syscall::Free)?,
+        ];
         let global = cub.global_symbol("tg_sys").cloned().ok_or_else(|| {
             Error::new(
                 Status::Internal,
@@ -94,13 +104,18 @@ impl Syscalls {
         let image_len = cub.image().len() as u64;
         let code = backend.alloc(image_len.max(4096), flags)?;
         let mut s = Syscalls {
-            vprintf: code.gpu_va + vp.offset,
-            assertfail: code.gpu_va + af.offset,
-            frame_bytes: vp.frame_size.unwrap_or(0).max(af.frame_size.unwrap_or(0)),
-            registers: vp
-                .register_count
-                .unwrap_or(24)
-                .max(af.register_count.unwrap_or(24)),
+            addresses: [0, 1, 2, 3].map(|i| code.gpu_va + funcs[i].offset),
+            heap: Mutex::new(None),
+            frame_bytes: funcs
+                .iter()
+                .map(|f| f.frame_size.unwrap_or(0))
+                .max()
+                .unwrap_or(0),
+            registers: funcs
+                .iter()
+                .map(|f| f.register_count.unwrap_or(24))
+                .max()
+                .unwrap_or(24),
             code: Some(code),
             area: None,
             ring: Mutex::new((0, 0)),
@@ -143,15 +158,49 @@ impl Syscalls {
 
     /// GPU address of the implementation of `s`.
     pub(crate) fn address(&self, s: Syscall) -> u64 {
-        match s {
-            Syscall::Vprintf => self.vprintf,
-            Syscall::Assertfail => self.assertfail,
-        }
+        self.addresses[s as usize]
     }
 
-    /// Free the module and the area (the device is closing).
+    /// Allocate the device heap (`heap_bytes`) unless it exists, and tell the GPU side where it
+    /// is. Called when a module that imports `malloc` or `free` loads, before its first launch.
+    pub(crate) fn ensure_heap(
+        &self,
+        backend: &dyn Backend,
+        heap_bytes: u64,
+        flags: crate::backend::MemFlags,
+    ) -> Result<()> {
+        let mut h = self.heap.lock();
+        if h.is_some() {
+            return Ok(());
+        }
+        let Some(area) = self.area_ptr() else {
+            return Err(Error::new(Status::Internal, "syscall area is not mapped"));
+        };
+        let a = backend.alloc(heap_bytes, flags)?;
+        // SAFETY: the area is CPU-mapped and AREA_BYTES long; the heap words lie inside it. No
+        // kernel can have used the heap yet (heap_size was 0 until now, so malloc returned NULL).
+        unsafe {
+            std::ptr::write_unaligned(area.add(HEAP_BASE) as *mut u64, a.gpu_va);
+            std::ptr::write_unaligned(area.add(HEAP_TOP) as *mut u64, 0);
+            std::ptr::write_unaligned(area.add(HEAP_SIZE) as *mut u64, heap_bytes);
+        }
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        *h = Some(a);
+        Ok(())
+    }
+
+    /// Bytes of the device heap, if it was allocated.
+    pub(crate) fn heap_bytes(&self) -> Option<u64> {
+        self.heap.lock().as_ref().map(|a| a.size)
+    }
+
+    /// Free the module, the area and the heap (the device is closing).
     pub(crate) fn free(&mut self, backend: &dyn Backend) {
-        for a in [self.code.take(), self.area.take()].into_iter().flatten() {
+        let heap = self.heap.get_mut().take();
+        for a in [self.code.take(), self.area.take(), heap]
+            .into_iter()
+            .flatten()
+        {
             let _ = backend.free(&a);
         }
     }
@@ -540,8 +589,8 @@ mod tests {
         let s = Syscalls {
             code: None,
             area: Some(area),
-            vprintf: 0,
-            assertfail: 0,
+            addresses: [0; 4],
+            heap: Mutex::new(None),
             frame_bytes: 0,
             registers: 24,
             ring: Mutex::new((0, 0)),

@@ -190,17 +190,28 @@ pub enum Syscall {
     /// `void __assertfail(const char *message, const char *file, unsigned line,
     /// const char *function, size_t char_size)`: a failed device-side `assert`.
     Assertfail,
+    /// `void *malloc(size_t size)`: the device heap.
+    Malloc,
+    /// `void free(void *ptr)`: the device heap.
+    Free,
 }
 
 impl Syscall {
     /// Every syscall, in bit order of [`Module::imports`].
-    pub const ALL: [Syscall; 2] = [Syscall::Vprintf, Syscall::Assertfail];
+    pub const ALL: [Syscall; 4] = [
+        Syscall::Vprintf,
+        Syscall::Assertfail,
+        Syscall::Malloc,
+        Syscall::Free,
+    ];
 
     /// The syscall a cubin's undefined symbol `name` names, if any.
     pub fn from_symbol(name: &str) -> Option<Syscall> {
         match name {
             "vprintf" => Some(Syscall::Vprintf),
             "__assertfail" => Some(Syscall::Assertfail),
+            "malloc" => Some(Syscall::Malloc),
+            "free" => Some(Syscall::Free),
             _ => None,
         }
     }
@@ -210,6 +221,8 @@ impl Syscall {
         match self {
             Syscall::Vprintf => "vprintf",
             Syscall::Assertfail => "__assertfail",
+            Syscall::Malloc => "malloc",
+            Syscall::Free => "free",
         }
     }
 
@@ -218,6 +231,8 @@ impl Syscall {
         match self {
             Syscall::Vprintf => "tg_sys_vprintf",
             Syscall::Assertfail => "tg_sys_assertfail",
+            Syscall::Malloc => "tg_sys_malloc",
+            Syscall::Free => "tg_sys_free",
         }
     }
 

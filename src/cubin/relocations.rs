@@ -139,7 +139,6 @@ impl Module {
                     });
                 }
                 let what = match sname {
-                    "malloc" | "free" => "the device-side heap (malloc/free), which needs the driver's syscall service (not supported by libtegragpu)",
                     "__assert_fail" => "device-side assert through the host C library's __assert_fail (not supported by libtegragpu)",
                     n if n.starts_with("__cuda_syscall_tex")
                         || n.starts_with("__cuda_syscall_su")

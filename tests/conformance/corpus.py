@@ -409,9 +409,13 @@ CASES = [
          notes="vprintf syscall (the library's built-in syscall module); launched with flag=0 "
                "so nothing is printed (python/tests/test_syscalls.py compares printed text)",
          args=[buf(w4(128), randint("i32", 130, -1000, 1000)), out(w4(128)), scalar("i32", 0)]),
-    case("malloc_device", "malloc_device.cu", grid=2, block=64, expect_tg="may_refuse",
+    case("malloc_device", "malloc_device.cu", grid=2, block=64,
          notes="device heap (malloc/free syscalls)",
          args=[buf(w4(128), randint("i32", 131, -1000, 1000)), out(w4(128))]),
+    case("malloc_stress", "malloc_stress.cu", grid=8, block=256,
+         notes="device heap: many threads, several sizes, free and allocate again, a request "
+               "larger than the heap",
+         args=[buf(w4(2048), randint("u32", 156, 0, 2**31)), out(w4(2 * 2048))]),
     case("cdp_parent", "cdp_parent.cu", grid=4, block=32, expect_tg="may_refuse",
          nvcc_flags=["-rdc=true"], link=["cudadevrt"], fixture_arch=False,
          notes="dynamic parallelism: -rdc=true, device-linked with cudadevrt (the x86-64 "

@@ -16,7 +16,7 @@ import corpus  # noqa: E402
 import gen_cases  # noqa: E402
 
 KERNELS = os.path.join(HERE, "kernels")
-MAY_REFUSE = {"malloc_device", "cdp_parent", "surface_object"}
+MAY_REFUSE = {"cdp_parent", "surface_object"}
 DTYPES = {"i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f16", "bf16", "f32", "f64"}
 
 
