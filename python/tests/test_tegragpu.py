@@ -354,3 +354,23 @@ def test_cluster_launch(dev):
         q.synchronize(TIMEOUT_NS)
     k.close()
     mod.close()
+
+
+def test_malloc_heap_size_limit(dev):
+    """Device.malloc_heap_size (TG_LIMIT_MALLOC_HEAP_SIZE): 8 MiB by default, settable until a
+    module that calls malloc is loaded."""
+    assert dev.malloc_heap_size == 8 << 20
+    dev.malloc_heap_size = 4 << 20
+    assert dev.malloc_heap_size == 4 << 20
+    with pytest.raises(tg.InvalidArgument, match="1 KiB"):
+        dev.malloc_heap_size = 100
+    i = dev.info
+    p = os.path.join(ROOT, "tests", "conformance", "fixtures",
+                     f"malloc_device.sm_{i.sm_major}{i.sm_minor}.cubin")
+    if not os.path.exists(p):
+        pytest.skip("no malloc fixture for this SM")
+    mod = dev.load_module_file(p)
+    with pytest.raises(tg.InvalidArgument, match="cannot change"):
+        dev.malloc_heap_size = 16 << 20
+    assert dev.malloc_heap_size == 4 << 20
+    mod.close()
