@@ -464,6 +464,19 @@ CASES = [
            dict(fmt="s8", ch=4, filter="linear", ncoords=True, addr=("wrap", "mirror")),
            "char4 read as normalized floats (signed), bilinear, wrap and mirror"),
       ]],
+    *[case(id, "texture_gather.cu", kernel, grid=(1, 40), block=64,
+           notes="texture object over pitch-linear memory: " + notes,
+           args=[tex(192 * 23, fill, **{**dict(w=45, h=23, pitch=192), **t}), out(64 * 40 * osize),
+                 scalar("i32", 64), scalar("i32", 40), scalar("f32", 0.83), scalar("f32", 0.7),
+                 scalar("f32", -3.3), scalar("f32", -2.6)])
+      for id, kernel, osize, fill, t, notes in [
+          ("tex2d_gather_u8x4", "tex2d_gather", 32, randint("u8", 157, 0, 256),
+           dict(fmt="u8", ch=4, addr=("clamp", "border"), border=(0.25, 0.5, 0, 1)),
+           "tex2Dgather of components 0 and 1, uchar4 as normalized floats, clamp and border"),
+          ("tex2d_lod_f32x2", "tex2d_lod", 8, rand("f32", 158, -5, 5),
+           dict(ch=2, w=23, filter="linear"),
+           "tex2DLod at level 0 and tex2D of a float2 texture, bilinear"),
+      ]],
     *[case(id, "texture_sampling.cu", kernel, grid=4, block=64,
            notes="texture object over linear memory: " + notes,
            args=[tex(size, fill, **t), out(256 * osize), scalar("i32", 256)])
