@@ -60,12 +60,12 @@ pub const ATTRIBUTES: &[(u8, &str, Handling)] = &[
     (
         0x08,
         "EIATTR_TEXTURE_NORMALIZED",
-        Handling::Refused("textures"),
+        Handling::Refused("texture references (texture<> bound textures, removed in CUDA 12)"),
     ),
     (
         0x09,
         "EIATTR_SAMPLER_INIT",
-        Handling::Refused("texture samplers"),
+        Handling::Refused("samplers of texture references"),
     ),
     (0x0a, "EIATTR_PARAM_CBANK", Handling::Used),
     (
@@ -78,7 +78,7 @@ pub const ATTRIBUTES: &[(u8, &str, Handling)] = &[
     (
         0x0e,
         "EIATTR_TEXID_SAMPID_MAP",
-        Handling::Refused("textures"),
+        Handling::Refused("texture references (texture<> bound textures, removed in CUDA 12)"),
     ),
     // Checked by the kernel's loader: only the syscalls the library implements.
     (0x0f, "EIATTR_EXTERNS", Handling::Used),
@@ -88,7 +88,7 @@ pub const ATTRIBUTES: &[(u8, &str, Handling)] = &[
     (
         0x13,
         "EIATTR_SAMPLER_FORCE_UNNORMALIZED",
-        Handling::Refused("texture samplers"),
+        Handling::Refused("samplers of texture references"),
     ),
     (
         0x14,
@@ -98,7 +98,9 @@ pub const ATTRIBUTES: &[(u8, &str, Handling)] = &[
     (
         0x15,
         "EIATTR_BINDLESS_TEXTURE_BANK",
-        Handling::Refused("texture objects"),
+        Handling::Refused(
+            "texture handles read from a driver constant bank (SET_BINDLESS_TEXTURE)",
+        ),
     ),
     (
         0x16,
