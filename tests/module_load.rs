@@ -8,6 +8,27 @@ mod common;
 use tegragpu::core::LaunchConfig;
 use tegragpu::Status;
 
+/// The committed nvcc cubin `tests/conformance/fixtures/<case>.sm_<XY>.cubin` for the device's
+/// SM; it must exist for sm_8x and sm_9x (`None`, with a notice, on other GPUs).
+fn conformance_fixture(dev: &tegragpu::core::Device, case: &str) -> Option<Vec<u8>> {
+    let i = dev.info();
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/conformance/fixtures")
+        .join(format!("{case}.sm_{}{}.cubin", i.sm_major, i.sm_minor));
+    match std::fs::read(&p) {
+        Ok(b) => Some(b),
+        Err(_) => {
+            assert!(
+                i.sm_major != 8 && i.sm_major != 9,
+                "{} is missing",
+                p.display()
+            );
+            eprintln!("NOTICE: no {}", p.display());
+            None
+        }
+    }
+}
+
 fn fixture(name: &str) -> Vec<u8> {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
@@ -224,21 +245,7 @@ fn printf_and_assert_modules_load_and_run() {
 #[test]
 fn register_limited_blocks_count_whole_sub_partitions() {
     let dev = common::device();
-    let i = dev.info();
-    let name = format!(
-        "reg_pressure_maxrreg88.sm_{}{}.cubin",
-        i.sm_major, i.sm_minor
-    );
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/conformance/fixtures")
-        .join(&name);
-    let Ok(bytes) = std::fs::read(&p) else {
-        assert!(
-            i.sm_major != 8 && i.sm_major != 9,
-            "{} is missing",
-            p.display()
-        );
-        eprintln!("NOTICE: no {name}");
+    let Some(bytes) = conformance_fixture(&dev, "reg_pressure_maxrreg88") else {
         return;
     };
     let m = dev.load_module(&bytes).expect("reg_pressure_maxrreg88");
@@ -265,16 +272,7 @@ fn register_limited_blocks_count_whole_sub_partitions() {
 fn malloc_heap_is_allocated_at_load_and_kernels_use_it() {
     let dev = common::device();
     let i = dev.info();
-    let name = format!("malloc_device.sm_{}{}.cubin", i.sm_major, i.sm_minor);
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/conformance/fixtures")
-        .join(&name);
-    let Ok(bytes) = std::fs::read(&p) else {
-        assert!(
-            i.sm_major != 8 && i.sm_major != 9,
-            "{} is missing",
-            p.display()
-        );
+    let Some(bytes) = conformance_fixture(&dev, "malloc_device") else {
         return;
     };
     assert_eq!(dev.malloc_heap_size(), 8 << 20);

@@ -205,13 +205,14 @@ pub fn check(d: &TexDesc) -> Result<()> {
         ));
     }
     let elem = d.format.bytes() * u64::from(d.channels);
+    let (TexLayout::Linear { address, .. } | TexLayout::Pitch2d { address, .. }) = d.layout;
+    if address % TEXTURE_ALIGN != 0 {
+        return Err(Error::invalid(format!(
+            "address {address:#x} is not {TEXTURE_ALIGN}-byte aligned"
+        )));
+    }
     match d.layout {
-        TexLayout::Linear { address, width } => {
-            if address % TEXTURE_ALIGN != 0 {
-                return Err(Error::invalid(format!(
-                    "address {address:#x} is not {TEXTURE_ALIGN}-byte aligned"
-                )));
-            }
+        TexLayout::Linear { width, .. } => {
             if width == 0 || width > MAX_LINEAR_WIDTH {
                 return Err(Error::invalid(format!(
                     "width {width} elements is outside 1..={MAX_LINEAR_WIDTH}"
@@ -219,16 +220,11 @@ pub fn check(d: &TexDesc) -> Result<()> {
             }
         }
         TexLayout::Pitch2d {
-            address,
             width,
             height,
             pitch,
+            ..
         } => {
-            if address % TEXTURE_ALIGN != 0 {
-                return Err(Error::invalid(format!(
-                    "address {address:#x} is not {TEXTURE_ALIGN}-byte aligned"
-                )));
-            }
             if width == 0 || width > MAX_PITCH2D_WIDTH {
                 return Err(Error::invalid(format!(
                     "width {width} is outside 1..={MAX_PITCH2D_WIDTH}"
