@@ -19,6 +19,18 @@ Timing, after two warm-up calls (the second captures the JIT) and a third replay
 Both devices start from the same seed (Tensor.manual_seed), so their losses should agree; the
 first losses are printed and compared.
 
+--kernel-times: instead of the JIT benchmark, time every kernel of one step on its own (tinygrad's
+per-kernel path with JIT=0, each launch with wait=True: GPU time from CUDA events on CUDA, from
+signal timestamps on TEGRA; median over --reps steps after two warm-up steps) and print, per
+kernel of the step in order, both devices' times, their sums and the kernels that differ most.
+The same renderer and compiler build the same code for both devices, so the kernels pair up by
+position and name.
+
+--interleave: both devices in one process, one model instance each, steps alternating between
+them (A B, B A, A B, ...), each step timed as in the JIT benchmark; prints both medians, the
+median of the per-pair ratios and its 95% bootstrap interval. Drift of the machine (clocks,
+other tenants) then hits both devices alike, which separate processes cannot guarantee.
+
 Environment: everything tinygrad reads (BS, JIT_BATCH_SIZE, DEBUG, ...), TEGRAGPU_LIBRARY
 (default: .device/lib/libtegragpu.so.0 when it exists), TEGRAGPU_DEVICE. Without an importable
 tinygrad, the wheel in .device/tinygrad/whl is installed into a temporary folder first (as on
@@ -136,6 +148,117 @@ def _tiny(steps_for_losses):
 MODELS = {"mnist": _mnist, "gpt": _gpt, "tiny": _tiny}
 
 
+def child_kernels(model, dev, reps):
+    """GPU time of every kernel launch of one step, with JIT=0 (set by the parent)."""
+    if dev.split(":")[0] == "TEGRA":
+        import tegragpu.tinygrad_device as _td  # registers TEGRA
+        assert _td.DEVICE_NAME == "TEGRA"
+    from tinygrad import Device
+    device = Device[dev]
+    prog_cls = device.runtime_t
+    orig = prog_cls.__call__
+    record = []
+
+    def timed(self, *args, **kw):
+        kw["wait"] = True
+        t = orig(self, *args, **kw)
+        record.append((getattr(self, "name", "?"), t))
+        return t
+
+    prog_cls.__call__ = timed
+    fn, desc = MODELS[model](reps)
+    for _ in range(2):
+        fn()
+    device.synchronize()
+    steps = []
+    for _ in range(reps):
+        record.clear()
+        fn()
+        device.synchronize()
+        steps.append(list(record))
+    names = [n for n, _ in steps[0]]
+    if any([n for n, _ in s] != names for s in steps):
+        raise SystemExit("the kernels of a step differ between steps")
+    med = [statistics.median(s[i][1] for s in steps) * 1e6 for i in range(len(names))]
+    return {"model": model, "desc": desc, "dev": dev, "reps": reps,
+            "kernels": [[n, m] for n, m in zip(names, med)],
+            "step_us": [sum(t for _, t in s) * 1e6 for s in steps]}
+
+
+def child_interleave(model, devs, steps):
+    """Step times of `model` on every device of `devs`, alternating in one process."""
+    import tegragpu.tinygrad_device as _td  # registers TEGRA
+    assert _td.DEVICE_NAME == "TEGRA"
+    from tinygrad import Device
+    from tinygrad.helpers import Context
+    fns = {}
+    for d in devs:
+        with Context(DEV=d):
+            fn, desc = MODELS[model](steps)
+            for _ in range(3):
+                fn()
+            Device[d].synchronize()
+        fns[d] = fn
+    times = {d: [] for d in devs}
+    issue = {d: [] for d in devs}
+    for i in range(steps):
+        for d in (devs if i % 2 == 0 else devs[::-1]):
+            with Context(DEV=d):
+                t = time.perf_counter()
+                fns[d]()
+                t1 = time.perf_counter()
+                Device[d].synchronize()
+                times[d].append(time.perf_counter() - t)
+                issue[d].append(t1 - t)
+    return {"model": model, "desc": desc, "devs": devs, "steps": steps,
+            "step_s": times, "issue_s": issue}
+
+
+def interleave_summary(res):
+    """Medians, the median paired ratio (last device / first) and its 95% bootstrap interval."""
+    import random
+    a, b = res["devs"][0], res["devs"][-1]
+    ta, tb = res["step_s"][a], res["step_s"][b]
+    ratios = [y / x for x, y in zip(ta, tb)]
+    rng = random.Random(1)
+    boot = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(2000))
+    return {"model": res["model"], a: statistics.median(ta) * 1e3, b: statistics.median(tb) * 1e3,
+            "issue_ms": {d: statistics.median(v) * 1e3 for d, v in res["issue_s"].items()},
+            "ratio_of_medians": statistics.median(tb) / statistics.median(ta),
+            "median_pair_ratio": statistics.median(ratios),
+            "ci95": [boot[50], boot[1949]], "pairs": len(ratios)}
+
+
+def compare_kernels(model, a, b, top):
+    """Print the per-kernel comparison of two child_kernels results; return a summary."""
+    ka, kb = a["kernels"], b["kernels"]
+    if [n for n, _ in ka] != [n for n, _ in kb]:
+        print(f"{model}: the two devices ran different kernels ({len(ka)} vs {len(kb)})")
+        return {"model": model, "error": "kernels differ"}
+    ta, tb = sum(t for _, t in ka), sum(t for _, t in kb)
+    print(f"\n{model}: {len(ka)} kernels per step; sum of per-kernel medians "
+          f"{a['dev']} {ta:.1f} us, {b['dev']} {tb:.1f} us, ratio {tb / ta:.4f}")
+    big = [i for i in range(len(ka)) if min(ka[i][1], kb[i][1]) >= 100]
+    if big:
+        sa, sb = sum(ka[i][1] for i in big), sum(kb[i][1] for i in big)
+        print(f"  the {len(big)} kernels of >= 100 us on both: {a['dev']} {sa:.1f} us, "
+              f"{b['dev']} {sb:.1f} us, ratio {sb / sa:.4f} (the timing methods' own overheads "
+              "differ: CUDA events vs signal timestamps; they dominate short kernels)")
+    rows = sorted(range(len(ka)), key=lambda i: -abs(kb[i][1] - ka[i][1]))[:top]
+    print(f"  {'#':>4} {'kernel':40s} {a['dev']:>10} {b['dev']:>10} {'ratio':>7}")
+    for i in rows:
+        print(f"  {i:4d} {ka[i][0][:40]:40s} {ka[i][1]:10.2f} {kb[i][1]:10.2f} "
+              f"{kb[i][1] / max(ka[i][1], 1e-9):7.3f}")
+    by_name = {}
+    for (n, x), (_, y) in zip(ka, kb):
+        s = by_name.setdefault(n, [0, 0.0, 0.0])
+        s[0] += 1
+        s[1] += x
+        s[2] += y
+    return {"model": model, "kernels": len(ka), a["dev"]: ta, b["dev"]: tb, "ratio": tb / ta,
+            "by_name": by_name}
+
+
 def child(model, dev, steps):
     if dev.split(":")[0] == "TEGRA":
         import tegragpu.tinygrad_device as _td  # registers TEGRA
@@ -224,9 +347,11 @@ def tinygrad_site():
     return site
 
 
-def run_child(model, dev, steps, timeout):
+def run_child(model, dev, steps, timeout, kernel_times=False, interleave=False):
     env = dict(os.environ)
-    env["DEV"] = dev
+    env["DEV"] = dev.split(",")[0]
+    if kernel_times:
+        env["JIT"] = "0"
     root = os.path.dirname(HERE)
     lib = os.path.join(root, ".device", "lib", "libtegragpu.so.0")
     if not env.get("TEGRAGPU_LIBRARY") and os.path.exists(lib):
@@ -236,6 +361,10 @@ def run_child(model, dev, steps, timeout):
         paths.insert(0, tinygrad_site())
     env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")])
     cmd = [sys.executable, os.path.abspath(__file__), "--child", model, dev, "--steps", str(steps)]
+    if kernel_times:
+        cmd.append("--kernel-times")
+    if interleave:
+        cmd.append("--interleave")
     t = time.perf_counter()
     try:
         r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -259,15 +388,62 @@ def main():
     ap.add_argument("--devs", default=os.environ.get("TG_BENCH_DEVS", "CUDA,TEGRA"))
     ap.add_argument("--steps", type=int, default=int(os.environ.get("TG_BENCH_STEPS", "50")))
     ap.add_argument("--timeout", type=int, default=int(os.environ.get("TG_BENCH_TIMEOUT", "150")))
+    ap.add_argument("--kernel-times", action="store_true",
+                    help="time each kernel of a step on its own (--steps is the number of steps)")
+    ap.add_argument("--interleave", action="store_true",
+                    help="alternate the devices' steps in one process (--steps pairs)")
+    ap.add_argument("--top", type=int, default=15, help="--kernel-times: kernels listed")
     ap.add_argument("--child", nargs=2, metavar=("MODEL", "DEV"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        res = child(a.child[0], a.child[1], a.steps)
+        if a.kernel_times:
+            res = child_kernels(a.child[0], a.child[1], a.steps)
+        elif a.interleave:
+            res = child_interleave(a.child[0], a.child[1].split(","), a.steps)
+        else:
+            res = child(a.child[0], a.child[1], a.steps)
         print("BENCH_RESULT " + json.dumps(res), flush=True)
         return 0
 
     models = [m for m in a.models.split(",") if m]
     devs = [d for d in a.devs.split(",") if d]
+    if a.interleave:
+        results, summary = [], []
+        for m in models:
+            r = run_child(m, ",".join(devs), a.steps, a.timeout, interleave=True)
+            results.append(r)
+            if "error" in r:
+                print(f"{m}: FAILED ({r['error']})\n{r['log_tail']}", flush=True)
+                continue
+            s = interleave_summary(r)
+            summary.append(s)
+            d0, d1 = devs[0], devs[-1]
+            print(f"{m}: {s['pairs']} interleaved pairs, median step {d0} {s[d0]:.3f} ms, "
+                  f"{d1} {s[d1]:.3f} ms; ratio {d1}/{d0}: of medians {s['ratio_of_medians']:.4f}, "
+                  f"median per pair {s['median_pair_ratio']:.4f} "
+                  f"(95% interval {s['ci95'][0]:.4f}-{s['ci95'][1]:.4f}; target <= 1.0); "
+                  f"CPU time of the call before the synchronize, median: "
+                  f"{d0} {s['issue_ms'][d0]:.3f} ms, {d1} {s['issue_ms'][d1]:.3f} ms", flush=True)
+        out = os.environ.get("OUT")
+        if out:
+            with open(os.path.join(out, "interleave.json"), "w") as f:
+                json.dump({"results": results, "summary": summary}, f, indent=1)
+        return 0 if all("error" not in r for r in results) else 1
+    if a.kernel_times:
+        results, summary = [], []
+        for m in models:
+            rs = [run_child(m, d, a.steps, a.timeout, kernel_times=True) for d in devs]
+            results += rs
+            bad = [r for r in rs if "error" in r]
+            for r in bad:
+                print(f"{m} on {r['dev']}: FAILED ({r['error']})\n{r['log_tail']}", flush=True)
+            if not bad and len(rs) >= 2:
+                summary.append(compare_kernels(m, rs[0], rs[-1], a.top))
+        out = os.environ.get("OUT")
+        if out:
+            with open(os.path.join(out, "kernel_times.json"), "w") as f:
+                json.dump({"results": results, "summary": summary}, f, indent=1)
+        return 0 if all("error" not in r for r in results) else 1
     results = []
     for m in models:
         for d in devs:

@@ -693,3 +693,98 @@ fn cluster_launch_checks() {
     assert_eq!(e.status, Status::NotSupported, "{e}");
     q.synchronize(60 * SEC).unwrap();
 }
+
+/// Grids that read what the grid before them wrote must see the new values even though their
+/// SMs cached the old ones: every QMD invalidates the SM's L1 data cache
+/// (INVALIDATE_SHADER_DATA_CACHE; without it an H100 read the old value in every load).
+/// `count_stale` reads all of x from every block with loads cached in L1.
+fn l1_sequence(
+    sm_count: u32,
+    x: u64,
+    n: u32,
+    bad: u64,
+    k: u32,
+) -> [(&'static str, u32, Vec<u8>); 3] {
+    let blocks = 4 * sm_count.max(1);
+    let count = |expect: u32| {
+        Params::new()
+            .u64(x)
+            .u32(n)
+            .u32(expect)
+            .u64(bad)
+            .bytes()
+            .to_vec()
+    };
+    [
+        ("count_stale", blocks, count(k - 1)),
+        (
+            "fill_u32",
+            n.div_ceil(256),
+            Params::new().u64(x).u32(k).u32(n).bytes().to_vec(),
+        ),
+        ("count_stale", blocks, count(k)),
+    ]
+}
+
+#[test]
+fn grids_see_the_previous_grids_writes_not_stale_l1_lines() {
+    let dev = device();
+    let m = fixtures(&dev);
+    let n = 2048u32;
+    let x = dev
+        .alloc(
+            u64::from(n) * 4,
+            tegragpu::core::MemFlags {
+                zeroed: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let bad = dev.alloc(4096, data_flags()).unwrap();
+    let sms = dev.info().sm_count;
+    // Direct launches, one submission per 10 rounds.
+    run(&dev, |q| {
+        for k in 1..=100u32 {
+            for (name, grid, p) in l1_sequence(sms, x.gpu_va(), n, bad.gpu_va(), k) {
+                q.launch(&m.kernel(name).unwrap(), &cfg(grid, 256), &p)
+                    .unwrap();
+            }
+            if k % 10 == 0 {
+                q.submit().unwrap();
+            }
+        }
+    });
+    let stale = unsafe { std::ptr::read_volatile(bad.cpu_ptr() as *const u32) };
+    assert_eq!(
+        stale, 0,
+        "old values read after a later grid wrote new ones (launches)"
+    );
+    // The same rounds chained in a command buffer (DEPENDENT_QMD), replayed.
+    let mut cb = dev.create_cmdbuf().unwrap();
+    let reset = Params::new()
+        .u64(x.gpu_va())
+        .u32(100)
+        .u32(n)
+        .bytes()
+        .to_vec();
+    let fill = m.kernel("fill_u32").unwrap();
+    cb.launch(&fill, &cfg(n.div_ceil(256), 256), &reset)
+        .unwrap();
+    for k in 101..=120u32 {
+        for (name, grid, p) in l1_sequence(sms, x.gpu_va(), n, bad.gpu_va(), k) {
+            cb.launch(&m.kernel(name).unwrap(), &cfg(grid, 256), &p)
+                .unwrap();
+        }
+    }
+    cb.finish().unwrap();
+    run(&dev, |q| {
+        for _ in 0..10 {
+            q.replay(&mut cb).unwrap();
+        }
+    });
+    let stale = unsafe { std::ptr::read_volatile(bad.cpu_ptr() as *const u32) };
+    assert_eq!(
+        stale, 0,
+        "old values read after a later grid wrote new ones (command buffer)"
+    );
+}

@@ -320,6 +320,7 @@ fn builtin(name: &str) -> Option<RefKernelFn> {
         "spin_until" => spin_until,
         "tex_fetch_1d" => tex_fetch_1d,
         "tex_fetch_2d" => tex_fetch_2d,
+        "count_stale" => count_stale,
         _ => return None,
     })
 }
@@ -698,6 +699,30 @@ fn spin_until(ctx: &LaunchCtx) -> Result<(), MmuFault> {
     let v = GpuMem::new(ctx.mmu).read_u32(flag)?;
     if v == 0 && ctx.started.elapsed().as_nanos() < u128::from(max_ns) {
         ctx.keep_running();
+    }
+    Ok(())
+}
+
+/// Every block counts the elements of x[0..n) that differ from `expect`; the sum over all
+/// blocks is added to *bad (the emulated GPU has no caches: only a wrong value counts).
+fn count_stale(ctx: &LaunchCtx) -> Result<(), MmuFault> {
+    let (x, n, expect, bad) = (
+        ctx.param_u64(0),
+        ctx.param_u32(8),
+        ctx.param_u32(12),
+        ctx.param_u64(16),
+    );
+    let mut m = GpuMem::new(ctx.mmu);
+    let mut differ = 0u32;
+    for i in 0..n {
+        differ += u32::from(m.read_u32(elem(x, i, 4))? != expect);
+    }
+    let blocks = ctx.grid[0]
+        .wrapping_mul(ctx.grid[1])
+        .wrapping_mul(ctx.grid[2]);
+    if differ > 0 {
+        let old = m.read_u32(bad)?;
+        m.write_u32(bad, old.wrapping_add(differ.wrapping_mul(blocks)))?;
     }
     Ok(())
 }
