@@ -538,12 +538,30 @@ fn signal_timestamps_come_from_gpu_releases_in_order() {
 fn command_buffers_through_the_c_api() {
     let dev = open_emu();
     let (m, k) = fixture_kernel(dev, c"increment");
+    // On a shared queue, and on an owned one (which caches the command buffer it replays).
+    for owned in [false, true] {
+        command_buffer_round(dev, k, owned);
+    }
+    unsafe {
+        for st in [
+            tg_kernel_destroy(k),
+            tg_module_destroy(m),
+            tg_device_close(dev),
+        ] {
+            assert_eq!(st, tg_status::TG_OK);
+        }
+    }
+}
+
+fn command_buffer_round(dev: *mut tg_device, k: *mut tg_kernel, owned: bool) {
     unsafe {
         let (mut q, mut s, mut b, mut cb) = (null_mut(), null_mut(), null_mut(), null_mut());
-        assert_eq!(
-            tg_queue_create(dev, tg_queue_kind_arg(0), &mut q),
-            tg_status::TG_OK
-        );
+        let st = if owned {
+            tg_queue_create_owned(dev, tg_queue_kind_arg(0), 0, &mut q)
+        } else {
+            tg_queue_create(dev, tg_queue_kind_arg(0), &mut q)
+        };
+        assert_eq!(st, tg_status::TG_OK);
         assert_eq!(tg_signal_create(dev, 0, &mut s), tg_status::TG_OK);
         assert_eq!(tg_buf_alloc(dev, 4096, 4, &mut b), tg_status::TG_OK);
         let mut va = 0u64;
@@ -611,14 +629,7 @@ fn command_buffers_through_the_c_api() {
         assert_eq!(tg_cmdbuf_destroy(cb), tg_status::TG_OK);
         assert_eq!(tg_queue_replay(q, cb), tg_status::TG_ERROR_INVALID_HANDLE);
         assert_eq!(tg_cmdbuf_destroy(null_mut()), tg_status::TG_OK);
-        for st in [
-            tg_signal_destroy(s),
-            tg_buf_free(b),
-            tg_queue_destroy(q),
-            tg_kernel_destroy(k),
-            tg_module_destroy(m),
-            tg_device_close(dev),
-        ] {
+        for st in [tg_signal_destroy(s), tg_buf_free(b), tg_queue_destroy(q)] {
             assert_eq!(st, tg_status::TG_OK);
         }
     }

@@ -1,7 +1,7 @@
 //! tegragpu-bench: launch latency, submission cost, copy bandwidth and allocation cost of
 //! libtegragpu, side by side with libcuda (loaded at run time with libloading) when present.
 //!
-//! Usage: tegragpu-bench [--device SPEC] [--json] [--quick] [--no-cuda] [--record-only N [--capi [--owned]]]
+//! Usage: tegragpu-bench [--device SPEC] [--json] [--quick] [--no-cuda] [--record-only N [--replay] [--capi [--owned]]]
 //! (see `USAGE`; parsed with lexopt).
 //!
 //! `--record-only N` records and submits N empty-kernel launches and exits (used by
@@ -25,10 +25,11 @@ struct Opts {
     record_only: Option<u64>,
     capi: bool,
     owned: bool,
+    replay: bool,
 }
 
 const USAGE: &str = "\
-usage: tegragpu-bench [--device emu|nvgpu|rm|rm:N] [--json] [--quick] [--no-cuda] [--record-only N [--capi [--owned]]]
+usage: tegragpu-bench [--device emu|nvgpu|rm|rm:N] [--json] [--quick] [--no-cuda] [--record-only N [--replay] [--capi [--owned]]]
 
 Launch latency, CPU cost per launch, copy bandwidth and more, side by side with libcuda
 when it is present (docs/performance.md).
@@ -37,6 +38,7 @@ when it is present (docs/performance.md).
   --quick          fewer iterations
   --no-cuda        skip the libcuda columns
   --record-only N  only record + submit N launches (for instruction counts)
+  --replay         with --record-only: N replays of a 10-launch command buffer, each submitted
   --capi           with --record-only: through the C API (tg_launch, tg_queue_submit)
   --owned          with --capi: on a queue owned by the thread (tg_queue_create_owned)
   --help, -h       this text
@@ -63,6 +65,7 @@ fn parse_args() -> Result<Opts, String> {
         record_only: None,
         capi: false,
         owned: false,
+        replay: false,
     };
     let mut parser = lexopt::Parser::from_env();
     loop {
@@ -88,6 +91,7 @@ fn parse_args() -> Result<Opts, String> {
             Long("no-cuda") => o.cuda = false,
             Long("capi") => o.capi = true,
             Long("owned") => o.owned = true,
+            Long("replay") => o.replay = true,
             Long("record-only") => {
                 let n = parser.value().map_err(|_| "--record-only needs N")?;
                 let n = n.string().map_err(|e| format!("--record-only: {e}"))?;
@@ -514,11 +518,28 @@ fn main() {
                     "--record-only N: N must be at most 900 (the rings hold them without waiting)",
                 ));
             }
+            if o.replay && n > 400 {
+                return Err(tegragpu::Error::invalid(
+                    "--record-only N --replay: N must be at most 400 (two ring entries each)",
+                ));
+            }
             if o.capi {
-                record_only_capi(o.device.as_deref().unwrap_or("emu"), n, o.owned)?;
+                record_only_capi(o.device.as_deref().unwrap_or("emu"), n, o.owned, o.replay)?;
                 std::process::exit(0)
             }
             let mut ours = Ours::new(o.device.as_deref().or(Some("emu")))?;
+            if o.replay {
+                let mut cb = ours.dev.create_cmdbuf()?;
+                for _ in 0..10 {
+                    cb.launch(&ours.empty, &one(), &[])?;
+                }
+                cb.finish()?;
+                for _ in 0..n {
+                    ours.q.replay(&mut cb)?;
+                    ours.q.submit()?;
+                }
+                std::process::exit(0)
+            }
             for _ in 0..n {
                 ours.q.launch(&ours.empty, &one(), &[])?;
                 ours.q.submit()?;
@@ -555,7 +576,7 @@ fn main() {
 
 /// `--record-only N --capi`: the same launches through the C API (`tg_launch`,
 /// `tg_queue_submit`), as a C program makes them.
-fn record_only_capi(spec: &str, n: u64, owned: bool) -> tegragpu::Result<()> {
+fn record_only_capi(spec: &str, n: u64, owned: bool, replay: bool) -> tegragpu::Result<()> {
     use tegragpu::capi::*;
     use tegragpu::Status;
     let check = |what: &str, s: tg_status| -> tegragpu::Result<()> {
@@ -608,6 +629,22 @@ fn record_only_capi(spec: &str, n: u64, owned: bool) -> tegragpu::Result<()> {
             flags: 0,
             cluster: [0; 3],
         };
+        if replay {
+            let mut cb = std::ptr::null_mut();
+            check("tg_cmdbuf_create", tg_cmdbuf_create(dev, &mut cb))?;
+            for _ in 0..10 {
+                check(
+                    "tg_cmdbuf_launch",
+                    tg_cmdbuf_launch(cb, k, &cfg, std::ptr::null(), 0, std::ptr::null_mut()),
+                )?;
+            }
+            check("tg_cmdbuf_finish", tg_cmdbuf_finish(cb))?;
+            for _ in 0..n {
+                check("tg_queue_replay", tg_queue_replay(q, cb))?;
+                check("tg_queue_submit", tg_queue_submit(q))?;
+            }
+            return Ok(());
+        }
         for _ in 0..n {
             check("tg_launch", tg_launch(q, k, &cfg, std::ptr::null(), 0))?;
             check("tg_queue_submit", tg_queue_submit(q))?;

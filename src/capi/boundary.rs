@@ -245,7 +245,9 @@ fn queue_cell(h: *const tg_queue, arg: &str) -> Result<Arc<QueueCell>> {
 // Queues: shared (any thread, a lock per call) or owned by one thread (no lock, no reference
 // counting per call)
 
-/// The object behind a `tg_queue` handle.
+/// The object behind a `tg_queue` handle. One per queue, behind an `Arc`: the owned variant's
+/// inline caches cost no indirection on the launch path, and the size difference nothing.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum QueueCell {
     /// `tg_queue_create*`: any thread; calls are serialized by the lock.
     Shared(Mutex<Queue>),
@@ -265,7 +267,14 @@ pub(crate) struct OwnedQueue {
     busy: Cell<bool>,
     queue: UnsafeCell<Queue>,
     kernels: UnsafeCell<[Option<CachedKernel>; OWNED_KERNEL_WAYS]>,
+    cmdbufs: UnsafeCell<[Option<CachedCmdBuf>; OWNED_CMDBUF_WAYS]>,
 }
+
+const OWNED_CMDBUF_WAYS: usize = 4;
+
+/// An owned queue's cached command buffer, kept like [`CachedKernel`]: replays from the owner
+/// thread then take no reference count (an atomic read-modify-write each way).
+type CachedCmdBuf = (usize, u64, Arc<Mutex<crate::core::CmdBuf>>);
 
 /// An owned queue's cached kernel: (handle, `handles::removals()` when cached, the kernel).
 type CachedKernel = (usize, u64, Arc<Kernel>);
@@ -306,6 +315,7 @@ impl QueueCell {
             busy: Cell::new(false),
             queue: UnsafeCell::new(q),
             kernels: UnsafeCell::new([const { None }; OWNED_KERNEL_WAYS]),
+            cmdbufs: UnsafeCell::new([const { None }; OWNED_CMDBUF_WAYS]),
         })
     }
 }
@@ -360,6 +370,77 @@ impl OwnedQueue {
             None => Err(Error::new(Status::Internal, "owned queue kernel cache")),
         }
     }
+}
+
+impl OwnedQueue {
+    /// The command buffer behind `ch`, from the queue's cache or through `lookup`; the cache
+    /// is emptied, like the kernel cache, when any handle was removed since it was filled.
+    fn cmdbuf(
+        &self,
+        ch: *const super::tg_cmdbuf,
+        arg: &str,
+        lookup: CmdBufLookup,
+    ) -> Result<&Mutex<crate::core::CmdBuf>> {
+        let h = ch as usize;
+        let removals = handles::removals();
+        // SAFETY: only the owner thread gets here, inside `enter` (no other reference exists).
+        let cs = unsafe { &mut *self.cmdbufs.get() };
+        let way = (h / 16) % OWNED_CMDBUF_WAYS;
+        match &cs[way] {
+            Some((ch2, cr, _)) if *ch2 == h && *cr == removals => {}
+            Some((_, cr, _)) if *cr != removals => {
+                for c in cs.iter_mut() {
+                    *c = None;
+                }
+                cs[way] = Some((h, removals, lookup(ch, arg)?));
+            }
+            _ => cs[way] = Some((h, removals, lookup(ch, arg)?)),
+        }
+        match &cs[way] {
+            Some((_, _, c)) => Ok(c),
+            None => Err(Error::new(
+                Status::Internal,
+                "owned queue command buffer cache",
+            )),
+        }
+    }
+}
+
+/// How a command buffer handle is looked up (`capi::cmdbuf`).
+pub(super) type CmdBufLookup =
+    fn(*const super::tg_cmdbuf, &str) -> Result<Arc<Mutex<crate::core::CmdBuf>>>;
+
+/// [`with_queue`] for a call on a queue and a command buffer (`tg_queue_replay`). From the
+/// owner thread of an owned queue, the command buffer comes from the queue's cache without
+/// reference counting; otherwise it is looked up inside the queue call.
+pub(super) fn with_queue_cmdbuf<R>(
+    h: *const tg_queue,
+    arg: &str,
+    ch: *const super::tg_cmdbuf,
+    carg: &str,
+    lookup: CmdBufLookup,
+    f: impl FnOnce(&mut Queue, &Mutex<crate::core::CmdBuf>) -> Result<R>,
+) -> Result<R> {
+    let hv = h as usize;
+    let way = owned_way(hv);
+    let fast = OWNED
+        .try_with(|o| o[way].get())
+        .ok()
+        .filter(|&(ch, _)| ch == hv && hv != 0 && hv as u64 >= crate::os::fork::forked_below());
+    if let Some((_, ptr)) = fast {
+        // SAFETY: an entry of this thread's OWNED table points to a live owned queue (see OWNED).
+        let oq = unsafe { &*(ptr as *const OwnedQueue) };
+        let _busy = oq.enter(hv, arg)?;
+        let c = oq.cmdbuf(ch, carg, lookup)?;
+        // SAFETY: `enter` established that this is the owner thread and no other call on this
+        // queue is running: the only reference to the queue.
+        let q = unsafe { &mut *oq.queue.get() };
+        return f(q, c);
+    }
+    with_queue(h, arg, None, |q, _| {
+        let c = lookup(ch, carg)?;
+        f(q, &c)
+    })
 }
 
 /// Run `f` on the queue behind `h`: under its lock (shared queue) or directly (owned queue,

@@ -1,7 +1,7 @@
 //! Command buffers: `tg_cmdbuf_*` and `tg_queue_replay`.
 
 use super::boundary::{
-    buffer, device, kernel, out_ptr, register, run, same_device, signal, with_queue,
+    buffer, device, kernel, out_ptr, register, run, same_device, signal, with_queue_cmdbuf,
 };
 use super::handles::{self, Kind, Object};
 use super::queue::launch_config;
@@ -311,10 +311,11 @@ pub unsafe extern "C" fn tg_queue_replay(
     cmdbuf: *const tg_cmdbuf,
 ) -> tg_status {
     run("tg_queue_replay", || {
-        with_queue(queue, "queue", None, |q, _| {
-            let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
-            let mut cg = c.lock();
-            q.replay(&mut cg)
+        with_queue_cmdbuf(queue, "queue", cmdbuf, "cmdbuf", self::cmdbuf, |q, c| {
+            // The command buffer's lock is released before the replay is written to the
+            // rings (see CmdBuf::begin_replay).
+            let (va, dwords, ends) = c.lock().begin_replay(q)?;
+            q.push_external(va, dwords, ends).map(|_| ())
         })
     })
 }

@@ -25,6 +25,7 @@ use super::device::Device;
 use super::module::Kernel;
 use super::queue::{
     build_launch_cbank, build_launch_qmd, check_launch, wait_fence, Fence, LaunchConfig, Queue,
+    QueueTrack,
 };
 use super::signal::Signal;
 use super::Buffer;
@@ -695,25 +696,59 @@ impl Queue {
     /// entry (plus what the queue's own channel state needs); the next submit makes it visible
     /// with one doorbell. No system call; no heap allocation once this queue has replayed `cb`.
     pub fn replay(&mut self, cb: &mut CmdBuf) -> Result<()> {
-        const CALL: &str = "tg_queue_replay";
         if !Arc::ptr_eq(&cb.dev.inner, &self.device().inner) {
-            return Err(Error::invalid(format!(
-                "{CALL}: the command buffer belongs to another device"
-            )));
+            return Err(cb.other_device());
         }
-        let img = cb.finished(CALL)?;
+        let img = cb.finished(REPLAY)?;
         let (va, dwords, ends) = (img.alloc.gpu_va, img.dwords, img.ends_with_launch);
         let value = self.push_external(va, dwords, ends)?;
-        let track = self.track();
-        match cb
+        cb.note_replay(self.track(), value);
+        Ok(())
+    }
+}
+
+const REPLAY: &str = "tg_queue_replay";
+
+impl CmdBuf {
+    #[cold]
+    fn other_device(&self) -> Error {
+        Error::invalid(format!(
+            "{REPLAY}: the command buffer belongs to another device"
+        ))
+    }
+
+    /// The command buffer is in use until `track`'s submission `value` has completed.
+    #[inline]
+    fn note_replay(&mut self, track: &Arc<QueueTrack>, value: u64) {
+        match self
             .inflight
             .iter_mut()
             .find(|(w, _)| std::ptr::eq(w.as_ptr(), Arc::as_ptr(track)))
         {
             Some((_, v)) => *v = (*v).max(value),
-            None => cb.inflight.push((Arc::downgrade(track), value)),
+            None => self.inflight.push((Arc::downgrade(track), value)),
         }
-        Ok(())
+    }
+
+    /// [`Queue::replay`] in two halves, for the C API: this one checks that the command buffer
+    /// can replay on `q`, notes that it is in use until `q`'s next submission completes, and
+    /// returns its image (GPU address, dwords, whether it ends with a launch) for
+    /// `q.push_external`. The C API calls it under the command buffer's lock and records the
+    /// replay after the unlock, so that no locked instruction runs between the writes to the
+    /// write-combined rings and the submit's fence (on x86 each locked instruction drains the
+    /// write-combining buffers). A later `set_params` waits for that submission like for any
+    /// recorded replay.
+    pub(crate) fn begin_replay(&mut self, q: &Queue) -> Result<(u64, u32, bool)> {
+        if !Arc::ptr_eq(&self.dev.inner, &q.device().inner) {
+            return Err(self.other_device());
+        }
+        let img = self.finished(REPLAY)?;
+        let out = (img.alloc.gpu_va, img.dwords, img.ends_with_launch);
+        if q.is_compute() {
+            // (A copy queue is refused by push_external; nothing is noted for it.)
+            self.note_replay(q.track(), q.track().submitted() + 1);
+        }
+        Ok(out)
     }
 }
 

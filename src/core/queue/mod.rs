@@ -663,6 +663,7 @@ impl Queue {
     /// invalidation, serialization after a launch), closes its segment, then pushes one GPFIFO
     /// entry for the stream. Returns the timeline value by which the replay has completed (the
     /// next submission's). No system call, no allocation.
+    #[inline(always)]
     pub(crate) fn push_external(
         &mut self,
         va: u64,
@@ -711,6 +712,11 @@ impl Queue {
         self.last_was_launch = ends_with_launch;
         self.after_replay = ends_with_launch;
         Ok(self.track.submitted() + 1)
+    }
+
+    /// Whether this is a compute queue.
+    pub(crate) fn is_compute(&self) -> bool {
+        self.kind == QueueKind::Compute
     }
 
     /// The queue's shared state (for fences).
