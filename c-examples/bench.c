@@ -155,7 +155,7 @@ int main(int argc, char **argv) {
     tg_signal *sig = NULL;
     tg_launch_config cfg = launch_config(1, 1, 32, 1, 0);
     uint64_t next = 0, t0, *lat, value = 0;
-    double c50 = -1, c99 = -1, o50, o99, floor50, cpu_each, cpu_one, dep, ccpu = -1, cdep = -1;
+    double c50 = -1, c99 = -1, o50, o99, floor50, cpu_each, cpu_fused, cpu_one, dep, ccpu = -1, cdep = -1;
     double rep_o[3] = {0, 0, 0}, rep_c[3] = {-1, -1, -1};
     int bad = 0, have_cuda = 0;
     const char *no_cuda = getenv("TEGRAGPU_BENCH_CUDA");
@@ -235,8 +235,16 @@ int main(int argc, char **argv) {
     CHECK(tg_queue_submit(q));
     cpu_one = (double)(now_ns() - t0) / 1e3 / burst;
     CHECK(tg_device_synchronize(dev, TIMEOUT_NS));
+    /* The same with TG_LAUNCH_SUBMIT: launch and submit in one call. */
+    cfg.flags = TG_LAUNCH_SUBMIT;
+    t0 = now_ns();
+    for (i = 0; i < burst; i++) CHECK(tg_launch(q, k, &cfg, NULL, 0));
+    cpu_fused = (double)(now_ns() - t0) / 1e3 / burst;
+    cfg.flags = 0;
+    CHECK(tg_device_synchronize(dev, TIMEOUT_NS));
     if (have_cuda) ccpu = cuda_side_launch_cpu(&cu, burst);
     row("CPU per launch, submit each (us; libcuda: launch)", cpu_each, ccpu, "<= 0.1x", 0.1, 0);
+    row("CPU per launch, TG_LAUNCH_SUBMIT (us)", cpu_fused, ccpu, "<= 0.1x", 0.1, 0);
     row("CPU per launch, one submit (us; libcuda: launch)", cpu_one, ccpu, "<= 0.1x", 0.1, 0);
 
     /* 4. Dependent launches until the last is done. */
@@ -309,7 +317,7 @@ int main(int argc, char **argv) {
      * and reference counting per call), last so that its queue cannot affect other rows. */
     {
         tg_queue *sq = NULL;
-        double shared_each;
+        double shared_each, shared_fused;
         CHECK(tg_queue_create_with_depth(dev, TG_QUEUE_COMPUTE, 16384, &sq));
         for (i = 0; i < 64; i++) CHECK(tg_launch(sq, k, &cfg, NULL, 0));
         CHECK(tg_queue_submit(sq));
@@ -321,8 +329,16 @@ int main(int argc, char **argv) {
         }
         shared_each = (double)(now_ns() - t0) / 1e3 / burst;
         CHECK(tg_queue_synchronize(sq, TIMEOUT_NS));
+        cfg.flags = TG_LAUNCH_SUBMIT;
+        t0 = now_ns();
+        for (i = 0; i < burst; i++) CHECK(tg_launch(sq, k, &cfg, NULL, 0));
+        shared_fused = (double)(now_ns() - t0) / 1e3 / burst;
+        cfg.flags = 0;
+        CHECK(tg_queue_synchronize(sq, TIMEOUT_NS));
         CHECK(tg_queue_destroy(sq));
         row("CPU per launch, submit each, shared queue (us)", shared_each, ccpu, "<= 0.1x", 0.1, 0);
+        row("CPU per launch, TG_LAUNCH_SUBMIT, shared queue (us)", shared_fused, ccpu, "<= 0.1x",
+            0.1, 0);
     }
 
     free(lat);

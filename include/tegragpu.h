@@ -93,6 +93,15 @@
 #define TG_LAUNCH_CONCURRENT 2
 
 /**
+ * `tg_launch_config.flags`: submit the queue after recording the launch, in the same call
+ * (`tg_launch()` + `tg_queue_submit()` in one, like `cuLaunchKernel`, which starts the work
+ * at once). Cheaper than the two calls: one handle lookup, and on a shared queue one lock
+ * instead of two (on x86 each lock after writing the rings drains the CPU's write-combining
+ * buffers). Queues only: a command buffer refuses it (`tg_cmdbuf_launch()`).
+ */
+#define TG_LAUNCH_SUBMIT 4
+
+/**
  * `tg_device_set_limit()` / `tg_device_get_limit()`: stack bytes per GPU thread
  * (`CU_LIMIT_STACK_SIZE`); 1024 by default.
  */
@@ -1152,7 +1161,9 @@ enum tg_status tg_queue_abort(struct tg_queue *queue);
  *   kernel's `param_bytes`. `params` may be NULL when the kernel takes no parameters. The
  *   bytes are copied: the memory may be reused after the call.
  *
- * The launch runs after `tg_queue_submit()`, in order with the queue's other commands.
+ * The launch runs after `tg_queue_submit()`, in order with the queue's other commands; with
+ * `TG_LAUNCH_SUBMIT` in `cfg->flags` this call submits the queue itself once the launch is
+ * recorded.
  *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
  * `TG_ERROR_INVALID_ARGUMENT` (copy queue, kernel of another device, `struct_size`);

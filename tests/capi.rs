@@ -674,13 +674,16 @@ fn launch_flags_concurrent_and_its_refusals() {
             msg.starts_with("tg_launch:") && msg.contains("TG_LAUNCH_CONCURRENT"),
             "{msg}"
         );
-        cfg.flags = 4;
+        cfg.flags = 8;
         assert_eq!(
             tg_launch(q, k, &cfg, std::ptr::null(), 0),
             tg_status::TG_ERROR_INVALID_ARGUMENT
         );
         let msg = last_error();
-        assert!(msg.contains("TG_LAUNCH_CONCURRENT=2"), "{msg}");
+        assert!(
+            msg.contains("TG_LAUNCH_CONCURRENT=2") && msg.contains("TG_LAUNCH_SUBMIT=4"),
+            "{msg}"
+        );
         assert_eq!(tg_queue_submit(q), tg_status::TG_OK);
         assert_eq!(tg_queue_synchronize(q, 10_000_000_000), tg_status::TG_OK);
         assert_eq!(tg_cmdbuf_destroy(cb), tg_status::TG_OK);
@@ -688,6 +691,101 @@ fn launch_flags_concurrent_and_its_refusals() {
         assert_eq!(tg_kernel_destroy(k), tg_status::TG_OK);
         assert_eq!(tg_module_destroy(m), tg_status::TG_OK);
         assert_eq!(tg_device_close(dev), tg_status::TG_OK);
+    }
+}
+
+/// `TG_LAUNCH_SUBMIT` submits the queue in the launch call (what was recorded before it too),
+/// through `tg_launch` and `tg_launch_args`, on shared and owned queues; a command buffer
+/// refuses it, naming the flag.
+#[test]
+fn launch_flag_submit_submits_in_the_same_call() {
+    let dev = open_emu();
+    let (m, k) = fixture_kernel(dev, c"increment");
+    unsafe {
+        let mut b = null_mut();
+        assert_eq!(tg_buf_alloc(dev, 4096, 4, &mut b), tg_status::TG_OK);
+        let mut va = 0u64;
+        assert_eq!(tg_buf_gpu_address(b, &mut va), tg_status::TG_OK);
+        let mut cpu = null_mut();
+        assert_eq!(tg_buf_cpu_ptr(b, &mut cpu), tg_status::TG_OK);
+        let mut p = [0u8; 16];
+        p[..8].copy_from_slice(&va.to_le_bytes());
+        p[8..].copy_from_slice(&1u64.to_le_bytes());
+        let mut expect = 0u64;
+        for owned in [false, true] {
+            let (mut q, mut s) = (null_mut(), null_mut());
+            let st = if owned {
+                tg_queue_create_owned(dev, tg_queue_kind_arg(0), 0, &mut q)
+            } else {
+                tg_queue_create(dev, tg_queue_kind_arg(0), &mut q)
+            };
+            assert_eq!(st, tg_status::TG_OK);
+            assert_eq!(tg_signal_create(dev, 0, &mut s), tg_status::TG_OK);
+            // Recorded, not submitted: the signal stays at 0.
+            assert_eq!(tg_queue_signal(q, s, 1), tg_status::TG_OK);
+            assert_eq!(
+                tg_signal_wait(s, 1, 20_000_000),
+                tg_status::TG_ERROR_TIMEOUT
+            );
+            let mut cfg = one_block(32, TG_LAUNCH_SUBMIT);
+            for i in 0..200u64 {
+                let st = if i % 2 == 0 {
+                    tg_launch(q, k, &cfg, p.as_ptr() as *const c_void, 16)
+                } else {
+                    let mut a0 = va;
+                    let mut a1 = 1u64;
+                    let mut args = [
+                        &mut a0 as *mut u64 as *mut c_void,
+                        &mut a1 as *mut u64 as *mut c_void,
+                    ];
+                    tg_launch_args(q, k, &cfg, args.as_mut_ptr(), 2)
+                };
+                assert_eq!(st, tg_status::TG_OK, "{}", last_error());
+                if i == 0 {
+                    // The first launch submitted the signal recorded before it.
+                    assert_eq!(tg_signal_wait(s, 1, 10_000_000_000), tg_status::TG_OK);
+                }
+            }
+            expect += 200;
+            // Everything was submitted by the launches: a signal recorded now and submitted
+            // comes after all of them.
+            assert_eq!(tg_queue_signal(q, s, 2), tg_status::TG_OK);
+            assert_eq!(tg_queue_submit(q), tg_status::TG_OK);
+            assert_eq!(tg_signal_wait(s, 2, 10_000_000_000), tg_status::TG_OK);
+            assert_eq!(
+                std::ptr::read_volatile(cpu as *const u64),
+                expect,
+                "owned {owned}"
+            );
+            // Command buffers refuse the flag.
+            let mut cb = null_mut();
+            assert_eq!(tg_cmdbuf_create(dev, &mut cb), tg_status::TG_OK);
+            cfg.flags = TG_LAUNCH_SUBMIT;
+            assert_eq!(
+                tg_cmdbuf_launch(cb, k, &cfg, p.as_ptr() as *const c_void, 16, null_mut()),
+                tg_status::TG_ERROR_INVALID_ARGUMENT
+            );
+            let msg = last_error();
+            assert!(
+                msg.starts_with("tg_cmdbuf_launch:") && msg.contains("TG_LAUNCH_SUBMIT"),
+                "{msg}"
+            );
+            for st in [
+                tg_cmdbuf_destroy(cb),
+                tg_signal_destroy(s),
+                tg_queue_destroy(q),
+            ] {
+                assert_eq!(st, tg_status::TG_OK);
+            }
+        }
+        for st in [
+            tg_buf_free(b),
+            tg_kernel_destroy(k),
+            tg_module_destroy(m),
+            tg_device_close(dev),
+        ] {
+            assert_eq!(st, tg_status::TG_OK);
+        }
     }
 }
 

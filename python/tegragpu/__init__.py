@@ -54,7 +54,8 @@ __all__ = [
     "SIGNATURES", "STRUCTS", "Handle", "CDeviceInfo", "CFaultReport", "CKernelAttributes",
     "CLaunchConfig", "CTextureDesc", "Texture",
     "BUF_CPU_CACHED", "BUF_WRITE_COMBINED", "BUF_ZEROED", "BUF_DEVICE_LOCAL", "TIMEOUT_INFINITE",
-    "LAUNCH_COOPERATIVE", "LAUNCH_CONCURRENT", "LIMIT_STACK_SIZE", "LIMIT_MALLOC_HEAP_SIZE",
+    "LAUNCH_COOPERATIVE", "LAUNCH_CONCURRENT", "LAUNCH_SUBMIT", "LIMIT_STACK_SIZE",
+    "LIMIT_MALLOC_HEAP_SIZE",
     "DEFAULT_TIMEOUT_NS",
 ]
 
@@ -69,6 +70,7 @@ BUF_DEVICE_LOCAL = 8
 TIMEOUT_INFINITE = 0xFFFF_FFFF_FFFF_FFFF
 LAUNCH_COOPERATIVE = 1
 LAUNCH_CONCURRENT = 2
+LAUNCH_SUBMIT = 4
 LIMIT_STACK_SIZE = 0
 LIMIT_MALLOC_HEAP_SIZE = 2
 #: ``tg_texture_desc.kind``, ``.format``, ``.address_mode[i]`` and ``.flags`` values.
@@ -1270,16 +1272,18 @@ class Queue(_Handle):
         self.device = device
 
     def launch(self, kernel, grid, block, args=(), shared_bytes=0, cooperative=False,
-               concurrent=False, cluster=None):
+               concurrent=False, cluster=None, submit=False):
         """Record a launch; ``args`` are packed by :meth:`Kernel.pack`. ``cooperative``: all
         blocks resident at once, for kernels that synchronise the whole grid. ``concurrent``:
         may run concurrently with the launch recorded just before it (``LAUNCH_CONCURRENT``).
-        ``cluster``: thread-block cluster shape (sm_90; ``tg_launch_config.cluster``)."""
+        ``cluster``: thread-block cluster shape (sm_90; ``tg_launch_config.cluster``).
+        ``submit``: submit the queue in the same call (``LAUNCH_SUBMIT``; one library call
+        instead of ``launch`` + :meth:`submit`)."""
         self.launch_packed(kernel, grid, block, kernel.pack(tuple(args)), shared_bytes,
-                           cooperative, concurrent, cluster)
+                           cooperative, concurrent, cluster, submit)
 
     def launch_packed(self, kernel, grid, block, params, shared_bytes=0, cooperative=False,
-                      concurrent=False, cluster=None):
+                      concurrent=False, cluster=None, submit=False):
         """Record a launch with an already packed parameter block (``bytes``)."""
         cfg = CLaunchConfig(struct_size=ctypes.sizeof(CLaunchConfig))
         cfg.grid[:] = _dims(grid)
@@ -1288,7 +1292,7 @@ class Queue(_Handle):
             cfg.cluster[:] = _dims(cluster)
         cfg.dynamic_shared_bytes = shared_bytes
         cfg.flags = (LAUNCH_COOPERATIVE if cooperative else 0) | \
-            (LAUNCH_CONCURRENT if concurrent else 0)
+            (LAUNCH_CONCURRENT if concurrent else 0) | (LAUNCH_SUBMIT if submit else 0)
         data = bytes(params)
         check(lib.tg_launch(self.handle, kernel.handle, ctypes.byref(cfg),
                             data if data else None, len(data)))

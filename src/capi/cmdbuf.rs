@@ -118,7 +118,13 @@ pub unsafe extern "C" fn tg_cmdbuf_launch(
     run("tg_cmdbuf_launch", || {
         let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
         let k = self::kernel(kernel, "kernel")?;
-        let cfg = launch_config(cfg)?;
+        let (cfg, submit) = launch_config(cfg)?;
+        if submit {
+            return Err(Error::invalid(
+                "cfg->flags has TG_LAUNCH_SUBMIT, which applies to queues: a command buffer is \
+                 submitted with tg_queue_replay() + tg_queue_submit()",
+            ));
+        }
         let bytes = param_bytes(params, params_size_bytes)?;
         let mut g = c.lock();
         let i = g.launch(&k, &cfg, bytes)?;

@@ -353,6 +353,13 @@ pub const TG_LAUNCH_COOPERATIVE: u32 = 1;
 /// for every earlier launch. Not with `TG_LAUNCH_COOPERATIVE`.
 pub const TG_LAUNCH_CONCURRENT: u32 = 2;
 
+/// `tg_launch_config.flags`: submit the queue after recording the launch, in the same call
+/// (`tg_launch()` + `tg_queue_submit()` in one, like `cuLaunchKernel`, which starts the work
+/// at once). Cheaper than the two calls: one handle lookup, and on a shared queue one lock
+/// instead of two (on x86 each lock after writing the rings drains the CPU's write-combining
+/// buffers). Queues only: a command buffer refuses it (`tg_cmdbuf_launch()`).
+pub const TG_LAUNCH_SUBMIT: u32 = 4;
+
 /// `tg_device_set_limit()` / `tg_device_get_limit()`: stack bytes per GPU thread
 /// (`CU_LIMIT_STACK_SIZE`); 1024 by default.
 pub const TG_LIMIT_STACK_SIZE: u32 = 0;

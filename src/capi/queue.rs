@@ -7,14 +7,14 @@ use super::boundary::{
 };
 use super::{
     tg_buf, tg_device, tg_kernel, tg_launch_config, tg_queue, tg_queue_kind_arg, tg_signal,
-    tg_status, TG_LAUNCH_CONCURRENT, TG_LAUNCH_COOPERATIVE,
+    tg_status, TG_LAUNCH_CONCURRENT, TG_LAUNCH_COOPERATIVE, TG_LAUNCH_SUBMIT,
 };
 use crate::core::{LaunchConfig, QueueKind};
 use crate::error::{Error, Result, Status};
 use std::ffi::c_void;
 
 /// Every `TG_LAUNCH_*` bit; other bits are refused.
-const TG_LAUNCH_KNOWN_FLAGS: u32 = TG_LAUNCH_COOPERATIVE | TG_LAUNCH_CONCURRENT;
+const TG_LAUNCH_KNOWN_FLAGS: u32 = TG_LAUNCH_COOPERATIVE | TG_LAUNCH_CONCURRENT | TG_LAUNCH_SUBMIT;
 /// Size of `tg_launch_config` in version 0.1 (no `flags`, no `cluster`).
 const LAUNCH_CONFIG_V1_SIZE: usize = 32;
 
@@ -22,51 +22,67 @@ const LAUNCH_CONFIG_V1_SIZE: usize = 32;
 ///
 /// # Safety
 /// `cfg` is NULL or points to a `tg_launch_config` whose first 4 bytes are `struct_size`.
-pub(super) unsafe fn launch_config(cfg: *const tg_launch_config) -> Result<LaunchConfig> {
+/// The launch configuration of `cfg` and whether it asks for `TG_LAUNCH_SUBMIT`.
+pub(super) unsafe fn launch_config(cfg: *const tg_launch_config) -> Result<(LaunchConfig, bool)> {
     if cfg.is_null() {
         return Err(null("cfg"));
     }
-    let size = std::ptr::read_unaligned(cfg as *const u32) as usize;
+    // Dword `i` of the caller's struct, 0 past its struct_size (callers built against an older,
+    // shorter struct). Read word by word: no copy of the whole struct on the launch path.
+    let w = cfg as *const u32;
+    let size = std::ptr::read_unaligned(w) as usize;
     let full = std::mem::size_of::<tg_launch_config>();
     if size != LAUNCH_CONFIG_V1_SIZE && size != LAUNCH_CONFIG_V1_SIZE + 4 && size < full {
-        return Err(Error::invalid(format!(
-            "cfg->struct_size is {size}; set it to sizeof(tg_launch_config) ({full})"
-        )));
+        return Err(bad_struct_size(size, full));
     }
-    // Read only the bytes the caller's struct has.
-    let c = if size >= full {
-        std::ptr::read_unaligned(cfg)
-    } else {
-        let mut c = tg_launch_config {
-            struct_size: 0,
-            grid: [0; 3],
-            block: [0; 3],
-            dynamic_shared_bytes: 0,
-            flags: 0,
-            cluster: [0; 3],
-        };
-        std::ptr::copy_nonoverlapping(
-            cfg as *const u8,
-            &mut c as *mut tg_launch_config as *mut u8,
-            size,
-        );
-        c
+    let word = |i: usize| -> u32 {
+        if (i + 1) * 4 <= size {
+            std::ptr::read_unaligned(w.add(i))
+        } else {
+            0
+        }
     };
-    let unknown = c.flags & !TG_LAUNCH_KNOWN_FLAGS;
+    let flags = word(8);
+    let unknown = flags & !TG_LAUNCH_KNOWN_FLAGS;
     if unknown != 0 {
-        return Err(Error::invalid(format!(
-            "cfg->flags {:#x} has unknown bits {unknown:#x} (known: TG_LAUNCH_COOPERATIVE=1, TG_LAUNCH_CONCURRENT=2)",
-            c.flags
-        )));
+        return Err(unknown_flags(flags, unknown));
     }
-    Ok(LaunchConfig {
-        grid: c.grid,
-        block: c.block,
-        dynamic_shared_bytes: c.dynamic_shared_bytes,
-        cooperative: c.flags & TG_LAUNCH_COOPERATIVE != 0,
-        concurrent: c.flags & TG_LAUNCH_CONCURRENT != 0,
-        cluster: c.cluster,
-    })
+    Ok((
+        LaunchConfig {
+            grid: [word(1), word(2), word(3)],
+            block: [word(4), word(5), word(6)],
+            dynamic_shared_bytes: word(7),
+            cooperative: flags & TG_LAUNCH_COOPERATIVE != 0,
+            concurrent: flags & TG_LAUNCH_CONCURRENT != 0,
+            cluster: [word(9), word(10), word(11)],
+        },
+        flags & TG_LAUNCH_SUBMIT != 0,
+    ))
+}
+
+// The dword indices launch_config reads.
+const _: () = {
+    use std::mem::offset_of;
+    assert!(offset_of!(tg_launch_config, grid) == 4);
+    assert!(offset_of!(tg_launch_config, block) == 16);
+    assert!(offset_of!(tg_launch_config, dynamic_shared_bytes) == 28);
+    assert!(offset_of!(tg_launch_config, flags) == 32);
+    assert!(offset_of!(tg_launch_config, cluster) == 36);
+    assert!(std::mem::size_of::<tg_launch_config>() == 48);
+};
+
+#[cold]
+fn bad_struct_size(size: usize, full: usize) -> Error {
+    Error::invalid(format!(
+        "cfg->struct_size is {size}; set it to sizeof(tg_launch_config) ({full})"
+    ))
+}
+
+#[cold]
+fn unknown_flags(flags: u32, unknown: u32) -> Error {
+    Error::invalid(format!(
+        "cfg->flags {flags:#x} has unknown bits {unknown:#x} (known: TG_LAUNCH_COOPERATIVE=1, TG_LAUNCH_CONCURRENT=2, TG_LAUNCH_SUBMIT=4)"
+    ))
 }
 
 /// Create a command queue (a GPU channel).
@@ -233,7 +249,9 @@ pub unsafe extern "C" fn tg_queue_abort(queue: *mut tg_queue) -> tg_status {
 ///   kernel's `param_bytes`. `params` may be NULL when the kernel takes no parameters. The
 ///   bytes are copied: the memory may be reused after the call.
 ///
-/// The launch runs after `tg_queue_submit()`, in order with the queue's other commands.
+/// The launch runs after `tg_queue_submit()`, in order with the queue's other commands; with
+/// `TG_LAUNCH_SUBMIT` in `cfg->flags` this call submits the queue itself once the launch is
+/// recorded.
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
 /// `TG_ERROR_INVALID_ARGUMENT` (copy queue, kernel of another device, `struct_size`);
@@ -256,7 +274,7 @@ pub unsafe extern "C" fn tg_launch(
     run("tg_launch", || {
         with_queue(queue, "queue", Some((kernel, "kernel")), |q, k| {
             let k = k.ok_or_else(|| Error::new(Status::Internal, "no kernel"))?;
-            let cfg = launch_config(cfg)?;
+            let (cfg, submit) = launch_config(cfg)?;
             let a = k.attributes();
             if params_size_bytes != a.param_bytes as usize {
                 return Err(Error::new(
@@ -274,7 +292,11 @@ pub unsafe extern "C" fn tg_launch(
             } else {
                 std::slice::from_raw_parts(params as *const u8, params_size_bytes)
             };
-            q.launch(k, &cfg, bytes)
+            q.launch(k, &cfg, bytes)?;
+            if submit {
+                q.submit()?;
+            }
+            Ok(())
         })
     })
 }
@@ -304,7 +326,7 @@ pub unsafe extern "C" fn tg_launch_args(
     run("tg_launch_args", || {
         with_queue(queue, "queue", Some((kernel, "kernel")), |q, k| {
             let k = k.ok_or_else(|| Error::new(Status::Internal, "no kernel"))?;
-            let cfg = launch_config(cfg)?;
+            let (cfg, submit) = launch_config(cfg)?;
             let a = k.attributes();
             if num_args != a.params.len() {
                 return Err(Error::new(
@@ -316,15 +338,16 @@ pub unsafe extern "C" fn tg_launch_args(
                     ),
                 ));
             }
-            let ptrs: Vec<*const u8> = if num_args == 0 {
-                Vec::new()
+            // The caller's pointer array, read in place (no copy, no allocation).
+            let ptrs: &[*const u8] = if num_args == 0 {
+                &[]
             } else if args.is_null() {
                 return Err(Error::new(
                     Status::NullPointer,
                     format!("args is NULL but num_args is {num_args}"),
                 ));
             } else {
-                (0..num_args).map(|i| *args.add(i) as *const u8).collect()
+                std::slice::from_raw_parts(args as *const *const u8, num_args)
             };
             if let Some(i) = ptrs.iter().position(|p| p.is_null()) {
                 return Err(Error::new(
@@ -332,7 +355,11 @@ pub unsafe extern "C" fn tg_launch_args(
                     format!("args[{i}] is NULL"),
                 ));
             }
-            q.launch_ptrs(k, &cfg, &ptrs)
+            q.launch_ptrs(k, &cfg, ptrs)?;
+            if submit {
+                q.submit()?;
+            }
+            Ok(())
         })
     })
 }

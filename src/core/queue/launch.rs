@@ -34,7 +34,7 @@ impl Queue {
         cfg: &LaunchConfig,
         args: &[*const u8],
     ) -> Result<()> {
-        let attrs = kernel.attrs.clone();
+        let attrs = &*kernel.attrs;
         if args.len() != attrs.params.len() {
             return Err(Error::new(
                 Status::InvalidLaunch,
