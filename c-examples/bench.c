@@ -221,26 +221,36 @@ int main(int argc, char **argv) {
     printf("  %-52s %10.3f %10s %7s  %-10s %s\n", "launch + wait - floor, p50 (us)", o50 - floor50, "-", "-",
            "<= 1.0 us", info.emulated ? "-" : o50 - floor50 <= 1.0 ? "pass" : "miss");
 
-    /* 3. CPU cost per launch: a submit each, then one submit for the burst. */
+    /* 3. CPU cost per launch: a submit each (tg_launch + tg_queue_submit, and tg_launch with
+     * TG_LAUNCH_SUBMIT, in alternating quarters of the burst so that both see the same CPU
+     * state), then one submit for the burst. */
     CHECK(tg_device_synchronize(dev, TIMEOUT_NS));
-    t0 = now_ns();
-    for (i = 0; i < burst; i++) {
-        CHECK(tg_launch(q, k, &cfg, NULL, 0));
-        CHECK(tg_queue_submit(q));
+    {
+        uint64_t t_each = 0, t_fused = 0;
+        unsigned part, quarter = burst / 4;
+        for (part = 0; part < 4; part++) {
+            cfg.flags = 0;
+            t0 = now_ns();
+            for (i = 0; i < quarter; i++) {
+                CHECK(tg_launch(q, k, &cfg, NULL, 0));
+                CHECK(tg_queue_submit(q));
+            }
+            t_each += now_ns() - t0;
+            CHECK(tg_device_synchronize(dev, TIMEOUT_NS));
+            cfg.flags = TG_LAUNCH_SUBMIT;
+            t0 = now_ns();
+            for (i = 0; i < quarter; i++) CHECK(tg_launch(q, k, &cfg, NULL, 0));
+            t_fused += now_ns() - t0;
+            CHECK(tg_device_synchronize(dev, TIMEOUT_NS));
+        }
+        cfg.flags = 0;
+        cpu_each = (double)t_each / 1e3 / (4.0 * quarter);
+        cpu_fused = (double)t_fused / 1e3 / (4.0 * quarter);
     }
-    cpu_each = (double)(now_ns() - t0) / 1e3 / burst;
-    CHECK(tg_device_synchronize(dev, TIMEOUT_NS));
     t0 = now_ns();
     for (i = 0; i < burst; i++) CHECK(tg_launch(q, k, &cfg, NULL, 0));
     CHECK(tg_queue_submit(q));
     cpu_one = (double)(now_ns() - t0) / 1e3 / burst;
-    CHECK(tg_device_synchronize(dev, TIMEOUT_NS));
-    /* The same with TG_LAUNCH_SUBMIT: launch and submit in one call. */
-    cfg.flags = TG_LAUNCH_SUBMIT;
-    t0 = now_ns();
-    for (i = 0; i < burst; i++) CHECK(tg_launch(q, k, &cfg, NULL, 0));
-    cpu_fused = (double)(now_ns() - t0) / 1e3 / burst;
-    cfg.flags = 0;
     CHECK(tg_device_synchronize(dev, TIMEOUT_NS));
     if (have_cuda) ccpu = cuda_side_launch_cpu(&cu, burst);
     row("CPU per launch, submit each (us; libcuda: launch)", cpu_each, ccpu, "<= 0.1x", 0.1, 0);
@@ -322,19 +332,28 @@ int main(int argc, char **argv) {
         for (i = 0; i < 64; i++) CHECK(tg_launch(sq, k, &cfg, NULL, 0));
         CHECK(tg_queue_submit(sq));
         CHECK(tg_queue_synchronize(sq, TIMEOUT_NS));
-        t0 = now_ns();
-        for (i = 0; i < burst; i++) {
-            CHECK(tg_launch(sq, k, &cfg, NULL, 0));
-            CHECK(tg_queue_submit(sq));
+        {
+            uint64_t t_each = 0, t_fused = 0;
+            unsigned part, quarter = burst / 4;
+            for (part = 0; part < 4; part++) {
+                cfg.flags = 0;
+                t0 = now_ns();
+                for (i = 0; i < quarter; i++) {
+                    CHECK(tg_launch(sq, k, &cfg, NULL, 0));
+                    CHECK(tg_queue_submit(sq));
+                }
+                t_each += now_ns() - t0;
+                CHECK(tg_queue_synchronize(sq, TIMEOUT_NS));
+                cfg.flags = TG_LAUNCH_SUBMIT;
+                t0 = now_ns();
+                for (i = 0; i < quarter; i++) CHECK(tg_launch(sq, k, &cfg, NULL, 0));
+                t_fused += now_ns() - t0;
+                CHECK(tg_queue_synchronize(sq, TIMEOUT_NS));
+            }
+            cfg.flags = 0;
+            shared_each = (double)t_each / 1e3 / (4.0 * quarter);
+            shared_fused = (double)t_fused / 1e3 / (4.0 * quarter);
         }
-        shared_each = (double)(now_ns() - t0) / 1e3 / burst;
-        CHECK(tg_queue_synchronize(sq, TIMEOUT_NS));
-        cfg.flags = TG_LAUNCH_SUBMIT;
-        t0 = now_ns();
-        for (i = 0; i < burst; i++) CHECK(tg_launch(sq, k, &cfg, NULL, 0));
-        shared_fused = (double)(now_ns() - t0) / 1e3 / burst;
-        cfg.flags = 0;
-        CHECK(tg_queue_synchronize(sq, TIMEOUT_NS));
         CHECK(tg_queue_destroy(sq));
         row("CPU per launch, submit each, shared queue (us)", shared_each, ccpu, "<= 0.1x", 0.1, 0);
         row("CPU per launch, TG_LAUNCH_SUBMIT, shared queue (us)", shared_fused, ccpu, "<= 0.1x",
