@@ -228,6 +228,8 @@ int main(int argc, char **argv) {
     {
         uint64_t t_each = 0, t_fused = 0;
         unsigned part, quarter = burst / 4;
+        double csum = 0;
+        int cok = have_cuda;
         for (part = 0; part < 4; part++) {
             cfg.flags = 0;
             t0 = now_ns();
@@ -242,17 +244,21 @@ int main(int argc, char **argv) {
             for (i = 0; i < quarter; i++) CHECK(tg_launch(q, k, &cfg, NULL, 0));
             t_fused += now_ns() - t0;
             CHECK(tg_device_synchronize(dev, TIMEOUT_NS));
+            if (cok) { /* libcuda's cuLaunchKernel in the same quarters */
+                double us = cuda_side_launch_cpu(&cu, quarter);
+                if (us > 0) csum += us; else cok = 0;
+            }
         }
         cfg.flags = 0;
         cpu_each = (double)t_each / 1e3 / (4.0 * quarter);
         cpu_fused = (double)t_fused / 1e3 / (4.0 * quarter);
+        if (cok) ccpu = csum / 4;
     }
     t0 = now_ns();
     for (i = 0; i < burst; i++) CHECK(tg_launch(q, k, &cfg, NULL, 0));
     CHECK(tg_queue_submit(q));
     cpu_one = (double)(now_ns() - t0) / 1e3 / burst;
     CHECK(tg_device_synchronize(dev, TIMEOUT_NS));
-    if (have_cuda) ccpu = cuda_side_launch_cpu(&cu, burst);
     row("CPU per launch, submit each (us; libcuda: launch)", cpu_each, ccpu, "<= 0.1x", 0.1, 0);
     row("CPU per launch, TG_LAUNCH_SUBMIT (us)", cpu_fused, ccpu, "<= 0.1x", 0.1, 0);
     row("CPU per launch, one submit (us; libcuda: launch)", cpu_one, ccpu, "<= 0.1x", 0.1, 0);
