@@ -181,6 +181,26 @@ def test_queue_depth(dev):
     mod.close()
 
 
+def test_launch_with_submit(dev):
+    mod = dev.load_module_file(cubin_path(dev))
+    fill = mod.kernel("fill_u32")
+    n = 1024
+    with dev.alloc(4 * n, tg.BUF_ZEROED) as out, dev.create_queue() as q, \
+            dev.create_signal() as s:
+        q.signal(s, 1)  # recorded, not submitted
+        with pytest.raises(tg.Timeout):
+            s.wait(1, 20_000_000)
+        q.launch(fill, grid=n // 256, block=256, args=(out, np.uint32(7), np.uint32(n)),
+                 submit=True)
+        s.wait(1, TIMEOUT_NS)  # submitted by the launch
+        q.synchronize(TIMEOUT_NS)
+        view = out.numpy(np.uint32)
+        assert (view == 7).all()
+        del view
+    fill.close()
+    mod.close()
+
+
 def test_owned_queue_serves_only_its_thread(dev):
     import threading
     mod = dev.load_module_file(cubin_path(dev))
