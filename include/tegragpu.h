@@ -1545,6 +1545,27 @@ enum tg_status tg_cmdbuf_set_params(const struct tg_cmdbuf *cmdbuf,
                                     size_t params_size_bytes);
 
 /**
+ * Replace the launch configuration of launch node `node` for later replays: grid, block and
+ * dynamic shared memory (as `cuGraphExecKernelNodeSetParams` changes a kernel node's
+ * dimensions). `kernel` must be the kernel the node launches; `cfg` is checked like
+ * `tg_cmdbuf_launch()`'s, and its `TG_LAUNCH_CONCURRENT` bit must be the one the node was
+ * recorded with. Waits like `tg_cmdbuf_set_params()`; rewrites only that node.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+ * `TG_ERROR_INVALID_ARGUMENT` (not finished, no such node, not a launch, another kernel, the
+ * concurrent bit changed, `TG_LAUNCH_SUBMIT`, `struct_size`); `TG_ERROR_INVALID_LAUNCH` (the
+ * dimensions or shared memory do not fit the kernel); `TG_ERROR_NOT_SUPPORTED` (cooperative,
+ * clusters); `TG_ERROR_TIMEOUT`; `TG_ERROR_DEVICE_FAULT`. Thread safety: any thread.
+ *
+ * # Safety
+ * `cfg` is NULL or readable.
+ */
+enum tg_status tg_cmdbuf_set_launch(const struct tg_cmdbuf *cmdbuf,
+                                    uint32_t node,
+                                    const struct tg_kernel *kernel,
+                                    const struct tg_launch_config *cfg);
+
+/**
  * Replace the value of signal or wait node `node` for later replays. Waits like
  * `tg_cmdbuf_set_params()`.
  *

@@ -608,6 +608,38 @@ fn command_buffer_round(dev: *mut tg_device, k: *mut tg_kernel, owned: bool) {
         let mut cpu = null_mut();
         assert_eq!(tg_buf_cpu_ptr(b, &mut cpu), tg_status::TG_OK);
         assert_eq!(std::ptr::read_volatile(cpu as *const u64), 50 * 51 / 2);
+        // New launch dimensions: accepted; NULL cfg, TG_LAUNCH_SUBMIT and a block the kernel
+        // cannot take are refused, naming the call.
+        let wide = one_block(64, 0);
+        assert_eq!(
+            tg_cmdbuf_set_launch(cb, n_launch, k, &wide),
+            tg_status::TG_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(
+            tg_cmdbuf_set_launch(cb, n_launch, k, std::ptr::null()),
+            tg_status::TG_ERROR_NULL_POINTER
+        );
+        let submit = one_block(32, TG_LAUNCH_SUBMIT);
+        assert_eq!(
+            tg_cmdbuf_set_launch(cb, n_launch, k, &submit),
+            tg_status::TG_ERROR_INVALID_ARGUMENT
+        );
+        assert!(
+            last_error().starts_with("tg_cmdbuf_set_launch: "),
+            "{}",
+            last_error()
+        );
+        let huge = one_block(4096, 0);
+        assert_eq!(
+            tg_cmdbuf_set_launch(cb, n_launch, k, &huge),
+            tg_status::TG_ERROR_INVALID_LAUNCH
+        );
+        assert_eq!(
+            tg_cmdbuf_set_launch(cb, n_sig, k, &wide),
+            tg_status::TG_ERROR_INVALID_ARGUMENT
+        );
         // Wrong size; wrong handle kinds; a destroyed command buffer.
         assert_eq!(
             tg_cmdbuf_set_params(cb, n_launch, k, p.as_ptr() as *const c_void, 8),

@@ -288,3 +288,116 @@ fn dropping_the_command_buffer_and_its_signal_after_a_replay_is_safe() {
         .iter()
         .all(|b| unsafe { b.as_slice() }.iter().all(|&x| x == 0)));
 }
+
+/// `set_launch` changes a launch node's grid and block between replays: 300 replays, each
+/// checked everywhere, of a chain (reset, fill of a prefix whose length the grid decides, an
+/// increment, a second fill), with the dimensions changing every replay; refused updates change
+/// nothing.
+#[test]
+fn launch_dimensions_change_between_replays() {
+    use tegragpu::core::LaunchConfig;
+    let dev = device();
+    let m = fixtures(&dev);
+    let fill = m.kernel("fill_u32").unwrap();
+    let inc = m.kernel("increment").unwrap();
+    let n = 8192u32;
+    let a = dev.alloc(n as u64 * 4, data_flags()).unwrap();
+    let b = dev.alloc(n as u64 * 4, data_flags()).unwrap();
+    let counter = dev.alloc(4096, data_flags()).unwrap();
+    let fill_p = |buf: &tegragpu::core::Buffer, v: u32| {
+        Params::new()
+            .u64(buf.gpu_va())
+            .u32(v)
+            .u32(n)
+            .bytes()
+            .to_vec()
+    };
+    let mut cb = dev.create_cmdbuf().unwrap();
+    let reset_a = cb
+        .launch(&fill, &cfg(n / 256, 256), &fill_p(&a, 0))
+        .unwrap();
+    let part_a = cb.launch(&fill, &cfg(1, 32), &fill_p(&a, 7)).unwrap();
+    let i1 = cb
+        .launch(
+            &inc,
+            &cfg(1, 32),
+            Params::new().u64(counter.gpu_va()).u64(1).bytes(),
+        )
+        .unwrap();
+    let reset_b = cb
+        .launch(&fill, &cfg(n / 256, 256), &fill_p(&b, 0))
+        .unwrap();
+    let part_b = cb.launch(&fill, &cfg(1, 64), &fill_p(&b, 9)).unwrap();
+    let done = Arc::new(dev.create_signal(0).unwrap());
+    let s = cb.signal(&done, 0).unwrap();
+    assert_eq!(
+        (reset_a, part_a, i1, reset_b, part_b, s),
+        (0, 1, 2, 3, 4, 5)
+    );
+    cb.finish().unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let mut seed = 12345u64;
+    let mut rnd = |k: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % k
+    };
+    for r in 1..=300u64 {
+        // Grid x block covers a prefix of a and of b.
+        let (ga, ba) = (1 + rnd(32) as u32, [32u32, 64, 128, 256][rnd(4) as usize]);
+        let (gb, bb) = (1 + rnd(16) as u32, [32u32, 96, 256, 512][rnd(4) as usize]);
+        cb.set_launch(part_a, &fill, &cfg(ga, ba)).unwrap();
+        cb.set_launch(part_b, &fill, &cfg(gb, bb)).unwrap();
+        cb.set_value(s, r).unwrap();
+        q.replay(&mut cb).unwrap();
+        q.submit().unwrap();
+        done.wait(r, 10 * SEC).unwrap();
+        let (ca, cbn) = ((ga * ba).min(n) as usize, (gb * bb).min(n) as usize);
+        for i in 0..n as usize {
+            let want_a = if i < ca { 7 } else { 0 };
+            let want_b = if i < cbn { 9 } else { 0 };
+            assert_eq!(
+                read_u32(&a, i),
+                want_a,
+                "replay {r}: a[{i}], grid {ga} x {ba}"
+            );
+            assert_eq!(
+                read_u32(&b, i),
+                want_b,
+                "replay {r}: b[{i}], grid {gb} x {bb}"
+            );
+        }
+        assert_eq!(read_u64(&counter, 0), r, "replay {r}");
+    }
+    // Refused: another kernel, not a launch, the concurrent bit, a block the kernel cannot
+    // take; each names the call, and the next replay runs with the last accepted dimensions.
+    let e = cb.set_launch(part_a, &inc, &cfg(1, 32)).unwrap_err();
+    assert!(
+        e.message.contains("tg_cmdbuf_set_launch") && e.message.contains("increment"),
+        "{}",
+        e.message
+    );
+    let e = cb.set_launch(s, &fill, &cfg(1, 32)).unwrap_err();
+    assert!(e.message.contains("not a launch"), "{}", e.message);
+    let conc = LaunchConfig {
+        concurrent: true,
+        ..cfg(1, 32)
+    };
+    let e = cb.set_launch(part_a, &fill, &conc).unwrap_err();
+    assert!(e.message.contains("TG_LAUNCH_CONCURRENT"), "{}", e.message);
+    let e = cb.set_launch(part_a, &fill, &cfg(1, 4096)).unwrap_err();
+    assert_eq!(e.status, Status::InvalidLaunch, "{}", e.message);
+    cb.set_launch(part_a, &fill, &cfg(2, 32)).unwrap();
+    cb.set_value(s, 301).unwrap();
+    q.replay(&mut cb).unwrap();
+    q.submit().unwrap();
+    done.wait(301, 10 * SEC).unwrap();
+    for i in 0..n as usize {
+        assert_eq!(
+            read_u32(&a, i),
+            if i < 64 { 7 } else { 0 },
+            "a[{i}] after the refusals"
+        );
+    }
+}

@@ -422,6 +422,7 @@ SIGNATURES = {
     "tg_cmdbuf_barrier": (_st, [_H, _P(_u32)]),
     "tg_cmdbuf_finish": (_st, [_H]),
     "tg_cmdbuf_set_params": (_st, [_H, _u32, _H, ctypes.c_void_p, _size]),
+    "tg_cmdbuf_set_launch": (_st, [_H, _u32, _H, _P(CLaunchConfig)]),
     "tg_cmdbuf_set_value": (_st, [_H, _u32, _u64]),
     "tg_queue_replay": (_st, [_H, _H]),
     "tg_texture_create": (_st, [_H, _P(CTextureDesc), _P(_H)]),
@@ -1455,6 +1456,17 @@ class CmdBuf(_Handle):
         data = bytes(params)
         check(lib.tg_cmdbuf_set_params(self.handle, node, kernel.handle,
                                        data if data else None, len(data)))
+
+    def set_launch(self, node, grid, block, shared_bytes=0, kernel=None, concurrent=False):
+        """New grid, block and dynamic shared memory for launch ``node``
+        (``tg_cmdbuf_set_launch``); ``concurrent`` must be what the node was recorded with."""
+        kernel = kernel or self._kernels[node]
+        cfg = CLaunchConfig(struct_size=ctypes.sizeof(CLaunchConfig))
+        cfg.grid[:] = _dims(grid)
+        cfg.block[:] = _dims(block)
+        cfg.dynamic_shared_bytes = shared_bytes
+        cfg.flags = LAUNCH_CONCURRENT if concurrent else 0
+        check(lib.tg_cmdbuf_set_launch(self.handle, node, kernel.handle, ctypes.byref(cfg)))
 
     def set_value(self, node, value):
         """New value for signal or wait ``node``."""

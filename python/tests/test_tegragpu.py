@@ -323,6 +323,35 @@ def test_command_buffer_replays_with_new_arguments(dev):
         q.replay(cb)
 
 
+def test_command_buffer_launch_dimensions_change(dev):
+    fill = dev.load_module_file(cubin_path(dev)).kernel("fill_u32")
+    n = 2048
+    out = dev.alloc(4 * n, tg.BUF_CPU_CACHED | tg.BUF_ZEROED)
+    done = dev.create_signal()
+    q = dev.create_queue()
+    cb = dev.create_cmdbuf()
+    n_reset = cb.launch(fill, n // 256, 256, (out, np.uint32(0), np.uint32(n)))
+    n_fill = cb.launch(fill, 1, 32, (out, np.uint32(5), np.uint32(n)))
+    n_sig = cb.signal(done, 0)
+    cb.finish()
+    view = out.numpy(np.uint32)
+    for r, (grid, block) in enumerate([(1, 32), (3, 64), (8, 256), (2, 96)], start=1):
+        cb.set_launch(n_fill, grid, block)
+        cb.set_value(n_sig, r)
+        q.replay(cb)
+        q.submit()
+        done.wait(r, TIMEOUT_NS)
+        covered = min(grid * block, n)
+        assert (view[:covered] == 5).all() and (view[covered:] == 0).all(), (grid, block)
+    with pytest.raises(tg.InvalidArgument, match="tg_cmdbuf_set_launch: node 2 is a signal"):
+        cb.set_launch(n_sig, 1, 32, kernel=fill)
+    with pytest.raises(tg.InvalidLaunch, match="tg_cmdbuf_set_launch"):
+        cb.set_launch(n_reset, 1, 4096)
+    del view
+    cb.close()
+    out.close()
+
+
 def test_texture_object_fetch_and_errors(dev):
     """A texture from Device.create_texture read by the tex_fetch_2d fixture kernel
     (out = tex(x, y) + 2 tex(x - 3, y + 2), nearest texel, clamped x, border 0.25 in y)."""

@@ -277,6 +277,41 @@ pub unsafe extern "C" fn tg_cmdbuf_set_params(
     })
 }
 
+/// Replace the launch configuration of launch node `node` for later replays: grid, block and
+/// dynamic shared memory (as `cuGraphExecKernelNodeSetParams` changes a kernel node's
+/// dimensions). `kernel` must be the kernel the node launches; `cfg` is checked like
+/// `tg_cmdbuf_launch()`'s, and its `TG_LAUNCH_CONCURRENT` bit must be the one the node was
+/// recorded with. Waits like `tg_cmdbuf_set_params()`; rewrites only that node.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+/// `TG_ERROR_INVALID_ARGUMENT` (not finished, no such node, not a launch, another kernel, the
+/// concurrent bit changed, `TG_LAUNCH_SUBMIT`, `struct_size`); `TG_ERROR_INVALID_LAUNCH` (the
+/// dimensions or shared memory do not fit the kernel); `TG_ERROR_NOT_SUPPORTED` (cooperative,
+/// clusters); `TG_ERROR_TIMEOUT`; `TG_ERROR_DEVICE_FAULT`. Thread safety: any thread.
+///
+/// # Safety
+/// `cfg` is NULL or readable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_cmdbuf_set_launch(
+    cmdbuf: *const tg_cmdbuf,
+    node: u32,
+    kernel: *const tg_kernel,
+    cfg: *const tg_launch_config,
+) -> tg_status {
+    run("tg_cmdbuf_set_launch", || {
+        let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
+        let k = self::kernel(kernel, "kernel")?;
+        let (cfg, submit) = launch_config(cfg)?;
+        if submit {
+            return Err(Error::invalid(
+                "cfg->flags has TG_LAUNCH_SUBMIT, which applies to queues",
+            ));
+        }
+        let r = c.lock().set_launch(node as usize, &k, &cfg);
+        r
+    })
+}
+
 /// Replace the value of signal or wait node `node` for later replays. Waits like
 /// `tg_cmdbuf_set_params()`.
 ///

@@ -91,6 +91,25 @@ struct Image {
     dwords: u32,
     ends_with_launch: bool,
     patches: Vec<Patch>,
+    /// Per node: where a launch's QMD and constant bank 0 are and how it is chained, for
+    /// [`CmdBuf::set_launch`] (None for other nodes).
+    launches: Vec<Option<LaunchMeta>>,
+}
+
+/// A launch node in the image.
+#[derive(Clone)]
+struct LaunchMeta {
+    /// Offsets of its QMD and constant bank 0 in the allocation; the bank's size.
+    qmd_off: u64,
+    cb_off: u64,
+    cb_size: u64,
+    /// Chained to the launch before it with that one prefetching its bank 0 (so its own QMD
+    /// does not invalidate bank 0).
+    prefetched: bool,
+    /// The launch chained to this one: (node, with prefetches).
+    succ: Option<(usize, bool)>,
+    /// Its QMD as built, before a successor was chained to it.
+    words: [u32; 96],
 }
 
 /// What the kind of a node is, for messages.
@@ -358,12 +377,13 @@ impl CmdBuf {
         )?;
         let built = self.write_image(&alloc, pb_bytes, arch);
         match built {
-            Ok((dwords, ends_with_launch, patches)) => {
+            Ok((dwords, ends_with_launch, patches, launches)) => {
                 self.image = Some(Image {
                     alloc,
                     dwords,
                     ends_with_launch,
                     patches,
+                    launches,
                 });
                 Ok(())
             }
@@ -379,7 +399,7 @@ impl CmdBuf {
         alloc: &Allocation,
         pb_bytes: u64,
         arch: &'static crate::hw::arch::ArchInfo,
-    ) -> Result<(u32, bool, Vec<Patch>)> {
+    ) -> Result<(u32, bool, Vec<Patch>, Vec<Option<LaunchMeta>>)> {
         let mut pb_words = vec![0u32; (pb_bytes / 4) as usize];
         let mut pos = 0usize;
         let mut next_slot = pb_bytes;
@@ -395,6 +415,8 @@ impl CmdBuf {
         // The previous launch's QMD while launches follow each other directly: the next one is
         // chained to it (DEPENDENT_QMD) instead of being sent with a wait for idle before it.
         let mut prev_qmd: Option<(*mut u32, &crate::hw::qmd::QmdTemplate, &Kernel)> = None;
+        let mut launches: Vec<Option<LaunchMeta>> = vec![None; self.nodes.len()];
+        let mut prev_node = 0usize;
         let chain = !matches!(std::env::var("TEGRAGPU_CMDBUF_CHAIN").as_deref(), Ok("0"));
         // Chained predecessors prefetch their successor's program and constant bank 0 (Hopper),
         // unless TEGRAGPU_CMDBUF_PREFETCH=0. Successors then keep their prefetched bank 0, so
@@ -520,6 +542,20 @@ impl CmdBuf {
                     } else {
                         Some((qmd_cpu, &*kernel.qmd, kernel))
                     };
+                    if chained {
+                        if let Some(Some(m)) = launches.get_mut(prev_node) {
+                            m.succ = Some((i, prefetched));
+                        }
+                    }
+                    launches[i] = Some(LaunchMeta {
+                        qmd_off,
+                        cb_off,
+                        cb_size,
+                        prefetched,
+                        succ: None,
+                        words,
+                    });
+                    prev_node = i;
                     last_launch = true;
                     Patch::Params {
                         // SAFETY: inside the constant bank just written.
@@ -556,7 +592,7 @@ impl CmdBuf {
         }
         // The allocation is write-combined: make the image visible before anyone reads it.
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        Ok((pos as u32, last_launch, patches))
+        Ok((pos as u32, last_launch, patches, launches))
     }
 
     /// Wait until every replay recorded so far has completed (at most the timeout per queue).
@@ -625,6 +661,135 @@ impl CmdBuf {
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         if let Some(Node::Launch { params: p, .. }) = self.nodes.get_mut(index) {
             p.copy_from_slice(params);
+        }
+        Ok(())
+    }
+
+    /// Replace the launch configuration (grid, block, dynamic shared memory) of launch node
+    /// `index` for later replays, as a CUDA graph's kernel node takes new dimensions
+    /// (`cuGraphExecKernelNodeSetParams`). `kernel` must be the kernel the node launches;
+    /// `cfg` is checked like a recorded launch's, and its `concurrent` flag must be the
+    /// recorded one (it decides how the command buffer is laid out). Waits for earlier replays
+    /// to complete, then rewrites that node's QMD and constant bank 0 in place (and the link
+    /// from it to a launch chained after it).
+    pub fn set_launch(&mut self, index: usize, kernel: &Kernel, cfg: &LaunchConfig) -> Result<()> {
+        const CALL: &str = "tg_cmdbuf_set_launch";
+        self.finished(CALL)?;
+        let (recorded, old_cfg, params) = match self.node(index, CALL)? {
+            Node::Launch {
+                kernel: k,
+                cfg,
+                params,
+            } => (k, *cfg, params.clone()),
+            other => {
+                return Err(Error::invalid(format!(
+                    "{CALL}: node {index} is {}, not a launch",
+                    node_kind(other)
+                )))
+            }
+        };
+        if !Arc::ptr_eq(&recorded.module, &kernel.module) || recorded.index != kernel.index {
+            return Err(Error::invalid(format!(
+                "{CALL}: node {index} launches \"{}\", not \"{}\"",
+                recorded.attributes().name,
+                kernel.attributes().name
+            )));
+        }
+        if cfg.concurrent != old_cfg.concurrent {
+            return Err(Error::invalid(format!(
+                "{CALL}: node {index} was recorded {} TG_LAUNCH_CONCURRENT; the flag cannot change",
+                if old_cfg.concurrent {
+                    "with"
+                } else {
+                    "without"
+                }
+            )));
+        }
+        if cfg.cooperative {
+            return Err(Error::new(
+                Status::NotSupported,
+                format!("{CALL}: cooperative launches are not supported in command buffers"),
+            ));
+        }
+        if super::queue::launch_cluster(kernel, cfg).is_some() {
+            return Err(Error::new(
+                Status::NotSupported,
+                format!(
+                    "{CALL}: kernel \"{}\": thread-block cluster launches are not supported in command buffers",
+                    kernel.attributes().name
+                ),
+            ));
+        }
+        check_launch(&self.dev, kernel, cfg).map_err(|e| rename(e, "tg_launch", CALL))?;
+        let Some(meta) = self
+            .image
+            .as_ref()
+            .and_then(|i| i.launches.get(index).cloned().flatten())
+        else {
+            return Err(Error::new(
+                Status::Internal,
+                format!("{CALL}: node {index} has no launch in the image"),
+            ));
+        };
+        // Build the new QMD and bank before waiting: a configuration the encoders refuse
+        // changes nothing.
+        let (gpu_va, cpu) = {
+            let a = &self.image.as_ref().expect("finished").alloc;
+            (a.gpu_va, a.cpu)
+        };
+        let cb_va = gpu_va + meta.cb_off;
+        let mut cb = vec![0u8; meta.cb_size as usize];
+        let shared_total = build_launch_cbank(&self.dev, kernel, cfg, &mut cb, cb_va, |d| {
+            d.copy_from_slice(&params);
+            Ok(())
+        })?;
+        let mut words = [0u32; 96];
+        build_launch_qmd(
+            &self.dev,
+            kernel,
+            cfg,
+            shared_total,
+            (cb_va, meta.cb_size as u32),
+            &mut words,
+        )?;
+        if meta.prefetched {
+            kernel.qmd.clear_cbank0_invalidate(&mut words);
+        }
+        let mut out = words;
+        if let Some((succ, prefetch)) = meta.succ {
+            let image = self.image.as_ref().expect("finished");
+            let (Some(Some(sm)), Some(Node::Launch { kernel: sk, .. })) =
+                (image.launches.get(succ), self.nodes.get(succ))
+            else {
+                return Err(Error::new(
+                    Status::Internal,
+                    format!("{CALL}: node {index}'s successor {succ} is not a launch"),
+                ));
+            };
+            let s_va = gpu_va + sm.qmd_off;
+            if prefetch {
+                kernel.qmd.chain(&mut out, s_va, &sm.words, &sk.qmd)?;
+            } else {
+                kernel.qmd.set_dependent(&mut out, s_va)?;
+            }
+        }
+        self.wait_replays(CALL)?;
+        // SAFETY: the node's QMD slot and constant bank inside the image's CPU-mapped
+        // allocation; no replay reads them now.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                out.as_ptr(),
+                cpu.add(meta.qmd_off as usize) as *mut u32,
+                kernel.qmd.dwords(),
+            );
+            std::ptr::copy_nonoverlapping(cb.as_ptr(), cpu.add(meta.cb_off as usize), cb.len());
+        }
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        if let Some(Some(m)) = self.image.as_mut().and_then(|i| i.launches.get_mut(index)) {
+            m.words = words;
+        }
+        if let Some(Node::Launch { cfg: c, .. }) = self.nodes.get_mut(index) {
+            *c = *cfg;
         }
         Ok(())
     }
