@@ -96,6 +96,10 @@ struct Image {
     launches: Vec<Option<LaunchMeta>>,
 }
 
+/// What [`CmdBuf::write_image`] wrote: pushbuffer dwords, whether the image ends with a launch,
+/// the update patches and the launch metadata of every node.
+type Built = (u32, bool, Vec<Patch>, Vec<Option<LaunchMeta>>);
+
 /// A launch node in the image.
 #[derive(Clone)]
 struct LaunchMeta {
@@ -399,7 +403,7 @@ impl CmdBuf {
         alloc: &Allocation,
         pb_bytes: u64,
         arch: &'static crate::hw::arch::ArchInfo,
-    ) -> Result<(u32, bool, Vec<Patch>, Vec<Option<LaunchMeta>>)> {
+    ) -> Result<Built> {
         let mut pb_words = vec![0u32; (pb_bytes / 4) as usize];
         let mut pos = 0usize;
         let mut next_slot = pb_bytes;
