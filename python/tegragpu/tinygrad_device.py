@@ -402,6 +402,11 @@ class _Entry:
     __slots__ = ("prg", "pbuf", "cfg", "cfg_ref", "vas", "vals", "node", "concurrent")
 
 
+def _dims(e):
+    """The launch dimensions of entry ``e``: (grid, block)."""
+    return tuple(e.cfg.grid), tuple(e.cfg.block)
+
+
 def cmdbuf_supported():
     """Whether the loaded package and library have command buffers (``tg_cmdbuf_*``,
     ``tg_queue_replay``)."""
@@ -409,6 +414,13 @@ def cmdbuf_supported():
     return hasattr(tg, "CmdBuf") and hasattr(tg.Device, "create_cmdbuf") and \
         hasattr(tg.Queue, "replay") and "tg_cmdbuf_create" not in missing and \
         "tg_queue_replay" not in missing and "tg_cmdbuf_set_params" not in missing
+
+
+def set_launch_supported():
+    """Whether command buffers can also take new launch dimensions (``tg_cmdbuf_set_launch``),
+    which batches with symbolic launch dimensions need."""
+    return cmdbuf_supported() and hasattr(tg.CmdBuf, "set_launch") and \
+        "tg_cmdbuf_set_launch" not in getattr(tg, "missing_functions", ())
 
 
 class TegraGraph(_GraphRunner):
@@ -419,7 +431,8 @@ class TegraGraph(_GraphRunner):
     a CUDA graph launch. Parameter blocks that change between replays (other input buffers,
     variables) are written with ``tg_cmdbuf_set_params`` when the command buffer's earlier
     replays have finished; otherwise that replay launches the kernels directly (no waiting).
-    Batches with symbolic launch dimensions always launch directly.
+    Launch dimensions that depend on symbolic variables are set the same way
+    (``tg_cmdbuf_set_launch``; with a library without it, such batches launch directly).
 
     Without (``TEGRA_CMDBUF=0``, older library): parameter blocks and launch configurations are
     packed once; a replay patches them and records every ``tg_launch`` in one go."""
@@ -477,16 +490,21 @@ class TegraGraph(_GraphRunner):
         self.launches = tuple((e.prg, e.pbuf, e.cfg_ref) for e in ordered)
         self.names = tuple(e.prg.name for e in ordered)
         self.cmdbuf, self.cmdbuf_note, self.cb_fence, self.cb_params = None, None, 0, []
+        self.cb_dims = []
         dev = self.dev
-        if dev is None or self.launch_dims_replace or dev.sync_each or \
-                os.environ.get("TEGRA_CMDBUF", "1") == "0" or not cmdbuf_supported():
+        if dev is None or (self.launch_dims_replace and not set_launch_supported()) or \
+                dev.sync_each or os.environ.get("TEGRA_CMDBUF", "1") == "0" or \
+                not cmdbuf_supported():
             self.cmdbuf_note = "kernels launched one by one"
             return
         cb = None
         try:
             cb = dev.tdev.create_cmdbuf()
             for e in ordered:
-                e.node = cb.launch_packed(e.prg.kernel, tuple(e.cfg.grid), tuple(e.cfg.block),
+                # Symbolic dimensions were evaluated with the variables at 0 here; a replay
+                # sets the real ones (tg_cmdbuf_set_launch) before it runs.
+                g, b = (tuple(max(int(x), 1) for x in d) for d in _dims(e))
+                e.node = cb.launch_packed(e.prg.kernel, g, b,
                                           bytes(e.pbuf)[:e.prg.param_bytes],
                                           concurrent=e.concurrent)
             cb.finish()
@@ -497,6 +515,8 @@ class TegraGraph(_GraphRunner):
             return
         self.cmdbuf = cb
         self.cb_params = [bytes(e.pbuf)[:e.prg.param_bytes] for e in self.entries]
+        self.cb_dims = [None if j in self.launch_dims_replace else _dims(e)
+                        for j, e in enumerate(self.entries)]
         self.cmdbuf_note = f"command buffer of {len(self.entries)} launches"
 
     def _cmdbuf_idle(self):
@@ -526,7 +546,9 @@ class TegraGraph(_GraphRunner):
                 p = bytes(e.pbuf)[:e.prg.param_bytes]
                 if p != self.cb_params[j]:
                     changed.append((j, p))
-            if not changed or self._cmdbuf_idle():
+            resized = [j for j in self.launch_dims_replace
+                       if _dims(self.entries[j]) != self.cb_dims[j]]
+            if not (changed or resized) or self._cmdbuf_idle():
                 for j, p in changed:
                     e = self.entries[j]
                     try:
@@ -535,6 +557,17 @@ class TegraGraph(_GraphRunner):
                         raise self.dev._error(f"updating the parameters of kernel {e.prg.name} "
                                               "in the command buffer", err) from err
                     self.cb_params[j] = p
+                for j in resized:
+                    e = self.entries[j]
+                    g, b = _dims(e)
+                    try:
+                        cb.set_launch(e.node, g, b, kernel=e.prg.kernel,
+                                      concurrent=e.concurrent)
+                    except tg.Error as err:
+                        raise self.dev._error(
+                            f"setting the launch dimensions of kernel {e.prg.name} (grid {g}, "
+                            f"block {b}) in the command buffer", err, [e.prg.name]) from err
+                    self.cb_dims[j] = (g, b)
                 return self.dev._replay(self, wait)
         return self.dev._launch_packed(self.launches, wait, None)
 

@@ -376,6 +376,41 @@ def test_graph_replay_with_fixture_kernels(dev, monkeypatch, sync_each, cmdbuf):
     np.testing.assert_array_equal(c_alt.numpy(), np.arange(n, dtype=np.float32) + 2.0)
 
 
+@pytest.mark.parametrize("cmdbuf", ["0", "1"], ids=["direct", "cmdbuf"])
+def test_graph_replay_with_symbolic_launch_dims(dev, monkeypatch, cmdbuf):
+    # A batch whose grid depends on a variable (as TinyJit's symbolic shapes do): with a command
+    # buffer the replay sets the new grid with tg_cmdbuf_set_launch; fill_u32 writes the first
+    # blocks * 64 elements, so the result shows which grid ran.
+    monkeypatch.setattr(dev, "sync_each", False)
+    monkeypatch.setenv("TEGRA_CMDBUF", cmdbuf)
+    lib = _fixture_cubin(dev)
+    u32 = dtypes.uint32
+    prg = td.TegraProgram(dev, _elf(lib, "fill_u32", [u32, u32, u32]))
+    n = 16 * 64
+    buf = Buffer("TEGRA", n, u32).ensure_allocated()
+    info = _FakeInfo((1, 1, 1), (64, 1, 1), (_FakeVar("val"), _FakeVar("n")))
+    g = object.__new__(td.TegraGraph)
+    g.calls = [(0, _FakeAst(info), [buf], {})]
+    g.runtimes = [prg]
+    g.uop_replace = [[]]
+    g.vars = ["val", "n"]
+    g.var_vals_replace = {0: [(0, 0), (1, 1)]}
+    g.launch_dims_replace, g.launch_dims_base = {0: (0, None)}, {0: ((1, 1, 1), (64, 1, 1))}
+    g.symbolic_dims = []
+    g.updated_launch_dims = lambda var_vals: iter([(0, (var_vals["blocks"], 1, 1), (64, 1, 1))])
+    g._build()
+    use_cb = cmdbuf == "1" and td.set_launch_supported()
+    assert (g.cmdbuf is not None) == use_cb, g.cmdbuf_note
+    for blocks in (1, 3, 16, 2, 2, 7):
+        copyin(buf, bytearray(np.zeros(n, np.uint32).tobytes()))
+        assert g((), {"val": 100 + blocks, "n": n, "blocks": blocks}) is None
+        dev.synchronize()
+        out = buf.numpy()
+        assert (out[:64 * blocks] == 100 + blocks).all() and not out[64 * blocks:].any(), blocks
+    if use_cb:
+        assert g.cb_dims[0] == ((7, 1, 1), (64, 1, 1))
+
+
 def test_long_batch_of_launches(dev, monkeypatch):
     # 20 launches recorded in one batch (submitted every 8 on the way), then one synchronize.
     monkeypatch.setattr(dev, "sync_each", False)
