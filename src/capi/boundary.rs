@@ -348,61 +348,51 @@ impl OwnedQueue {
 
     /// The kernel behind `kh`, from the queue's kernel cache or the handle table.
     fn kernel(&self, kh: *const tg_kernel, arg: &str) -> Result<&Kernel> {
-        let h = kh as usize;
-        let removals = handles::removals();
         // SAFETY: only the owner thread gets here, inside `enter` (no other reference exists).
         let ks = unsafe { &mut *self.kernels.get() };
-        let way = (h / 16) % OWNED_KERNEL_WAYS;
-        match &ks[way] {
-            Some((ch, cr, _)) if *ch == h && *cr == removals => {}
-            Some((_, cr, _)) if *cr != removals => {
-                // A handle was removed since these were cached: forget them all (a destroyed
-                // kernel is not kept alive by this cache beyond this call).
-                for k in ks.iter_mut() {
-                    *k = None;
-                }
-                ks[way] = Some((h, removals, kernel(kh, arg)?));
+        cached(ks, kh as usize, || kernel(kh, arg)).map(|k| &**k)
+    }
+}
+
+/// The object behind handle `h` in an owned queue's cache `slots`, else from `lookup` (and then
+/// cached). The cache holds strong references, valid while no handle has been removed since
+/// they were taken: a removal anywhere empties it at the next lookup, so a destroyed object is
+/// not kept alive by it beyond that.
+fn cached<T>(
+    slots: &mut [Option<(usize, u64, Arc<T>)>],
+    h: usize,
+    lookup: impl FnOnce() -> Result<Arc<T>>,
+) -> Result<&Arc<T>> {
+    let removals = handles::removals();
+    let way = (h / 16) % slots.len();
+    match &slots[way] {
+        Some((ch, cr, _)) if *ch == h && *cr == removals => {}
+        Some((_, cr, _)) if *cr != removals => {
+            for e in slots.iter_mut() {
+                *e = None;
             }
-            _ => ks[way] = Some((h, removals, kernel(kh, arg)?)),
+            slots[way] = Some((h, removals, lookup()?));
         }
-        match &ks[way] {
-            Some((_, _, k)) => Ok(k),
-            None => Err(Error::new(Status::Internal, "owned queue kernel cache")),
-        }
+        _ => slots[way] = Some((h, removals, lookup()?)),
+    }
+    match &slots[way] {
+        Some((_, _, o)) => Ok(o),
+        None => Err(Error::new(Status::Internal, "owned queue handle cache")),
     }
 }
 
 impl OwnedQueue {
-    /// The command buffer behind `ch`, from the queue's cache or through `lookup`; the cache
-    /// is emptied, like the kernel cache, when any handle was removed since it was filled.
+    /// The command buffer behind `ch`, from the queue's cache or through `lookup` (emptied
+    /// like the kernel cache).
     fn cmdbuf(
         &self,
         ch: *const super::tg_cmdbuf,
         arg: &str,
         lookup: CmdBufLookup,
     ) -> Result<&Mutex<crate::core::CmdBuf>> {
-        let h = ch as usize;
-        let removals = handles::removals();
         // SAFETY: only the owner thread gets here, inside `enter` (no other reference exists).
         let cs = unsafe { &mut *self.cmdbufs.get() };
-        let way = (h / 16) % OWNED_CMDBUF_WAYS;
-        match &cs[way] {
-            Some((ch2, cr, _)) if *ch2 == h && *cr == removals => {}
-            Some((_, cr, _)) if *cr != removals => {
-                for c in cs.iter_mut() {
-                    *c = None;
-                }
-                cs[way] = Some((h, removals, lookup(ch, arg)?));
-            }
-            _ => cs[way] = Some((h, removals, lookup(ch, arg)?)),
-        }
-        match &cs[way] {
-            Some((_, _, c)) => Ok(c),
-            None => Err(Error::new(
-                Status::Internal,
-                "owned queue command buffer cache",
-            )),
-        }
+        cached(cs, ch as usize, || lookup(ch, arg)).map(|c| &**c)
     }
 }
 

@@ -471,21 +471,7 @@ impl CmdBuf {
                     };
                     let (qmd_va, cb_va) = (alloc.gpu_va + qmd_off, alloc.gpu_va + cb_off);
                     let cb = &mut scratch[..cb_size as usize];
-                    cb.fill(0);
-                    let shared_total =
-                        build_launch_cbank(&self.dev, kernel, cfg, cb, cb_va, |d| {
-                            d.copy_from_slice(params);
-                            Ok(())
-                        })?;
-                    let mut words = [0u32; 96];
-                    build_launch_qmd(
-                        &self.dev,
-                        kernel,
-                        cfg,
-                        shared_total,
-                        (cb_va, cb_size as u32),
-                        &mut words,
-                    )?;
+                    let mut words = self.encode_launch(kernel, cfg, params, cb, cb_va)?;
                     // Chained to the launch before it (DEPENDENT_QMD) instead of sent here.
                     let chained = chain
                         && !next_joins
@@ -599,6 +585,64 @@ impl CmdBuf {
         Ok((pos as u32, last_launch, patches, launches))
     }
 
+    /// A launch node's constant bank 0 (into `cb`, zeroed first; its GPU address `cb_va`) and
+    /// QMD, as a queue builds them, before any chaining.
+    fn encode_launch(
+        &self,
+        kernel: &Kernel,
+        cfg: &LaunchConfig,
+        params: &[u8],
+        cb: &mut [u8],
+        cb_va: u64,
+    ) -> Result<[u32; 96]> {
+        cb.fill(0);
+        let shared_total = build_launch_cbank(&self.dev, kernel, cfg, cb, cb_va, |d| {
+            d.copy_from_slice(params);
+            Ok(())
+        })?;
+        let mut words = [0u32; 96];
+        build_launch_qmd(
+            &self.dev,
+            kernel,
+            cfg,
+            shared_total,
+            (cb_va, cb.len() as u32),
+            &mut words,
+        )?;
+        Ok(words)
+    }
+
+    /// Launch node `index` for an update by `call`: refused unless it is a launch of `kernel`
+    /// (the same function of the same module). Its configuration and parameters.
+    fn launch_node(
+        &self,
+        index: usize,
+        kernel: &Kernel,
+        call: &str,
+    ) -> Result<(&LaunchConfig, &[u8])> {
+        let (recorded, cfg, params) = match self.node(index, call)? {
+            Node::Launch {
+                kernel: k,
+                cfg,
+                params,
+            } => (k, cfg, params),
+            other => {
+                return Err(Error::invalid(format!(
+                    "{call}: node {index} is {}, not a launch",
+                    node_kind(other)
+                )))
+            }
+        };
+        if !Arc::ptr_eq(&recorded.module, &kernel.module) || recorded.index != kernel.index {
+            return Err(Error::invalid(format!(
+                "{call}: node {index} launches \"{}\", not \"{}\"",
+                recorded.attributes().name,
+                kernel.attributes().name
+            )));
+        }
+        Ok((cfg, params))
+    }
+
     /// Wait until every replay recorded so far has completed (at most the timeout per queue).
     pub fn wait_replays(&self, call: &str) -> Result<()> {
         wait_fence(&self.dev, &self.inflight, self.timeout_ns, call)
@@ -627,22 +671,7 @@ impl CmdBuf {
     pub fn set_params(&mut self, index: usize, kernel: &Kernel, params: &[u8]) -> Result<()> {
         const CALL: &str = "tg_cmdbuf_set_params";
         self.finished(CALL)?;
-        let recorded = match self.node(index, CALL)? {
-            Node::Launch { kernel: k, .. } => k,
-            other => {
-                return Err(Error::invalid(format!(
-                    "{CALL}: node {index} is {}, not a launch",
-                    node_kind(other)
-                )))
-            }
-        };
-        if !Arc::ptr_eq(&recorded.module, &kernel.module) || recorded.index != kernel.index {
-            return Err(Error::invalid(format!(
-                "{CALL}: node {index} launches \"{}\", not \"{}\"",
-                recorded.attributes().name,
-                kernel.attributes().name
-            )));
-        }
+        self.launch_node(index, kernel, CALL)?;
         let Some(Patch::Params { cpu, len }) = self.image.as_ref().map(|i| i.patches[index]) else {
             return Err(Error::new(
                 Status::Internal,
@@ -679,26 +708,8 @@ impl CmdBuf {
     pub fn set_launch(&mut self, index: usize, kernel: &Kernel, cfg: &LaunchConfig) -> Result<()> {
         const CALL: &str = "tg_cmdbuf_set_launch";
         self.finished(CALL)?;
-        let (recorded, old_cfg, params) = match self.node(index, CALL)? {
-            Node::Launch {
-                kernel: k,
-                cfg,
-                params,
-            } => (k, *cfg, params.clone()),
-            other => {
-                return Err(Error::invalid(format!(
-                    "{CALL}: node {index} is {}, not a launch",
-                    node_kind(other)
-                )))
-            }
-        };
-        if !Arc::ptr_eq(&recorded.module, &kernel.module) || recorded.index != kernel.index {
-            return Err(Error::invalid(format!(
-                "{CALL}: node {index} launches \"{}\", not \"{}\"",
-                recorded.attributes().name,
-                kernel.attributes().name
-            )));
-        }
+        let (old_cfg, params) = self.launch_node(index, kernel, CALL)?;
+        let (old_cfg, params) = (*old_cfg, params.to_vec());
         if cfg.concurrent != old_cfg.concurrent {
             return Err(Error::invalid(format!(
                 "{CALL}: node {index} was recorded {} TG_LAUNCH_CONCURRENT; the flag cannot change",
@@ -743,19 +754,7 @@ impl CmdBuf {
         };
         let cb_va = gpu_va + meta.cb_off;
         let mut cb = vec![0u8; meta.cb_size as usize];
-        let shared_total = build_launch_cbank(&self.dev, kernel, cfg, &mut cb, cb_va, |d| {
-            d.copy_from_slice(&params);
-            Ok(())
-        })?;
-        let mut words = [0u32; 96];
-        build_launch_qmd(
-            &self.dev,
-            kernel,
-            cfg,
-            shared_total,
-            (cb_va, meta.cb_size as u32),
-            &mut words,
-        )?;
+        let mut words = self.encode_launch(kernel, cfg, &params, &mut cb, cb_va)?;
         if meta.prefetched {
             kernel.qmd.clear_cbank0_invalidate(&mut words);
         }
