@@ -400,6 +400,19 @@ impl OwnedQueue {
 pub(super) type CmdBufLookup =
     fn(*const super::tg_cmdbuf, &str) -> Result<Arc<Mutex<crate::core::CmdBuf>>>;
 
+/// The owned queue behind handle `hv` when this thread's OWNED table has it at `way` (then this
+/// thread is its owner).
+#[inline(always)]
+fn owned_here<'a>(hv: usize, way: usize) -> Option<&'a OwnedQueue> {
+    let (_, ptr) = OWNED
+        .try_with(|o| o[way].get())
+        .ok()
+        .filter(|&(ch, _)| ch == hv && hv != 0 && hv as u64 >= crate::os::fork::forked_below())?;
+    // SAFETY: an entry of this thread's OWNED table points to a live owned queue (see OWNED):
+    // only this thread can destroy it, and it removes the entry when it does.
+    Some(unsafe { &*(ptr as *const OwnedQueue) })
+}
+
 /// [`with_queue`] for a call on a queue and a command buffer (`tg_queue_replay`). From the
 /// owner thread of an owned queue, the command buffer comes from the queue's cache without
 /// reference counting; otherwise it is looked up inside the queue call.
@@ -413,13 +426,7 @@ pub(super) fn with_queue_cmdbuf<R>(
 ) -> Result<R> {
     let hv = h as usize;
     let way = owned_way(hv);
-    let fast = OWNED
-        .try_with(|o| o[way].get())
-        .ok()
-        .filter(|&(ch, _)| ch == hv && hv != 0 && hv as u64 >= crate::os::fork::forked_below());
-    if let Some((_, ptr)) = fast {
-        // SAFETY: an entry of this thread's OWNED table points to a live owned queue (see OWNED).
-        let oq = unsafe { &*(ptr as *const OwnedQueue) };
+    if let Some(oq) = owned_here(hv, way) {
         let _busy = oq.enter(hv, arg)?;
         let c = oq.cmdbuf(ch, carg, lookup)?;
         // SAFETY: `enter` established that this is the owner thread and no other call on this
@@ -444,13 +451,7 @@ pub(super) fn with_queue<R>(
 ) -> Result<R> {
     let hv = h as usize;
     let way = owned_way(hv);
-    let fast = OWNED
-        .try_with(|o| o[way].get())
-        .ok()
-        .filter(|&(ch, _)| ch == hv && hv != 0 && hv as u64 >= crate::os::fork::forked_below());
-    if let Some((_, ptr)) = fast {
-        // SAFETY: an entry of this thread's OWNED table points to a live owned queue (see OWNED).
-        let oq = unsafe { &*(ptr as *const OwnedQueue) };
+    if let Some(oq) = owned_here(hv, way) {
         return owned_call(oq, hv, arg, kh, f);
     }
     let cell = queue_cell(h, arg)?;

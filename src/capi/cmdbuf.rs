@@ -26,6 +26,20 @@ fn cmdbuf(h: *const tg_cmdbuf, arg: &str) -> Result<Arc<Mutex<CmdBuf>>> {
     })
 }
 
+/// A launch configuration for a command buffer: `TG_LAUNCH_SUBMIT` is refused.
+///
+/// # Safety
+/// As [`launch_config`].
+unsafe fn cmdbuf_launch_config(cfg: *const tg_launch_config) -> Result<crate::core::LaunchConfig> {
+    match launch_config(cfg)? {
+        (_, true) => Err(Error::invalid(
+            "cfg->flags has TG_LAUNCH_SUBMIT, which applies to queues: a command buffer is \
+             submitted with tg_queue_replay() + tg_queue_submit()",
+        )),
+        (cfg, false) => Ok(cfg),
+    }
+}
+
 /// Write a node index to `node_out` when it is not NULL.
 unsafe fn put_node(node_out: *mut u32, index: usize) -> Result<()> {
     if !node_out.is_null() {
@@ -118,13 +132,7 @@ pub unsafe extern "C" fn tg_cmdbuf_launch(
     run("tg_cmdbuf_launch", || {
         let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
         let k = self::kernel(kernel, "kernel")?;
-        let (cfg, submit) = launch_config(cfg)?;
-        if submit {
-            return Err(Error::invalid(
-                "cfg->flags has TG_LAUNCH_SUBMIT, which applies to queues: a command buffer is \
-                 submitted with tg_queue_replay() + tg_queue_submit()",
-            ));
-        }
+        let cfg = cmdbuf_launch_config(cfg)?;
         let bytes = param_bytes(params, params_size_bytes)?;
         let mut g = c.lock();
         let i = g.launch(&k, &cfg, bytes)?;
@@ -301,12 +309,7 @@ pub unsafe extern "C" fn tg_cmdbuf_set_launch(
     run("tg_cmdbuf_set_launch", || {
         let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
         let k = self::kernel(kernel, "kernel")?;
-        let (cfg, submit) = launch_config(cfg)?;
-        if submit {
-            return Err(Error::invalid(
-                "cfg->flags has TG_LAUNCH_SUBMIT, which applies to queues",
-            ));
-        }
+        let cfg = cmdbuf_launch_config(cfg)?;
         let r = c.lock().set_launch(node as usize, &k, &cfg);
         r
     })

@@ -18,11 +18,11 @@ const TG_LAUNCH_KNOWN_FLAGS: u32 = TG_LAUNCH_COOPERATIVE | TG_LAUNCH_CONCURRENT 
 /// Size of `tg_launch_config` in version 0.1 (no `flags`, no `cluster`).
 const LAUNCH_CONFIG_V1_SIZE: usize = 32;
 
-/// Read and check a launch configuration.
+/// Read and check a launch configuration: the configuration and whether it asks for
+/// `TG_LAUNCH_SUBMIT`.
 ///
 /// # Safety
 /// `cfg` is NULL or points to a `tg_launch_config` whose first 4 bytes are `struct_size`.
-/// The launch configuration of `cfg` and whether it asks for `TG_LAUNCH_SUBMIT`.
 pub(super) unsafe fn launch_config(cfg: *const tg_launch_config) -> Result<(LaunchConfig, bool)> {
     if cfg.is_null() {
         return Err(null("cfg"));
