@@ -187,78 +187,94 @@ static inline double cuda_side_alloc_free(cuda_side *c, uint64_t bytes) {
     return (double)(cuda_side_now_ns() - t0) / 1e3;
 }
 
-/* libcuda's graph of `chain` dependent increments of one counter (stream capture), replayed:
- * out[0] = CPU µs per cuGraphLaunch (not waiting), out[1] = p50 µs from cuGraphLaunch to the
- * end of cuStreamSynchronize, out[2] = p50 CPU µs of cuGraphExecKernelNodeSetParams (the middle
- * node, +2 instead of +1 every other time) + cuGraphLaunch. Checks the counter at the end.
- * `scratch` holds `reps` values. Returns 0, or -1 when a call failed or the count is wrong. */
-static inline int cuda_side_replay(cuda_side *c, unsigned chain, unsigned reps, uint64_t *scratch,
-                                   int (*cmp)(const void *, const void *), double out[3]) {
-    cu_ptr counter = 0;
-    cu_handle graph = NULL, exec = NULL, *nodes = NULL;
-    unsigned long long a0, a1 = 1, expect = 0, got = 0;
+/* libcuda's graph of `chain` dependent increments of one counter (stream capture, instantiated
+ * once), driven one step at a time so that bench.c can alternate it with ours. */
+typedef struct {
+    cu_ptr counter;
+    cu_handle graph, exec, middle;
+    unsigned chain;
+    unsigned long long expect;
+} cuda_chain;
+
+/* Build the graph. Returns 0, or -1 when a call failed (the graph is then unusable). */
+static inline int cuda_chain_open(cuda_side *c, cuda_chain *g, unsigned chain) {
+    unsigned long long a0, a1 = 1;
     void *args[2] = {&a0, &a1};
+    cu_handle *nodes = NULL;
     size_t n = 0;
     int rc = -1;
-
-    if (c->alloc(&counter, 4096) != 0) return -1;
-    a0 = counter;
-    if (c->memset8(counter, 0, 4096) != 0) goto out;
-    if (c->begin_capture(c->stream, 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */) != 0) goto out;
+    memset(g, 0, sizeof *g);
+    g->chain = chain;
+    if (c->alloc(&g->counter, 4096) != 0) return -1;
+    a0 = g->counter;
+    if (c->memset8(g->counter, 0, 4096) != 0) return -1;
+    if (c->begin_capture(c->stream, 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */) != 0) return -1;
     for (unsigned i = 0; i < chain; i++)
         if (c->launch(c->increment, 1, 1, 1, 32, 1, 1, 0, c->stream, args, NULL) != 0) {
-            c->end_capture(c->stream, &graph);
-            goto out;
+            c->end_capture(c->stream, &g->graph);
+            return -1;
         }
-    if (c->end_capture(c->stream, &graph) != 0 || c->instantiate(&exec, graph, 0) != 0) goto out;
-    if (c->graph_nodes(graph, NULL, &n) != 0 || n != chain) goto out;
+    if (c->end_capture(c->stream, &g->graph) != 0 || c->instantiate(&g->exec, g->graph, 0) != 0)
+        return -1;
+    if (c->graph_nodes(g->graph, NULL, &n) != 0 || n != chain) return -1;
     nodes = calloc(n, sizeof *nodes);
-    if (nodes == NULL || c->graph_nodes(graph, nodes, &n) != 0) goto out;
-    for (int i = 0; i < 20; i++, expect += chain)
-        if (c->graph_launch(exec, c->stream) != 0) goto out;
-    if (c->sync(c->stream) != 0) goto out;
-
-    uint64_t t0 = cuda_side_now_ns();
-    for (unsigned i = 0; i < reps; i++, expect += chain)
-        if (c->graph_launch(exec, c->stream) != 0) goto out;
-    out[0] = (double)(cuda_side_now_ns() - t0) / 1e3 / reps;
-    if (c->sync(c->stream) != 0) goto out;
-
-    for (unsigned i = 0; i < reps; i++, expect += chain) {
-        t0 = cuda_side_now_ns();
-        if (c->graph_launch(exec, c->stream) != 0 || c->sync(c->stream) != 0) goto out;
-        scratch[i] = cuda_side_now_ns() - t0;
+    if (nodes != NULL && c->graph_nodes(g->graph, nodes, &n) == 0) {
+        g->middle = nodes[chain / 2];
+        rc = 0;
     }
-    qsort(scratch, reps, sizeof *scratch, cmp);
-    out[1] = (double)scratch[reps / 2] / 1e3;
-
-    for (unsigned i = 0; i < reps; i++) {
-        unsigned long long b0 = counter, b1 = 1 + i % 2;
-        void *bargs[2] = {&b0, &b1};
-        cu_kernel_node_params p = {c->increment, {1, 1, 1}, {32, 1, 1}, 0, bargs, NULL};
-        t0 = cuda_side_now_ns();
-        if (c->set_node_params(exec, nodes[chain / 2], &p) != 0 ||
-            c->graph_launch(exec, c->stream) != 0)
-            goto out;
-        scratch[i] = cuda_side_now_ns() - t0;
-        if (c->sync(c->stream) != 0) goto out;
-        expect += chain - 1 + b1;
-    }
-    qsort(scratch, reps, sizeof *scratch, cmp);
-    out[2] = (double)scratch[reps / 2] / 1e3;
-
-    if (c->dtoh(&got, counter, sizeof got) != 0) goto out;
-    if (got != expect) {
-        fprintf(stderr, "libcuda graph: counter %llu, expected %llu\n", got, expect);
-        goto out;
-    }
-    rc = 0;
-out:
     free(nodes);
-    if (exec != NULL) c->graph_exec_destroy(exec);
-    if (graph != NULL) c->graph_destroy(graph);
-    c->free(counter);
     return rc;
+}
+
+/* CPU µs per cuGraphLaunch over `n` launches, not waiting (the stream is drained after); -1 on
+ * failure. */
+static inline double cuda_chain_cpu(cuda_side *c, cuda_chain *g, unsigned n) {
+    uint64_t t0 = cuda_side_now_ns();
+    for (unsigned i = 0; i < n; i++, g->expect += g->chain)
+        if (c->graph_launch(g->exec, c->stream) != 0) return -1;
+    double us = (double)(cuda_side_now_ns() - t0) / 1e3 / n;
+    return c->sync(c->stream) == 0 ? us : -1;
+}
+
+/* µs from cuGraphLaunch to the end of cuStreamSynchronize; -1 on failure. */
+static inline double cuda_chain_wall(cuda_side *c, cuda_chain *g) {
+    uint64_t t0 = cuda_side_now_ns();
+    if (c->graph_launch(g->exec, c->stream) != 0 || c->sync(c->stream) != 0) return -1;
+    g->expect += g->chain;
+    return (double)(cuda_side_now_ns() - t0) / 1e3;
+}
+
+/* CPU µs of cuGraphExecKernelNodeSetParams (the middle node adds `by`) + cuGraphLaunch; the
+ * stream is drained after; -1 on failure. */
+static inline double cuda_chain_update(cuda_side *c, cuda_chain *g, unsigned long long by) {
+    unsigned long long b0 = g->counter, b1 = by;
+    void *bargs[2] = {&b0, &b1};
+    cu_kernel_node_params p = {c->increment, {1, 1, 1}, {32, 1, 1}, 0, bargs, NULL};
+    uint64_t t0 = cuda_side_now_ns();
+    if (c->set_node_params(g->exec, g->middle, &p) != 0 || c->graph_launch(g->exec, c->stream) != 0)
+        return -1;
+    double us = (double)(cuda_side_now_ns() - t0) / 1e3;
+    if (c->sync(c->stream) != 0) return -1;
+    g->expect += g->chain - 1 + by;
+    return us;
+}
+
+/* 0 when the counter holds every increment so far, else -1 (with a note on stderr). */
+static inline int cuda_chain_check(cuda_side *c, cuda_chain *g) {
+    unsigned long long got = 0;
+    if (c->sync(c->stream) != 0 || c->dtoh(&got, g->counter, sizeof got) != 0) return -1;
+    if (got != g->expect) {
+        fprintf(stderr, "libcuda graph: counter %llu, expected %llu\n", got, g->expect);
+        return -1;
+    }
+    return 0;
+}
+
+static inline void cuda_chain_close(cuda_side *c, cuda_chain *g) {
+    if (g->exec != NULL) c->graph_exec_destroy(g->exec);
+    if (g->graph != NULL) c->graph_destroy(g->graph);
+    if (g->counter != 0) c->free(g->counter);
+    memset(g, 0, sizeof *g);
 }
 
 #endif

@@ -53,6 +53,14 @@ pub unsafe extern "C" fn tg_device_open(
     })
 }
 
+/// A C handle for a device opened through the Rust API, so that one program can measure the C
+/// API beside the Rust API on the same device (`tegragpu-bench`). Not part of the C API: the
+/// header does not declare it. Release the handle with `tg_device_close`.
+#[doc(hidden)]
+pub fn device_handle(dev: &Device) -> crate::error::Result<*mut tg_device> {
+    Ok(register(Object::Device(dev.clone()))? as *mut tg_device)
+}
+
 /// Close a device handle. Objects created from it stay valid and keep the device open until
 /// they are destroyed; the device's resources are released with the last of them.
 /// NULL is a no-op (`TG_OK`).
