@@ -166,10 +166,10 @@ static int replay_rows(tg_device *dev, tg_queue *q, tg_kernel *inc, cuda_side *c
     /* Replays to completion and updates in blocks of `per` per side: the GPU switches between
      * the libraries' contexts only between blocks. */
     for (r = 0, i = 0; r < ROUNDS; r++) {
-        for (j = 0; j < per; j++) {
-            if (r % 2 == 0) mine[i + j] = our_chain_wall(&g);
-            if (cok && (theirs[i + j] = cuda_chain_wall(cu, &cg)) < 0) cok = 0;
-        }
+        if (r % 2 == 0)
+            for (j = 0; j < per; j++) mine[i + j] = our_chain_wall(&g);
+        for (j = 0; j < per && cok; j++)
+            if ((theirs[i + j] = cuda_chain_wall(cu, &cg)) < 0) cok = 0;
         if (r % 2 == 1)
             for (j = 0; j < per; j++) mine[i + j] = our_chain_wall(&g);
         i += per;
@@ -177,10 +177,10 @@ static int replay_rows(tg_device *dev, tg_queue *q, tg_kernel *inc, cuda_side *c
     out[1] = median(mine, i);
     if (cok) cout[1] = median(theirs, i);
     for (r = 0, i = 0; r < ROUNDS; r++) {
-        for (j = 0; j < per; j++) {
-            if (r % 2 == 0) mine[i + j] = our_chain_update(&g, 1 + j % 2);
-            if (cok && (theirs[i + j] = cuda_chain_update(cu, &cg, 1 + j % 2)) < 0) cok = 0;
-        }
+        if (r % 2 == 0)
+            for (j = 0; j < per; j++) mine[i + j] = our_chain_update(&g, 1 + j % 2);
+        for (j = 0; j < per && cok; j++)
+            if ((theirs[i + j] = cuda_chain_update(cu, &cg, 1 + j % 2)) < 0) cok = 0;
         if (r % 2 == 1)
             for (j = 0; j < per; j++) mine[i + j] = our_chain_update(&g, 1 + j % 2);
         i += per;

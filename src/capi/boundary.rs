@@ -274,7 +274,7 @@ const OWNED_CMDBUF_WAYS: usize = 4;
 
 /// An owned queue's cached command buffer, kept like [`CachedKernel`]: replays from the owner
 /// thread then take no reference count (an atomic read-modify-write each way).
-type CachedCmdBuf = (usize, u64, Arc<Mutex<crate::core::CmdBuf>>);
+type CachedCmdBuf = (usize, u64, Arc<super::lock::CmdBufLock>);
 
 /// An owned queue's cached kernel: (handle, `handles::removals()` when cached, the kernel).
 type CachedKernel = (usize, u64, Arc<Kernel>);
@@ -389,7 +389,7 @@ impl OwnedQueue {
         ch: *const super::tg_cmdbuf,
         arg: &str,
         lookup: CmdBufLookup,
-    ) -> Result<&Mutex<crate::core::CmdBuf>> {
+    ) -> Result<&super::lock::CmdBufLock> {
         // SAFETY: only the owner thread gets here, inside `enter` (no other reference exists).
         let cs = unsafe { &mut *self.cmdbufs.get() };
         cached(cs, ch as usize, || lookup(ch, arg)).map(|c| &**c)
@@ -398,7 +398,7 @@ impl OwnedQueue {
 
 /// How a command buffer handle is looked up (`capi::cmdbuf`).
 pub(super) type CmdBufLookup =
-    fn(*const super::tg_cmdbuf, &str) -> Result<Arc<Mutex<crate::core::CmdBuf>>>;
+    fn(*const super::tg_cmdbuf, &str) -> Result<Arc<super::lock::CmdBufLock>>;
 
 /// The owned queue behind handle `hv` when this thread's OWNED table has it at `way` (then this
 /// thread is its owner).
@@ -422,7 +422,7 @@ pub(super) fn with_queue_cmdbuf<R>(
     ch: *const super::tg_cmdbuf,
     carg: &str,
     lookup: CmdBufLookup,
-    f: impl FnOnce(&mut Queue, &Mutex<crate::core::CmdBuf>) -> Result<R>,
+    f: impl FnOnce(&mut Queue, &super::lock::CmdBufLock) -> Result<R>,
 ) -> Result<R> {
     let hv = h as usize;
     let way = owned_way(hv);

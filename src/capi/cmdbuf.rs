@@ -8,18 +8,16 @@ use super::queue::launch_config;
 use super::{
     tg_buf, tg_cmdbuf, tg_device, tg_kernel, tg_launch_config, tg_queue, tg_signal, tg_status,
 };
-use crate::core::CmdBuf;
 use crate::error::{Error, Result, Status};
-use parking_lot::Mutex;
 use std::ffi::c_void;
 use std::sync::Arc;
 
 thread_local! {
-    static CMDBUF_LOOKUP: handles::LookupCache<Mutex<CmdBuf>, 4> =
+    static CMDBUF_LOOKUP: handles::LookupCache<super::lock::CmdBufLock, 4> =
         const { std::cell::RefCell::new([const { None }; 4]) };
 }
 
-fn cmdbuf(h: *const tg_cmdbuf, arg: &str) -> Result<Arc<Mutex<CmdBuf>>> {
+fn cmdbuf(h: *const tg_cmdbuf, arg: &str) -> Result<Arc<super::lock::CmdBufLock>> {
     handles::get_cached(&CMDBUF_LOOKUP, h as usize, Kind::CmdBuf, arg, |o| match o {
         Object::CmdBuf(c) => Some(c),
         _ => None,
@@ -87,7 +85,7 @@ pub unsafe extern "C" fn tg_cmdbuf_create(
         let d = device(dev, "dev")?;
         let out = out_ptr(out, "out")?;
         let c = d.create_cmdbuf()?;
-        let h = register(Object::CmdBuf(Arc::new(Mutex::new(c))))?;
+        let h = register(Object::CmdBuf(Arc::new(super::lock::CmdBufLock::new(c))))?;
         out.write(h as *mut tg_cmdbuf);
         Ok(())
     })

@@ -25,7 +25,7 @@
 
 use crate::core::{Buffer, Device, Kernel, Module, Signal};
 use crate::error::{Error, Result, Status};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -74,7 +74,7 @@ pub(crate) enum Object {
     Kernel(Arc<Kernel>),
     Queue(Arc<super::boundary::QueueCell>),
     Signal(Arc<Signal>),
-    CmdBuf(Arc<Mutex<crate::core::CmdBuf>>),
+    CmdBuf(Arc<super::lock::CmdBufLock>),
     Texture(Arc<crate::core::Texture>),
 }
 

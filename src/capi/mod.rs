@@ -31,6 +31,7 @@
 
 mod boundary;
 pub(crate) mod handles;
+mod lock;
 
 // The C functions, one module per C object, in header order (see "Order" above; the blank
 // lines keep rustfmt from sorting them).
