@@ -13,24 +13,28 @@ type CUstream = *mut c_void;
 type CUevent = *mut c_void;
 type CUdeviceptr = u64;
 
+/// `cuLaunchKernel` (function, grid x/y/z, block x/y/z, shared bytes, stream, kernel
+/// parameters, extra).
+pub type CuLaunchKernel = unsafe extern "C" fn(
+    CUfunction,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    CUstream,
+    *mut *mut c_void,
+    *mut *mut c_void,
+) -> CUresult;
+
 pub struct Cuda {
     _lib: Library,
     ctx: CUcontext,
     func: CUfunction,
     stream: CUstream,
-    launch: unsafe extern "C" fn(
-        CUfunction,
-        u32,
-        u32,
-        u32,
-        u32,
-        u32,
-        u32,
-        u32,
-        CUstream,
-        *mut *mut c_void,
-        *mut *mut c_void,
-    ) -> CUresult,
+    launch: CuLaunchKernel,
     sync: unsafe extern "C" fn(CUstream) -> CUresult,
     alloc: unsafe extern "C" fn(*mut CUdeviceptr, usize) -> CUresult,
     free: unsafe extern "C" fn(CUdeviceptr) -> CUresult,

@@ -343,22 +343,7 @@ impl Cuda {
                 b"cuStreamSynchronize\0",
                 unsafe extern "C" fn(Ptr) -> CUresult
             );
-            let launch = f!(
-                b"cuLaunchKernel\0",
-                unsafe extern "C" fn(
-                    Ptr,
-                    u32,
-                    u32,
-                    u32,
-                    u32,
-                    u32,
-                    u32,
-                    u32,
-                    Ptr,
-                    *mut Ptr,
-                    *mut Ptr,
-                ) -> CUresult
-            );
+            let launch = f!(b"cuLaunchKernel\0", super::cuda::CuLaunchKernel);
             let begin = f!(
                 b"cuStreamBeginCapture_v2\0",
                 unsafe extern "C" fn(Ptr, u32) -> CUresult
