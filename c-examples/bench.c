@@ -74,7 +74,7 @@ static void our_chain_open(our_chain *g, tg_device *dev, tg_queue *q, tg_kernel 
     CHECK(tg_buf_alloc(dev, 4096, TG_BUF_DEVICE_LOCAL | TG_BUF_ZEROED, &g->counter));
     CHECK(tg_buf_gpu_address(g->counter, &g->va));
     CHECK(tg_signal_create(dev, 0, &g->done));
-    CHECK(tg_cmdbuf_create(dev, &g->cb));
+    CHECK(tg_cmdbuf_create_owned(dev, &g->cb));
     p[0] = g->va;
     p[1] = 1;
     for (unsigned i = 0; i < CHAIN; i++) CHECK(tg_cmdbuf_launch(g->cb, inc, &one, p, sizeof p, NULL));

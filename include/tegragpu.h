@@ -1418,12 +1418,34 @@ enum tg_status tg_signal_wait(const struct tg_signal *signal, uint64_t value, ui
 enum tg_status tg_cmdbuf_create(const struct tg_device *dev, struct tg_cmdbuf **out);
 
 /**
+ * Create an empty command buffer that only the calling thread may use: like
+ * `tg_cmdbuf_create()`, but every call on it (recording, `tg_cmdbuf_finish`, updates,
+ * `tg_queue_replay` with it, `tg_cmdbuf_destroy`) must come from the thread that created it.
+ * In exchange a call takes no lock and no reference count, which on x86 each cost an atomic
+ * read-modify-write that waits for the previous submit's doorbell store to leave the CPU:
+ * replays and updates cost what they cost through the Rust API (`docs/performance.md`). A
+ * call from another thread returns `TG_ERROR_INVALID_ARGUMENT` and changes nothing. It may be
+ * replayed on any compute queue of the device the owner thread may use (shared queues, and
+ * queues it owns). If the creating thread exits without destroying it, the command buffer
+ * stays until the process ends.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`; `TG_ERROR_DEVICE_FAULT`.
+ * Ownership: the caller releases `*out` with `tg_cmdbuf_destroy()` from the same thread.
+ * Thread safety: see above.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum tg_status tg_cmdbuf_create_owned(const struct tg_device *dev, struct tg_cmdbuf **out);
+
+/**
  * Destroy a command buffer. Replays already recorded on queues still run: its memory, and the
  * kernels, buffers and signals it holds, are released once they have completed. NULL is a
  * no-op.
  *
- * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`. Thread safety: any thread; the handle must not be
- * used after this call.
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (an owned command
+ * buffer from another thread than its creator). Thread safety: any thread (an owned command
+ * buffer: its creating thread); the handle must not be used after this call.
  *
  * # Safety
  * None beyond the handle contract.

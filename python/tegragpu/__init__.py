@@ -414,6 +414,7 @@ SIGNATURES = {
     "tg_signal_set": (_st, [_H, _u64]),
     "tg_signal_wait": (_st, [_H, _u64, _u64]),
     "tg_cmdbuf_create": (_st, [_H, _P(_H)]),
+    "tg_cmdbuf_create_owned": (_st, [_H, _P(_H)]),
     "tg_cmdbuf_destroy": (_st, [_H]),
     "tg_cmdbuf_launch": (_st, [_H, _H, _P(CLaunchConfig), ctypes.c_void_p, _size, _P(_u32)]),
     "tg_cmdbuf_copy": (_st, [_H, _H, _u64, _H, _u64, _u64, _P(_u32)]),
@@ -877,10 +878,15 @@ class Device(_Handle):
         check(lib.tg_texture_create(buf.handle, ctypes.byref(d), ctypes.byref(h)))
         return Texture(h.value, buf)
 
-    def create_cmdbuf(self):
-        """An empty :class:`CmdBuf` (command buffer) on this device."""
+    def create_cmdbuf(self, owned=False):
+        """An empty :class:`CmdBuf` (command buffer) on this device. `owned=True`: only the
+        calling thread may use (and drop) it; its calls take no lock
+        (``tg_cmdbuf_create_owned``)."""
         h = _H()
-        check(lib.tg_cmdbuf_create(self.handle, ctypes.byref(h)))
+        if owned:
+            check(lib.tg_cmdbuf_create_owned(self.handle, ctypes.byref(h)))
+        else:
+            check(lib.tg_cmdbuf_create(self.handle, ctypes.byref(h)))
         return CmdBuf(h.value, self)
 
     def synchronize(self, timeout_ns=DEFAULT_TIMEOUT_NS):

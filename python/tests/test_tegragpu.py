@@ -2,6 +2,7 @@
 otherwise): numpy views of GPU memory, a fixture-kernel launch, a copy-queue copy, run-time
 compilation, and errors raised with the library's messages."""
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -321,6 +322,38 @@ def test_command_buffer_replays_with_new_arguments(dev):
     cb.close()
     with pytest.raises(tg.InvalidHandle):
         q.replay(cb)
+
+
+def test_owned_command_buffer_serves_only_its_thread(dev):
+    k = dev.load_module_file(cubin_path(dev)).kernel("increment")
+    counter = dev.alloc(4096, tg.BUF_CPU_CACHED | tg.BUF_ZEROED)
+    done = dev.create_signal()
+    q = dev.create_queue(owned=True)
+    cb = dev.create_cmdbuf(owned=True)
+    n_inc = cb.launch(k, 1, 32, (counter, 0))
+    n_sig = cb.signal(done, 0)
+    cb.finish()
+    errors = []
+
+    def other():
+        try:
+            cb.set_value(n_sig, 7)
+        except tg.InvalidArgument as e:
+            errors.append(str(e))
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert len(errors) == 1 and "owned by the thread" in errors[0], errors
+    for r in range(1, 101):
+        cb.set_args(n_inc, (counter, r))
+        cb.set_value(n_sig, r)
+        q.replay(cb)
+        q.submit()
+    done.wait(100, TIMEOUT_NS)
+    assert counter.numpy(np.uint64)[0] == 100 * 101 // 2
+    cb.close()
+    q.close()
 
 
 def test_command_buffer_launch_dimensions_change(dev):

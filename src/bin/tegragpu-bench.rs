@@ -42,7 +42,8 @@ when it is present (docs/performance.md).
   --record-only N  only record + submit N launches (for instruction counts)
   --replay         with --record-only: N replays of a 10-launch command buffer, each submitted
   --capi           with --record-only: through the C API (tg_launch, tg_queue_submit)
-  --owned          with --capi: on a queue owned by the thread (tg_queue_create_owned)
+  --owned          with --capi: on a queue (and, with --replay, a command buffer) owned by the
+                   thread (tg_queue_create_owned, tg_cmdbuf_create_owned)
   --help, -h       this text
   --version, -V    the library version";
 
@@ -774,7 +775,14 @@ fn record_only_capi(spec: &str, n: u64, owned: bool, replay: bool) -> tegragpu::
         };
         if replay {
             let mut cb = std::ptr::null_mut();
-            check("tg_cmdbuf_create", tg_cmdbuf_create(dev, &mut cb))?;
+            if owned {
+                check(
+                    "tg_cmdbuf_create_owned",
+                    tg_cmdbuf_create_owned(dev, &mut cb),
+                )?;
+            } else {
+                check("tg_cmdbuf_create", tg_cmdbuf_create(dev, &mut cb))?;
+            }
             for _ in 0..10 {
                 check(
                     "tg_cmdbuf_launch",

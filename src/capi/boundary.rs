@@ -9,7 +9,7 @@
 
 use super::handles::{self, Kind, Object};
 use super::{tg_buf, tg_device, tg_kernel, tg_module, tg_queue, tg_signal, tg_status};
-use crate::core::{Buffer, Device, Kernel, Module, Queue, Signal};
+use crate::core::{Buffer, CmdBuf, Device, Kernel, Module, Queue, Signal};
 use crate::error::{Error, Result, Status};
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell, UnsafeCell};
@@ -263,8 +263,7 @@ const OWNED_KERNEL_WAYS: usize = 8;
 /// strong references, valid while no handle has been removed since they were taken (a
 /// removal anywhere empties it at the queue's next lookup).
 pub(crate) struct OwnedQueue {
-    owner: usize,
-    busy: Cell<bool>,
+    owner: Owner,
     queue: UnsafeCell<Queue>,
     kernels: UnsafeCell<[Option<CachedKernel>; OWNED_KERNEL_WAYS]>,
     cmdbufs: UnsafeCell<[Option<CachedCmdBuf>; OWNED_CMDBUF_WAYS]>,
@@ -274,14 +273,14 @@ const OWNED_CMDBUF_WAYS: usize = 4;
 
 /// An owned queue's cached command buffer, kept like [`CachedKernel`]: replays from the owner
 /// thread then take no reference count (an atomic read-modify-write each way).
-type CachedCmdBuf = (usize, u64, Arc<super::lock::CmdBufLock>);
+type CachedCmdBuf = (usize, u64, Arc<CmdBufCell>);
 
 /// An owned queue's cached kernel: (handle, `handles::removals()` when cached, the kernel).
 type CachedKernel = (usize, u64, Arc<Kernel>);
 
-// SAFETY: `queue`, `kernels` and `busy` are touched only by the thread whose token is `owner`
-// (`OwnedQueue::enter` checks it on every access) and never reentrantly (`busy`); `owner` never
-// changes. Other threads only read `owner`.
+// SAFETY: `queue`, `kernels` and `cmdbufs` are touched only by the thread whose token is
+// `owner` (`Owner::enter` checks it on every access) and never reentrantly (its busy flag);
+// the owner never changes. Other threads only read the owner's token.
 unsafe impl Sync for OwnedQueue {}
 
 /// An address unique among the live threads of the process: the calling thread's token.
@@ -311,8 +310,7 @@ impl QueueCell {
     /// A queue owned by the calling thread.
     pub(crate) fn owned(q: Queue) -> QueueCell {
         QueueCell::Owned(OwnedQueue {
-            owner: thread_token(),
-            busy: Cell::new(false),
+            owner: Owner::caller(OWNED_QUEUE),
             queue: UnsafeCell::new(q),
             kernels: UnsafeCell::new([const { None }; OWNED_KERNEL_WAYS]),
             cmdbufs: UnsafeCell::new([const { None }; OWNED_CMDBUF_WAYS]),
@@ -320,30 +318,79 @@ impl QueueCell {
     }
 }
 
-/// Marks an owned queue busy for one call.
-struct Busy<'a>(&'a Cell<bool>);
+/// Marks an owned object busy for one call.
+pub(super) struct Busy<'a>(&'a Cell<bool>);
 impl Drop for Busy<'_> {
     fn drop(&mut self) {
         self.0.set(false);
     }
 }
 
-impl OwnedQueue {
-    /// Check that the calling thread owns the queue and is not already inside a call on it.
-    fn enter(&self, h: usize, arg: &str) -> Result<Busy<'_>> {
-        if self.owner != thread_token() {
-            return Err(Error::invalid(format!(
-                "{arg} {h:#x} is owned by the thread that created it (tg_queue_create_owned); \
-                 use it from that thread only, or create a shared queue"
-            )));
+/// What an owned object is, for messages: its noun and the call that creates it.
+pub(super) struct OwnedKind {
+    noun: &'static str,
+    create: &'static str,
+}
+
+const OWNED_QUEUE: OwnedKind = OwnedKind {
+    noun: "queue",
+    create: "tg_queue_create_owned",
+};
+
+/// The thread that owns an object created by `tg_*_create_owned`, and whether a call on it
+/// is running (calls from a log callback inside a call on the same object are refused).
+pub(super) struct Owner {
+    thread: usize,
+    busy: Cell<bool>,
+    kind: OwnedKind,
+}
+
+impl Owner {
+    /// Owned by the calling thread.
+    pub(super) fn caller(kind: OwnedKind) -> Owner {
+        Owner {
+            thread: thread_token(),
+            busy: Cell::new(false),
+            kind,
+        }
+    }
+
+    /// Whether the calling thread is the owner.
+    #[inline(always)]
+    pub(super) fn is_caller(&self) -> bool {
+        self.thread == thread_token()
+    }
+
+    /// Check that the calling thread owns the object and is not already inside a call on it.
+    #[inline]
+    pub(super) fn enter(&self, h: usize, arg: &str) -> Result<Busy<'_>> {
+        if !self.is_caller() {
+            return Err(self.not_owner(h, arg));
         }
         if self.busy.replace(true) {
             return Err(Error::invalid(format!(
                 "{arg} {h:#x} is in use by a call further up this thread's stack (a log \
-                 callback may not use the queue whose call logs)"
+                 callback may not use the {} whose call logs)",
+                self.kind.noun
             )));
         }
         Ok(Busy(&self.busy))
+    }
+
+    #[cold]
+    fn not_owner(&self, h: usize, arg: &str) -> Error {
+        let OwnedKind { noun, create } = self.kind;
+        Error::invalid(format!(
+            "{arg} {h:#x} is owned by the thread that created it ({create}); use it from that \
+             thread only, or create a shared {noun}"
+        ))
+    }
+}
+
+impl OwnedQueue {
+    /// Check that the calling thread owns the queue and is not already inside a call on it.
+    fn enter(&self, h: usize, arg: &str) -> Result<Busy<'_>> {
+        self.owner.enter(h, arg)
     }
 
     /// The kernel behind `kh`, from the queue's kernel cache or the handle table.
@@ -389,7 +436,7 @@ impl OwnedQueue {
         ch: *const super::tg_cmdbuf,
         arg: &str,
         lookup: CmdBufLookup,
-    ) -> Result<&super::lock::CmdBufLock> {
+    ) -> Result<&CmdBufCell> {
         // SAFETY: only the owner thread gets here, inside `enter` (no other reference exists).
         let cs = unsafe { &mut *self.cmdbufs.get() };
         cached(cs, ch as usize, || lookup(ch, arg)).map(|c| &**c)
@@ -397,8 +444,185 @@ impl OwnedQueue {
 }
 
 /// How a command buffer handle is looked up (`capi::cmdbuf`).
-pub(super) type CmdBufLookup =
-    fn(*const super::tg_cmdbuf, &str) -> Result<Arc<super::lock::CmdBufLock>>;
+pub(super) type CmdBufLookup = fn(*const super::tg_cmdbuf, &str) -> Result<Arc<CmdBufCell>>;
+
+// ---------------------------------------------------------------------------------------------
+// Command buffers: shared (any thread, a lock per call) or owned by one thread (no lock)
+
+/// The object behind a `tg_cmdbuf` handle.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum CmdBufCell {
+    /// `tg_cmdbuf_create`: any thread; calls are serialized by the lock.
+    Shared(super::lock::CmdBufLock),
+    /// `tg_cmdbuf_create_owned`: only the creating thread may use or destroy it.
+    Owned(OwnedCmdBuf),
+}
+
+/// A command buffer only its creating thread uses: no lock (on x86 a lock's atomic
+/// read-modify-write waits for the previous submit's doorbell store to leave the CPU), and a
+/// kernel cache like an owned queue's, so that updates take no reference count either.
+pub(crate) struct OwnedCmdBuf {
+    owner: Owner,
+    cmdbuf: UnsafeCell<CmdBuf>,
+    kernels: UnsafeCell<[Option<CachedKernel>; OWNED_CMDBUF_KERNEL_WAYS]>,
+}
+
+/// Kernels an owned command buffer remembers (direct-mapped by handle).
+const OWNED_CMDBUF_KERNEL_WAYS: usize = 4;
+
+const OWNED_CMDBUF: OwnedKind = OwnedKind {
+    noun: "command buffer",
+    create: "tg_cmdbuf_create_owned",
+};
+
+// SAFETY: `cmdbuf` and `kernels` are touched only by the owner thread (`Owner::enter` checks it
+// on every access) and never reentrantly; other threads only read the owner's token.
+unsafe impl Sync for OwnedCmdBuf {}
+
+thread_local! {
+    /// The calling thread's owned command buffers: (handle, the object), live as in `OWNED`.
+    static OWNED_CMDBUFS: [Cell<(usize, usize)>; 4] = const { [const { Cell::new((0, 0)) }; 4] };
+}
+
+impl CmdBufCell {
+    pub(crate) fn shared(c: CmdBuf) -> CmdBufCell {
+        CmdBufCell::Shared(super::lock::CmdBufLock::new(c))
+    }
+
+    /// A command buffer owned by the calling thread.
+    pub(crate) fn owned(c: CmdBuf) -> CmdBufCell {
+        CmdBufCell::Owned(OwnedCmdBuf {
+            owner: Owner::caller(OWNED_CMDBUF),
+            cmdbuf: UnsafeCell::new(c),
+            kernels: UnsafeCell::new([const { None }; OWNED_CMDBUF_KERNEL_WAYS]),
+        })
+    }
+
+    /// Run `f` on the command buffer (handle `h`, argument `arg` for messages): under the lock,
+    /// or directly from the owner thread of an owned one.
+    #[inline]
+    pub(super) fn with<R>(
+        &self,
+        h: usize,
+        arg: &str,
+        f: impl FnOnce(&mut CmdBuf) -> Result<R>,
+    ) -> Result<R> {
+        match self {
+            CmdBufCell::Shared(m) => f(&mut m.lock()),
+            CmdBufCell::Owned(oc) => {
+                let _busy = oc.owner.enter(h, arg)?;
+                // SAFETY: `enter` established that this is the owner thread and no other call
+                // on this command buffer is running: the only reference.
+                f(unsafe { &mut *oc.cmdbuf.get() })
+            }
+        }
+    }
+}
+
+/// Run `f` on the command buffer behind `h`, with the kernel `kh` when given: under its lock
+/// (shared) or directly (owned, from its owner thread only, which finds it and its kernels
+/// without reference counting).
+#[inline]
+pub(super) fn with_cmdbuf<R>(
+    h: *const super::tg_cmdbuf,
+    arg: &str,
+    kh: Option<(*const tg_kernel, &str)>,
+    lookup: CmdBufLookup,
+    f: impl FnOnce(&mut CmdBuf, Option<&Kernel>) -> Result<R>,
+) -> Result<R> {
+    let hv = h as usize;
+    let way = owned_way(hv);
+    let here = OWNED_CMDBUFS
+        .try_with(|o| o[way].get())
+        .ok()
+        .filter(|&(ch, _)| ch == hv && hv != 0 && hv as u64 >= crate::os::fork::forked_below());
+    if let Some((_, ptr)) = here {
+        // SAFETY: an entry of this thread's OWNED_CMDBUFS table points to a live owned command
+        // buffer: only this thread can destroy it, and it removes the entry when it does.
+        let oc = unsafe { &*(ptr as *const OwnedCmdBuf) };
+        return owned_cmdbuf_call(oc, hv, arg, kh, f);
+    }
+    let cell = lookup(h, arg)?;
+    match &*cell {
+        CmdBufCell::Shared(m) => {
+            let k = match kh {
+                Some((kh, karg)) => Some(kernel(kh, karg)?),
+                None => None,
+            };
+            f(&mut m.lock(), k.as_deref())
+        }
+        CmdBufCell::Owned(oc) => {
+            let r = owned_cmdbuf_call(oc, hv, arg, kh, f);
+            if oc.owner.is_caller() {
+                let _ =
+                    OWNED_CMDBUFS.try_with(|o| o[way].set((hv, oc as *const OwnedCmdBuf as usize)));
+            }
+            r
+        }
+    }
+}
+
+#[inline(always)]
+fn owned_cmdbuf_call<R>(
+    oc: &OwnedCmdBuf,
+    h: usize,
+    arg: &str,
+    kh: Option<(*const tg_kernel, &str)>,
+    f: impl FnOnce(&mut CmdBuf, Option<&Kernel>) -> Result<R>,
+) -> Result<R> {
+    let _busy = oc.owner.enter(h, arg)?;
+    let k = match kh {
+        Some((kh, karg)) => {
+            // SAFETY: owner thread, inside `enter`: the only reference to the cache.
+            let ks = unsafe { &mut *oc.kernels.get() };
+            Some(&**cached(ks, kh as usize, || kernel(kh, karg))?)
+        }
+        None => None,
+    };
+    // SAFETY: `enter` established that this is the owner thread and no other call on this
+    // command buffer is running: the only reference.
+    f(unsafe { &mut *oc.cmdbuf.get() }, k)
+}
+
+/// Register a new command buffer (shared or owned by the calling thread); its handle value.
+pub(super) fn register_cmdbuf(cell: CmdBufCell) -> Result<usize> {
+    let cell = Arc::new(cell);
+    let owned = match &*cell {
+        CmdBufCell::Owned(oc) => Some(oc as *const OwnedCmdBuf as usize),
+        CmdBufCell::Shared(_) => None,
+    };
+    let h = register(Object::CmdBuf(cell))?;
+    if let Some(ptr) = owned {
+        let _ = OWNED_CMDBUFS.try_with(|o| o[owned_way(h)].set((h, ptr)));
+    }
+    Ok(h)
+}
+
+/// Destroy the command buffer behind `h`: an owned one only from its owner thread. NULL is a
+/// no-op.
+pub(super) fn destroy_cmdbuf(
+    h: *mut super::tg_cmdbuf,
+    arg: &str,
+    lookup: CmdBufLookup,
+) -> Result<()> {
+    let hv = h as usize;
+    if hv == 0 {
+        return Ok(());
+    }
+    {
+        let cell = lookup(h, arg)?;
+        if let CmdBufCell::Owned(oc) = &*cell {
+            let _busy = oc.owner.enter(hv, arg)?;
+            let way = owned_way(hv);
+            let _ = OWNED_CMDBUFS.try_with(|o| {
+                if o[way].get().0 == hv {
+                    o[way].set((0, 0));
+                }
+            });
+        }
+    }
+    handles::remove(hv, Kind::CmdBuf, arg).map(|_| ())
+}
 
 /// The owned queue behind handle `hv` when this thread's OWNED table has it at `way` (then this
 /// thread is its owner).
@@ -422,7 +646,7 @@ pub(super) fn with_queue_cmdbuf<R>(
     ch: *const super::tg_cmdbuf,
     carg: &str,
     lookup: CmdBufLookup,
-    f: impl FnOnce(&mut Queue, &super::lock::CmdBufLock) -> Result<R>,
+    f: impl FnOnce(&mut Queue, &CmdBufCell) -> Result<R>,
 ) -> Result<R> {
     let hv = h as usize;
     let way = owned_way(hv);
@@ -466,7 +690,7 @@ pub(super) fn with_queue<R>(
         }
         QueueCell::Owned(oq) => {
             let r = owned_call(oq, hv, arg, kh, f);
-            if oq.owner == thread_token() {
+            if oq.owner.is_caller() {
                 let _ = OWNED.try_with(|o| o[way].set((hv, oq as *const OwnedQueue as usize)));
             }
             r

@@ -1,7 +1,8 @@
 //! Command buffers: `tg_cmdbuf_*` and `tg_queue_replay`.
 
 use super::boundary::{
-    buffer, device, kernel, out_ptr, register, run, same_device, signal, with_queue_cmdbuf,
+    buffer, destroy_cmdbuf, device, out_ptr, register_cmdbuf, run, same_device, signal,
+    with_cmdbuf, with_queue_cmdbuf, CmdBufCell,
 };
 use super::handles::{self, Kind, Object};
 use super::queue::launch_config;
@@ -13,11 +14,11 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 thread_local! {
-    static CMDBUF_LOOKUP: handles::LookupCache<super::lock::CmdBufLock, 4> =
+    static CMDBUF_LOOKUP: handles::LookupCache<CmdBufCell, 4> =
         const { std::cell::RefCell::new([const { None }; 4]) };
 }
 
-fn cmdbuf(h: *const tg_cmdbuf, arg: &str) -> Result<Arc<super::lock::CmdBufLock>> {
+fn cmdbuf(h: *const tg_cmdbuf, arg: &str) -> Result<Arc<CmdBufCell>> {
     handles::get_cached(&CMDBUF_LOOKUP, h as usize, Kind::CmdBuf, arg, |o| match o {
         Object::CmdBuf(c) => Some(c),
         _ => None,
@@ -36,6 +37,11 @@ unsafe fn cmdbuf_launch_config(cfg: *const tg_launch_config) -> Result<crate::co
         )),
         (cfg, false) => Ok(cfg),
     }
+}
+
+/// The kernel `with_cmdbuf` looked up (it always does when asked to).
+fn kernel_of(k: Option<&crate::core::Kernel>) -> Result<&crate::core::Kernel> {
+    k.ok_or_else(|| Error::new(Status::Internal, "tg_cmdbuf: kernel lookup skipped"))
 }
 
 /// Write a node index to `node_out` when it is not NULL.
@@ -85,7 +91,39 @@ pub unsafe extern "C" fn tg_cmdbuf_create(
         let d = device(dev, "dev")?;
         let out = out_ptr(out, "out")?;
         let c = d.create_cmdbuf()?;
-        let h = register(Object::CmdBuf(Arc::new(super::lock::CmdBufLock::new(c))))?;
+        let h = register_cmdbuf(CmdBufCell::shared(c))?;
+        out.write(h as *mut tg_cmdbuf);
+        Ok(())
+    })
+}
+
+/// Create an empty command buffer that only the calling thread may use: like
+/// `tg_cmdbuf_create()`, but every call on it (recording, `tg_cmdbuf_finish`, updates,
+/// `tg_queue_replay` with it, `tg_cmdbuf_destroy`) must come from the thread that created it.
+/// In exchange a call takes no lock and no reference count, which on x86 each cost an atomic
+/// read-modify-write that waits for the previous submit's doorbell store to leave the CPU:
+/// replays and updates cost what they cost through the Rust API (`docs/performance.md`). A
+/// call from another thread returns `TG_ERROR_INVALID_ARGUMENT` and changes nothing. It may be
+/// replayed on any compute queue of the device the owner thread may use (shared queues, and
+/// queues it owns). If the creating thread exits without destroying it, the command buffer
+/// stays until the process ends.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`; `TG_ERROR_DEVICE_FAULT`.
+/// Ownership: the caller releases `*out` with `tg_cmdbuf_destroy()` from the same thread.
+/// Thread safety: see above.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_cmdbuf_create_owned(
+    dev: *const tg_device,
+    out: *mut *mut tg_cmdbuf,
+) -> tg_status {
+    run("tg_cmdbuf_create_owned", || {
+        let d = device(dev, "dev")?;
+        let out = out_ptr(out, "out")?;
+        let c = d.create_cmdbuf()?;
+        let h = register_cmdbuf(CmdBufCell::owned(c))?;
         out.write(h as *mut tg_cmdbuf);
         Ok(())
     })
@@ -95,15 +133,16 @@ pub unsafe extern "C" fn tg_cmdbuf_create(
 /// kernels, buffers and signals it holds, are released once they have completed. NULL is a
 /// no-op.
 ///
-/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`. Thread safety: any thread; the handle must not be
-/// used after this call.
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (an owned command
+/// buffer from another thread than its creator). Thread safety: any thread (an owned command
+/// buffer: its creating thread); the handle must not be used after this call.
 ///
 /// # Safety
 /// None beyond the handle contract.
 #[no_mangle]
 pub unsafe extern "C" fn tg_cmdbuf_destroy(cmdbuf: *mut tg_cmdbuf) -> tg_status {
     run("tg_cmdbuf_destroy", || {
-        handles::remove(cmdbuf as usize, Kind::CmdBuf, "cmdbuf").map(|_| ())
+        destroy_cmdbuf(cmdbuf, "cmdbuf", self::cmdbuf)
     })
 }
 
@@ -128,12 +167,17 @@ pub unsafe extern "C" fn tg_cmdbuf_launch(
     node_out: *mut u32,
 ) -> tg_status {
     run("tg_cmdbuf_launch", || {
-        let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
-        let k = self::kernel(kernel, "kernel")?;
-        let cfg = cmdbuf_launch_config(cfg)?;
-        let bytes = param_bytes(params, params_size_bytes)?;
-        let mut g = c.lock();
-        let i = g.launch(&k, &cfg, bytes)?;
+        let i = with_cmdbuf(
+            cmdbuf,
+            "cmdbuf",
+            Some((kernel, "kernel")),
+            self::cmdbuf,
+            |c, k| {
+                let cfg = cmdbuf_launch_config(cfg)?;
+                let bytes = param_bytes(params, params_size_bytes)?;
+                c.launch(kernel_of(k)?, &cfg, bytes)
+            },
+        )?;
         put_node(node_out, i)
     })
 }
@@ -159,16 +203,16 @@ pub unsafe extern "C" fn tg_cmdbuf_copy(
     node_out: *mut u32,
 ) -> tg_status {
     run("tg_cmdbuf_copy", || {
-        let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
-        let d = buffer(dst, "dst")?;
-        let s = buffer(src, "src")?;
-        let mut g = c.lock();
-        if !same_device(g.device(), d.device()) || !same_device(g.device(), s.device()) {
-            return Err(Error::invalid(
-                "dst and src must belong to the command buffer's device",
-            ));
-        }
-        let i = g.copy(&d, dst_offset, &s, src_offset, size_bytes)?;
+        let i = with_cmdbuf(cmdbuf, "cmdbuf", None, self::cmdbuf, |g, _| {
+            let d = buffer(dst, "dst")?;
+            let s = buffer(src, "src")?;
+            if !same_device(g.device(), d.device()) || !same_device(g.device(), s.device()) {
+                return Err(Error::invalid(
+                    "dst and src must belong to the command buffer's device",
+                ));
+            }
+            g.copy(&d, dst_offset, &s, src_offset, size_bytes)
+        })?;
         put_node(node_out, i)
     })
 }
@@ -189,9 +233,9 @@ pub unsafe extern "C" fn tg_cmdbuf_signal(
     node_out: *mut u32,
 ) -> tg_status {
     run("tg_cmdbuf_signal", || {
-        let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
-        let s = self::signal(signal, "signal")?;
-        let i = c.lock().signal(&s, value)?;
+        let i = with_cmdbuf(cmdbuf, "cmdbuf", None, self::cmdbuf, |c, _| {
+            c.signal(&self::signal(signal, "signal")?, value)
+        })?;
         put_node(node_out, i)
     })
 }
@@ -212,9 +256,9 @@ pub unsafe extern "C" fn tg_cmdbuf_wait(
     node_out: *mut u32,
 ) -> tg_status {
     run("tg_cmdbuf_wait", || {
-        let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
-        let s = self::signal(signal, "signal")?;
-        let i = c.lock().wait(&s, value)?;
+        let i = with_cmdbuf(cmdbuf, "cmdbuf", None, self::cmdbuf, |c, _| {
+            c.wait(&self::signal(signal, "signal")?, value)
+        })?;
         put_node(node_out, i)
     })
 }
@@ -233,8 +277,7 @@ pub unsafe extern "C" fn tg_cmdbuf_barrier(
     node_out: *mut u32,
 ) -> tg_status {
     run("tg_cmdbuf_barrier", || {
-        let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
-        let i = c.lock().barrier()?;
+        let i = with_cmdbuf(cmdbuf, "cmdbuf", None, self::cmdbuf, |c, _| c.barrier())?;
         put_node(node_out, i)
     })
 }
@@ -250,7 +293,7 @@ pub unsafe extern "C" fn tg_cmdbuf_barrier(
 #[no_mangle]
 pub unsafe extern "C" fn tg_cmdbuf_finish(cmdbuf: *const tg_cmdbuf) -> tg_status {
     run("tg_cmdbuf_finish", || {
-        self::cmdbuf(cmdbuf, "cmdbuf")?.lock().finish()
+        with_cmdbuf(cmdbuf, "cmdbuf", None, self::cmdbuf, |c, _| c.finish())
     })
 }
 
@@ -275,11 +318,16 @@ pub unsafe extern "C" fn tg_cmdbuf_set_params(
     params_size_bytes: usize,
 ) -> tg_status {
     run("tg_cmdbuf_set_params", || {
-        let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
-        let k = self::kernel(kernel, "kernel")?;
-        let bytes = param_bytes(params, params_size_bytes)?;
-        let r = c.lock().set_params(node as usize, &k, bytes);
-        r
+        with_cmdbuf(
+            cmdbuf,
+            "cmdbuf",
+            Some((kernel, "kernel")),
+            self::cmdbuf,
+            |c, k| {
+                let bytes = param_bytes(params, params_size_bytes)?;
+                c.set_params(node as usize, kernel_of(k)?, bytes)
+            },
+        )
     })
 }
 
@@ -305,11 +353,16 @@ pub unsafe extern "C" fn tg_cmdbuf_set_launch(
     cfg: *const tg_launch_config,
 ) -> tg_status {
     run("tg_cmdbuf_set_launch", || {
-        let c = self::cmdbuf(cmdbuf, "cmdbuf")?;
-        let k = self::kernel(kernel, "kernel")?;
-        let cfg = cmdbuf_launch_config(cfg)?;
-        let r = c.lock().set_launch(node as usize, &k, &cfg);
-        r
+        with_cmdbuf(
+            cmdbuf,
+            "cmdbuf",
+            Some((kernel, "kernel")),
+            self::cmdbuf,
+            |c, k| {
+                let cfg = cmdbuf_launch_config(cfg)?;
+                c.set_launch(node as usize, kernel_of(k)?, &cfg)
+            },
+        )
     })
 }
 
@@ -329,9 +382,9 @@ pub unsafe extern "C" fn tg_cmdbuf_set_value(
     value: u64,
 ) -> tg_status {
     run("tg_cmdbuf_set_value", || {
-        self::cmdbuf(cmdbuf, "cmdbuf")?
-            .lock()
-            .set_value(node as usize, value)
+        with_cmdbuf(cmdbuf, "cmdbuf", None, self::cmdbuf, |c, _| {
+            c.set_value(node as usize, value)
+        })
     })
 }
 
@@ -354,9 +407,9 @@ pub unsafe extern "C" fn tg_queue_replay(
 ) -> tg_status {
     run("tg_queue_replay", || {
         with_queue_cmdbuf(queue, "queue", cmdbuf, "cmdbuf", self::cmdbuf, |q, c| {
-            // The command buffer's lock is released before the replay is written to the
+            // A shared command buffer's lock is released before the replay is written to the
             // rings (see CmdBuf::begin_replay).
-            let (va, dwords, ends) = c.lock().begin_replay(q)?;
+            let (va, dwords, ends) = c.with(cmdbuf as usize, "cmdbuf", |c| c.begin_replay(q))?;
             q.push_external(va, dwords, ends).map(|_| ())
         })
     })

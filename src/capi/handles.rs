@@ -74,7 +74,7 @@ pub(crate) enum Object {
     Kernel(Arc<Kernel>),
     Queue(Arc<super::boundary::QueueCell>),
     Signal(Arc<Signal>),
-    CmdBuf(Arc<super::lock::CmdBufLock>),
+    CmdBuf(Arc<super::boundary::CmdBufCell>),
     Texture(Arc<crate::core::Texture>),
 }
 

@@ -133,7 +133,10 @@ impl Capi {
                 "tg_signal_create",
                 tg_signal_create(ch.c.dev, 0, &mut ch.done),
             )?;
-            check("tg_cmdbuf_create", tg_cmdbuf_create(ch.c.dev, &mut ch.cb))?;
+            check(
+                "tg_cmdbuf_create_owned",
+                tg_cmdbuf_create_owned(ch.c.dev, &mut ch.cb),
+            )?;
             let p = [ch.va, 1u64];
             for _ in 0..super::replay::CHAIN {
                 check(
