@@ -86,8 +86,7 @@ static void our_chain_open(our_chain *g, tg_device *dev, tg_queue *q, tg_kernel 
 static double our_chain_cpu(our_chain *g, unsigned n) {
     uint64_t t0 = now_ns();
     for (unsigned i = 0; i < n; i++, g->expect += CHAIN) {
-        CHECK(tg_queue_replay(g->q, g->cb));
-        CHECK(tg_queue_submit(g->q));
+        CHECK(tg_queue_replay_submit(g->q, g->cb));
     }
     double us = (double)(now_ns() - t0) / 1e3 / n;
     CHECK(tg_queue_synchronize(g->q, TIMEOUT_NS));
@@ -98,8 +97,7 @@ static double our_chain_cpu(our_chain *g, unsigned n) {
 static double our_chain_wall(our_chain *g) {
     CHECK(tg_cmdbuf_set_value(g->cb, g->sig_node, ++g->next));
     uint64_t t0 = now_ns();
-    CHECK(tg_queue_replay(g->q, g->cb));
-    CHECK(tg_queue_submit(g->q));
+    CHECK(tg_queue_replay_submit(g->q, g->cb));
     CHECK(tg_signal_wait(g->done, g->next, TIMEOUT_NS));
     g->expect += CHAIN;
     return (double)(now_ns() - t0) / 1e3;
@@ -111,8 +109,7 @@ static double our_chain_update(our_chain *g, uint64_t by) {
     CHECK(tg_cmdbuf_set_value(g->cb, g->sig_node, ++g->next));
     uint64_t t0 = now_ns();
     CHECK(tg_cmdbuf_set_params(g->cb, CHAIN / 2, g->inc, np, sizeof np));
-    CHECK(tg_queue_replay(g->q, g->cb));
-    CHECK(tg_queue_submit(g->q));
+    CHECK(tg_queue_replay_submit(g->q, g->cb));
     double us = (double)(now_ns() - t0) / 1e3;
     CHECK(tg_signal_wait(g->done, g->next, TIMEOUT_NS));
     g->expect += CHAIN - 1 + by;

@@ -41,5 +41,5 @@ per_launch "Rust API (Queue::launch + submit)"
 per_launch "C API (tg_launch + tg_queue_submit)" --capi
 per_launch "C API, owned queue (tg_queue_create_owned)" "--capi --owned"
 per_replay "Rust API (Queue::replay + submit)"
-per_replay "C API, owned queue and command buffer (tg_queue_replay + tg_queue_submit)" "--capi --owned"
+per_replay "C API, owned queue and command buffer (tg_queue_replay_submit)" "--capi --owned"
 rm -rf "$tmp"

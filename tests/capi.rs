@@ -599,6 +599,16 @@ fn command_buffer_round(dev: *mut tg_device, k: *mut tg_kernel, owned: bool, own
             "{}",
             last_error()
         );
+        assert_eq!(
+            tg_queue_replay_submit(q, cb),
+            tg_status::TG_ERROR_INVALID_ARGUMENT
+        );
+        assert!(
+            last_error().starts_with("tg_queue_replay_submit: ")
+                && last_error().contains("not finished"),
+            "{}",
+            last_error()
+        );
         assert_eq!(tg_cmdbuf_finish(cb), tg_status::TG_OK);
         for r in 1..=50u64 {
             let p = params(r);
@@ -609,8 +619,12 @@ fn command_buffer_round(dev: *mut tg_device, k: *mut tg_kernel, owned: bool, own
                 last_error()
             );
             assert_eq!(tg_cmdbuf_set_value(cb, n_sig, r), tg_status::TG_OK);
-            assert_eq!(tg_queue_replay(q, cb), tg_status::TG_OK);
-            assert_eq!(tg_queue_submit(q), tg_status::TG_OK);
+            if r % 2 == 0 {
+                assert_eq!(tg_queue_replay_submit(q, cb), tg_status::TG_OK);
+            } else {
+                assert_eq!(tg_queue_replay(q, cb), tg_status::TG_OK);
+                assert_eq!(tg_queue_submit(q), tg_status::TG_OK);
+            }
             assert_eq!(tg_signal_wait(s, r, 10_000_000_000), tg_status::TG_OK);
         }
         let mut cpu = null_mut();
@@ -668,6 +682,10 @@ fn command_buffer_round(dev: *mut tg_device, k: *mut tg_kernel, owned: bool, own
         );
         assert_eq!(tg_cmdbuf_destroy(cb), tg_status::TG_OK);
         assert_eq!(tg_queue_replay(q, cb), tg_status::TG_ERROR_INVALID_HANDLE);
+        assert_eq!(
+            tg_queue_replay_submit(q, cb),
+            tg_status::TG_ERROR_INVALID_HANDLE
+        );
         assert_eq!(
             tg_cmdbuf_set_value(cb, n_sig, 1),
             tg_status::TG_ERROR_INVALID_HANDLE
@@ -948,6 +966,7 @@ fn owned_command_buffers_serve_only_their_thread() {
                 check("tg_cmdbuf_set_launch", tg_cmdbuf_set_launch(cb, 0, k, &cfg));
                 check("tg_cmdbuf_set_value", tg_cmdbuf_set_value(cb, 1, 7));
                 check("tg_queue_replay", tg_queue_replay(q, cb));
+                check("tg_queue_replay_submit", tg_queue_replay_submit(q, cb));
                 check("tg_cmdbuf_destroy", tg_cmdbuf_destroy(cb));
                 assert_eq!(n, u32::MAX, "a refused call wrote a node index");
             })
@@ -974,8 +993,17 @@ fn owned_command_buffers_serve_only_their_thread() {
             );
             assert_eq!(tg_cmdbuf_set_value(cb, n_sig, r), tg_status::TG_OK);
             let q = if r % 2 == 0 { oq } else { sq };
-            assert_eq!(tg_queue_replay(q, cb), tg_status::TG_OK, "{}", last_error());
-            assert_eq!(tg_queue_submit(q), tg_status::TG_OK);
+            if r % 3 == 0 {
+                assert_eq!(
+                    tg_queue_replay_submit(q, cb),
+                    tg_status::TG_OK,
+                    "{}",
+                    last_error()
+                );
+            } else {
+                assert_eq!(tg_queue_replay(q, cb), tg_status::TG_OK, "{}", last_error());
+                assert_eq!(tg_queue_submit(q), tg_status::TG_OK);
+            }
             expect += r;
         }
         assert_eq!(

@@ -415,6 +415,7 @@ SIGNATURES = {
     "tg_signal_wait": (_st, [_H, _u64, _u64]),
     "tg_cmdbuf_create": (_st, [_H, _P(_H)]),
     "tg_cmdbuf_create_owned": (_st, [_H, _P(_H)]),
+    "tg_queue_replay_submit": (_st, [_H, _H]),
     "tg_cmdbuf_destroy": (_st, [_H]),
     "tg_cmdbuf_launch": (_st, [_H, _H, _P(CLaunchConfig), ctypes.c_void_p, _size, _P(_u32)]),
     "tg_cmdbuf_copy": (_st, [_H, _H, _u64, _H, _u64, _u64, _P(_u32)]),
@@ -1371,10 +1372,14 @@ class Queue(_Handle):
         """
         return GpuTimer(self, timeout_ns)
 
-    def replay(self, cmdbuf):
+    def replay(self, cmdbuf, submit=False):
         """Record a replay of the finished :class:`CmdBuf` (``tg_queue_replay``); :meth:`submit`
-        makes it visible with one doorbell."""
-        check(lib.tg_queue_replay(self.handle, cmdbuf.handle))
+        makes it visible with one doorbell. ``submit=True`` submits in the same call
+        (``tg_queue_replay_submit``)."""
+        if submit:
+            check(lib.tg_queue_replay_submit(self.handle, cmdbuf.handle))
+        else:
+            check(lib.tg_queue_replay(self.handle, cmdbuf.handle))
 
     def abort(self):
         """Abandon the queue's work and destroy the queue at once (``tg_queue_abort``): the

@@ -41,7 +41,8 @@ when it is present (docs/performance.md).
   --no-cuda        skip the libcuda columns
   --record-only N  only record + submit N launches (for instruction counts)
   --replay         with --record-only: N replays of a 10-launch command buffer, each submitted
-  --capi           with --record-only: through the C API (tg_launch, tg_queue_submit)
+  --capi           with --record-only: through the C API (tg_launch + tg_queue_submit;
+                   with --replay tg_queue_replay_submit)
   --owned          with --capi: on a queue (and, with --replay, a command buffer) owned by the
                    thread (tg_queue_create_owned, tg_cmdbuf_create_owned)
   --help, -h       this text
@@ -791,8 +792,7 @@ fn record_only_capi(spec: &str, n: u64, owned: bool, replay: bool) -> tegragpu::
             }
             check("tg_cmdbuf_finish", tg_cmdbuf_finish(cb))?;
             for _ in 0..n {
-                check("tg_queue_replay", tg_queue_replay(q, cb))?;
-                check("tg_queue_submit", tg_queue_submit(q))?;
+                check("tg_queue_replay_submit", tg_queue_replay_submit(q, cb))?;
             }
             return Ok(());
         }

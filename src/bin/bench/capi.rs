@@ -190,8 +190,10 @@ impl CapiChain<'_> {
     fn replay_submit(&mut self) -> Result<()> {
         // SAFETY: live handles.
         unsafe {
-            check("tg_queue_replay", tg_queue_replay(self.c.q, self.cb))?;
-            check("tg_queue_submit", tg_queue_submit(self.c.q))
+            check(
+                "tg_queue_replay_submit",
+                tg_queue_replay_submit(self.c.q, self.cb),
+            )
         }
     }
     fn set_value(&mut self) -> Result<()> {
