@@ -76,6 +76,8 @@ int main(int argc, char **argv) {
     tg_kernel *out_k = (tg_kernel *)SENTINEL;
     tg_queue *cq = NULL, *xq = NULL, *dead_q = NULL, *out_q = (tg_queue *)SENTINEL;
     tg_signal *sig = NULL, *dead_sig = NULL, *out_sig = (tg_signal *)SENTINEL;
+    tg_cmdbuf *cb = NULL, *ocb = NULL, *dead_cb = NULL, *out_cb = (tg_cmdbuf *)SENTINEL;
+    uint32_t node = 0x5eb7;
     tg_launch_config cfg, bad_cfg;
     char path[4096];
     unsigned char garbage[64], params[64];
@@ -374,6 +376,59 @@ int main(int argc, char **argv) {
     EXPECT(tg_queue_signal(cq, dead_sig, 1), NULL_H, "tg_queue_signal", "not a live tg_signal", NULL);
     EXPECT(tg_queue_wait(cq, dead_sig, 1), NULL_H, "tg_queue_wait", "not a live tg_signal", NULL);
 
+    /* ---- command buffers ------------------------------------------------------------------ */
+    EXPECT(tg_cmdbuf_create(NULL, &out_cb), NULL_H, "tg_cmdbuf_create", "dev is NULL", NULL);
+    EXPECT(tg_cmdbuf_create(dev, NULL), TG_ERROR_NULL_POINTER, "tg_cmdbuf_create", "out is NULL", NULL);
+    EXPECT(tg_cmdbuf_create_owned(dead_dev, &out_cb), NULL_H, "tg_cmdbuf_create_owned", "not a live tg_device", NULL);
+    EXPECT(tg_cmdbuf_create_owned(dev, NULL), TG_ERROR_NULL_POINTER, "tg_cmdbuf_create_owned", "out is NULL", NULL);
+    TRUE(out_cb == (tg_cmdbuf *)SENTINEL);
+    EXPECT_OK(tg_cmdbuf_create(dev, &dead_cb));
+    EXPECT_OK(tg_cmdbuf_destroy(dead_cb));
+    EXPECT(tg_cmdbuf_destroy(dead_cb), NULL_H, "tg_cmdbuf_destroy", "not a live tg_cmdbuf", NULL);
+    EXPECT_OK(tg_cmdbuf_destroy(NULL));
+    EXPECT_OK(tg_cmdbuf_create(dev, &cb));
+    EXPECT_OK(tg_cmdbuf_create_owned(dev, &ocb));
+    for (i = 0; i < 2; i++) {
+        tg_cmdbuf *c = i ? ocb : cb;
+        tg_launch_config huge = cfg;
+        huge.block[0] = 4096;
+        node = 0x5eb7;
+        EXPECT(tg_cmdbuf_launch(NULL, empty, &cfg, NULL, 0, &node), NULL_H, "tg_cmdbuf_launch", "cmdbuf is NULL", NULL);
+        EXPECT(tg_cmdbuf_launch(dead_cb, empty, &cfg, NULL, 0, &node), NULL_H, "tg_cmdbuf_launch", "not a live tg_cmdbuf", NULL);
+        EXPECT(tg_cmdbuf_launch((tg_cmdbuf *)(void *)sig, empty, &cfg, NULL, 0, &node), NULL_H, "tg_cmdbuf_launch", "is a tg_signal, expected a tg_cmdbuf", NULL);
+        EXPECT(tg_cmdbuf_launch(c, NULL, &cfg, NULL, 0, &node), NULL_H, "tg_cmdbuf_launch", "kernel is NULL", NULL);
+        EXPECT(tg_cmdbuf_launch(c, dead_k, &cfg, NULL, 0, &node), NULL_H, "tg_cmdbuf_launch", "not a live tg_kernel", NULL);
+        EXPECT(tg_cmdbuf_launch(c, empty, NULL, NULL, 0, &node), TG_ERROR_NULL_POINTER, "tg_cmdbuf_launch", "cfg", NULL);
+        EXPECT(tg_cmdbuf_launch(c, bounded, &bad_cfg, params, 8, &node), TG_ERROR_INVALID_LAUNCH, "tg_cmdbuf_launch", "256", "128");
+        EXPECT(tg_cmdbuf_launch(c, empty, &cfg, NULL, 8, &node), TG_ERROR_NULL_POINTER, "tg_cmdbuf_launch", "params is NULL", "8");
+        TRUE(node == 0x5eb7);
+        EXPECT(tg_cmdbuf_signal(c, NULL, 1, &node), NULL_H, "tg_cmdbuf_signal", "signal is NULL", NULL);
+        EXPECT(tg_cmdbuf_wait(c, dead_sig, 1, &node), NULL_H, "tg_cmdbuf_wait", "not a live tg_signal", NULL);
+        EXPECT(tg_cmdbuf_copy(c, buf, 0, buf, 8, 16, &node), TG_ERROR_INVALID_ARGUMENT, "tg_cmdbuf_copy", "overlap", NULL);
+        EXPECT(tg_cmdbuf_copy(c, buf, 0, dead_buf, 0, 16, &node), NULL_H, "tg_cmdbuf_copy", "src", "not a live tg_buf");
+        EXPECT(tg_cmdbuf_finish(c), TG_ERROR_INVALID_ARGUMENT, "tg_cmdbuf_finish", "nothing", NULL);
+        EXPECT(tg_queue_replay(cq, c), TG_ERROR_INVALID_ARGUMENT, "tg_queue_replay", "not finished", NULL);
+        EXPECT(tg_cmdbuf_set_value(c, 0, 1), TG_ERROR_INVALID_ARGUMENT, "tg_cmdbuf_set_value", "not finished", NULL);
+        TRUE(node == 0x5eb7);
+        EXPECT_OK(tg_cmdbuf_launch(c, empty, &cfg, NULL, 0, &node));
+        TRUE(node == 0);
+        EXPECT_OK(tg_cmdbuf_signal(c, sig, 1, &node));
+        TRUE(node == 1);
+        EXPECT_OK(tg_cmdbuf_finish(c));
+        EXPECT(tg_cmdbuf_finish(c), TG_ERROR_INVALID_ARGUMENT, "tg_cmdbuf_finish", "finished", NULL);
+        EXPECT(tg_cmdbuf_barrier(c, &node), TG_ERROR_INVALID_ARGUMENT, "tg_cmdbuf_barrier", "finished", NULL);
+        EXPECT(tg_cmdbuf_set_value(c, 0, 1), TG_ERROR_INVALID_ARGUMENT, "tg_cmdbuf_set_value", "node 0", "a launch");
+        EXPECT(tg_cmdbuf_set_value(c, 99, 1), TG_ERROR_INVALID_ARGUMENT, "tg_cmdbuf_set_value", "node 99", "2 nodes");
+        EXPECT(tg_cmdbuf_set_params(c, 0, vadd, NULL, 0), TG_ERROR_INVALID_ARGUMENT, "tg_cmdbuf_set_params", "node 0", NULL);
+        EXPECT(tg_cmdbuf_set_params(c, 1, empty, NULL, 0), TG_ERROR_INVALID_ARGUMENT, "tg_cmdbuf_set_params", "node 1", "a signal");
+        EXPECT(tg_cmdbuf_set_launch(c, 0, empty, &huge), TG_ERROR_INVALID_LAUNCH, "tg_cmdbuf_set_launch", "4096", NULL);
+        EXPECT(tg_queue_replay(xq, c), TG_ERROR_INVALID_ARGUMENT, "tg_queue_replay", "copy queue", NULL);
+        EXPECT(tg_queue_replay_submit(xq, c), TG_ERROR_INVALID_ARGUMENT, "tg_queue_replay_submit", "copy queue", NULL);
+        EXPECT(tg_queue_replay_submit(dead_q, c), NULL_H, "tg_queue_replay_submit", "not a live tg_queue", NULL);
+        EXPECT(tg_queue_replay_submit(cq, dead_cb), NULL_H, "tg_queue_replay_submit", "not a live tg_cmdbuf", NULL);
+        EXPECT(tg_queue_replay_submit(cq, NULL), NULL_H, "tg_queue_replay_submit", "cmdbuf is NULL", NULL);
+    }
+
     /* ---- after all that misuse, real work still runs -------------------------------------- */
     EXPECT_OK(tg_launch(cq, empty, &cfg, NULL, 0));
     EXPECT_OK(tg_queue_signal(cq, sig, 1));
@@ -381,6 +436,15 @@ int main(int argc, char **argv) {
     EXPECT_OK(tg_signal_wait(sig, 1, TIMEOUT_NS));
     EXPECT_OK(tg_signal_value(sig, &u64));
     TRUE(u64 == 1);
+    EXPECT_OK(tg_cmdbuf_set_value(ocb, 1, 2));
+    EXPECT_OK(tg_queue_replay_submit(cq, ocb));
+    EXPECT_OK(tg_signal_wait(sig, 2, TIMEOUT_NS));
+    EXPECT_OK(tg_cmdbuf_set_value(cb, 1, 3));
+    EXPECT_OK(tg_queue_replay(cq, cb));
+    EXPECT_OK(tg_queue_submit(cq));
+    EXPECT_OK(tg_signal_wait(sig, 3, TIMEOUT_NS));
+    EXPECT_OK(tg_cmdbuf_destroy(cb));
+    EXPECT_OK(tg_cmdbuf_destroy(ocb));
     EXPECT_OK(tg_signal_timestamp(sig, &u64));
     TRUE(u64 != 0);
     EXPECT_OK(tg_signal_set(sig, 7));
