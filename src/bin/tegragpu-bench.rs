@@ -336,6 +336,7 @@ fn bench_ours(
             }
         }
     }
+    let capi_vs_rust = replay::paired_ratio(&capi_r, &rust_r);
     let cpu_us = percentile(&mut rust_r, 0.5);
     let capi_us = percentile(&mut capi_r, 0.5);
     let cuda_cpu = cuda_ok.then(|| percentile(&mut cuda_r, 0.5));
@@ -360,7 +361,7 @@ fn bench_ours(
     rows.push(Row {
         name: "CPU per launch, submit each, C API / Rust",
         unit: "x",
-        ours: capi_us / cpu_us,
+        ours: capi_vs_rust,
         cuda: None,
         target: real(("<= 1.1", 1.1)),
         lower_is_better: true,
@@ -539,14 +540,14 @@ fn bench_ours(
     let got = replay::measure(&mut sides, rreps)?;
     drop(sides);
     let (rn, cn_capi, cn) = (
-        got[0].unwrap_or_default(),
-        got[1].ok_or_else(|| {
+        got[0].clone().unwrap_or_default(),
+        got[1].clone().ok_or_else(|| {
             tegragpu::Error::new(
                 tegragpu::Status::Internal,
                 "the C API side of the replay benchmark failed",
             )
         })?,
-        got[2],
+        got[2].clone(),
     );
     drop(r_capi);
     drop(capi);
@@ -554,7 +555,7 @@ fn bench_ours(
         name: "replay 100-kernel chain: CPU per replay",
         unit: "us",
         ours: rn.replay_cpu_us,
-        cuda: cn.map(|c| c.replay_cpu_us),
+        cuda: cn.as_ref().map(|c| c.replay_cpu_us),
         target: Some(("<= 0.1x", 0.1)),
         lower_is_better: true,
         absolute: false,
@@ -563,7 +564,7 @@ fn bench_ours(
         name: "replay 100-kernel chain: CPU, C API",
         unit: "us",
         ours: cn_capi.replay_cpu_us,
-        cuda: cn.map(|c| c.replay_cpu_us),
+        cuda: cn.as_ref().map(|c| c.replay_cpu_us),
         target: Some(("<= 0.1x", 0.1)),
         lower_is_better: true,
         absolute: false,
@@ -571,7 +572,7 @@ fn bench_ours(
     rows.push(Row {
         name: "replay 100-kernel chain: CPU, C API / Rust",
         unit: "x",
-        ours: cn_capi.replay_cpu_us / rn.replay_cpu_us,
+        ours: replay::paired_ratio(&cn_capi.cpu_rounds, &rn.cpu_rounds),
         cuda: None,
         target: real(("<= 1.1", 1.1)),
         lower_is_better: true,
@@ -581,7 +582,7 @@ fn bench_ours(
         name: "replay 100-kernel chain: to completion, p50",
         unit: "us",
         ours: rn.replay_wall_us,
-        cuda: cn.map(|c| c.replay_wall_us),
+        cuda: cn.as_ref().map(|c| c.replay_wall_us),
         target: Some(("<= 0.8x", 0.8)),
         lower_is_better: true,
         absolute: false,
@@ -590,7 +591,7 @@ fn bench_ours(
         name: "update 1 kernel argument + replay: CPU, p50",
         unit: "us",
         ours: rn.update_replay_cpu_us,
-        cuda: cn.map(|c| c.update_replay_cpu_us),
+        cuda: cn.as_ref().map(|c| c.update_replay_cpu_us),
         target: Some(("<= 0.1x", 0.1)),
         lower_is_better: true,
         absolute: false,
@@ -599,7 +600,7 @@ fn bench_ours(
         name: "update 1 argument + replay: CPU, C API",
         unit: "us",
         ours: cn_capi.update_replay_cpu_us,
-        cuda: cn.map(|c| c.update_replay_cpu_us),
+        cuda: cn.as_ref().map(|c| c.update_replay_cpu_us),
         target: Some(("<= 0.1x", 0.1)),
         lower_is_better: true,
         absolute: false,
@@ -607,7 +608,7 @@ fn bench_ours(
     rows.push(Row {
         name: "update 1 argument + replay: C API / Rust",
         unit: "x",
-        ours: cn_capi.update_replay_cpu_us / rn.update_replay_cpu_us,
+        ours: replay::paired_ratio(&cn_capi.update_rounds, &rn.update_rounds),
         cuda: None,
         target: real(("<= 1.1", 1.1)),
         lower_is_better: true,

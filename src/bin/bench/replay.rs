@@ -20,7 +20,7 @@ const TO: u64 = 10_000_000_000;
 pub const ROUNDS: usize = 8;
 
 /// The measurements, µs.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct ReplayNumbers {
     /// CPU time of one replay of the whole chain (replay + submit), replays not waited for:
     /// the median over the rounds of each round's mean.
@@ -29,6 +29,20 @@ pub struct ReplayNumbers {
     pub replay_wall_us: f64,
     /// CPU time of updating one kernel's argument, then replaying, p50.
     pub update_replay_cpu_us: f64,
+    /// Each round's CPU time per replay, in round order (for [`paired_ratio`]).
+    pub cpu_rounds: Vec<f64>,
+    /// Each round's median update + replay, in round order.
+    pub update_rounds: Vec<f64>,
+}
+
+/// The median over rounds of `a[r] / b[r]`: two sides compared round by round, so that a change
+/// of the machine's speed during the run (it moves these CPU figures by ±15%) cancels out.
+pub fn paired_ratio(a: &[f64], b: &[f64]) -> f64 {
+    let mut r: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
+    if r.is_empty() {
+        return f64::NAN;
+    }
+    median(&mut r)
 }
 
 /// One side of the comparison: the chain, replayed by one library or API. Each call leaves
@@ -63,6 +77,7 @@ pub fn measure(
     let mut cpu = vec![Vec::new(); k];
     let mut wall = vec![Vec::new(); k];
     let mut upd = vec![Vec::new(); k];
+    let mut upd_rounds = vec![Vec::new(); k];
     let per_round = (reps / ROUNDS).max(1);
     // One step of side `i`; Ok(None) when the side has dropped out.
     fn step(
@@ -112,11 +127,16 @@ pub fn measure(
     for r in 0..ROUNDS {
         for j in 0..k {
             let i = (r + j) % k;
+            let mut block = Vec::with_capacity(per_round);
             for n in 0..per_round {
                 let by = 1 + (n as u64 % 2);
                 if let Some(v) = step(sides, i, &mut |s| s.update(by))? {
-                    upd[i].push(v);
+                    block.push(v);
                 }
+            }
+            if !block.is_empty() {
+                upd[i].extend_from_slice(&block);
+                upd_rounds[i].push(median(&mut block));
             }
         }
     }
@@ -127,6 +147,8 @@ pub fn measure(
         .map(|i| {
             sides[i].as_ref()?;
             Some(ReplayNumbers {
+                cpu_rounds: cpu[i].clone(),
+                update_rounds: upd_rounds[i].clone(),
                 replay_cpu_us: median(&mut cpu[i]),
                 replay_wall_us: median(&mut wall[i]),
                 update_replay_cpu_us: median(&mut upd[i]),
