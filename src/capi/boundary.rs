@@ -113,23 +113,35 @@ fn with_call(call: &str, msg: &str) -> String {
 }
 
 /// Run one C API body: catch panics, turn errors into a status and the last-error text.
+/// Inlined into each C function, with the error paths out of line: the successful call then
+/// costs no extra call frame (each frame is stores to the stack, and on the submit paths every
+/// store waits behind the previous doorbell's uncached store).
+#[inline]
 pub(super) fn run(call: &str, body: impl FnOnce() -> Result<()>) -> tg_status {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => tg_status::TG_OK,
-        Ok(Err(e)) => {
-            set_last_error(&with_call(call, &e.message));
-            e.status.into()
-        }
-        Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_string());
-            set_last_error(&format!("{call}: internal error (panic: {what})"));
-            tg_status::TG_ERROR_INTERNAL
-        }
+        Ok(Err(e)) => failed(call, e),
+        Err(payload) => panicked(call, payload),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn failed(call: &str, e: Error) -> tg_status {
+    set_last_error(&with_call(call, &e.message));
+    e.status.into()
+}
+
+#[cold]
+#[inline(never)]
+fn panicked(call: &str, payload: Box<dyn std::any::Any + Send>) -> tg_status {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    set_last_error(&format!("{call}: internal error (panic: {what})"));
+    tg_status::TG_ERROR_INTERNAL
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -362,7 +374,7 @@ impl Owner {
     }
 
     /// Check that the calling thread owns the object and is not already inside a call on it.
-    #[inline]
+    #[inline(always)]
     pub(super) fn enter(&self, h: usize, arg: &str) -> Result<Busy<'_>> {
         if !self.is_caller() {
             return Err(self.not_owner(h, arg));
@@ -389,6 +401,7 @@ impl Owner {
 
 impl OwnedQueue {
     /// Check that the calling thread owns the queue and is not already inside a call on it.
+    #[inline(always)]
     fn enter(&self, h: usize, arg: &str) -> Result<Busy<'_>> {
         self.owner.enter(h, arg)
     }
@@ -405,6 +418,7 @@ impl OwnedQueue {
 /// cached). The cache holds strong references, valid while no handle has been removed since
 /// they were taken: a removal anywhere empties it at the next lookup, so a destroyed object is
 /// not kept alive by it beyond that.
+#[inline(always)]
 fn cached<T>(
     slots: &mut [Option<(usize, u64, Arc<T>)>],
     h: usize,
@@ -431,6 +445,7 @@ fn cached<T>(
 impl OwnedQueue {
     /// The command buffer behind `ch`, from the queue's cache or through `lookup` (emptied
     /// like the kernel cache).
+    #[inline(always)]
     fn cmdbuf(
         &self,
         ch: *const super::tg_cmdbuf,
@@ -500,22 +515,28 @@ impl CmdBufCell {
 
     /// Run `f` on the command buffer (handle `h`, argument `arg` for messages): under the lock,
     /// or directly from the owner thread of an owned one.
-    #[inline]
+    #[inline(always)]
     pub(super) fn with<R>(
         &self,
         h: usize,
         arg: &str,
         f: impl FnOnce(&mut CmdBuf) -> Result<R>,
     ) -> Result<R> {
-        match self {
-            CmdBufCell::Shared(m) => f(&mut m.lock()),
+        // One call site for `f`, so that it is inlined here.
+        let (mut _guard, _busy);
+        let c: &mut CmdBuf = match self {
+            CmdBufCell::Shared(m) => {
+                _guard = m.lock();
+                &mut _guard
+            }
             CmdBufCell::Owned(oc) => {
-                let _busy = oc.owner.enter(h, arg)?;
+                _busy = oc.owner.enter(h, arg)?;
                 // SAFETY: `enter` established that this is the owner thread and no other call
                 // on this command buffer is running: the only reference.
-                f(unsafe { &mut *oc.cmdbuf.get() })
+                unsafe { &mut *oc.cmdbuf.get() }
             }
-        }
+        };
+        f(c)
     }
 }
 
@@ -637,9 +658,10 @@ fn owned_here<'a>(hv: usize, way: usize) -> Option<&'a OwnedQueue> {
     Some(unsafe { &*(ptr as *const OwnedQueue) })
 }
 
-/// [`with_queue`] for a call on a queue and a command buffer (`tg_queue_replay`). From the
-/// owner thread of an owned queue, the command buffer comes from the queue's cache without
-/// reference counting; otherwise it is looked up inside the queue call.
+/// [`with_queue`] for a call on a queue and a command buffer (`tg_queue_replay`). On an owned
+/// queue (from its owner thread) the command buffer comes from the queue's cache without
+/// reference counting; on a shared queue it is looked up under the queue's lock.
+#[inline(always)]
 pub(super) fn with_queue_cmdbuf<R>(
     h: *const tg_queue,
     arg: &str,
@@ -650,18 +672,40 @@ pub(super) fn with_queue_cmdbuf<R>(
 ) -> Result<R> {
     let hv = h as usize;
     let way = owned_way(hv);
-    if let Some(oq) = owned_here(hv, way) {
-        let _busy = oq.enter(hv, arg)?;
-        let c = oq.cmdbuf(ch, carg, lookup)?;
-        // SAFETY: `enter` established that this is the owner thread and no other call on this
-        // queue is running: the only reference to the queue.
-        let q = unsafe { &mut *oq.queue.get() };
-        return f(q, c);
-    }
-    with_queue(h, arg, None, |q, _| {
-        let c = lookup(ch, carg)?;
-        f(q, &c)
-    })
+    // What keeps the objects alive and the queue held for the call (dropped in reverse order:
+    // the command buffer, the busy mark or the lock, then the queue); one call site for `f`, so
+    // that it is inlined here.
+    let cell: Arc<QueueCell>;
+    let mut guard;
+    let _busy;
+    let cb: Arc<CmdBufCell>;
+    let (q, c): (&mut Queue, &CmdBufCell) = match owned_here(hv, way) {
+        Some(oq) => {
+            _busy = oq.enter(hv, arg)?;
+            let c = oq.cmdbuf(ch, carg, lookup)?;
+            // SAFETY: `enter` established that this is the owner thread and no other call on
+            // this queue is running: the only reference to the queue.
+            (unsafe { &mut *oq.queue.get() }, c)
+        }
+        None => {
+            cell = queue_cell(h, arg)?;
+            match &*cell {
+                QueueCell::Shared(m) => {
+                    guard = m.lock();
+                    cb = lookup(ch, carg)?;
+                    (&mut *guard, &*cb)
+                }
+                QueueCell::Owned(oq) => {
+                    _busy = oq.enter(hv, arg)?;
+                    let _ = OWNED.try_with(|o| o[way].set((hv, oq as *const OwnedQueue as usize)));
+                    let c = oq.cmdbuf(ch, carg, lookup)?;
+                    // SAFETY: as above.
+                    (unsafe { &mut *oq.queue.get() }, c)
+                }
+            }
+        }
+    };
+    f(q, c)
 }
 
 /// Run `f` on the queue behind `h`: under its lock (shared queue) or directly (owned queue,

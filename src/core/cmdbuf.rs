@@ -886,7 +886,7 @@ impl CmdBuf {
     }
 
     /// The command buffer is in use until `track`'s submission `value` has completed.
-    #[inline]
+    #[inline(always)]
     fn note_replay(&mut self, track: &Arc<QueueTrack>, value: u64) {
         match self
             .inflight
@@ -906,6 +906,7 @@ impl CmdBuf {
     /// write-combined rings and the submit's fence (on x86 each locked instruction drains the
     /// write-combining buffers). A later `set_params` waits for that submission like for any
     /// recorded replay.
+    #[inline(always)]
     pub(crate) fn begin_replay(&mut self, q: &Queue) -> Result<(u64, u32, bool)> {
         if !Arc::ptr_eq(&self.dev.inner, &q.device().inner) {
             return Err(self.other_device());
