@@ -105,6 +105,7 @@ impl Capi {
     pub fn chain(&mut self) -> Result<CapiChain<'_>> {
         let mut ch = CapiChain {
             c: self,
+            q: std::ptr::null_mut(),
             counter: std::ptr::null_mut(),
             va: 0,
             cb: std::ptr::null_mut(),
@@ -116,6 +117,15 @@ impl Capi {
         let one = config(0);
         // SAFETY: live handles; every out-pointer is valid.
         unsafe {
+            check(
+                "tg_queue_create_owned",
+                tg_queue_create_owned(
+                    ch.c.dev,
+                    tg_queue_kind_arg(0),
+                    super::replay::CHAIN_QUEUE_DEPTH,
+                    &mut ch.q,
+                ),
+            )?;
             check(
                 "tg_buf_alloc",
                 tg_buf_alloc(
@@ -177,6 +187,8 @@ impl Drop for Capi {
 /// The chain through the C API (see `super::replay::Chain`).
 pub struct CapiChain<'a> {
     c: &'a mut Capi,
+    /// Its own owned compute queue, as deep as the Rust side's.
+    q: *mut tg_queue,
     counter: *mut tg_buf,
     va: u64,
     cb: *mut tg_cmdbuf,
@@ -192,7 +204,7 @@ impl CapiChain<'_> {
         unsafe {
             check(
                 "tg_queue_replay_submit",
-                tg_queue_replay_submit(self.c.q, self.cb),
+                tg_queue_replay_submit(self.q, self.cb),
             )
         }
     }
@@ -220,7 +232,7 @@ impl super::replay::Chain for CapiChain<'_> {
         }
         let us = t.elapsed().as_secs_f64() * 1e6 / n as f64;
         // SAFETY: live handle.
-        unsafe { check("tg_queue_synchronize", tg_queue_synchronize(self.c.q, TO))? };
+        unsafe { check("tg_queue_synchronize", tg_queue_synchronize(self.q, TO))? };
         self.expect += (n * super::replay::CHAIN) as u64;
         Ok(us)
     }
@@ -259,7 +271,7 @@ impl super::replay::Chain for CapiChain<'_> {
         let mut cpu: *mut c_void = std::ptr::null_mut();
         // SAFETY: live handles; the GPU is done with the counter after the synchronize.
         let got = unsafe {
-            check("tg_queue_synchronize", tg_queue_synchronize(self.c.q, TO))?;
+            check("tg_queue_synchronize", tg_queue_synchronize(self.q, TO))?;
             check("tg_buf_cpu_ptr", tg_buf_cpu_ptr(self.counter, &mut cpu))?;
             std::ptr::read_volatile(cpu as *const u64)
         };
@@ -281,10 +293,11 @@ impl Drop for CapiChain<'_> {
         // SAFETY: handles from `Capi::chain` (NULL ones are no-ops); the queue is synchronized
         // first so that nothing in flight refers to them.
         unsafe {
-            tg_queue_synchronize(self.c.q, TO);
+            tg_queue_synchronize(self.q, TO);
             tg_cmdbuf_destroy(self.cb);
             tg_signal_destroy(self.done);
             tg_buf_free(self.counter);
+            tg_queue_destroy(self.q);
         }
     }
 }

@@ -37,6 +37,10 @@ pub struct ReplayNumbers {
 
 /// The median over rounds of `a[r] / b[r]`: two sides compared round by round, so that a change
 /// of the machine's speed during the run (it moves these CPU figures by ±15%) cancels out.
+/// The depth of the queue each side replays on (the same for the Rust and the C side: ring
+/// sizes decide how many pages of the write-combined rings the replays touch).
+pub const CHAIN_QUEUE_DEPTH: u32 = 4096;
+
 pub fn paired_ratio(a: &[f64], b: &[f64]) -> f64 {
     let mut r: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
     if r.is_empty() {
@@ -206,7 +210,12 @@ impl Ours {
         }
         let sig_node = cb.signal(&done, 0)?;
         cb.finish()?;
-        let q = dev.create_queue_with(QueueKind::Compute, QueueConfig { depth: 4096 })?;
+        let q = dev.create_queue_with(
+            QueueKind::Compute,
+            QueueConfig {
+                depth: CHAIN_QUEUE_DEPTH,
+            },
+        )?;
         Ok(Ours {
             inc,
             counter,
