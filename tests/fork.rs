@@ -202,6 +202,18 @@ fn fork_child_gets_clear_errors_and_its_own_device() {
         let mut cpu = null_mut();
         assert_eq!(tg_buf_cpu_ptr(buf, &mut cpu), tg_status::TG_OK);
         std::ptr::write_bytes(cpu as *mut u8, 0, 4096);
+        // An owned queue and an owned command buffer, used once so that this thread's caches of
+        // them (which the child inherits) are filled.
+        let (mut oq, mut ocb) = (null_mut(), null_mut());
+        assert_eq!(
+            tg_queue_create_owned(dev, tg_queue_kind_arg(0), 0, &mut oq),
+            tg_status::TG_OK
+        );
+        assert_eq!(tg_cmdbuf_create_owned(dev, &mut ocb), tg_status::TG_OK);
+        assert_eq!(tg_cmdbuf_signal(ocb, s, 0, null_mut()), tg_status::TG_OK);
+        assert_eq!(tg_cmdbuf_finish(ocb), tg_status::TG_OK);
+        assert_eq!(tg_queue_replay_submit(oq, ocb), tg_status::TG_OK);
+        assert_eq!(tg_queue_synchronize(oq, 10_000_000_000), tg_status::TG_OK);
         let live_before = live_handles();
 
         let (dev_h, buf_h, q_h, s_h, k_h, m_h) = (
@@ -212,6 +224,7 @@ fn fork_child_gets_clear_errors_and_its_own_device() {
             k as usize,
             m as usize,
         );
+        let (oq_h, ocb_h) = (oq as usize, ocb as usize);
         let cubin_c = cubin.clone();
         let r = in_child(Duration::from_secs(60), move || {
             let mut fails = Vec::new();
@@ -244,6 +257,19 @@ fn fork_child_gets_clear_errors_and_its_own_device() {
                 "tg_module_destroy",
             );
             expect_forked(tg_queue_destroy(q_h as *mut tg_queue), "tg_queue_destroy");
+            expect_forked(
+                tg_queue_replay_submit(oq_h as *mut tg_queue, ocb_h as *mut tg_cmdbuf),
+                "tg_queue_replay_submit",
+            );
+            expect_forked(
+                tg_cmdbuf_set_value(ocb_h as *mut tg_cmdbuf, 0, 1),
+                "tg_cmdbuf_set_value",
+            );
+            expect_forked(
+                tg_cmdbuf_destroy(ocb_h as *mut tg_cmdbuf),
+                "tg_cmdbuf_destroy",
+            );
+            expect_forked(tg_queue_destroy(oq_h as *mut tg_queue), "tg_queue_destroy");
             expect_forked(tg_device_close(dev_h as *mut tg_device), "tg_device_close");
             if live_handles() != 0 {
                 fails.push(format!("{} handles live in the child", live_handles()));
@@ -318,6 +344,12 @@ fn fork_child_gets_clear_errors_and_its_own_device() {
             );
         }
 
+        // The parent's owned command buffer still replays on its owned queue.
+        assert_eq!(tg_cmdbuf_set_value(ocb, 0, 2), tg_status::TG_OK);
+        assert_eq!(tg_queue_replay_submit(oq, ocb), tg_status::TG_OK);
+        assert_eq!(tg_signal_wait(s, 2, 10_000_000_000), tg_status::TG_OK);
+        assert_eq!(tg_cmdbuf_destroy(ocb), tg_status::TG_OK);
+        assert_eq!(tg_queue_destroy(oq), tg_status::TG_OK);
         assert_eq!(tg_buf_free(buf), tg_status::TG_OK);
         assert_eq!(tg_signal_destroy(s), tg_status::TG_OK);
         assert_eq!(tg_queue_destroy(q), tg_status::TG_OK);
