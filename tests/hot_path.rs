@@ -157,3 +157,142 @@ fn the_allocation_counter_counts() {
     drop(v);
     assert_eq!(ALLOCS.with(|a| a.get()), 1);
 }
+
+/// The C API's replay path — an owned command buffer replayed with `tg_queue_replay_submit` on
+/// an owned queue, and its updates — makes no system call and no heap allocation once warm.
+#[test]
+fn c_replay_and_update_make_no_syscall_and_no_allocation() {
+    use std::ffi::c_void;
+    use std::ptr::null_mut;
+    use tegragpu::capi::*;
+    let sys = Arc::new(CountingSys {
+        inner: tegragpu::emu::EmuSys::new(),
+        calls: AtomicU64::new(0),
+    });
+    let backend = NvgpuBackend::open(sys.clone()).expect("nvgpu backend over the emulated kernel");
+    let rdev = Device::from_backend(Box::new(backend)).unwrap();
+    let cubin = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/cubin/kernels.sm_87.cubin"
+    ))
+    .unwrap();
+    let dev = tegragpu::capi::device_handle(&rdev).unwrap();
+    unsafe {
+        let (mut m, mut k, mut q, mut cb, mut s, mut b) = (
+            null_mut(),
+            null_mut(),
+            null_mut(),
+            null_mut(),
+            null_mut(),
+            null_mut(),
+        );
+        let ok = |st: tg_status| assert_eq!(st, tg_status::TG_OK);
+        ok(tg_module_load(
+            dev,
+            cubin.as_ptr() as *const c_void,
+            cubin.len(),
+            &mut m,
+        ));
+        ok(tg_module_get_kernel(m, c"increment".as_ptr(), &mut k));
+        ok(tg_queue_create_owned(dev, tg_queue_kind_arg(0), 0, &mut q));
+        ok(tg_cmdbuf_create_owned(dev, &mut cb));
+        ok(tg_signal_create(dev, 0, &mut s));
+        ok(tg_buf_alloc(
+            dev,
+            4096,
+            TG_BUF_CPU_CACHED | TG_BUF_ZEROED,
+            &mut b,
+        ));
+        let mut va = 0u64;
+        ok(tg_buf_gpu_address(b, &mut va));
+        let params = |by: u64| {
+            let mut p = [0u8; 16];
+            p[..8].copy_from_slice(&va.to_le_bytes());
+            p[8..].copy_from_slice(&by.to_le_bytes());
+            p
+        };
+        let cfg = tg_launch_config {
+            struct_size: std::mem::size_of::<tg_launch_config>() as u32,
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            dynamic_shared_bytes: 0,
+            flags: 0,
+            cluster: [0; 3],
+        };
+        let p = params(1);
+        let (mut n_inc, mut n_sig) = (0u32, 0u32);
+        ok(tg_cmdbuf_launch(
+            cb,
+            k,
+            &cfg,
+            p.as_ptr() as *const c_void,
+            16,
+            &mut n_inc,
+        ));
+        ok(tg_cmdbuf_signal(cb, s, 0, &mut n_sig));
+        ok(tg_cmdbuf_finish(cb));
+        // Warm up: the first replay on a queue notes the queue in the command buffer.
+        ok(tg_queue_replay_submit(q, cb));
+        ok(tg_queue_synchronize(q, 10_000_000_000));
+
+        let count = |on: bool| COUNT_HERE.with(|c| c.set(on));
+        // 300 replays + submits, not waited for (they fit in the rings).
+        let calls_before = sys.calls.load(Ordering::SeqCst);
+        ALLOCS.with(|a| a.set(0));
+        count(true);
+        for _ in 0..300 {
+            ok(tg_queue_replay_submit(q, cb));
+        }
+        count(false);
+        let (calls, allocs) = (
+            sys.calls.load(Ordering::SeqCst) - calls_before,
+            ALLOCS.with(|a| a.get()),
+        );
+        ok(tg_queue_synchronize(q, 10_000_000_000));
+        assert_eq!(calls, 0, "system calls on the C replay path");
+        assert_eq!(allocs, 0, "heap allocations on the C replay path");
+        // Updates after the replays completed (they do not wait), then a replay each.
+        // (The waits between them poll for faults through the kernel: not counted.)
+        let mut expect = 301u64;
+        let mut calls = 0;
+        for r in 1..=100u64 {
+            let p = params(r);
+            let before = sys.calls.load(Ordering::SeqCst);
+            count(true);
+            ok(tg_cmdbuf_set_params(
+                cb,
+                n_inc,
+                k,
+                p.as_ptr() as *const c_void,
+                16,
+            ));
+            ok(tg_cmdbuf_set_value(cb, n_sig, r));
+            ok(tg_queue_replay_submit(q, cb));
+            count(false);
+            calls += sys.calls.load(Ordering::SeqCst) - before;
+            expect += r;
+            // The queue's own timeline, so that the next update has nothing to wait for.
+            ok(tg_queue_synchronize(q, 10_000_000_000));
+            let mut v = 0u64;
+            ok(tg_signal_value(s, &mut v));
+            assert_eq!(v, r, "the replay after update {r} signalled");
+        }
+        let allocs = ALLOCS.with(|a| a.get());
+        assert_eq!(calls, 0, "system calls on the C update path");
+        assert_eq!(allocs, 0, "heap allocations on the C update path");
+        let mut cpu = null_mut();
+        ok(tg_buf_cpu_ptr(b, &mut cpu));
+        assert_eq!(std::ptr::read_volatile(cpu as *const u64), expect);
+        for st in [
+            tg_cmdbuf_destroy(cb),
+            tg_queue_destroy(q),
+            tg_signal_destroy(s),
+            tg_buf_free(b),
+            tg_kernel_destroy(k),
+            tg_module_destroy(m),
+            tg_device_close(dev),
+        ] {
+            ok(st);
+        }
+    }
+}
