@@ -117,6 +117,7 @@ impl Queue {
     /// Reserve a QMD slot and the launch's constant bank (`cb_size` bytes): at +QMD_SLOT_CBANK in
     /// the slot when it fits, else in the constant-bank ring. Returns (QMD address, slot index,
     /// whether the bank is in the slot, bank address, CPU pointer to the bank).
+    #[inline(always)]
     fn reserve_launch(&mut self, cb_size: u64) -> Result<(u64, usize, bool, u64, *mut u8)> {
         let qmd_va = self.alloc_qmd()?;
         let (qmd_gpu, qmd_cpu) = {
@@ -270,6 +271,7 @@ impl Queue {
     /// Record the methods that start the launch whose QMD is at `qmd_va`: the local-memory
     /// window when it changed, a wait for the previous launch (not for a `concurrent` one), a
     /// shader-cache invalidate when code was loaded, SEND_PCAS.
+    #[inline(always)]
     fn record_send(&mut self, qmd_va: u64, concurrent: bool) -> Result<()> {
         let gen = self.dev.inner.local_generation.load(Ordering::Acquire);
         let code_gen = self.dev.inner.code_generation.load(Ordering::Acquire);

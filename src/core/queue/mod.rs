@@ -481,7 +481,20 @@ impl Queue {
     }
 
     /// Make `n` contiguous dwords (plus the submit reserve) available at the command ring's head.
+    #[inline(always)]
     fn ensure_cmd_space(&mut self, n: u64) -> Result<()> {
+        // Fast path (inlined into the recording calls): room before the end of the ring.
+        let pos = self.cmd.pos();
+        if pos + n + SUBMIT_RESERVE_DW <= self.cmd.cap && self.cmd.free() >= n + SUBMIT_RESERVE_DW
+        {
+            return Ok(());
+        }
+        self.ensure_cmd_space_slow(n)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn ensure_cmd_space_slow(&mut self, n: u64) -> Result<()> {
         loop {
             let pos = self.cmd.pos();
             let wrap = if pos + n + SUBMIT_RESERVE_DW > self.cmd.cap {
@@ -552,6 +565,7 @@ impl Queue {
     }
 
     /// Turn [seg_start, head) into a GPFIFO entry (written, not yet made visible).
+    #[inline(always)]
     fn close_segment(&mut self) -> Result<()> {
         let len = self.cmd.head - self.seg_start;
         if len == 0 {
