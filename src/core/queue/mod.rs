@@ -485,8 +485,7 @@ impl Queue {
     fn ensure_cmd_space(&mut self, n: u64) -> Result<()> {
         // Fast path (inlined into the recording calls): room before the end of the ring.
         let pos = self.cmd.pos();
-        if pos + n + SUBMIT_RESERVE_DW <= self.cmd.cap && self.cmd.free() >= n + SUBMIT_RESERVE_DW
-        {
+        if pos + n + SUBMIT_RESERVE_DW <= self.cmd.cap && self.cmd.free() >= n + SUBMIT_RESERVE_DW {
             return Ok(());
         }
         self.ensure_cmd_space_slow(n)
