@@ -304,14 +304,45 @@ fn thread_token() -> usize {
     TOKEN.with(|t| t as *const u8 as usize)
 }
 
+/// A per-thread table of the calling thread's owned objects of one kind: (handle, address of
+/// the object), direct-mapped by handle. An entry is live: only this thread can destroy the
+/// object, and it removes the entry when it does.
+type OwnedTable = [Cell<(usize, usize)>; 4];
+
 thread_local! {
-    /// The calling thread's owned queues: (handle, the queue) — a handle here is live, because
-    /// only this thread can destroy it and it removes the entry when it does.
-    static OWNED: [Cell<(usize, usize)>; 4] = const { [const { Cell::new((0, 0)) }; 4] };
+    /// The calling thread's owned queues.
+    static OWNED: OwnedTable = const { [const { Cell::new((0, 0)) }; 4] };
+    /// The calling thread's owned command buffers.
+    static OWNED_CMDBUFS: OwnedTable = const { [const { Cell::new((0, 0)) }; 4] };
 }
 
 fn owned_way(h: usize) -> usize {
     (h / 16) % 4
+}
+
+/// The address `table` holds for handle `h` (not for a handle from before a fork()).
+#[inline(always)]
+fn owned_lookup(table: &'static std::thread::LocalKey<OwnedTable>, h: usize) -> Option<usize> {
+    let (_, ptr) = table
+        .try_with(|o| o[owned_way(h)].get())
+        .ok()
+        .filter(|&(ch, _)| ch == h && h != 0 && h as u64 >= crate::os::fork::forked_below())?;
+    Some(ptr)
+}
+
+/// Note in `table` that handle `h` is the calling thread's object at `ptr`.
+fn owned_note(table: &'static std::thread::LocalKey<OwnedTable>, h: usize, ptr: usize) {
+    let _ = table.try_with(|o| o[owned_way(h)].set((h, ptr)));
+}
+
+/// Remove handle `h` from `table` (before its object is destroyed).
+fn owned_forget(table: &'static std::thread::LocalKey<OwnedTable>, h: usize) {
+    let _ = table.try_with(|o| {
+        let e = &o[owned_way(h)];
+        if e.get().0 == h {
+            e.set((0, 0));
+        }
+    });
 }
 
 impl QueueCell {
@@ -494,11 +525,6 @@ const OWNED_CMDBUF: OwnedKind = OwnedKind {
 // on every access) and never reentrantly; other threads only read the owner's token.
 unsafe impl Sync for OwnedCmdBuf {}
 
-thread_local! {
-    /// The calling thread's owned command buffers: (handle, the object), live as in `OWNED`.
-    static OWNED_CMDBUFS: [Cell<(usize, usize)>; 4] = const { [const { Cell::new((0, 0)) }; 4] };
-}
-
 impl CmdBufCell {
     pub(crate) fn shared(c: CmdBuf) -> CmdBufCell {
         CmdBufCell::Shared(super::lock::CmdBufLock::new(c))
@@ -552,12 +578,7 @@ pub(super) fn with_cmdbuf<R>(
     f: impl FnOnce(&mut CmdBuf, Option<&Kernel>) -> Result<R>,
 ) -> Result<R> {
     let hv = h as usize;
-    let way = owned_way(hv);
-    let here = OWNED_CMDBUFS
-        .try_with(|o| o[way].get())
-        .ok()
-        .filter(|&(ch, _)| ch == hv && hv != 0 && hv as u64 >= crate::os::fork::forked_below());
-    if let Some((_, ptr)) = here {
+    if let Some(ptr) = owned_lookup(&OWNED_CMDBUFS, hv) {
         // SAFETY: an entry of this thread's OWNED_CMDBUFS table points to a live owned command
         // buffer: only this thread can destroy it, and it removes the entry when it does.
         let oc = unsafe { &*(ptr as *const OwnedCmdBuf) };
@@ -575,8 +596,7 @@ pub(super) fn with_cmdbuf<R>(
         CmdBufCell::Owned(oc) => {
             let r = owned_cmdbuf_call(oc, hv, arg, kh, f);
             if oc.owner.is_caller() {
-                let _ =
-                    OWNED_CMDBUFS.try_with(|o| o[way].set((hv, oc as *const OwnedCmdBuf as usize)));
+                owned_note(&OWNED_CMDBUFS, hv, oc as *const OwnedCmdBuf as usize);
             }
             r
         }
@@ -614,7 +634,7 @@ pub(super) fn register_cmdbuf(cell: CmdBufCell) -> Result<usize> {
     };
     let h = register(Object::CmdBuf(cell))?;
     if let Some(ptr) = owned {
-        let _ = OWNED_CMDBUFS.try_with(|o| o[owned_way(h)].set((h, ptr)));
+        owned_note(&OWNED_CMDBUFS, h, ptr);
     }
     Ok(h)
 }
@@ -634,25 +654,17 @@ pub(super) fn destroy_cmdbuf(
         let cell = lookup(h, arg)?;
         if let CmdBufCell::Owned(oc) = &*cell {
             let _busy = oc.owner.enter(hv, arg)?;
-            let way = owned_way(hv);
-            let _ = OWNED_CMDBUFS.try_with(|o| {
-                if o[way].get().0 == hv {
-                    o[way].set((0, 0));
-                }
-            });
+            owned_forget(&OWNED_CMDBUFS, hv);
         }
     }
     handles::remove(hv, Kind::CmdBuf, arg).map(|_| ())
 }
 
-/// The owned queue behind handle `hv` when this thread's OWNED table has it at `way` (then this
-/// thread is its owner).
+/// The owned queue behind handle `hv` when this thread's OWNED table has it (then this thread
+/// is its owner).
 #[inline(always)]
-fn owned_here<'a>(hv: usize, way: usize) -> Option<&'a OwnedQueue> {
-    let (_, ptr) = OWNED
-        .try_with(|o| o[way].get())
-        .ok()
-        .filter(|&(ch, _)| ch == hv && hv != 0 && hv as u64 >= crate::os::fork::forked_below())?;
+fn owned_here<'a>(hv: usize) -> Option<&'a OwnedQueue> {
+    let ptr = owned_lookup(&OWNED, hv)?;
     // SAFETY: an entry of this thread's OWNED table points to a live owned queue (see OWNED):
     // only this thread can destroy it, and it removes the entry when it does.
     Some(unsafe { &*(ptr as *const OwnedQueue) })
@@ -671,7 +683,6 @@ pub(super) fn with_queue_cmdbuf<R>(
     f: impl FnOnce(&mut Queue, &CmdBufCell) -> Result<R>,
 ) -> Result<R> {
     let hv = h as usize;
-    let way = owned_way(hv);
     // What keeps the objects alive and the queue held for the call (dropped in reverse order:
     // the command buffer, the busy mark or the lock, then the queue); one call site for `f`, so
     // that it is inlined here.
@@ -679,7 +690,7 @@ pub(super) fn with_queue_cmdbuf<R>(
     let mut guard;
     let _busy;
     let cb: Arc<CmdBufCell>;
-    let (q, c): (&mut Queue, &CmdBufCell) = match owned_here(hv, way) {
+    let (q, c): (&mut Queue, &CmdBufCell) = match owned_here(hv) {
         Some(oq) => {
             _busy = oq.enter(hv, arg)?;
             let c = oq.cmdbuf(ch, carg, lookup)?;
@@ -697,7 +708,7 @@ pub(super) fn with_queue_cmdbuf<R>(
                 }
                 QueueCell::Owned(oq) => {
                     _busy = oq.enter(hv, arg)?;
-                    let _ = OWNED.try_with(|o| o[way].set((hv, oq as *const OwnedQueue as usize)));
+                    owned_note(&OWNED, hv, oq as *const OwnedQueue as usize);
                     let c = oq.cmdbuf(ch, carg, lookup)?;
                     // SAFETY: as above.
                     (unsafe { &mut *oq.queue.get() }, c)
@@ -718,8 +729,7 @@ pub(super) fn with_queue<R>(
     f: impl FnOnce(&mut Queue, Option<&Kernel>) -> Result<R>,
 ) -> Result<R> {
     let hv = h as usize;
-    let way = owned_way(hv);
-    if let Some(oq) = owned_here(hv, way) {
+    if let Some(oq) = owned_here(hv) {
         return owned_call(oq, hv, arg, kh, f);
     }
     let cell = queue_cell(h, arg)?;
@@ -735,7 +745,7 @@ pub(super) fn with_queue<R>(
         QueueCell::Owned(oq) => {
             let r = owned_call(oq, hv, arg, kh, f);
             if oq.owner.is_caller() {
-                let _ = OWNED.try_with(|o| o[way].set((hv, oq as *const OwnedQueue as usize)));
+                owned_note(&OWNED, hv, oq as *const OwnedQueue as usize);
             }
             r
         }
@@ -770,7 +780,7 @@ pub(super) fn register_queue(cell: QueueCell) -> Result<usize> {
     };
     let h = register(Object::Queue(cell))?;
     if let Some(ptr) = owned {
-        let _ = OWNED.try_with(|o| o[owned_way(h)].set((h, ptr)));
+        owned_note(&OWNED, h, ptr);
     }
     Ok(h)
 }
@@ -786,12 +796,7 @@ pub(super) fn take_queue(h: *mut tg_queue, arg: &str) -> Result<Option<Arc<Queue
         let cell = queue_cell(h, arg)?;
         if let QueueCell::Owned(oq) = &*cell {
             let _busy = oq.enter(hv, arg)?;
-            let way = owned_way(hv);
-            let _ = OWNED.try_with(|o| {
-                if o[way].get().0 == hv {
-                    o[way].set((0, 0));
-                }
-            });
+            owned_forget(&OWNED, hv);
         }
     }
     match handles::take(hv, Kind::Queue, arg)? {

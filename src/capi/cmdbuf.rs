@@ -87,14 +87,23 @@ pub unsafe extern "C" fn tg_cmdbuf_create(
     dev: *const tg_device,
     out: *mut *mut tg_cmdbuf,
 ) -> tg_status {
-    run("tg_cmdbuf_create", || {
-        let d = device(dev, "dev")?;
-        let out = out_ptr(out, "out")?;
-        let c = d.create_cmdbuf()?;
-        let h = register_cmdbuf(CmdBufCell::shared(c))?;
-        out.write(h as *mut tg_cmdbuf);
-        Ok(())
-    })
+    run("tg_cmdbuf_create", || create(dev, out, CmdBufCell::shared))
+}
+
+/// The body of `tg_cmdbuf_create*`: a new command buffer on `dev`, wrapped by `cell`.
+///
+/// # Safety
+/// `out` is NULL or writable.
+unsafe fn create(
+    dev: *const tg_device,
+    out: *mut *mut tg_cmdbuf,
+    cell: fn(crate::core::CmdBuf) -> CmdBufCell,
+) -> Result<()> {
+    let d = device(dev, "dev")?;
+    let out = out_ptr(out, "out")?;
+    let h = register_cmdbuf(cell(d.create_cmdbuf()?))?;
+    out.write(h as *mut tg_cmdbuf);
+    Ok(())
 }
 
 /// Create an empty command buffer that only the calling thread may use: like
@@ -120,12 +129,7 @@ pub unsafe extern "C" fn tg_cmdbuf_create_owned(
     out: *mut *mut tg_cmdbuf,
 ) -> tg_status {
     run("tg_cmdbuf_create_owned", || {
-        let d = device(dev, "dev")?;
-        let out = out_ptr(out, "out")?;
-        let c = d.create_cmdbuf()?;
-        let h = register_cmdbuf(CmdBufCell::owned(c))?;
-        out.write(h as *mut tg_cmdbuf);
-        Ok(())
+        create(dev, out, CmdBufCell::owned)
     })
 }
 
