@@ -55,6 +55,7 @@ step() { # name, timeout, command...
     step latency_probe 120 "$D/bin/latency_probe" 2000
     step copy_probe 120 "$D/bin/copy_probe" cuda ce
     step doorbell_probe 120 "$D/bin/doorbell_probe" 3
+    step wc_probe 120 "$D/bin/wc_probe" 20000
     step alloc_trace 120 bash scripts/probes/alloc-trace.sh
   fi
   echo "SUMMARY: $pass passed, $fail failed"

@@ -497,10 +497,14 @@ impl CmdBuf {
                     // SAFETY: [qmd_off, +SLOT) and [cb_off, +cb_size) lie inside the allocation
                     // (sized in `finish`), which is CPU-mapped and not yet used by the GPU.
                     unsafe {
-                        std::ptr::copy_nonoverlapping(words.as_ptr(), qmd_cpu, kernel.qmd.dwords());
-                        std::ptr::copy_nonoverlapping(
-                            cb.as_ptr(),
+                        crate::core::wcmem::copy_dwords(
+                            qmd_cpu,
+                            words.as_ptr(),
+                            kernel.qmd.dwords(),
+                        );
+                        crate::core::wcmem::copy(
                             alloc.cpu.add(cb_off as usize),
+                            cb.as_ptr(),
                             cb.len(),
                         );
                     }
@@ -578,7 +582,7 @@ impl CmdBuf {
         }
         // SAFETY: the pushbuffer area is the first pb_bytes of the allocation.
         unsafe {
-            std::ptr::copy_nonoverlapping(pb_words.as_ptr(), alloc.cpu as *mut u32, pos);
+            crate::core::wcmem::copy_dwords(alloc.cpu as *mut u32, pb_words.as_ptr(), pos);
         }
         // The allocation is write-combined: make the image visible before anyone reads it.
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
@@ -690,7 +694,7 @@ impl CmdBuf {
         }
         self.wait_replays(CALL)?;
         // SAFETY: the parameter block inside the image's constant bank; no replay reads it now.
-        unsafe { std::ptr::copy_nonoverlapping(params.as_ptr(), cpu, len) };
+        unsafe { crate::core::wcmem::copy(cpu, params.as_ptr(), len) };
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         if let Some(Node::Launch { params: p, .. }) = self.nodes.get_mut(index) {
             p.copy_from_slice(params);
@@ -780,12 +784,12 @@ impl CmdBuf {
         // SAFETY: the node's QMD slot and constant bank inside the image's CPU-mapped
         // allocation; no replay reads them now.
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                out.as_ptr(),
+            crate::core::wcmem::copy_dwords(
                 cpu.add(meta.qmd_off as usize) as *mut u32,
+                out.as_ptr(),
                 kernel.qmd.dwords(),
             );
-            std::ptr::copy_nonoverlapping(cb.as_ptr(), cpu.add(meta.cb_off as usize), cb.len());
+            crate::core::wcmem::copy(cpu.add(meta.cb_off as usize), cb.as_ptr(), cb.len());
         }
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         if let Some(Some(m)) = self.image.as_mut().and_then(|i| i.launches.get_mut(index)) {

@@ -13,6 +13,7 @@ mod queue;
 mod signal;
 pub mod syscalls;
 mod texture;
+mod wcmem;
 
 pub use crate::hw::texture::{AddressMode, TexDesc, TexFormat, TexLayout};
 pub use buffer::Buffer;

@@ -172,18 +172,16 @@ impl Queue {
             // SAFETY: the reserved bank holds cb_size >= pb + pn bytes; the image does not
             // overlap it.
             unsafe {
-                std::ptr::copy_nonoverlapping(self.images[way].prefix.as_ptr(), ring_cb, pb);
+                crate::core::wcmem::copy(ring_cb, self.images[way].prefix.as_ptr(), pb);
                 if pb == 0x210 {
                     let a = (cb_va + pb as u64).to_le_bytes();
-                    std::ptr::copy_nonoverlapping(a.as_ptr(), ring_cb.add(0x198), 8);
+                    crate::core::wcmem::copy(ring_cb.add(0x198), a.as_ptr(), 8);
                 }
             }
             self.slot_cbank[slot] = if in_slot { id } else { 0 };
         }
         // SAFETY: [pb, pb + pn) lies inside the reserved bank; scratch does not overlap it.
-        unsafe {
-            std::ptr::copy_nonoverlapping(self.scratch.as_ptr().add(pb), ring_cb.add(pb), pn)
-        };
+        unsafe { crate::core::wcmem::copy(ring_cb.add(pb), self.scratch.as_ptr().add(pb), pn) };
         if self.slot_qmd[slot] != id {
             let image = &self.images[way].qmd;
             let [(lo, lo_v), (hi, hi_v)] = kernel.qmd.cbank0_address_words(image, cb_va)?;
@@ -191,7 +189,7 @@ impl Queue {
             // SAFETY: the slot holds QMD_STRIDE bytes, more than the QMD; lo and hi are dwords
             // of the QMD.
             unsafe {
-                std::ptr::copy_nonoverlapping(image.as_ptr(), dst, kernel.qmd.dwords());
+                crate::core::wcmem::copy_dwords(dst, image.as_ptr(), kernel.qmd.dwords());
                 dst.add(lo).write(lo_v);
                 dst.add(hi).write(hi_v);
             }
@@ -232,7 +230,7 @@ impl Queue {
             crate::hw::cbank0::put_grid_workspace(arch, cb, ws)?;
         }
         // SAFETY: the reserved ring range; the scratch image does not overlap it.
-        unsafe { std::ptr::copy_nonoverlapping(cb.as_ptr(), ring_cb, cb.len()) };
+        unsafe { crate::core::wcmem::copy(ring_cb, cb.as_ptr(), cb.len()) };
         let mut words = [0u32; 96];
         build_launch_qmd(
             &self.dev,
@@ -244,7 +242,7 @@ impl Queue {
         )?;
         let dst = self.qmd_cpu(qmd_va);
         // SAFETY: the QMD slot (QMD_STRIDE bytes) was just reserved in the CPU-mapped ring.
-        unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), dst, kernel.qmd.dwords()) };
+        unsafe { crate::core::wcmem::copy_dwords(dst, words.as_ptr(), kernel.qmd.dwords()) };
         let keep = coop_ws.is_none() && param_base <= IMAGE_PREFIX_MAX;
         let id = if keep {
             self.next_image += 1;
