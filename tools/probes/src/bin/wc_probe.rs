@@ -153,6 +153,49 @@ fn p_submit_cached_put(m: &Mem, i: usize) {
     unsafe { m.cached_put.write_volatile(i as u32) };
     full_fence();
 }
+/// The submit with its 24 pushbuffer bytes stored as three qwords.
+fn p_submit_qwords(m: &Mem, i: usize) {
+    let pb = m.slot(i * 7) as *mut u64;
+    for k in 0..3 {
+        // SAFETY: inside the slot.
+        unsafe { pb.add(k).write_volatile(k as u64) };
+    }
+    // SAFETY: inside the mapping.
+    unsafe { m.entry(i).write_volatile(i as u64) };
+    store_fence();
+    // SAFETY: inside the mapping.
+    unsafe { m.put.write_volatile(i as u32) };
+    full_fence();
+}
+/// The submit with the pushbuffer line completed to 64 bytes (padding the GPU never fetches).
+fn p_submit_full_line(m: &Mem, i: usize) {
+    let pb = m.slot(i * 7) as *mut u64;
+    for k in 0..8 {
+        // SAFETY: inside the slot.
+        unsafe { pb.add(k).write_volatile(k as u64) };
+    }
+    // SAFETY: inside the mapping.
+    unsafe { m.entry(i).write_volatile(i as u64) };
+    store_fence();
+    // SAFETY: inside the mapping.
+    unsafe { m.put.write_volatile(i as u32) };
+    full_fence();
+}
+/// Pushbuffer words appended to one running line sequence, as the command ring fills.
+fn p_submit_running(m: &Mem, i: usize) {
+    // SAFETY: inside the mapping (the first 1 MiB), 40 bytes per submit.
+    let pb = unsafe { m.base.add((i * 40) % (1 << 20)) } as *mut u32;
+    for k in 0..10 {
+        // SAFETY: inside the mapping.
+        unsafe { pb.add(k).write_volatile(k as u32) };
+    }
+    // SAFETY: inside the mapping.
+    unsafe { m.entry(i).write_volatile(i as u64) };
+    store_fence();
+    // SAFETY: inside the mapping.
+    unsafe { m.put.write_volatile(i as u32) };
+    full_fence();
+}
 fn p_replay(m: &Mem, i: usize) {
     // SAFETY: inside the mapping.
     unsafe { m.entry(i).write_volatile(i as u64) };
@@ -184,6 +227,15 @@ const PATTERNS: &[(&str, Pattern)] = &[
     ),
     ("submit: 24 B + entry, sfence, GP_PUT, mfence", p_submit),
     ("  the same, GP_PUT in cached memory", p_submit_cached_put),
+    ("  24 B as 3 qword stores", p_submit_qwords),
+    (
+        "  the pushbuffer line completed to 64 B",
+        p_submit_full_line,
+    ),
+    (
+        "  40 B appended to a running command ring",
+        p_submit_running,
+    ),
     ("replay: entry, sfence, GP_PUT, mfence", p_replay),
     ("  the same, GP_PUT in cached memory", p_replay_cached_put),
 ];
