@@ -61,6 +61,11 @@ export TEGRAGPU_LIBRARY="${TEGRAGPU_LIBRARY:-$ROOT/.device/lib/libtegragpu.so.0}
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 # Several pytest processes share the CPUs: keep torch (the tests' reference) to a few threads.
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" MKL_NUM_THREADS="${MKL_NUM_THREADS:-2}"
+# tinygrad's CPU device (used by tests that move data through CPU tensors) compiles with clang's
+# flags through $CC, default "clang". A machine whose CC names gcc, or that has only a versioned
+# clang, fails those tests on both devices: point CC at a clang.
+cc_clang="$(command -v clang || ls /usr/bin/clang-[0-9]* 2>/dev/null | sort -V | tail -n1)"
+if [ -n "$cc_clang" ]; then export CC="$cc_clang"; else unset CC; fi
 # The library waits at most this long for the GPU (a hang fails one test, not the run).
 export TEGRA_TIMEOUT_S="${TEGRA_TIMEOUT_S:-60}"
 # Compile workers per pytest process (tinygrad compiles kernels in a process pool).
@@ -186,7 +191,7 @@ log "preflight"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 || true
   "$PY" -c 'import sys, numpy, torch, pytest; print("python", sys.version.split()[0], "numpy", numpy.__version__, "torch", torch.__version__, "pytest", pytest.__version__)'
   "$PY" -c 'import tinygrad, importlib.metadata as m; print("tinygrad", m.version("tinygrad"), "from", tinygrad.__file__)'
-  echo "TEGRAGPU_LIBRARY=$TEGRAGPU_LIBRARY TEGRAGPU_DEVICE=${TEGRAGPU_DEVICE:-} PARALLEL=$PARALLEL shards=$SHARDS suites=$SUITES"
+  echo "TEGRAGPU_LIBRARY=$TEGRAGPU_LIBRARY TEGRAGPU_DEVICE=${TEGRAGPU_DEVICE:-} PARALLEL=$PARALLEL shards=$SHARDS suites=$SUITES CC=${CC:-}"
   echo "--- TEGRA: python3 -m tegragpu.tinygrad_device --info"
   DEV=TEGRA timeout -k 5 120 "$PY" -m tegragpu.tinygrad_device --info 2>&1; echo "rc=$?"
   echo "--- CUDA"
