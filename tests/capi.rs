@@ -852,6 +852,93 @@ fn launch_flag_submit_submits_in_the_same_call() {
     }
 }
 
+/// `tg_launch_config` as callers built against older headers (32 bytes: no `flags`; 36 bytes: no
+/// `cluster`) and a newer one (longer) pass it: the words past their `struct_size` are never
+/// read, and sizes that match no header are refused naming the value. Owned and shared queues.
+#[test]
+fn launch_config_struct_sizes_of_older_and_newer_headers() {
+    let dev = open_emu();
+    let (m, k) = fixture_kernel(dev, c"increment");
+    unsafe {
+        let mut b = null_mut();
+        assert_eq!(tg_buf_alloc(dev, 4096, 4, &mut b), tg_status::TG_OK);
+        let mut va = 0u64;
+        assert_eq!(tg_buf_gpu_address(b, &mut va), tg_status::TG_OK);
+        let mut cpu = null_mut();
+        assert_eq!(tg_buf_cpu_ptr(b, &mut cpu), tg_status::TG_OK);
+        let mut p = [0u8; 16];
+        p[..8].copy_from_slice(&va.to_le_bytes());
+        p[8..].copy_from_slice(&1u64.to_le_bytes());
+        let mut expect = 0u64;
+        for owned in [false, true] {
+            let mut q = null_mut();
+            let st = if owned {
+                tg_queue_create_owned(dev, tg_queue_kind_arg(0), 0, &mut q)
+            } else {
+                tg_queue_create(dev, tg_queue_kind_arg(0), &mut q)
+            };
+            assert_eq!(st, tg_status::TG_OK);
+            for size in [32u32, 36, 48, 52] {
+                // Words past struct_size hold values that would fail the launch if read: an
+                // unknown flag, a cluster shape this grid cannot have.
+                let mut w = [0xdead_beefu32; 13];
+                w[0] = size;
+                w[1..4].copy_from_slice(&[1, 1, 1]);
+                w[4..7].copy_from_slice(&[32, 1, 1]);
+                w[7] = 0;
+                if size >= 36 {
+                    w[8] = 0;
+                }
+                if size >= 48 {
+                    w[9..12].copy_from_slice(&[0, 0, 0]);
+                }
+                let cfg = w.as_ptr() as *const tg_launch_config;
+                for _ in 0..3 {
+                    let st = tg_launch(q, k, cfg, p.as_ptr() as *const c_void, 16);
+                    assert_eq!(st, tg_status::TG_OK, "size {size}: {}", last_error());
+                }
+                expect += 3;
+            }
+            for size in [0u32, 4, 28, 40, 44] {
+                let mut w = [0u32; 13];
+                w[0] = size;
+                w[1..4].copy_from_slice(&[1, 1, 1]);
+                w[4..7].copy_from_slice(&[32, 1, 1]);
+                let cfg = w.as_ptr() as *const tg_launch_config;
+                let st = tg_launch(q, k, cfg, p.as_ptr() as *const c_void, 16);
+                assert_eq!(st, tg_status::TG_ERROR_INVALID_ARGUMENT, "size {size}");
+                let msg = last_error();
+                assert!(
+                    msg.starts_with("tg_launch:")
+                        && msg.contains(&format!("struct_size is {size}")),
+                    "{msg}"
+                );
+            }
+            assert_eq!(tg_queue_submit(q), tg_status::TG_OK);
+            assert_eq!(
+                tg_queue_synchronize(q, 10_000_000_000),
+                tg_status::TG_OK,
+                "{}",
+                last_error()
+            );
+            assert_eq!(
+                std::ptr::read_volatile(cpu as *const u64),
+                expect,
+                "owned {owned}"
+            );
+            assert_eq!(tg_queue_destroy(q), tg_status::TG_OK);
+        }
+        for st in [
+            tg_buf_free(b),
+            tg_kernel_destroy(k),
+            tg_module_destroy(m),
+            tg_device_close(dev),
+        ] {
+            assert_eq!(st, tg_status::TG_OK);
+        }
+    }
+}
+
 /// A queue owned by its creating thread: exact results through the lock-free path (with more
 /// kernel handles than its kernel cache holds), calls from another thread refused without
 /// effect, a destroyed kernel handle refused although the queue cached it, and destroy only

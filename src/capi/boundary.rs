@@ -438,6 +438,7 @@ impl OwnedQueue {
     }
 
     /// The kernel behind `kh`, from the queue's kernel cache or the handle table.
+    #[inline(always)]
     fn kernel(&self, kh: *const tg_kernel, arg: &str) -> Result<&Kernel> {
         // SAFETY: only the owner thread gets here, inside `enter` (no other reference exists).
         let ks = unsafe { &mut *self.kernels.get() };

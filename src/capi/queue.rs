@@ -23,15 +23,35 @@ const LAUNCH_CONFIG_V1_SIZE: usize = 32;
 ///
 /// # Safety
 /// `cfg` is NULL or points to a `tg_launch_config` whose first 4 bytes are `struct_size`.
+#[inline(always)]
 pub(super) unsafe fn launch_config(cfg: *const tg_launch_config) -> Result<(LaunchConfig, bool)> {
     if cfg.is_null() {
         return Err(null("cfg"));
     }
-    // Dword `i` of the caller's struct, 0 past its struct_size (callers built against an older,
-    // shorter struct). Read word by word: no copy of the whole struct on the launch path.
     let w = cfg as *const u32;
     let size = std::ptr::read_unaligned(w) as usize;
     let full = std::mem::size_of::<tg_launch_config>();
+    if size == full {
+        // The current struct (every caller built against this header): read it whole.
+        let c = std::ptr::read_unaligned(cfg);
+        let unknown = c.flags & !TG_LAUNCH_KNOWN_FLAGS;
+        if unknown != 0 {
+            return Err(unknown_flags(c.flags, unknown));
+        }
+        return Ok((
+            LaunchConfig {
+                grid: c.grid,
+                block: c.block,
+                dynamic_shared_bytes: c.dynamic_shared_bytes,
+                cooperative: c.flags & TG_LAUNCH_COOPERATIVE != 0,
+                concurrent: c.flags & TG_LAUNCH_CONCURRENT != 0,
+                cluster: c.cluster,
+            },
+            c.flags & TG_LAUNCH_SUBMIT != 0,
+        ));
+    }
+    // Dword `i` of the caller's struct, 0 past its struct_size (callers built against an older,
+    // shorter struct, or a longer one from a newer header).
     if size != LAUNCH_CONFIG_V1_SIZE && size != LAUNCH_CONFIG_V1_SIZE + 4 && size < full {
         return Err(bad_struct_size(size, full));
     }
