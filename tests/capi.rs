@@ -35,6 +35,33 @@ fn one_block(threads: u32, flags: u32) -> tg_launch_config {
     }
 }
 
+/// A compute queue of the default depth, owned by this thread or shared.
+unsafe fn compute_queue(dev: *mut tg_device, owned: bool) -> *mut tg_queue {
+    let mut q = null_mut();
+    let st = if owned {
+        tg_queue_create_owned(dev, tg_queue_kind_arg(0), 0, &mut q)
+    } else {
+        tg_queue_create(dev, tg_queue_kind_arg(0), &mut q)
+    };
+    assert_eq!(st, tg_status::TG_OK, "{}", last_error());
+    q
+}
+
+/// A zeroed 8-byte counter for the `increment` fixture kernel: its buffer, GPU address, CPU
+/// pointer and the kernel's 16 parameter bytes (counter address, increment 1).
+unsafe fn increment_counter(dev: *mut tg_device) -> (*mut tg_buf, u64, *mut c_void, [u8; 16]) {
+    let mut b = null_mut();
+    assert_eq!(tg_buf_alloc(dev, 4096, 4, &mut b), tg_status::TG_OK);
+    let mut va = 0u64;
+    assert_eq!(tg_buf_gpu_address(b, &mut va), tg_status::TG_OK);
+    let mut cpu = null_mut();
+    assert_eq!(tg_buf_cpu_ptr(b, &mut cpu), tg_status::TG_OK);
+    let mut p = [0u8; 16];
+    p[..8].copy_from_slice(&va.to_le_bytes());
+    p[8..].copy_from_slice(&1u64.to_le_bytes());
+    (b, va, cpu, p)
+}
+
 /// Load the sm_87 fixture module on `dev` and take its kernel `name` (through the C API).
 fn fixture_kernel(dev: *mut tg_device, name: &std::ffi::CStr) -> (*mut tg_module, *mut tg_kernel) {
     let cubin = std::fs::read(concat!(
@@ -765,24 +792,11 @@ fn launch_flag_submit_submits_in_the_same_call() {
     let dev = open_emu();
     let (m, k) = fixture_kernel(dev, c"increment");
     unsafe {
-        let mut b = null_mut();
-        assert_eq!(tg_buf_alloc(dev, 4096, 4, &mut b), tg_status::TG_OK);
-        let mut va = 0u64;
-        assert_eq!(tg_buf_gpu_address(b, &mut va), tg_status::TG_OK);
-        let mut cpu = null_mut();
-        assert_eq!(tg_buf_cpu_ptr(b, &mut cpu), tg_status::TG_OK);
-        let mut p = [0u8; 16];
-        p[..8].copy_from_slice(&va.to_le_bytes());
-        p[8..].copy_from_slice(&1u64.to_le_bytes());
+        let (b, va, cpu, p) = increment_counter(dev);
         let mut expect = 0u64;
         for owned in [false, true] {
-            let (mut q, mut s) = (null_mut(), null_mut());
-            let st = if owned {
-                tg_queue_create_owned(dev, tg_queue_kind_arg(0), 0, &mut q)
-            } else {
-                tg_queue_create(dev, tg_queue_kind_arg(0), &mut q)
-            };
-            assert_eq!(st, tg_status::TG_OK);
+            let q = compute_queue(dev, owned);
+            let mut s = null_mut();
             assert_eq!(tg_signal_create(dev, 0, &mut s), tg_status::TG_OK);
             // Recorded, not submitted: the signal stays at 0.
             assert_eq!(tg_queue_signal(q, s, 1), tg_status::TG_OK);
@@ -860,24 +874,10 @@ fn launch_config_struct_sizes_of_older_and_newer_headers() {
     let dev = open_emu();
     let (m, k) = fixture_kernel(dev, c"increment");
     unsafe {
-        let mut b = null_mut();
-        assert_eq!(tg_buf_alloc(dev, 4096, 4, &mut b), tg_status::TG_OK);
-        let mut va = 0u64;
-        assert_eq!(tg_buf_gpu_address(b, &mut va), tg_status::TG_OK);
-        let mut cpu = null_mut();
-        assert_eq!(tg_buf_cpu_ptr(b, &mut cpu), tg_status::TG_OK);
-        let mut p = [0u8; 16];
-        p[..8].copy_from_slice(&va.to_le_bytes());
-        p[8..].copy_from_slice(&1u64.to_le_bytes());
+        let (b, _, cpu, p) = increment_counter(dev);
         let mut expect = 0u64;
         for owned in [false, true] {
-            let mut q = null_mut();
-            let st = if owned {
-                tg_queue_create_owned(dev, tg_queue_kind_arg(0), 0, &mut q)
-            } else {
-                tg_queue_create(dev, tg_queue_kind_arg(0), &mut q)
-            };
-            assert_eq!(st, tg_status::TG_OK);
+            let q = compute_queue(dev, owned);
             for size in [32u32, 36, 48, 52] {
                 // Words past struct_size hold values that would fail the launch if read: an
                 // unknown flag, a cluster shape this grid cannot have.

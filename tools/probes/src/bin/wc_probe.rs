@@ -130,56 +130,40 @@ fn p_launch_memcpy(m: &Mem, i: usize) {
 fn p_launch_u64(m: &Mem, i: usize) {
     launch_image(m, i, u64_copy);
 }
-fn pushbuffer_and_entry(m: &Mem, i: usize) {
-    let pb = m.slot(i * 7) as *mut u32;
-    for k in 0..6 {
-        // SAFETY: inside the slot.
-        unsafe { pb.add(k).write_volatile(k as u32) };
+/// `n` pushbuffer words of `W` bytes each at the start of slot `i * 7`.
+fn pushbuffer<W: Copy + From<u8>>(m: &Mem, i: usize, n: usize) {
+    let pb = m.slot(i * 7) as *mut W;
+    for k in 0..n {
+        // SAFETY: n * size_of::<W>() <= 64 bytes, inside the slot.
+        unsafe { pb.add(k).write_volatile(W::from(k as u8)) };
     }
+}
+/// Publish like a submit: the GPFIFO entry, a store fence, GP_PUT at `put`, a full fence.
+fn publish(m: &Mem, i: usize, put: *mut u32) {
     // SAFETY: inside the mapping.
     unsafe { m.entry(i).write_volatile(i as u64) };
+    store_fence();
+    // SAFETY: `put` is one of Mem's two GP_PUT words.
+    unsafe { put.write_volatile(i as u32) };
+    full_fence();
 }
 fn p_submit(m: &Mem, i: usize) {
-    pushbuffer_and_entry(m, i);
-    store_fence();
-    // SAFETY: inside the mapping.
-    unsafe { m.put.write_volatile(i as u32) };
-    full_fence();
+    pushbuffer::<u32>(m, i, 6);
+    publish(m, i, m.put);
 }
 fn p_submit_cached_put(m: &Mem, i: usize) {
-    pushbuffer_and_entry(m, i);
-    store_fence();
-    // SAFETY: a live heap word.
-    unsafe { m.cached_put.write_volatile(i as u32) };
-    full_fence();
+    pushbuffer::<u32>(m, i, 6);
+    publish(m, i, m.cached_put);
 }
 /// The submit with its 24 pushbuffer bytes stored as three qwords.
 fn p_submit_qwords(m: &Mem, i: usize) {
-    let pb = m.slot(i * 7) as *mut u64;
-    for k in 0..3 {
-        // SAFETY: inside the slot.
-        unsafe { pb.add(k).write_volatile(k as u64) };
-    }
-    // SAFETY: inside the mapping.
-    unsafe { m.entry(i).write_volatile(i as u64) };
-    store_fence();
-    // SAFETY: inside the mapping.
-    unsafe { m.put.write_volatile(i as u32) };
-    full_fence();
+    pushbuffer::<u64>(m, i, 3);
+    publish(m, i, m.put);
 }
 /// The submit with the pushbuffer line completed to 64 bytes (padding the GPU never fetches).
 fn p_submit_full_line(m: &Mem, i: usize) {
-    let pb = m.slot(i * 7) as *mut u64;
-    for k in 0..8 {
-        // SAFETY: inside the slot.
-        unsafe { pb.add(k).write_volatile(k as u64) };
-    }
-    // SAFETY: inside the mapping.
-    unsafe { m.entry(i).write_volatile(i as u64) };
-    store_fence();
-    // SAFETY: inside the mapping.
-    unsafe { m.put.write_volatile(i as u32) };
-    full_fence();
+    pushbuffer::<u64>(m, i, 8);
+    publish(m, i, m.put);
 }
 /// Pushbuffer words appended to one running line sequence, as the command ring fills.
 fn p_submit_running(m: &Mem, i: usize) {
@@ -189,28 +173,13 @@ fn p_submit_running(m: &Mem, i: usize) {
         // SAFETY: inside the mapping.
         unsafe { pb.add(k).write_volatile(k as u32) };
     }
-    // SAFETY: inside the mapping.
-    unsafe { m.entry(i).write_volatile(i as u64) };
-    store_fence();
-    // SAFETY: inside the mapping.
-    unsafe { m.put.write_volatile(i as u32) };
-    full_fence();
+    publish(m, i, m.put);
 }
 fn p_replay(m: &Mem, i: usize) {
-    // SAFETY: inside the mapping.
-    unsafe { m.entry(i).write_volatile(i as u64) };
-    store_fence();
-    // SAFETY: inside the mapping.
-    unsafe { m.put.write_volatile(i as u32) };
-    full_fence();
+    publish(m, i, m.put);
 }
 fn p_replay_cached_put(m: &Mem, i: usize) {
-    // SAFETY: inside the mapping.
-    unsafe { m.entry(i).write_volatile(i as u64) };
-    store_fence();
-    // SAFETY: a live heap word.
-    unsafe { m.cached_put.write_volatile(i as u32) };
-    full_fence();
+    publish(m, i, m.cached_put);
 }
 
 const PATTERNS: &[(&str, Pattern)] = &[
