@@ -3,7 +3,7 @@
 # RM backend, every C example, the Python tests, the differential conformance suite against
 # libcuda (tests/conformance; NO_CONFORMANCE=1 skips it), the foreign-module sweep
 # (tests/conformance/foreign.py; FOREIGN=0 skips it), tegragpu-info and tegragpu-bench (BENCH=1), the
-# latency, copy and doorbell probes (tools/probes, copied to .device/bin by scripts/device-build.sh)
+# latency, copy, doorbell, write-combining and tail probes (tools/probes, copied to .device/bin by scripts/device-build.sh)
 # and scripts/probes/alloc-trace.sh (PROBES=1). Every step has a timeout; results go to stdout and
 # $OUT (when set).
 set -uo pipefail
@@ -56,6 +56,7 @@ step() { # name, timeout, command...
     step copy_probe 120 "$D/bin/copy_probe" cuda ce
     step doorbell_probe 120 "$D/bin/doorbell_probe" 3
     step wc_probe 120 "$D/bin/wc_probe" 20000
+    step tail_probe 120 "$D/bin/tail_probe" 5000
     step alloc_trace 120 bash scripts/probes/alloc-trace.sh
   fi
   echo "SUMMARY: $pass passed, $fail failed"
