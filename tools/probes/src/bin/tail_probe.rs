@@ -4,10 +4,10 @@
 //! side from the release to the CPU wait returning. The GPU timer and the CPU clock have an
 //! unknown constant offset, so each side is reported relative to its own median; the samples
 //! above the total's p99 show which side their excess is on.
-//! Usage: tail_probe [reps]   (default 5000, on a queue of the default depth)
+//! Usage: tail_probe [reps] [depth]   (default 5000 samples, on a queue of the default depth)
 
 use std::time::{SystemTime, UNIX_EPOCH};
-use tegragpu::core::{Device, LaunchConfig, QueueKind};
+use tegragpu::core::{Device, LaunchConfig, QueueConfig, QueueKind};
 
 const TO: u64 = 5_000_000_000;
 
@@ -61,6 +61,10 @@ fn main() -> tegragpu::Result<()> {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(5000);
+    let depth: u32 = std::env::args()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(QueueConfig::default().depth);
     let dev = Device::open(None)?;
     let cubin: &[u8] = if dev.info().sm_major >= 9 {
         include_bytes!("../../../../tests/fixtures/cubin/kernels.sm_90.cubin")
@@ -69,7 +73,7 @@ fn main() -> tegragpu::Result<()> {
     };
     let m = dev.load_module(cubin)?;
     let k = m.kernel("empty_kernel")?;
-    let mut q = dev.create_queue(QueueKind::Compute)?;
+    let mut q = dev.create_queue_with(QueueKind::Compute, QueueConfig { depth })?;
     let sig = dev.create_signal(0)?;
     let cfg = LaunchConfig {
         grid: [1, 1, 1],
@@ -79,7 +83,7 @@ fn main() -> tegragpu::Result<()> {
         concurrent: false,
         cluster: [0; 3],
     };
-    println!("device: {}", dev.info().name);
+    println!("device: {}, queue depth {depth}", dev.info().name);
     let mut v = 0u64;
     for launch in [true, false] {
         let mut samples = Vec::with_capacity(reps);
