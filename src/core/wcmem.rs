@@ -6,8 +6,8 @@
 //! poor fit for the small copies of a launch: it stores the tail of a range with an overlapping
 //! vector and aligns with a partial first store, so lines leave the buffers part-written. On an
 //! H100 machine (Xeon, BAR1 video memory; `tools/probes` `wc_probe`) a launch's image written as
-//! three `memcpy` calls (528 + 16 + 256 bytes) and a store fence cost 292–294 ns, the same bytes
-//! as ascending 8-byte stores 207–237 ns.
+//! three `memcpy` calls (528 + 16 + 256 bytes) and a store fence cost 278–294 ns, the same bytes
+//! as ascending 16-byte stores 193–212 ns (H200 machine: 271 and 170 ns).
 //!
 //! [`copy`] writes each byte once, in ascending order, with 16-byte stores where the destination
 //! allows it. The stores are volatile so the compiler cannot turn the loop back into a
