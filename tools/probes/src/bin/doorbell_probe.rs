@@ -7,8 +7,10 @@
 //! segments) with and without the doorbell, 4000 each on an otherwise idle GPU.
 //! Usage: doorbell_probe [reps]
 
+#[path = "../fixtures.rs"]
+mod fixtures;
 use std::time::{Duration, Instant};
-use tegragpu::core::{Device, LaunchConfig, MemFlags, QueueConfig, QueueKind, Signal};
+use tegragpu::core::{Device, MemFlags, QueueConfig, QueueKind, Signal};
 
 const TO: u64 = 5_000_000_000;
 
@@ -36,32 +38,13 @@ fn main() -> tegragpu::Result<()> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(5);
     let dev = Device::open(None)?;
-    let cubin: &[u8] = if dev.info().sm_major >= 9 {
-        include_bytes!("../../../../tests/fixtures/cubin/kernels.sm_90.cubin")
-    } else {
-        include_bytes!("../../../../tests/fixtures/cubin/kernels.sm_87.cubin")
-    };
-    let m = dev.load_module(cubin)?;
+    let m = fixtures::fixture_module(&dev)?;
     let fill = m.kernel("fill_u32")?;
     let empty = m.kernel("empty_kernel")?;
     let n: u32 = 256 << 20;
     let buf = dev.alloc(4 * n as u64, MemFlags::default())?;
-    let big = LaunchConfig {
-        grid: [n / 256, 1, 1],
-        block: [256, 1, 1],
-        dynamic_shared_bytes: 0,
-        cooperative: false,
-        concurrent: false,
-        cluster: [0; 3],
-    };
-    let one = LaunchConfig {
-        grid: [1, 1, 1],
-        block: [32, 1, 1],
-        dynamic_shared_bytes: 0,
-        cooperative: false,
-        concurrent: false,
-        cluster: [0; 3],
-    };
+    let big = fixtures::launch(n / 256, 256);
+    let one = fixtures::launch(1, 32);
     let mut q = dev.create_queue(QueueKind::Compute)?;
     let a = dev.create_signal(0)?;
     let b = dev.create_signal(0)?;

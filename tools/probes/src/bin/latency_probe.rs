@@ -8,8 +8,10 @@
 //! libcuda is loaded and given a context first (when present) so the GPU runs at the clocks it
 //! has in tegragpu-bench. Usage: latency_probe [reps]
 
+#[path = "../fixtures.rs"]
+mod fixtures;
 use std::time::{Duration, Instant};
-use tegragpu::core::{Device, LaunchConfig, QueueKind};
+use tegragpu::core::{Device, QueueKind};
 
 const TO: u64 = 5_000_000_000;
 
@@ -54,21 +56,9 @@ fn main() -> tegragpu::Result<()> {
     let _cuda = cuda_context();
     println!("libcuda context: {}", _cuda.is_some());
     let dev = Device::open(None)?;
-    let cubin: &[u8] = if dev.info().sm_major >= 9 {
-        include_bytes!("../../../../tests/fixtures/cubin/kernels.sm_90.cubin")
-    } else {
-        include_bytes!("../../../../tests/fixtures/cubin/kernels.sm_87.cubin")
-    };
-    let m = dev.load_module(cubin)?;
+    let m = fixtures::fixture_module(&dev)?;
     let k = m.kernel("empty_kernel")?;
-    let cfg = LaunchConfig {
-        grid: [1, 1, 1],
-        block: [32, 1, 1],
-        dynamic_shared_bytes: 0,
-        cooperative: false,
-        concurrent: false,
-        cluster: [0; 3],
-    };
+    let cfg = fixtures::launch(1, 32);
     let mut q = dev.create_queue(QueueKind::Compute)?;
     let sig = dev.create_signal(0)?;
     let gate = dev.create_signal(0)?;

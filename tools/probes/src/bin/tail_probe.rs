@@ -6,8 +6,10 @@
 //! above the total's p99 show which side their excess is on.
 //! Usage: tail_probe [reps] [depth]   (default 5000 samples, on a queue of the default depth)
 
+#[path = "../fixtures.rs"]
+mod fixtures;
 use std::time::{SystemTime, UNIX_EPOCH};
-use tegragpu::core::{Device, LaunchConfig, QueueConfig, QueueKind};
+use tegragpu::core::{Device, QueueConfig, QueueKind};
 
 const TO: u64 = 5_000_000_000;
 
@@ -66,23 +68,11 @@ fn main() -> tegragpu::Result<()> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(QueueConfig::default().depth);
     let dev = Device::open(None)?;
-    let cubin: &[u8] = if dev.info().sm_major >= 9 {
-        include_bytes!("../../../../tests/fixtures/cubin/kernels.sm_90.cubin")
-    } else {
-        include_bytes!("../../../../tests/fixtures/cubin/kernels.sm_87.cubin")
-    };
-    let m = dev.load_module(cubin)?;
+    let m = fixtures::fixture_module(&dev)?;
     let k = m.kernel("empty_kernel")?;
     let mut q = dev.create_queue_with(QueueKind::Compute, QueueConfig { depth })?;
     let sig = dev.create_signal(0)?;
-    let cfg = LaunchConfig {
-        grid: [1, 1, 1],
-        block: [32, 1, 1],
-        dynamic_shared_bytes: 0,
-        cooperative: false,
-        concurrent: false,
-        cluster: [0; 3],
-    };
+    let cfg = fixtures::launch(1, 32);
     println!("device: {}, queue depth {depth}", dev.info().name);
     let mut v = 0u64;
     for launch in [true, false] {
