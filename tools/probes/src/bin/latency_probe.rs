@@ -5,6 +5,8 @@
 //!             waits for the release behind it (no doorbell on the measured path; the library's
 //!             GPU waits let the scheduler switch TSGs, so this includes the switch back)
 //!   gate+launch — the same with an empty launch between the GPU wait and the release
+//!   gpu: grid — GPU time from a release just before an empty launch to the release after it
+//!             (both timestamps written by the GPU); gpu: back-to-back — the same with no launch
 //! libcuda is loaded and given a context first (when present) so the GPU runs at the clocks it
 //! has in tegragpu-bench. Usage: latency_probe [reps]
 
@@ -62,9 +64,11 @@ fn main() -> tegragpu::Result<()> {
     let mut q = dev.create_queue(QueueKind::Compute)?;
     let sig = dev.create_signal(0)?;
     let gate = dev.create_signal(0)?;
+    let before = dev.create_signal(0)?;
     let mut v = 0u64;
     for pass in 0..2 {
         let (mut fl, mut la, mut ga, mut gl) = (vec![], vec![], vec![], vec![]);
+        let (mut gg, mut gb) = (vec![], vec![]);
         for _ in 0..reps {
             v += 1;
             let t = Instant::now();
@@ -79,6 +83,22 @@ fn main() -> tegragpu::Result<()> {
             q.submit()?;
             sig.wait(v, TO)?;
             la.push(t.elapsed().as_secs_f64() * 1e6);
+            for with_launch in [false, true] {
+                v += 1;
+                q.signal(&before, v)?;
+                if with_launch {
+                    q.launch(&k, &cfg, &[])?;
+                }
+                q.signal(&sig, v)?;
+                q.submit()?;
+                sig.wait(v, TO)?;
+                let ns = sig.timestamp().wrapping_sub(before.timestamp()) as i64 as f64;
+                if with_launch {
+                    gg.push(ns / 1e3)
+                } else {
+                    gb.push(ns / 1e3)
+                }
+            }
             for with_launch in [false, true] {
                 v += 1;
                 q.wait(&gate, v)?;
@@ -106,6 +126,11 @@ fn main() -> tegragpu::Result<()> {
                 p50(&mut la),
                 p50(&mut ga),
                 p50(&mut gl)
+            );
+            println!(
+                "p50 us on the GPU: grid {:.2}  back-to-back releases {:.2}",
+                p50(&mut gg),
+                p50(&mut gb)
             );
         }
     }

@@ -3,7 +3,10 @@
 //! release: the GPU side runs from the CPU clock before the launch to the GPU release, the CPU
 //! side from the release to the CPU wait returning. The GPU timer and the CPU clock have an
 //! unknown constant offset, so each side is reported relative to its own median; the samples
-//! above the total's p99 show which side their excess is on.
+//! above the total's p99 show which side their excess is on. Before the samples, the probe
+//! spins on the CPU clock alone for a second and counts the gaps of over 1 µs in which the
+//! thread did not run (interrupts, the hypervisor): the share of a sample's length such gaps
+//! cover predicts how many samples they stretch, with no GPU involved.
 //! Usage: tail_probe [reps] [depth]   (default 5000 samples, on a queue of the default depth)
 
 #[path = "../fixtures.rs"]
@@ -58,6 +61,41 @@ fn report(name: &str, samples: &[(i128, i128, i128)]) {
     );
 }
 
+/// Spins on the monotonic clock for `ms` milliseconds and reports the gaps of over 1 µs
+/// between consecutive readings.
+fn cpu_gaps(ms: u64) {
+    let start = std::time::Instant::now();
+    let end = std::time::Duration::from_millis(ms);
+    let mut prev = start.elapsed();
+    let mut gaps: Vec<u128> = Vec::new();
+    loop {
+        let t = start.elapsed();
+        if t >= end {
+            break;
+        }
+        let d = (t - prev).as_nanos();
+        if d > 1000 {
+            gaps.push(d);
+        }
+        prev = t;
+    }
+    gaps.sort_unstable();
+    let total: u128 = gaps.iter().sum();
+    let at = |p: f64| {
+        gaps.get(((gaps.len().max(1) - 1) as f64 * p) as usize)
+            .map_or(0.0, |&g| g as f64 / 1e3)
+    };
+    println!(
+        "CPU clock alone, {ms} ms: {} gaps > 1 us ({:.0} per second), median {:.2} us, p90 {:.2} us, max {:.2} us, {:.3}% of the time",
+        gaps.len(),
+        gaps.len() as f64 * 1000.0 / ms as f64,
+        at(0.5),
+        at(0.9),
+        at(1.0),
+        total as f64 / (ms as f64 * 1e6) * 100.0
+    );
+}
+
 fn main() -> tegragpu::Result<()> {
     let reps: usize = std::env::args()
         .nth(1)
@@ -67,6 +105,7 @@ fn main() -> tegragpu::Result<()> {
         .nth(2)
         .and_then(|s| s.parse().ok())
         .unwrap_or(QueueConfig::default().depth);
+    cpu_gaps(1000);
     let dev = Device::open(None)?;
     let m = fixtures::fixture_module(&dev)?;
     let k = m.kernel("empty_kernel")?;
@@ -100,5 +139,6 @@ fn main() -> tegragpu::Result<()> {
             &samples,
         );
     }
+    cpu_gaps(1000);
     Ok(())
 }
