@@ -548,8 +548,8 @@ typedef struct tg_launch_config {
      * Thread-block cluster shape (`cudaLaunchAttributeClusterDimension`); `{0, 0, 0}` (or
      * `{1, 1, 1}`) for none. sm_90 (Hopper) only, at most 8 blocks, each dimension dividing the
      * grid's; a kernel with a compile-time shape (`__cluster_dims__`) always runs with it, and
-     * a different shape here is refused. Other GPUs: `TG_ERROR_NOT_SUPPORTED`; not in command
-     * buffers. (Present when `struct_size` ≥ 48.)
+     * a different shape here is refused. Other GPUs: `TG_ERROR_NOT_SUPPORTED`. In command
+     * buffers too (not chained to the launches around them). (Present when `struct_size` ≥ 48.)
      */
     uint32_t cluster[3];
 } tg_launch_config;
@@ -1455,7 +1455,9 @@ enum tg_status tg_cmdbuf_destroy(struct tg_cmdbuf *cmdbuf);
 /**
  * Record a kernel launch with its packed parameter block (as `tg_launch()`). The launch checks
  * of `tg_launch()` apply now; cooperative launches are refused (`TG_ERROR_NOT_SUPPORTED`).
- * Launches in a command buffer run one after another, like launches on a queue.
+ * Launches in a command buffer run one after another, like launches on a queue. A
+ * thread-block cluster launch (sm_90) is sent after a wait for idle, as on a queue, and is not
+ * chained to the launches before and after it.
  *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (finished command
  * buffer, kernel of another device); `TG_ERROR_INVALID_LAUNCH`; `TG_ERROR_NULL_POINTER`;
@@ -1571,13 +1573,15 @@ enum tg_status tg_cmdbuf_set_params(const struct tg_cmdbuf *cmdbuf,
  * dynamic shared memory (as `cuGraphExecKernelNodeSetParams` changes a kernel node's
  * dimensions). `kernel` must be the kernel the node launches; `cfg` is checked like
  * `tg_cmdbuf_launch()`'s, and its `TG_LAUNCH_CONCURRENT` bit must be the one the node was
- * recorded with. Waits like `tg_cmdbuf_set_params()`; rewrites only that node.
+ * recorded with. A cluster launch may take another cluster shape but stays a cluster launch,
+ * and a plain launch stays plain. Waits like `tg_cmdbuf_set_params()`; rewrites only that node.
  *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
  * `TG_ERROR_INVALID_ARGUMENT` (not finished, no such node, not a launch, another kernel, the
- * concurrent bit changed, `TG_LAUNCH_SUBMIT`, `struct_size`); `TG_ERROR_INVALID_LAUNCH` (the
- * dimensions or shared memory do not fit the kernel); `TG_ERROR_NOT_SUPPORTED` (cooperative,
- * clusters); `TG_ERROR_TIMEOUT`; `TG_ERROR_DEVICE_FAULT`. Thread safety: any thread.
+ * concurrent bit changed, a change between cluster and plain launch, `TG_LAUNCH_SUBMIT`,
+ * `struct_size`); `TG_ERROR_INVALID_LAUNCH` (the dimensions, cluster shape or shared memory
+ * do not fit the kernel); `TG_ERROR_NOT_SUPPORTED` (cooperative); `TG_ERROR_TIMEOUT`;
+ * `TG_ERROR_DEVICE_FAULT`. Thread safety: any thread.
  *
  * # Safety
  * `cfg` is NULL or readable.

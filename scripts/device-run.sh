@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the device machine (H100/H200, driver 580): the contract suite and kernel tests on the
 # RM backend, every C example, the Python tests, the differential conformance suite against
-# libcuda (tests/conformance; NO_CONFORMANCE=1 skips it), the foreign-module sweep
+# libcuda, directly on a queue and through command buffers (tests/conformance; NO_CONFORMANCE=1
+# skips it), the foreign-module sweep
 # (tests/conformance/foreign.py; FOREIGN=0 skips it), tegragpu-info and tegragpu-bench (BENCH=1), the
 # latency, copy, doorbell, write-combining and tail probes (tools/probes, copied to .device/bin by scripts/device-build.sh)
 # and scripts/probes/alloc-trace.sh (PROBES=1). Every step has a timeout; results go to stdout and
@@ -42,6 +43,9 @@ step() { # name, timeout, command...
   if [ -z "${NO_CONFORMANCE:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then
     step conformance 500 env PYTHONPATH="$PWD/python" PYTHONUNBUFFERED=1 python3 tests/conformance/run.py \
       --out /tmp/conformance --fixture "${OUT:-/tmp}/cuda_attrs.sm_90.json"
+    # The same cases, each launched from a command buffer between two chained copies.
+    step conformance_cmdbuf 500 env PYTHONPATH="$PWD/python" PYTHONUNBUFFERED=1 python3 \
+      tests/conformance/run.py --out /tmp/conformance --cmdbuf
   fi
   # Other people's modules (torch, cuBLAS, cuDNN, the CUDA toolkit's libraries) loaded through
   # both libraries, attributes compared (tests/conformance/foreign.py); FOREIGN=0 skips it.

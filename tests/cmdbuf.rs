@@ -401,3 +401,135 @@ fn launch_dimensions_change_between_replays() {
         );
     }
 }
+
+/// Thread-block cluster launches (sm_90) replay in a command buffer between plain launches: the
+/// cluster launch is not chained (sent after a wait for idle), the launch after it waits for it
+/// and the rest still chain. Every replay changes the values, and every 40th the cluster shape;
+/// a change between cluster and plain launch is refused and changes nothing. On GPUs without
+/// clusters the recording is refused with NOT_SUPPORTED and the command buffer stays usable.
+/// (What cluster kernels see of their clusters in a command buffer is compared with libcuda by
+/// the conformance cases `cluster_*`, run with `tests/conformance/run.py --cmdbuf`.)
+#[test]
+fn cluster_launches_replay_between_chained_launches() {
+    use tegragpu::core::LaunchConfig;
+    let dev = device();
+    let m = fixtures(&dev);
+    let fill = m.kernel("fill_u32").unwrap();
+    let count = m.kernel("count_stale").unwrap();
+    let inc = m.kernel("increment").unwrap();
+    let n = 8192u32;
+    let x = dev.alloc(n as u64 * 4, data_flags()).unwrap();
+    let y = dev.alloc(n as u64 * 4, data_flags()).unwrap();
+    let bad = dev.alloc(4096, data_flags()).unwrap();
+    let counter = dev.alloc(4096, data_flags()).unwrap();
+    let fill_p = |b: &tegragpu::core::Buffer, v: u32| {
+        Params::new().u64(b.gpu_va()).u32(v).u32(n).bytes().to_vec()
+    };
+    let count_p = |v: u32| {
+        Params::new()
+            .u64(y.gpu_va())
+            .u32(n)
+            .u32(v)
+            .u64(bad.gpu_va())
+            .bytes()
+            .to_vec()
+    };
+    let clustered = |c: u32| LaunchConfig {
+        cluster: [c, 1, 1],
+        ..cfg(n / 256, 256)
+    };
+    let done = Arc::new(dev.create_signal(0).unwrap());
+    let mut cb = dev.create_cmdbuf().unwrap();
+    let fx = cb
+        .launch(&fill, &cfg(n / 256, 256), &fill_p(&x, 0))
+        .unwrap();
+    let recorded = cb.launch(&fill, &clustered(2), &fill_p(&y, 0));
+    if dev.info().sm_major < 9 {
+        let e = recorded.unwrap_err();
+        assert_eq!(e.status, Status::NotSupported, "{}", e.message);
+        assert!(e.message.contains("tg_cmdbuf_launch"), "{}", e.message);
+        // Nothing was recorded; the command buffer goes on.
+        let s = cb.signal(&done, 1).unwrap();
+        assert_eq!((fx, s), (0, 1));
+        cb.finish().unwrap();
+        let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+        q.replay(&mut cb).unwrap();
+        q.submit().unwrap();
+        done.wait(1, 10 * SEC).unwrap();
+        return;
+    }
+    let fy = recorded.unwrap();
+    let c = cb
+        .launch(
+            &count,
+            &cfg(2 * dev.info().sm_count.max(1), 256),
+            &count_p(0),
+        )
+        .unwrap();
+    let i = cb
+        .launch(
+            &inc,
+            &cfg(1, 32),
+            Params::new().u64(counter.gpu_va()).u64(1).bytes(),
+        )
+        .unwrap();
+    let s = cb.signal(&done, 0).unwrap();
+    assert_eq!((fx, fy, c, i, s), (0, 1, 2, 3, 4));
+    cb.finish().unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let shapes = [2u32, 4, 8];
+    for r in 1..=240u64 {
+        let v = r as u32 * 3;
+        if r % 40 == 0 {
+            let shape = shapes[(r / 40) as usize % shapes.len()];
+            cb.set_launch(fy, &fill, &clustered(shape)).unwrap();
+        }
+        cb.set_params(fx, &fill, &fill_p(&x, v)).unwrap();
+        cb.set_params(fy, &fill, &fill_p(&y, v + 1)).unwrap();
+        cb.set_params(c, &count, &count_p(v + 1)).unwrap();
+        cb.set_value(s, r).unwrap();
+        q.replay(&mut cb).unwrap();
+        q.submit().unwrap();
+        done.wait(r, 10 * SEC).unwrap();
+        for k in 0..n as usize {
+            assert_eq!(read_u32(&y, k), v + 1, "replay {r}: y[{k}]");
+        }
+        for k in [0usize, 1, 4095, 8191] {
+            assert_eq!(read_u32(&x, k), v, "replay {r}: x[{k}]");
+        }
+        assert_eq!(
+            read_u32(&bad, 0),
+            0,
+            "replay {r}: the grid after the cluster launch read old values of y"
+        );
+        assert_eq!(read_u64(&counter, 0), r, "replay {r}");
+    }
+    // A cluster launch stays one, a plain launch stays plain; shapes the grid cannot have are
+    // invalid launches. Each names the call; the next replay runs as before.
+    let e = cb.set_launch(fy, &fill, &cfg(n / 256, 256)).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument, "{}", e.message);
+    assert!(
+        e.message.contains("tg_cmdbuf_set_launch") && e.message.contains("cluster"),
+        "{}",
+        e.message
+    );
+    let e = cb.set_launch(fx, &fill, &clustered(2)).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument, "{}", e.message);
+    let odd = LaunchConfig {
+        cluster: [3, 1, 1],
+        ..cfg(n / 256, 256)
+    };
+    let e = cb.set_launch(fy, &fill, &odd).unwrap_err();
+    assert_eq!(e.status, Status::InvalidLaunch, "{}", e.message);
+    cb.set_params(fy, &fill, &fill_p(&y, 5)).unwrap();
+    cb.set_params(c, &count, &count_p(5)).unwrap();
+    cb.set_value(s, 241).unwrap();
+    q.replay(&mut cb).unwrap();
+    q.submit().unwrap();
+    done.wait(241, 10 * SEC).unwrap();
+    for k in 0..n as usize {
+        assert_eq!(read_u32(&y, k), 5, "after the refusals: y[{k}]");
+    }
+    assert_eq!(read_u32(&bad, 0), 0);
+    assert_eq!(read_u64(&counter, 0), 241);
+}

@@ -658,7 +658,7 @@ fn destroyed_texture_slot_waits_for_queued_work() {
 
 /// Thread-block clusters: refused with NOT_SUPPORTED on GPUs without them (the emulated Orin,
 /// sm_87); on sm_90, shapes that do not divide the grid or exceed 8 blocks are invalid launches,
-/// and command buffers refuse cluster launches. (Cluster results: the conformance cases
+/// on queues and in command buffers. (Cluster results: the conformance cases
 /// `cluster_ptx*` and `cluster_dsmem_cg`, against libcuda.)
 #[test]
 fn cluster_launch_checks() {
@@ -688,9 +688,16 @@ fn cluster_launch_checks() {
     }
     // {1, 1, 1} is no cluster.
     q.launch(&k, &with(8, [1, 1, 1]), &[]).unwrap();
+    // Command buffers check cluster launches the same way (their replays: tests/cmdbuf.rs).
     let mut cb = dev.create_cmdbuf().unwrap();
-    let e = cb.launch(&k, &with(8, [2, 1, 1]), &[]).unwrap_err();
-    assert_eq!(e.status, Status::NotSupported, "{e}");
+    let e = cb.launch(&k, &with(9, [2, 1, 1]), &[]).unwrap_err();
+    if dev.info().sm_major < 9 {
+        assert_eq!(e.status, Status::NotSupported, "{e}");
+    } else {
+        assert_eq!(e.status, Status::InvalidLaunch, "{e}");
+        assert!(e.message.contains("tg_cmdbuf_launch"), "{e}");
+        cb.launch(&k, &with(8, [2, 1, 1]), &[]).unwrap();
+    }
     q.synchronize(60 * SEC).unwrap();
 }
 

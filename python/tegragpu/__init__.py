@@ -1410,16 +1410,21 @@ class CmdBuf(_Handle):
         check(call(*args, ctypes.byref(n)))
         return n.value
 
-    def launch(self, kernel, grid, block, args=(), shared_bytes=0, concurrent=False):
+    def launch(self, kernel, grid, block, args=(), shared_bytes=0, concurrent=False,
+               cluster=None):
         """Record a launch (``args`` packed by :meth:`Kernel.pack`); returns the node index.
-        ``concurrent``: may run concurrently with the launch recorded just before it."""
+        ``concurrent``: may run concurrently with the launch recorded just before it.
+        ``cluster``: thread-block cluster shape (sm_90; as :meth:`Queue.launch`)."""
         return self.launch_packed(kernel, grid, block, kernel.pack(tuple(args)), shared_bytes,
-                                  concurrent)
+                                  concurrent, cluster)
 
-    def launch_packed(self, kernel, grid, block, params, shared_bytes=0, concurrent=False):
+    def launch_packed(self, kernel, grid, block, params, shared_bytes=0, concurrent=False,
+                      cluster=None):
         cfg = CLaunchConfig(struct_size=ctypes.sizeof(CLaunchConfig))
         cfg.grid[:] = _dims(grid)
         cfg.block[:] = _dims(block)
+        if cluster is not None:
+            cfg.cluster[:] = _dims(cluster)
         cfg.dynamic_shared_bytes = shared_bytes
         cfg.flags = LAUNCH_CONCURRENT if concurrent else 0
         data = bytes(params)
@@ -1468,13 +1473,17 @@ class CmdBuf(_Handle):
         check(lib.tg_cmdbuf_set_params(self.handle, node, kernel.handle,
                                        data if data else None, len(data)))
 
-    def set_launch(self, node, grid, block, shared_bytes=0, kernel=None, concurrent=False):
-        """New grid, block and dynamic shared memory for launch ``node``
-        (``tg_cmdbuf_set_launch``); ``concurrent`` must be what the node was recorded with."""
+    def set_launch(self, node, grid, block, shared_bytes=0, kernel=None, concurrent=False,
+                   cluster=None):
+        """New grid, block and dynamic shared memory (and cluster shape) for launch ``node``
+        (``tg_cmdbuf_set_launch``); ``concurrent`` must be what the node was recorded with,
+        and a cluster launch stays one (a plain launch stays plain)."""
         kernel = kernel or self._kernels[node]
         cfg = CLaunchConfig(struct_size=ctypes.sizeof(CLaunchConfig))
         cfg.grid[:] = _dims(grid)
         cfg.block[:] = _dims(block)
+        if cluster is not None:
+            cfg.cluster[:] = _dims(cluster)
         cfg.dynamic_shared_bytes = shared_bytes
         cfg.flags = LAUNCH_CONCURRENT if concurrent else 0
         check(lib.tg_cmdbuf_set_launch(self.handle, node, kernel.handle, ctypes.byref(cfg)))

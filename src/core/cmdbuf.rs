@@ -224,15 +224,6 @@ impl CmdBuf {
                 "tg_cmdbuf_launch: cooperative launches are not supported in command buffers; launch them on a queue",
             ));
         }
-        if super::queue::launch_cluster(kernel, cfg).is_some() {
-            return Err(Error::new(
-                Status::NotSupported,
-                format!(
-                    "tg_cmdbuf_launch: kernel \"{}\": thread-block cluster launches are not supported in command buffers; launch them on a queue",
-                    a.name
-                ),
-            ));
-        }
         check_launch(&self.dev, kernel, cfg)
             .map_err(|e| rename(e, "tg_launch", "tg_cmdbuf_launch"))?;
         Ok(self.push(Node::Launch {
@@ -472,8 +463,13 @@ impl CmdBuf {
                     let (qmd_va, cb_va) = (alloc.gpu_va + qmd_off, alloc.gpu_va + cb_off);
                     let cb = &mut scratch[..cb_size as usize];
                     let mut words = self.encode_launch(kernel, cfg, params, cb, cb_va)?;
+                    // A thread-block cluster launch is sent from the pushbuffer after a wait
+                    // for idle, as on a queue, and the launch after it waits the same way: no
+                    // DEPENDENT_QMD link leads to or from a GRID_GPC_CGA QMD.
+                    let clustered = super::queue::launch_cluster(kernel, cfg).is_some();
                     // Chained to the launch before it (DEPENDENT_QMD) instead of sent here.
                     let chained = chain
+                        && !clustered
                         && !next_joins
                         && !(cfg.concurrent && last_launch)
                         && prev_qmd.is_some();
@@ -530,8 +526,9 @@ impl CmdBuf {
                             pb.send_pcas(qmd_va, PCAS_ACTION)?;
                         }
                     }
-                    // The next launch may be chained to this one only when this one runs alone.
-                    prev_qmd = if next_joins || (cfg.concurrent && last_launch) {
+                    // The next launch may be chained to this one only when this one runs alone
+                    // and is not a cluster launch.
+                    prev_qmd = if clustered || next_joins || (cfg.concurrent && last_launch) {
                         None
                     } else {
                         Some((qmd_cpu, &*kernel.qmd, kernel))
@@ -730,14 +727,13 @@ impl CmdBuf {
                 format!("{CALL}: cooperative launches are not supported in command buffers"),
             ));
         }
-        if super::queue::launch_cluster(kernel, cfg).is_some() {
-            return Err(Error::new(
-                Status::NotSupported,
-                format!(
-                    "{CALL}: kernel \"{}\": thread-block cluster launches are not supported in command buffers",
-                    kernel.attributes().name
-                ),
-            ));
+        let cluster = |c: &LaunchConfig| super::queue::launch_cluster(kernel, c).is_some();
+        if cluster(cfg) != cluster(&old_cfg) {
+            return Err(Error::invalid(format!(
+                "{CALL}: node {index} was recorded {} a thread-block cluster; a launch cannot change between cluster and plain (cfg->cluster {:?})",
+                if cluster(&old_cfg) { "with" } else { "without" },
+                cfg.cluster
+            )));
         }
         check_launch(&self.dev, kernel, cfg).map_err(|e| rename(e, "tg_launch", CALL))?;
         let Some(meta) = self

@@ -820,10 +820,11 @@ class _TgLaunchConfig(ctypes.Structure):
 
 
 BASIC_CONFIG_SIZE = 32  # struct_size of the original tg_launch_config (no flags/cluster)
+CMDBUF_COPY_BYTES = 4096  # the copies around a case's launch in a command buffer (--cmdbuf)
 
 
 class Tg:
-    def __init__(self, spec, buf_flags, wait_s):
+    def __init__(self, spec, buf_flags, wait_s, via_cmdbuf=False):
         try:
             import tegragpu
         except ImportError:
@@ -834,6 +835,7 @@ class Tg:
         self.spec = spec
         self.buf_flags = buf_flags
         self.wait_ns = int(wait_s * 1e9)
+        self.via_cmdbuf = via_cmdbuf
         self.sym = {}
         P = ctypes.POINTER
         for name, res, args in [
@@ -848,6 +850,8 @@ class Tg:
             ("tg_texture_create", ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, P(ctypes.c_void_p)]),
             ("tg_texture_handle", ctypes.c_int, [ctypes.c_void_p, P(ctypes.c_uint64)]),
             ("tg_texture_destroy", ctypes.c_int, [ctypes.c_void_p]),
+            ("tg_cmdbuf_launch", ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                                ctypes.c_void_p, ctypes.c_size_t, P(ctypes.c_uint32)]),
         ]:
             try:
                 f = self.lib[name]  # a fresh function object: the package's prototypes stay as they are
@@ -856,6 +860,7 @@ class Tg:
             f.restype, f.argtypes = res, args
             self.sym[name] = f
         self.dev = self.q = self.sig = None
+        self.scratch = ()
         self.seq = 0
         self.open()
 
@@ -873,15 +878,19 @@ class Tg:
         self.sig = self.dev.create_signal(0)
         self.seq = 0
         self.info = self.dev.info
+        if self.via_cmdbuf:
+            self.scratch = (self.dev.alloc(CMDBUF_COPY_BYTES, self.buf_flags),
+                            self.dev.alloc(CMDBUF_COPY_BYTES, self.buf_flags))
 
     def reopen(self):
-        for o in (self.sig, self.q, self.dev):
+        for o in (*self.scratch, self.sig, self.q, self.dev):
             try:
                 if o is not None:
                     o.close()
             except Exception:
                 pass
         self.dev = self.q = self.sig = None
+        self.scratch = ()
         self.open()
 
     def fault_text(self):
@@ -1051,12 +1060,15 @@ def run_tg(tg, cu, c, cubin, prep, cuda_attrs):
         cfg.dynamic_shared_bytes = prep.dyn
         cfg.flags = TG_LAUNCH_COOPERATIVE if c["cooperative"] else 0
         cfg.cluster[:] = c["cluster"] or (0, 0, 0)
-        launch = tg.need("tg_launch_args")
         stage = "launch"
-        try:
-            tg.check(launch(tg.q.handle, k.handle, ctypes.byref(cfg), args, len(prep.args)))
-        except TgErr as e:
-            refused(c, f"tg_launch_args: {tg_status_text(e)}", e)
+        if tg.via_cmdbuf:
+            record_in_cmdbuf(tg, k, c, cfg, raw, objs)
+        else:
+            launch = tg.need("tg_launch_args")
+            try:
+                tg.check(launch(tg.q.handle, k.handle, ctypes.byref(cfg), args, len(prep.args)))
+            except TgErr as e:
+                refused(c, f"tg_launch_args: {tg_status_text(e)}", e)
         stage = "wait"
         tg.seq += 1
         try:
@@ -1093,6 +1105,37 @@ def run_tg(tg, cu, c, cubin, prep, cuda_attrs):
                 o.close()
             except Exception:
                 pass
+
+
+def record_in_cmdbuf(tg, k, c, cfg, raw, objs):
+    """--cmdbuf: record [copy, the case's launch, copy] in a command buffer and replay it once
+    on the queue (not submitted). The copies are launches of the built-in copy kernel, so the
+    case's launch is both a chained successor (its constant bank prefetched by the copy before
+    it) and a chained predecessor, as in a command buffer of several kernels."""
+    TgErr = tg.tg.TegraGpuError
+    params = bytearray(k.attributes.param_bytes)
+    for i, ((off, size), r) in enumerate(zip(k.params, raw)):
+        if len(r) != size:
+            raise CaseFail(f"parameter {i}: {len(r)} bytes for a {size}-byte parameter")
+        params[off:off + size] = r
+    record = tg.need("tg_cmdbuf_launch")
+    cb = tg.dev.create_cmdbuf()
+    objs.append(cb)
+    dst, src = tg.scratch
+    cb.copy(dst, 0, src, 0, CMDBUF_COPY_BYTES)
+    node = ctypes.c_uint32()
+    data = bytes(params)
+    try:
+        tg.check(record(cb.handle, k.handle, ctypes.byref(cfg), data if data else None,
+                        len(data), ctypes.byref(node)))
+    except TgErr as e:
+        st = e.status.name if hasattr(e.status, "name") else str(e.status)
+        if c["cooperative"] and st == "NOT_SUPPORTED":
+            raise CaseUnsupported(f"tg_cmdbuf_launch: {tg_status_text(e)}")
+        refused(c, f"tg_cmdbuf_launch: {tg_status_text(e)}", e)
+    cb.copy(src, 0, dst, 0, CMDBUF_COPY_BYTES)
+    cb.finish()
+    tg.q.replay(cb)
 
 
 class _TgTexture:
@@ -1235,6 +1278,9 @@ def main(argv=None):
                     help="libtegragpu device spec (default $TEGRAGPU_DEVICE or 'rm')")
     ap.add_argument("--tg-buf-flags", type=int, default=0,
                     help="flags for tg_buf_alloc (0 = pinned host memory on desktop GPUs; 8 = device local)")
+    ap.add_argument("--cmdbuf", action="store_true",
+                    help="launch each case through a command buffer (recorded between two copies, "
+                         "replayed once) instead of directly on the queue")
     ap.add_argument("--tg-timeout", type=float, default=10.0, help="seconds to wait for a libtegragpu launch")
     ap.add_argument("--watchdog", type=float, default=60.0, help="seconds before a hung case stops the run")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
@@ -1315,7 +1361,7 @@ def main(argv=None):
     tg_error = None
     if not args.no_tg:
         try:
-            tg = Tg(args.device, args.tg_buf_flags, args.tg_timeout)
+            tg = Tg(args.device, args.tg_buf_flags, args.tg_timeout, args.cmdbuf)
             i = tg.info
             say(f"# libtegragpu {'.'.join(map(str, tg.tg.version()))} from {tg.tg.library_path()}: "
                 f"{i.name}, sm_{i.sm_major}{i.sm_minor}, backend {i.backend.name}; optional symbols: "
