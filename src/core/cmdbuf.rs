@@ -468,11 +468,9 @@ impl CmdBuf {
                     // DEPENDENT_QMD link leads to or from a GRID_GPC_CGA QMD.
                     let clustered = super::queue::launch_cluster(kernel, cfg).is_some();
                     // Chained to the launch before it (DEPENDENT_QMD) instead of sent here.
-                    let chained = chain
-                        && !clustered
-                        && !next_joins
-                        && !(cfg.concurrent && last_launch)
-                        && prev_qmd.is_some();
+                    let joins_group = cfg.concurrent && last_launch;
+                    let chained =
+                        chain && !(clustered || next_joins || joins_group) && prev_qmd.is_some();
                     let prefetched = chained
                         && prefetch
                         && prev_qmd.is_some_and(|(_, t, pk)| {
