@@ -441,6 +441,33 @@ def test_cluster_launch(dev):
     mod.close()
 
 
+def test_cluster_launch_in_cmdbuf(dev):
+    """CmdBuf.launch(cluster=...) / set_launch(cluster=...): replays on sm_90 (a launch stays
+    a cluster launch); NotSupported on GPUs without clusters, recording nothing."""
+    mod = dev.load_module_file(cubin_path(dev))
+    k = mod.kernel("empty_kernel")
+    with dev.create_cmdbuf() as cb, dev.create_queue() as q:
+        if dev.info.sm_major < 9:
+            with pytest.raises(tg.NotSupported, match="tg_cmdbuf_launch"):
+                cb.launch(k, grid=4, block=32, cluster=(2, 1, 1))
+            assert cb.launch(k, grid=4, block=32) == 0
+            cb.finish()
+        else:
+            with pytest.raises(tg.InvalidLaunch, match="divide"):
+                cb.launch(k, grid=5, block=32, cluster=2)
+            node = cb.launch(k, grid=4, block=32, cluster=(2, 1, 1))
+            cb.finish()
+            q.replay(cb, submit=True)
+            q.synchronize(TIMEOUT_NS)
+            cb.set_launch(node, grid=8, block=32, cluster=4)
+            with pytest.raises(tg.InvalidArgument, match="cluster"):
+                cb.set_launch(node, grid=8, block=32)
+        q.replay(cb, submit=True)
+        q.synchronize(TIMEOUT_NS)
+    k.close()
+    mod.close()
+
+
 def test_malloc_heap_size_limit(dev):
     """Device.malloc_heap_size (TG_LIMIT_MALLOC_HEAP_SIZE): 8 MiB by default, settable until a
     module that calls malloc is loaded."""
