@@ -533,3 +533,100 @@ fn cluster_launches_replay_between_chained_launches() {
     assert_eq!(read_u32(&bad, 0), 0);
     assert_eq!(read_u64(&counter, 0), 241);
 }
+
+/// Cooperative launches replay in a command buffer between plain launches, each with its own
+/// grid barrier; the residency check applies when recording and when the grid changes, and the
+/// cooperative bit cannot change. (Grid synchronisation itself, `cg_grid_sync`, is compared
+/// with libcuda by `tests/conformance/run.py --cmdbuf`.)
+#[test]
+fn cooperative_launches_replay_and_keep_their_checks() {
+    use tegragpu::core::LaunchConfig;
+    let dev = device();
+    let m = fixtures(&dev);
+    let fill = m.kernel("fill_u32").unwrap();
+    let inc = m.kernel("increment").unwrap();
+    let per_sm = fill.max_active_blocks(256, 0).unwrap();
+    let most = per_sm * dev.info().sm_count;
+    let n = most * 256;
+    let x = dev.alloc(n as u64 * 4, data_flags()).unwrap();
+    let counter = dev.alloc(4096, data_flags()).unwrap();
+    let fill_p = |v: u32| Params::new().u64(x.gpu_va()).u32(v).u32(n).bytes().to_vec();
+    let inc_p = Params::new().u64(counter.gpu_va()).u64(1).bytes().to_vec();
+    let coop = |grid: u32| LaunchConfig {
+        cooperative: true,
+        ..cfg(grid, 256)
+    };
+    let done = Arc::new(dev.create_signal(0).unwrap());
+    let mut cb = dev.create_cmdbuf().unwrap();
+    // Refused when recorded: a grid that cannot be resident at once, and with
+    // TG_LAUNCH_CONCURRENT; nothing is recorded.
+    let e = cb.launch(&fill, &coop(most + 1), &fill_p(0)).unwrap_err();
+    assert_eq!(e.status, Status::InvalidLaunch, "{}", e.message);
+    assert!(
+        e.message.contains("tg_cmdbuf_launch") && e.message.contains("cooperative"),
+        "{}",
+        e.message
+    );
+    let both = LaunchConfig {
+        concurrent: true,
+        ..coop(1)
+    };
+    let e = cb.launch(&fill, &both, &fill_p(0)).unwrap_err();
+    assert_eq!(e.status, Status::InvalidLaunch, "{}", e.message);
+    let i1 = cb.launch(&inc, &cfg(1, 32), &inc_p).unwrap();
+    let f1 = cb.launch(&fill, &coop(most), &fill_p(0)).unwrap();
+    let i2 = cb.launch(&inc, &cfg(1, 32), &inc_p).unwrap();
+    let f2 = cb.launch(&fill, &coop(1), &fill_p(0)).unwrap();
+    let s = cb.signal(&done, 0).unwrap();
+    assert_eq!((i1, f1, i2, f2, s), (0, 1, 2, 3, 4));
+    cb.finish().unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    for r in 1..=200u64 {
+        let v = r as u32 * 5;
+        // The second cooperative fill writes a prefix of x with v + 1 after the first wrote v.
+        let g2 = 1 + (r as u32 % most);
+        cb.set_params(f1, &fill, &fill_p(v)).unwrap();
+        cb.set_params(f2, &fill, &fill_p(v + 1)).unwrap();
+        cb.set_launch(f2, &fill, &coop(g2)).unwrap();
+        cb.set_value(s, r).unwrap();
+        q.replay(&mut cb).unwrap();
+        q.submit().unwrap();
+        done.wait(r, 10 * SEC).unwrap();
+        let split = (g2 * 256) as usize;
+        for k in [0usize, split - 1, split, n as usize - 1] {
+            if k < n as usize {
+                let want = if k < split { v + 1 } else { v };
+                assert_eq!(
+                    read_u32(&x, k),
+                    want,
+                    "replay {r}: x[{k}], second grid {g2}"
+                );
+            }
+        }
+        assert_eq!(read_u64(&counter, 0), 2 * r, "replay {r}");
+    }
+    // Refused updates name the call and change nothing.
+    let e = cb.set_launch(f1, &fill, &cfg(most, 256)).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument, "{}", e.message);
+    assert!(
+        e.message.contains("tg_cmdbuf_set_launch") && e.message.contains("TG_LAUNCH_COOPERATIVE"),
+        "{}",
+        e.message
+    );
+    let e = cb.set_launch(i1, &inc, &coop(1)).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument, "{}", e.message);
+    let e = cb.set_launch(f2, &fill, &coop(most + 1)).unwrap_err();
+    assert_eq!(e.status, Status::InvalidLaunch, "{}", e.message);
+    cb.set_params(f1, &fill, &fill_p(1)).unwrap();
+    cb.set_params(f2, &fill, &fill_p(2)).unwrap();
+    cb.set_value(s, 201).unwrap();
+    q.replay(&mut cb).unwrap();
+    q.submit().unwrap();
+    done.wait(201, 10 * SEC).unwrap();
+    let split = ((1 + 200 % most) * 256) as usize;
+    for k in 0..n as usize {
+        let want = if k < split { 2 } else { 1 };
+        assert_eq!(read_u32(&x, k), want, "after the refusals: x[{k}]");
+    }
+    assert_eq!(read_u64(&counter, 0), 402);
+}

@@ -1411,22 +1411,24 @@ class CmdBuf(_Handle):
         return n.value
 
     def launch(self, kernel, grid, block, args=(), shared_bytes=0, concurrent=False,
-               cluster=None):
+               cluster=None, cooperative=False):
         """Record a launch (``args`` packed by :meth:`Kernel.pack`); returns the node index.
         ``concurrent``: may run concurrently with the launch recorded just before it.
-        ``cluster``: thread-block cluster shape (sm_90; as :meth:`Queue.launch`)."""
+        ``cluster``: thread-block cluster shape (sm_90; as :meth:`Queue.launch`).
+        ``cooperative``: all blocks resident at once (as :meth:`Queue.launch`)."""
         return self.launch_packed(kernel, grid, block, kernel.pack(tuple(args)), shared_bytes,
-                                  concurrent, cluster)
+                                  concurrent, cluster, cooperative)
 
     def launch_packed(self, kernel, grid, block, params, shared_bytes=0, concurrent=False,
-                      cluster=None):
+                      cluster=None, cooperative=False):
         cfg = CLaunchConfig(struct_size=ctypes.sizeof(CLaunchConfig))
         cfg.grid[:] = _dims(grid)
         cfg.block[:] = _dims(block)
         if cluster is not None:
             cfg.cluster[:] = _dims(cluster)
         cfg.dynamic_shared_bytes = shared_bytes
-        cfg.flags = LAUNCH_CONCURRENT if concurrent else 0
+        cfg.flags = (LAUNCH_CONCURRENT if concurrent else 0) | \
+            (LAUNCH_COOPERATIVE if cooperative else 0)
         data = bytes(params)
         node = self._node(lib.tg_cmdbuf_launch, self.handle, kernel.handle, ctypes.byref(cfg),
                           data if data else None, len(data))
@@ -1474,10 +1476,10 @@ class CmdBuf(_Handle):
                                        data if data else None, len(data)))
 
     def set_launch(self, node, grid, block, shared_bytes=0, kernel=None, concurrent=False,
-                   cluster=None):
+                   cluster=None, cooperative=False):
         """New grid, block and dynamic shared memory (and cluster shape) for launch ``node``
-        (``tg_cmdbuf_set_launch``); ``concurrent`` must be what the node was recorded with,
-        and a cluster launch stays one (a plain launch stays plain)."""
+        (``tg_cmdbuf_set_launch``); ``concurrent`` and ``cooperative`` must be what the node
+        was recorded with, and a cluster launch stays one (a plain launch stays plain)."""
         kernel = kernel or self._kernels[node]
         cfg = CLaunchConfig(struct_size=ctypes.sizeof(CLaunchConfig))
         cfg.grid[:] = _dims(grid)
@@ -1485,7 +1487,8 @@ class CmdBuf(_Handle):
         if cluster is not None:
             cfg.cluster[:] = _dims(cluster)
         cfg.dynamic_shared_bytes = shared_bytes
-        cfg.flags = LAUNCH_CONCURRENT if concurrent else 0
+        cfg.flags = (LAUNCH_CONCURRENT if concurrent else 0) | \
+            (LAUNCH_COOPERATIVE if cooperative else 0)
         check(lib.tg_cmdbuf_set_launch(self.handle, node, kernel.handle, ctypes.byref(cfg)))
 
     def set_value(self, node, value):

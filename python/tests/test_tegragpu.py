@@ -253,6 +253,20 @@ def test_stack_limit_occupancy_and_cooperative_checks(dev):
     with pytest.raises(tg.InvalidLaunchError, match="cooperative"):
         q.launch(k, grid=too_many, block=256, args=(buf, np.uint32(1), np.uint32(1024)),
                  cooperative=True)
+    # The same in a command buffer: checked when recorded, replayed when it fits.
+    with dev.create_cmdbuf() as cb:
+        with pytest.raises(tg.InvalidLaunchError, match="tg_cmdbuf_launch.*cooperative"):
+            cb.launch(k, grid=too_many, block=256, args=(buf, np.uint32(1), np.uint32(1024)),
+                      cooperative=True)
+        node = cb.launch(k, grid=1, block=256, args=(buf, np.uint32(7), np.uint32(1024)),
+                         cooperative=True)
+        cb.finish()
+        with pytest.raises(tg.InvalidArgumentError, match="TG_LAUNCH_COOPERATIVE"):
+            cb.set_launch(node, grid=1, block=256)
+        cb.set_launch(node, grid=4, block=256, cooperative=True)
+        q.replay(cb, submit=True)
+        q.synchronize(TIMEOUT_NS)
+        assert list(buf.numpy(np.uint32)[:1024]) == [7] * 1024
 
 
 def test_module_globals(dev):

@@ -151,10 +151,11 @@ pub unsafe extern "C" fn tg_cmdbuf_destroy(cmdbuf: *mut tg_cmdbuf) -> tg_status 
 }
 
 /// Record a kernel launch with its packed parameter block (as `tg_launch()`). The launch checks
-/// of `tg_launch()` apply now; cooperative launches are refused (`TG_ERROR_NOT_SUPPORTED`).
+/// of `tg_launch()` apply now (for a cooperative launch: all its blocks resident at once).
 /// Launches in a command buffer run one after another, like launches on a queue. A
-/// thread-block cluster launch (sm_90) is sent after a wait for idle, as on a queue, and is not
-/// chained to the launches before and after it.
+/// thread-block cluster launch (sm_90) and a cooperative launch are sent after a wait for idle,
+/// as on a queue, and are not chained to the launches before and after them; each cooperative
+/// launch has a grid barrier of its own.
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (finished command
 /// buffer, kernel of another device); `TG_ERROR_INVALID_LAUNCH`; `TG_ERROR_NULL_POINTER`;
@@ -341,15 +342,16 @@ pub unsafe extern "C" fn tg_cmdbuf_set_params(
 /// dynamic shared memory (as `cuGraphExecKernelNodeSetParams` changes a kernel node's
 /// dimensions). `kernel` must be the kernel the node launches; `cfg` is checked like
 /// `tg_cmdbuf_launch()`'s, and its `TG_LAUNCH_CONCURRENT` bit must be the one the node was
-/// recorded with. A cluster launch may take another cluster shape but stays a cluster launch,
-/// and a plain launch stays plain. Waits like `tg_cmdbuf_set_params()`; rewrites only that node.
+/// recorded with, as must its `TG_LAUNCH_COOPERATIVE` bit. A cluster launch may take another
+/// cluster shape but stays a cluster launch, and a plain launch stays plain. Waits like
+/// `tg_cmdbuf_set_params()`; rewrites only that node.
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
 /// `TG_ERROR_INVALID_ARGUMENT` (not finished, no such node, not a launch, another kernel, the
-/// concurrent bit changed, a change between cluster and plain launch, `TG_LAUNCH_SUBMIT`,
-/// `struct_size`); `TG_ERROR_INVALID_LAUNCH` (the dimensions, cluster shape or shared memory
-/// do not fit the kernel); `TG_ERROR_NOT_SUPPORTED` (cooperative); `TG_ERROR_TIMEOUT`;
-/// `TG_ERROR_DEVICE_FAULT`. Thread safety: any thread.
+/// concurrent or cooperative bit changed, a change between cluster and plain launch,
+/// `TG_LAUNCH_SUBMIT`, `struct_size`); `TG_ERROR_INVALID_LAUNCH` (the dimensions, cluster shape
+/// or shared memory do not fit the kernel, a cooperative grid that cannot be resident at once);
+/// `TG_ERROR_TIMEOUT`; `TG_ERROR_DEVICE_FAULT`. Thread safety: any thread.
 ///
 /// # Safety
 /// `cfg` is NULL or readable.

@@ -37,6 +37,9 @@ use std::sync::Arc;
 /// QMD slot stride in the command buffer (the QMD, then constant bank 0 at +CBANK_IN_SLOT when
 /// it fits).
 const SLOT: u64 = 2048;
+/// Bytes per cooperative launch's grid workspace (CUDA's `grid_workspace { u32 wsSize; u32
+/// barrier; }`), one cache line each.
+const WS_STRIDE: u64 = 64;
 const CBANK_IN_SLOT: u64 = 512;
 /// The most dwords one recorded command takes.
 const MAX_NODE_DW: usize = 64;
@@ -114,6 +117,8 @@ struct LaunchMeta {
     succ: Option<(usize, bool)>,
     /// Its QMD as built, before a successor was chained to it.
     words: [u32; 96],
+    /// A cooperative launch's grid workspace (GPU address), its own in the allocation.
+    ws: Option<u64>,
 }
 
 /// What the kind of a node is, for messages.
@@ -203,7 +208,6 @@ impl CmdBuf {
     }
 
     /// Record a kernel launch with its packed parameter block; returns the node index.
-    /// Cooperative launches are not supported in command buffers.
     pub fn launch(&mut self, kernel: &Kernel, cfg: &LaunchConfig, params: &[u8]) -> Result<usize> {
         self.recording("tg_cmdbuf_launch")?;
         let a = kernel.attributes();
@@ -216,12 +220,6 @@ impl CmdBuf {
                     a.param_bytes,
                     params.len()
                 ),
-            ));
-        }
-        if cfg.cooperative {
-            return Err(Error::new(
-                Status::NotSupported,
-                "tg_cmdbuf_launch: cooperative launches are not supported in command buffers; launch them on a queue",
             ));
         }
         check_launch(&self.dev, kernel, cfg)
@@ -361,7 +359,13 @@ impl CmdBuf {
                 }
             }
         }
-        let total = pb_bytes + launches * SLOT + big_cb;
+        // Then one grid workspace per cooperative launch (WS_STRIDE bytes each).
+        let coop = self
+            .nodes
+            .iter()
+            .filter(|n| matches!(n, Node::Launch { cfg, .. } if cfg.cooperative))
+            .count() as u64;
+        let total = pb_bytes + launches * SLOT + big_cb + coop * WS_STRIDE;
         let alloc = self.dev.backend().alloc(
             total,
             MemFlags {
@@ -370,7 +374,7 @@ impl CmdBuf {
                 ..Default::default()
             },
         )?;
-        let built = self.write_image(&alloc, pb_bytes, arch);
+        let built = self.write_image(&alloc, pb_bytes, total - coop * WS_STRIDE, arch);
         match built {
             Ok((dwords, ends_with_launch, patches, launches)) => {
                 self.image = Some(Image {
@@ -393,8 +397,10 @@ impl CmdBuf {
         &self,
         alloc: &Allocation,
         pb_bytes: u64,
+        ws_base: u64,
         arch: &'static crate::hw::arch::ArchInfo,
     ) -> Result<Built> {
+        let mut next_ws = ws_base;
         let mut pb_words = vec![0u32; (pb_bytes / 4) as usize];
         let mut pos = 0usize;
         let mut next_slot = pb_bytes;
@@ -462,15 +468,29 @@ impl CmdBuf {
                     };
                     let (qmd_va, cb_va) = (alloc.gpu_va + qmd_off, alloc.gpu_va + cb_off);
                     let cb = &mut scratch[..cb_size as usize];
-                    let mut words = self.encode_launch(kernel, cfg, params, cb, cb_va)?;
-                    // A thread-block cluster launch is sent from the pushbuffer after a wait
-                    // for idle, as on a queue, and the launch after it waits the same way: no
-                    // DEPENDENT_QMD link leads to or from a GRID_GPC_CGA QMD.
-                    let clustered = super::queue::launch_cluster(kernel, cfg).is_some();
+                    // A cooperative launch gets a grid workspace of its own (its grid barrier).
+                    let ws = if cfg.cooperative {
+                        let off = next_ws;
+                        next_ws += WS_STRIDE;
+                        // SAFETY: [off, +WS_STRIDE) lies inside the allocation (sized in
+                        // `finish`), CPU-mapped and zeroed: wsSize = 8, barrier = 0.
+                        unsafe {
+                            std::ptr::write_volatile(alloc.cpu.add(off as usize) as *mut u32, 8)
+                        };
+                        Some(alloc.gpu_va + off)
+                    } else {
+                        None
+                    };
+                    let mut words = self.encode_launch(kernel, cfg, params, cb, cb_va, ws)?;
+                    // A thread-block cluster launch and a cooperative launch are sent from the
+                    // pushbuffer after a wait for idle, as on a queue, and the launch after
+                    // them waits the same way: no DEPENDENT_QMD link leads to or from them.
+                    let alone =
+                        super::queue::launch_cluster(kernel, cfg).is_some() || cfg.cooperative;
                     // Chained to the launch before it (DEPENDENT_QMD) instead of sent here.
                     let joins_group = cfg.concurrent && last_launch;
                     let chained =
-                        chain && !(clustered || next_joins || joins_group) && prev_qmd.is_some();
+                        chain && !(alone || next_joins || joins_group) && prev_qmd.is_some();
                     let prefetched = chained
                         && prefetch
                         && prev_qmd.is_some_and(|(_, t, pk)| {
@@ -525,8 +545,8 @@ impl CmdBuf {
                         }
                     }
                     // The next launch may be chained to this one only when this one runs alone
-                    // and is not a cluster launch.
-                    prev_qmd = if clustered || next_joins || (cfg.concurrent && last_launch) {
+                    // and is not a cluster or cooperative launch.
+                    prev_qmd = if alone || next_joins || (cfg.concurrent && last_launch) {
                         None
                     } else {
                         Some((qmd_cpu, &*kernel.qmd, kernel))
@@ -543,6 +563,7 @@ impl CmdBuf {
                         prefetched,
                         succ: None,
                         words,
+                        ws,
                     });
                     prev_node = i;
                     last_launch = true;
@@ -585,7 +606,8 @@ impl CmdBuf {
     }
 
     /// A launch node's constant bank 0 (into `cb`, zeroed first; its GPU address `cb_va`) and
-    /// QMD, as a queue builds them, before any chaining.
+    /// QMD, as a queue builds them, before any chaining. `ws`: a cooperative launch's grid
+    /// workspace.
     fn encode_launch(
         &self,
         kernel: &Kernel,
@@ -593,12 +615,23 @@ impl CmdBuf {
         params: &[u8],
         cb: &mut [u8],
         cb_va: u64,
+        ws: Option<u64>,
     ) -> Result<[u32; 96]> {
         cb.fill(0);
         let shared_total = build_launch_cbank(&self.dev, kernel, cfg, cb, cb_va, |d| {
             d.copy_from_slice(params);
             Ok(())
         })?;
+        match (cfg.cooperative, ws) {
+            (false, _) => {}
+            (true, Some(ws)) => crate::hw::cbank0::put_grid_workspace(self.dev.arch(), cb, ws)?,
+            (true, None) => {
+                return Err(Error::new(
+                    Status::Internal,
+                    "tg_cmdbuf: cooperative launch without a grid workspace",
+                ))
+            }
+        }
         let mut words = [0u32; 96];
         build_launch_qmd(
             &self.dev,
@@ -719,11 +752,15 @@ impl CmdBuf {
                 }
             )));
         }
-        if cfg.cooperative {
-            return Err(Error::new(
-                Status::NotSupported,
-                format!("{CALL}: cooperative launches are not supported in command buffers"),
-            ));
+        if cfg.cooperative != old_cfg.cooperative {
+            return Err(Error::invalid(format!(
+                "{CALL}: node {index} was recorded {} TG_LAUNCH_COOPERATIVE; the flag cannot change",
+                if old_cfg.cooperative {
+                    "with"
+                } else {
+                    "without"
+                }
+            )));
         }
         let cluster = |c: &LaunchConfig| super::queue::launch_cluster(kernel, c).is_some();
         if cluster(cfg) != cluster(&old_cfg) {
@@ -752,7 +789,7 @@ impl CmdBuf {
         };
         let cb_va = gpu_va + meta.cb_off;
         let mut cb = vec![0u8; meta.cb_size as usize];
-        let mut words = self.encode_launch(kernel, cfg, &params, &mut cb, cb_va)?;
+        let mut words = self.encode_launch(kernel, cfg, &params, &mut cb, cb_va, meta.ws)?;
         if meta.prefetched {
             kernel.qmd.clear_cbank0_invalidate(&mut words);
         }

@@ -1129,9 +1129,6 @@ def record_in_cmdbuf(tg, k, c, cfg, raw, objs):
         tg.check(record(cb.handle, k.handle, ctypes.byref(cfg), data if data else None,
                         len(data), ctypes.byref(node)))
     except TgErr as e:
-        st = e.status.name if hasattr(e.status, "name") else str(e.status)
-        if c["cooperative"] and st == "NOT_SUPPORTED":
-            raise CaseUnsupported(f"tg_cmdbuf_launch: {tg_status_text(e)}")
         refused(c, f"tg_cmdbuf_launch: {tg_status_text(e)}", e)
     cb.copy(src, 0, dst, 0, CMDBUF_COPY_BYTES)
     cb.finish()
