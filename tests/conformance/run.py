@@ -1111,7 +1111,10 @@ def record_in_cmdbuf(tg, k, c, cfg, raw, objs):
     """--cmdbuf: record [copy, the case's launch, copy] in a command buffer and replay it once
     on the queue (not submitted). The copies are launches of the built-in copy kernel, so the
     case's launch is both a chained successor (its constant bank prefetched by the copy before
-    it) and a chained predecessor, as in a command buffer of several kernels."""
+    it) and a chained predecessor, as in a command buffer of several kernels. The launch is
+    recorded with a zeroed parameter block and gets the case's parameters through
+    tg_cmdbuf_set_params before the replay, so every case's parameter layout goes through the
+    update path too."""
     TgErr = tg.tg.TegraGpuError
     params = bytearray(k.attributes.param_bytes)
     for i, ((off, size), r) in enumerate(zip(k.params, raw)):
@@ -1125,13 +1128,19 @@ def record_in_cmdbuf(tg, k, c, cfg, raw, objs):
     cb.copy(dst, 0, src, 0, CMDBUF_COPY_BYTES)
     node = ctypes.c_uint32()
     data = bytes(params)
+    zeros = bytes(len(data))
     try:
-        tg.check(record(cb.handle, k.handle, ctypes.byref(cfg), data if data else None,
-                        len(data), ctypes.byref(node)))
+        tg.check(record(cb.handle, k.handle, ctypes.byref(cfg), zeros if zeros else None,
+                        len(zeros), ctypes.byref(node)))
     except TgErr as e:
         refused(c, f"tg_cmdbuf_launch: {tg_status_text(e)}", e)
     cb.copy(src, 0, dst, 0, CMDBUF_COPY_BYTES)
     cb.finish()
+    if data:
+        try:
+            cb.set_params(node.value, data, k)
+        except TgErr as e:
+            raise CaseFail(f"tg_cmdbuf_set_params: {tg_status_text(e)}")
     tg.q.replay(cb)
 
 
