@@ -391,7 +391,13 @@ int main(int argc, char **argv) {
     for (i = 0; i < 2; i++) {
         tg_cmdbuf *c = i ? ocb : cb;
         tg_launch_config huge = cfg;
+        tg_launch_config coop = cfg, clustered = cfg;
         huge.block[0] = 4096;
+        coop.flags = TG_LAUNCH_COOPERATIVE;
+        clustered.grid[0] = 2;
+        clustered.cluster[0] = 2;
+        clustered.cluster[1] = 1;
+        clustered.cluster[2] = 1;
         node = 0x5eb7;
         EXPECT(tg_cmdbuf_launch(NULL, empty, &cfg, NULL, 0, &node), NULL_H, "tg_cmdbuf_launch", "cmdbuf is NULL", NULL);
         EXPECT(tg_cmdbuf_launch(dead_cb, empty, &cfg, NULL, 0, &node), NULL_H, "tg_cmdbuf_launch", "not a live tg_cmdbuf", NULL);
@@ -422,6 +428,9 @@ int main(int argc, char **argv) {
         EXPECT(tg_cmdbuf_set_params(c, 0, vadd, NULL, 0), TG_ERROR_INVALID_ARGUMENT, "tg_cmdbuf_set_params", "node 0", NULL);
         EXPECT(tg_cmdbuf_set_params(c, 1, empty, NULL, 0), TG_ERROR_INVALID_ARGUMENT, "tg_cmdbuf_set_params", "node 1", "a signal");
         EXPECT(tg_cmdbuf_set_launch(c, 0, empty, &huge), TG_ERROR_INVALID_LAUNCH, "tg_cmdbuf_set_launch", "4096", NULL);
+        /* A plain launch stays plain: the cooperative bit and cluster-ness cannot change. */
+        EXPECT(tg_cmdbuf_set_launch(c, 0, empty, &coop), TG_ERROR_INVALID_ARGUMENT, "tg_cmdbuf_set_launch", "TG_LAUNCH_COOPERATIVE", "node 0");
+        EXPECT(tg_cmdbuf_set_launch(c, 0, empty, &clustered), TG_ERROR_INVALID_ARGUMENT, "tg_cmdbuf_set_launch", "cluster", "node 0");
         EXPECT(tg_queue_replay(xq, c), TG_ERROR_INVALID_ARGUMENT, "tg_queue_replay", "copy queue", NULL);
         EXPECT(tg_queue_replay_submit(xq, c), TG_ERROR_INVALID_ARGUMENT, "tg_queue_replay_submit", "copy queue", NULL);
         EXPECT(tg_queue_replay_submit(dead_q, c), NULL_H, "tg_queue_replay_submit", "not a live tg_queue", NULL);
