@@ -402,9 +402,9 @@ fn launch_dimensions_change_between_replays() {
     }
 }
 
-/// Thread-block cluster launches (sm_90) replay in a command buffer between plain launches: the
-/// cluster launch is not chained (sent after a wait for idle), the launch after it waits for it
-/// and the rest still chain. Every replay changes the values, and every 40th the cluster shape;
+/// Thread-block cluster launches (sm_90) replay in a command buffer chained between plain
+/// launches: the launch after the cluster launch reads everything it wrote. Every replay changes
+/// the values, and every 40th the cluster shape;
 /// a change between cluster and plain launch is refused and changes nothing. On GPUs without
 /// clusters the recording is refused with NOT_SUPPORTED and the command buffer stays usable.
 /// (What cluster kernels see of their clusters in a command buffer is compared with libcuda by

@@ -152,10 +152,10 @@ pub unsafe extern "C" fn tg_cmdbuf_destroy(cmdbuf: *mut tg_cmdbuf) -> tg_status 
 
 /// Record a kernel launch with its packed parameter block (as `tg_launch()`). The launch checks
 /// of `tg_launch()` apply now (for a cooperative launch: all its blocks resident at once).
-/// Launches in a command buffer run one after another, like launches on a queue. A
-/// thread-block cluster launch (sm_90) and a cooperative launch are sent after a wait for idle,
-/// as on a queue, and are not chained to the launches before and after them; each cooperative
-/// launch has a grid barrier of its own.
+/// Launches in a command buffer run one after another, like launches on a queue. A cooperative
+/// launch is sent after a wait for idle, as on a queue, and is not chained to the launches
+/// before and after it; each has a grid barrier of its own. Thread-block cluster launches
+/// (sm_90) are chained like other launches.
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (finished command
 /// buffer, kernel of another device); `TG_ERROR_INVALID_LAUNCH`; `TG_ERROR_NULL_POINTER`;

@@ -336,7 +336,7 @@ pub struct tg_launch_config {
     /// `{1, 1, 1}`) for none. sm_90 (Hopper) only, at most 8 blocks, each dimension dividing the
     /// grid's; a kernel with a compile-time shape (`__cluster_dims__`) always runs with it, and
     /// a different shape here is refused. Other GPUs: `TG_ERROR_NOT_SUPPORTED`. In command
-    /// buffers too (not chained to the launches around them). (Present when `struct_size` ≥ 48.)
+    /// buffers too. (Present when `struct_size` ≥ 48.)
     pub cluster: [u32; 3],
 }
 

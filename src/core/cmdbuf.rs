@@ -482,11 +482,11 @@ impl CmdBuf {
                         None
                     };
                     let mut words = self.encode_launch(kernel, cfg, params, cb, cb_va, ws)?;
-                    // A thread-block cluster launch and a cooperative launch are sent from the
-                    // pushbuffer after a wait for idle, as on a queue, and the launch after
-                    // them waits the same way: no DEPENDENT_QMD link leads to or from them.
-                    let alone =
-                        super::queue::launch_cluster(kernel, cfg).is_some() || cfg.cooperative;
+                    // A cooperative launch is sent from the pushbuffer after a wait for idle, as
+                    // on a queue, and the launch after it waits the same way: no DEPENDENT_QMD
+                    // link leads to or from it. (Thread-block cluster launches chain like any
+                    // other: GRID_GPC_CGA QMDs scheduled by DEPENDENT_QMD keep their clusters.)
+                    let alone = cfg.cooperative;
                     // Chained to the launch before it (DEPENDENT_QMD) instead of sent here.
                     let joins_group = cfg.concurrent && last_launch;
                     let chained =
@@ -545,7 +545,7 @@ impl CmdBuf {
                         }
                     }
                     // The next launch may be chained to this one only when this one runs alone
-                    // and is not a cluster or cooperative launch.
+                    // and is not a cooperative launch.
                     prev_qmd = if alone || next_joins || (cfg.concurrent && last_launch) {
                         None
                     } else {
