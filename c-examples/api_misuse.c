@@ -437,6 +437,26 @@ int main(int argc, char **argv) {
         EXPECT(tg_queue_replay_submit(cq, dead_cb), NULL_H, "tg_queue_replay_submit", "not a live tg_cmdbuf", NULL);
         EXPECT(tg_queue_replay_submit(cq, NULL), NULL_H, "tg_queue_replay_submit", "cmdbuf is NULL", NULL);
     }
+    {
+        /* A command buffer with a cooperative launch replays on one queue at a time. */
+        tg_cmdbuf *cc = NULL;
+        tg_queue *cq2 = NULL;
+        tg_launch_config coop = cfg;
+        coop.flags = TG_LAUNCH_COOPERATIVE;
+        EXPECT_OK(tg_queue_create(dev, TG_QUEUE_COMPUTE, &cq2));
+        EXPECT_OK(tg_cmdbuf_create(dev, &cc));
+        EXPECT_OK(tg_cmdbuf_launch(cc, empty, &coop, NULL, 0, NULL));
+        EXPECT_OK(tg_cmdbuf_finish(cc));
+        EXPECT_OK(tg_queue_replay(cq, cc));
+        EXPECT(tg_queue_replay(cq2, cc), TG_ERROR_INVALID_ARGUMENT, "tg_queue_replay", "cooperative", "another queue");
+        EXPECT(tg_queue_replay_submit(cq2, cc), TG_ERROR_INVALID_ARGUMENT, "tg_queue_replay_submit", "cooperative", NULL);
+        EXPECT_OK(tg_queue_submit(cq));
+        EXPECT_OK(tg_queue_synchronize(cq, TIMEOUT_NS));
+        EXPECT_OK(tg_queue_replay_submit(cq2, cc));
+        EXPECT_OK(tg_queue_synchronize(cq2, TIMEOUT_NS));
+        EXPECT_OK(tg_cmdbuf_destroy(cc));
+        EXPECT_OK(tg_queue_destroy(cq2));
+    }
 
     /* ---- after all that misuse, real work still runs -------------------------------------- */
     EXPECT_OK(tg_launch(cq, empty, &cfg, NULL, 0));

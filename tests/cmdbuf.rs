@@ -535,8 +535,8 @@ fn cluster_launches_replay_between_chained_launches() {
 }
 
 /// Cooperative launches replay in a command buffer between plain launches, each with its own
-/// grid barrier; the residency check applies when recording and when the grid changes, and the
-/// cooperative bit cannot change. (Grid synchronisation itself, `cg_grid_sync`, is compared
+/// grid barrier; the residency check applies when recording and when the grid changes, the
+/// cooperative bit cannot change, and such a command buffer replays on one queue at a time. (Grid synchronisation itself, `cg_grid_sync`, is compared
 /// with libcuda by `tests/conformance/run.py --cmdbuf`.)
 #[test]
 fn cooperative_launches_replay_and_keep_their_checks() {
@@ -629,4 +629,37 @@ fn cooperative_launches_replay_and_keep_their_checks() {
         assert_eq!(read_u32(&x, k), want, "after the refusals: x[{k}]");
     }
     assert_eq!(read_u64(&counter, 0), 402);
+    // Its grid barriers serve one replay at a time: while a replay on q has not completed, a
+    // replay on another queue is refused (naming the call and the other queue) and records
+    // nothing; once it has completed, the other queue replays.
+    let mut q2 = dev.create_queue(QueueKind::Compute).unwrap();
+    cb.set_value(s, 202).unwrap();
+    q.replay(&mut cb).unwrap();
+    let e = q2.replay(&mut cb).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument, "{}", e.message);
+    assert!(
+        e.message.contains("tg_queue_replay")
+            && e.message.contains("cooperative")
+            && e.message.contains("another queue"),
+        "{}",
+        e.message
+    );
+    q.submit().unwrap();
+    done.wait(202, 10 * SEC).unwrap();
+    cb.set_value(s, 203).unwrap();
+    q2.replay(&mut cb).unwrap();
+    q2.submit().unwrap();
+    done.wait(203, 10 * SEC).unwrap();
+    assert_eq!(read_u64(&counter, 0), 406);
+    // A command buffer without cooperative launches replays on two queues at once.
+    let mut plain = dev.create_cmdbuf().unwrap();
+    plain.launch(&inc, &cfg(1, 32), &inc_p).unwrap();
+    plain.finish().unwrap();
+    q.replay(&mut plain).unwrap();
+    q2.replay(&mut plain).unwrap();
+    q.submit().unwrap();
+    q2.submit().unwrap();
+    q.synchronize(10 * SEC).unwrap();
+    q2.synchronize(10 * SEC).unwrap();
+    assert_eq!(read_u64(&counter, 0), 408);
 }

@@ -401,12 +401,14 @@ pub unsafe extern "C" fn tg_cmdbuf_set_value(
 /// Record a replay of the finished command buffer `cmdbuf` on the compute queue `queue`, after
 /// the work recorded on it so far; `tg_queue_submit()` makes it visible (one GPFIFO entry and one
 /// doorbell for the whole command buffer). A command buffer may be replayed many times, on one
-/// queue or several, with or without submits in between. No system call; no allocation after
+/// queue or several, with or without submits in between; one with cooperative launches on one
+/// queue at a time (their grid barriers serve one replay). No system call; no allocation after
 /// the first replay of a command buffer on a queue.
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (not finished, copy
-/// queue, another device); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT` (ring full and the GPU
-/// makes no progress). Thread safety: any thread; serialized per queue.
+/// queue, another device, cooperative launches with a replay on another queue not yet
+/// completed); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT` (ring full and the GPU makes no
+/// progress). Thread safety: any thread; serialized per queue.
 ///
 /// # Safety
 /// None beyond the handle contract.

@@ -93,6 +93,8 @@ struct Image {
     alloc: Allocation,
     dwords: u32,
     ends_with_launch: bool,
+    /// It holds a cooperative launch, whose grid barrier serves one replay at a time.
+    cooperative: bool,
     patches: Vec<Patch>,
     /// Per node: where a launch's QMD and constant bank 0 are and how it is chained, for
     /// [`CmdBuf::set_launch`] (None for other nodes).
@@ -381,6 +383,7 @@ impl CmdBuf {
                     alloc,
                     dwords,
                     ends_with_launch,
+                    cooperative: coop > 0,
                     patches,
                     launches,
                 });
@@ -904,6 +907,9 @@ impl Queue {
         }
         let img = cb.finished(REPLAY)?;
         let (va, dwords, ends) = (img.alloc.gpu_va, img.dwords, img.ends_with_launch);
+        if img.cooperative {
+            cb.check_no_replay_elsewhere(self.track())?;
+        }
         let value = self.push_external(va, dwords, ends)?;
         cb.note_replay(self.track(), value);
         Ok(())
@@ -913,6 +919,24 @@ impl Queue {
 const REPLAY: &str = "tg_queue_replay";
 
 impl CmdBuf {
+    /// A command buffer with cooperative launches replays on one queue at a time: each such
+    /// launch has one grid barrier in the command buffer, which two grids running at once
+    /// would share. Refused while a replay on another queue has not completed.
+    #[cold]
+    fn check_no_replay_elsewhere(&self, track: &Arc<QueueTrack>) -> Result<()> {
+        for (w, v) in &self.inflight {
+            if let Some(t) = w.upgrade() {
+                if !Arc::ptr_eq(&t, track) && t.completed() < *v && t.channel_error().is_none() {
+                    return Err(Error::invalid(format!(
+                        "{REPLAY}: the command buffer holds cooperative launches and a replay on another queue ({} queue {}) has not completed; their grid barriers serve one replay at a time (wait for it, or record a second command buffer)",
+                        t.kind_name, t.token
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
     #[cold]
     fn other_device(&self) -> Error {
         Error::invalid(format!(
@@ -948,6 +972,9 @@ impl CmdBuf {
         }
         let img = self.finished(REPLAY)?;
         let out = (img.alloc.gpu_va, img.dwords, img.ends_with_launch);
+        if img.cooperative {
+            self.check_no_replay_elsewhere(q.track())?;
+        }
         if q.is_compute() {
             // (A copy queue is refused by push_external; nothing is noted for it.)
             self.note_replay(q.track(), q.track().submitted() + 1);
