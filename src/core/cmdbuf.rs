@@ -745,25 +745,21 @@ impl CmdBuf {
         self.finished(CALL)?;
         let (old_cfg, params) = self.launch_node(index, kernel, CALL)?;
         let (old_cfg, params) = (*old_cfg, params.to_vec());
-        if cfg.concurrent != old_cfg.concurrent {
-            return Err(Error::invalid(format!(
-                "{CALL}: node {index} was recorded {} TG_LAUNCH_CONCURRENT; the flag cannot change",
-                if old_cfg.concurrent {
-                    "with"
-                } else {
-                    "without"
-                }
-            )));
-        }
-        if cfg.cooperative != old_cfg.cooperative {
-            return Err(Error::invalid(format!(
-                "{CALL}: node {index} was recorded {} TG_LAUNCH_COOPERATIVE; the flag cannot change",
-                if old_cfg.cooperative {
-                    "with"
-                } else {
-                    "without"
-                }
-            )));
+        // The flags decide how the command buffer is laid out.
+        for (flag, was, now) in [
+            ("TG_LAUNCH_CONCURRENT", old_cfg.concurrent, cfg.concurrent),
+            (
+                "TG_LAUNCH_COOPERATIVE",
+                old_cfg.cooperative,
+                cfg.cooperative,
+            ),
+        ] {
+            if was != now {
+                return Err(Error::invalid(format!(
+                    "{CALL}: node {index} was recorded {} {flag}; the flag cannot change",
+                    if was { "with" } else { "without" }
+                )));
+            }
         }
         let cluster = |c: &LaunchConfig| super::queue::launch_cluster(kernel, c).is_some();
         if cluster(cfg) != cluster(&old_cfg) {
