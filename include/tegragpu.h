@@ -711,8 +711,14 @@ enum tg_status tg_device_close(struct tg_device *dev);
 enum tg_status tg_device_get_info(const struct tg_device *dev, struct tg_device_info *out);
 
 /**
- * Wait until all work submitted on every queue of the device has completed, then print what
- * kernels wrote with device-side `printf` to `stdout` (docs/cuda-support.md).
+ * Submit what is recorded on the device's queues, wait until all work submitted on every queue
+ * of the device has completed, then print what kernels wrote with device-side `printf` to
+ * `stdout` (docs/cuda-support.md), as `cuCtxSynchronize` after `cuLaunchKernel` does.
+ *
+ * Which queues it submits: every shared queue (once its lock is free within 200 ms; a queue
+ * whose lock another thread holds longer is waited for as submitted so far), and the owned
+ * queues of the calling thread. An owned queue of another thread is waited for as submitted
+ * so far: its owner submits it.
  *
  * - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none).
  *
@@ -1277,6 +1283,9 @@ enum tg_status tg_queue_barrier(const struct tg_queue *queue);
 /**
  * Make everything recorded on the queue visible to the GPU (no system call: a GPFIFO entry and
  * a doorbell write). Returns immediately; use signals or `tg_queue_synchronize()` to wait.
+ * Recorded work does not start before a submit; `tg_queue_synchronize()`,
+ * `tg_device_synchronize()` and a `tg_signal_wait()` for a release recorded on the queue submit
+ * it themselves.
  *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT` (the
  * ring stayed full for 10 s). Thread safety: any thread; serialized per queue.
@@ -1287,8 +1296,11 @@ enum tg_status tg_queue_barrier(const struct tg_queue *queue);
 enum tg_status tg_queue_submit(const struct tg_queue *queue);
 
 /**
- * Wait until everything submitted on the queue has completed (commands recorded but not yet
- * submitted are not waited for), then print device-side `printf` output to `stdout`.
+ * Submit what was recorded on the queue (as `tg_queue_submit()`), wait until all of the
+ * queue's work has completed, then print device-side `printf` output to `stdout`: a launch
+ * followed by `tg_queue_synchronize()` runs, as `cuLaunchKernel` + `cuStreamSynchronize` does.
+ * `tg_queue_submit()` stays for batching: recorded work starts on the GPU at the submit, and a
+ * synchronize, a device synchronize or a signal wait that needs it submits it too.
  *
  * - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none).
  *
@@ -1386,17 +1398,27 @@ enum tg_status tg_signal_set(const struct tg_signal *signal, uint64_t value);
  *
  * - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none); 0 = just test.
  *
+ * Unsubmitted work: when the value is not reached yet and the last release recorded for the
+ * signal (`tg_queue_signal()`, or a `tg_queue_replay()` of a command buffer with
+ * `tg_cmdbuf_signal()`) is of a value ≥ `value` but its queue has not submitted it, the wait
+ * first submits that queue (as `tg_queue_submit()` would; an owned queue only when the caller
+ * is its owner thread, a shared queue once its lock is free within 200 ms). So
+ * `tg_queue_signal(q, s, 1)` followed by `tg_signal_wait(s, 1, ...)` completes.
+ *
  * A wait that returns `TG_OK` prints device-side `printf` output written so far to `stdout`.
  *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_TIMEOUT` (the message gives the value
- * reached); `TG_ERROR_DEVICE_FAULT` (the device faulted while waiting; a failed device-side
+ * reached and where the release stands: none recorded, recorded but not submitted on a named
+ * queue, or submitted on a named queue that has not completed it); `TG_ERROR_DEVICE_FAULT` (the device faulted while waiting; a failed device-side
  * `assert` puts libcuda's assertion line in the message).
  * Thread safety: any thread; several threads may wait on one signal.
  *
  * # Safety
  * None beyond the handle contract.
  */
-enum tg_status tg_signal_wait(const struct tg_signal *signal, uint64_t value, uint64_t timeout_ns);
+enum tg_status tg_signal_wait(const struct tg_signal *signal,
+                              uint64_t value,
+                              uint64_t timeout_ns);
 
 /**
  * Create an empty command buffer on `dev`: record launches, copies, signals, waits and barriers

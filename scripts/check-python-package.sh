@@ -46,7 +46,7 @@ if "$VPY" -c 'import numpy' 2>/dev/null; then fail "numpy importable before the 
 
 # A copy of python/ without in-tree build leftovers (pip builds in the source directory).
 mkdir -p "$TMP/src"
-cp -r python/pyproject.toml python/setup.py python/README.md python/tegragpu "$TMP/src/" || fail "copy python/"
+cp -r python/pyproject.toml python/setup.py python/README.md python/LICENSE-MIT python/LICENSE-APACHE python/tegragpu "$TMP/src/" || fail "copy python/"
 rm -rf "$TMP/src/tegragpu/_lib" "$TMP/src/tegragpu/__pycache__"
 
 PIP=("$VPY" -m pip --disable-pip-version-check)

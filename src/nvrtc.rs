@@ -18,8 +18,8 @@
 //! `tests/fixtures/cubin/README.md`).
 
 use crate::error::{Error, Result, Status};
+use crate::os::lock::ForkMutex as Mutex;
 use libloading::Library;
-use parking_lot::Mutex;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -25,8 +25,8 @@
 //! on the device's SM (`--gpu-name=sm_90a`), as ptxas requires.
 
 use crate::error::{Error, Result, Status};
+use crate::os::lock::ForkMutex as Mutex;
 use libloading::Library;
-use parking_lot::Mutex;
 use std::ffi::{c_char, c_int, c_uint, c_void, CString};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};

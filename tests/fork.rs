@@ -156,6 +156,7 @@ fn in_child(limit: Duration, child: impl FnOnce() -> i32) -> Result<i32, String>
             };
         }
         if start.elapsed() > limit {
+            dump_stacks(pid);
             // SAFETY: pid is our child.
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
@@ -167,6 +168,174 @@ fn in_child(limit: Duration, child: impl FnOnce() -> i32) -> Result<i32, String>
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Print every thread's stack of a hung child (where gdb is installed), to show the lock.
+fn dump_stacks(pid: i32) {
+    let out = std::process::Command::new("timeout")
+        .args([
+            "30",
+            "gdb",
+            "-p",
+            &pid.to_string(),
+            "-batch",
+            "-ex",
+            "thread apply all bt",
+        ])
+        .output();
+    if let Ok(o) = out {
+        eprintln!(
+            "stacks of the hung child {pid}:\n{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+}
+
+/// Another thread that keeps using the library (allocates, launches, waits on signals,
+/// creates and destroys queues and signals, loads modules, logs through a callback) until
+/// `stop` is set; returns how many rounds it made, or the first failure.
+fn busy_thread(
+    dev: usize,
+    cubin: Vec<u8>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Result<u64, String>> {
+    std::thread::spawn(move || unsafe {
+        let dev = dev as *mut tg_device;
+        let ck = |st: tg_status, what: &str| {
+            if st == tg_status::TG_OK {
+                Ok(())
+            } else {
+                Err(format!("busy thread: {what}: {st:?}: {}", last_error()))
+            }
+        };
+        let mut rounds = 0u64;
+        let (mut m, mut k, mut q) = (null_mut(), null_mut(), null_mut());
+        ck(
+            tg_module_load(dev, cubin.as_ptr() as *const c_void, cubin.len(), &mut m),
+            "tg_module_load",
+        )?;
+        ck(
+            tg_module_get_kernel(m, c"fill_u32".as_ptr(), &mut k),
+            "tg_module_get_kernel",
+        )?;
+        ck(
+            tg_queue_create(dev, tg_queue_kind_arg(0), &mut q),
+            "tg_queue_create",
+        )?;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let (mut b, mut s) = (null_mut(), null_mut());
+            ck(tg_buf_alloc(dev, 1 << 16, 0, &mut b), "tg_buf_alloc")?;
+            ck(tg_signal_create(dev, 0, &mut s), "tg_signal_create")?;
+            let mut va = 0u64;
+            ck(tg_buf_gpu_address(b, &mut va), "tg_buf_gpu_address")?;
+            let mut params = [0u8; 16];
+            params[0..8].copy_from_slice(&va.to_le_bytes());
+            params[8..12].copy_from_slice(&(rounds as u32).to_le_bytes());
+            params[12..16].copy_from_slice(&1024u32.to_le_bytes());
+            let cfg = tg_launch_config {
+                struct_size: std::mem::size_of::<tg_launch_config>() as u32,
+                grid: [4, 1, 1],
+                block: [256, 1, 1],
+                dynamic_shared_bytes: 0,
+                flags: 0,
+                cluster: [0; 3],
+            };
+            ck(
+                tg_launch(q, k, &cfg, params.as_ptr() as *const c_void, params.len()),
+                "tg_launch",
+            )?;
+            ck(tg_queue_signal(q, s, 1), "tg_queue_signal")?;
+            ck(tg_signal_wait(s, 1, 10_000_000_000), "tg_signal_wait")?;
+            let mut cpu = null_mut();
+            ck(tg_buf_cpu_ptr(b, &mut cpu), "tg_buf_cpu_ptr")?;
+            if *(cpu as *const u32).add(1023) != rounds as u32 {
+                return Err(format!("busy thread: round {rounds}: fill not seen"));
+            }
+            ck(tg_buf_free(b), "tg_buf_free")?;
+            ck(tg_signal_destroy(s), "tg_signal_destroy")?;
+            // A failing call (an error message is formatted and stored), a log record.
+            let _ = tg_buf_free(b);
+            if rounds % 8 == 0 {
+                let mut q2 = null_mut();
+                ck(
+                    tg_queue_create(dev, tg_queue_kind_arg(1), &mut q2),
+                    "tg_queue_create (copy)",
+                )?;
+                ck(
+                    tg_device_synchronize(dev, 10_000_000_000),
+                    "tg_device_synchronize",
+                )?;
+                ck(tg_queue_destroy(q2), "tg_queue_destroy")?;
+            }
+            if rounds % 32 == 0 {
+                let mut m2 = null_mut();
+                ck(
+                    tg_module_load(dev, cubin.as_ptr() as *const c_void, cubin.len(), &mut m2),
+                    "tg_module_load",
+                )?;
+                ck(tg_module_destroy(m2), "tg_module_destroy")?;
+            }
+            rounds += 1;
+        }
+        ck(tg_queue_destroy(q), "tg_queue_destroy")?;
+        ck(tg_kernel_destroy(k), "tg_kernel_destroy")?;
+        ck(tg_module_destroy(m), "tg_module_destroy")?;
+        Ok(rounds)
+    })
+}
+
+/// Forks `TEGRAGPU_FORK_ROUNDS` times (default 200) while two other threads are inside the
+/// library all the time; each child opens its own device and runs a kernel within 10 s.
+fn fork_while_threads_work(cubin: &[u8]) {
+    let rounds: u32 = std::env::var("TEGRAGPU_FORK_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let mut dev = null_mut();
+    // SAFETY: valid C string and out-pointer.
+    assert_eq!(
+        unsafe { tg_device_open(spec().as_ptr(), &mut dev) },
+        tg_status::TG_OK
+    );
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let workers: Vec<_> = (0..2)
+        .map(|_| busy_thread(dev as usize, cubin.to_vec(), stop.clone()))
+        .collect();
+    let mut failures = Vec::new();
+    for round in 0..rounds {
+        let cubin_c = cubin.to_vec();
+        // SAFETY: the child runs the library from scratch on its own device.
+        let r = in_child(Duration::from_secs(10), move || unsafe {
+            match vector_add_on_new_device(&cubin_c) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("child: {e}");
+                    1
+                }
+            }
+        });
+        if r != Ok(0) {
+            failures.push(format!("round {round}: {r:?}"));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let done: Vec<_> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    // SAFETY: the device handle opened above.
+    assert_eq!(unsafe { tg_device_close(dev) }, tg_status::TG_OK);
+    for d in &done {
+        assert!(
+            matches!(d, Ok(n) if *n > 0),
+            "a busy thread failed or never ran: {d:?}"
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {rounds} children failed: {failures:?}",
+        failures.len()
+    );
+    eprintln!(
+        "{rounds} forks while two threads worked: every child ran its kernel ({done:?} rounds)"
+    );
 }
 
 #[test]
@@ -357,4 +526,5 @@ fn fork_child_gets_clear_errors_and_its_own_device() {
         assert_eq!(tg_module_destroy(m), tg_status::TG_OK);
         assert_eq!(tg_device_close(dev), tg_status::TG_OK);
     }
+    fork_while_threads_work(&cubin);
 }

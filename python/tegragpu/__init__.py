@@ -891,6 +891,8 @@ class Device(_Handle):
         return CmdBuf(h.value, self)
 
     def synchronize(self, timeout_ns=DEFAULT_TIMEOUT_NS):
+        """Submit what is recorded on the device's queues (every shared queue, and this
+        thread's owned queues), then wait for all submitted work (``tg_device_synchronize``)."""
         check(lib.tg_device_synchronize(self.handle, timeout_ns))
 
     @property
@@ -2079,6 +2081,8 @@ class Queue(_Handle):
         check(lib.tg_queue_submit(self.handle))
 
     def synchronize(self, timeout_ns=DEFAULT_TIMEOUT_NS):
+        """Submit what was recorded, then wait until all of the queue's work has completed
+        (``tg_queue_synchronize``): ``launch`` + ``synchronize`` runs the launch."""
         check(lib.tg_queue_synchronize(self.handle, timeout_ns))
 
     def timed(self, timeout_ns=DEFAULT_TIMEOUT_NS):
@@ -2262,6 +2266,9 @@ class Signal(_Handle):
         check(lib.tg_signal_set(self.handle, value))
 
     def wait(self, value, timeout_ns=DEFAULT_TIMEOUT_NS):
+        """Wait until the value is ≥ ``value``. A release of such a value that is recorded
+        on a queue (:meth:`Queue.signal`, a command buffer replay) but not submitted is
+        submitted first (``tg_signal_wait``); :class:`Timeout` says where the release stands."""
         check(lib.tg_signal_wait(self.handle, value, timeout_ns))
 
 

@@ -2,9 +2,11 @@
 otherwise): numpy views of GPU memory, a fixture-kernel launch, a copy-queue copy, run-time
 compilation, and errors raised with the library's messages."""
 import os
+import time
 import threading
 
 import numpy as np
+
 import pytest
 
 import tegragpu as tg
@@ -189,11 +191,14 @@ def test_launch_with_submit(dev):
     with dev.alloc(4 * n, tg.BUF_ZEROED) as out, dev.create_queue() as q, \
             dev.create_signal() as s:
         q.signal(s, 1)  # recorded, not submitted
-        with pytest.raises(tg.Timeout):
-            s.wait(1, 20_000_000)
+        time.sleep(0.02)
+        assert s.value == 0
         q.launch(fill, grid=n // 256, block=256, args=(out, np.uint32(7), np.uint32(n)),
                  submit=True)
-        s.wait(1, TIMEOUT_NS)  # submitted by the launch
+        deadline = time.monotonic() + 10
+        while s.value < 1:  # submitted by the launch (read, not waited for: a wait submits)
+            assert time.monotonic() < deadline, "the launch did not submit the signal"
+            time.sleep(0.001)
         q.synchronize(TIMEOUT_NS)
         view = out.numpy(np.uint32)
         assert (view == 7).all()
@@ -499,4 +504,33 @@ def test_malloc_heap_size_limit(dev):
     with pytest.raises(tg.InvalidArgument, match="cannot change"):
         dev.malloc_heap_size = 16 << 20
     assert dev.malloc_heap_size == 4 << 20
+    mod.close()
+
+
+def test_work_runs_without_an_explicit_submit(dev):
+    """synchronize (queue and device) and a signal wait submit recorded work, as CUDA's
+    synchronizing calls do after cuLaunchKernel."""
+    mod = dev.load_module_file(cubin_path(dev))
+    fill = mod.kernel("fill_u32")
+    n = 4096
+    with dev.alloc(4 * n, tg.BUF_ZEROED) as out, dev.create_queue() as q, \
+            dev.create_signal() as s:
+        view = out.numpy(np.uint32)
+        q.launch(fill, grid=n // 256, block=256, args=(out, np.uint32(1), np.uint32(n)))
+        time.sleep(0.02)
+        assert (view == 0).all(), "recorded work ran before anything submitted it"
+        q.synchronize(TIMEOUT_NS)
+        assert (view == 1).all()
+        q.launch(fill, grid=n // 256, block=256, args=(out, np.uint32(2), np.uint32(n)))
+        dev.synchronize(TIMEOUT_NS)
+        assert (view == 2).all()
+        q.launch(fill, grid=n // 256, block=256, args=(out, np.uint32(3), np.uint32(n)))
+        q.signal(s, 1)
+        s.wait(1, TIMEOUT_NS)
+        assert (view == 3).all()
+        with pytest.raises(tg.Timeout) as e:
+            s.wait(2, 1_000_000)
+        assert "is of 1 (below 2)" in str(e.value)
+        del view
+    fill.close()
     mod.close()

@@ -775,6 +775,7 @@ fn owned_call<R>(
 /// Register a new queue (shared or owned by the calling thread); its handle value.
 pub(super) fn register_queue(cell: QueueCell) -> Result<usize> {
     let cell = Arc::new(cell);
+    set_submitter(&cell);
     let owned = match &*cell {
         QueueCell::Owned(oq) => Some(oq as *const OwnedQueue as usize),
         QueueCell::Shared(_) => None,
@@ -785,6 +786,40 @@ pub(super) fn register_queue(cell: QueueCell) -> Result<usize> {
     }
     Ok(h)
 }
+
+/// Let waits on the queue's device submit it (`tg_signal_wait` for a release recorded on it,
+/// `tg_device_synchronize`): a shared queue from any thread once its lock is free (given up
+/// after `SUBMITTER_LOCK_WAIT`, e.g. when the waiting thread itself holds it in a log
+/// callback), an owned queue from its owner thread when no call on it is running.
+fn set_submitter(cell: &Arc<QueueCell>) {
+    let track = match &**cell {
+        QueueCell::Shared(m) => m.lock().track().clone(),
+        // SAFETY: the queue was just created on this thread and is not registered yet: no other
+        // reference to it exists.
+        QueueCell::Owned(oq) => unsafe { (*oq.queue.get()).track().clone() },
+    };
+    let weak = Arc::downgrade(cell);
+    let _ = track.submitter.set(Box::new(move || {
+        let Some(cell) = weak.upgrade() else {
+            return false;
+        };
+        match &*cell {
+            QueueCell::Shared(m) => match m.try_lock_for(SUBMITTER_LOCK_WAIT) {
+                Some(mut q) => q.submit().is_ok(),
+                None => false,
+            },
+            QueueCell::Owned(oq) => match oq.enter(0, "queue") {
+                // SAFETY: `enter` established that this is the owner thread and no other call
+                // on this queue is running.
+                Ok(_busy) => unsafe { (*oq.queue.get()).submit().is_ok() },
+                Err(_) => false,
+            },
+        }
+    }));
+}
+
+/// How long a waiter waits for a shared queue's lock to submit it on the caller's behalf.
+const SUBMITTER_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Take the queue behind `h` out of the handle table for a destroy: an owned queue only from
 /// its owner thread. `Ok(None)` for NULL.

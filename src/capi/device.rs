@@ -117,8 +117,14 @@ pub unsafe extern "C" fn tg_device_get_info(
     })
 }
 
-/// Wait until all work submitted on every queue of the device has completed, then print what
-/// kernels wrote with device-side `printf` to `stdout` (docs/cuda-support.md).
+/// Submit what is recorded on the device's queues, wait until all work submitted on every queue
+/// of the device has completed, then print what kernels wrote with device-side `printf` to
+/// `stdout` (docs/cuda-support.md), as `cuCtxSynchronize` after `cuLaunchKernel` does.
+///
+/// Which queues it submits: every shared queue (once its lock is free within 200 ms; a queue
+/// whose lock another thread holds longer is waited for as submitted so far), and the owned
+/// queues of the calling thread. An owned queue of another thread is waited for as submitted
+/// so far: its owner submits it.
 ///
 /// - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none).
 ///

@@ -25,7 +25,7 @@
 
 use crate::core::{Buffer, Device, Kernel, Module, Signal};
 use crate::error::{Error, Result, Status};
-use parking_lot::RwLock;
+use crate::os::lock::ForkRwLock as RwLock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};

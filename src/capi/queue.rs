@@ -499,6 +499,9 @@ pub unsafe extern "C" fn tg_queue_barrier(queue: *const tg_queue) -> tg_status {
 
 /// Make everything recorded on the queue visible to the GPU (no system call: a GPFIFO entry and
 /// a doorbell write). Returns immediately; use signals or `tg_queue_synchronize()` to wait.
+/// Recorded work does not start before a submit; `tg_queue_synchronize()`,
+/// `tg_device_synchronize()` and a `tg_signal_wait()` for a release recorded on the queue submit
+/// it themselves.
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT` (the
 /// ring stayed full for 10 s). Thread safety: any thread; serialized per queue.
@@ -512,8 +515,11 @@ pub unsafe extern "C" fn tg_queue_submit(queue: *const tg_queue) -> tg_status {
     })
 }
 
-/// Wait until everything submitted on the queue has completed (commands recorded but not yet
-/// submitted are not waited for), then print device-side `printf` output to `stdout`.
+/// Submit what was recorded on the queue (as `tg_queue_submit()`), wait until all of the
+/// queue's work has completed, then print device-side `printf` output to `stdout`: a launch
+/// followed by `tg_queue_synchronize()` runs, as `cuLaunchKernel` + `cuStreamSynchronize` does.
+/// `tg_queue_submit()` stays for batching: recorded work starts on the GPU at the submit, and a
+/// synchronize, a device synchronize or a signal wait that needs it submits it too.
 ///
 /// - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none).
 ///

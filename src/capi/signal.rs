@@ -119,10 +119,18 @@ pub unsafe extern "C" fn tg_signal_set(signal: *const tg_signal, value: u64) -> 
 ///
 /// - `timeout_ns`: deadline in nanoseconds (`TG_TIMEOUT_INFINITE` = none); 0 = just test.
 ///
+/// Unsubmitted work: when the value is not reached yet and the last release recorded for the
+/// signal (`tg_queue_signal()`, or a `tg_queue_replay()` of a command buffer with
+/// `tg_cmdbuf_signal()`) is of a value ≥ `value` but its queue has not submitted it, the wait
+/// first submits that queue (as `tg_queue_submit()` would; an owned queue only when the caller
+/// is its owner thread, a shared queue once its lock is free within 200 ms). So
+/// `tg_queue_signal(q, s, 1)` followed by `tg_signal_wait(s, 1, ...)` completes.
+///
 /// A wait that returns `TG_OK` prints device-side `printf` output written so far to `stdout`.
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_TIMEOUT` (the message gives the value
-/// reached); `TG_ERROR_DEVICE_FAULT` (the device faulted while waiting; a failed device-side
+/// reached and where the release stands: none recorded, recorded but not submitted on a named
+/// queue, or submitted on a named queue that has not completed it); `TG_ERROR_DEVICE_FAULT` (the device faulted while waiting; a failed device-side
 /// `assert` puts libcuda's assertion line in the message).
 /// Thread safety: any thread; several threads may wait on one signal.
 ///

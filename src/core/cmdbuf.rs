@@ -95,6 +95,8 @@ struct Image {
     ends_with_launch: bool,
     /// It holds a cooperative launch, whose grid barrier serves one replay at a time.
     cooperative: bool,
+    /// It releases signals (each replay notes the release on them, see `Signal::wait`).
+    signals: bool,
     patches: Vec<Patch>,
     /// Per node: where a launch's QMD and constant bank 0 are and how it is chained, for
     /// [`CmdBuf::set_launch`] (None for other nodes).
@@ -384,6 +386,7 @@ impl CmdBuf {
                     dwords,
                     ends_with_launch,
                     cooperative: coop > 0,
+                    signals: self.nodes.iter().any(|n| matches!(n, Node::Signal { .. })),
                     patches,
                     launches,
                 });
@@ -943,6 +946,9 @@ impl CmdBuf {
     /// The command buffer is in use until `track`'s submission `value` has completed.
     #[inline(always)]
     fn note_replay(&mut self, track: &Arc<QueueTrack>, value: u64) {
+        if self.image.as_ref().is_some_and(|i| i.signals) {
+            self.note_signal_releases(track, value);
+        }
         match self
             .inflight
             .iter_mut()
@@ -950,6 +956,17 @@ impl CmdBuf {
         {
             Some((_, v)) => *v = (*v).max(value),
             None => self.inflight.push((Arc::downgrade(track), value)),
+        }
+    }
+
+    /// Tell each signal the replay releases which queue carries the release (for waits that
+    /// submit it).
+    #[cold]
+    fn note_signal_releases(&self, track: &Arc<QueueTrack>, value: u64) {
+        for n in &self.nodes {
+            if let Node::Signal { signal, value: v } = n {
+                signal.note_release(track.serial, *v, value);
+            }
         }
     }
 

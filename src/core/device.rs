@@ -316,9 +316,15 @@ impl Device {
         Signal::new(self, initial)
     }
 
-    /// Wait until all work submitted on every queue of this device has completed.
+    /// Submit what is recorded on the device's queues, then wait until all work submitted on
+    /// every queue of this device has completed. The queues submitted are those this call can
+    /// reach: every C API / Python queue (an owned queue only from its owner thread). A queue
+    /// of the Rust API is the caller's to submit ([`Queue::synchronize`] does both).
     pub fn synchronize(&self, timeout_ns: u64) -> Result<()> {
         let tracks = self.live_queues();
+        for t in &tracks {
+            t.submit_for_waiter();
+        }
         for t in tracks {
             t.wait_submitted(self, timeout_ns)?;
         }
@@ -382,7 +388,7 @@ impl Device {
     }
 
     /// The queues of this device that still exist.
-    fn live_queues(&self) -> Vec<Arc<QueueTrack>> {
+    pub(crate) fn live_queues(&self) -> Vec<Arc<QueueTrack>> {
         self.inner
             .queues
             .lock()

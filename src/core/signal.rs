@@ -77,6 +77,14 @@ pub struct Signal {
     dev: Device,
     gpu_va: u64,
     ptr: *mut u8,
+    /// The last release recorded on a queue (`Queue::signal`, a command buffer's replay): its
+    /// value, the queue's [`serial`](crate::core::queue::QueueTrack::serial) (0 = none yet) and
+    /// the queue timeline value of the submit that carries it. Plain stores by the recording
+    /// queue; a wait reads them to submit that work or to explain a timeout. Releases recorded
+    /// at once on two queues may leave a mix of the two: then a wait only waits.
+    rel_value: AtomicU64,
+    rel_queue: AtomicU64,
+    rel_seq: AtomicU64,
 }
 // SAFETY: the slot is shared memory; all accesses are atomic or volatile.
 unsafe impl Send for Signal {}
@@ -98,6 +106,9 @@ impl Signal {
             dev: dev.clone(),
             gpu_va,
             ptr,
+            rel_value: AtomicU64::new(0),
+            rel_queue: AtomicU64::new(0),
+            rel_seq: AtomicU64::new(0),
         };
         s.atomic().store(initial, Ordering::Release);
         // SAFETY: the timestamp word follows the value inside the slot.
@@ -140,7 +151,16 @@ impl Signal {
     /// ([`crate::core::Queue::wait`], host ACQ_STRICT_GEQ): nothing wraps around, `u64::MAX`
     /// satisfies every wait and a wait for a value above the current one blocks however far
     /// above it is.
+    ///
+    /// When the value can only come from a release recorded on a queue but not yet submitted
+    /// (`Queue::signal` without `Queue::submit`), the wait submits that queue first if it can:
+    /// C API and Python queues (`tg_queue_submit` semantics; an owned queue only from its owner
+    /// thread). A queue of the Rust API is the caller's to submit; a wait that times out on one
+    /// says so.
     pub fn wait(&self, value: u64, timeout_ns: u64) -> Result<()> {
+        if !reached(self.value(), value) {
+            self.submit_recorded_release(value);
+        }
         let r = wait_value(
             &self.dev,
             self.atomic(),
@@ -156,9 +176,10 @@ impl Signal {
                 Error::new(
                     Status::Timeout,
                     format!(
-                        "tg_signal_wait: signal {:#x} is {} after {timeout_ns} ns, waiting for {value}",
+                        "tg_signal_wait: signal {:#x} is {} after {timeout_ns} ns, waiting for {value}; {}",
                         self.gpu_va,
-                        self.value()
+                        self.value(),
+                        self.release_state(value)
                     ),
                 )
             } else {
@@ -169,6 +190,76 @@ impl Signal {
 
     pub fn device(&self) -> &Device {
         &self.dev
+    }
+
+    /// Note a release of `value` recorded on the queue with serial `queue`, carried by the
+    /// submit that moves that queue's timeline to `seq`.
+    #[inline(always)]
+    pub(crate) fn note_release(&self, queue: u64, value: u64, seq: u64) {
+        self.rel_value.store(value, Ordering::Relaxed);
+        self.rel_seq.store(seq, Ordering::Relaxed);
+        self.rel_queue.store(queue, Ordering::Release);
+    }
+
+    /// The last recorded release, if it is of a value ≥ `value`: (its queue, the timeline value
+    /// of its submit).
+    fn recorded_release(
+        &self,
+        value: u64,
+    ) -> Option<(std::sync::Arc<super::queue::QueueTrack>, u64)> {
+        let queue = self.rel_queue.load(Ordering::Acquire);
+        if queue == 0 || !reached(self.rel_value.load(Ordering::Relaxed), value) {
+            return None;
+        }
+        let seq = self.rel_seq.load(Ordering::Relaxed);
+        let t = self
+            .dev
+            .live_queues()
+            .into_iter()
+            .find(|t| t.serial == queue)?;
+        Some((t, seq))
+    }
+
+    /// If the last release recorded for this signal would satisfy a wait for `value` and its
+    /// queue has not submitted it, submit that queue (when the queue's owner allows it).
+    #[cold]
+    fn submit_recorded_release(&self, value: u64) {
+        if let Some((t, seq)) = self.recorded_release(value) {
+            if t.submitted() < seq {
+                t.submit_for_waiter();
+            }
+        }
+    }
+
+    /// Why a wait for `value` may not have been satisfied, for a timeout message.
+    #[cold]
+    pub(crate) fn release_state(&self, value: u64) -> String {
+        match self.recorded_release(value) {
+            None if self.rel_queue.load(Ordering::Acquire) == 0 => format!(
+                "no queue has recorded a release of this signal (only tg_queue_signal followed by a submit, a command buffer replay, or tg_signal_set can release {value})"
+            ),
+            None => format!(
+                "the last release recorded on a queue is of {} (below {value}) or its queue is gone",
+                self.rel_value.load(Ordering::Relaxed)
+            ),
+            Some((t, seq)) if t.submitted() < seq => format!(
+                "the release of {} is recorded on {} queue (token {:#x}) but not submitted: call tg_queue_submit on that queue (or pass TG_LAUNCH_SUBMIT)",
+                self.rel_value.load(Ordering::Relaxed),
+                t.kind_name,
+                t.token
+            ),
+            Some((t, seq)) => format!(
+                "the release of {} was submitted on {} queue (token {:#x}), which has completed {} of {seq} submissions: the GPU is still running the work before it{}",
+                self.rel_value.load(Ordering::Relaxed),
+                t.kind_name,
+                t.token,
+                t.completed(),
+                match t.channel_error() {
+                    Some(e) => format!(" (the channel reports an error: {e:?})"),
+                    None => String::new(),
+                }
+            ),
+        }
     }
 
     pub(crate) fn slot_ptr(&self) -> *const u8 {

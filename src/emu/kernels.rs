@@ -14,7 +14,7 @@
 
 use super::gpu::mem;
 use super::hwif::{Mmu, MmuFault};
-use parking_lot::RwLock;
+use crate::os::lock::ForkRwLock as RwLock;
 use std::sync::{Arc, OnceLock};
 
 /// A reference implementation of one kernel.

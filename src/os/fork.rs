@@ -12,7 +12,10 @@
 //! - `pthread_atfork` handlers take every process-wide lock of the library before the fork
 //!   (waiting for other threads to leave them) and release them after it in both processes, so a
 //!   fork while another thread is inside the library cannot leave the child with a lock held by
-//!   a thread that does not exist there.
+//!   a thread that does not exist there. These locks keep no queue of parked waiters
+//!   (`crate::os::lock`): a `parking_lot` lock released in the child could be handed to a parent
+//!   thread that waited for it, which the child does not have, and the child would then wait for
+//!   it forever.
 //! - In the child, the handle table is emptied without dropping its objects (dropping them
 //!   would free the parent's memory through the inherited file descriptors), and handle values
 //!   up to the fork point are remembered so a lookup can say why a handle is unknown. The
@@ -41,8 +44,11 @@ pub(crate) struct ForkLock {
 
 /// The registered locks, sorted by `order`. The registry's own lock is taken first and held
 /// across the fork too.
-static REGISTERED: parking_lot::Mutex<Vec<&'static ForkLock>> =
-    parking_lot::const_mutex(Vec::new());
+static REGISTERED: super::lock::ForkMutex<Vec<&'static ForkLock>> =
+    super::lock::ForkMutex::const_new(
+        <super::lock::StoreRelease as parking_lot::lock_api::RawMutex>::INIT,
+        Vec::new(),
+    );
 
 /// What the child calls after the locks are released: empties the handle table and returns the
 /// first handle value the child hands out (a `fn() -> u64`; 0 = none registered).

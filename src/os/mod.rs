@@ -5,6 +5,7 @@
 //! real backend code against a strict model of the driver.
 
 pub mod fork;
+pub mod lock;
 
 use crate::error::Error;
 use std::ffi::CStr;

@@ -10,7 +10,7 @@
 //! holds all the video memory of any current GPU (an H200 has 141 GB; the first window, 64 GiB,
 //! refused the seventh 10 GiB buffer there).
 
-use parking_lot::Mutex;
+use crate::os::lock::ForkMutex as Mutex;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 

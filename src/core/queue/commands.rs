@@ -94,6 +94,10 @@ impl Queue {
         self.dev.check_usable()?;
         let va = signal.gpu_va();
         self.with_cmd(|pb| pb.host_sem_release(va, value, true, true, true))?;
+        // After the command is in the ring: the submit that carries it is the next one (an
+        // earlier automatic submit for ring space has already happened). Plain stores: no locked
+        // instruction between ring writes and the submit's fence.
+        signal.note_release(self.track.serial, value, self.track.submitted() + 1);
         self.last_was_launch = false;
         Ok(())
     }

@@ -27,7 +27,7 @@ mod launch;
 mod track;
 
 pub(crate) use launch::{build_launch_cbank, build_launch_qmd, check_launch, launch_cluster};
-pub(crate) use track::{fence_now, fence_passed, wait_fence, Fence, QueueTrack};
+pub(crate) use track::{fence_now, fence_passed, next_queue_serial, wait_fence, Fence, QueueTrack};
 
 /// Which engine a queue feeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -310,6 +310,8 @@ impl Queue {
             timeline,
             submitted: AtomicU64::new(0),
             pending: AtomicBool::new(false),
+            serial: next_queue_serial(),
+            submitter: std::sync::OnceLock::new(),
         });
         let mut allocs: Vec<Ring> = Vec::new();
         let mk = |bytes, unit, allocs: &mut Vec<Ring>| -> Result<()> {
@@ -433,8 +435,17 @@ impl Queue {
         self.drain_on_drop = false;
     }
 
-    /// Wait until everything submitted on this queue has completed.
-    pub fn synchronize(&self, timeout_ns: u64) -> Result<()> {
+    /// Submit what was recorded (as [`Queue::submit`]), then wait until all of the queue's work
+    /// has completed: a launch followed by `synchronize` runs, as `cuLaunchKernel` +
+    /// `cuStreamSynchronize` does.
+    pub fn synchronize(&mut self, timeout_ns: u64) -> Result<()> {
+        self.submit()?;
+        self.wait_submitted(timeout_ns)
+    }
+
+    /// Wait until everything submitted on this queue has completed; work recorded but not
+    /// submitted is neither submitted nor waited for.
+    pub fn wait_submitted(&self, timeout_ns: u64) -> Result<()> {
         self.track.wait_timeline(
             &self.dev,
             self.track.submitted(),
@@ -780,7 +791,6 @@ impl Drop for Queue {
         // Finish what was recorded, then wait (bounded) so the channel is idle before teardown
         // (an aborted queue tears its channel down with the work still on it).
         if self.drain_on_drop {
-            let _ = self.submit();
             let _ = self.synchronize(self.timeout_ns);
         }
         for r in [Some(&self.cmd), self.qmd.as_ref(), self.karg.as_ref()]

@@ -56,6 +56,20 @@ pub(crate) struct QueueTrack {
     /// Commands are recorded that the next submit will carry. Set after each recorded command,
     /// cleared after `submitted` is advanced.
     pub(super) pending: AtomicBool,
+    /// Unique among the queues of the process (never reused, unlike `token`): how a signal names
+    /// the queue that recorded its last release ([`Signal::wait`] looks it up).
+    pub serial: u64,
+    /// Submits the queue on behalf of a waiter (`tg_queue_synchronize`'s device-wide and signal
+    /// counterparts): set by an owner that can reach the queue from another call, such as the C
+    /// API's handle table. Returns whether it submitted (false: the queue is busy elsewhere or
+    /// owned by another thread, whose own submit will carry the work).
+    pub submitter: std::sync::OnceLock<Box<dyn Fn() -> bool + Send + Sync>>,
+}
+
+/// The next [`QueueTrack::serial`].
+pub(crate) fn next_queue_serial() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl QueueTrack {
@@ -82,6 +96,21 @@ impl QueueTrack {
             let raw = self.channel.raw();
             // SAFETY: the channel (and so its doorbell mapping) lives as long as this track.
             unsafe { crate::hw::gpfifo::ring_doorbell_again(raw.doorbell, raw.token) };
+        }
+    }
+    /// Whether commands are recorded that no submit has carried yet.
+    pub fn has_unsubmitted(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+    /// Submit the queue's recorded work through its [`submitter`](QueueTrack::submitter), if it
+    /// has one and has unsubmitted work; returns whether a submit ran.
+    pub fn submit_for_waiter(&self) -> bool {
+        if !self.has_unsubmitted() {
+            return false;
+        }
+        match self.submitter.get() {
+            Some(f) => f(),
+            None => false,
         }
     }
     pub fn wait_submitted(&self, dev: &Device, timeout_ns: u64) -> Result<()> {
