@@ -78,7 +78,7 @@ impl Module {
             }
         };
         let code_end = sym.st_value.checked_add(sym.st_size);
-        if sym.st_size == 0 || !code_end.is_some_and(|e| e <= tp.size) {
+        if sym.st_size == 0 || code_end.is_none_or(|e| e > tp.size) {
             return Err(bad(format!(
                 "kernel {name}: code {:#x}+{:#x} is empty or outside its {:#x}-byte section {}",
                 sym.st_value, sym.st_size, tp.size, names[ti]
@@ -312,12 +312,7 @@ impl Module {
                     p.ordinal
                 )));
             }
-            if p.size == 0
-                || !p
-                    .offset
-                    .checked_add(p.size)
-                    .is_some_and(|e| e <= param_bytes)
-            {
+            if p.size == 0 || p.offset.checked_add(p.size).is_none_or(|e| e > param_bytes) {
                 return Err(bad(format!(
                     "kernel {name}: parameter {} at {:#x}+{:#x} is empty or outside the {:#x} parameter bytes",
                     p.ordinal, p.offset, p.size, param_bytes

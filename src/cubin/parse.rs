@@ -416,10 +416,10 @@ impl Module {
                 continue;
             }
             let name = sym_name(si, sym)?;
-            if !sym
+            if sym
                 .st_value
                 .checked_add(sym.st_size)
-                .is_some_and(|e| e <= p.size)
+                .is_none_or(|e| e > p.size)
             {
                 return Err(bad(format!(
                     "variable {name}: {:#x}+{:#x} lies outside its {:#x}-byte section {}",

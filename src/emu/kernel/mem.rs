@@ -316,7 +316,7 @@ impl DmaBuf {
         let size = usize::try_from(self.size).map_err(|_| libc::EINVAL)?;
         if off
             .checked_add(pages_len)
-            .map_or(true, |e| e > size.next_multiple_of(ps))
+            .is_none_or(|e| e > size.next_multiple_of(ps))
         {
             return Err(libc::EINVAL);
         }

@@ -192,7 +192,7 @@ impl State {
                 if addr >= end
                     || (addr as u64)
                         .checked_add(len)
-                        .map_or(true, |e| e > end as u64)
+                        .is_none_or(|e| e > end as u64)
                 {
                     return Err(libc::EADDRNOTAVAIL);
                 }
@@ -222,7 +222,7 @@ impl State {
                         .checked_mul(a.hmem_stride)
                         .and_then(|x| x.checked_add(a.offset))
                         .ok_or(libc::EINVAL)?;
-                    if hoff.checked_add(a.elem_size).map_or(true, |e| e > buf.size) {
+                    if hoff.checked_add(a.elem_size).is_none_or(|e| e > buf.size) {
                         return Err(libc::EINVAL);
                     }
                     let uaddr = i
