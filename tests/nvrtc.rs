@@ -3,6 +3,8 @@
 //! When libnvrtc is not installed these tests print a notice and pass, unless
 //! `TEGRAGPU_REQUIRE_NVRTC` is set (CI sets it, with `nvidia-cuda-nvrtc-cu12==12.9.86`).
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 use tegragpu::{nvrtc, Status};
@@ -31,7 +33,7 @@ fn nvrtc_or_skip(test: &str) -> Option<()> {
 }
 
 fn read(rel: &str) -> Vec<u8> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+    let p = common::repo_path(rel);
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
