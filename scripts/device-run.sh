@@ -14,6 +14,9 @@ export TEGRAGPU_TEST_DEVICE=rm TEGRAGPU_DEVICE=rm
 export LD_LIBRARY_PATH="$PWD/$D/lib:${LD_LIBRARY_PATH:-}"
 export TEGRAGPU_LIBRARY="$PWD/$D/lib/libtegragpu.so.0"
 export TEGRAGPU_CUBIN_DIR="$PWD/tests/fixtures/cubin" TEGRAGPU_KERNELS_CU="$PWD/tests/fixtures/kernels.cu"
+# The Rust test binaries read their fixtures (tests/fixtures, tests/conformance) from here, not
+# from the build machine's tree (tests/common/mod.rs).
+export TEGRAGPU_REPO_ROOT="$PWD"
 if [ -d "$D/whl" ] && ls "$D"/whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$D"/whl/*.whl >/dev/null 2>&1 && export PYTHONPATH=/tmp/site:$PWD/python
 fi

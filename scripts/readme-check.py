@@ -19,8 +19,10 @@ How each block is handled, by its language:
   c          compiled with `cc -std=c99 -Wall -Wextra -Werror -pedantic` against include/ and
              the library, then run twice: in the scratch repository root, and in an empty
              directory (no tests/fixtures there, so the program must get its kernel another way,
-             e.g. compile it at run time; skipped when libnvrtc is missing). It must exit 0 and
-             print its result.
+             e.g. compile it at run time; skipped when libnvrtc is missing). When build/venv
+             has libnvrtc, the empty-directory run has no VIRTUAL_ENV, CONDA_PREFIX,
+             TEGRAGPU_NVRTC or TEGRAGPU_PYTHON_SITE: the library must find that venv itself.
+             It must exit 0 and print its result.
   python     run the same two ways with a Python that has numpy ($TEGRAGPU_PYTHON, python3 on
              PATH, or build/venv/bin/python), python/ on PYTHONPATH, TEGRAGPU_LIBRARY set.
   sh, bash   a block whose commands are the entry points or build/install steps (run-main.sh,
@@ -214,11 +216,15 @@ class Runner:
         })
         self.env.pop("TEGRAGPU_LIBRARY", None)
         self.env.pop("PYTHONPATH", None)
-        if not self.env.get("TEGRAGPU_NVRTC"):
-            found = sorted(glob.glob(os.path.join(
-                ROOT, "build/venv/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12")))
-            if found:
-                self.env["TEGRAGPU_NVRTC"] = found[0]
+        # The empty-directory run is a user's program run from anywhere. When the repository's
+        # venv (scripts/env.sh) has libnvrtc, the library must find it on its own (it looks
+        # beside itself: the links above resolve into the repository), with no venv activated
+        # and no TEGRAGPU_NVRTC; otherwise the environment is kept (libnvrtc installed elsewhere).
+        self.empty_unset = ()
+        if glob.glob(os.path.join(
+                ROOT, "build/venv/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12")):
+            self.empty_unset = ("TEGRAGPU_NVRTC", "TEGRAGPU_PYTHON_SITE", "VIRTUAL_ENV",
+                                "CONDA_PREFIX")
 
     def close(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -271,7 +277,8 @@ class Runner:
         if not out.strip():
             return "fail", "prints nothing (a quick start must print its result)", out
         results.append(("repository root", out))
-        rc, out2 = self.run(argv, self.empty)
+        rc, out2 = self.run(argv, self.empty, {k: v for k, v in self.env.items()
+                                               if k not in self.empty_unset})
         if rc != 0 and NVRTC_MISSING.search(out2) \
                 and not env_flag("TEGRAGPU_REQUIRE_NVRTC", truthy_if_set=True):
             results.append(("empty directory, skipped: no libnvrtc", out2))

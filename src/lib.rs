@@ -12,6 +12,7 @@ pub mod cubin;
 pub mod emu;
 pub mod error;
 pub mod hw;
+pub(crate) mod libsearch;
 pub mod log;
 pub mod nvrtc;
 pub mod os;

@@ -7,9 +7,14 @@
 //! 3. CUDA toolkit directories (`/usr/local/cuda/lib64`, `/usr/local/cuda/targets/*/lib`,
 //!    `/usr/lib/aarch64-linux-gnu`, `/usr/lib/x86_64-linux-gnu`).
 //! 4. pip wheels (`nvidia-cuda-nvrtc-cu12` → `nvidia/cuda_nvrtc/lib/libnvrtc.so.12`,
-//!    `nvidia-cuda-nvrtc` 13 → `nvidia/cu13/lib/libnvrtc.so.13`) in the `site-packages` and
-//!    `dist-packages` directories of `$VIRTUAL_ENV`, `$CONDA_PREFIX`, `~/.local`,
-//!    `~/.pyenv/versions/*`, `/usr/local` and `/usr`.
+//!    `nvidia-cuda-nvrtc` 13 → `nvidia/cu13/lib/libnvrtc.so.13`) in the Python package
+//!    directories of `$TEGRAGPU_PYTHON_SITE` (set by the Python package to the running
+//!    interpreter's), `$VIRTUAL_ENV`, `$CONDA_PREFIX`, the running program's prefix (an
+//!    unactivated venv's python), the venv beside libtegragpu.so (`build/venv` of the
+//!    repository), `~/.local`, `~/.pyenv/versions/*`, `/usr/local` and `/usr`: the search of
+//!    `src/libsearch.rs`, shared with the PTX compilers.
+//!
+//! When nothing loads, the error lists every place tried.
 //!
 //! The library found first is kept for the life of the process.
 //!
@@ -18,6 +23,7 @@
 //! `tests/fixtures/cubin/README.md`).
 
 use crate::error::{Error, Result, Status};
+use crate::libsearch::{self, Lib};
 use crate::os::lock::ForkMutex as Mutex;
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -101,76 +107,21 @@ fn open(path: &Path) -> std::result::Result<Nvrtc, String> {
     })
 }
 
-/// Directories matching `<prefix>/lib/python3*/{site,dist}-packages`.
-fn python_package_dirs(prefix: &Path, out: &mut Vec<PathBuf>) {
-    let lib = prefix.join("lib");
-    let Ok(rd) = std::fs::read_dir(&lib) else {
-        return;
-    };
-    let mut pys: Vec<PathBuf> = rd
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
-        .map(|e| e.path())
-        .collect();
-    pys.sort();
-    for py in pys {
-        out.push(py.join("site-packages"));
-        out.push(py.join("dist-packages"));
-    }
-}
-
-/// The Python package directories where pip puts NVIDIA's library wheels, in search order: the
-/// active venv / conda environment, `~/.local`, pyenv versions, `/usr/local`, `/usr`. Shared by
-/// the libnvrtc and PTX-compiler searches.
-pub(crate) fn python_site_dirs() -> Vec<PathBuf> {
-    let mut prefixes: Vec<PathBuf> = Vec::new();
-    for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
-        if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-            prefixes.push(PathBuf::from(v));
-        }
-    }
-    if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-        let home = PathBuf::from(home);
-        prefixes.push(home.join(".local"));
-        if let Ok(rd) = std::fs::read_dir(home.join(".pyenv/versions")) {
-            let mut v: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
-            v.sort();
-            prefixes.extend(v);
-        }
-    }
-    prefixes.push(PathBuf::from("/usr/local"));
-    prefixes.push(PathBuf::from("/usr"));
-    let mut pkg_dirs = Vec::new();
-    for p in &prefixes {
-        python_package_dirs(p, &mut pkg_dirs);
-    }
-    pkg_dirs
-}
-
-/// Every candidate, in search order (excluding `$TEGRAGPU_NVRTC`).
-fn candidates() -> Vec<PathBuf> {
-    let mut c: Vec<PathBuf> = ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"]
-        .iter()
-        .map(PathBuf::from)
-        .collect();
-    let mut dirs: Vec<PathBuf> = vec![PathBuf::from("/usr/local/cuda/lib64")];
-    for t in ["aarch64-linux", "sbsa-linux", "x86_64-linux"] {
-        dirs.push(PathBuf::from(format!("/usr/local/cuda/targets/{t}/lib")));
-    }
-    dirs.push(PathBuf::from("/usr/lib/aarch64-linux-gnu"));
-    dirs.push(PathBuf::from("/usr/lib/x86_64-linux-gnu"));
-    for d in dirs {
-        for n in ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"] {
-            c.push(d.join(n));
-        }
-    }
-    let pkg_dirs = python_site_dirs();
-    for d in pkg_dirs {
-        c.push(d.join("nvidia/cuda_nvrtc/lib/libnvrtc.so.12"));
-        c.push(d.join("nvidia/cu13/lib/libnvrtc.so.13"));
-    }
-    c
-}
+/// Where libnvrtc is looked for after `$TEGRAGPU_NVRTC` (see `src/libsearch.rs`).
+const LIBS: [Lib; 1] = [Lib {
+    names: &["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"],
+    dirs: &[
+        "/usr/local/cuda/lib64",
+        "/usr/local/cuda/targets/aarch64-linux/lib",
+        "/usr/local/cuda/targets/sbsa-linux/lib",
+        "/usr/local/cuda/targets/x86_64-linux/lib",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib/x86_64-linux-gnu",
+    ],
+    // nvidia-cuda-nvrtc-cu12: cuda_nvrtc/lib/libnvrtc.so.12; nvidia-cuda-nvrtc (13):
+    // cu13/lib/libnvrtc.so.13.
+    wheel_dirs: &["nvidia/cuda_nvrtc/lib", "nvidia/cu13/lib"],
+}];
 
 fn load() -> Result<Arc<Nvrtc>> {
     crate::os::fork::register(&FORK_LOCK);
@@ -178,61 +129,30 @@ fn load() -> Result<Arc<Nvrtc>> {
     if let Some(n) = guard.as_ref() {
         return Ok(n.clone());
     }
-    // Candidates that exist (or bare names) but failed to load, with why; absent paths are
-    // only counted, so the message stays one readable line.
-    let mut tried: Vec<String> = Vec::new();
-    let mut absent = 0usize;
-    let found = if let Some(p) = std::env::var_os(ENV_NVRTC).filter(|v| !v.is_empty()) {
+    if let Some(p) = std::env::var_os(ENV_NVRTC).filter(|v| !v.is_empty()) {
         let p = PathBuf::from(p);
-        match open(&p) {
-            Ok(n) => Some(n),
-            Err(e) => {
-                return Err(Error::new(
-                    Status::LibraryMissing,
-                    format!(
-                        "libnvrtc: {ENV_NVRTC}={} cannot be loaded: {e}; unset {ENV_NVRTC} to search the \
-                         default places, or {INSTALL_HINT}",
-                        p.display()
-                    ),
-                ))
-            }
-        }
-    } else {
-        let mut found = None;
-        for cand in candidates() {
-            // Bare names go to the dynamic loader; full paths only if the file exists (keeps
-            // the message short and avoids pointless dlopen calls).
-            let bare = cand.components().count() == 1;
-            if !bare && !cand.exists() {
-                absent += 1;
-                continue;
-            }
-            match open(&cand) {
-                Ok(n) => {
-                    found = Some(n);
-                    break;
-                }
-                Err(e) => tried.push(format!("{} ({e})", cand.display())),
-            }
-        }
-        found
-    };
-    match found {
-        Some(n) => {
+        let n = Arc::new(open(&p).map_err(|e| {
+            Error::new(
+                Status::LibraryMissing,
+                format!(
+                    "libnvrtc: {ENV_NVRTC}={} cannot be loaded: {e}; unset {ENV_NVRTC} to search the \
+                     default places, or {INSTALL_HINT}",
+                    p.display()
+                ),
+            )
+        })?);
+        *guard = Some(n.clone());
+        return Ok(n);
+    }
+    match libsearch::Search::current(&LIBS).first(open) {
+        Ok(n) => {
             let n = Arc::new(n);
             *guard = Some(n.clone());
             Ok(n)
         }
-        None => Err(Error::new(
+        Err(e) => Err(Error::new(
             Status::LibraryMissing,
-            format!(
-                "libnvrtc not found; {INSTALL_HINT}. {absent} candidate paths do not exist{}",
-                if tried.is_empty() {
-                    String::new()
-                } else {
-                    format!("; could not load: {}", tried.join("; "))
-                }
-            ),
+            format!("libnvrtc not found; {INSTALL_HINT}. {}", e.describe()),
         )),
     }
 }

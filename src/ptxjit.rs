@@ -18,13 +18,17 @@
 //!    `/usr/local/nvidia/lib64`, `/usr/lib/wsl/lib`;
 //! 3. `libnvJitLink.so.13`, `libnvJitLink.so.12` through the dynamic loader, then in the CUDA
 //!    toolkit (`/usr/local/cuda/lib64`, `/usr/local/cuda/targets/*/lib`), then in the pip wheels
-//!    (`nvidia/cu13/lib`, `nvidia/nvjitlink/lib`) under the `site-packages` / `dist-packages`
-//!    of `$VIRTUAL_ENV`, `$CONDA_PREFIX`, `~/.local`, `~/.pyenv/versions/*`, `/usr/local`, `/usr`.
+//!    (`nvidia/cu13/lib`, `nvidia/nvjitlink/lib`) under the Python package directories that
+//!    `src/libsearch.rs` finds (the running interpreter's, `$VIRTUAL_ENV`, `$CONDA_PREFIX`,
+//!    the running program's prefix, the venv beside libtegragpu.so, `~/.local`,
+//!    `~/.pyenv/versions/*`, `/usr/local`, `/usr`). When nothing loads, the error lists every
+//!    place tried.
 //!
 //! Arch-specific PTX: when the PTX's `.target` is `sm_XYa` or `sm_XYf`, the same suffix is kept
 //! on the device's SM (`--gpu-name=sm_90a`), as ptxas requires.
 
 use crate::error::{Error, Result, Status};
+use crate::libsearch::{self, Lib};
 use crate::os::lock::ForkMutex as Mutex;
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_uint, c_void, CString};
@@ -251,46 +255,44 @@ fn open(path: &Path) -> std::result::Result<Loaded, String> {
     })
 }
 
-/// Every candidate after `$TEGRAGPU_PTXJIT`, in search order. Bare names go to the dynamic
-/// loader.
-fn candidates() -> Vec<PathBuf> {
-    let mut c = vec![PathBuf::from(DRIVER_LIB)];
-    for d in [
-        "/usr/lib",
-        "/usr/lib64",
-        "/usr/lib/x86_64-linux-gnu",
-        "/usr/lib/aarch64-linux-gnu",
-        "/usr/lib/aarch64-linux-gnu/nvidia",
-        "/usr/lib/aarch64-linux-gnu/tegra",
-        "/usr/local/nvidia/lib64",
-        "/usr/lib/wsl/lib",
-    ] {
-        c.push(Path::new(d).join(DRIVER_LIB));
-    }
-    c.extend(JITLINK_LIBS.iter().map(PathBuf::from));
-    let mut dirs = vec![PathBuf::from("/usr/local/cuda/lib64")];
-    for t in ["x86_64-linux", "sbsa-linux", "aarch64-linux"] {
-        dirs.push(PathBuf::from(format!("/usr/local/cuda/targets/{t}/lib")));
-    }
-    for d in dirs {
-        for n in JITLINK_LIBS {
-            c.push(d.join(n));
-        }
-    }
-    let pkg_dirs = crate::nvrtc::python_site_dirs();
-    for d in pkg_dirs {
-        c.push(d.join("nvidia/cu13/lib/libnvJitLink.so.13"));
-        c.push(d.join("nvidia/nvjitlink/lib/libnvJitLink.so.12"));
-    }
-    c
-}
+/// Where the PTX compilers are looked for after `$TEGRAGPU_PTXJIT`, in order (see
+/// `src/libsearch.rs`).
+const LIBS: [Lib; 2] = [
+    Lib {
+        names: &[DRIVER_LIB],
+        dirs: &[
+            "/usr/lib",
+            "/usr/lib64",
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib/aarch64-linux-gnu",
+            "/usr/lib/aarch64-linux-gnu/nvidia",
+            "/usr/lib/aarch64-linux-gnu/tegra",
+            "/usr/local/nvidia/lib64",
+            "/usr/lib/wsl/lib",
+        ],
+        wheel_dirs: &[],
+    },
+    Lib {
+        names: &JITLINK_LIBS,
+        dirs: &[
+            "/usr/local/cuda/lib64",
+            "/usr/local/cuda/targets/x86_64-linux/lib",
+            "/usr/local/cuda/targets/sbsa-linux/lib",
+            "/usr/local/cuda/targets/aarch64-linux/lib",
+        ],
+        // nvidia-nvjitlink (13): cu13/lib/libnvJitLink.so.13; nvidia-nvjitlink-cu12:
+        // nvjitlink/lib/libnvJitLink.so.12.
+        wheel_dirs: &["nvidia/cu13/lib", "nvidia/nvjitlink/lib"],
+    },
+];
 
-fn missing() -> Error {
+fn missing(e: libsearch::NotFound) -> Error {
     Error::new(
         Status::LibraryMissing,
         format!(
             "no PTX compiler library found: install the NVIDIA driver ({DRIVER_LIB}) or nvJitLink \
-             (pip install nvidia-nvjitlink-cu12), or set {ENV_PTXJIT} to the path of either"
+             (pip install nvidia-nvjitlink-cu12), or set {ENV_PTXJIT} to the path of either. {}",
+            e.describe()
         ),
     )
 }
@@ -317,11 +319,9 @@ fn load() -> Result<Arc<Loaded>> {
             )
         })?
     } else {
-        candidates()
-            .into_iter()
-            .filter(|c| c.components().count() == 1 || c.exists())
-            .find_map(|c| open(&c).ok())
-            .ok_or_else(missing)?
+        libsearch::Search::current(&LIBS)
+            .first(open)
+            .map_err(missing)?
     };
     Ok(LOADED.get_or_init(|| Arc::new(found)).clone())
 }

@@ -4,6 +4,8 @@
 //! (b) every nvgpu/nvmap `_IOC(...)` encoding that CUDA issued on a real Orin (strace in
 //!     seeds/001) and that the library also defines (same type and nr) has the same full value.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -193,7 +195,7 @@ fn sizes_and_flags_match_doc() {
 }
 
 fn seed_001() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/seeds");
+    let dir = common::repo_path("../shared/seeds");
     let rd = std::fs::read_dir(&dir).unwrap_or_else(|e| {
         panic!(
             "seed directory {} is missing ({e}); CI must check out ../shared beside the repo",

@@ -5,11 +5,13 @@
 //! `TEGRAGPU_BLESS=1 cargo test --test api_docs` (or `python3 scripts/gen-api-docs.py`)
 //! rewrites the page instead of failing.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    common::repo_root()
 }
 
 const REGEN: &str =

@@ -2,12 +2,13 @@
 //! the bench and C bench steps of an H200 run (`tests/fixtures/device-run/h200-bench.log`).
 //! Skips when python3 is not installed.
 
+mod common;
+
 use std::process::Command;
 
-fn run(log: &str) -> Option<std::process::Output> {
-    let root = env!("CARGO_MANIFEST_DIR");
+fn run(log: impl AsRef<std::ffi::OsStr>) -> Option<std::process::Output> {
     Command::new("python3")
-        .arg(format!("{root}/scripts/bench-table.py"))
+        .arg(common::repo_path("scripts/bench-table.py"))
         .arg(log)
         .output()
         .ok()
@@ -15,10 +16,7 @@ fn run(log: &str) -> Option<std::process::Output> {
 
 #[test]
 fn prints_each_row_with_both_benchmarks() {
-    let log = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/device-run/h200-bench.log"
-    );
+    let log = common::repo_path("tests/fixtures/device-run/h200-bench.log");
     let Some(out) = run(log) else {
         eprintln!("python3 not found: skipped");
         return;
@@ -51,7 +49,7 @@ fn refuses_a_log_without_the_bench_steps() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let log = dir.join("run.log");
     std::fs::write(&log, "=== info\nsomething\n=== c:bench\n").expect("write log");
-    let Some(out) = run(log.to_str().expect("utf-8 path")) else {
+    let Some(out) = run(&log) else {
         eprintln!("python3 not found: skipped");
         return;
     };

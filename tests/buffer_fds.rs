@@ -33,10 +33,9 @@ fn open_emu() -> (Arc<EmuSys>, Device) {
 }
 
 fn cubin() -> Vec<u8> {
-    std::fs::read(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/cubin/kernels.sm_87.cubin"),
-    )
+    std::fs::read(common::repo_path(
+        "tests/fixtures/cubin/kernels.sm_87.cubin",
+    ))
     .expect("fixture cubin")
 }
 

@@ -2,6 +2,8 @@
 //! emulated Orin: stale and wrong-type handles, handle values never reused, out-parameters left
 //! alone on failure, thread-local error messages, and destroy racing with use on other threads.
 
+mod common;
+
 use std::ffi::{c_void, CStr};
 use std::ptr::null_mut;
 use tegragpu::capi::*;
@@ -71,9 +73,8 @@ unsafe fn increment_counter(dev: *mut tg_device) -> (*mut tg_buf, u64, *mut c_vo
 
 /// Load the sm_87 fixture module on `dev` and take its kernel `name` (through the C API).
 fn fixture_kernel(dev: *mut tg_device, name: &std::ffi::CStr) -> (*mut tg_module, *mut tg_kernel) {
-    let cubin = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/cubin/kernels.sm_87.cubin"
+    let cubin = std::fs::read(common::repo_path(
+        "tests/fixtures/cubin/kernels.sm_87.cubin",
     ))
     .expect("fixture cubin");
     let (mut m, mut k) = (null_mut(), null_mut());
@@ -452,10 +453,9 @@ fn module_load_file_refuses_what_is_not_a_regular_file() {
     // A regular file still loads.
     let (st, m, msg) = load_file(
         dev,
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/cubin/kernels.sm_87.cubin"
-        ),
+        common::repo_path("tests/fixtures/cubin/kernels.sm_87.cubin")
+            .to_str()
+            .unwrap(),
     );
     assert_eq!(st, tg_status::TG_OK, "{msg}");
     unsafe {

@@ -20,7 +20,9 @@
 //! `TEGRAGPU_REQUIRE_NVRTC` is set (as in tests/nvrtc.rs); cases skipped for want of headers fail
 //! the test when `TEGRAGPU_REQUIRE_CUDA_HEADERS` is set (CI sets both).
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -42,7 +44,7 @@ struct Case {
 }
 
 fn conformance_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance")
+    common::repo_path("tests/conformance")
 }
 
 fn load_cases() -> Vec<Case> {
@@ -373,7 +375,7 @@ fn cases_txt_is_consistent_and_up_to_date() {
 /// `tests/conformance/run.py --fixture`) equal what the loader derives from the same cubin.
 #[test]
 fn sm90_attributes_equal_the_drivers() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures");
+    let dir = common::repo_path("tests/conformance/fixtures");
     let Ok(text) = std::fs::read_to_string(dir.join("cuda_attrs.sm_90.json")) else {
         eprintln!("NOTICE: no cuda_attrs.sm_90.json fixture; attribute check skipped");
         return;

@@ -5,6 +5,8 @@
 //! gpu-programming-interface.md §6, or from `cuobjdump -elf` 13.5 listings of the fixtures
 //! (recorded below as constants); never from the loader itself.
 
+mod common;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use tegragpu::cubin::{self, shared_memory_total, Module};
 use tegragpu::Status;
@@ -927,7 +929,7 @@ fn big_by_value_parameter_layout() {
 #[test]
 fn docs_table_lists_every_attribute_with_its_handling() {
     use tegragpu::cubin::info::{Handling, ATTRIBUTES};
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/cuda-support.md");
+    let p = common::repo_path("docs/cuda-support.md");
     let doc = std::fs::read_to_string(&p).expect("docs/cuda-support.md");
     let rows = doc
         .lines()
@@ -954,7 +956,7 @@ fn docs_table_lists_every_attribute_with_its_handling() {
 
 #[test]
 fn device_syscalls_are_imports() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures");
+    let dir = common::repo_path("tests/conformance/fixtures");
     for (file, want) in [
         ("printf_device.sm_87.cubin", &[cubin::Syscall::Vprintf][..]),
         ("printf_device.sm_90.cubin", &[cubin::Syscall::Vprintf]),
@@ -993,7 +995,7 @@ fn call_abs_targets(img: &[u8]) -> Vec<u64> {
 
 #[test]
 fn absolute_calls_get_a_40_bit_target_at_instruction_bit_24() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures");
+    let dir = common::repo_path("tests/conformance/fixtures");
     for (file, sm) in [
         ("build_G.sm_87.cubin", ORIN),
         ("build_G.sm_90.cubin", HOPPER),
@@ -1020,7 +1022,7 @@ fn absolute_calls_get_a_40_bit_target_at_instruction_bit_24() {
 fn absolute_call_targets_start_on_4_kib_boundaries() {
     // CALL.ABS with an immediate target reached only 4 KiB-aligned addresses on the H100 and
     // H200 (device-linked -rdc code hung, -G code laid out otherwise computed wrong results).
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures");
+    let dir = common::repo_path("tests/conformance/fixtures");
     for (file, sm, kernel, functions) in [
         (
             "rdc_dlink.sm_87.cubin",
@@ -1109,7 +1111,7 @@ fn relocation_addend_overflow_is_a_malformed_cubin() {
 /// use texture objects load, and no other kernel of the conformance corpus is refused for either.
 #[test]
 fn surface_instructions_refuse_the_kernel_texture_instructions_do_not() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures");
+    let dir = common::repo_path("tests/conformance/fixtures");
     let mut checked = 0;
     let mut textures = 0;
     for e in std::fs::read_dir(&dir).unwrap() {

@@ -3,6 +3,8 @@
 //! pushbuffers / QMDs encoded here from the bit positions in gpu-programming-interface.md.
 //! Every wait has a deadline, so a broken model fails instead of hanging.
 
+mod common;
+
 use memmap2::MmapMut;
 use parking_lot::Mutex;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
@@ -713,10 +715,7 @@ fn qmd_v04(l: &Launch, qmd_type: u32) -> Vec<u32> {
 /// `.text.<name>` bytes of a fixture cubin, extracted here independently of the registry.
 fn fixture_code(arch: &str, name: &str) -> Vec<u8> {
     use object::{Object, ObjectSection};
-    let path = format!(
-        "{}/tests/fixtures/cubin/kernels.{arch}.cubin",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = common::repo_path(format!("tests/fixtures/cubin/kernels.{arch}.cubin"));
     let data = std::fs::read(&path).expect("fixture cubin");
     let file = object::File::parse(&*data).expect("cubin ELF");
     let sec = file

@@ -737,10 +737,9 @@ fn poll_failures(sc: &Scenario, cubin: &[u8], errno: Errno, base: Process) -> bo
 #[test]
 fn every_call_of_every_scenario_fails_cleanly() {
     let t0 = Instant::now();
-    let cubin = std::fs::read(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/cubin/kernels.sm_87.cubin"),
-    )
+    let cubin = std::fs::read(common::repo_path(
+        "tests/fixtures/cubin/kernels.sm_87.cubin",
+    ))
     .expect("fixture cubin");
     let dog = Watchdog::start();
     let scs = scenarios();

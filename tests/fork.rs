@@ -5,6 +5,8 @@
 //! with other tests' threads inside the library. Runs on the device under test
 //! (`TEGRAGPU_TEST_DEVICE`, default the emulated Orin; `rm` on the H100/H200).
 
+mod common;
+
 use std::ffi::{c_void, CStr};
 use std::ptr::null_mut;
 use std::time::{Duration, Instant};
@@ -37,14 +39,7 @@ fn cubin() -> Vec<u8> {
         assert_eq!(tg_device_close(dev), tg_status::TG_OK);
     }
     let name = format!("kernels.sm_{}{}.cubin", info.sm_major, info.sm_minor);
-    let built = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/cubin")
-        .join(&name);
-    let p = if built.exists() {
-        built
-    } else {
-        std::path::Path::new("tests/fixtures/cubin").join(name)
-    };
+    let p = common::repo_path("tests/fixtures/cubin").join(name);
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 

@@ -12,6 +12,7 @@
 //! `TEGRAGPU_FUZZ_SMOKE_ITERS` scales the iteration counts and time budgets (e.g. 10 for a
 //! longer local run).
 
+mod common;
 #[path = "../fuzz/src/harness.rs"]
 mod harness;
 
@@ -145,7 +146,7 @@ fn mutate(rng: &mut Rng, base: &[u8], corpus: &[Vec<u8>], max_len: usize) -> Vec
 }
 
 fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    common::repo_root()
 }
 
 /// Files of `dir` (sorted) whose names pass `keep`.

@@ -4,11 +4,13 @@
 //! `TEGRAGPU_BLESS=1 cargo test --test header` (or `scripts/gen-header.sh`) rewrites
 //! `include/tegragpu.h` instead of failing.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    common::repo_root()
 }
 
 fn generate() -> String {

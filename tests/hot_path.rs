@@ -2,6 +2,8 @@
 //! (performance rules). Checked on the emulated Orin: a counting `Sys` wraps the emulated kernel,
 //! and a counting global allocator counts this thread's allocations.
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::ffi::CStr;
@@ -91,9 +93,8 @@ fn launch_and_submit_make_no_syscall_and_no_allocation() {
     });
     let backend = NvgpuBackend::open(sys.clone()).expect("nvgpu backend over the emulated kernel");
     let dev = Device::from_backend(Box::new(backend)).unwrap();
-    let cubin = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/cubin/kernels.sm_87.cubin"
+    let cubin = std::fs::read(common::repo_path(
+        "tests/fixtures/cubin/kernels.sm_87.cubin",
     ))
     .unwrap();
     let m = dev.load_module(&cubin).unwrap();
@@ -171,9 +172,8 @@ fn c_replay_and_update_make_no_syscall_and_no_allocation() {
     });
     let backend = NvgpuBackend::open(sys.clone()).expect("nvgpu backend over the emulated kernel");
     let rdev = Device::from_backend(Box::new(backend)).unwrap();
-    let cubin = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/cubin/kernels.sm_87.cubin"
+    let cubin = std::fs::read(common::repo_path(
+        "tests/fixtures/cubin/kernels.sm_87.cubin",
     ))
     .unwrap();
     let dev = tegragpu::capi::device_handle(&rdev).unwrap();

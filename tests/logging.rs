@@ -4,6 +4,8 @@
 //! is one test (`c_callback_receives_ioctl_trace_and_nothing_at_warn`); the other tests run
 //! `tegragpu-info` or this test binary as child processes with the environment they need.
 
+mod common;
+
 use std::ffi::{c_char, c_void, CStr};
 use std::os::fd::RawFd;
 use std::process::Command;
@@ -101,9 +103,8 @@ fn ck(st: tg_status, what: &str) {
 /// Opens "emu", allocates buffers, loads the fixture cubin, launches `vector_add` twice and
 /// waits, all through the C API; checks the result.
 fn vector_add_on_emu() -> Run {
-    let cubin = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/cubin/kernels.sm_87.cubin"
+    let cubin = std::fs::read(common::repo_path(
+        "tests/fixtures/cubin/kernels.sm_87.cubin",
     ))
     .expect("fixture cubin");
     const N: u32 = 1000;

@@ -12,8 +12,7 @@ use tegragpu::Status;
 /// SM; it must exist for sm_8x and sm_9x (`None`, with a notice, on other GPUs).
 fn conformance_fixture(dev: &tegragpu::core::Device, case: &str) -> Option<Vec<u8>> {
     let i = dev.info();
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/conformance/fixtures")
+    let p = common::repo_path("tests/conformance/fixtures")
         .join(format!("{case}.sm_{}{}.cubin", i.sm_major, i.sm_minor));
     match std::fs::read(&p) {
         Ok(b) => Some(b),
@@ -30,9 +29,7 @@ fn conformance_fixture(dev: &tegragpu::core::Device, case: &str) -> Option<Vec<u
 }
 
 fn fixture(name: &str) -> Vec<u8> {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name);
+    let p = common::repo_path("tests/fixtures").join(name);
     std::fs::read(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()))
 }
 
@@ -106,7 +103,7 @@ fn stack_limit_defaults_to_libcuda_value_and_is_checked() {
 fn device_globals_are_found_by_name() {
     let dev = common::device();
     let i = dev.info();
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+    let p = common::repo_path(format!(
         "tests/fixtures/cubin/globals.sm_{}{}.cubin",
         i.sm_major, i.sm_minor
     ));
@@ -311,4 +308,65 @@ fn malloc_heap_is_allocated_at_load_and_kernels_use_it() {
     let got = unsafe { std::slice::from_raw_parts(out.cpu_ptr() as *const i32, 128) };
     let want: Vec<i32> = vals.iter().map(|v| v * 120).collect();
     assert_eq!(got, &want[..]);
+}
+
+const REPO_ROOT_CHILD: &str = "TEGRAGPU_MODULE_LOAD_TEST_REPO_ROOT";
+
+/// The fixtures are read from `$TEGRAGPU_REPO_ROOT` when it is set (test binaries carried to
+/// another machine, scripts/device-run.sh): this binary, run from another directory with the
+/// variable naming a copy of the repository's `tests/`, loads them from there; with the variable
+/// naming a directory without them, the failure names that directory.
+#[test]
+fn fixtures_come_from_tegragpu_repo_root() {
+    if std::env::var_os(REPO_ROOT_CHILD).is_some() {
+        let want = std::env::var_os(common::REPO_ROOT_ENV).unwrap();
+        let dev = common::device();
+        assert!(common::fixture_path(&dev).starts_with(&want));
+        common::fixtures(&dev);
+        fixture("fatbin/warp.fatbin");
+        return;
+    }
+    let root = std::env::temp_dir().join(format!("tegragpu-repo-root-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let run = |repo: &std::path::Path| {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "fixtures_come_from_tegragpu_repo_root",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .current_dir(&root)
+            .env(REPO_ROOT_CHILD, "1")
+            .env(common::REPO_ROOT_ENV, repo)
+            .output()
+            .unwrap()
+    };
+    let copy = root.join("repo");
+    for d in ["tests/fixtures/cubin", "tests/fixtures/fatbin"] {
+        std::fs::create_dir_all(copy.join(d)).unwrap();
+        for e in std::fs::read_dir(common::repo_path(d)).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), copy.join(d).join(e.file_name())).unwrap();
+        }
+    }
+    let out = run(&copy);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+    let empty = root.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = run(&empty);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let _ = std::fs::remove_dir_all(&root);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "reading {}",
+            empty.join("tests/fixtures/cubin").display()
+        )),
+        "{text}"
+    );
 }

@@ -3,6 +3,8 @@
 //! When libnvrtc is not installed these tests print a notice and pass, unless
 //! `TEGRAGPU_REQUIRE_NVRTC` is set (CI sets it, with `nvidia-cuda-nvrtc-cu12==12.9.86`).
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 use tegragpu::{nvrtc, Status};
@@ -31,7 +33,7 @@ fn nvrtc_or_skip(test: &str) -> Option<()> {
 }
 
 fn read(rel: &str) -> Vec<u8> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+    let p = common::repo_path(rel);
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
@@ -181,4 +183,78 @@ fn bogus_env_path_gives_library_missing() {
         text.contains("1 passed"),
         "child did not run the test:\n{text}"
     );
+}
+
+const ANYWHERE_CHILD: &str = "TEGRAGPU_NVRTC_TEST_ANYWHERE";
+
+/// The libnvrtc that `scripts/env.sh` installs into the repository's `build/venv`, if any.
+fn venv_nvrtc() -> Option<std::path::PathBuf> {
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("build/venv/lib");
+    std::fs::read_dir(lib)
+        .ok()?
+        .flatten()
+        .map(|e| {
+            e.path()
+                .join("site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12")
+        })
+        .find(|p| p.is_file())
+}
+
+/// libnvrtc installed with pip into the repository's venv (`build/venv`, made by
+/// `scripts/env.sh`) is found by a program of the build tree run from another directory, with no
+/// venv activated and neither TEGRAGPU_NVRTC nor TEGRAGPU_PYTHON_SITE set: the search looks at
+/// the venv beside the file holding the library (here the test binary, under `target/`).
+#[test]
+fn the_venv_beside_the_build_is_found_from_any_directory() {
+    if std::env::var_os(ANYWHERE_CHILD).is_some() {
+        let p = nvrtc::library_path().unwrap_or_else(|e| panic!("{e:?}"));
+        println!("libnvrtc: {}", p.display());
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let Some(want) = venv_nvrtc() else {
+        eprintln!("NOTICE: skipped: no libnvrtc in build/venv (source scripts/env.sh; tg_setup)");
+        return;
+    };
+    let manifest = std::fs::canonicalize(env!("CARGO_MANIFEST_DIR")).unwrap();
+    if !std::fs::canonicalize(&exe)
+        .unwrap()
+        .starts_with(manifest.join("target"))
+    {
+        eprintln!("NOTICE: skipped: the test binary is not under the repository's target/");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tegragpu-nvrtc-anywhere-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(&exe)
+        .args([
+            "the_venv_beside_the_build_is_found_from_any_directory",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .current_dir(&dir)
+        .env(ANYWHERE_CHILD, "1")
+        .env_remove("TEGRAGPU_NVRTC")
+        .env_remove("TEGRAGPU_PYTHON_SITE")
+        .env_remove("VIRTUAL_ENV")
+        .env_remove("CONDA_PREFIX")
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir(&dir);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed:\n{text}");
+    assert!(
+        text.contains("1 passed"),
+        "child did not run the test:\n{text}"
+    );
+    // Found there, unless the dynamic loader or a CUDA toolkit (searched first) has one.
+    let found = text
+        .lines()
+        .find_map(|l| l.split_once("libnvrtc: ").map(|(_, p)| p.trim()))
+        .unwrap_or_else(|| panic!("no path printed:\n{text}"));
+    if !found.starts_with("/usr/") && !found.starts_with("lib") {
+        assert_eq!(Path::new(found), want, "{text}");
+    }
 }

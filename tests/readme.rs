@@ -5,11 +5,13 @@
 //!
 //! Run the checker by hand: `python3 scripts/readme-check.py [--lib target/release/libtegragpu.so]`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    common::repo_root()
 }
 
 /// The cdylib cargo built with this test binary: `<target>/<profile>/libtegragpu.so`, beside the

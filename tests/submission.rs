@@ -8,6 +8,9 @@ use std::ptr::null_mut;
 use std::time::Duration;
 use tegragpu::capi::*;
 
+mod common;
+use common::repo_root;
+
 const WAIT: u64 = 10_000_000_000;
 
 fn last_error() -> String {
@@ -16,14 +19,6 @@ fn last_error() -> String {
     unsafe { CStr::from_ptr(tg_last_error_message()) }
         .to_string_lossy()
         .into_owned()
-}
-
-/// The repository root: `TEGRAGPU_REPO_ROOT` when set (test binaries carried to another
-/// machine), else the source tree they were built from.
-fn repo_root() -> std::path::PathBuf {
-    std::env::var_os("TEGRAGPU_REPO_ROOT")
-        .map(Into::into)
-        .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into())
 }
 
 fn device_spec() -> std::ffi::CString {

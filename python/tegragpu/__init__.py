@@ -529,6 +529,28 @@ def _load(environ=None, pkg_dir=None, pkg_config=_pkg_config_libdir):
         f"with the library bundled (docs/python.md). Tried:{detail}", tried)
 
 
+def _tell_python_site(environ=None):
+    """Put this interpreter's prefix and package directories (``sys.prefix``,
+    ``site.getsitepackages()``, ``site.getusersitepackages()``) first in
+    ``$TEGRAGPU_PYTHON_SITE``, where the library looks for libnvrtc and nvJitLink installed with
+    pip (``nvidia/*/lib``) when it first needs them: a venv's python finds its wheels without
+    activation."""
+    import site
+    import sys
+    environ = os.environ if environ is None else environ
+    dirs = [sys.prefix]
+    for get in ("getsitepackages", "getusersitepackages"):
+        try:
+            got = getattr(site, get)()
+        except Exception:  # an old virtualenv's site module, a disabled user site
+            continue
+        dirs += [got] if isinstance(got, str) else list(got)
+    dirs += environ.get("TEGRAGPU_PYTHON_SITE", "").split(os.pathsep)
+    environ["TEGRAGPU_PYTHON_SITE"] = os.pathsep.join(
+        d for i, d in enumerate(dirs) if d and d not in dirs[:i])
+
+
+_tell_python_site()
 lib, _lib_path, _lib_source = _load()
 #: Earlier private name of :data:`lib`.
 _lib = lib

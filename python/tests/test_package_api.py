@@ -461,6 +461,52 @@ def test_nothing_found_says_what_was_tried(tmp_path):
     assert "package: " in r.stderr and "system: libtegragpu.so.0" in r.stderr
 
 
+def test_the_interpreters_site_dirs_are_passed_to_the_library():
+    import site
+    dirs = os.environ["TEGRAGPU_PYTHON_SITE"].split(os.pathsep)
+    assert dirs[0] == sys.prefix, dirs
+    for d in site.getsitepackages():
+        assert d in dirs, (d, dirs)
+
+
+def test_tell_python_site_puts_this_interpreter_first_once():
+    env = {"TEGRAGPU_PYTHON_SITE": os.pathsep.join(["/x", sys.prefix, "", "/y"])}
+    tg._tell_python_site(env)
+    dirs = env["TEGRAGPU_PYTHON_SITE"].split(os.pathsep)
+    assert dirs[0] == sys.prefix and dirs[-2:] == ["/x", "/y"], dirs
+    assert dirs.count(sys.prefix) == 1 and "" not in dirs, dirs
+
+
+def _own_nvrtc():
+    """A libnvrtc that pip installed for this interpreter, or None."""
+    import glob
+    import site
+    for d in [*site.getsitepackages(), site.getusersitepackages()]:
+        for w in ("cuda_nvrtc", "cu13"):
+            found = glob.glob(os.path.join(d, "nvidia", w, "lib", "libnvrtc.so.1*"))
+            if found:
+                return found[0]
+    return None
+
+
+def test_libnvrtc_of_this_interpreter_is_found_without_activation(tmp_path):
+    """An unactivated venv's python (build/venv/bin/python run by its path), from another
+    directory, with the library outside the source tree: libnvrtc from this interpreter's
+    site-packages is found."""
+    if _own_nvrtc() is None:
+        pytest.skip("no libnvrtc installed with pip for this interpreter")
+    site_copy = _package_copy(tmp_path, with_library=tg.library_path())
+    code = ("import tegragpu as tg\n"
+            "with tg.Device('emu') as d:\n"
+            "    d.compile_cuda('extern \"C\" __global__ void f(int* p) { *p = 1; }')\n"
+            "print(tg.library_source(), 'compiled')\n")
+    changes = dict(_no_installed_library(), TEGRAGPU_NVRTC=None, TEGRAGPU_PYTHON_SITE=None,
+                   VIRTUAL_ENV=None, CONDA_PREFIX=None)
+    r = _import_in_subprocess(tmp_path, changes, pkg_parent=site_copy, code=code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["package", "compiled"], r.stdout
+
+
 @pytest.mark.skipif(os.environ.get("TEGRAGPU_TEST_INSTALLED") != "1",
                     reason="tests the source tree's package (TEGRAGPU_TEST_INSTALLED=1: the installed one)")
 def test_installed_package_is_the_one_tested():

@@ -35,8 +35,15 @@ usage: tegragpu-bench [--device emu|nvgpu|rm|rm:N] [--json] [--quick] [--no-cuda
 
 Launch latency, CPU cost per launch, copy bandwidth and more, side by side with libcuda
 when it is present (docs/performance.md).
-  --device D       the device (default: TEGRAGPU_DEVICE, else this machine's GPU)
-  --json           one JSON object instead of the table
+  --device D       the device (default: TEGRAGPU_DEVICE, else this machine's GPU, else the
+                   emulated Orin, with a notice on stderr)
+  --json           print one JSON object instead of the table:
+                     {\"device\": {\"spec\", \"name\", \"sm\", \"sm_count\", \"emulated\", \"backend\",
+                                 \"driver\"},
+                      \"config\": {\"quick\", \"libcuda\", \"version\"},
+                      \"rows\": [{\"name\", \"unit\", \"ours\", \"libcuda\", \"ratio\", \"target\",
+                                \"pass\"}, ...]}
+                   (\"libcuda\": whether libcuda was measured; per row its figure or null)
   --quick          fewer iterations
   --no-cuda        skip the libcuda columns
   --record-only N  only record + submit N launches (for instruction counts)
@@ -213,11 +220,12 @@ impl Ours {
     }
 }
 
+/// Runs every row on the device `o.device`; returns the device's description.
 fn bench_ours(
     o: &Opts,
     rows: &mut Vec<Row>,
     cuda: &mut Option<cuda::Cuda>,
-) -> tegragpu::Result<()> {
+) -> tegragpu::Result<tegragpu::backend::DeviceInfo> {
     let mut ours = Ours::new(o.device.as_deref())?;
     let info = ours.dev.info().clone();
     eprintln!(
@@ -654,11 +662,33 @@ fn bench_ours(
         lower_is_better: true,
         absolute: false,
     });
-    Ok(())
+    Ok(info)
+}
+
+/// With no `--device` and no `TEGRAGPU_DEVICE`, on a machine without an NVIDIA GPU: `"emu"`,
+/// after a notice on stderr, as `tegragpu-info` does. Otherwise `device` as it is (the library
+/// picks the device; a bad spec fails there, with its message).
+fn device_or_emulator(device: Option<String>) -> Option<String> {
+    use tegragpu::backend::{choose_device_or_emulator, ChoiceSource};
+    if device.is_some() {
+        return device;
+    }
+    let env = tegragpu::core::device_from_env().ok().flatten();
+    match choose_device_or_emulator(None, env.as_deref()) {
+        Ok(c) if c.source == ChoiceSource::Fallback => {
+            eprintln!(
+                "tegragpu-bench: {}: benchmarking the emulated Orin (\"emu\"), whose figures are \
+                 not a GPU's; --device picks the device",
+                c.reason
+            );
+            Some("emu".to_string())
+        }
+        _ => None,
+    }
 }
 
 fn main() {
-    let o = match parse_args() {
+    let mut o = match parse_args() {
         Ok(o) => o,
         Err(e) => {
             eprintln!("tegragpu-bench: {e}");
@@ -707,6 +737,7 @@ fn main() {
         }
         return;
     }
+    o.device = device_or_emulator(o.device.take());
     let mut cuda = if o.cuda && o.device.as_deref() != Some("emu") {
         cuda::Cuda::load()
     } else {
@@ -721,11 +752,89 @@ fn main() {
         }
     );
     let mut rows = Vec::new();
-    if let Err(e) = bench_ours(&o, &mut rows, &mut cuda) {
-        eprintln!("tegragpu-bench: {e}");
-        std::process::exit(1)
+    let info = match bench_ours(&o, &mut rows, &mut cuda) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("tegragpu-bench: {e}");
+            std::process::exit(1)
+        }
+    };
+    if o.json {
+        println!("{}", json_report(&o, &info, cuda.is_some(), &rows));
+    } else {
+        print_rows(&rows);
     }
-    print_rows(&rows, o.json);
+}
+
+/// A JSON string.
+fn json_str(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// A JSON number, or `null` for NaN and infinities (JSON has none).
+fn json_num(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.4}")
+    } else {
+        "null".into()
+    }
+}
+
+/// The `--json` output (its layout is in `USAGE`): one object with the device, the
+/// configuration and the rows.
+fn json_report(
+    o: &Opts,
+    info: &tegragpu::backend::DeviceInfo,
+    libcuda: bool,
+    rows: &[Row],
+) -> String {
+    let device = format!(
+        "{{\"spec\":{},\"name\":{},\"sm\":\"sm_{}{}\",\"sm_count\":{},\"emulated\":{},\"backend\":{},\"driver\":{}}}",
+        o.device.as_deref().map(json_str).unwrap_or("null".into()),
+        json_str(&info.name),
+        info.sm_major,
+        info.sm_minor,
+        info.sm_count,
+        info.emulated,
+        json_str(&format!("{:?}", info.backend)),
+        json_str(&info.driver_version),
+    );
+    let config = format!(
+        "{{\"quick\":{},\"libcuda\":{libcuda},\"version\":{}}}",
+        o.quick,
+        json_str(env!("CARGO_PKG_VERSION"))
+    );
+    let items: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let ratio = r.cuda.map(|c| r.ours / c);
+            format!(
+                "{{\"name\":{},\"unit\":{},\"ours\":{},\"libcuda\":{},\"ratio\":{},\"target\":{},\"pass\":{}}}",
+                json_str(r.name),
+                json_str(r.unit),
+                json_num(r.ours),
+                r.cuda.map(json_num).unwrap_or("null".into()),
+                ratio.map(json_num).unwrap_or("null".into()),
+                r.target.map(|t| json_str(t.0)).unwrap_or("null".into()),
+                pass(r).map(|p| p.to_string()).unwrap_or("null".into())
+            )
+        })
+        .collect();
+    format!(
+        "{{\"device\":{device},\n \"config\":{config},\n \"rows\":[\n  {}]}}",
+        items.join(",\n  ")
+    )
 }
 
 /// `--record-only N --capi`: the same launches through the C API (`tg_launch`,
@@ -813,27 +922,7 @@ fn record_only_capi(spec: &str, n: u64, owned: bool, replay: bool) -> tegragpu::
     Ok(())
 }
 
-fn print_rows(rows: &[Row], json: bool) {
-    if json {
-        let items: Vec<String> = rows
-            .iter()
-            .map(|r| {
-                let ratio = r.cuda.map(|c| r.ours / c);
-                format!(
-                    "{{\"name\":\"{}\",\"unit\":\"{}\",\"ours\":{:.4},\"libcuda\":{},\"ratio\":{},\"target\":{},\"pass\":{}}}",
-                    r.name,
-                    r.unit,
-                    r.ours,
-                    r.cuda.map(|c| format!("{c:.4}")).unwrap_or("null".into()),
-                    ratio.map(|x| format!("{x:.4}")).unwrap_or("null".into()),
-                    r.target.map(|t| format!("\"{}\"", t.0)).unwrap_or("null".into()),
-                    pass(r).map(|p| p.to_string()).unwrap_or("null".into())
-                )
-            })
-            .collect();
-        println!("[{}]", items.join(",\n "));
-        return;
-    }
+fn print_rows(rows: &[Row]) {
     println!(
         "{:<46} {:>12} {:>12} {:>8} {:>12} {:>6}",
         "benchmark", "tegragpu", "libcuda", "ratio", "target", "result"

@@ -1,7 +1,9 @@
-//! Shared helpers for the integration tests: open the device under test and load the fixture
-//! cubins for its SM version.
+//! Shared helpers for the integration tests: the repository root (fixtures and other repository
+//! files are read from `$TEGRAGPU_REPO_ROOT` when set), open the device under test and load the
+//! fixture cubins for its SM version.
 #![allow(dead_code)]
 
+use std::path::{Path, PathBuf};
 use tegragpu::core::{Device, LaunchConfig, MemFlags, Module};
 
 /// The device under test: `TEGRAGPU_TEST_DEVICE` (e.g. "rm" on the H200), default the emulated Orin.
@@ -10,24 +12,44 @@ pub fn device() -> Device {
     Device::open(Some(&spec)).unwrap_or_else(|e| panic!("opening device \"{spec}\": {e:?}"))
 }
 
-pub fn fixture_path(dev: &Device) -> std::path::PathBuf {
-    let i = dev.info();
-    let name = format!("kernels.sm_{}{}.cubin", i.sm_major, i.sm_minor);
-    // The build tree, or the working directory (test binaries copied to the device machine).
-    let built = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/cubin")
-        .join(&name);
-    if built.exists() {
-        built
-    } else {
-        std::path::Path::new("tests/fixtures/cubin").join(name)
+/// Environment variable: the repository root the tests read their fixtures and other
+/// repository files from. scripts/device-run.sh sets it: the test binaries run there on another
+/// machine, where the build tree (`CARGO_MANIFEST_DIR`) does not exist.
+pub const REPO_ROOT_ENV: &str = "TEGRAGPU_REPO_ROOT";
+
+/// The repository root: `$TEGRAGPU_REPO_ROOT` when set, else the build tree
+/// (`CARGO_MANIFEST_DIR`).
+pub fn repo_root() -> PathBuf {
+    match std::env::var_os(REPO_ROOT_ENV).filter(|v| !v.is_empty()) {
+        Some(root) => PathBuf::from(root),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")),
     }
+}
+
+/// `rel` (a path relative to the repository root, e.g. `tests/fixtures/kernels.cu`) under
+/// [`repo_root`].
+pub fn repo_path(rel: impl AsRef<Path>) -> PathBuf {
+    repo_root().join(rel)
+}
+
+/// The fixture cubin (tests/fixtures/kernels.cu) for the device's SM version.
+pub fn fixture_path(dev: &Device) -> PathBuf {
+    let i = dev.info();
+    repo_path(format!(
+        "tests/fixtures/cubin/kernels.sm_{}{}.cubin",
+        i.sm_major, i.sm_minor
+    ))
 }
 
 /// The fixture module (tests/fixtures/kernels.cu) for the device's SM version.
 pub fn fixtures(dev: &Device) -> Module {
     let p = fixture_path(dev);
-    let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()));
+    let bytes = std::fs::read(&p).unwrap_or_else(|e| {
+        panic!(
+            "reading {}: {e} (set {REPO_ROOT_ENV} to the repository root)",
+            p.display()
+        )
+    });
     dev.load_module(&bytes).expect("loading fixture cubin")
 }
 

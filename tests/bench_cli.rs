@@ -1,0 +1,109 @@
+//! `tegragpu-bench` as a user runs it, in quick mode: `--json` prints one JSON object (the
+//! device, the configuration, the rows) as `--help` says, and with no device named on a machine
+//! without an NVIDIA GPU it benchmarks the emulated Orin after a notice, as `tegragpu-info` does.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+const BENCH: &str = env!("CARGO_BIN_EXE_tegragpu-bench");
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(BENCH)
+        .args(args)
+        .env_remove("TEGRAGPU_DEVICE")
+        .output()
+        .expect("tegragpu-bench runs")
+}
+
+/// This machine has an NVIDIA GPU node (Jetson or desktop driver).
+fn has_gpu() -> bool {
+    ["/dev/nvgpu/igpu0/ctrl", "/dev/nvidiactl"]
+        .iter()
+        .any(|p| std::path::Path::new(p).exists())
+}
+
+/// stdout parsed as exactly one JSON object with the keys `--help` lists.
+fn report(out: &Output) -> Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let v: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON value ({e}):\n{stdout}"));
+    let o = v.as_object().expect("one JSON object");
+    let mut keys: Vec<&str> = o.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["config", "device", "rows"], "{stdout}");
+    for k in [
+        "spec", "name", "sm", "sm_count", "emulated", "backend", "driver",
+    ] {
+        assert!(v["device"].get(k).is_some(), "device.{k} missing: {stdout}");
+    }
+    assert_eq!(v["config"]["quick"], Value::Bool(true), "{stdout}");
+    assert!(v["config"]["libcuda"].is_boolean(), "{stdout}");
+    assert_eq!(
+        v["config"]["version"],
+        env!("CARGO_PKG_VERSION"),
+        "{stdout}"
+    );
+    let rows = v["rows"].as_array().expect("rows is an array");
+    assert!(rows.len() >= 10, "{} rows: {stdout}", rows.len());
+    for r in rows {
+        let mut keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            ["libcuda", "name", "ours", "pass", "ratio", "target", "unit"],
+            "{r}"
+        );
+        assert!(r["name"].is_string() && r["unit"].is_string(), "{r}");
+        assert!(r["ours"].is_number() || r["ours"].is_null(), "{r}");
+    }
+    assert!(
+        rows.iter().any(|r| r["name"] == "empty launch + wait, p50"),
+        "{stdout}"
+    );
+    v
+}
+
+#[test]
+fn json_is_one_object_with_the_device_the_config_and_the_rows() {
+    let out = bench(&["--device", "emu", "--quick", "--json"]);
+    let v = report(&out);
+    assert_eq!(v["device"]["spec"], "emu");
+    assert_eq!(v["device"]["emulated"], Value::Bool(true));
+    assert_eq!(v["device"]["sm"], "sm_87");
+    assert_eq!(v["config"]["libcuda"], Value::Bool(false), "never on emu");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("falling back") && !stderr.contains("fallback"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn no_device_and_no_gpu_falls_back_to_the_emulated_orin() {
+    if has_gpu() {
+        eprintln!("NOTICE: skipped: this machine has an NVIDIA GPU node");
+        return;
+    }
+    let out = bench(&["--quick", "--json", "--no-cuda"]);
+    let v = report(&out);
+    assert_eq!(v["device"]["spec"], "emu");
+    assert_eq!(v["device"]["emulated"], Value::Bool(true));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .starts_with("tegragpu-bench: fallback to the emulator: no NVIDIA GPU found (neither ")
+            && stderr.contains("benchmarking the emulated Orin (\"emu\")"),
+        "{stderr}"
+    );
+    // The table too (exit 0, rows on stdout).
+    let out = bench(&["--quick", "--no-cuda"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("benchmark "), "{stdout}");
+}
