@@ -271,7 +271,9 @@ impl Sys for RecordingKernel {
 
 fn open_fake() -> (Arc<RecordingKernel>, NvgpuBackend) {
     let k = RecordingKernel::new();
-    let b = NvgpuBackend::open(k.clone()).expect("open over the recording kernel");
+    // No channels made at open: the tests below see each channel's calls when they make it.
+    let b =
+        NvgpuBackend::open_with_channels(k.clone(), 0, 0).expect("open over the recording kernel");
     (k, b)
 }
 
@@ -503,7 +505,7 @@ fn live_buffers_and_channels_hold_no_dmabuf_fd() {
     let e = b.export_dmabuf(&a).unwrap();
     assert!(k.st.lock().open.contains(&e));
     k.close(e).unwrap();
-    let ch = b.create_channel(Engine::Compute, 64).unwrap();
+    let ch = b.create_channel(Engine::Compute, 64, true).unwrap();
     {
         let st = k.st.lock();
         let extra: Vec<&String> = st
@@ -533,7 +535,17 @@ fn live_buffers_and_channels_hold_no_dmabuf_fd() {
     }
     drop(ch);
     b.free(&a).unwrap();
-    assert_eq!(k.st.lock().open, open_before);
+    // The channel went back to the device's pool: its fd stays open until the device closes.
+    {
+        let st = k.st.lock();
+        let extra: Vec<&String> = st
+            .open
+            .difference(&open_before)
+            .map(|f| &st.names[f])
+            .collect();
+        assert_eq!(extra, vec!["channel"]);
+    }
+    drop(b);
 }
 
 #[test]
@@ -541,7 +553,7 @@ fn channel_issues_documented_sequence() {
     let _serial = serial();
     let (k, b) = open_fake();
     let n0 = k.calls().len();
-    let ch = b.create_channel(Engine::Compute, 1024).unwrap();
+    let ch = b.create_channel(Engine::Compute, 1024, true).unwrap();
     let c = k.calls()[n0..].to_vec();
     let order = [
         NVGPU_GPU_IOCTL_OPEN_CHANNEL,
@@ -584,7 +596,11 @@ fn channel_issues_documented_sequence() {
         sb.flags, 0xA,
         "USERMODE_SUPPORT (0x8) | DETERMINISTIC (0x2)"
     );
-    assert_eq!(sb.num_gpfifo_entries, 1024);
+    // Channels are made for the device's pool: rings of the largest queue depth.
+    assert_eq!(
+        sb.num_gpfifo_entries,
+        tegragpu::backend::nvgpu::pool::POOL_ENTRIES
+    );
     assert_eq!((sb.userd_dmabuf_offset, sb.gpfifo_dmabuf_offset), (0, 0));
     assert!(
         sb.userd_dmabuf_fd > 0
@@ -597,7 +613,11 @@ fn channel_issues_documented_sequence() {
         .filter(|x| x.request == NVMAP_IOC_CREATE)
         .map(|x| arg::<nvmap_create_handle>(x).size)
         .collect();
-    assert_eq!(sizes, vec![8192, 4096], "gpfifo 1024×8 bytes, USERD 4 KiB");
+    assert_eq!(
+        sizes,
+        vec![tegragpu::backend::nvgpu::pool::POOL_ENTRIES * 8, 4096],
+        "gpfifo POOL_ENTRIES×8 bytes, USERD 4 KiB"
+    );
     // Neither ring nor USERD is GPU-mapped by the library.
     assert!(!c[..pos[4]]
         .iter()
@@ -635,7 +655,7 @@ fn channel_issues_documented_sequence() {
     );
     assert!(ch.error().is_none());
 
-    let cp = b.create_channel(Engine::Copy, 2).unwrap();
+    let cp = b.create_channel(Engine::Copy, 2, true).unwrap();
     assert_eq!((cp.raw().class, cp.raw().subchannel), (0xc7b5, 4));
     let last_create = k
         .calls()
@@ -651,7 +671,7 @@ fn channel_issues_documented_sequence() {
 fn notifier_error_is_reported() {
     let _serial = serial();
     let (k, b) = open_fake();
-    let ch = b.create_channel(Engine::Compute, 64).unwrap();
+    let ch = b.create_channel(Engine::Compute, 64, true).unwrap();
     let calls = k.calls();
     let en: nvgpu_set_error_notifier = arg(calls
         .iter()
@@ -678,8 +698,8 @@ fn teardown_follows_section_6() {
     {
         let b = NvgpuBackend::open(k.clone()).unwrap();
         let _a = b.alloc(4096, MemFlags::default()).unwrap();
-        let _c1 = b.create_channel(Engine::Compute, 8).unwrap();
-        let _c2 = b.create_channel(Engine::Copy, 8).unwrap();
+        let _c1 = b.create_channel(Engine::Compute, 8, true).unwrap();
+        let _c2 = b.create_channel(Engine::Copy, 8, true).unwrap();
         // Backend dropped first, channels after: they keep the device alive.
         drop(b);
     }
@@ -743,7 +763,7 @@ fn bad_input_is_rejected_before_any_syscall() {
     assert_eq!(e.status, Status::InvalidArgument);
     for entries in [0u32, 1, 3, 1000, 1 << 31, u32::MAX] {
         let e = b
-            .create_channel(Engine::Compute, entries)
+            .create_channel(Engine::Compute, entries, true)
             .map(|_| ())
             .unwrap_err();
         assert_eq!(e.status, Status::InvalidArgument, "entries {entries}");
@@ -786,7 +806,7 @@ fn failures_name_the_ioctl_and_release_partial_state() {
 
     k.fail_on(NVGPU_IOCTL_CHANNEL_SETUP_BIND, libc::EINVAL);
     let e = b
-        .create_channel(Engine::Compute, 16)
+        .create_channel(Engine::Compute, 16, true)
         .map(|_| ())
         .unwrap_err();
     assert!(
@@ -866,7 +886,8 @@ use tegragpu::emu::EmuSys;
 
 fn open_emu() -> (Arc<EmuSys>, NvgpuBackend) {
     let emu = EmuSys::new();
-    let b = NvgpuBackend::open(emu.clone()).unwrap_or_else(|e| panic!("open over EmuSys: {e}"));
+    let b = NvgpuBackend::open_with_channels(emu.clone(), 0, 0)
+        .unwrap_or_else(|e| panic!("open over EmuSys: {e}"));
     (emu, b)
 }
 
@@ -906,11 +927,14 @@ fn emu_one_channel_bringup_and_teardown() {
     let _serial = serial();
     let (emu, b) = open_emu();
     let ch = b
-        .create_channel(Engine::Compute, 1024)
+        .create_channel(Engine::Compute, 1024, true)
         .unwrap_or_else(|e| panic!("{e}"));
     let r = ch.raw();
     assert_eq!(r.token, 511, "fresh system hands out chid 511 on runlist 0");
-    assert_eq!((r.entries, r.class, r.subchannel), (1024, 0xc7c0, 1));
+    assert_eq!(
+        (r.entries, r.class, r.subchannel),
+        (tegragpu::backend::nvgpu::pool::POOL_ENTRIES, 0xc7c0, 1)
+    );
     // USERD starts zeroed: GP_GET (0x88) and GP_PUT (0x8c).
     unsafe {
         assert_eq!(std::ptr::read_volatile(r.userd.add(0x88 / 4)), 0);
@@ -918,8 +942,24 @@ fn emu_one_channel_bringup_and_teardown() {
     }
     assert!(ch.error().is_none());
     assert_eq!(emu.stats().channels, 1);
+    // Dropped, the channel goes back to the device's pool (no unbind, which would preempt the
+    // TSG), and the next channel of the kind is that one, continuing at its GP_PUT.
+    unsafe { std::ptr::write_volatile(r.userd.add(0x8c / 4), 5) };
+    unsafe { std::ptr::write_volatile(r.userd.add(0x88 / 4), 5) };
     drop(ch);
+    assert_eq!(emu.stats().channels, 1);
+    assert_eq!(b.channels_free(Engine::Compute), 1);
+    let again = b.create_channel(Engine::Compute, 16, true).unwrap();
+    assert_eq!((again.raw().token, again.ring_start()), (511, 5));
+    assert_eq!(
+        (b.channels_free(Engine::Compute), b.channels_live()),
+        (0, 1)
+    );
+    // An abandoned channel (tg_queue_abort) is closed, not kept.
+    again.discard();
+    drop(again);
     assert_eq!(emu.stats().channels, 0);
+    assert_eq!(b.channels_live(), 0);
     drop(b);
     let s = emu.stats();
     assert_eq!((s.fds, s.tsgs, s.user_mappings), (0, 0, 0), "{s:?}");
@@ -938,7 +978,7 @@ fn emu_eight_channels_compute_and_copy() {
             Engine::Copy
         };
         chans.push(
-            b.create_channel(engine, 256)
+            b.create_channel(engine, 256, true)
                 .unwrap_or_else(|e| panic!("channel {i}: {e}")),
         );
     }
@@ -1087,7 +1127,7 @@ fn emu_bad_input_errors_without_panics() {
     );
     for entries in [0u32, 3, 1 << 31] {
         let e = b
-            .create_channel(Engine::Compute, entries)
+            .create_channel(Engine::Compute, entries, true)
             .map(|_| ())
             .unwrap_err();
         assert_eq!(e.status, Status::InvalidArgument, "entries={entries}");
@@ -1132,7 +1172,7 @@ fn emu_huge_alloc_fails_with_named_ioctl() {
 fn emu_injected_error_reaches_channel_error() {
     let _serial = serial();
     let (emu, b) = open_emu();
-    let ch = b.create_channel(Engine::Compute, 64).unwrap();
+    let ch = b.create_channel(Engine::Compute, 64, true).unwrap();
     assert!(ch.error().is_none());
     assert!(emu.inject_channel_error(ch.raw().token, NVGPU_CHANNEL_FIFO_ERROR_MMU_ERR_FLT));
     let e = ch.error().expect("error visible through the notifier");

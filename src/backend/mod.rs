@@ -128,6 +128,14 @@ pub trait Channel: Send + Sync {
     fn raw(&self) -> ChannelRaw;
     /// The driver's error state for this channel, if it has posted one.
     fn error(&self) -> Option<ChannelError>;
+    /// The GPFIFO index at which the queue's first entry goes: 0 for a new channel, the
+    /// previous user's GP_PUT for a channel taken from a pool.
+    fn ring_start(&self) -> u32 {
+        0
+    }
+    /// The queue abandons its work (`tg_queue_abort`): close the channel when it is dropped,
+    /// even where it would otherwise be kept for reuse.
+    fn discard(&self) {}
 }
 
 /// A kernel-driver backend.
@@ -145,8 +153,15 @@ pub trait Backend: Send + Sync {
     fn free(&self, alloc: &Allocation) -> Result<()>;
     /// Export an allocation as a new dma-buf fd owned by the caller.
     fn export_dmabuf(&self, alloc: &Allocation) -> Result<RawFd>;
-    /// Create a channel for `engine` with a GPFIFO ring of `entries` entries (power of two).
-    fn create_channel(&self, engine: Engine, entries: u32) -> Result<Box<dyn Channel>>;
+    /// Create a channel for `engine` with a GPFIFO ring of at least `entries` entries (power of
+    /// two). `device_idle`: every queue of the device has completed the work it submitted (a
+    /// backend whose channel setup preempts running work refuses to set up a channel otherwise).
+    fn create_channel(
+        &self,
+        engine: Engine,
+        entries: u32,
+        device_idle: bool,
+    ) -> Result<Box<dyn Channel>>;
     /// Fault records the kernel driver exposes (with addresses), newest last.
     fn fault_log(&self) -> Vec<KernelFaultRecord> {
         Vec::new()

@@ -61,7 +61,15 @@ impl std::fmt::Debug for NvgpuChannel {
 
 impl NvgpuChannel {
     /// Validates `entries` and creates the channel. Partial state is torn down on failure.
-    pub(crate) fn create(dev: Arc<Device>, engine: Engine, entries: u32) -> Result<NvgpuChannel> {
+    /// `cilp`: give a compute channel's context CILP compute preemption
+    /// (`NVGPU_ALLOC_OBJ_FLAGS_CILP`), so that a preempt of the TSG saves a running grid instead
+    /// of waiting for it (see [`super::pool`]).
+    pub(crate) fn create(
+        dev: Arc<Device>,
+        engine: Engine,
+        entries: u32,
+        cilp: bool,
+    ) -> Result<NvgpuChannel> {
         let max = match dev.chars.max_gpfifo_entries {
             0 => MAX_GPFIFO_ENTRIES,
             m => m.min(MAX_GPFIFO_ENTRIES),
@@ -90,11 +98,16 @@ impl NvgpuChannel {
             raw: None,
             syncpoint: None,
         };
-        ch.build(entries, class, subchannel)?;
+        let obj_flags = if cilp && engine == Engine::Compute {
+            NVGPU_ALLOC_OBJ_FLAGS_CILP
+        } else {
+            0
+        };
+        ch.build(entries, class, subchannel, obj_flags)?;
         Ok(ch)
     }
 
-    fn build(&mut self, entries: u32, class: u32, subchannel: u32) -> Result<()> {
+    fn build(&mut self, entries: u32, class: u32, subchannel: u32, obj_flags: u32) -> Result<()> {
         let dev = self.dev.clone();
         // OPEN_CHANNEL.
         let mut oc = nvgpu_gpu_open_channel_args::with_runlist_id(-1);
@@ -204,11 +217,13 @@ impl NvgpuChannel {
         // Engine object.
         let mut oc = nvgpu_alloc_obj_ctx_args {
             class_num: class,
-            flags: 0,
+            flags: obj_flags,
             obj_id: 0,
         };
         dev.ioctl(fd, NVGPU_IOCTL_CHANNEL_ALLOC_OBJ_CTX, &mut oc, || {
-            format!("NVGPU_IOCTL_CHANNEL_ALLOC_OBJ_CTX(channel_fd={fd}, class_num={class:#x})")
+            format!(
+                "NVGPU_IOCTL_CHANNEL_ALLOC_OBJ_CTX(channel_fd={fd}, class_num={class:#x}, flags={obj_flags:#x})"
+            )
         })?;
         // Error notifier.
         let n = dev.create_buffer(
@@ -252,6 +267,41 @@ impl NvgpuChannel {
         Ok(())
     }
 
+    /// GP_PUT as this library last wrote it to USERD: where the next user of the channel
+    /// continues in the ring.
+    pub fn gp_put(&self) -> u32 {
+        match self.raw {
+            // SAFETY: USERD is mapped for the channel's lifetime; GP_PUT is at byte 0x8c.
+            Some(r) => unsafe { std::ptr::read_volatile(r.userd.add(0x8c / 4)) },
+            None => 0,
+        }
+    }
+
+    /// Whether the GPU has fetched every GPFIFO entry written (GP_GET = GP_PUT).
+    pub fn idle(&self) -> bool {
+        match self.raw {
+            Some(r) => {
+                // SAFETY: as in `gp_put`; GP_GET is at byte 0x88.
+                let get = unsafe { std::ptr::read_volatile(r.userd.add(0x88 / 4)) };
+                get == self.gp_put()
+            }
+            None => true,
+        }
+    }
+
+    /// The raw view of a channel that has none (never handed out).
+    pub(crate) fn no_raw() -> ChannelRaw {
+        ChannelRaw {
+            gpfifo: std::ptr::null_mut(),
+            entries: 0,
+            userd: std::ptr::null_mut(),
+            doorbell: std::ptr::null_mut(),
+            token: 0,
+            class: 0,
+            subchannel: 0,
+        }
+    }
+
     /// The user syncpoint from GET_USER_SYNCPOINT.
     pub fn syncpoint(&self) -> Option<UserSyncpoint> {
         self.syncpoint
@@ -288,15 +338,7 @@ impl NvgpuChannel {
 impl Channel for NvgpuChannel {
     fn raw(&self) -> ChannelRaw {
         // `raw` is always set for a channel handed out by `create`.
-        self.raw.unwrap_or(ChannelRaw {
-            gpfifo: std::ptr::null_mut(),
-            entries: 0,
-            userd: std::ptr::null_mut(),
-            doorbell: std::ptr::null_mut(),
-            token: 0,
-            class: 0,
-            subchannel: 0,
-        })
+        self.raw.unwrap_or_else(Self::no_raw)
     }
 
     fn error(&self) -> Option<ChannelError> {

@@ -24,6 +24,7 @@ pub mod channel;
 mod device;
 mod memory;
 mod open;
+pub mod pool;
 
 use std::ffi::CStr;
 use std::os::fd::RawFd;
@@ -91,6 +92,29 @@ fn out_of_memory_status(mut e: Error, errno: i32) -> Error {
 pub struct NvgpuBackend {
     dev: Arc<Device>,
     info: DeviceInfo,
+    pool: Arc<pool::Pool>,
+}
+
+impl NvgpuBackend {
+    /// Channels of the device that exist (made at open or later, free or in use by queues).
+    pub fn channels_live(&self) -> u32 {
+        self.pool.live()
+    }
+    /// Free channels of `engine` in the device's pool.
+    pub fn channels_free(&self, engine: Engine) -> usize {
+        self.pool.free_count(engine)
+    }
+    /// Whether the device's compute contexts use CILP preemption (see [`pool`]).
+    pub fn uses_cilp(&self) -> bool {
+        self.pool.cilp
+    }
+}
+
+impl Drop for NvgpuBackend {
+    fn drop(&mut self) {
+        // The free channels hold the device; queues (and so channels in use) are gone by now.
+        self.pool.drain();
+    }
 }
 
 impl std::fmt::Debug for NvgpuBackend {
@@ -196,12 +220,24 @@ impl Backend for NvgpuBackend {
         Ok(g.fd())
     }
 
-    fn create_channel(&self, engine: Engine, entries: u32) -> Result<Box<dyn Channel>> {
-        Ok(Box::new(NvgpuChannel::create(
-            self.dev.clone(),
-            engine,
-            entries,
-        )?))
+    /// A channel from the device's pool (see [`pool`]); `entries` is checked as for a new channel,
+    /// and the channel's ring has [`pool::POOL_ENTRIES`] entries (or the driver's maximum).
+    fn create_channel(
+        &self,
+        engine: Engine,
+        entries: u32,
+        device_idle: bool,
+    ) -> Result<Box<dyn Channel>> {
+        let max = match self.dev.chars.max_gpfifo_entries {
+            0 => pool::POOL_ENTRIES,
+            m => m.min(pool::POOL_ENTRIES),
+        };
+        if entries < 2 || !entries.is_power_of_two() || entries > max {
+            return Err(Error::invalid(format!(
+                "create_channel: entries={entries} must be a power of two in [2, {max}]"
+            )));
+        }
+        self.pool.take(&self.dev, engine, device_idle)
     }
 
     fn fault_log(&self) -> Vec<KernelFaultRecord> {

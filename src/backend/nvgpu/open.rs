@@ -45,8 +45,33 @@ fn open_node(sys: &dyn Sys, path: &CStr) -> Result<RawFd> {
 
 impl NvgpuBackend {
     /// Opens the GPU through `sys` and brings up the address space, VA windows, TSG,
-    /// subcontext and doorbell (§4.1–§4.2). Fails with an error naming the call that failed.
+    /// subcontext, doorbell (§4.1–§4.2) and the channel pool (`TEGRAGPU_NVGPU_CHANNELS`, see
+    /// [`super::pool`]). Fails with an error naming the call that failed.
     pub fn open(sys: Arc<dyn Sys>) -> Result<NvgpuBackend> {
+        let (compute, copy) = super::pool::configured_counts()?;
+        Self::open_with_channels(sys, compute, copy)
+    }
+
+    /// [`open`](Self::open) with `compute` and `copy` channels made at open.
+    pub fn open_with_channels(sys: Arc<dyn Sys>, compute: u32, copy: u32) -> Result<NvgpuBackend> {
+        let allow_cilp = !std::env::var("TEGRAGPU_NVGPU_CILP").is_ok_and(|v| v == "0");
+        Self::open_configured(sys, compute, copy, allow_cilp)
+    }
+
+    /// [`open_with_channels`](Self::open_with_channels); `allow_cilp` false keeps the driver's
+    /// wait-for-idle compute preemption even where CILP is offered (as `TEGRAGPU_NVGPU_CILP=0`).
+    pub fn open_configured(
+        sys: Arc<dyn Sys>,
+        compute: u32,
+        copy: u32,
+        allow_cilp: bool,
+    ) -> Result<NvgpuBackend> {
+        if compute + copy > super::pool::TSG_MAX_CHANNELS {
+            return Err(Error::invalid(format!(
+                "open: {compute} compute + {copy} copy channels exceed the {} one TSG holds",
+                super::pool::TSG_MAX_CHANNELS
+            )));
+        }
         let emulated = sys.is_emulated();
         let mut d = Device::new(sys.clone());
         d.ctrl_fd = open_node(&*sys, CTRL_PATH)?;
@@ -286,7 +311,8 @@ impl NvgpuBackend {
             info.memory_bytes >> 20,
             info.driver_version
         );
-        Ok(NvgpuBackend { dev, info })
+        let pool = Arc::new(open_pool(&dev, &chars, compute, copy, allow_cilp)?);
+        Ok(NvgpuBackend { dev, info, pool })
     }
 
     /// The raw characteristics the driver reported.
@@ -317,4 +343,28 @@ impl NvgpuBackend {
     pub fn live_allocations(&self) -> usize {
         self.dev.buffers.lock().len()
     }
+}
+
+/// The device's channels (see [`super::pool`]): CILP where the driver offers it for compute
+/// (`compute_preemption_mode_flags`; `TEGRAGPU_NVGPU_CILP=0` turns it off: a driver that
+/// advertises CILP but refuses it at ALLOC_OBJ_CTX fails the open with that ioctl named), and
+/// the given number of compute and copy channels.
+fn open_pool(
+    dev: &Arc<Device>,
+    chars: &nvgpu_gpu_characteristics,
+    compute: u32,
+    copy: u32,
+    allow_cilp: bool,
+) -> Result<super::pool::Pool> {
+    use super::pool::Pool;
+    use crate::backend::Engine;
+    let offered = chars.compute_preemption_mode_flags & NVGPU_COMPUTE_PREEMPTION_MODE_CILP != 0;
+    let pool = Pool::new(offered && allow_cilp);
+    pool.fill(dev, Engine::Compute, compute)?;
+    pool.fill(dev, Engine::Copy, copy)?;
+    debug!(
+        "channel pool: {compute} compute, {copy} copy channels; compute preemption {}",
+        if pool.cilp { "CILP" } else { "wait-for-idle" }
+    );
+    Ok(pool)
 }

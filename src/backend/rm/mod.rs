@@ -270,7 +270,12 @@ impl Backend for RmBackend {
         ))
     }
 
-    fn create_channel(&self, engine: Engine, entries: u32) -> Result<Box<dyn Channel>> {
+    fn create_channel(
+        &self,
+        engine: Engine,
+        entries: u32,
+        _device_idle: bool,
+    ) -> Result<Box<dyn Channel>> {
         Ok(Box::new(RmChannel::create(
             &self.inner,
             engine,

@@ -295,7 +295,15 @@ impl Queue {
             QueueKind::Compute => Engine::Compute,
             QueueKind::Copy => Engine::Copy,
         };
-        let channel = dev.backend().create_channel(engine, depth)?;
+        // Whether any queue of the device still runs submitted work: a backend whose channel
+        // setup preempts the device's running work needs to know (nvgpu, see
+        // backend::nvgpu::pool).
+        let idle = dev
+            .live_queues()
+            .iter()
+            .all(|t| t.completed() >= t.submitted() || t.channel_error().is_some());
+        let channel = dev.backend().create_channel(engine, depth, idle)?;
+        let ring_start = channel.ring_start();
         let raw = channel.raw();
         let timeline = dev.create_signal(0)?;
         let timeline_va = timeline.gpu_va();
@@ -365,6 +373,9 @@ impl Queue {
                 },
             )?
         };
+        let mut ring = ring;
+        // A channel reused from a pool continues where its previous queue left the ring.
+        ring.reset(ring_start);
         dev.register_queue(&track);
         let mut q = Queue {
             dev: dev.clone(),
@@ -376,7 +387,7 @@ impl Queue {
             seg_start: 0,
             qmd,
             karg,
-            log: VecDeque::with_capacity(raw.entries as usize),
+            log: VecDeque::with_capacity((depth as usize).min(raw.entries as usize)),
             committed: (0, 0),
             last_was_launch: false,
             scratch: vec![0u8; crate::hw::cbank0::MAX_CBANK0_BYTES].into_boxed_slice(),
@@ -433,6 +444,8 @@ impl Queue {
     /// queue out, like the C API's shared handle).
     pub fn abandon_on_drop(&mut self) {
         self.drain_on_drop = false;
+        // Its work may still run: the channel is closed, never handed to another queue.
+        self.track.channel.discard();
     }
 
     /// Submit what was recorded (as [`Queue::submit`]), then wait until all of the queue's work
