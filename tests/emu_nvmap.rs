@@ -13,9 +13,10 @@
 //! a process opens on a board shares one machine. Expected values come from the driver source,
 //! never from the emulator.
 
-use std::ffi::CStr;
+use std::ffi::{c_void, CStr};
 use std::ptr::null_mut;
 use std::sync::{Mutex, MutexGuard, Once};
+use tegragpu::capi::*;
 use tegragpu::emu::EmuSys;
 use tegragpu::os::Sys;
 use tegragpu::sys::nvgpu::AbiPod;
@@ -407,4 +408,81 @@ fn ids_and_dmabuf_fds_as_the_driver_treats_them() {
     assert_eq!(both(one), Ok(0));
     assert_eq!(iovmm(&s, n).1, free0 - 8192, "one page: the carveout");
     s.close(n).unwrap();
+}
+
+// ------------------------------------------------------------------------------------------
+// The library
+// ------------------------------------------------------------------------------------------
+
+fn last_error() -> String {
+    // SAFETY: a NUL-terminated string valid until the next failing call on this thread.
+    unsafe { CStr::from_ptr(tg_last_error_message()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+unsafe fn buf_alloc(dev: *mut tg_device, size: u64) -> Result<*mut tg_buf, tg_status> {
+    let mut b = null_mut();
+    match tg_buf_alloc(dev, size, 0, &mut b) {
+        tg_status::TG_OK => Ok(b),
+        st => {
+            assert!(b.is_null(), "out left alone on failure");
+            Err(st)
+        }
+    }
+}
+
+unsafe fn cpu(b: *mut tg_buf) -> *mut u8 {
+    let mut p: *mut c_void = null_mut();
+    assert_eq!(tg_buf_cpu_ptr(b, &mut p), tg_status::TG_OK);
+    p.cast()
+}
+
+/// `tg_buf_alloc` beyond the emulated memory fails with TG_ERROR_OUT_OF_MEMORY at once, naming
+/// the call, the size and what is free, and loses nothing: earlier buffers keep their contents,
+/// no fd or mapping is left behind, and the memory is there for the next allocation.
+#[test]
+fn tg_buf_alloc_beyond_the_memory_is_out_of_memory_and_loses_nothing() {
+    let _g = setup();
+    let mut dev = null_mut();
+    // SAFETY: valid C string and out-pointer; the handles below are ours.
+    unsafe {
+        assert_eq!(
+            tg_device_open(c"emu".as_ptr(), &mut dev),
+            tg_status::TG_OK,
+            "{}",
+            last_error()
+        );
+        let a = buf_alloc(dev, 64 * MIB).unwrap();
+        let b = buf_alloc(dev, 64 * MIB).unwrap();
+        cpu(a).write_bytes(0xa5, (64 * MIB) as usize);
+        cpu(b).write_bytes(0x5b, 4096);
+        let fds = tegragpu::os::open_fd_count();
+        let maps = tegragpu::os::mapping_count();
+        // 128 MiB are left at most: 160 MiB do not fit.
+        let size = 160 * MIB;
+        assert_eq!(buf_alloc(dev, size), Err(tg_status::TG_ERROR_OUT_OF_MEMORY));
+        let m = last_error();
+        assert!(m.starts_with("tg_buf_alloc"), "{m}");
+        assert!(m.contains("NVMAP_IOC_ALLOC"), "{m}");
+        assert!(m.contains(&format!("size={size:#x}")), "{m}");
+        assert!(m.contains("free"), "{m}");
+        // Larger than the memory itself.
+        assert_eq!(
+            buf_alloc(dev, 2 * MEMORY),
+            Err(tg_status::TG_ERROR_OUT_OF_MEMORY)
+        );
+        assert!(last_error().contains("NVMAP_IOC_ALLOC"), "{}", last_error());
+        assert_eq!(tegragpu::os::open_fd_count(), fds, "fds");
+        assert_eq!(tegragpu::os::mapping_count(), maps, "mappings");
+        let pa = std::slice::from_raw_parts(cpu(a), (64 * MIB) as usize);
+        assert!(pa.iter().all(|&x| x == 0xa5), "a intact");
+        assert_eq!(*cpu(b), 0x5b, "b intact");
+        // Freeing b gives its memory back: 100 MiB fit now.
+        assert_eq!(tg_buf_free(b), tg_status::TG_OK);
+        let c = buf_alloc(dev, 100 * MIB).expect("memory given back by tg_buf_free");
+        assert_eq!(tg_buf_free(c), tg_status::TG_OK);
+        assert_eq!(tg_buf_free(a), tg_status::TG_OK);
+        assert_eq!(tg_device_close(dev), tg_status::TG_OK);
+    }
 }
