@@ -17,7 +17,7 @@ use std::ffi::{c_void, CStr};
 use std::ptr::null_mut;
 use std::sync::{Mutex, MutexGuard, Once};
 use tegragpu::capi::*;
-use tegragpu::emu::EmuSys;
+use tegragpu::emu::{EmuNvmap, EmuSys};
 use tegragpu::os::Sys;
 use tegragpu::sys::nvgpu::AbiPod;
 use tegragpu::sys::nvmap::*;
@@ -167,6 +167,42 @@ fn emulated_kernels_of_one_process_share_the_client() {
     assert_eq!(alloc(&a, na, id), Err(libc::EINVAL), "freed through b");
     b.close(nb).unwrap();
     a.close(na).unwrap();
+}
+
+/// A test's own machine ([`EmuNvmap::new`]): its kernels share its client and memory, not the
+/// process's.
+#[test]
+fn a_separate_machine_has_its_own_client_and_memory() {
+    let _g = setup();
+    let m = EmuNvmap::new(64 * MIB);
+    let (a, b) = (EmuSys::with_nvmap(m.clone()), EmuSys::with_nvmap(m.clone()));
+    let p = EmuSys::new();
+    let (na, nb, np) = (open_nvmap(&a), open_nvmap(&b), open_nvmap(&p));
+    assert_eq!(iovmm(&a, na), (64 * MIB, 64 * MIB));
+    assert_eq!(iovmm(&p, np).0, MEMORY, "the process's machine");
+    let id = buffer(&a, na, 16 * MIB);
+    assert_eq!(m.memory_free(), 48 * MIB);
+    assert_eq!(a.stats().iovmm_bytes, 16 * MIB);
+    assert!(
+        get_fd(&b, nb, id).is_ok_and(|fd| b.close(fd).is_ok()),
+        "same client"
+    );
+    assert_eq!(
+        get_fd(&p, np, id),
+        Err(libc::EBADF),
+        "another machine's client"
+    );
+    let big = create(&b, nb, 64 * MIB).unwrap();
+    assert_eq!(alloc(&b, nb, big), Err(libc::ENOMEM), "48 MiB free");
+    for (s, n) in [(&a, na), (&b, nb), (&p, np)] {
+        s.close(n).unwrap();
+    }
+    assert_eq!(
+        m.memory_free(),
+        64 * MIB,
+        "the last close gave everything back"
+    );
+    assert_eq!(a.stats().iovmm_bytes, 0);
 }
 
 /// The client is the group leader's: a forked child reaches its parent's client through the
