@@ -420,8 +420,10 @@ impl State {
                             done = true;
                             break;
                         }
-                        Err(libc::EEXIST) => return Err(libc::EEXIST),
-                        Err(_) => continue,
+                        // Short of host memory: as if the heap had none.
+                        Err(libc::ENOMEM) => continue,
+                        // EEXIST (a racing ALLOC), or the host's EMFILE with memfd backing.
+                        Err(e) => return Err(e),
                     }
                 }
                 if !done {
