@@ -1652,18 +1652,24 @@ fn nvmap_more_calls() {
         Err(libc::EFAULT),
         "VMA of another handle"
     );
-    // FROM_FD on another client gives the same ID; that client can then FREE it.
+    // FROM_FD gives a new ID, also through a second open (the process's one client: nvmap
+    // §5); FREE of that ID leaves the first.
     let n2 = r.s.open(NVMAP, libc::O_RDWR | libc::O_CLOEXEC).unwrap();
     let mut f = nvmap_create_handle::from_fd(fd);
     ioc(&r.s, n2, NVMAP_IOC_FROM_FD, &mut f).unwrap();
-    assert_eq!(f.handle, id);
+    assert_ne!(f.handle, id);
     let mut bad = nvmap_create_handle::from_fd(r.ctrl);
     assert_eq!(
         ioc(&r.s, n2, NVMAP_IOC_FROM_FD, &mut bad),
         Err(libc::EINVAL)
     );
     // SAFETY: FREE by value.
-    assert_eq!(unsafe { r.s.ioctl(n2, NVMAP_IOC_FREE, id as usize) }, Ok(0));
+    assert_eq!(
+        unsafe { r.s.ioctl(n2, NVMAP_IOC_FREE, f.handle as usize) },
+        Ok(0)
+    );
+    let still = r.get_fd(id).expect("the first ID is still valid");
+    r.close(still);
     // SAFETY: our mapping.
     unsafe { r.s.munmap(p, 8192).unwrap() };
 }

@@ -12,4 +12,4 @@ pub mod kernel;
 pub mod kernels;
 pub mod texture;
 
-pub use kernel::EmuSys;
+pub use kernel::{EmuNvmap, EmuSys};

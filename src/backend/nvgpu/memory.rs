@@ -130,10 +130,18 @@ impl Device {
             numa_nid: NVMAP_NUMA_NO_NODE,
         };
         let h = b.handle;
+        // nvmap takes the pages here, not at first touch: short of memory, this fails (the
+        // handle stays unallocated and is freed by the caller's cleanup).
         self.ioctl(self.nvmap_fd, NVMAP_IOC_ALLOC, &mut a, || {
             format!(
                 "NVMAP_IOC_ALLOC(handle={h:#x}, heap_mask={NVMAP_HEAP_IOVMM:#x}, flags={flags:#x}, align={PAGE_SIZE}, numa_nid=-1, size={size:#x})"
             )
+        })
+        .map_err(|mut e| {
+            if e.errno == Some(libc::ENOMEM) {
+                e.message.push_str(&self.iovmm_memory_note(size));
+            }
+            e
         })?;
         // GET_FD.
         let mut g = nvmap_create_handle::get_fd(h);
@@ -207,11 +215,43 @@ impl Device {
         Ok(())
     }
 
+    /// What the IOVMM heap has, for an ALLOC that failed with ENOMEM: `; the IOVMM heap has F of
+    /// T bytes free (NVMAP_IOC_QUERY_HEAP_PARAMS)`, saying so when `size` exceeds the total.
+    fn iovmm_memory_note(&self, size: u64) -> String {
+        let mut q = nvmap_query_heap_params {
+            heap_mask: NVMAP_HEAP_IOVMM,
+            ..Default::default()
+        };
+        match self.ioctl(self.nvmap_fd, NVMAP_IOC_QUERY_HEAP_PARAMS, &mut q, || {
+            "NVMAP_IOC_QUERY_HEAP_PARAMS(heap_mask=IOVMM)".to_string()
+        }) {
+            Ok(_) if q.total > 0 => {
+                let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+                format!(
+                    "; {size:#x} bytes ({:.1} MiB) requested, the IOVMM heap has {:#x} bytes ({:.1} MiB) free of {:#x} ({:.1} MiB){} (NVMAP_IOC_QUERY_HEAP_PARAMS)",
+                    mib(size),
+                    q.free,
+                    mib(q.free),
+                    q.total,
+                    mib(q.total),
+                    if size > q.total {
+                        ": more than the whole memory"
+                    } else {
+                        ""
+                    },
+                )
+            }
+            Ok(_) => "; free memory unknown (NVMAP_IOC_QUERY_HEAP_PARAMS reported none)".into(),
+            Err(e) => format!("; free memory unknown ({})", e.message),
+        }
+    }
+
     /// Tears a buffer down: munmap, UNMAP_BUFFER, close the dma-buf fd (if still open),
     /// NVMAP_IOC_FREE. Runs every step that applies even if one fails, and never retries one
     /// (a failed munmap leaves that CPU view mapped, which keeps only this dma-buf alive; a
-    /// failed UNMAP_BUFFER or FREE is undone by the kernel when the AS or nvmap fd closes);
-    /// returns the first error.
+    /// failed UNMAP_BUFFER is undone by the kernel when the AS fd closes, a failed FREE when the
+    /// process's last `/dev/nvmap` fd closes, nvmap clients being per process; the driver's FREE
+    /// of an ID always succeeds); returns the first error.
     pub fn release_buffer(&self, b: &mut NvBuf) -> Result<()> {
         let mut first: Option<Error> = None;
         let mut keep = |r: Result<()>| {

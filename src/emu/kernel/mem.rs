@@ -93,16 +93,89 @@ impl Drop for LiveToken {
     }
 }
 
-/// Physical memory of the machine, bytes (an upper bound for one allocation).
-pub(crate) fn phys_mem() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let (pages, ps) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    (pages.max(0) as u64).saturating_mul(ps.max(0) as u64)
+/// The emulated machine's memory (the kernel's `totalram`), from which nvmap's IOVMM heap takes
+/// pages at NVMAP_IOC_ALLOC. Bookkeeping only: the pages of a buffer are host memory that is
+/// committed when touched (or at ALLOC with `TEGRAGPU_EMU_COMMIT_PAGES`), so a multi-GiB
+/// allocation costs CI nothing, but the point where ALLOC fails with ENOMEM is the driver's.
+#[derive(Debug)]
+pub(crate) struct MemPool {
+    /// Bytes of memory (`totalram_pages() << PAGE_SHIFT`).
+    pub total: u64,
+    used: AtomicU64,
+}
+
+impl MemPool {
+    pub(crate) fn new(total: u64) -> Arc<MemPool> {
+        Arc::new(MemPool {
+            total,
+            used: AtomicU64::new(0),
+        })
+    }
+
+    /// Bytes not held by any allocation.
+    pub(crate) fn free(&self) -> u64 {
+        self.total.saturating_sub(self.used.load(Ordering::Relaxed))
+    }
+
+    /// Take `bytes` (page-aligned) for one allocation, charged to `kernel` as well; `None` when
+    /// fewer are free (the page allocator fails: `handle_page_alloc` returns ENOMEM).
+    pub(crate) fn take(self: &Arc<MemPool>, bytes: u64, kernel: &Arc<AtomicU64>) -> Option<Pages> {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |u| {
+                u.checked_add(bytes).filter(|&n| n <= self.total)
+            })
+            .ok()?;
+        kernel.fetch_add(bytes, Ordering::Relaxed);
+        Some(Pages {
+            pool: self.clone(),
+            kernel: kernel.clone(),
+            bytes,
+        })
+    }
+}
+
+/// Pages taken from a [`MemPool`]; given back on drop (when the buffer's memory is freed).
+#[derive(Debug)]
+pub(crate) struct Pages {
+    pool: Arc<MemPool>,
+    kernel: Arc<AtomicU64>,
+    bytes: u64,
+}
+
+impl Drop for Pages {
+    fn drop(&mut self) {
+        self.pool.used.fetch_sub(self.bytes, Ordering::AcqRel);
+        self.kernel.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
+/// Whether ALLOC commits host memory for the pages it takes (`TEGRAGPU_EMU_COMMIT_PAGES` set
+/// and not `0`), as the board does; off by default, so that buffers cost host memory only
+/// where they are touched.
+fn commit_pages() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        std::env::var_os("TEGRAGPU_EMU_COMMIT_PAGES").is_some_and(|v| !v.is_empty() && v != "0")
+    })
+}
+
+/// Commit (populate, writable) the pages of a fresh mapping: ENOMEM if the host cannot.
+fn populate(ptr: *mut u8, len: usize) -> Result<(), Errno> {
+    // SAFETY: [ptr, ptr+len) is a fresh read-write mapping we own.
+    let r = unsafe { libc::madvise(ptr.cast(), len, libc::MADV_POPULATE_WRITE) };
+    if r == 0 {
+        return Ok(());
+    }
+    if errno() != libc::EINVAL {
+        return Err(libc::ENOMEM);
+    }
+    // Kernels before 5.14 have no MADV_POPULATE_WRITE: touch every page.
+    let ps = super::page_size();
+    for off in (0..len).step_by(ps) {
+        // SAFETY: inside the mapping; a shared page of zeroes written with zero.
+        unsafe { std::ptr::write_volatile(ptr.add(off), 0) };
+    }
+    Ok(())
 }
 
 /// A shared mapping the emulated kernel owns (its "vmap" of a buffer); unmapped on drop.
@@ -189,6 +262,8 @@ pub(crate) struct Backing {
     pub heap: u32,
     /// `nvmap_alloc_handle.flags` as passed (cache mode in bits 1:0).
     pub flags: u32,
+    /// The machine memory the pages came from (IOVMM), given back when the buffer goes.
+    _pages: Option<Pages>,
     /// The kernel's mapping of the whole buffer.
     pub kmap: KMap,
     /// With `TEGRAGPU_EMU_MEMFD_BACKING` set: a memfd holding the pages, mapped for the
@@ -238,13 +313,17 @@ impl DmaBuf {
         }))
     }
 
-    /// Give the buffer memory (NVMAP_IOC_ALLOC). EEXIST if it already has some.
-    pub(crate) fn allocate(&self, heap: u32, flags: u32) -> Result<(), Errno> {
+    /// Give the buffer memory (NVMAP_IOC_ALLOC): `pages` are the machine memory it takes (none
+    /// for carveouts and emulator-internal buffers). EEXIST if it already has some; ENOMEM if
+    /// the host cannot map (or, with `TEGRAGPU_EMU_COMMIT_PAGES`, commit) the pages.
+    pub(crate) fn allocate(
+        &self,
+        heap: u32,
+        flags: u32,
+        pages: Option<Pages>,
+    ) -> Result<(), Errno> {
         if self.backing.get().is_some() {
             return Err(libc::EEXIST);
-        }
-        if self.size > phys_mem() {
-            return Err(libc::ENOMEM);
         }
         let len = usize::try_from(self.size).map_err(|_| libc::ENOMEM)?;
         let (kmap, memfd) = if memfd_backing() {
@@ -257,10 +336,14 @@ impl DmaBuf {
         } else {
             (KMap::anonymous(len).map_err(|_| libc::ENOMEM)?, None)
         };
+        if pages.is_some() && commit_pages() {
+            populate(kmap.ptr(), len)?;
+        }
         self.backing
             .set(Backing {
                 heap,
                 flags,
+                _pages: pages,
                 kmap,
                 memfd,
             })

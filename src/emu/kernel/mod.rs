@@ -21,6 +21,40 @@
 //! freeze"), this model **panics** with a message starting `emulated nvgpu kernel oops:`, so a
 //! test that drives the library into that state fails loudly.
 //!
+//! **nvmap** (`nvmap.rs`; rel-36 nvidia-oot 7096cb09a, `drivers/video/tegra/nvmap`),
+//! as the driver behaves around its ioctls:
+//!
+//! * Clients are per process, not per open: every open of `/dev/nvmap` by the process, through
+//!   any emulated kernel made with [`EmuSys::new`] (they share [`EmuNvmap::process`]), joins the
+//!   one client keyed by the pid; an ID is valid on all of them, FREE through any drops it, and
+//!   the client with its handle references goes at the last close. A forked child's own opens
+//!   make its own client; inherited fds still reach the parent's
+//!   (`nvmap_dev.c:__nvmap_create_client`, `nvmap_dev.c:nvmap_release`, `destroy_client`).
+//! * IDs come from one counter starting at `U32_MAX / 2`
+//!   (`nvmap_id_array.c:nvmap_id_array_id_alloc`).
+//!   FROM_FD returns a new ID on every call; each ID is one "dupe" of the client's one reference
+//!   to the handle and is freed once (`nvmap_ioctl.c:nvmap_ioctl_create`,
+//!   `nvmap_handle.c:nvmap_duplicate_handle`, `nvmap_alloc.c:nvmap_free_handle`).
+//! * IOVMM pages are taken at ALLOC from the emulated memory (`TEGRAGPU_EMU_MEMORY_BYTES`, read
+//!   when the process's first emulated kernel is made, default [`ORIN_MEMORY_BYTES`]; or a
+//!   test's own [`EmuNvmap::new`]): more than the whole memory → ENOMEM
+//!   (`nvmap_dev.c:is_nvmap_memory_available`), more than is free → ENOMEM at ALLOC, the handle
+//!   staying unallocated (`nvmap_alloc.c:handle_page_alloc`); the pages come back with the
+//!   buffer's last reference, and QUERY_HEAP_PARAMS(IOVMM) reports total and free
+//!   (`nvmap_ioctl.c:nvmap_ioctl_query_heap_params`). The accounting is bookkeeping: host memory
+//!   is committed where a buffer is touched, or at ALLOC with `TEGRAGPU_EMU_COMMIT_PAGES=1`.
+//!   (On a board, a request between free and total memory first makes the kernel reclaim and
+//!   possibly OOM-kill; the emulator fails it at once.)
+//! * Also: a faulting copy-out of CREATE, GET_FD or FROM_FD leaves no handle, ID or fd
+//!   (`nvmap_ioctl_create`, `nvmap_install_fd`); GET_FD of an nvmap dma-buf fd instead of an ID
+//!   is EINVAL (`nvmap_dmabuf.c:nvmap_dmabuf_duplicate_gen_fd`); FREE of a dma-buf fd closes it
+//!   (`nvmap_ioctl.c:nvmap_ioctl_free`); IOVMM | carveout masks follow the heap policy (one page:
+//!   carveouts first; larger: IOVMM first; `nvmap_alloc.c:heap_policy_small/large`).
+//!
+//! Not modelled for nvmap: a dma-buf fd made by one emulated kernel is unknown to another
+//! (on a board any nvgpu fd of the process accepts it); what a forked child does through
+//! inherited fds changes its copy of the emulated kernel, never the parent's.
+//!
 //! Not modelled (ENOSYS): kernel-mode GPFIFO submission (SETUP_BIND without USERMODE_SUPPORT),
 //! VPR channels, TSG sharing, event fds, ZCULL info, clocks, REGISTER_BUFFER, engine info,
 //! L2 evict-last; `open` of any other node returns ENOENT.
@@ -35,6 +69,7 @@ mod sys;
 mod vm;
 
 pub use fixture::ga10b_characteristics;
+pub use nvmap::{EmuNvmap, ORIN_MEMORY_BYTES};
 
 use self::mem::{close_fd, copy_from_user, copy_to_user, fd_is_open, memfd, DmaBuf, KMap};
 use self::vm::Vm;
@@ -46,7 +81,7 @@ use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::CStr;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 /// Number of hardware channels (chids) of the emulated GPU (token 511 first, as on the board).
@@ -71,7 +106,8 @@ const ZCULL_CTX_SIZE: u32 = 164_352;
 #[derive(Clone)]
 enum Obj {
     Ctrl(u64),
-    Nvmap(u64),
+    /// An open of `/dev/nvmap`: the pid keying its (per-process) client.
+    Nvmap(i32),
     DmaBuf(Arc<DmaBuf>),
     As(Arc<Vm>),
     Tsg(u64),
@@ -105,7 +141,8 @@ pub struct EmuStats {
     pub fds: usize,
     /// ctrl files alive (open fd or mapped doorbell).
     pub ctrls: usize,
-    /// nvmap clients.
+    /// Opens of `/dev/nvmap` through this kernel still open (each refers to its process's one
+    /// nvmap client).
     pub clients: usize,
     /// TSGs alive.
     pub tsgs: usize,
@@ -115,12 +152,14 @@ pub struct EmuStats {
     pub user_mappings: usize,
     /// Free chids.
     pub free_chids: usize,
-    /// nvmap handle references held by clients (one per handle ID per client).
+    /// nvmap handle IDs made through this kernel (CREATE, FROM_FD) that a client still holds.
     pub handles: usize,
     /// dma-buf objects alive (nvmap buffers and the syncpoint aperture), whoever holds them.
     pub dmabufs: usize,
     /// Address spaces (VMs) alive, whoever holds them.
     pub vms: usize,
+    /// Bytes of emulated memory held by IOVMM buffers allocated through this kernel.
+    pub iovmm_bytes: u64,
 }
 
 pub(crate) struct State {
@@ -128,13 +167,17 @@ pub(crate) struct State {
     chars: nvgpu_gpu_characteristics,
     fds: HashMap<RawFd, Obj>,
     ctrls: HashMap<u64, CtrlFile>,
-    clients: HashMap<u64, nvmap::Client>,
+    /// The machine's nvmap device (clients, handle IDs, memory), shared with the process's
+    /// other emulated kernels.
+    nvmap: Arc<EmuNvmap>,
+    /// This kernel's id (tags the handle IDs made through it, for [`EmuStats::handles`]).
+    kid: u64,
+    /// Bytes of IOVMM memory held by buffers allocated through this kernel.
+    iovmm_bytes: Arc<AtomicU64>,
     tsgs: HashMap<u64, fifo::Tsg>,
     channels: HashMap<u32, fifo::Channel>,
     /// Free chids; the head (next to hand out) is the last element.
     free_chids: Vec<u32>,
-    /// Next nvmap handle ID (global, like nvmap's counter).
-    next_handle: u32,
     /// The syncpoint shim aperture (64 MiB), alive while some VM maps it.
     aperture: Weak<DmaBuf>,
     syncpoints: BTreeSet<u32>,
@@ -189,7 +232,9 @@ fn kernel_oops(what: String) -> ! {
 }
 
 impl EmuSys {
-    /// A fresh emulated Orin with the seed board's characteristics.
+    /// A fresh emulated Orin with the seed board's characteristics, on the process's nvmap
+    /// device ([`EmuNvmap::process`]: one nvmap client and one memory for every emulated kernel
+    /// of the process, as for every device a process opens on a board).
     pub fn new() -> Arc<EmuSys> {
         Self::with_characteristics(ga10b_characteristics())
     }
@@ -197,18 +242,29 @@ impl EmuSys {
     /// A fresh emulated Orin reporting `chars` from GET_CHARACTERISTICS (test fixture override;
     /// the checks use `available_big_page_sizes`, `flags` and `max_veid_count_per_tsg` from it).
     pub fn with_characteristics(chars: nvgpu_gpu_characteristics) -> Arc<EmuSys> {
+        Self::build(chars, EmuNvmap::process().clone())
+    }
+
+    /// A fresh emulated Orin on the nvmap device `nvmap` (a test's own machine, e.g.
+    /// [`EmuNvmap::new`] with a memory size, shared by the kernels given the same one).
+    pub fn with_nvmap(nvmap: Arc<EmuNvmap>) -> Arc<EmuSys> {
+        Self::build(ga10b_characteristics(), nvmap)
+    }
+
+    fn build(chars: nvgpu_gpu_characteristics, nvmap: Arc<EmuNvmap>) -> Arc<EmuSys> {
         let gpu = Gpu::new();
         let state = State {
             gpu: gpu.clone(),
             chars,
             fds: HashMap::new(),
             ctrls: HashMap::new(),
-            clients: HashMap::new(),
+            nvmap,
+            kid: mem::next_id(),
+            iovmm_bytes: Arc::new(AtomicU64::new(0)),
             tsgs: HashMap::new(),
             channels: HashMap::new(),
             // chid 0 pushed first … 511 last = head: a fresh system hands out 511 first.
             free_chids: (0..NUM_CHANNELS).collect(),
-            next_handle: 0x8000_0000,
             aperture: Weak::new(),
             syncpoints: BTreeSet::new(),
             uvmas: BTreeMap::new(),
@@ -222,6 +278,11 @@ impl EmuSys {
         })
     }
 
+    /// The nvmap device this kernel uses.
+    pub fn nvmap(&self) -> Arc<EmuNvmap> {
+        self.state.lock().nvmap.clone()
+    }
+
     /// The GPU model behind this kernel.
     pub fn gpu(&self) -> &Arc<Gpu> {
         &self.gpu
@@ -233,14 +294,19 @@ impl EmuSys {
         EmuStats {
             fds: st.fds.len(),
             ctrls: st.ctrls.len(),
-            clients: st.clients.len(),
+            clients: st
+                .fds
+                .values()
+                .filter(|o| matches!(o, Obj::Nvmap(_)))
+                .count(),
             tsgs: st.tsgs.len(),
             channels: st.channels.len(),
             user_mappings: st.uvmas.len(),
             free_chids: st.free_chids.len(),
-            handles: st.clients.values().map(|c| c.handle_count()).sum(),
+            handles: st.nvmap.handles_of(st.kid),
             dmabufs: st.live_dmabufs.load(Ordering::Relaxed),
             vms: st.live_vms.load(Ordering::Relaxed),
+            iovmm_bytes: st.iovmm_bytes.load(Ordering::Relaxed),
         }
     }
 
@@ -296,6 +362,9 @@ impl Drop for EmuSys {
             if !matches!(obj, Obj::DmaBuf(_)) {
                 close_fd(fd);
             }
+            if let Obj::Nvmap(pid) = obj {
+                st.nvmap.release(*pid);
+            }
         }
         st.fds.clear();
     }
@@ -331,7 +400,8 @@ impl State {
             return Ok(a);
         }
         let a = self.new_dmabuf(0, NUM_SYNCPOINTS as u64 * SYNCPOINT_STRIDE)?;
-        a.allocate(crate::sys::nvmap::NVMAP_HEAP_IOVMM, 0)?;
+        // Not nvmap memory: it takes none of the machine's.
+        a.allocate(crate::sys::nvmap::NVMAP_HEAP_IOVMM, 0, None)?;
         self.aperture = Arc::downgrade(&a);
         Ok(a)
     }
@@ -423,9 +493,7 @@ impl State {
                     }
                 }
             }
-            Obj::Nvmap(id) => {
-                self.clients.remove(&id);
-            }
+            Obj::Nvmap(pid) => self.nvmap.release(pid),
             Obj::DmaBuf(_) | Obj::As(_) => {}
             Obj::Tsg(id) => {
                 if let Some(t) = self.tsgs.get_mut(&id) {

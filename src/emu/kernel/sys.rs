@@ -1,7 +1,7 @@
 //! [`Sys`] for [`EmuSys`]: the system calls the library makes, served by the emulated kernel.
 
 use super::mem::{close_fd, fd_is_open, KMap};
-use super::{mem, nvmap, page_size, CtrlFile, EmuSys, Obj, UVma, UVmaKind};
+use super::{mem, page_size, CtrlFile, EmuSys, Obj, UVma, UVmaKind};
 use crate::emu::hwif::HostPtr;
 use crate::os::{Errno, KernelFaultRecord, Sys};
 use crate::sys::nvgpu::*;
@@ -25,10 +25,16 @@ impl Sys for EmuSys {
                 fd
             }
             b"/dev/nvmap" => {
-                let id = mem::next_id();
-                let fd = st.new_fd(c"nvmap", 0, Obj::Nvmap(id))?;
-                st.clients.insert(id, nvmap::Client::default());
-                fd
+                // driver: nvmap_dev.c:nvmap_open → __nvmap_create_client: the process's one
+                // client, joined by every open.
+                let pid = st.nvmap.open();
+                match st.new_fd(c"nvmap", 0, Obj::Nvmap(pid)) {
+                    Ok(fd) => fd,
+                    Err(e) => {
+                        st.nvmap.release(pid);
+                        return Err(e);
+                    }
+                }
             }
             // Opening the AS node asks for big pages, which ga10b does not have.
             b"/dev/nvgpu/igpu0/as" | b"/dev/nvhost-as-gpu" => return Err(libc::EINVAL),
