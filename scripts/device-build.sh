@@ -41,6 +41,10 @@ meson compile -C build-device >/dev/null
 mkdir -p "$out/c"
 find build-device/c-examples -maxdepth 1 -type f -executable -exec cp {} "$out/c/" \;
 strip "$out"/c/* 2>/dev/null || true
+# The examples built with -fsanitize=address need this compiler's ASan runtime there.
+for lib in $(ldd "$out"/c/*_asan 2>/dev/null | awk '/libasan/ {print $3}' | sort -u); do
+  cp -L "$lib" "$out/lib/"
+done
 # pytest for the device machine (it has numpy but may lack pytest; no network there).
 mkdir -p "$out/whl"
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \

@@ -34,7 +34,8 @@ step() { # name, timeout, command...
     step "rust:$t" 300 "$D/tests/$t" --test-threads=1 --nocapture
   done
   if [ -d "$D/c" ]; then
-    for ex in device_info vector_add saxpy matmul memcpy_bandwidth launch_latency bench api_misuse texture; do
+    for ex in device_info vector_add saxpy matmul memcpy_bandwidth launch_latency bench api_misuse texture \
+      library_copies api_misuse_asan vector_add_asan library_copies_asan; do
       [ -x "$D/c/$ex" ] && step "c:$ex" 120 "$D/c/$ex" rm
     done
   fi

@@ -34,7 +34,7 @@ tg_log "1/3 Rust: cargo test --release --no-fail-fast"
 cargo test --release --no-fail-fast 2>&1 | tee "$LOGS/cargo.log"
 [ "${PIPESTATUS[0]}" = 0 ] || failed_stages+=(cargo)
 
-tg_log "2/3 C: meson (examples, api_misuse, api_misuse_asan) on ${TEGRAGPU_MESON_DEVICE:-emu}"
+tg_log "2/3 C: meson (examples, api_misuse; api_misuse, vector_add and library_copies under ASan) on ${TEGRAGPU_MESON_DEVICE:-emu}"
 asan=enabled
 [ "${TEGRAGPU_ASAN:-1}" = 0 ] && asan=disabled
 {

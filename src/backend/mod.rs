@@ -53,7 +53,9 @@ pub struct DeviceInfo {
     pub shared_window: u64,
     /// Base of the shader local-memory window (reserved in the GPU VA space).
     pub local_window: u64,
-    /// CPU pointers of buffers equal their GPU addresses (true where the driver allows it).
+    /// CPU pointers of buffers equal their GPU addresses (nvgpu: where the driver allows it,
+    /// probed at open; RM: when the process mapped nothing in the free part of the GPU VA window
+    /// at open, see `backend::rm::va`). Never required: the API keeps the two apart.
     pub unified_addresses: bool,
 }
 

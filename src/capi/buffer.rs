@@ -89,7 +89,9 @@ pub unsafe extern "C" fn tg_buf_free(buf: *mut tg_buf) -> tg_status {
 /// The CPU address of the buffer's first byte. Valid until `tg_buf_free()`; the size is
 /// `tg_buf_size()`. On Orin the memory is shared with the CPU. On desktop GPUs video memory is
 /// mapped for the CPU (through BAR1) on the first call: CPU writes are fast, CPU reads are slow
-/// (use `TG_BUF_CPU_CACHED` for buffers the CPU reads back).
+/// (use `TG_BUF_CPU_CACHED` for buffers the CPU reads back). It often equals
+/// `tg_buf_gpu_address()`, but not always (e.g. under AddressSanitizer): give kernels the GPU
+/// address.
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`; `TG_ERROR_OS` or
 /// `TG_ERROR_OUT_OF_MEMORY` when the CPU mapping cannot be made (BAR1 space exhausted).

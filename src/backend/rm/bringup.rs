@@ -448,6 +448,25 @@ pub(super) fn bring_up(
         ids
     };
 
+    // Buffers whose GPU address the process already maps (AddressSanitizer's shadow, another
+    // allocator's reservation, a second copy of this library) are CPU-mapped elsewhere.
+    let unified = match super::va::probe_window() {
+        Some(c) if c.is_empty() => true,
+        Some(c) => {
+            crate::log::info!(
+                "GPU VA window [{:#x}, {:#x}): the process already maps {}; buffers given GPU addresses there are CPU-mapped elsewhere (tg_buf_cpu_ptr differs from tg_buf_gpu_address)",
+                super::va::LOW_VA_BASE,
+                super::va::LOW_VA_END,
+                super::va::describe_ranges(&c)
+            );
+            false
+        }
+        None => {
+            debug!("/proc/self/maps unreadable: the GPU VA window was not checked");
+            true
+        }
+    };
+
     let info = DeviceInfo {
         name,
         backend: BackendKind::Rm,
@@ -468,7 +487,7 @@ pub(super) fn bring_up(
         driver_version: version.text.clone(),
         shared_window: SHARED_WINDOW,
         local_window: LOCAL_WINDOW,
-        unified_addresses: true,
+        unified_addresses: unified,
     };
     let details = RmDetails {
         version,

@@ -1,6 +1,7 @@
 //! Memory: video memory (BAR1 CPU mapping, made on first CPU access by default), host memory
-//! pinned through an OS descriptor, and the small system-memory notifiers; each at one VA on
-//! the CPU and the GPU (UVM external ranges). Every [`MemRecord`] step is undone by
+//! pinned through an OS descriptor, and the small system-memory notifiers. Buffers get a GPU
+//! address from the window of [`va`] (UVM external ranges) and a CPU mapping at the same address
+//! where the process has room, elsewhere otherwise. Every [`MemRecord`] step is undone by
 //! [`Inner::free_record`].
 
 use super::rmapi::{open_node, uvm_ioctl};
@@ -48,14 +49,14 @@ pub(super) fn eager_cpu_map() -> bool {
     std::env::var_os("TEGRAGPU_RM_EAGER_CPU_MAP").is_some_and(|v| v != "0")
 }
 
-/// `size` bytes (aligned to `align`) of the shared CPU/GPU VA window.
+/// `size` bytes (aligned to `align`) of the GPU VA window.
 fn window_alloc(size: u64, align: u64) -> Result<u64> {
     let mut w = va::low_va().lock();
     w.alloc(size, align).ok_or_else(|| {
         Error::new(
             Status::OutOfMemory,
             format!(
-                "no {size:#x}-byte range left in the CPU/GPU VA window [{:#x}, {:#x}) ({} MiB free, fragmented or in use)",
+                "no {size:#x}-byte range left in the GPU VA window [{:#x}, {:#x}) ({} MiB free, fragmented or in use)",
                 va::LOW_VA_BASE,
                 va::LOW_VA_END,
                 w.free_bytes() >> 20
@@ -206,8 +207,9 @@ impl Inner {
         }
     }
 
-    /// Video memory and its UVM GPU mapping at one VA; with `cpu_map`, also the BAR1 CPU
-    /// mapping at the same VA (otherwise [`Inner::map_cpu`] makes it on first CPU access).
+    /// Video memory and its UVM GPU mapping; with `cpu_map`, also the BAR1 CPU mapping (at the
+    /// GPU address where the process has room; otherwise [`Inner::map_cpu`] makes it on first
+    /// CPU access).
     pub(super) fn alloc_vidmem(
         &self,
         size: u64,
@@ -249,8 +251,8 @@ impl Inner {
         }
     }
 
-    /// The BAR1 CPU mapping of a video-memory record at its VA (a fresh `/dev/nvidiaN` fd,
-    /// `NV_ESC_RM_MAP_MEMORY`, `mmap(MAP_FIXED_NOREPLACE)`).
+    /// The BAR1 CPU mapping of a video-memory record (a fresh `/dev/nvidiaN` fd,
+    /// `NV_ESC_RM_MAP_MEMORY`, `mmap`: at its GPU address where the process has room).
     pub(super) fn map_bar1(&self, rec: &mut MemRecord, bar1_kib: u32) -> Result<()> {
         let size = rec.size;
         let t = timing_start();
@@ -269,7 +271,7 @@ impl Inner {
         rec.rm_mapped = true;
         timing_step(t, "RM_MAP_MEMORY (BAR1)", size);
         let t = timing_start();
-        rec.cpu = self.mmap_fixed(rec.va, size, rec.map_fd, libc::MAP_SHARED)?;
+        rec.cpu = self.mmap_cpu(rec.va, size, rec.map_fd, libc::MAP_SHARED)?;
         timing_step(t, "mmap", size);
         Ok(())
     }
@@ -313,7 +315,8 @@ impl Inner {
         Ok(rec.cpu as *mut u8)
     }
 
-    /// Host pages at one VA, pinned through an OS descriptor and UVM-mapped.
+    /// Host pages, pinned through an OS descriptor and UVM-mapped at their GPU address (the CPU
+    /// mapping at the same address where the process has room).
     pub(super) fn alloc_host(&self, size: u64) -> Result<MemRecord> {
         let size = round_up(size, PAGE_4K)
             .ok_or_else(|| Error::invalid(format!("allocation size {size:#x} overflows")))?;
@@ -327,10 +330,11 @@ impl Inner {
             rec.va = window_alloc(size, align)?;
             rec.va_owned = true;
             rec.size = size;
-            rec.cpu = self.mmap_fixed(rec.va, size, -1, libc::MAP_SHARED | libc::MAP_ANONYMOUS)?;
+            rec.cpu = self.mmap_cpu(rec.va, size, -1, libc::MAP_SHARED | libc::MAP_ANONYMOUS)?;
             let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
+            // RM pins the pages at their CPU address; UVM maps them at the GPU address.
             self.api
-                .alloc_os_descriptor(self.dev_fd, self.device, handle, rec.va, size)?;
+                .alloc_os_descriptor(self.dev_fd, self.device, handle, rec.cpu as u64, size)?;
             rec.handle = handle;
             self.uvm_map(rec.va, size, rec.handle)?;
             rec.uvm_mapped = true;
@@ -389,40 +393,12 @@ impl Inner {
         }
     }
 
-    /// mmap at exactly `va` (MAP_FIXED_NOREPLACE; fails rather than replacing a mapping).
-    pub(super) fn mmap_fixed(&self, va: u64, size: u64, fd: RawFd, flags: i32) -> Result<usize> {
+    /// The CPU mapping of a buffer whose GPU address is `va`: at `va` when the process has
+    /// nothing there, else elsewhere ([`va::map_cpu`]).
+    pub(super) fn mmap_cpu(&self, va: u64, size: u64, fd: RawFd, flags: i32) -> Result<usize> {
         let len = usize::try_from(size)
             .map_err(|_| Error::invalid(format!("size {size:#x} too large")))?;
-        // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
-        let p = unsafe {
-            self.sys().mmap(
-                va as *mut u8,
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                flags | libc::MAP_FIXED_NOREPLACE,
-                fd,
-                0,
-            )
-        }
-        .map_err(|e| {
-            Error::os(
-                format!("mmap(addr={va:#x}, len={size:#x}, fd={fd}, MAP_FIXED_NOREPLACE)"),
-                e,
-            )
-        })?;
-        if p as u64 != va {
-            // A kernel without MAP_FIXED_NOREPLACE treats the address as a hint.
-            // SAFETY: p is the mapping just created.
-            let _ = unsafe { self.sys().munmap(p, len) };
-            return Err(Error::new(
-                Status::OutOfMemory,
-                format!(
-                    "mmap at {va:#x} returned {:#x}: the address range is taken",
-                    p as u64
-                ),
-            ));
-        }
-        Ok(p as usize)
+        Ok(va::map_cpu(self.sys(), va, len, fd, flags)?.addr)
     }
 
     pub(super) fn bar1_avail_kib(&self) -> u32 {

@@ -24,13 +24,15 @@
 //! [`crate::sys::rm::SUPPORTED_RM_BRANCHES`] are refused with `Status::UnsupportedDriver`,
 //! because RM_ALLOC class parameters and UVM structs are not size-checked by the kernel (§6).
 //!
-//! **Memory.** Every allocation is mapped at the same address on the CPU and the GPU, chosen
-//! from the process-wide window [`va::LOW_VA_BASE`, `va::LOW_VA_END`):
+//! **Memory.** Every allocation gets a GPU address from the process-wide window
+//! [`va::LOW_VA_BASE`, `va::LOW_VA_END`) (below 2^40) and a CPU mapping at the same address
+//! where the process has room there, elsewhere otherwise (AddressSanitizer's shadow, a second
+//! copy of the library: see [`va`]):
 //! * sizes round up to 4 KiB, or to 2 MiB from 8 MiB up (2 MiB pages);
 //! * default and `write_combined` → video memory (`NV01_MEMORY_LOCAL_USER`, 2 MiB pages from
 //!   8 MiB up, else 4 KiB), CPU-mapped through BAR1 (a fresh `/dev/nvidiaN` fd per buffer,
-//!   `NV_ESC_RM_MAP_MEMORY`, `mmap(MAP_FIXED_NOREPLACE)`). With default flags (neither
-//!   `write_combined` nor `zeroed`) the BAR1 mapping is made on first CPU access
+//!   `NV_ESC_RM_MAP_MEMORY`, `mmap`). With default flags (neither `write_combined` nor
+//!   `zeroed`) the BAR1 mapping is made on first CPU access
 //!   ([`Backend::map_cpu`]; `Allocation::cpu` is null until then), because the mmap of a
 //!   256 MiB BAR1 window alone costs ~250 µs on H200; `TEGRAGPU_RM_EAGER_CPU_MAP=1` restores
 //!   eager mapping. `TEGRAGPU_RM_TIMING=1` logs each allocation step's time (info level). CPU writes are fast (write-combined);
@@ -38,10 +40,11 @@
 //!   ~8 GB/s): read results back through host memory or a copy. BAR1 size bounds how much
 //!   vidmem can be CPU-visible at once; a failing BAR1 map is reported with the BAR1 size.
 //!   `zeroed` video memory is cleared by CPU writes through BAR1.
-//! * `cpu_cached` (without `write_combined`) → host memory: anonymous pages at the chosen VA,
-//!   pinned and GPU-mapped through an OS descriptor (`NV01_MEMORY_SYSTEM_OS_DESCRIPTOR`).
+//! * `cpu_cached` (without `write_combined`) → host memory: anonymous shared pages, pinned
+//!   and GPU-mapped through an OS descriptor (`NV01_MEMORY_SYSTEM_OS_DESCRIPTOR`).
 //!   CPU access is cached and coherent; GPU access crosses PCIe. Use it for signals/readback.
-//! * GPU mapping for both: UVM `CREATE_EXTERNAL_RANGE` + `MAP_EXTERNAL_ALLOCATION` at the VA.
+//! * GPU mapping for both: UVM `CREATE_EXTERNAL_RANGE` + `MAP_EXTERNAL_ALLOCATION` at the GPU
+//!   address.
 //!
 //! GPFIFO rings and USERD live in one video-memory allocation per channel (as tinygrad does).
 //! `export_dmabuf` is not implemented for RM yet (`Status::NotSupported`).
@@ -72,8 +75,8 @@
 //! **Files**, one per object: `bringup.rs` (device bring-up, [`RmDetails`]), `state.rs` (the
 //! device state shared with channels and its teardown), `memory.rs`, `usermode.rs` (doorbell),
 //! `tsg.rs`, `channel.rs` (channels and their errors), `engines.rs` (class and copy-engine
-//! choice), `rmapi.rs` (typed escapes and UVM ioctls), `va.rs` (the CPU/GPU VA window). No file
-//! imports this one; everything public is re-exported here.
+//! choice), `rmapi.rs` (typed escapes and UVM ioctls), `va.rs` (the GPU VA window and CPU
+//! placement). No file imports this one; everything public is re-exported here.
 
 mod bringup;
 mod channel;
@@ -198,7 +201,7 @@ impl Backend for RmBackend {
             return Err(Error::new(
                 Status::OutOfMemory,
                 format!(
-                    "alloc: {size:#x} bytes exceeds the {} GiB CPU/GPU VA window",
+                    "alloc: {size:#x} bytes exceeds the {} GiB GPU VA window",
                     (va::LOW_VA_END - va::LOW_VA_BASE) >> 30
                 ),
             ));
@@ -253,8 +256,8 @@ impl Backend for RmBackend {
         self.inner.free_record(rec)
     }
 
-    /// The CPU pointer (equal to the GPU VA); video memory allocated with default flags gets
-    /// its BAR1 mapping here on first use.
+    /// The CPU pointer (equal to the GPU VA where the process had room there); video memory
+    /// allocated with default flags gets its BAR1 mapping here on first use.
     fn map_cpu(&self, alloc: &Allocation) -> Result<*mut u8> {
         if !alloc.cpu.is_null() {
             return Ok(alloc.cpu);

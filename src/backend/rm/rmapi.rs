@@ -387,13 +387,14 @@ impl RmApi {
         Ok(())
     }
 
-    /// NV_ESC_RM_ALLOC_MEMORY on a device fd (OS descriptors: pins user memory at `va`).
+    /// NV_ESC_RM_ALLOC_MEMORY on a device fd (OS descriptors: pins the user memory at CPU address
+    /// `cpu`).
     pub fn alloc_os_descriptor(
         &self,
         dev_fd: RawFd,
         device: u32,
         handle: u32,
-        va: u64,
+        cpu: u64,
         size: u64,
     ) -> Result<()> {
         let mut a = nv_ioctl_nvos02_parameters_with_fd {
@@ -406,7 +407,7 @@ impl RmApi {
                     | NVOS02_FLAGS_LOCATION_PCI
                     | NVOS02_FLAGS_COHERENCY_CACHED
                     | NVOS02_FLAGS_MAPPING_NO_MAP,
-                pMemory: va,
+                pMemory: cpu,
                 limit: size - 1,
                 ..Default::default()
             },
@@ -414,7 +415,7 @@ impl RmApi {
             _pad: 0,
         };
         let what = || {
-            format!("NV_ESC_RM_ALLOC_MEMORY(hClass=NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, pMemory={va:#x}, size={size:#x})")
+            format!("NV_ESC_RM_ALLOC_MEMORY(hClass=NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, pMemory={cpu:#x}, size={size:#x})")
         };
         // SAFETY: a is the 56-byte NVOS02-with-fd argument; pMemory is a live mapping.
         unsafe {
