@@ -168,6 +168,11 @@ pub trait Backend: Send + Sync {
     fn fault_log(&self) -> Vec<KernelFaultRecord> {
         Vec::new()
     }
+    /// Whether setting up a channel may preempt the device's running work (nvgpu: the whole
+    /// TSG); then queue creation first lets short running work finish (see `create_channel`).
+    fn channel_setup_preempts(&self) -> bool {
+        false
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

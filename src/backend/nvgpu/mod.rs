@@ -243,6 +243,10 @@ impl Backend for NvgpuBackend {
     fn fault_log(&self) -> Vec<KernelFaultRecord> {
         self.dev.sys.fault_log()
     }
+
+    fn channel_setup_preempts(&self) -> bool {
+        true
+    }
 }
 
 #[allow(dead_code)]

@@ -15,9 +15,16 @@
 //! `TEGRAGPU_NVGPU_CHANNELS=compute,copy` to change it), and queues take them from this pool and
 //! give them back when they are destroyed: no ioctl, no preempt. A queue that is aborted, or
 //! whose channel reported an error, closes its channel instead. When the pool of a kind is
-//! empty a new channel is made, which is safe when nothing runs on the device or the contexts
-//! use CILP; otherwise creation is refused with a message that says so (see
-//! [`Pool::take`]). At most [`TSG_MAX_CHANNELS`] channels exist per device.
+//! empty a new channel is made only while nothing runs on the device; otherwise creation is
+//! refused with a message that says so (see [`Pool::take`]). At most [`TSG_MAX_CHANNELS`]
+//! channels exist per device.
+//!
+//! Compute channels ask for CILP where the driver offers it (`NVGPU_ALLOC_OBJ_FLAGS_CILP`), as
+//! CUDA does, so that the GPU can switch a long kernel out for another context instead of
+//! running into the context-switch timeout. Nothing here relies on it: instruction-level
+//! preemption saves a running warp through the SM's trap handler, which this library does not
+//! install, and on the desktop driver a CILP request did not get a spinning kernel switched out
+//! (docs/api.md, "A kernel that does not end") [inferred for the Orin: not measured on a board].
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
@@ -63,8 +70,7 @@ pub fn configured_counts() -> Result<(u32, u32)> {
 pub(crate) struct Pool {
     free: Mutex<[Vec<NvgpuChannel>; 2]>,
     live: AtomicU32,
-    /// The device's compute contexts use CILP: a preempt saves a running grid instead of waiting
-    /// for it, so making and closing channels is safe at any time.
+    /// The device's compute channels were set up asking for CILP (module documentation).
     pub cilp: bool,
 }
 
@@ -136,7 +142,7 @@ impl Pool {
 
     /// A channel of `engine` for a new queue: a free one, else a new one. `device_idle` says
     /// whether every queue of the device has completed its submitted work; a new channel made
-    /// while work runs would preempt it (module documentation), so without CILP that is refused.
+    /// while work runs would preempt it (module documentation), so that is refused.
     pub(crate) fn take(
         self: &Arc<Self>,
         dev: &Arc<Device>,
@@ -148,12 +154,12 @@ impl Pool {
         let free = self.free.lock()[slot(engine)].pop();
         let ch = match free {
             Some(ch) => ch,
-            None if device_idle || self.cilp => self.make(dev, engine)?,
+            None if device_idle => self.make(dev, engine)?,
             None => {
                 return Err(Error::new(
                     Status::NotSupported,
                     format!(
-                        "tg_queue_create: every {} channel made at device open is in use and the device is running work; a new channel now would preempt that work (wait-for-idle preemption, no CILP on this GPU). Create queues while the device is idle, or make more at open with {CHANNELS_ENV}=COMPUTE,COPY",
+                        "tg_queue_create: every {} channel made at device open is in use and the device is running work; setting up a new channel now would preempt that work (nvgpu preempts the device's whole channel group, and a kernel running longer than 100 ms makes the preempt fail and the group stop). Create queues while the device is idle, or have more made at open with {CHANNELS_ENV}=COMPUTE,COPY",
                         match engine {
                             Engine::Compute => "compute",
                             Engine::Copy => "copy",

@@ -27,7 +27,9 @@ mod launch;
 mod track;
 
 pub(crate) use launch::{build_launch_cbank, build_launch_qmd, check_launch, launch_cluster};
-pub(crate) use track::{fence_now, fence_passed, next_queue_serial, wait_fence, Fence, QueueTrack};
+pub(crate) use track::{
+    fence_now, fence_now_submitted, fence_passed, next_queue_serial, wait_fence, Fence, QueueTrack,
+};
 
 /// Which engine a queue feeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +57,10 @@ pub struct LaunchConfig {
     /// compile-time shape (`__cluster_dims__`) when it declares one.
     pub cluster: [u32; 3],
 }
+
+/// How long queue creation waits for the device's submitted work to finish before it calls the
+/// device busy (backends whose channel setup preempts running work).
+const CHANNEL_SETUP_IDLE_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
 
 const CMD_BYTES: u64 = 1 << 20;
 /// Each QMD slot also holds the launch's constant bank 0 when it fits (at +QMD_SLOT_CBANK).
@@ -295,13 +301,25 @@ impl Queue {
             QueueKind::Compute => Engine::Compute,
             QueueKind::Copy => Engine::Copy,
         };
-        // Whether any queue of the device still runs submitted work: a backend whose channel
-        // setup preempts the device's running work needs to know (nvgpu, see
-        // backend::nvgpu::pool).
-        let idle = dev
-            .live_queues()
-            .iter()
-            .all(|t| t.completed() >= t.submitted() || t.channel_error().is_some());
+        // Whether the device's queues have completed what they submitted: a backend whose
+        // channel setup preempts running work needs to know (nvgpu, see
+        // backend::nvgpu::pool). Work that ends soon (a queue's set-up, short kernels) is
+        // waited for first, a little.
+        let idle = if dev.backend().channel_setup_preempts() {
+            let f = fence_now_submitted(dev);
+            let deadline = std::time::Instant::now() + CHANNEL_SETUP_IDLE_WAIT;
+            loop {
+                if fence_passed(&f) {
+                    break true;
+                }
+                if std::time::Instant::now() >= deadline {
+                    break false;
+                }
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        } else {
+            true
+        };
         let channel = dev.backend().create_channel(engine, depth, idle)?;
         let ring_start = channel.ring_start();
         let raw = channel.raw();

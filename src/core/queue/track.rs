@@ -23,6 +23,15 @@ pub(crate) fn fence_now(dev: &Device) -> Fence {
         .collect()
 }
 
+/// Like [`fence_now`], for submitted work only (recorded work does not run until submitted).
+pub(crate) fn fence_now_submitted(dev: &Device) -> Fence {
+    dev.live_queues()
+        .iter()
+        .filter(|t| t.completed() < t.submitted() && t.channel_error().is_none())
+        .map(|t| (Arc::downgrade(t), t.submitted()))
+        .collect()
+}
+
 /// Whether every queue in the fence has passed its value, is gone, or has been stopped by the
 /// kernel driver (a channel error: the GPU no longer runs its work).
 pub(crate) fn fence_passed(f: &Fence) -> bool {

@@ -277,7 +277,7 @@ fn channel_tests(dev: &RmBackend, round: u32) -> Result<()> {
     let info = dev.info();
 
     let t = Instant::now();
-    let comp = dev.create_channel(Engine::Compute, 1024)?;
+    let comp = dev.create_channel(Engine::Compute, 1024, true)?;
     let r = comp.raw();
     println!(
         "  compute channel: {:?}; class {:#x} subch {} token {:#x} entries {} gpfifo {:p} userd {:p} doorbell {:p}",
@@ -336,7 +336,7 @@ fn channel_tests(dev: &RmBackend, round: u32) -> Result<()> {
 
     // 3. Copy channel (second channel in the running TSG).
     let t = Instant::now();
-    let copy = dev.create_channel(Engine::Copy, 1024)?;
+    let copy = dev.create_channel(Engine::Copy, 1024, true)?;
     let r = copy.raw();
     println!(
         "  copy channel: {:?}; class {:#x} subch {} token {:#x}",
@@ -453,7 +453,7 @@ fn channel_tests(dev: &RmBackend, round: u32) -> Result<()> {
     }
     // 7. A third channel with a 16-entry ring: 100 round trips wrap it six times.
     {
-        let small = dev.create_channel(Engine::Compute, 16)?;
+        let small = dev.create_channel(Engine::Compute, 16, true)?;
         let mut ss = Sub::new(&*small, &pb, 768 << 10, 128 << 10);
         let t = Instant::now();
         let mut res = Ok(Duration::ZERO);
@@ -516,7 +516,7 @@ fn channel_recreate_tests(dev: &RmBackend) -> Result<()> {
         .enumerate()
     {
         let t = Instant::now();
-        let ch = match dev.create_channel(engine, 64) {
+        let ch = match dev.create_channel(engine, 64, true) {
             Ok(c) => c,
             Err(e) => {
                 println!("  recreate #{k} {engine:?}: create FAILED {e:?}");
@@ -553,7 +553,7 @@ fn fault_round() -> Result<()> {
     println!("== fault round: host semaphore release to an unmapped VA");
     let dev = RmBackend::open_linux(0)?;
     let pb = dev.alloc(64 << 10, VIDMEM)?;
-    let comp = dev.create_channel(Engine::Compute, 64)?;
+    let comp = dev.create_channel(Engine::Compute, 64, true)?;
     let mut cs = Sub::new(&*comp, &pb, 0, 32 << 10);
     let bad = 0x1F_F000_0000u64;
     let mut w = vec![hdr(1, 0, 1), dev.info().compute_class];
@@ -584,7 +584,7 @@ fn fault_round() -> Result<()> {
     let dev = RmBackend::open_linux(0)?;
     let pb = dev.alloc(64 << 10, VIDMEM)?;
     let sem = dev.alloc(4096, HOST)?;
-    let comp = dev.create_channel(Engine::Compute, 64)?;
+    let comp = dev.create_channel(Engine::Compute, 64, true)?;
     let mut cs = Sub::new(&*comp, &pb, 0, 32 << 10);
     let mut w = vec![hdr(1, 0, 1), dev.info().compute_class];
     w.extend(host_release(sem.gpu_va, 42));
