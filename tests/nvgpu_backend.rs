@@ -636,7 +636,7 @@ fn channel_issues_documented_sequence() {
     let r = ch.raw();
     assert_eq!(
         (r.token, r.entries, r.class, r.subchannel),
-        (511, 1024, 0xc7c0, 1)
+        (511, tegragpu::backend::nvgpu::pool::POOL_ENTRIES, 0xc7c0, 1)
     );
     let page = {
         let st = k.st.lock();
@@ -664,7 +664,11 @@ fn channel_issues_documented_sequence() {
         .filter(|x| x.request == NVMAP_IOC_CREATE)
         .nth(2)
         .map(|x| arg::<nvmap_create_handle>(x).size);
-    assert_eq!(last_create, Some(4096), "2-entry ring still gets 4 KiB");
+    assert_eq!(
+        last_create,
+        Some(tegragpu::backend::nvgpu::pool::POOL_ENTRIES * 8),
+        "a queue of 2 entries gets a pooled channel's full ring"
+    );
 }
 
 #[test]
