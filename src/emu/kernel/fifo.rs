@@ -330,11 +330,7 @@ impl State {
         if veid >= self.max_veid() {
             return Err(libc::EINVAL);
         }
-        let ch = self.channels.get_mut(&chid).ok_or(libc::EINVAL)?;
-        ch.veid = veid;
-        if veid > 0 {
-            ch.runqueue = 1;
-        }
+        let ch = self.channels.get(&chid).ok_or(libc::EINVAL)?;
         let (ch_vm, ch_tsg, ch_runlist) = (ch.vm.clone(), ch.tsg, ch.runlist);
         let tsg = self.tsgs.get_mut(&tsg_id).ok_or(libc::EINVAL)?;
         if veid == 0 && tsg.subctx_vms[0].is_none() {
@@ -365,6 +361,12 @@ impl State {
         tsg.channels.push(chid);
         let ch = self.channels.get_mut(&chid).ok_or(libc::EINVAL)?;
         ch.tsg = Some(tsg_id);
+        // ch->subctx_id; "use runqueue selector 1 for all ASYNC ids" (never reset to 0). (The
+        // driver stores the VEID before its checks; here only a successful bind does.)
+        ch.veid = veid;
+        if veid > 0 {
+            ch.runqueue = 1;
+        }
         ch.unserviceable = false;
         Ok(())
     }

@@ -5,6 +5,12 @@
 //! 6ecfb593d, paths under drivers/gpu/nvgpu/). The GPU side is [`crate::emu::gpu::Gpu`]:
 //! channel enable bits, whether a grid runs on a channel, the NEXT bit.
 //!
+//! Simplifications: the model's own TSGs run side by side (no time-slicing between them, so only
+//! a competing context from [`super::EmuSys::add_competing_context`] or a timed-out preempt makes
+//! a context switch pending); CTA preemption waits like wait-for-idle (no CTA boundaries inside a
+//! running grid); a grid whose channel is closed while it runs ends with the channel (hardware
+//! would run it on to its end or to the ctxsw-timeout recovery of the remaining channels).
+//!
 //! Time: the driver's timeouts (the 100 ms preempt poll and ctxsw-timeout period, the 2–4 ms
 //! unbind retry sleep) run `time_divisor` times faster in wall-clock time when a test asks for it
 //! ([`super::EmuSys::set_time_divisor`]); the accounting stays in driver milliseconds (each

@@ -112,7 +112,7 @@ impl Sys for EmuSys {
             Some(Obj::Nvmap(_)) => Err(libc::EPERM),
             Some(Obj::As(_) | Obj::Tsg(_) | Obj::Channel(_)) => Err(libc::ENODEV),
             Some(Obj::Ctrl(id)) => {
-                let busy = st.ctrls.get(&id).map_or(true, |c| c.doorbell.is_some());
+                let busy = st.ctrls.get(&id).is_none_or(|c| c.doorbell.is_some());
                 if busy {
                     return Err(libc::EBUSY);
                 }
