@@ -966,7 +966,8 @@ impl State {
         });
         vm.set_attached(1);
         self.gpu.attach_channel(hw);
-        // nvgpu_channel_setup_bind ends by enabling the channel.
+        // nvgpu_channel_setup_bind → g->ops.channel.bind = channel_ga10b_fusa.c:
+        // ga10b_channel_bind, which enables the channel.
         self.channel_set_enabled(chid, true);
         a.work_submit_token = token;
         a.gpfifo_gpu_va = 0;
