@@ -1194,9 +1194,11 @@ fn get_user_syncpoint_without_vm_oopses() {
     let _ = r.syncpoint(ch);
 }
 
+/// The seeds' "3 MB gpfifo" layout puts the GR context buffers above 2^40. The driver only
+/// WARN_ONs (tu104_gr_init_commit_rtv_cb's nvgpu_assert is WARN_ON in the kernel), so
+/// ALLOC_OBJ_CTX succeeds and the warning is in the kernel log.
 #[test]
-#[should_panic(expected = "not below 2^40")]
-fn three_mib_gpfifo_then_alloc_obj_ctx_oopses() {
+fn three_mib_gpfifo_then_alloc_obj_ctx_warns() {
     let _g = serial();
     let r = Rig::new();
     let c = r.channel();
@@ -1212,7 +1214,17 @@ fn three_mib_gpfifo_then_alloc_obj_ctx_oopses() {
         class_num: 0xc7c0,
         ..Default::default()
     };
-    let _ = ioc(&r.s, c.ch, NVGPU_IOCTL_CHANNEL_ALLOC_OBJ_CTX, &mut o);
+    assert_eq!(
+        ioc(&r.s, c.ch, NVGPU_IOCTL_CHANNEL_ALLOC_OBJ_CTX, &mut o),
+        Ok(0)
+    );
+    assert!(
+        r.s.kernel_log()
+            .iter()
+            .any(|l| l.contains("not below 2^40")),
+        "{:?}",
+        r.s.kernel_log()
+    );
 }
 
 #[test]

@@ -95,3 +95,55 @@ pub struct GpuFault {
     pub address: Option<u64>,
     pub what: String,
 }
+
+/// Write an error record into a channel's 16-byte `nvgpu_notification` unless it already holds
+/// one (status 0xffff): linux-channel.c:nvgpu_set_err_notifier_if_empty, ga10b's
+/// channel.set_error_notifier. Time stamp (CLOCK_REALTIME ns), info32 = `code`, info16 = 0, and
+/// the status half-word last with Release ordering (the driver's nvgpu_wmb() before it), so a
+/// reader that sees the status sees the rest. Returns whether it wrote.
+pub fn post_notifier_if_empty(p: HostPtr, code: u32) -> bool {
+    // SAFETY: `p` points at a 16-byte, 4-aligned record inside a live kernel mapping (checked at
+    // SET_ERROR_NOTIFIER: offset + 16 <= size; nvmap buffers are page-aligned and the record
+    // offset is the application's, so alignment is checked here).
+    unsafe {
+        let w = |off: usize| &*(p.0.add(off) as *const std::sync::atomic::AtomicU32);
+        if p.0 as usize % 4 != 0 {
+            // An unaligned record: plain copies (no atomics on unaligned addresses).
+            let mut cur = [0u8; 16];
+            std::ptr::copy(p.0, cur.as_mut_ptr(), 16);
+            if u16::from_le_bytes([cur[14], cur[15]]) == 0xffff {
+                return false;
+            }
+            let ns = realtime_ns();
+            let mut rec = [0u8; 16];
+            rec[0..8].copy_from_slice(&ns.to_le_bytes());
+            rec[8..12].copy_from_slice(&code.to_le_bytes());
+            rec[12..16].copy_from_slice(&0xffff_0000u32.to_le_bytes());
+            std::ptr::copy(rec.as_ptr(), p.0, 16);
+            return true;
+        }
+        if w(12).load(Ordering::Acquire) >> 16 == 0xffff {
+            return false;
+        }
+        let ns = realtime_ns();
+        w(0).store(ns as u32, Ordering::Relaxed);
+        w(4).store((ns >> 32) as u32, Ordering::Relaxed);
+        w(8).store(code, Ordering::Relaxed);
+        // info16 = 0, status = 0xffff.
+        w(12).store(0xffff_0000, Ordering::Release);
+    }
+    true
+}
+
+/// CLOCK_REALTIME in nanoseconds (ktime_get_real_ts64, what the driver stamps notifiers with).
+fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}

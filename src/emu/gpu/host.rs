@@ -10,7 +10,9 @@ pub(crate) use super::{
 };
 use crate::emu::hwif::{HwChannel, Mmu};
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// USERD byte offsets (NV_RAMUSERD).
 const USERD_REF: usize = 0x48;
@@ -118,6 +120,15 @@ pub(crate) struct ChanState {
 pub(crate) struct Slot {
     pub hw: Arc<HwChannel>,
     pub state: Mutex<ChanState>,
+    /// The channel's enable bit (ccsr/chram ENABLE): a disabled channel fetches and executes
+    /// nothing, but a grid already running on the engine runs on to its end.
+    pub enabled: AtomicBool,
+    /// When the grid running on the channel started (None: no grid running). Written by the GPU
+    /// thread after each service.
+    pub grid_since: Mutex<Option<Instant>>,
+    /// The channel's NEXT bit (chram NEXT) reads as set this many more times. The model never
+    /// sets it by itself; a test hook does.
+    pub next_reads: AtomicU32,
 }
 
 impl Slot {
@@ -125,6 +136,9 @@ impl Slot {
         let gp_get = mem::host_load(hw.userd, USERD_GP_GET);
         Slot {
             hw,
+            enabled: AtomicBool::new(true),
+            grid_since: Mutex::new(None),
+            next_reads: AtomicU32::new(0),
             state: Mutex::new(ChanState {
                 active: false,
                 gp_get,
@@ -150,6 +164,23 @@ impl Slot {
     pub(crate) fn put_differs(&self, st: &ChanState) -> bool {
         !self.hw.is_dead() && mem::host_load(self.hw.userd, USERD_GP_PUT) != st.gp_get
     }
+
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Acquire)
+    }
+}
+
+impl ChanState {
+    /// When the earliest grid still running on one of the channel's compute objects started.
+    pub(crate) fn grid_since(&self) -> Option<Instant> {
+        self.engines
+            .iter()
+            .filter_map(|e| match e {
+                Some(Engine::Compute(c)) => c.running_since(),
+                _ => None,
+            })
+            .min()
+    }
 }
 
 fn pbdma(what: String) -> Fault {
@@ -172,6 +203,11 @@ pub(crate) fn service(slot: &Slot, st: &mut ChanState) -> Result<bool, Fault> {
                     return Ok(progress);
                 }
             }
+        }
+        // A disabled channel keeps its place (it stays active and resumes once enabled) but
+        // Host fetches and executes nothing more for it.
+        if !slot.is_enabled() {
+            return Ok(progress);
         }
         if let Some(acq) = st.pending {
             if !acquire_satisfied(&*hw.mmu, &acq)? {

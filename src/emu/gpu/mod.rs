@@ -16,8 +16,16 @@
 //!   on every pass while other channels run.
 //! - **Engines.** Compute ([`compute`]: QMD V03/V04 launches of reference kernels from
 //!   [`crate::emu::kernels`]) and copy ([`copy`]) run synchronously inside the method stream.
-//! - **Faults** write the channel's `nvgpu_notification`, mark it dead and are recorded in
-//!   [`Gpu::faults`].
+//! - **Faults** are recorded in [`Gpu::faults`] first, then mark the channel dead and publish
+//!   its `nvgpu_notification` (if it holds no error yet), so that whoever sees the notifier also
+//!   finds the record; then the fault goes to the handler set with [`Gpu::set_fault_handler`]
+//!   (the emulated kernel's interrupt handler, which recovers the channel's whole TSG), called
+//!   outside the thread's pass.
+//! - **Channel control** (what the kernel writes to the channel RAM): [`Gpu::set_channel_enabled`]
+//!   stops Host from fetching on a channel (a running grid runs on to its end),
+//!   [`Gpu::grid_running`] tells whether a grid is running on a channel and for how long (what a
+//!   wait-for-idle preempt waits for), and a channel's NEXT bit ([`Gpu::read_next_bit`]) can be
+//!   forced by a test hook ([`Gpu::set_next_bit`]).
 //!
 //! Polling is adaptive: after work the thread spins briefly (yielding), then sleeps with
 //! exponential backoff up to ~200 µs; after 20 ms without any work it polls every 1 ms, so an
@@ -45,6 +53,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// The interrupt handler of the kernel side: called with each fault after it was recorded, on the
+/// GPU thread but outside its pass. It returns false when it cannot take the fault now (the
+/// kernel is busy, e.g. polling a preempt that waits for this GPU): the fault stays pending and
+/// is offered again after the next pass, so the GPU never waits for the kernel.
+pub type FaultHandler = Arc<dyn Fn(&GpuFault) -> bool + Send + Sync>;
+
 /// Byte offset of NV_USERMODE_NOTIFY_CHANNEL_PENDING in the usermode page.
 const DOORBELL_OFFSET: usize = 0x90;
 /// Value the model leaves in the doorbell word between rings.
@@ -64,6 +78,9 @@ struct Shared {
     channels: Mutex<Vec<Arc<host::Slot>>>,
     doorbells: Mutex<Vec<HostPtr>>,
     faults: Mutex<Vec<GpuFault>>,
+    /// Faults of the current pass not yet handed to `handler`.
+    pending: Mutex<Vec<GpuFault>>,
+    handler: Mutex<Option<FaultHandler>>,
     /// Held by the GPU thread for one whole poll; detach/remove take it to wait for the thread
     /// to let go of what they remove.
     busy: Mutex<()>,
@@ -83,6 +100,8 @@ impl Gpu {
             channels: Mutex::new(Vec::new()),
             doorbells: Mutex::new(Vec::new()),
             faults: Mutex::new(Vec::new()),
+            pending: Mutex::new(Vec::new()),
+            handler: Mutex::new(None),
             busy: Mutex::new(()),
             stop: AtomicBool::new(false),
         });
@@ -139,6 +158,76 @@ impl Gpu {
         self.shared.faults.lock().clone()
     }
 
+    /// Set the handler each fault is reported to (the kernel's interrupt handler).
+    pub fn set_fault_handler(&self, h: FaultHandler) {
+        *self.shared.handler.lock() = Some(h);
+    }
+
+    fn slot(&self, token: u32) -> Option<Arc<host::Slot>> {
+        self.shared
+            .channels
+            .lock()
+            .iter()
+            .find(|c| c.hw.token == token)
+            .cloned()
+    }
+
+    /// Set a channel's enable bit; false if no such channel is attached. A disabled channel
+    /// fetches and executes nothing; a grid already running on it runs on to its end. Enabling
+    /// a channel lets Host continue where it stopped.
+    pub fn set_channel_enabled(&self, token: u32, enabled: bool) -> bool {
+        let Some(s) = self.slot(token) else {
+            return false;
+        };
+        s.enabled.store(enabled, Ordering::Release);
+        if enabled {
+            if let Some(h) = self.thread.lock().as_ref() {
+                h.thread().unpark();
+            }
+        }
+        true
+    }
+
+    /// How long the grid running on the channel has run (None: no grid is running, or no such
+    /// channel).
+    pub fn grid_running(&self, token: u32) -> Option<Duration> {
+        let s = self.slot(token)?;
+        let since = *s.grid_since.lock();
+        since.map(|t| t.elapsed())
+    }
+
+    /// When the grid running on the channel started (None: no grid is running, or no such
+    /// channel).
+    pub fn grid_started(&self, token: u32) -> Option<Instant> {
+        let s = self.slot(token)?;
+        let since = *s.grid_since.lock();
+        since
+    }
+
+    /// Test hook: the channel's NEXT bit reads as set for the next `reads` reads
+    /// (`u32::MAX`: for ever). The model itself never sets it.
+    pub fn set_next_bit(&self, token: u32, reads: u32) -> bool {
+        let Some(s) = self.slot(token) else {
+            return false;
+        };
+        s.next_reads.store(reads, Ordering::Release);
+        true
+    }
+
+    /// Read the channel's NEXT bit (what the kernel's channel.read_state sees).
+    pub fn read_next_bit(&self, token: u32) -> bool {
+        let Some(s) = self.slot(token) else {
+            return false;
+        };
+        s.next_reads
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| match n {
+                0 => None,
+                u32::MAX => Some(u32::MAX),
+                n => Some(n - 1),
+            })
+            .is_ok()
+    }
+
     /// Stop the GPU thread (idempotent).
     pub fn shutdown(&self) {
         self.shared.stop.store(true, Ordering::Release);
@@ -162,7 +251,21 @@ fn gpu_thread(shared: Arc<Shared>) {
     let mut idle_polls = 0u32;
     let mut last_progress = Instant::now();
     while !shared.stop.load(Ordering::Acquire) {
-        if poll_once(&shared) {
+        let progress = poll_once(&shared);
+        // The kernel's interrupt handler runs outside the pass (it may wait for `busy`).
+        let faults = std::mem::take(&mut *shared.pending.lock());
+        if !faults.is_empty() {
+            let handler = shared.handler.lock().clone();
+            if let Some(h) = handler {
+                let mut left: Vec<GpuFault> = faults.into_iter().filter(|f| !h(f)).collect();
+                if !left.is_empty() {
+                    let mut p = shared.pending.lock();
+                    left.append(&mut p);
+                    *p = left;
+                }
+            }
+        }
+        if progress {
             idle_polls = 0;
             last_progress = Instant::now();
             continue;
@@ -221,10 +324,14 @@ fn poll_once(shared: &Shared) -> bool {
             ))
         });
         match result {
-            Ok(p) => progress |= p,
+            Ok(p) => {
+                progress |= p;
+                *slot.grid_since.lock() = st.grid_since();
+            }
             Err(f) => {
                 progress = true;
                 st.active = false;
+                *slot.grid_since.lock() = None;
                 post_fault(shared, &slot.hw, f);
             }
         }
@@ -261,22 +368,21 @@ impl From<super::hwif::MmuFault> for Fault {
     }
 }
 
-/// Write the channel's notifier, mark it dead and record the fault.
+/// Record the fault, mark the channel dead, then publish its notifier (only if it holds no error
+/// yet: linux-channel.c:nvgpu_set_err_notifier_if_empty) and queue the fault for the kernel's
+/// handler. The record comes first so that whoever sees the notifier (or GET_TIMEDOUT) finds it;
+/// the notifier's status word is stored last, with Release ordering.
 fn post_fault(shared: &Shared, ch: &HwChannel, f: Fault) {
-    if let Some(n) = *ch.notifier.lock() {
-        let ts = mem::now_ns();
-        mem::host_store(n, 0, ts as u32);
-        mem::host_store(n, 4, (ts >> 32) as u32);
-        mem::host_store(n, 8, f.code);
-        // info16 = 0, status = 0xffff: the status half-word goes last so a reader that sees it
-        // also sees the rest of the record.
-        mem::host_store(n, 12, 0xffff_0000);
-    }
-    ch.dead.store(true, Ordering::Release);
-    shared.faults.lock().push(GpuFault {
+    let rec = GpuFault {
         token: ch.token,
         code: f.code,
         address: f.address,
         what: f.what,
-    });
+    };
+    shared.faults.lock().push(rec.clone());
+    ch.dead.store(true, Ordering::Release);
+    if let Some(n) = *ch.notifier.lock() {
+        super::hwif::post_notifier_if_empty(n, f.code);
+    }
+    shared.pending.lock().push(rec);
 }

@@ -53,17 +53,21 @@ pub fn ga10b_characteristics() -> nvgpu_gpu_characteristics {
         lts_per_ltc: 4,                                         // [INFER]
         map_buffer_batch_limit: 256,                            // [INFER]
         max_freq: 1_300_000_000,                                // [SEED]
-        graphics_preemption_mode_flags: 1 | 2,                  // [INFER] WFI | GFXP
+        // [SRC] hal/gr/init/gr_init_gp10b_fusa.c: gp10b_gr_init_get_supported_preemption_modes
+        // (CONFIG_NVGPU_GFXP, CONFIG_NVGPU_CILP) and gp10b_gr_init_get_default_preemption_modes
+        // (wait-for-idle), via os/linux/ioctl_ctrl.c:nvgpu_set_preemption_mode_flags.
+        graphics_preemption_mode_flags: NVGPU_GRAPHICS_PREEMPTION_MODE_WFI
+            | NVGPU_GRAPHICS_PREEMPTION_MODE_GFXP,
         compute_preemption_mode_flags: NVGPU_COMPUTE_PREEMPTION_MODE_WFI
             | NVGPU_COMPUTE_PREEMPTION_MODE_CTA
-            | NVGPU_COMPUTE_PREEMPTION_MODE_CILP, // [INFER]
-        default_graphics_preempt_mode: 1,                       // [INFER]
-        default_compute_preempt_mode: NVGPU_COMPUTE_PREEMPTION_MODE_CTA, // [INFER]
-        reg_ops_limit: 1024,                                    // [INFER]
-        num_ppc_per_gpc: 2,                                     // [INFER]
-        max_veid_count_per_tsg: 64,                             // [INFER]
-        num_sub_partition_per_fbpa: 2,                          // [INFER]
-        max_gpfifo_entries: 1 << 28,                            // [SEED]
+            | NVGPU_COMPUTE_PREEMPTION_MODE_CILP,
+        default_graphics_preempt_mode: NVGPU_GRAPHICS_PREEMPTION_MODE_WFI,
+        default_compute_preempt_mode: NVGPU_COMPUTE_PREEMPTION_MODE_WFI,
+        reg_ops_limit: 1024,           // [INFER]
+        num_ppc_per_gpc: 2,            // [INFER]
+        max_veid_count_per_tsg: 64,    // [SRC] hw_gr_ga10b.h max_veid_count_init 0x40
+        num_sub_partition_per_fbpa: 2, // [INFER]
+        max_gpfifo_entries: 1 << 28,   // [SEED]
         ..Default::default()
     }
 }

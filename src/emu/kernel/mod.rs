@@ -16,10 +16,68 @@
 //! dma-buf fds. The ctrl fd is a 64 KiB memfd whose mapping is the usermode (doorbell) page the
 //! GPU model watches.
 //!
-//! Where the real kernel would oops or hang (GET_USER_SYNCPOINT on a channel with no address
-//! space; GR context buffers placed at or above 2^40 by ALLOC_OBJ_CTX, the seeds' "3 MB gpfifo
-//! freeze"), this model **panics** with a message starting `emulated nvgpu kernel oops:`, so a
-//! test that drives the library into that state fails loudly.
+//! Where the real kernel would oops (GET_USER_SYNCPOINT on a channel with no address space:
+//! `hal/sync/syncpt_cmdbuf_gv11b_fusa.c:gv11b_syncpt_alloc_buf` dereferences the NULL VM), this
+//! model **panics** with a message starting `emulated nvgpu kernel oops:`, so a test that drives
+//! the library into that state fails loudly. Where the driver only warns (`nvgpu_assert` is
+//! `WARN_ON` in the kernel), the call goes on and the warning goes to [`EmuSys::kernel_log`].
+//!
+//! # What the driver does around its ioctls
+//!
+//! Modelled from the rel-36 source (nvidia-mirror/linux-nvgpu 6ecfb593d, paths under
+//! `drivers/gpu/nvgpu/`); the code of each rule cites its functions (`rc` and `fifo` modules).
+//!
+//! 1. **Channel setup and teardown preempt the TSG.** ALLOC_OBJ_CTX
+//!    (`common/gr/gr_setup.c:nvgpu_gr_setup_alloc_obj_ctx`, every call, every class),
+//!    SET_PREEMPTION_MODE (`nvgpu_gr_setup_set_preemption_mode`) and channel close / UNBIND_CHANNEL
+//!    (`common/fifo/channel.c:channel_free_invoke_unbind` → `common/fifo/tsg.c:
+//!    nvgpu_tsg_unbind_channel` → `nvgpu_tsg_unbind_channel_common`) disable and preempt the
+//!    whole TSG (`common/fifo/preempt.c:nvgpu_fifo_preempt_tsg`). The compute preemption mode is
+//!    the TSG context's: wait-for-idle unless ALLOC_OBJ_CTX asked for
+//!    `NVGPU_ALLOC_OBJ_FLAGS_CILP` or SET_PREEMPTION_MODE set CILP
+//!    (`hal/gr/init/gr_init_gp10b_fusa.c:gp10b_gr_init_get_default_preemption_modes`,
+//!    `common/gr/obj_ctx.c:nvgpu_gr_obj_ctx_init_ctxsw_preemption_mode`). A wait-for-idle (or
+//!    CTA) preempt waits for every grid the TSG runs ([`crate::emu::gpu::Gpu::grid_running`]) and
+//!    gives up after `ctxsw_timeout_period_ms` = 100 ms with EBUSY
+//!    (`hal/fifo/preempt_gv11b_fusa.c:gv11b_fifo_preempt_poll_eng`): ALLOC_OBJ_CTX and
+//!    SET_PREEMPTION_MODE fail with EBUSY; a close's failed unbind aborts the TSG
+//!    (`tsg.c:nvgpu_tsg_abort`: a second preempt, every channel unserviceable, the TSG left
+//!    disabled, no error notifier). A CILP preempt succeeds at once (the context is saved
+//!    mid-grid). In a multi-channel TSG a set NEXT bit (`hal/fifo/tsg_ga10b.c`) makes the unbind
+//!    -EAGAIN: a close retries 10 times 2–4 ms apart, then aborts the TSG; UNBIND_CHANNEL returns
+//!    EAGAIN. SET_PREEMPTION_MODE uses the channel's last ALLOC_OBJ_CTX class (a compute mode on a
+//!    channel whose last class is the copy class is EINVAL) and never lowers a mode.
+//! 2. **Errors are per TSG.** A GPU fault of one channel (MMU fault 31, GR exception 13, PBDMA
+//!    error 32, …), FORCE_RESET (43) and [`EmuSys::inject_channel_error`] recover the whole TSG
+//!    (`tsg.c:nvgpu_tsg_set_error_notifier`, `nvgpu_tsg_set_ctx_mmu_error`,
+//!    `common/rc/rc.c:nvgpu_rc_tsg_and_related_engines`, `hal/rc/rc_gv11b.c`): every channel's
+//!    notifier gets the code unless it already holds an error
+//!    (`os/linux/linux-channel.c:nvgpu_set_err_notifier_if_empty`), every channel is unserviceable
+//!    and never runs again (doorbells do nothing, SUBMIT_GPFIFO → ETIMEDOUT, GET_TIMEDOUT → 1).
+//! 3. **The ctxsw-timeout budget.** While a context switch away from a TSG running a grid cannot
+//!    complete (another context competes — [`EmuSys::add_competing_context`] — or a preempt of it
+//!    timed out, and the mode waits for the grid), the ctxsw-timeout interrupt fires every 100 ms
+//!    (`hal/fifo/ctxsw_timeout_ga10b_fusa.c:ga10b_fifo_ctxsw_timeout_isr`) and adds 100 ms to
+//!    each channel's `ctxsw_timeout_accumulated_ms`, which for a usermode-submit channel only grows
+//!    (`channel.c:nvgpu_channel_update_and_check_ctxsw_timeout`, `tsg.c:
+//!    nvgpu_tsg_check_ctxsw_timeout`). Past the channel's `ctxsw_timeout_max_ms` (3,000 ms at open,
+//!    `NVGPU_DEFAULT_POLL_TIMEOUT_MS`; SET_TIMEOUT / SET_TIMEOUT_EX set it, any value, any channel)
+//!    the TSG is recovered with error 8 (`rc.c:nvgpu_rc_ctxsw_timeout`). CILP never fires.
+//!    [`EmuSys::set_time_divisor`] shortens the wall-clock time of all these timeouts for tests.
+//! 4. **Limits.** 128 channels per TSG (`tsg.c:nvgpu_tsg_bind_channel`,
+//!    `ram_rl_entry_tsg_length_max_v()` = 0x80: EINVAL); 512 channels
+//!    (`os/linux/linux-channel.c:nvgpu_channel_get_synpoints`: ENOMEM at OPEN_CHANNEL); 512 TSGs;
+//!    64 VEIDs per TSG (`gr_pri_fe_chip_def_info_max_veid_count_init_v()` = 0x40: 63 ASYNC, then
+//!    the SYNC one, then ENOSPC). No per-process limit.
+//! 5. **GET_USER_SYNCPOINT** takes one host1x syncpoint and a kernel-VMA page per channel, once;
+//!    EINVAL when `aggressive_sync_destroy_thresh` is set
+//!    ([`EmuSys::set_aggressive_sync_destroy_thresh`]; 0 on ga10b); ENOMEM when the pool is empty
+//!    (1,007 syncpoints here, more than the 512 channels can take).
+//! 6. **Not stricter than the driver.** A MAP_PRIVATE doorbell mapping is accepted (and rings
+//!    nothing once written); OPEN_CHANNEL takes the copy engines' runlist too; a channel with no
+//!    address space binds to VEID 0 when VEID 0 is free (`tsg.c:
+//!    nvgpu_tsg_create_sync_subcontext_internal` stores its NULL VM); GR context buffers above
+//!    2^40 only warn; SUBMIT_GPFIFO on an unserviceable channel is ETIMEDOUT.
 //!
 //! **nvmap** (`nvmap.rs`; rel-36 nvidia-oot 7096cb09a, `drivers/video/tegra/nvmap`),
 //! as the driver behaves around its ioctls:
@@ -65,6 +123,7 @@ mod fixture;
 mod ioctl;
 mod mem;
 mod nvmap;
+mod rc;
 mod sys;
 mod vm;
 
@@ -83,6 +142,7 @@ use std::ffi::CStr;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::Instant;
 
 /// Number of hardware channels (chids) of the emulated GPU (token 511 first, as on the board).
 pub const NUM_CHANNELS: u32 = 512;
@@ -182,8 +242,22 @@ pub(crate) struct State {
     aperture: Weak<DmaBuf>,
     syncpoints: BTreeSet<u32>,
     uvmas: BTreeMap<usize, UVma>,
-    /// Errors injected with [`EmuSys::inject_channel_error`].
-    injected: Vec<KernelFaultRecord>,
+    /// Fault records the kernel adds (injected errors, TSG recoveries, ctxsw timeouts), after
+    /// the GPU's own in [`Sys::fault_log`].
+    kernel_faults: Vec<KernelFaultRecord>,
+    /// The kernel log (warnings and errors the driver prints), see [`EmuSys::kernel_log`].
+    klog: Vec<String>,
+    /// The emulated kernel itself (for the interrupt threads it starts).
+    me: Weak<EmuSys>,
+    /// Wall-clock divisor of the driver's timeouts ([`EmuSys::set_time_divisor`]).
+    time_divisor: u32,
+    /// Competing contexts ([`EmuSys::add_competing_context`]) and since when there is one.
+    competitors: u32,
+    competing_since: Option<Instant>,
+    /// The ctxsw-timeout interrupt thread runs.
+    isr_running: bool,
+    /// g->aggressive_sync_destroy_thresh ([`EmuSys::set_aggressive_sync_destroy_thresh`]).
+    aggressive_sync_destroy_thresh: u32,
     /// Live dma-bufs and VMs (see [`EmuStats`]).
     live_dmabufs: Arc<AtomicUsize>,
     live_vms: Arc<AtomicUsize>,
@@ -195,6 +269,14 @@ pub struct EmuSys {
     state: Mutex<State>,
     gpu: Arc<Gpu>,
 }
+
+/// Environment knobs read when an [`EmuSys`] is made (for test suites that open devices by
+/// name): `TEGRAGPU_EMU_TIME_DIVISOR=N` ([`EmuSys::set_time_divisor`]),
+/// `TEGRAGPU_EMU_COMPETING_CONTEXT=1` (a competing context for the emulated kernel's whole life,
+/// as [`EmuSys::add_competing_context`]).
+pub const ENV_TIME_DIVISOR: &str = "TEGRAGPU_EMU_TIME_DIVISOR";
+/// See [`ENV_TIME_DIVISOR`].
+pub const ENV_COMPETING_CONTEXT: &str = "TEGRAGPU_EMU_COMPETING_CONTEXT";
 
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
@@ -253,29 +335,61 @@ impl EmuSys {
 
     fn build(chars: nvgpu_gpu_characteristics, nvmap: Arc<EmuNvmap>) -> Arc<EmuSys> {
         let gpu = Gpu::new();
-        let state = State {
-            gpu: gpu.clone(),
-            chars,
-            fds: HashMap::new(),
-            ctrls: HashMap::new(),
-            nvmap,
-            kid: mem::next_id(),
-            iovmm_bytes: Arc::new(AtomicU64::new(0)),
-            tsgs: HashMap::new(),
-            channels: HashMap::new(),
-            // chid 0 pushed first … 511 last = head: a fresh system hands out 511 first.
-            free_chids: (0..NUM_CHANNELS).collect(),
-            aperture: Weak::new(),
-            syncpoints: BTreeSet::new(),
-            uvmas: BTreeMap::new(),
-            injected: Vec::new(),
-            live_dmabufs: Arc::new(AtomicUsize::new(0)),
-            live_vms: Arc::new(AtomicUsize::new(0)),
-        };
-        Arc::new(EmuSys {
-            state: Mutex::new(state),
-            gpu,
-        })
+        let time_divisor = std::env::var(ENV_TIME_DIVISOR)
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(1)
+            .max(1);
+        let compete = std::env::var(ENV_COMPETING_CONTEXT).is_ok_and(|v| v == "1");
+        let sys = Arc::new_cyclic(|me: &Weak<EmuSys>| {
+            let state = State {
+                gpu: gpu.clone(),
+                chars,
+                fds: HashMap::new(),
+                ctrls: HashMap::new(),
+                nvmap,
+                kid: mem::next_id(),
+                iovmm_bytes: Arc::new(AtomicU64::new(0)),
+                tsgs: HashMap::new(),
+                channels: HashMap::new(),
+                // chid 0 pushed first … 511 last = head: a fresh system hands out 511 first.
+                free_chids: (0..NUM_CHANNELS).collect(),
+                aperture: Weak::new(),
+                syncpoints: BTreeSet::new(),
+                uvmas: BTreeMap::new(),
+                kernel_faults: Vec::new(),
+                klog: Vec::new(),
+                me: me.clone(),
+                time_divisor,
+                competitors: u32::from(compete),
+                competing_since: compete.then(Instant::now),
+                isr_running: false,
+                aggressive_sync_destroy_thresh: 0,
+                live_dmabufs: Arc::new(AtomicUsize::new(0)),
+                live_vms: Arc::new(AtomicUsize::new(0)),
+            };
+            EmuSys {
+                state: Mutex::new(state),
+                gpu: gpu.clone(),
+            }
+        });
+        // The GPU's fault interrupt goes to the kernel, which recovers the channel's TSG (later
+        // if the kernel is busy: the GPU thread never waits for it).
+        let me = Arc::downgrade(&sys);
+        gpu.set_fault_handler(Arc::new(move |f| {
+            let Some(s) = me.upgrade() else {
+                return true;
+            };
+            let Some(mut st) = s.state.try_lock() else {
+                return false;
+            };
+            st.gpu_fault(f);
+            true
+        }));
+        if compete {
+            sys.state.lock().ensure_isr();
+        }
+        sys
     }
 
     /// The nvmap device this kernel uses.
@@ -319,9 +433,10 @@ impl EmuSys {
     }
 
     /// Test hook: post channel error `code` (an `NVGPU_CHANNEL_*` notifier code) on the channel
-    /// whose work-submit token is `token`, as the kernel does on a fault: write the notifier
-    /// (`{ns, info32=code, status=0xffff}`), mark the channel dead (GET_TIMEDOUT → 1) and log
-    /// it in [`Sys::fault_log`]. Returns false if no such channel exists.
+    /// whose work-submit token is `token`, as the kernel does on a fault: errors are per TSG, so
+    /// every channel of its TSG gets the notifier record (`{ns, info32=code, status=0xffff}`,
+    /// unless it already holds an error), becomes unserviceable (GET_TIMEDOUT → 1) and stops
+    /// running; each is logged in [`Sys::fault_log`]. Returns false if no such channel exists.
     pub fn inject_channel_error(&self, token: u32, code: u32) -> bool {
         let mut st = self.state.lock();
         let Some(chid) = st
@@ -332,17 +447,80 @@ impl EmuSys {
         else {
             return false;
         };
-        st.post_error(chid, code);
-        st.injected.push(KernelFaultRecord {
-            token,
-            address: None,
-            code,
-            what: format!(
-                "injected channel error {code} ({})",
-                notifier_error_name(code)
-            ),
-        });
+        let what = format!(
+            "injected channel error {code} ({}) on channel {token:#x}",
+            notifier_error_name(code)
+        );
+        st.post_error(
+            chid,
+            &rc::Cause {
+                code,
+                address: None,
+                what: &what,
+                recorded: None,
+            },
+        );
         true
+    }
+
+    /// Test hook: another process's GPU context competes for the engine while the returned
+    /// guard lives. Then every TSG with a grid running in a mode that waits for it (wait-for-idle
+    /// or CTA, not CILP) has a context switch pending that cannot complete, so the ctxsw-timeout
+    /// interrupt fires for it every ctxsw_timeout_period_ms and its channels' budgets grow
+    /// (see the `rc` module). Without competition the budget never grows (the model does not
+    /// time-slice its own TSGs against each other).
+    pub fn add_competing_context(&self) -> CompetingContext {
+        let mut st = self.state.lock();
+        st.competitors += 1;
+        if st.competitors == 1 {
+            st.competing_since = Some(Instant::now());
+        }
+        st.ensure_isr();
+        CompetingContext { sys: st.me.clone() }
+    }
+
+    /// Test knob: the driver's timeouts (the 100 ms preempt timeout and ctxsw-timeout period,
+    /// the 2–4 ms unbind retry sleep) run `divisor` times faster in wall-clock time; the
+    /// accounting stays in driver milliseconds (a channel's 3,000 ms budget is still 30
+    /// ctxsw timeouts of 100 ms). Default 1 (or `TEGRAGPU_EMU_TIME_DIVISOR`).
+    pub fn set_time_divisor(&self, divisor: u32) {
+        self.state.lock().time_divisor = divisor.max(1);
+    }
+
+    /// Test hook: the NEXT bit of the channel with work-submit token `token` reads as set for
+    /// the next `reads` reads (`u32::MAX`: for ever); see `rc::tsg_unbind_channel`. Returns false
+    /// if no such channel is attached to the GPU.
+    pub fn set_channel_next_bit(&self, token: u32, reads: u32) -> bool {
+        self.gpu.set_next_bit(token, reads)
+    }
+
+    /// Test knob: the platform's `aggressive_sync_destroy_thresh` (0 on ga10b; 64 on gk20a
+    /// boards). Non-zero makes GET_USER_SYNCPOINT fail with EINVAL.
+    pub fn set_aggressive_sync_destroy_thresh(&self, thresh: u32) {
+        self.state.lock().aggressive_sync_destroy_thresh = thresh;
+    }
+
+    /// The kernel log: what the driver prints (warnings such as WARN_ON traces, preempt
+    /// timeouts, unbind failures, ctxsw-timeout recoveries), oldest first.
+    pub fn kernel_log(&self) -> Vec<String> {
+        self.state.lock().klog.clone()
+    }
+}
+
+/// A competing GPU context ([`EmuSys::add_competing_context`]); competes until dropped.
+pub struct CompetingContext {
+    sys: Weak<EmuSys>,
+}
+
+impl Drop for CompetingContext {
+    fn drop(&mut self) {
+        if let Some(s) = self.sys.upgrade() {
+            let mut st = s.state.lock();
+            st.competitors = st.competitors.saturating_sub(1);
+            if st.competitors == 0 {
+                st.competing_since = None;
+            }
+        }
     }
 }
 
@@ -517,20 +695,4 @@ pub(crate) fn now_ns(clock: libc::clockid_t) -> u64 {
     (ts.tv_sec as u64)
         .wrapping_mul(1_000_000_000)
         .wrapping_add(ts.tv_nsec as u64)
-}
-
-/// Write an error record (`status = 0xffff`) into a channel's error notifier.
-pub(crate) fn write_notifier(p: HostPtr, code: u32) {
-    let ns = now_ns(libc::CLOCK_REALTIME);
-    let n = nvgpu_notification {
-        time_stamp: nvgpu_notification_time_stamp {
-            nanoseconds: [ns as u32, (ns >> 32) as u32],
-        },
-        info32: code,
-        info16: 0,
-        status: NVGPU_NOTIFICATION_STATUS_ERROR,
-    };
-    // SAFETY: p points at a 16-byte record inside a live kernel mapping (checked at
-    // SET_ERROR_NOTIFIER: offset + 16 <= size).
-    unsafe { std::ptr::copy(n.as_bytes().as_ptr(), p.0, n.as_bytes().len()) };
 }

@@ -125,10 +125,11 @@ impl Sys for EmuSys {
                 if len > NVGPU_USERMODE_MAP_SIZE || offset != 0 {
                     return Err(libc::EINVAL);
                 }
-                // A private mapping would never reach the doorbell. [emulator]
-                if flags & libc::MAP_SHARED == 0 {
-                    return Err(libc::EINVAL);
-                }
+                // ioctl_ctrl.c:gk20a_ctrl_dev_mmap does not look at VM_SHARED: a private
+                // mapping is accepted and takes the one usermode mapping. Its pages are the
+                // register page until the first store makes a private copy (copy-on-write), so
+                // a doorbell written through it rings nothing; a private mapping of the memfd
+                // behaves the same way.
                 let p = raw(flags)?;
                 let k = match KMap::new(fd, NVGPU_USERMODE_MAP_SIZE) {
                     Ok(k) => k,
@@ -201,7 +202,7 @@ impl Sys for EmuSys {
                 what: f.what,
             })
             .collect();
-        v.extend(self.state.lock().injected.iter().cloned());
+        v.extend(self.state.lock().kernel_faults.iter().cloned());
         v
     }
 }

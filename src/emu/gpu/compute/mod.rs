@@ -144,6 +144,11 @@ impl ComputeState {
         self.running.is_some()
     }
 
+    /// When the running grid started, if one is running.
+    pub(crate) fn running_since(&self) -> Option<Instant> {
+        self.running.map(|(_, t)| t)
+    }
+
     /// Give a running grid another turn; returns whether it (or a dependent grid it
     /// scheduled) is still running.
     pub(crate) fn resume(&mut self, mmu: &dyn Mmu) -> Result<bool, Fault> {
