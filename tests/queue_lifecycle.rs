@@ -67,7 +67,11 @@ fn queues_made_and_destroyed_while_a_long_kernel_runs() {
         ),
     };
     busy_q
-        .launch(&fill, &common::cfg(4, 256), &params(&fill, &[out.gpu_va(), 0x5a5a, 1024]))
+        .launch(
+            &fill,
+            &common::cfg(4, 256),
+            &params(&fill, &[out.gpu_va(), 0x5a5a, 1024]),
+        )
         .unwrap();
     busy_q.submit().unwrap();
     // The long kernel ends in 300 ms, from another thread: a destroy that waits for the group
@@ -93,8 +97,12 @@ fn queues_made_and_destroyed_while_a_long_kernel_runs() {
     }
     assert!(dev.fault_report().is_none(), "{:?}", dev.fault_report());
     // The device goes on: the long queue and a new one run work.
-    long.launch(&fill, &common::cfg(4, 256), &params(&fill, &[out.gpu_va(), 7, 1024]))
-        .unwrap();
+    long.launch(
+        &fill,
+        &common::cfg(4, 256),
+        &params(&fill, &[out.gpu_va(), 7, 1024]),
+    )
+    .unwrap();
     long.synchronize(10_000_000_000).unwrap();
     // SAFETY: as above.
     assert_eq!(unsafe { w.add(1023).read_volatile() }, 7);

@@ -33,7 +33,7 @@ fn params(k: &Kernel, words: &[u64]) -> Vec<u8> {
 /// An emulated Orin whose device makes `compute` + `copy` channels at open.
 fn open(compute: u32, copy: u32, allow_cilp: bool) -> (Arc<EmuSys>, Device) {
     let emu = EmuSys::new();
-    let b = NvgpuBackend::open_configured(emu.clone(), compute, copy, allow_cilp)
+    let b = NvgpuBackend::open_configured(emu.clone(), compute, copy, allow_cilp, u32::MAX)
         .unwrap_or_else(|e| panic!("open: {e}"));
     (emu, Device::from_backend(Box::new(b)).unwrap())
 }
@@ -115,8 +115,9 @@ fn a_channel_beyond_the_pool_waits_for_an_idle_device() {
     }
 }
 
-/// An aborted queue's channel, which may still run its work, is closed instead of reused; the
-/// device's other queues go on.
+/// An aborted queue's channel, which may still run its work, is closed instead of reused; with
+/// CILP (the default where offered) the close preempts the running grid and the device's other
+/// queues go on.
 #[test]
 fn an_aborted_queue_closes_its_channel() {
     let (emu, dev) = open(2, 0, true);
@@ -180,4 +181,76 @@ fn the_129th_queue_is_refused_naming_the_limit() {
     fill(&dev, &mut q2, 6);
     let e = dev.create_queue(QueueKind::Copy).unwrap_err();
     assert_eq!(e.status, Status::OutOfMemory, "{e}");
+}
+
+/// Without CILP, closing the aborted queue's channel waits for its running grid; the preempt
+/// times out and the driver stops every channel of the device's TSG
+/// (`tsg.c:nvgpu_tsg_unbind_channel` → `nvgpu_tsg_abort`): the device reports a fault, new work
+/// is refused, and a device opened again works.
+#[test]
+fn an_abort_without_cilp_stops_the_device_and_a_new_device_works() {
+    let (_emu, dev) = open(2, 0, false);
+    let m = common::fixtures(&dev);
+    let spin = m.kernel("spin_until").unwrap();
+    let flag = dev.alloc(4096, host_words()).unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let mut other = dev.create_queue(QueueKind::Compute).unwrap();
+    q.launch(
+        &spin,
+        &common::cfg(1, 32),
+        &params(&spin, &[flag.gpu_va(), 60_000_000_000]),
+    )
+    .unwrap();
+    q.submit().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    q.abort();
+    let k = m.kernel("fill_u32").unwrap();
+    let b = dev.alloc(4096, host_words()).unwrap();
+    let r = other
+        .launch(&k, &common::cfg(1, 256), &params(&k, &[b.gpu_va(), 1, 256]))
+        .and_then(|_| other.synchronize(2_000_000_000));
+    let e = r.unwrap_err();
+    assert_eq!(e.status, Status::DeviceFault, "{e}");
+    assert!(dev.fault_report().is_some());
+    drop((other, b, k, flag, spin, m, dev));
+    let (_emu2, dev2) = open(1, 0, false);
+    let mut q2 = dev2.create_queue(QueueKind::Compute).unwrap();
+    fill(&dev2, &mut q2, 4);
+}
+
+/// While another context competes for the GPU, a kernel of ours that cannot be switched out
+/// (wait-for-idle) runs the channel's context-switch timeout budget down; the library raises
+/// each channel's limit (SET_TIMEOUT_EX, `TEGRAGPU_NVGPU_CTXSW_TIMEOUT_MS`, default no limit)
+/// so the kernel completes. With the driver's own 3,000 ms the device is stopped with error 8.
+#[test]
+fn a_long_kernel_survives_a_competing_context() {
+    for limit in [u32::MAX, 3000] {
+        let emu = EmuSys::new();
+        // 100 ms of driver time per 10 ms: 3,000 ms of budget last ~0.3 s here.
+        emu.set_time_divisor(10);
+        let b = NvgpuBackend::open_configured(emu.clone(), 1, 0, false, limit).unwrap();
+        let dev = Device::from_backend(Box::new(b)).unwrap();
+        let m = common::fixtures(&dev);
+        let spin = m.kernel("spin_until").unwrap();
+        let flag = dev.alloc(4096, host_words()).unwrap();
+        let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+        let _other = emu.add_competing_context();
+        // 1.5 s of wall time is 15 s of driver time: five times the default budget.
+        q.launch(
+            &spin,
+            &common::cfg(1, 32),
+            &params(&spin, &[flag.gpu_va(), 1_500_000_000]),
+        )
+        .unwrap();
+        let r = q.synchronize(30_000_000_000);
+        if limit == u32::MAX {
+            r.unwrap_or_else(|e| panic!("the kernel was stopped: {e}"));
+            assert!(dev.fault_report().is_none());
+        } else {
+            let e = r.unwrap_err();
+            assert_eq!(e.status, Status::DeviceFault, "{e}");
+            let f = dev.fault_report().expect("a fault report");
+            assert_eq!(f.code, 8, "error 8 (ctxsw timeout): {}", f.what);
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! subcontext (§4.2).
 //!
 //! Creation: `OPEN_CHANNEL(runlist_id=-1)` → AS `BIND_CHANNEL` → TSG `BIND_CHANNEL_EX(veid)` →
-//! `WDT(DISABLE)` → GPFIFO (`entries × 8` bytes, ≥ 4 KiB) and USERD (4 KiB) nvmap buffers,
+//! `WDT(DISABLE)` → `SET_TIMEOUT_EX` → GPFIFO (`entries × 8` bytes, ≥ 4 KiB) and USERD (4 KiB) nvmap buffers,
 //! zeroed, write-combined, CPU-mapped (the kernel GPU-maps the GPFIFO itself; USERD is not
 //! GPU-mapped) → `SETUP_BIND(USERMODE_SUPPORT | DETERMINISTIC)` → `GET_USER_SYNCPOINT` →
 //! `ALLOC_OBJ_CTX(compute_class | dma_copy_class)` → `SET_ERROR_NOTIFIER` with a 4 KiB buffer.
@@ -28,6 +28,18 @@ pub const MAX_GPFIFO_ENTRIES: u32 = 1 << 28;
 pub const SUBCHANNEL_COMPUTE: u32 = 1;
 /// Subchannel the copy class is bound to.
 pub const SUBCHANNEL_COPY: u32 = 4;
+
+/// The environment variable that sets each channel's context-switch timeout limit (ms).
+pub const CTXSW_TIMEOUT_ENV: &str = "TEGRAGPU_NVGPU_CTXSW_TIMEOUT_MS";
+
+/// The context-switch timeout limit given to every channel: `TEGRAGPU_NVGPU_CTXSW_TIMEOUT_MS`
+/// (the driver's own default is 3,000), else `u32::MAX` (about 49 days: no limit in practice).
+pub fn ctxsw_timeout_ms() -> u32 {
+    std::env::var(CTXSW_TIMEOUT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(u32::MAX)
+}
 
 /// The user syncpoint the kernel allocated for a channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,14 +73,15 @@ impl std::fmt::Debug for NvgpuChannel {
 
 impl NvgpuChannel {
     /// Validates `entries` and creates the channel. Partial state is torn down on failure.
-    /// `cilp`: give a compute channel's context CILP compute preemption
-    /// (`NVGPU_ALLOC_OBJ_FLAGS_CILP`), so that a preempt of the TSG saves a running grid instead
-    /// of waiting for it (see [`super::pool`]).
+    /// `cilp`: ask for CILP compute preemption for a compute channel's context
+    /// (`NVGPU_ALLOC_OBJ_FLAGS_CILP`, see [`super::pool`]). `ctxsw_timeout_ms`: the channel's
+    /// context-switch timeout limit (SET_TIMEOUT_EX, see [`ctxsw_timeout_ms`]).
     pub(crate) fn create(
         dev: Arc<Device>,
         engine: Engine,
         entries: u32,
         cilp: bool,
+        ctxsw_timeout_ms: u32,
     ) -> Result<NvgpuChannel> {
         let max = match dev.chars.max_gpfifo_entries {
             0 => MAX_GPFIFO_ENTRIES,
@@ -103,11 +116,18 @@ impl NvgpuChannel {
         } else {
             0
         };
-        ch.build(entries, class, subchannel, obj_flags)?;
+        ch.build(entries, class, subchannel, obj_flags, ctxsw_timeout_ms)?;
         Ok(ch)
     }
 
-    fn build(&mut self, entries: u32, class: u32, subchannel: u32, obj_flags: u32) -> Result<()> {
+    fn build(
+        &mut self,
+        entries: u32,
+        class: u32,
+        subchannel: u32,
+        obj_flags: u32,
+        limit: u32,
+    ) -> Result<()> {
         let dev = self.dev.clone();
         // OPEN_CHANNEL.
         let mut oc = nvgpu_gpu_open_channel_args::with_runlist_id(-1);
@@ -141,6 +161,21 @@ impl NvgpuChannel {
         };
         dev.ioctl(fd, NVGPU_IOCTL_CHANNEL_WDT, &mut w, || {
             format!("NVGPU_IOCTL_CHANNEL_WDT(channel_fd={fd}, wdt_status=DISABLE)")
+        })?;
+        // The context-switch timeout budget. For a usermode-submit channel every 100-ms
+        // context-switch timeout while a switch is pending (another context wants the GPU and a
+        // kernel of ours cannot be switched out) adds to a total that never resets over the
+        // channel's life; past the limit (3,000 ms at open) the driver stops the whole TSG with
+        // error 8 (common/fifo/channel.c:nvgpu_channel_update_and_check_ctxsw_timeout,
+        // common/rc/rc.c:nvgpu_rc_ctxsw_timeout). Pooled channels live as long as the device,
+        // so the limit is raised (SET_TIMEOUT_EX takes any value:
+        // os/linux/ioctl_channel.c), to `TEGRAGPU_NVGPU_CTXSW_TIMEOUT_MS` (default: no limit).
+        let mut t = nvgpu_set_timeout_ex_args {
+            timeout: limit,
+            flags: 1 << NVGPU_TIMEOUT_FLAG_DISABLE_DUMP,
+        };
+        dev.ioctl(fd, NVGPU_IOCTL_CHANNEL_SET_TIMEOUT_EX, &mut t, || {
+            format!("NVGPU_IOCTL_CHANNEL_SET_TIMEOUT_EX(channel_fd={fd}, timeout={limit} ms)")
         })?;
         // Ring and USERD.
         let ring_bytes = (u64::from(entries) * 8).max(PAGE_SIZE).div_ceil(PAGE_SIZE) * PAGE_SIZE;

@@ -55,16 +55,20 @@ impl NvgpuBackend {
     /// [`open`](Self::open) with `compute` and `copy` channels made at open.
     pub fn open_with_channels(sys: Arc<dyn Sys>, compute: u32, copy: u32) -> Result<NvgpuBackend> {
         let allow_cilp = !std::env::var("TEGRAGPU_NVGPU_CILP").is_ok_and(|v| v == "0");
-        Self::open_configured(sys, compute, copy, allow_cilp)
+        let timeout = super::channel::ctxsw_timeout_ms();
+        Self::open_configured(sys, compute, copy, allow_cilp, timeout)
     }
 
     /// [`open_with_channels`](Self::open_with_channels); `allow_cilp` false keeps the driver's
-    /// wait-for-idle compute preemption even where CILP is offered (as `TEGRAGPU_NVGPU_CILP=0`).
+    /// wait-for-idle compute preemption even where CILP is offered (as `TEGRAGPU_NVGPU_CILP=0`);
+    /// `ctxsw_timeout_ms` is every channel's context-switch timeout limit (as
+    /// `TEGRAGPU_NVGPU_CTXSW_TIMEOUT_MS`).
     pub fn open_configured(
         sys: Arc<dyn Sys>,
         compute: u32,
         copy: u32,
         allow_cilp: bool,
+        ctxsw_timeout_ms: u32,
     ) -> Result<NvgpuBackend> {
         if compute + copy > super::pool::TSG_MAX_CHANNELS {
             return Err(Error::invalid(format!(
@@ -311,7 +315,13 @@ impl NvgpuBackend {
             info.memory_bytes >> 20,
             info.driver_version
         );
-        let pool = Arc::new(open_pool(&dev, &chars, compute, copy, allow_cilp)?);
+        let pool = Arc::new(open_pool(
+            &dev,
+            &chars,
+            (compute, copy),
+            allow_cilp,
+            ctxsw_timeout_ms,
+        )?);
         Ok(NvgpuBackend { dev, info, pool })
     }
 
@@ -352,14 +362,14 @@ impl NvgpuBackend {
 fn open_pool(
     dev: &Arc<Device>,
     chars: &nvgpu_gpu_characteristics,
-    compute: u32,
-    copy: u32,
+    (compute, copy): (u32, u32),
     allow_cilp: bool,
+    ctxsw_timeout_ms: u32,
 ) -> Result<super::pool::Pool> {
     use super::pool::Pool;
     use crate::backend::Engine;
     let offered = chars.compute_preemption_mode_flags & NVGPU_COMPUTE_PREEMPTION_MODE_CILP != 0;
-    let pool = Pool::new(offered && allow_cilp);
+    let pool = Pool::new(offered && allow_cilp, ctxsw_timeout_ms);
     pool.fill(dev, Engine::Compute, compute)?;
     pool.fill(dev, Engine::Copy, copy)?;
     debug!(

@@ -72,6 +72,8 @@ pub(crate) struct Pool {
     live: AtomicU32,
     /// The device's compute channels were set up asking for CILP (module documentation).
     pub cilp: bool,
+    /// Each channel's context-switch timeout limit (ms).
+    pub ctxsw_timeout_ms: u32,
 }
 
 fn slot(engine: Engine) -> usize {
@@ -82,11 +84,12 @@ fn slot(engine: Engine) -> usize {
 }
 
 impl Pool {
-    pub(crate) fn new(cilp: bool) -> Pool {
+    pub(crate) fn new(cilp: bool, ctxsw_timeout_ms: u32) -> Pool {
         Pool {
             free: Mutex::new([Vec::new(), Vec::new()]),
             live: AtomicU32::new(0),
             cilp,
+            ctxsw_timeout_ms,
         }
     }
 
@@ -135,7 +138,14 @@ impl Pool {
             0 => POOL_ENTRIES,
             m => POOL_ENTRIES.min(m),
         };
-        NvgpuChannel::create(dev.clone(), engine, entries, self.cilp).inspect_err(|_| {
+        NvgpuChannel::create(
+            dev.clone(),
+            engine,
+            entries,
+            self.cilp,
+            self.ctxsw_timeout_ms,
+        )
+        .inspect_err(|_| {
             self.live.fetch_sub(1, Ordering::AcqRel);
         })
     }

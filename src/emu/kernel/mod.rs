@@ -432,6 +432,16 @@ impl EmuSys {
         }
     }
 
+    /// Test hook: the context-switch timeout budget the channel with work-submit token `token`
+    /// has used so far (`ch->ctxsw_timeout_accumulated_ms`, driver milliseconds).
+    pub fn ctxsw_timeout_accumulated_ms(&self, token: u32) -> Option<u32> {
+        let st = self.state.lock();
+        st.channels
+            .iter()
+            .find(|(c, ch)| ch.token(**c) == token)
+            .map(|(_, ch)| ch.ctxsw_timeout_accumulated_ms)
+    }
+
     /// Test hook: post channel error `code` (an `NVGPU_CHANNEL_*` notifier code) on the channel
     /// whose work-submit token is `token`, as the kernel does on a fault: errors are per TSG, so
     /// every channel of its TSG gets the notifier record (`{ns, info32=code, status=0xffff}`,
