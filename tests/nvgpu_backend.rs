@@ -597,10 +597,7 @@ fn channel_issues_documented_sequence() {
         "USERMODE_SUPPORT (0x8) | DETERMINISTIC (0x2)"
     );
     // Channels are made for the device's pool: rings of the largest queue depth.
-    assert_eq!(
-        sb.num_gpfifo_entries,
-        tegragpu::backend::nvgpu::pool::POOL_ENTRIES
-    );
+    assert_eq!(sb.num_gpfifo_entries, tegragpu::backend::pool::POOL_ENTRIES);
     assert_eq!((sb.userd_dmabuf_offset, sb.gpfifo_dmabuf_offset), (0, 0));
     assert!(
         sb.userd_dmabuf_fd > 0
@@ -615,7 +612,7 @@ fn channel_issues_documented_sequence() {
         .collect();
     assert_eq!(
         sizes,
-        vec![tegragpu::backend::nvgpu::pool::POOL_ENTRIES * 8, 4096],
+        vec![tegragpu::backend::pool::POOL_ENTRIES * 8, 4096],
         "gpfifo POOL_ENTRIES×8 bytes, USERD 4 KiB"
     );
     // Neither ring nor USERD is GPU-mapped by the library.
@@ -636,7 +633,7 @@ fn channel_issues_documented_sequence() {
     let r = ch.raw();
     assert_eq!(
         (r.token, r.entries, r.class, r.subchannel),
-        (511, tegragpu::backend::nvgpu::pool::POOL_ENTRIES, 0xc7c0, 1)
+        (511, tegragpu::backend::pool::POOL_ENTRIES, 0xc7c0, 1)
     );
     let page = {
         let st = k.st.lock();
@@ -666,7 +663,7 @@ fn channel_issues_documented_sequence() {
         .map(|x| arg::<nvmap_create_handle>(x).size);
     assert_eq!(
         last_create,
-        Some(tegragpu::backend::nvgpu::pool::POOL_ENTRIES * 8),
+        Some(tegragpu::backend::pool::POOL_ENTRIES * 8),
         "a queue of 2 entries gets a pooled channel's full ring"
     );
 }
@@ -937,7 +934,7 @@ fn emu_one_channel_bringup_and_teardown() {
     assert_eq!(r.token, 511, "fresh system hands out chid 511 on runlist 0");
     assert_eq!(
         (r.entries, r.class, r.subchannel),
-        (tegragpu::backend::nvgpu::pool::POOL_ENTRIES, 0xc7c0, 1)
+        (tegragpu::backend::pool::POOL_ENTRIES, 0xc7c0, 1)
     );
     // USERD starts zeroed: GP_GET (0x88) and GP_PUT (0x8c).
     unsafe {

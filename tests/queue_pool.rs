@@ -101,7 +101,7 @@ fn a_channel_beyond_the_pool_waits_for_an_idle_device() {
         let e = dev.create_queue(QueueKind::Compute).unwrap_err();
         assert_eq!(e.status, Status::NotSupported, "cilp={cilp}: {e}");
         assert!(
-            e.message.contains("preempt") && e.message.contains("TEGRAGPU_NVGPU_CHANNELS"),
+            e.message.contains("preempt") && e.message.contains("TEGRAGPU_CHANNELS"),
             "{e}"
         );
         assert_eq!(emu.stats().channels, 1, "no channel was set up");

@@ -5,6 +5,7 @@
 //! and reports errors. Everything above it (pushbuffers, QMDs, signals) is backend-independent.
 
 pub mod nvgpu;
+pub mod pool;
 pub mod rm;
 
 use crate::error::Result;

@@ -302,41 +302,6 @@ impl NvgpuChannel {
         Ok(())
     }
 
-    /// GP_PUT as this library last wrote it to USERD: where the next user of the channel
-    /// continues in the ring.
-    pub fn gp_put(&self) -> u32 {
-        match self.raw {
-            // SAFETY: USERD is mapped for the channel's lifetime; GP_PUT is at byte 0x8c.
-            Some(r) => unsafe { std::ptr::read_volatile(r.userd.add(0x8c / 4)) },
-            None => 0,
-        }
-    }
-
-    /// Whether the GPU has fetched every GPFIFO entry written (GP_GET = GP_PUT).
-    pub fn idle(&self) -> bool {
-        match self.raw {
-            Some(r) => {
-                // SAFETY: as in `gp_put`; GP_GET is at byte 0x88.
-                let get = unsafe { std::ptr::read_volatile(r.userd.add(0x88 / 4)) };
-                get == self.gp_put()
-            }
-            None => true,
-        }
-    }
-
-    /// The raw view of a channel that has none (never handed out).
-    pub(crate) fn no_raw() -> ChannelRaw {
-        ChannelRaw {
-            gpfifo: std::ptr::null_mut(),
-            entries: 0,
-            userd: std::ptr::null_mut(),
-            doorbell: std::ptr::null_mut(),
-            token: 0,
-            class: 0,
-            subchannel: 0,
-        }
-    }
-
     /// The user syncpoint from GET_USER_SYNCPOINT.
     pub fn syncpoint(&self) -> Option<UserSyncpoint> {
         self.syncpoint
@@ -373,7 +338,15 @@ impl NvgpuChannel {
 impl Channel for NvgpuChannel {
     fn raw(&self) -> ChannelRaw {
         // `raw` is always set for a channel handed out by `create`.
-        self.raw.unwrap_or_else(Self::no_raw)
+        self.raw.unwrap_or(ChannelRaw {
+            gpfifo: std::ptr::null_mut(),
+            entries: 0,
+            userd: std::ptr::null_mut(),
+            doorbell: std::ptr::null_mut(),
+            token: 0,
+            class: 0,
+            subchannel: 0,
+        })
     }
 
     fn error(&self) -> Option<ChannelError> {

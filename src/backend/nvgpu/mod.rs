@@ -24,7 +24,6 @@ pub mod channel;
 mod device;
 mod memory;
 mod open;
-pub mod pool;
 
 use std::ffi::CStr;
 use std::os::fd::RawFd;
@@ -92,8 +91,13 @@ fn out_of_memory_status(mut e: Error, errno: i32) -> Error {
 pub struct NvgpuBackend {
     dev: Arc<Device>,
     info: DeviceInfo,
-    pool: Arc<pool::Pool>,
+    pool: Arc<crate::backend::pool::Pool>,
+    cilp: bool,
 }
+
+/// Channels one TSG holds: `common/fifo/tsg.c:nvgpu_tsg_bind_channel` refuses the 129th with
+/// EINVAL (`ram_rl_entry_tsg_length_max_v()` = 0x80 on ga10b).
+pub const TSG_MAX_CHANNELS: u32 = 128;
 
 impl NvgpuBackend {
     /// Channels of the device that exist (made at open or later, free or in use by queues).
@@ -104,9 +108,10 @@ impl NvgpuBackend {
     pub fn channels_free(&self, engine: Engine) -> usize {
         self.pool.free_count(engine)
     }
-    /// Whether the device's compute contexts use CILP preemption (see [`pool`]).
+    /// Whether the device's compute channels asked for CILP preemption (see
+    /// [`crate::backend::pool`]).
     pub fn uses_cilp(&self) -> bool {
-        self.pool.cilp
+        self.cilp
     }
 }
 
@@ -220,24 +225,22 @@ impl Backend for NvgpuBackend {
         Ok(g.fd())
     }
 
-    /// A channel from the device's pool (see [`pool`]); `entries` is checked as for a new channel,
-    /// and the channel's ring has [`pool::POOL_ENTRIES`] entries (or the driver's maximum).
+    /// A channel from the device's pool (see [`crate::backend::pool`]); `entries` is checked as
+    /// for a new channel, and the channel's ring has `POOL_ENTRIES` entries (or the driver's
+    /// maximum).
     fn create_channel(
         &self,
         engine: Engine,
         entries: u32,
         device_idle: bool,
     ) -> Result<Box<dyn Channel>> {
-        let max = match self.dev.chars.max_gpfifo_entries {
-            0 => pool::POOL_ENTRIES,
-            m => m.min(pool::POOL_ENTRIES),
-        };
+        let max = pool_entries(&self.dev);
         if entries < 2 || !entries.is_power_of_two() || entries > max {
             return Err(Error::invalid(format!(
                 "create_channel: entries={entries} must be a power of two in [2, {max}]"
             )));
         }
-        self.pool.take(&self.dev, engine, device_idle)
+        self.pool.take(engine, device_idle)
     }
 
     fn fault_log(&self) -> Vec<KernelFaultRecord> {
@@ -254,4 +257,13 @@ fn _assert_send_sync() {
     fn is<T: Send + Sync>() {}
     is::<NvgpuBackend>();
     is::<NvgpuChannel>();
+}
+
+/// GPFIFO entries of the device's pooled channels: `POOL_ENTRIES`, or the driver's maximum.
+pub(crate) fn pool_entries(dev: &Device) -> u32 {
+    let p = crate::backend::pool::POOL_ENTRIES;
+    match dev.chars.max_gpfifo_entries {
+        0 => p,
+        m => m.min(p),
+    }
 }

@@ -45,10 +45,10 @@ fn open_node(sys: &dyn Sys, path: &CStr) -> Result<RawFd> {
 
 impl NvgpuBackend {
     /// Opens the GPU through `sys` and brings up the address space, VA windows, TSG,
-    /// subcontext, doorbell (§4.1–§4.2) and the channel pool (`TEGRAGPU_NVGPU_CHANNELS`, see
+    /// subcontext, doorbell (§4.1–§4.2) and the channel pool (`TEGRAGPU_CHANNELS`, see
     /// [`super::pool`]). Fails with an error naming the call that failed.
     pub fn open(sys: Arc<dyn Sys>) -> Result<NvgpuBackend> {
-        let (compute, copy) = super::pool::configured_counts()?;
+        let (compute, copy) = crate::backend::pool::configured_counts(super::TSG_MAX_CHANNELS)?;
         Self::open_with_channels(sys, compute, copy)
     }
 
@@ -70,10 +70,10 @@ impl NvgpuBackend {
         allow_cilp: bool,
         ctxsw_timeout_ms: u32,
     ) -> Result<NvgpuBackend> {
-        if compute + copy > super::pool::TSG_MAX_CHANNELS {
+        if compute + copy > super::TSG_MAX_CHANNELS {
             return Err(Error::invalid(format!(
                 "open: {compute} compute + {copy} copy channels exceed the {} one TSG holds",
-                super::pool::TSG_MAX_CHANNELS
+                super::TSG_MAX_CHANNELS
             )));
         }
         let emulated = sys.is_emulated();
@@ -315,14 +315,15 @@ impl NvgpuBackend {
             info.memory_bytes >> 20,
             info.driver_version
         );
-        let pool = Arc::new(open_pool(
-            &dev,
-            &chars,
-            (compute, copy),
-            allow_cilp,
-            ctxsw_timeout_ms,
-        )?);
-        Ok(NvgpuBackend { dev, info, pool })
+        let cilp = allow_cilp
+            && chars.compute_preemption_mode_flags & NVGPU_COMPUTE_PREEMPTION_MODE_CILP != 0;
+        let pool = Arc::new(open_pool(&dev, (compute, copy), cilp, ctxsw_timeout_ms)?);
+        Ok(NvgpuBackend {
+            dev,
+            info,
+            pool,
+            cilp,
+        })
     }
 
     /// The raw characteristics the driver reported.
@@ -355,26 +356,37 @@ impl NvgpuBackend {
     }
 }
 
-/// The device's channels (see [`super::pool`]): CILP where the driver offers it for compute
-/// (`compute_preemption_mode_flags`; `TEGRAGPU_NVGPU_CILP=0` turns it off: a driver that
-/// advertises CILP but refuses it at ALLOC_OBJ_CTX fails the open with that ioctl named), and
-/// the given number of compute and copy channels.
+/// The device's channels (see [`crate::backend::pool`]): compute channels ask for CILP where
+/// `cilp` (the driver offers it in `compute_preemption_mode_flags` and `TEGRAGPU_NVGPU_CILP` is
+/// not 0; a driver that advertises CILP but refuses it at ALLOC_OBJ_CTX fails the open with that
+/// ioctl named); every channel gets the context-switch timeout limit `ctxsw_timeout_ms`.
 fn open_pool(
     dev: &Arc<Device>,
-    chars: &nvgpu_gpu_characteristics,
     (compute, copy): (u32, u32),
-    allow_cilp: bool,
+    cilp: bool,
     ctxsw_timeout_ms: u32,
-) -> Result<super::pool::Pool> {
-    use super::pool::Pool;
-    use crate::backend::Engine;
-    let offered = chars.compute_preemption_mode_flags & NVGPU_COMPUTE_PREEMPTION_MODE_CILP != 0;
-    let pool = Pool::new(offered && allow_cilp, ctxsw_timeout_ms);
-    pool.fill(dev, Engine::Compute, compute)?;
-    pool.fill(dev, Engine::Copy, copy)?;
+) -> Result<crate::backend::pool::Pool> {
+    use crate::backend::pool::Pool;
+    use crate::backend::{Channel, Engine};
+    let d = dev.clone();
+    let entries = super::pool_entries(dev);
+    let pool = Pool::new(
+        super::TSG_MAX_CHANNELS,
+        "the most one nvgpu TSG holds (common/fifo/tsg.c:nvgpu_tsg_bind_channel)",
+        Box::new(move |engine| {
+            super::NvgpuChannel::create(d.clone(), engine, entries, cilp, ctxsw_timeout_ms)
+                .map(|c| Box::new(c) as Box<dyn Channel>)
+        }),
+    );
+    pool.fill(Engine::Compute, compute)?;
+    pool.fill(Engine::Copy, copy)?;
     debug!(
         "channel pool: {compute} compute, {copy} copy channels; compute preemption {}",
-        if pool.cilp { "CILP" } else { "wait-for-idle" }
+        if cilp {
+            "CILP requested"
+        } else {
+            "wait-for-idle"
+        }
     );
     Ok(pool)
 }

@@ -303,7 +303,7 @@ impl Queue {
         };
         // Whether the device's queues have completed what they submitted: a backend whose
         // channel setup preempts running work needs to know (nvgpu, see
-        // backend::nvgpu::pool). Work that ends soon (a queue's set-up, short kernels) is
+        // backend::pool). Work that ends soon (a queue's set-up, short kernels) is
         // waited for first, a little.
         let idle = if dev.backend().channel_setup_preempts() {
             let f = fence_now_submitted(dev);
