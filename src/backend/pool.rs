@@ -170,9 +170,20 @@ impl Pool {
         engine: Engine,
         device_idle: bool,
     ) -> Result<Box<dyn Channel>> {
-        // (The pop in a statement of its own: a guard in the match scrutinee would be held
-        // through `make`, which takes the lock too.)
-        let free = self.free.lock()[slot(engine)].pop();
+        // A free channel that reports an error (its channel group was stopped after it went
+        // back: an abort, a fault) is closed, not handed out. (The pop in a statement of its
+        // own: a guard in the match scrutinee would be held through `make`, which takes the
+        // lock too.)
+        let free = loop {
+            let next = self.free.lock()[slot(engine)].pop();
+            match next {
+                Some(ch) if ch.error().is_some() => {
+                    self.live.fetch_sub(1, Ordering::AcqRel);
+                    drop(ch);
+                }
+                other => break other,
+            }
+        };
         let ch = match free {
             Some(ch) => ch,
             None if device_idle => self.make(engine)?,
