@@ -118,15 +118,6 @@ pub struct RmBackend {
     inner: Arc<Inner>,
     info: DeviceInfo,
     details: RmDetails,
-    /// The device's channels, made at open (see [`crate::backend::pool`]).
-    pool: Arc<crate::backend::pool::Pool>,
-}
-
-impl Drop for RmBackend {
-    fn drop(&mut self) {
-        // Queues (and so the channels in use) are gone by now.
-        self.pool.drain();
-    }
 }
 
 fn read_sysfs(path: &str) -> Option<String> {
@@ -168,28 +159,12 @@ impl RmBackend {
         };
         debug!("driver {} → branch {}", version.text, branch.major());
         let mut inner = Inner::empty(sys, ctl_fd, branch);
-        let (info, details) = bringup::bring_up(&mut inner, version, ordinal)?;
-        // On error `inner` drops and undoes what was built.
-        let inner = Arc::new(inner);
-        let (compute, copy) = crate::backend::pool::configured_counts(u32::MAX)?;
-        let (mk, bar1) = (inner.clone(), details.bar1_kib);
-        let pool = crate::backend::pool::Pool::new(
-            u32::MAX,
-            "the library's limit",
-            Box::new(move |engine| {
-                RmChannel::create(&mk, engine, crate::backend::pool::POOL_ENTRIES, bar1)
-                    .map(|c| Box::new(c) as Box<dyn Channel>)
-            }),
-        );
-        pool.fill(Engine::Compute, compute)?;
-        pool.fill(Engine::Copy, copy)?;
-        debug!("channel pool: {compute} compute, {copy} copy channels");
-        Ok(RmBackend {
-            inner,
+        bringup::bring_up(&mut inner, version, ordinal).map(|(info, details)| RmBackend {
+            inner: Arc::new(inner),
             info,
             details,
-            pool: Arc::new(pool),
         })
+        // On error `inner` drops here and undoes what was built.
     }
 
     /// RM-specific facts (versions, PCI location, UUID, class list, FB/BAR1 sizes, handles).
@@ -298,26 +273,27 @@ impl Backend for RmBackend {
         ))
     }
 
-    /// A channel from the device's pool (see [`crate::backend::pool`]): RM times a channel's
-    /// allocation out while a kernel of the device's channel group runs. `entries` is checked as
-    /// for a new channel; the ring has `POOL_ENTRIES` entries.
+    /// A new channel. RM (H200, driver 580) times the allocation of a channel out, after about
+    /// 2.4 s, with `NV_ERR_TIMEOUT` while a kernel of the device's channel group runs
+    /// (`tests/queue_lifecycle.rs`), so that is refused at once while the device is busy.
     fn create_channel(
         &self,
         engine: Engine,
         entries: u32,
         device_idle: bool,
     ) -> Result<Box<dyn Channel>> {
-        if !entries.is_power_of_two()
-            || !(channel::MIN_GPFIFO_ENTRIES..=crate::backend::pool::POOL_ENTRIES)
-                .contains(&entries)
-        {
-            return Err(Error::invalid(format!(
-                "create_channel: entries {entries} must be a power of two in {}..={}",
-                channel::MIN_GPFIFO_ENTRIES,
-                crate::backend::pool::POOL_ENTRIES
-            )));
+        if !device_idle {
+            return Err(Error::new(
+                Status::NotSupported,
+                "tg_queue_create: the device is running work, and the RM driver cannot add a channel to the device's channel group while a kernel runs (it gives up after about 2.4 s with NV_ERR_TIMEOUT); create queues while the device is idle",
+            ));
         }
-        self.pool.take(engine, device_idle)
+        Ok(Box::new(RmChannel::create(
+            &self.inner,
+            engine,
+            entries,
+            self.details.bar1_kib,
+        )?))
     }
 
     fn channel_setup_preempts(&self) -> bool {
