@@ -11,6 +11,7 @@
 #          TG_PREFIX TG_LIBDIR TG_BINDIR TG_INCLUDEDIR  (meson's options)
 #          TG_VERSION (project version)  TG_DEBUGINFO (split|strip|keep, the effective one)
 #          TG_CC (C compiler command)  TG_PKG_CONFIG (pkg-config; none: exit 77, skipped)
+#          TG_OBJCOPY (objcopy for the library's architecture; default: objcopy)
 #          TG_KEEP_INSTALL=1 keeps the DESTDIR (its path is printed)
 # Exits 0 if every check passed, 1 otherwise (each failure is printed as "FAIL: ...").
 set -uo pipefail
@@ -90,7 +91,7 @@ if [ "$DEBUGINFO" = split ]; then
   else fail "$DBG is missing or has no .debug_info"; fi
   # The .gnu_debuglink section: the debug file's name, NUL padding to 4 bytes, its CRC-32.
   sec="$DEST/debuglink.bin"
-  if objcopy --dump-section .gnu_debuglink="$sec" "$LIB/$SO_FULL" /dev/null 2>/dev/null; then
+  if "${TG_OBJCOPY:-objcopy}" --dump-section .gnu_debuglink="$sec" "$LIB/$SO_FULL" /dev/null 2>/dev/null; then
     if msg="$(python3 - "$sec" "$DBG" "$SO_FULL.debug" 2>&1 <<'PYEOF'
 import struct, sys, zlib
 sec, dbg, want = open(sys.argv[1], "rb").read(), sys.argv[2], sys.argv[3]
@@ -171,7 +172,9 @@ echo "+ ${CC[*]} app.c -o app ${flags[*]}"
 if "${CC[@]}" "$W/app.c" -o "$W/app" "${flags[@]}"; then
   needed="$(readelf -dW "$W/app" | sed -n 's/.*Shared library: \[\(libtegragpu[^]]*\)\].*/\1/p')"
   [ "$needed" = "$SO_MAJOR" ] && ok "app needs $needed" || fail "app needs '$needed', not $SO_MAJOR"
-  resolved="$(LD_LIBRARY_PATH="$LIB" ldd "$W/app" 2>/dev/null | sed -n 's/.*libtegragpu[^ ]* => \([^ ]*\) .*/\1/p')"
+  # ldd's own mechanism, run by the program's dynamic loader (so it also works for a program of
+  # another architecture that binfmt_misc runs, as in scripts/test-aarch64.sh).
+  resolved="$(LD_TRACE_LOADED_OBJECTS=1 LD_LIBRARY_PATH="$LIB" "$W/app" 2>/dev/null | sed -n 's/.*libtegragpu[^ ]* => \([^ ]*\) .*/\1/p')"
   [ "$resolved" = "$LIB/$SO_MAJOR" ] && ok "app loads the installed library" \
     || fail "app loads '$resolved', not $LIB/$SO_MAJOR"
   if out="$(LD_LIBRARY_PATH="$LIB" "$W/app" 2>&1)" && [ "$out" = "$TG_VERSION" ]; then

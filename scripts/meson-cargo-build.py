@@ -4,10 +4,12 @@
 usage: meson-cargo-build.py --cargo CARGO --manifest-dir DIR --target-dir DIR --version X.Y.Z
            --so OUT --so-major OUT --so-full OUT --static OUT [--bin NAME=OUT ...]
            [--debuginfo split|strip|keep] [--debug OUT] [--objcopy PROG] [--strip PROG]
+           [--rust-target TRIPLE]
 
 Runs one `cargo build --release --lib --bin NAME...` (at build time, never at configure time)
 with CARGO_TARGET_DIR set, after checking that Cargo.toml's package version is X.Y.Z (meson's
-project version). Then, from target/release:
+project version). Then, from target/release (target/TRIPLE/release with --rust-target, which is
+passed to cargo as --target: a cross build):
 
   --so, --so-major  libtegragpu.so as built (soname libtegragpu.so.MAJOR, set by build.rs, debug
                     info kept): what the C examples, the tests and TEGRAGPU_LIBRARY use in the
@@ -97,6 +99,7 @@ def main():
     ap.add_argument("--debug")
     ap.add_argument("--objcopy")
     ap.add_argument("--strip")
+    ap.add_argument("--rust-target")
     a = ap.parse_args()
     if a.debuginfo == "split" and not (a.debug and a.objcopy and a.strip):
         ap.error("--debuginfo split needs --debug, --objcopy and --strip")
@@ -118,6 +121,8 @@ def main():
     cmd = [a.cargo, "build", "--release", "--lib"]
     for name, _ in bins:
         cmd += ["--bin", name]
+    if a.rust_target:
+        cmd += ["--target", a.rust_target]
     cmd += ["--manifest-path", manifest]
     env = dict(os.environ, CARGO_TARGET_DIR=a.target_dir)
     print("+ CARGO_TARGET_DIR=%s %s" % (a.target_dir, " ".join(cmd)), flush=True)
@@ -125,7 +130,7 @@ def main():
     if rc != 0:
         sys.exit(rc)
 
-    release = os.path.join(a.target_dir, "release")
+    release = os.path.join(a.target_dir, *([a.rust_target] if a.rust_target else []), "release")
     so = os.path.join(release, "libtegragpu.so")
     static = os.path.join(release, "libtegragpu.a")
     # The build tree's copies, for the examples and tests: as built.

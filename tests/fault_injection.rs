@@ -568,6 +568,29 @@ fn settled(base: Process) -> Process {
     now
 }
 
+/// The baseline counts, once the threads of the warm-up runs have left `/proc/self/task`: the
+/// counts must hold still for 100 ms (at most 2 s of waiting). Taken at once, a thread that was
+/// just joined can still be listed, and every later comparison would then expect one thread too
+/// many (seen under load, and under qemu-user, where a thread takes longer to go).
+fn baseline() -> Process {
+    let mut base = process();
+    let mut still = 0;
+    for _ in 0..400 {
+        if still == 20 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+        let now = process();
+        if now == base {
+            still += 1;
+        } else {
+            base = now;
+            still = 0;
+        }
+    }
+    base
+}
+
 fn assert_emu_empty(s: EmuStats, what: &str) {
     let clean = EmuStats {
         free_chids: tegragpu::emu::kernel::NUM_CHANNELS as usize,
@@ -797,7 +820,7 @@ fn every_call_of_every_scenario_fails_cleanly() {
         );
         c.teardown();
     }
-    let base = process();
+    let base = baseline();
 
     let errnos = [
         libc::ENOMEM,

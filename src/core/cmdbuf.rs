@@ -607,6 +607,10 @@ impl CmdBuf {
             crate::core::wcmem::copy_dwords(alloc.cpu as *mut u32, pb_words.as_ptr(), pos);
         }
         // The allocation is write-combined: make the image visible before anyone reads it.
+        // x86-64: `mfence` drains the write-combining buffers now. aarch64: `dmb ish` orders
+        // only for the other CPUs; the GPU reads this memory only for work submitted after it,
+        // and that submit's `dsb st` (crate::hw::barrier::before_gp_put, cumulative) makes these
+        // stores visible to the GPU first.
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         Ok((pos as u32, last_launch, patches, launches))
     }
@@ -729,6 +733,8 @@ impl CmdBuf {
         self.wait_replays(CALL)?;
         // SAFETY: the parameter block inside the image's constant bank; no replay reads it now.
         unsafe { crate::core::wcmem::copy(cpu, params.as_ptr(), len) };
+        // wait_replays saw the GPU done with the image (crate::hw::barrier::after_gpu_value
+        // keeps these stores after that). The fence: as where the image is first written.
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         if let Some(Node::Launch { params: p, .. }) = self.nodes.get_mut(index) {
             p.copy_from_slice(params);
@@ -824,6 +830,7 @@ impl CmdBuf {
             );
             crate::core::wcmem::copy(cpu.add(meta.cb_off as usize), cb.as_ptr(), cb.len());
         }
+        // As in set_params.
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         if let Some(Some(m)) = self.image.as_mut().and_then(|i| i.launches.get_mut(index)) {
             m.words = words;
@@ -860,6 +867,7 @@ impl CmdBuf {
             std::ptr::write_volatile(cpu, value as u32);
             std::ptr::write_volatile(cpu.add(1), (value >> 32) as u32);
         }
+        // As in set_params.
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         match self.nodes.get_mut(index) {
             Some(Node::Signal { value: v, .. }) | Some(Node::Wait { value: v, .. }) => *v = value,

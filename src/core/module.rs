@@ -123,6 +123,10 @@ impl Module {
         }
         // SAFETY: the allocation is at least image_len bytes and CPU-mapped.
         unsafe { std::ptr::copy_nonoverlapping(image.as_ptr(), alloc.cpu, image.len()) };
+        // x86-64: `mfence` drains the write-combining buffers now. aarch64: `dmb ish` orders
+        // only for the other CPUs; the GPU reads this memory only for work submitted after it,
+        // and that submit's `dsb st` (crate::hw::barrier::before_gp_put, cumulative) makes these
+        // stores visible to the GPU first.
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         dev.inner
             .code_generation

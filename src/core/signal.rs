@@ -126,9 +126,13 @@ impl Signal {
         self.gpu_va
     }
 
-    /// Current value.
+    /// Current value. What the value guards (results the GPU wrote before releasing it) may be
+    /// read after it: the load is followed by [`crate::hw::barrier::after_gpu_value`].
     pub fn value(&self) -> u64 {
-        self.atomic().load(Ordering::Acquire)
+        let v = self.atomic().load(Ordering::Acquire);
+        // The GPU wrote it (aarch64: `dmb oshld`, see crate::hw::barrier).
+        crate::hw::barrier::after_gpu_value();
+        v
     }
 
     /// GPU timestamp (ns) written with the last GPU release, 0 if none.
@@ -310,6 +314,9 @@ pub(crate) fn wait_value(
     call: &str,
 ) -> Result<()> {
     if reached(word.load(Ordering::Acquire), value) {
+        // The GPU's release was seen: order the caller's reads of what it guards (results) and
+        // its rewrites of what the GPU has finished with after it (aarch64: `dmb oshld`).
+        crate::hw::barrier::after_gpu_value();
         return Ok(());
     }
     let start = Instant::now();
@@ -321,6 +328,8 @@ pub(crate) fn wait_value(
     let sleeps = wait_sleeps();
     loop {
         if reached(word.load(Ordering::Acquire), value) {
+            // As above.
+            crate::hw::barrier::after_gpu_value();
             return Ok(());
         }
         let elapsed = start.elapsed();

@@ -152,6 +152,10 @@ impl Syscalls {
             put_u32(area.1, PRINTF_CAP, PRINTF_RING_BYTES);
             std::ptr::write_unaligned(area.1.add(PRINTF_RING) as *mut u64, area.0 + AREA_BYTES);
         }
+        // x86-64: `mfence` drains the write-combining buffers now. aarch64: `dmb ish` orders
+        // only for the other CPUs; the GPU reads this memory only for work submitted after it,
+        // and that submit's `dsb st` (crate::hw::barrier::before_gp_put, cumulative) makes these
+        // stores visible to the GPU first.
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         Ok(s)
     }
@@ -184,6 +188,10 @@ impl Syscalls {
             std::ptr::write_unaligned(area.add(HEAP_TOP) as *mut u64, 0);
             std::ptr::write_unaligned(area.add(HEAP_SIZE) as *mut u64, heap_bytes);
         }
+        // x86-64: `mfence` drains the write-combining buffers now. aarch64: `dmb ish` orders
+        // only for the other CPUs; the GPU reads this memory only for work submitted after it,
+        // and that submit's `dsb st` (crate::hw::barrier::before_gp_put, cumulative) makes these
+        // stores visible to the GPU first.
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         *h = Some(a);
         Ok(())

@@ -72,6 +72,10 @@ impl TexturePool {
                 }
             }
         }
+        // x86-64: `mfence` drains the write-combining buffers now. aarch64: `dmb ish` orders
+        // only for the other CPUs; the GPU reads this memory only for work submitted after it,
+        // and that submit's `dsb st` (crate::hw::barrier::before_gp_put, cumulative) makes these
+        // stores visible to the GPU first.
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
     }
 

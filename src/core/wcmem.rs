@@ -98,6 +98,10 @@ unsafe fn put128(d: *mut u8, s: *const u8) {
         use std::arch::x86_64::{__m128i, _mm_loadu_si128};
         (d as *mut __m128i).write_volatile(_mm_loadu_si128(s as *const __m128i));
     }
+    // aarch64: two 8-byte stores. Write-combined memory is Normal Non-cacheable there, which
+    // gathers them in the write buffer like one 16-byte store; a misaligned source is fine (only
+    // Device memory, the doorbell, needs aligned accesses). Their order relative to GP_PUT comes
+    // from crate::hw::barrier::before_gp_put.
     #[cfg(not(target_arch = "x86_64"))]
     // SAFETY: the caller's contract.
     unsafe {

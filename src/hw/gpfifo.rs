@@ -8,8 +8,8 @@
 //! update TOP_LEVEL_GET, which nothing here reads. [`gp_entry_level`] lets a caller choose.
 
 use crate::error::{Error, Result, Status};
+use crate::hw::barrier;
 use crate::hw::method::NVC56F_USERD_GP_PUT;
-use std::sync::atomic::{compiler_fence, fence, Ordering};
 use std::time::{Duration, Instant};
 
 /// Bytes per GP entry.
@@ -58,35 +58,6 @@ const SPIN_POLLS: u32 = 2000;
 /// Sleep between polls once spinning is over.
 const POLL_SLEEP: Duration = Duration::from_micros(50);
 
-/// Store barrier before GP_PUT: makes the pushbuffer and GP entry visible to the GPU first.
-#[inline(always)]
-fn store_barrier() {
-    compiler_fence(Ordering::Release);
-    fence(Ordering::Release);
-    #[cfg(target_arch = "aarch64")]
-    // SAFETY: a barrier instruction; no memory or register effects beyond ordering.
-    unsafe {
-        std::arch::asm!("dsb st", options(nostack, preserves_flags));
-    }
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SFENCE has no preconditions; it orders write-combined stores.
-    unsafe {
-        std::arch::x86_64::_mm_sfence();
-    }
-}
-
-/// Full barrier between GP_PUT and the doorbell.
-#[inline(always)]
-fn full_barrier() {
-    compiler_fence(Ordering::SeqCst);
-    fence(Ordering::SeqCst);
-    #[cfg(target_arch = "aarch64")]
-    // SAFETY: a barrier instruction; no memory or register effects beyond ordering.
-    unsafe {
-        std::arch::asm!("dsb sy", options(nostack, preserves_flags));
-    }
-}
-
 /// Ring a channel's doorbell again (full barrier, then the token store), from any thread.
 ///
 /// Harmless for the GPU: the host re-reads GP_PUT from USERD and finds either new entries or
@@ -97,7 +68,9 @@ fn full_barrier() {
 /// # Safety
 /// `doorbell` must be the writable, 4-byte aligned doorbell word of a live channel.
 pub unsafe fn ring_doorbell_again(doorbell: *mut u32, token: u32) {
-    full_barrier();
+    // GP_PUT was written (and completed, by the barrier of the kick that wrote it) by whichever
+    // thread submitted; this barrier only keeps the re-ring after what this thread wrote.
+    barrier::before_doorbell();
     // SAFETY: the caller's contract.
     unsafe { std::ptr::write_volatile(doorbell, token) };
 }
@@ -204,6 +177,12 @@ impl GpRing {
     }
 
     /// Read GP_GET from USERD (byte 0x88). It may be stale (a lower bound of the GPU's progress).
+    ///
+    /// No barrier after it: the GPU's host has fetched an entry before it moves GP_GET past it,
+    /// and the only accesses that depend on the value are the stores that reuse freed slots
+    /// ([`GpRing::push`]), which are control-dependent on it (`free_slots`); Arm makes no store
+    /// visible before the branch it depends on has resolved, and x86-64 does not reorder stores
+    /// with older loads.
     pub fn userd_gp_get(&self) -> u32 {
         // SAFETY: `new`'s contract: userd points to >= 0x90 readable, 4-aligned bytes.
         unsafe {
@@ -299,10 +278,15 @@ impl GpRing {
     }
 
     /// Publish the entries written since the last kick: store barrier, volatile GP_PUT (USERD
-    /// byte 0x8C), full barrier, volatile write of the work-submit token to the doorbell.
+    /// byte 0x8C), full barrier, volatile write of the work-submit token to the doorbell. Each
+    /// barrier is argued in [`crate::hw::barrier`].
     pub fn kick(&mut self) {
         self.publish_put();
-        full_barrier();
+        // GP_PUT complete (visible to the GPU's host, which reads it from USERD on the doorbell)
+        // before the doorbell store is issued: aarch64 `dsb sy`, x86-64 `mfence`.
+        barrier::before_doorbell();
+        // The doorbell: one aligned 32-bit store to Device-nGnRnE (Arm) / UC (x86-64) memory; it
+        // is neither merged nor reordered with other device accesses.
         // SAFETY: `new`'s contract: doorbell is a writable, aligned u32.
         unsafe { std::ptr::write_volatile(self.doorbell, self.token) };
     }
@@ -310,7 +294,11 @@ impl GpRing {
     /// Write GP_PUT (after a store barrier) without ringing the doorbell: `kick` without its
     /// last store. Only for tests that model a doorbell the GPU acted on too early.
     pub fn publish_put(&mut self) {
-        store_barrier();
+        // Every ring store before (GPFIFO entries written by `push`, and the pushbuffer, QMDs and
+        // constant banks they point to, including stores of other threads this one has observed
+        // through the queue's lock) visible to the GPU before GP_PUT: aarch64 `dsb st`, x86-64
+        // `sfence`.
+        barrier::before_gp_put();
         // SAFETY: `new`'s contract: userd has >= 0x90 writable, 4-aligned bytes.
         unsafe {
             std::ptr::write_volatile(self.userd.add(NVC56F_USERD_GP_PUT) as *mut u32, self.put)

@@ -5,6 +5,7 @@
 //! is [`gpfifo::GpRing::push`] when the ring is full: it reads the clock and sleeps briefly.
 
 pub mod arch;
+pub mod barrier;
 pub mod cbank0;
 pub mod gpfifo;
 pub mod local_mem;

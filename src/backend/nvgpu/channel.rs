@@ -315,9 +315,23 @@ impl NvgpuChannel {
     /// The notifier record as the kernel last wrote it.
     pub fn notification(&self) -> Option<nvgpu_notification> {
         let n = self.notifier.as_ref()?;
+        let p = n.cpu.cast::<nvgpu_notification>();
+        // The kernel writes the time stamp and info32, then `nvgpu_wmb()`, then status
+        // (os/linux/linux-channel.c:nvgpu_set_err_notifier_locked). Read status first and the
+        // record after a read barrier (aarch64: `dmb oshld`), so that a record whose status says
+        // "error" carries that error's code, never an older one.
         // SAFETY: the notifier mapping is PAGE_SIZE bytes and lives as long as self; the kernel
         // writes it concurrently, so read it volatile.
-        Some(unsafe { std::ptr::read_volatile(n.cpu.cast::<nvgpu_notification>()) })
+        let status = unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*p).status)) };
+        crate::hw::barrier::after_gpu_value();
+        // SAFETY: as above.
+        let mut rec = unsafe { std::ptr::read_volatile(p) };
+        if status != NVGPU_NOTIFICATION_STATUS_ERROR {
+            // Not posted when first read: report the record as not posted (its other fields may
+            // be mid-update).
+            rec.status = status;
+        }
+        Some(rec)
     }
 
     fn timed_out(&self) -> bool {

@@ -319,10 +319,16 @@ impl Channel for RmChannel {
         let idx = NV_CHANNELGPFIFO_NOTIFICATION_TYPE_ERROR as usize;
         // SAFETY: the notifier mapping holds NOTIFIER_SIZE ≥ 3 × 16 bytes; RM writes it
         // asynchronously, hence volatile.
-        let rec = unsafe { std::ptr::read_volatile((n.cpu as *const NvNotification).add(idx)) };
-        if rec.status == 0 {
+        let p = unsafe { (n.cpu as *const NvNotification).add(idx) };
+        // Status first, then (after a read barrier: aarch64 `dmb oshld`, crate::hw::barrier)
+        // the record it says is posted.
+        // SAFETY: as above.
+        if unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*p).status)) } == 0 {
             return None;
         }
+        crate::hw::barrier::after_gpu_value();
+        // SAFETY: as above.
+        let rec = unsafe { std::ptr::read_volatile(p) };
         // The notifier has no address; the channel's MMU fault info does (MMU faults only).
         let mut f = NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS::default();
         let fault =

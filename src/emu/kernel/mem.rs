@@ -525,21 +525,59 @@ fn vm_rw(local: *mut u8, remote: usize, len: usize, write: bool) -> Result<(), E
         return Err(libc::EFAULT);
     }
     match errno() {
-        libc::ENOSYS | libc::EPERM => {
-            // The syscall is filtered (seccomp): fall back to a direct copy; the caller's
-            // `Sys::ioctl` safety contract guarantees valid pointers.
-            // SAFETY: see above.
-            unsafe {
-                if write {
-                    std::ptr::copy(local, remote as *mut u8, len)
-                } else {
-                    std::ptr::copy(remote as *const u8, local, len)
-                }
-            }
-            Ok(())
-        }
+        // The syscall is missing (qemu-user) or filtered (seccomp).
+        libc::ENOSYS | libc::EPERM => vm_rw_via_pipe(local, remote, len, write),
         _ => Err(libc::EFAULT),
     }
+}
+
+/// [`vm_rw`] without process_vm_readv/writev: the bytes go through a pipe, so that the kernel
+/// (and qemu-user, which checks the guest's pointers in every system call) still answers a bad
+/// user range with EFAULT instead of the copy faulting. Without a descriptor for the pipe, a
+/// direct copy (the caller's `Sys::ioctl` safety contract guarantees valid pointers).
+fn vm_rw_via_pipe(local: *mut u8, remote: usize, len: usize, write: bool) -> Result<(), Errno> {
+    let mut fds = [-1; 2];
+    // SAFETY: pipe2 fills two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        // SAFETY: see above.
+        unsafe {
+            if write {
+                std::ptr::copy(local, remote as *mut u8, len)
+            } else {
+                std::ptr::copy(remote as *const u8, local, len)
+            }
+        }
+        return Ok(());
+    }
+    let (from, to) = if write {
+        (local as usize, remote)
+    } else {
+        (remote, local as usize)
+    };
+    // PIPE_BUF: a write of at most this into the empty pipe is taken whole.
+    const CHUNK: usize = 4096;
+    let mut r = Ok(());
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(CHUNK);
+        // SAFETY: write and read check the user ranges themselves (EFAULT); the local buffer is
+        // valid for len bytes.
+        let ok = unsafe {
+            libc::write(fds[1], (from + done) as *const libc::c_void, n) == n as isize
+                && libc::read(fds[0], (to + done) as *mut libc::c_void, n) == n as isize
+        };
+        if !ok {
+            r = Err(libc::EFAULT);
+            break;
+        }
+        done += n;
+    }
+    // SAFETY: the two descriptors pipe2 made.
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+    r
 }
 
 /// `copy_from_user`: EFAULT on an unreadable range.
