@@ -45,6 +45,10 @@ pub(crate) struct DeviceInner {
     pub fault: Mutex<Option<FaultReport>>,
     pub faulted: AtomicBool,
     pub signals: Mutex<SignalPool>,
+    /// Signal slots freed by a drop that could not take `signals` (it may run inside it: a
+    /// queue's timeline dropped with its queue while the pool is locked); merged into the pool
+    /// at its next use.
+    pub signal_drops: Mutex<crate::core::signal::DroppedSlots>,
     pub local: Mutex<LocalMem>,
     pub local_generation: AtomicU64,
     /// Per-thread stack bytes for kernels taken from now on (`TG_LIMIT_STACK_SIZE`).
@@ -218,6 +222,7 @@ impl Device {
                 fault: Mutex::new(None),
                 faulted: AtomicBool::new(false),
                 signals: Mutex::new(SignalPool::default()),
+                signal_drops: Mutex::new(Default::default()),
                 local: Mutex::new(LocalMem {
                     buf: None,
                     bytes_per_tpc: 0,
@@ -497,10 +502,11 @@ impl Device {
     #[doc(hidden)]
     pub fn held_for_queued_work(&self) -> (usize, usize) {
         self.collect_deferred();
-        (
-            self.inner.deferred.lock().len(),
-            self.inner.signals.lock().held(),
-        )
+        (self.inner.deferred.lock().len(), {
+            let mut pool = self.inner.signals.lock();
+            pool.merge(&mut self.inner.signal_drops.lock());
+            pool.held()
+        })
     }
 
     /// Free deferred allocations whose queues have caught up.

@@ -22,7 +22,18 @@ pub(crate) struct SignalPool {
 // SAFETY: the raw pointers refer to the pool's own shared mappings.
 unsafe impl Send for SignalPool {}
 
+/// Freed slots parked outside the pool (see `DeviceInner::signal_drops`).
+#[derive(Default)]
+pub(crate) struct DroppedSlots(Vec<((u64, *mut u8), Fence)>);
+// SAFETY: the raw pointers refer to the pool's own shared mappings.
+unsafe impl Send for DroppedSlots {}
+
 impl SignalPool {
+    /// Take the slots parked in `dropped` into the pool.
+    pub(crate) fn merge(&mut self, dropped: &mut DroppedSlots) {
+        self.parked.append(&mut dropped.0);
+    }
+
     /// Freed slots that queued work may still write.
     pub(crate) fn held(&self) -> usize {
         self.parked.iter().filter(|(_, f)| !fence_passed(f)).count()
@@ -101,7 +112,11 @@ impl std::fmt::Debug for Signal {
 
 impl Signal {
     pub(crate) fn new(dev: &Device, initial: u64) -> Result<Signal> {
-        let (gpu_va, ptr) = dev.inner.signals.lock().take(dev.backend())?;
+        let (gpu_va, ptr) = {
+            let mut pool = dev.inner.signals.lock();
+            pool.merge(&mut dev.inner.signal_drops.lock());
+            pool.take(dev.backend())?
+        };
         let s = Signal {
             dev: dev.clone(),
             gpu_va,
@@ -274,12 +289,14 @@ impl Signal {
 impl Drop for Signal {
     fn drop(&mut self) {
         let fence = fence_now(&self.dev);
-        self.dev
-            .inner
-            .signals
-            .lock()
-            .parked
-            .push(((self.gpu_va, self.ptr), fence));
+        let slot = ((self.gpu_va, self.ptr), fence);
+        // A queue's timeline signal is dropped with its queue, which can happen where the
+        // queue's last reference goes: possibly inside a pool call that holds `signals` (a
+        // fence check finding the queue gone). Never wait for `signals` here.
+        match self.dev.inner.signals.try_lock() {
+            Some(mut pool) => pool.parked.push(slot),
+            None => self.dev.inner.signal_drops.lock().0.push(slot),
+        }
     }
 }
 

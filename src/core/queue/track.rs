@@ -10,16 +10,19 @@ pub(crate) type Fence = Vec<(std::sync::Weak<QueueTrack>, u64)>;
 /// value after which that work is done: recorded but unsubmitted work holds what it uses
 /// exactly as submitted work does (it completes with the queue's next submission).
 pub(crate) fn fence_now(dev: &Device) -> Fence {
-    dev.inner
+    // The queues are taken out under the lock and looked at after it: a queue whose last
+    // reference is the one taken here is dropped at the end, and its drop (its timeline
+    // signal's) takes this lock.
+    let live: Vec<(std::sync::Weak<QueueTrack>, Arc<QueueTrack>)> = dev
+        .inner
         .queues
         .lock()
         .iter()
-        .filter_map(|w| {
-            w.upgrade()
-                .map(|t| (w.clone(), t.holds_until(), t.completed()))
-        })
-        .filter(|(_, until, completed)| completed < until)
-        .map(|(w, s, _)| (w, s))
+        .filter_map(|w| w.upgrade().map(|t| (w.clone(), t)))
+        .collect();
+    live.iter()
+        .filter(|(_, t)| t.completed() < t.holds_until())
+        .map(|(w, t)| (w.clone(), t.holds_until()))
         .collect()
 }
 
