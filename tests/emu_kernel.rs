@@ -1579,6 +1579,25 @@ fn nvmap_more_calls() {
         Err(libc::EINVAL),
         "numa_nid -2"
     );
+    a.numa_nid = 17;
+    assert_eq!(
+        ioc(&r.s, r.nvmap, NVMAP_IOC_ALLOC, &mut a),
+        Err(libc::EINVAL),
+        "numa_nid above MAX_NUMNODES"
+    );
+    // Another node id is no error for the driver (it falls back where the node has no memory).
+    let other = r.create(4096).unwrap();
+    let mut b = nvmap_alloc_handle {
+        handle: other,
+        heap_mask: NVMAP_HEAP_IOVMM,
+        numa_nid: 1,
+        ..Default::default()
+    };
+    assert_eq!(
+        ioc(&r.s, r.nvmap, NVMAP_IOC_ALLOC, &mut b),
+        Ok(0),
+        "numa_nid 1"
+    );
     r.alloc(id, NVMAP_HEAP_IOVMM, 0).unwrap();
     // WRITE/READ by handle.
     let src: Vec<u8> = (0..64u8).collect();

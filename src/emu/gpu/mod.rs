@@ -139,6 +139,9 @@ impl Gpu {
     /// Remove a channel; returns once the GPU thread no longer touches it.
     pub fn detach_channel(&self, token: u32) {
         self.shared.channels.lock().retain(|c| c.hw.token != token);
+        // A fault of the channel not yet handed to the kernel goes with it: its token may be
+        // reused by a new channel, which must not be recovered for it.
+        self.shared.pending.lock().retain(|f| f.token != token);
         // The thread snapshots the channel list under `busy`; once we get `busy`, any pass that
         // could still hold the channel is over and later passes cannot see it.
         drop(self.shared.busy.lock());

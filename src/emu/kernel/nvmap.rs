@@ -37,6 +37,10 @@ use super::mem::{
 };
 use super::{read_user, write_user, Obj, State, UVmaKind};
 use crate::os::lock::ForkMutex;
+
+/// MAX_NUMNODES of the board's kernel: `1 << CONFIG_NODES_SHIFT`, 4 by default on arm64
+/// [INFER: the L4T kernel configuration was not read].
+const EMU_MAX_NUMNODES: i32 = 16;
 use crate::os::Errno;
 use crate::sys::ioctl::{ioc_nr, ioc_type};
 use crate::sys::nvgpu::request_entry;
@@ -364,7 +368,12 @@ impl State {
                 if a.handle == 0 {
                     return Err(libc::EINVAL);
                 }
-                if a.numa_nid != 0 && a.numa_nid != NVMAP_NUMA_NO_NODE {
+                // driver: nvmap_ioctl.c:nvmap_ioctl_alloc: a node id above MAX_NUMNODES, or
+                // negative other than NUMA_NO_NODE (−1), is EINVAL; any other id is accepted
+                // (a node without memory falls back to others).
+                if a.numa_nid > EMU_MAX_NUMNODES
+                    || (a.numa_nid < 0 && a.numa_nid != NVMAP_NUMA_NO_NODE)
+                {
                     return Err(libc::EINVAL);
                 }
                 let buf = self.id_buf(pid, a.handle)?.ok_or(libc::EINVAL)?;
