@@ -375,23 +375,33 @@ impl Channel for NvgpuChannel {
                 .find(|f| f.token == token && f.code == code)
                 .and_then(|f| f.address)
         };
-        if let Some(n) = self.notification() {
-            if n.status == NVGPU_NOTIFICATION_STATUS_ERROR {
-                let code = n.info32;
-                let address = address_for(code);
-                let mut what =
-                    format!("nvgpu channel error {code} ({})", notifier_error_name(code));
-                if let Some(a) = address {
-                    what.push_str(&format!(" at GPU VA {a:#x}"));
-                }
-                return Some(ChannelError {
-                    code,
-                    what,
-                    address,
-                });
+        let from_notifier = || {
+            let n = self.notification()?;
+            if n.status != NVGPU_NOTIFICATION_STATUS_ERROR {
+                return None;
             }
+            let code = n.info32;
+            let address = address_for(code);
+            let mut what = format!("nvgpu channel error {code} ({})", notifier_error_name(code));
+            if let Some(a) = address {
+                what.push_str(&format!(" at GPU VA {a:#x}"));
+            }
+            Some(ChannelError {
+                code,
+                what,
+                address,
+            })
+        };
+        if let Some(e) = from_notifier() {
+            return Some(e);
         }
         if self.timed_out() {
+            // The channel was found dead between the two reads: the driver's recovery may have
+            // marked it before its notifier record was visible here. Read the record again
+            // before reporting a death without a cause.
+            if let Some(e) = from_notifier() {
+                return Some(e);
+            }
             return Some(ChannelError {
                 code: 0,
                 what: format!(

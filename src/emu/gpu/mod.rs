@@ -383,9 +383,12 @@ fn post_fault(shared: &Shared, ch: &HwChannel, f: Fault) {
         what: f.what,
     };
     shared.faults.lock().push(rec.clone());
-    ch.dead.store(true, Ordering::Release);
+    // The notifier before the channel reads as dead (GET_TIMEDOUT): whoever finds it dead finds
+    // the cause too, as the driver's recovery sets the error notifiers before it makes the
+    // channels unserviceable (common/rc/rc.c:nvgpu_rc_tsg_and_related_engines).
     if let Some(n) = *ch.notifier.lock() {
         super::hwif::post_notifier_if_empty(n, f.code);
     }
+    ch.dead.store(true, Ordering::Release);
     shared.pending.lock().push(rec);
 }
