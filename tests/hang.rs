@@ -8,31 +8,15 @@
 
 mod common;
 
+use common::{data_flags as host_words, params_of as params};
+
 use std::time::{Duration, Instant};
-use tegragpu::core::{Device, Kernel, MemFlags, QueueKind};
+use tegragpu::core::{Device, Kernel, QueueKind};
 use tegragpu::Status;
 
 const SPIN_NS: u64 = 60_000_000_000;
 const SHORT_NS: u64 = 300_000_000;
 const LONG_NS: u64 = 10_000_000_000;
-
-fn host_words() -> MemFlags {
-    MemFlags {
-        cpu_cached: true,
-        zeroed: true,
-        ..Default::default()
-    }
-}
-
-fn params(k: &Kernel, words: &[u64]) -> Vec<u8> {
-    let a = k.attributes();
-    let mut p = vec![0u8; a.param_bytes as usize];
-    for (i, w) in words.iter().enumerate() {
-        let (off, size) = (a.params[i].offset as usize, a.params[i].size as usize);
-        p[off..off + size].copy_from_slice(&w.to_le_bytes()[..size]);
-    }
-    p
-}
 
 /// A queue with fill_u32 ready to run: made before the hang, run during or after it.
 struct Filler {

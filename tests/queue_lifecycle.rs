@@ -9,27 +9,11 @@
 
 mod common;
 
+use common::{data_flags as host_words, params_of as params};
+
 use std::time::{Duration, Instant};
-use tegragpu::core::{BackendKind, Kernel, MemFlags, QueueKind};
+use tegragpu::core::{BackendKind, QueueKind};
 use tegragpu::Status;
-
-fn host_words() -> MemFlags {
-    MemFlags {
-        cpu_cached: true,
-        zeroed: true,
-        ..Default::default()
-    }
-}
-
-fn params(k: &Kernel, words: &[u64]) -> Vec<u8> {
-    let a = k.attributes();
-    let mut p = vec![0u8; a.param_bytes as usize];
-    for (i, w) in words.iter().enumerate() {
-        let (off, size) = (a.params[i].offset as usize, a.params[i].size as usize);
-        p[off..off + size].copy_from_slice(&w.to_le_bytes()[..size]);
-    }
-    p
-}
 
 #[test]
 fn queues_made_and_destroyed_while_a_long_kernel_runs() {

@@ -6,29 +6,13 @@
 
 mod common;
 
+use common::{data_flags as host_words, params_of as params};
+
 use std::sync::Arc;
 use tegragpu::backend::nvgpu::NvgpuBackend;
-use tegragpu::core::{Device, Kernel, MemFlags, QueueConfig, QueueKind};
+use tegragpu::core::{Device, QueueConfig, QueueKind};
 use tegragpu::emu::EmuSys;
 use tegragpu::Status;
-
-fn host_words() -> MemFlags {
-    MemFlags {
-        cpu_cached: true,
-        zeroed: true,
-        ..Default::default()
-    }
-}
-
-fn params(k: &Kernel, words: &[u64]) -> Vec<u8> {
-    let a = k.attributes();
-    let mut p = vec![0u8; a.param_bytes as usize];
-    for (i, w) in words.iter().enumerate() {
-        let (off, size) = (a.params[i].offset as usize, a.params[i].size as usize);
-        p[off..off + size].copy_from_slice(&w.to_le_bytes()[..size]);
-    }
-    p
-}
 
 /// An emulated Orin whose device makes `compute` + `copy` channels at open.
 fn open(compute: u32, copy: u32, allow_cilp: bool) -> (Arc<EmuSys>, Device) {

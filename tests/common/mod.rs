@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use tegragpu::core::{Device, LaunchConfig, MemFlags, Module};
+use tegragpu::core::{Device, Kernel, LaunchConfig, MemFlags, Module};
 
 /// The device under test: `TEGRAGPU_TEST_DEVICE` (e.g. "rm" on the H200), default the emulated Orin.
 pub fn device() -> Device {
@@ -70,6 +70,18 @@ pub fn data_flags() -> MemFlags {
         zeroed: true,
         ..Default::default()
     }
+}
+
+/// `k`'s parameter block with parameter `i` set to the low bytes of `words[i]` (at the offset
+/// and size the kernel's parameter info gives).
+pub fn params_of(k: &Kernel, words: &[u64]) -> Vec<u8> {
+    let a = k.attributes();
+    let mut p = vec![0u8; a.param_bytes as usize];
+    for (i, w) in words.iter().enumerate() {
+        let (off, size) = (a.params[i].offset as usize, a.params[i].size as usize);
+        p[off..off + size].copy_from_slice(&w.to_le_bytes()[..size]);
+    }
+    p
 }
 
 /// Pack parameters: each item is (bytes) appended at its natural alignment.
