@@ -397,26 +397,25 @@ fn run_selftest(choice: &DeviceChoice, report_path: Option<&str>) -> ExitCode {
     }
 }
 
-/// The current UTC time as `YYYY-MM-DD HH:MM:SS UTC`.
+/// The current UTC time as `YYYY-MM-DD HH:MM:SS UTC` (the epoch if the clock cannot be read).
 fn utc_now() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let t = libc::time_t::try_from(secs).unwrap_or(0);
+    // SAFETY: `libc::tm` is plain data (integers, and a pointer for which null is valid).
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid for the call; gmtime_r writes only `tm`.
+    if unsafe { libc::gmtime_r(&t, &mut tm) }.is_null() {
+        return "1970-01-01 00:00:00 UTC".to_string();
+    }
     format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",
+        i64::from(tm.tm_year) + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
     )
 }
