@@ -76,7 +76,7 @@ fn main() {
     code.push_str("];\n");
     writeln!(
         code,
-        "/// Names of the exported functions that are implemented.\npub static IMPLEMENTED: [&str; {}] = [{}];",
+        "/// Names of the exported functions that are implemented.\n#[allow(dead_code)]\npub static IMPLEMENTED: [&str; {}] = [{}];",
         implemented.len(),
         implemented
             .keys()
@@ -112,6 +112,7 @@ fn scan(dir: &Path, out: &mut BTreeMap<String, String>) {
         if module == "lib" {
             continue;
         }
+        println!("cargo:rerun-if-changed={}", p.display());
         let text = std::fs::read_to_string(&p).unwrap();
         const KEY: &str = "extern \"C\" fn ";
         for (i, _) in text.match_indices(KEY) {

@@ -739,3 +739,84 @@ pub unsafe extern "C" fn cuMemcpyAsync_ptsz(
 
 #[allow(dead_code)]
 fn _unused(_: Fail) {}
+
+unsafe fn pointer_attribute(data: *mut c_void, attr: i32, ptr: CUdeviceptr) -> R {
+    if data.is_null() {
+        return Err(invalid("data is NULL"));
+    }
+    crate::device::check_init()?;
+    let (a, off) = match find_va(ptr).or_else(|| find_host(ptr as usize)) {
+        Some(x) => x,
+        None => {
+            return Err(invalid(format!(
+                "{ptr:#x} is not memory allocated or registered by this library"
+            )))
+        }
+    };
+    let va = a.buf.gpu_va() + off;
+    match attr {
+        1 => *(data as *mut *mut c_void) = a.ctx.handle(),
+        2 => {
+            *(data as *mut u32) = if a.host.is_some() {
+                CU_MEMORYTYPE_HOST
+            } else {
+                CU_MEMORYTYPE_DEVICE
+            }
+        }
+        3 => *(data as *mut u64) = va,
+        4 => {
+            *(data as *mut usize) = match a.host {
+                Some(h) => h + off as usize,
+                None => {
+                    return Err(invalid(format!(
+                        "{ptr:#x} is device memory: it has no host address"
+                    )))
+                }
+            }
+        }
+        6 => *(data as *mut u32) = 1,
+        7 => *(data as *mut u64) = a.buf.gpu_va(),
+        8 => *(data as *mut u32) = 0,
+        9 => *(data as *mut i32) = a.ctx.dev.ordinal,
+        10 => *(data as *mut u32) = 0,
+        11 => *(data as *mut u64) = a.buf.gpu_va(),
+        12 => *(data as *mut usize) = a.size as usize,
+        13 => *(data as *mut u32) = 1,
+        _ => {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!("pointer attribute {attr} is not supported"),
+            ))
+        }
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuPointerGetAttribute(
+    data: *mut c_void,
+    attr: i32,
+    ptr: CUdeviceptr,
+) -> CUresult {
+    guard("cuPointerGetAttribute", || {
+        pointer_attribute(data, attr, ptr)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuPointerGetAttributes(
+    n: u32,
+    attrs: *const i32,
+    data: *mut *mut c_void,
+    ptr: CUdeviceptr,
+) -> CUresult {
+    guard("cuPointerGetAttributes", || {
+        if n > 0 && (attrs.is_null() || data.is_null()) {
+            return Err(invalid("attributes or data is NULL"));
+        }
+        for i in 0..n as usize {
+            pointer_attribute(*data.add(i), *attrs.add(i), ptr)?;
+        }
+        Ok(())
+    })
+}

@@ -141,13 +141,3 @@ pub unsafe extern "C" fn cuGetProcAddress(
     }
     r
 }
-
-/// For tests and tools: every row of the table, as (query, flags, row).
-pub fn rows() -> Vec<(&'static str, u64, Row)> {
-    let mut v: Vec<_> = table()
-        .iter()
-        .flat_map(|(&(n, f), rs)| rs.iter().map(move |r| (n, f, *r)))
-        .collect();
-    v.sort_by_key(|(n, f, r)| (*n, *f, r.from));
-    v
-}
