@@ -123,8 +123,9 @@ impl Stream {
         }
         let mut st = self.st.lock();
         if self.kind == Kind::Legacy && self.ctx.n_blocking.load(Ordering::Acquire) > 0 {
-            let others: Vec<&'static Stream> = self.ctx.blocking.lock().clone();
-            for b in others {
+            // Iterated under the list's lock: no allocation on the launch path.
+            let others = self.ctx.blocking.lock();
+            for b in others.iter() {
                 let v = {
                     let mut bst = b.st.lock();
                     let v = b.mark_locked(&mut bst)?;

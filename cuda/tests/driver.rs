@@ -446,7 +446,7 @@ fn context_stack_is_per_thread() {
     assert_eq!(cur, c2);
     let c2u = c2 as usize;
     std::thread::spawn(move || {
-        let mut cur = 1 as *mut c_void;
+        let mut cur: *mut c_void = std::ptr::without_provenance_mut(1);
         check(
             cu!(cuCtxGetCurrent(&mut cur): *mut *mut c_void),
             "get in thread",
@@ -619,9 +619,9 @@ fn modules_and_launches() {
     };
     let mut size = std::mem::size_of::<P>();
     let mut extra = [
-        1usize as *mut c_void,
+        std::ptr::without_provenance_mut(1),
         ptr(&mut params),
-        2usize as *mut c_void,
+        std::ptr::without_provenance_mut(2),
         ptr(&mut size),
         null_mut(),
     ];
@@ -782,7 +782,7 @@ fn module_globals_and_file_loads() {
         .lines()
         .find_map(|l| {
             l.strip_prefix("__device__ ")
-                .and_then(|r| r.split(|c: char| c == '[' || c == ' ' || c == ';').nth(1))
+                .and_then(|r| r.split(['[', ' ', ';']).nth(1))
         })
         .expect("a __device__ variable in globals.cu")
         .to_string();
@@ -1005,9 +1005,9 @@ fn graphs_as_tinygrad_builds_them() {
     };
     let mut fsize = std::mem::size_of::<FillArgs>();
     let mut extra = [
-        1usize as *mut c_void,
+        std::ptr::without_provenance_mut(1),
         ptr(&mut fa),
-        2usize as *mut c_void,
+        std::ptr::without_provenance_mut(2),
         ptr(&mut fsize),
         null_mut(),
     ];
