@@ -1185,3 +1185,79 @@ fn pointer_attributes() {
         1
     );
 }
+
+// --- The launcher and the documentation ------------------------------------------------------
+
+#[test]
+fn launcher_puts_our_library_first() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tegragpu-cuda"))
+        .args(["run", "sh", "-c", "printf %s \"$LD_LIBRARY_PATH\""])
+        .env("TEGRAGPU_CUDA_LIB", lib_path())
+        .env("LD_LIBRARY_PATH", "/elsewhere")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let path = String::from_utf8(out.stdout).unwrap();
+    let (first, rest) = path.split_once(':').expect("two entries");
+    assert_eq!(rest, "/elsewhere");
+    let link = std::path::Path::new(first).join("libcuda.so.1");
+    assert_eq!(
+        std::fs::canonicalize(&link).unwrap(),
+        std::fs::canonicalize(lib_path()).unwrap()
+    );
+    // Without a program: usage, exit status 2.
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_tegragpu-cuda"))
+        .arg("run")
+        .output()
+        .unwrap();
+    assert_eq!(st.status.code(), Some(2));
+}
+
+/// The exported functions cuda/src implements (`extern "C" fn cu...`, the rule build.rs uses).
+fn implemented() -> Vec<String> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(repo().join("cuda/src")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().and_then(|x| x.to_str()) != Some("rs") || p.ends_with("lib.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        for (i, _) in text.match_indices("extern \"C\" fn ") {
+            let name: String = text[i + 14..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if name.starts_with("cu") {
+                v.push(name);
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+#[test]
+fn docs_list_the_implemented_functions() {
+    let doc = std::fs::read_to_string(repo().join("docs/cuda-driver-api.md")).unwrap();
+    let (_, rest) = doc.split_once("<!-- implemented:begin -->").unwrap();
+    let (list, _) = rest.split_once("<!-- implemented:end -->").unwrap();
+    let mut documented: Vec<String> = list
+        .split_whitespace()
+        .filter(|w| w.starts_with("cu"))
+        .map(String::from)
+        .collect();
+    documented.sort();
+    assert_eq!(
+        documented,
+        implemented(),
+        "docs/cuda-driver-api.md's list is stale"
+    );
+    // Each implemented name is one of NVIDIA's.
+    let names = export_names();
+    for n in implemented() {
+        assert!(
+            names.binary_search(&n).is_ok(),
+            "{n} is not one of NVIDIA's names"
+        );
+    }
+}
