@@ -10,6 +10,7 @@ mod attributes;
 mod context;
 mod device;
 mod error;
+mod extras;
 mod graph;
 mod memory;
 mod module;

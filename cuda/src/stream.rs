@@ -639,7 +639,6 @@ unsafe fn launch(
     extra: *mut *mut c_void,
     ptds: bool,
 ) -> R {
-    let func = crate::module::func_ref(f)?;
     let cfg = LaunchConfig {
         grid,
         block,
@@ -648,18 +647,32 @@ unsafe fn launch(
         concurrent: false,
         cluster: [0; 3],
     };
-    func.check_shared(shared)?;
+    launch_cfg(f, &cfg, h, params, extra, ptds)
+}
+
+/// Launch `f` with `cfg` on stream `h` (`kernelParams` or `extra`).
+#[inline]
+pub unsafe fn launch_cfg(
+    f: *mut c_void,
+    cfg: &LaunchConfig,
+    h: *mut c_void,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    ptds: bool,
+) -> R {
+    let func = crate::module::func_ref(f)?;
+    func.check_shared(cfg.dynamic_shared_bytes)?;
     let s = stream_of(h, ptds)?;
     let k = &func.kernel;
     let n = k.attributes().params.len();
     if !params.is_null() {
         let args = std::slice::from_raw_parts(params as *const *const u8, n);
-        s.record(|q| q.launch_ptrs(k, &cfg, args))
+        s.record(|q| q.launch_ptrs(k, cfg, args))
     } else if !extra.is_null() {
         let bytes = packed_params(extra, k.attributes().param_bytes as usize)?;
-        s.record(|q| q.launch(k, &cfg, bytes))
+        s.record(|q| q.launch(k, cfg, bytes))
     } else if n == 0 {
-        s.record(|q| q.launch(k, &cfg, &[]))
+        s.record(|q| q.launch(k, cfg, &[]))
     } else {
         Err(invalid(format!(
             "kernel \"{}\" takes {n} parameters; kernelParams and extra are both NULL",
