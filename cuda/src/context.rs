@@ -38,7 +38,7 @@ pub struct Context {
 impl Context {
     fn new(d: &'static Dev, flags: u32, primary: bool) -> R<&'static Context> {
         let core = d.core()?.clone();
-        Ok(Box::leak(Box::new(Context {
+        let c: &'static Context = Box::leak(Box::new(Context {
             magic: MAGIC,
             dev: d,
             core,
@@ -49,7 +49,11 @@ impl Context {
             blocking: Mutex::new(Vec::new()),
             n_blocking: AtomicUsize::new(0),
             streams: Mutex::new(Vec::new()),
-        })))
+        }));
+        // The legacy stream's queue now, while the device is likely idle (some backends make
+        // channels only then); if that fails it is made at first use.
+        let _ = c.legacy_stream();
+        Ok(c)
     }
 
     pub fn handle(&'static self) -> *mut c_void {

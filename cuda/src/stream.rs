@@ -62,7 +62,17 @@ impl Stream {
         flags: u32,
         priority: i32,
     ) -> R<&'static Stream> {
-        let q = ctx.core.create_queue(QueueKind::Compute)?;
+        let q = match ctx.core.create_queue(QueueKind::Compute) {
+            Ok(q) => q,
+            // A backend that makes channels only while the device is idle (RM while work runs,
+            // Orin beyond its channel pool) refuses now: wait for the context's work, then
+            // try again.
+            Err(e) if e.status == tegragpu::Status::NotSupported => {
+                ctx.synchronize()?;
+                ctx.core.create_queue(QueueKind::Compute)?
+            }
+            Err(e) => return Err(e.into()),
+        };
         let sig = ctx.core.create_signal(0)?;
         let s: &'static Stream = Box::leak(Box::new(Stream {
             magic: MAGIC,
