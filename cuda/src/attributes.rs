@@ -93,7 +93,8 @@ fn product(name: &str, integrated: bool, a: &Arch) -> Product {
 }
 
 /// The value of attribute `attrib` on `d`; None where `attrib` is not an attribute.
-pub fn attribute(d: &core::Device, attrib: i32) -> Option<i32> {
+pub fn attribute(d: &core::Device, attrib: i32, pci: Option<crate::device::Pci>) -> Option<i32> {
+    let pci = pci.unwrap_or_default();
     let i = d.info();
     let integrated = i.backend == core::BackendKind::Nvgpu;
     let a = arch(i.sm_major, i.sm_minor);
@@ -127,7 +128,8 @@ pub fn attribute(d: &core::Device, attrib: i32) -> Option<i32> {
         30 => 512,
         31 => 1,
         32 => p.ecc,
-        33..=34 => 0,
+        33 => pci.bus as i32,
+        34 => pci.device as i32,
         35 => 0,
         36 => p.mem_clock_khz,
         37 => p.bus_width,
@@ -147,7 +149,7 @@ pub fn attribute(d: &core::Device, attrib: i32) -> Option<i32> {
         45 | 46 => 32768,
         47 | 48 => 8192,
         49 => 32768,
-        50 => 0,
+        50 => pci.domain as i32,
         51 => 32,
         52 | 53 => 32768,
         54 => 2046,
@@ -234,7 +236,8 @@ pub fn attribute(d: &core::Device, attrib: i32) -> Option<i32> {
         135 => 0,
         136 | 137 => 0,
         138 => 0,
-        139 | 140 => 0,
+        139 => pci.id as i32,
+        140 => pci.subsystem as i32,
         141 | 142 => dgpu,
         143 => 0,
         144 | 145 => dgpu,

@@ -23,6 +23,93 @@ pub struct Dev {
     pub primary: Mutex<(Option<&'static crate::context::Context>, u32)>,
     /// Flags for the primary context (`cuDevicePrimaryCtxSetFlags`).
     pub primary_flags: std::sync::atomic::AtomicU32,
+    /// The RM device node's minor number (`/dev/nvidia<minor>`), for an RM device.
+    rm_minor: Option<u32>,
+    pci: OnceLock<Option<Pci>>,
+}
+
+/// What the NVIDIA kernel driver publishes about a GPU (procfs and sysfs): PCI location and
+/// identifiers, and its UUID.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pci {
+    pub domain: u32,
+    pub bus: u32,
+    pub device: u32,
+    pub function: u32,
+    /// `(device id << 16) | vendor id`.
+    pub id: u32,
+    /// `(subsystem device id << 16) | subsystem vendor id`.
+    pub subsystem: u32,
+    pub uuid: Option<[u8; 16]>,
+}
+
+impl Dev {
+    /// The PCI facts of an RM device (None elsewhere, or where the driver does not publish them).
+    pub fn pci(&self) -> Option<Pci> {
+        *self.pci.get_or_init(|| {
+            let minor = self.rm_minor?;
+            if self.core().ok()?.info().backend != core::BackendKind::Rm {
+                return None;
+            }
+            read_pci(minor)
+        })
+    }
+}
+
+/// `/proc/driver/nvidia/gpus/*/information` of the GPU with device minor `minor`, and its sysfs
+/// PCI identifiers.
+fn read_pci(minor: u32) -> Option<Pci> {
+    for e in std::fs::read_dir("/proc/driver/nvidia/gpus").ok()? {
+        let dir = e.ok()?.path();
+        let Ok(text) = std::fs::read_to_string(dir.join("information")) else {
+            continue;
+        };
+        let field = |name: &str| {
+            text.lines().find_map(|l| {
+                l.strip_prefix(name)
+                    .map(|v| v.trim().trim_start_matches(':').trim().to_string())
+            })
+        };
+        if field("Device Minor").and_then(|v| v.parse::<u32>().ok()) != Some(minor) {
+            continue;
+        }
+        let loc = field("Bus Location")?;
+        let (dom, rest) = loc.split_once(':')?;
+        let (bus, rest) = rest.split_once(':')?;
+        let (dev, func) = rest.split_once('.')?;
+        let hex = |s: &str| u32::from_str_radix(s.trim(), 16).ok();
+        let uuid = field("GPU UUID").and_then(|u| {
+            let h: String = u
+                .trim_start_matches("GPU-")
+                .chars()
+                .filter(|c| c.is_ascii_hexdigit())
+                .collect();
+            (h.len() == 32).then(|| {
+                let mut b = [0u8; 16];
+                for (i, x) in b.iter_mut().enumerate() {
+                    *x = u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap_or(0);
+                }
+                b
+            })
+        });
+        let sys = format!("/sys/bus/pci/devices/{}", loc.to_ascii_lowercase());
+        let rd = |f: &str| {
+            std::fs::read_to_string(format!("{sys}/{f}"))
+                .ok()
+                .and_then(|v| u32::from_str_radix(v.trim().trim_start_matches("0x"), 16).ok())
+                .unwrap_or(0)
+        };
+        return Some(Pci {
+            domain: hex(dom)?,
+            bus: hex(bus)?,
+            device: hex(dev)?,
+            function: hex(func)?,
+            id: (rd("device") << 16) | rd("vendor"),
+            subsystem: (rd("subsystem_device") << 16) | rd("subsystem_vendor"),
+            uuid,
+        });
+    }
+    None
 }
 
 impl Dev {
@@ -46,21 +133,27 @@ impl Dev {
 pub fn devices() -> &'static [Dev] {
     static D: OnceLock<Vec<Dev>> = OnceLock::new();
     D.get_or_init(|| {
-        let mk = |ordinal: i32, spec: Option<String>| Dev {
+        let mk = |ordinal: i32, spec: Option<String>, rm_minor: Option<u32>| Dev {
             ordinal,
             spec,
             opened: OnceLock::new(),
             primary: Mutex::new((None, 0)),
             primary_flags: Default::default(),
+            rm_minor,
+            pci: OnceLock::new(),
         };
         let env = std::env::var("TEGRAGPU_DEVICE")
             .ok()
             .filter(|s| !s.is_empty());
-        if env.is_some() {
-            return vec![mk(0, None)];
+        if let Some(e) = env {
+            let minor = match e.as_str() {
+                "rm" => Some(0),
+                s => s.strip_prefix("rm:").and_then(|n| n.parse().ok()),
+            };
+            return vec![mk(0, None, minor)];
         }
         if std::path::Path::new("/dev/nvgpu/igpu0/ctrl").exists() {
-            return vec![mk(0, Some("nvgpu".into()))];
+            return vec![mk(0, Some("nvgpu".into()), None)];
         }
         if std::path::Path::new("/dev/nvidiactl").exists() {
             let mut n = 0;
@@ -68,10 +161,12 @@ pub fn devices() -> &'static [Dev] {
                 n += 1;
             }
             if n > 0 {
-                return (0..n).map(|i| mk(i, Some(format!("rm:{i}")))).collect();
+                return (0..n)
+                    .map(|i| mk(i, Some(format!("rm:{i}")), Some(i as u32)))
+                    .collect();
             }
         }
-        vec![mk(0, Some("emu".into()))]
+        vec![mk(0, Some("emu".into()), None)]
     })
 }
 
@@ -181,7 +276,12 @@ pub fn product_name(d: &core::Device) -> String {
 
 unsafe fn uuid_of(device: CUdevice, out_uuid: *mut CUuuid) -> R {
     let u = out(out_uuid, "uuid")?;
-    let d = dev(device)?.core()?;
+    let dv = dev(device)?;
+    if let Some(b) = dv.pci().and_then(|p| p.uuid) {
+        u.bytes = b;
+        return Ok(());
+    }
+    let d = dv.core()?;
     // A stable identifier derived from what the library knows of the device.
     let i = d.info();
     let mut h: u64 = 0xcbf29ce484222325;
@@ -243,8 +343,8 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(
 ) -> CUresult {
     guard("cuDeviceGetAttribute", || {
         let p = out(pi, "pi")?;
-        let d = dev(device)?.core()?;
-        match crate::attributes::attribute(d, attrib) {
+        let dv = dev(device)?;
+        match crate::attributes::attribute(dv.core()?, attrib, dv.pci()) {
             Some(v) => {
                 *p = v;
                 Ok(())
@@ -287,12 +387,12 @@ pub unsafe extern "C" fn cuDeviceGetPCIBusId(
         if pci.is_null() || len <= 0 {
             return Err(invalid("pciBusId is NULL or len is not positive"));
         }
-        let d = dev(device)?.core()?;
+        let dv = dev(device)?;
+        dv.core()?;
+        let p = dv.pci().unwrap_or_default();
         let s = format!(
-            "{:04x}:{:02x}:{:02x}.0",
-            crate::attributes::attribute(d, 50).unwrap_or(0),
-            crate::attributes::attribute(d, 33).unwrap_or(0),
-            crate::attributes::attribute(d, 34).unwrap_or(0)
+            "{:04x}:{:02x}:{:02x}.{:x}",
+            p.domain, p.bus, p.device, p.function
         );
         let b = s.as_bytes();
         let k = b.len().min(len as usize - 1);
