@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Write the capi_sequence seed inputs (fuzz/seeds/capi_sequence/*.bin).
 
-Each seed is a script of ops in the byte encoding harness.rs reads (`op()`): an op byte, then
-the bytes each choice of that op consumes. `L(i)` picks the i-th live handle of the kind the op
-wants. The fuzzer mutates these into everything else; they only need to reach the interesting
-states quickly (a launch that runs, a copy, a blocked GPU wait, several devices).
+Each seed is a script of ops in the byte encoding harness/capi_sequence/op.rs reads (`op()`): an
+op byte, then the bytes each choice of that op consumes. `L(i)` picks the i-th live handle of
+the kind the op wants. The fuzzer mutates these into everything else; they only need to reach
+the interesting states quickly (a launch that runs, a copy, a blocked GPU wait, several
+devices).
 """
 import os
 

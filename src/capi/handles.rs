@@ -15,7 +15,7 @@
 //!
 //! Objects are dropped outside the table lock (dropping a queue waits for its work).
 //!
-//! Owned queues (`tg_queue_create_owned`, `boundary::OwnedQueue`) are the exception to the
+//! Owned queues (`tg_queue_create_owned`, `boundary::queue::OwnedQueue`) are the exception to the
 //! cloned reference: their owner thread finds them through a per-thread table that only it can
 //! invalidate (only the owner may destroy them), so a call on one holds no reference of its
 //! own; calls from other threads are refused before they touch the queue.

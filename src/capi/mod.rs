@@ -10,7 +10,7 @@
 //! `tg_module_*` and `tg_kernel_*`, `limits.rs`: `tg_device_set_limit` / `tg_device_get_limit`,
 //! `queue.rs`: `tg_queue_*` and `tg_launch*`, `signal.rs`: `tg_signal_*`, `log.rs`:
 //! `tg_set_log_*`, `library.rs`: `tg_version`, `tg_status_str`, `tg_last_error_message`);
-//! `boundary.rs` is the call boundary every function goes through and `handles.rs` the handle
+//! `boundary/` is the call boundary every function goes through and `handles.rs` the handle
 //! table. Everything C sees is re-exported here, so `tegragpu::capi::*` names the whole API.
 //!
 //! Order: cbindgen emits the constants of this file in source order, then the functions of the
@@ -24,7 +24,7 @@
 //! - On failure, [`tg_last_error_message`] (thread-local) names the call and the values involved.
 //! - No input crashes the library: NULL pointers give `TG_ERROR_NULL_POINTER`; NULL, destroyed and
 //!   wrong-type handles give `TG_ERROR_INVALID_HANDLE` (see `handles.rs` for the design); every
-//!   body runs inside `catch_unwind` (a panic gives `TG_ERROR_INTERNAL`; see `boundary.rs`).
+//!   body runs inside `catch_unwind` (a panic gives `TG_ERROR_INTERNAL`; see `boundary/mod.rs`).
 //! - Destroying NULL is a no-op.
 
 #![allow(non_camel_case_types)]
