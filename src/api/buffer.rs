@@ -486,6 +486,23 @@ impl<T: Pod> DeviceBuffer<T> {
 
 /// A shared host view of a [`DeviceBuffer`], from [`DeviceBuffer::as_slice`]: dereferences to
 /// `[T]`. While it lives, command-buffer replays that write the buffer are refused.
+///
+/// ```
+/// let dev = tegragpu::Device::open("emu")?;
+/// let src = dev.alloc_from(&[1u32; 16])?;
+/// let mut dst = dev.alloc::<u32>(16)?;
+/// let mut cb = dev.cmdbuf()?;
+/// cb.copy(&mut dst, &src)?; // the command buffer writes dst
+/// cb.finish()?;
+/// let mut queue = dev.queue()?;
+/// let view = dst.as_slice()?;
+/// assert!(queue.replay(&mut cb).is_err()); // it would write what `view` shows
+/// drop(view);
+/// queue.replay(&mut cb)?;
+/// queue.synchronize()?;
+/// assert_eq!(dst.as_slice()?.iter().sum::<u32>(), 16);
+/// # Ok::<(), tegragpu::Error>(())
+/// ```
 pub struct HostSlice<'a, T> {
     slice: &'a [T],
     _reg: Registration<'a>,
