@@ -179,11 +179,11 @@ fn use_done(u: &Use) -> bool {
 /// submit it.
 fn wait_for_gpu(
     dev: &core::Device,
-    fence: &[(Weak<QueueTrack>, u64)],
+    fence: Vec<(Weak<QueueTrack>, u64)>,
     call: &str,
     va: u64,
 ) -> Result<()> {
-    for (w, v) in fence {
+    for (w, v) in &fence {
         let Some(t) = w.upgrade() else { continue };
         if *v == RECORDING {
             return Err(Error::invalid(format!(
@@ -206,7 +206,6 @@ fn wait_for_gpu(
             )));
         }
     }
-    let fence: Vec<_> = fence.to_vec();
     core::wait_fence(dev, &fence, core::DEFAULT_TIMEOUT_NS, call)
 }
 
@@ -384,7 +383,7 @@ impl<T: Pod> DeviceBuffer<T> {
         const CALL: &str = "DeviceBuffer::as_slice";
         let ptr = self.host_ptr(CALL)?;
         let (reg, fence) = self.shared.begin_host(false);
-        wait_for_gpu(self.dev.core(), &fence, CALL, self.va)?;
+        wait_for_gpu(self.dev.core(), fence, CALL, self.va)?;
         Ok(HostSlice {
             // SAFETY: the mapping holds `len` aligned elements (host_ptr) for the buffer's
             // lifetime, which the view's borrow does not outlive; T is Pod (any bytes are a
@@ -413,7 +412,7 @@ impl<T: Pod> DeviceBuffer<T> {
         const CALL: &str = "DeviceBuffer::as_mut_slice";
         let ptr = self.host_ptr(CALL)?;
         let (reg, fence) = self.shared.begin_host(true);
-        wait_for_gpu(self.dev.core(), &fence, CALL, self.va)?;
+        wait_for_gpu(self.dev.core(), fence, CALL, self.va)?;
         Ok(HostSliceMut {
             // SAFETY: as in `as_slice`, for every GPU access; `&mut self` excludes every other
             // host view, and replays that use the buffer are refused while this view is
