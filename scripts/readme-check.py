@@ -30,6 +30,10 @@ How each block is handled, by its language:
              and every script it names exists (and is executable when run as a command).
              Any other block is run with `bash -e -o pipefail` in the scratch root, `python3`
              being the Python above. A block that mixes both kinds fails (split it).
+  rust       a doctest: src/lib.rs includes README.md as documentation under `#[cfg(doctest)]`,
+             so `cargo test --doc` (part of `cargo test`) compiles and runs every rust block
+             against the crate on the emulated Orin. The checker verifies that the include is
+             there (and fails a rust block in any other file, which nothing would run).
   text, none output samples: skipped, counted.
   anything else fails: a block the checker does not know how to handle cannot slip through.
 
@@ -175,6 +179,8 @@ def classify(b):
             return "unknown", ("mixes entry/build commands with commands to run (%s); split it"
                                % strip_comment(other[0]))
         return ("entry", "") if entry else ("run", "")
+    if b.lang == "rust" or b.lang.startswith("rust,"):
+        return "rust", ""
     if b.lang in ("", "text", "txt", "output"):
         return "sample", ""
     if b.lang == "<unclosed>":
@@ -182,9 +188,14 @@ def classify(b):
     return "unknown", "no handler for language %r: add one to scripts/readme-check.py" % b.lang
 
 
+# How src/lib.rs makes README.md's rust blocks doctests.
+README_DOCTEST = 'include_str!("../README.md")'
+
+
 class Runner:
-    def __init__(self, lib):
+    def __init__(self, lib, markdown=None):
         self.lib = os.path.abspath(lib)
+        self.markdown = os.path.abspath(markdown or os.path.join(ROOT, "README.md"))
         self.tmp = tempfile.mkdtemp(prefix="tegragpu-readme-")
         self.repo = os.path.join(self.tmp, "repo")
         self.empty = os.path.join(self.tmp, "empty")
@@ -353,6 +364,18 @@ class Runner:
             else "names no scripts"
         return "ok", "checked, not run (entry/build commands): bash -n ok; " + what, ""
 
+    def check_rust(self, b):
+        readme = os.path.join(ROOT, "README.md")
+        if self.markdown != readme:
+            return "fail", ("rust blocks run as doctests of src/lib.rs, which includes README.md "
+                            "only; nothing runs this one"), ""
+        with open(os.path.join(ROOT, "src", "lib.rs")) as f:
+            lib_rs = f.read()
+        if README_DOCTEST not in lib_rs or "#[cfg(doctest)]" not in lib_rs:
+            return "fail", ("src/lib.rs does not include README.md as doctests (%s under "
+                            "#[cfg(doctest)]): nothing runs this block" % README_DOCTEST), ""
+        return "ok", "a doctest of src/lib.rs: compiled and run by `cargo test --doc`", ""
+
     def check_run(self, b):
         if re.search(r"\bpython3?\b", b.text):
             missing = self.need_python()
@@ -421,7 +444,7 @@ def main(argv):
         print("readme-check: no libtegragpu.so (build it, or pass --lib PATH)", file=sys.stderr)
         return 2
     print("readme-check: %s, %d blocks, library %s, TEGRAGPU_DEVICE=emu" % (name, len(blocks), lib))
-    runner = Runner(lib)
+    runner = Runner(lib, path)
     counts = {"ok": 0, "fail": 0, "skip": 0, "sample": 0}
     try:
         runner.write_named(blocks)

@@ -43,6 +43,7 @@ pub enum Status {
 }
 
 impl Status {
+    /// The C name of the status and a short description: `"TG_ERROR_TIMEOUT: timed out"`.
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Ok => "TG_OK: success",
@@ -76,12 +77,16 @@ impl Status {
 /// call and the values involved.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Error {
+    /// What kind of failure (stable codes, shared with the C API's `tg_status`).
     pub status: Status,
+    /// The errno of the failed system call (`Status::Os`), else `None`.
     pub errno: Option<i32>,
+    /// What failed: the call, the values involved and, where it helps, what to do.
     pub message: String,
 }
 
 impl Error {
+    /// An error with `status` and `message`.
     pub fn new(status: Status, message: impl Into<String>) -> Self {
         Error {
             status,
@@ -102,6 +107,7 @@ impl Error {
             ),
         }
     }
+    /// An `InvalidArgument` error.
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(Status::InvalidArgument, message)
     }

@@ -296,3 +296,74 @@ fn c_replay_and_update_make_no_syscall_and_no_allocation() {
         }
     }
 }
+
+/// The Rust API (`tegragpu::Queue::launch` with typed arguments, `Queue::replay`, signals,
+/// submits) makes no system call and no heap allocation once warm, its per-buffer tracking
+/// included.
+#[test]
+fn rust_api_launch_replay_and_submit_make_no_syscall_and_no_allocation() {
+    let sys = Arc::new(CountingSys {
+        inner: tegragpu::emu::EmuSys::new(),
+        calls: AtomicU64::new(0),
+    });
+    let backend = NvgpuBackend::open(sys.clone()).expect("nvgpu backend over the emulated kernel");
+    let dev = tegragpu::Device::from_core(Device::from_backend(Box::new(backend)).unwrap());
+    let cubin = std::fs::read(common::repo_path(
+        "tests/fixtures/cubin/kernels.sm_87.cubin",
+    ))
+    .unwrap();
+    let m = dev.load_module(&cubin).unwrap();
+    let k = m.kernel("increment").unwrap();
+    let mut counter = dev.alloc::<u64>(1).unwrap();
+    let mut q = dev.queue().unwrap();
+    let s = dev.signal(0).unwrap();
+    let mut cb = dev.cmdbuf().unwrap();
+    // SAFETY: increment writes p[0] only.
+    unsafe {
+        cb.launch(&k)
+            .block(32)
+            .arg_mut(&mut counter)
+            .arg(&10u64)
+            .record()
+            .unwrap();
+    }
+    cb.finish().unwrap();
+    let launch = |q: &mut tegragpu::Queue, counter: &mut tegragpu::DeviceBuffer<u64>| {
+        // SAFETY: as above.
+        unsafe {
+            q.launch(&k)
+                .block(32)
+                .arg_mut(counter)
+                .arg(&1u64)
+                .record()
+                .unwrap()
+        }
+    };
+    // Warm up: the first launch sets up local memory, the first replay sizes its scratch.
+    launch(&mut q, &mut counter);
+    q.replay(&mut cb).unwrap();
+    q.synchronize().unwrap();
+
+    let calls_before = sys.calls.load(Ordering::SeqCst);
+    ALLOCS.with(|a| a.set(0));
+    COUNT_HERE.with(|c| c.set(true));
+    for i in 0..100u64 {
+        launch(&mut q, &mut counter);
+        q.replay(&mut cb).unwrap();
+        q.signal(&s, i + 1).unwrap();
+        q.submit().unwrap();
+    }
+    COUNT_HERE.with(|c| c.set(false));
+    let allocs = ALLOCS.with(|a| a.get());
+    let calls = sys.calls.load(Ordering::SeqCst) - calls_before;
+    s.wait(100, std::time::Duration::from_secs(10)).unwrap();
+    assert_eq!(counter.to_vec().unwrap(), [11 * 101]);
+    assert_eq!(
+        calls, 0,
+        "system calls on the Rust API's launch/replay/submit path"
+    );
+    assert_eq!(
+        allocs, 0,
+        "heap allocations on the Rust API's launch/replay/submit path"
+    );
+}

@@ -26,6 +26,7 @@ pub enum BackendKind {
 pub struct DeviceInfo {
     /// Chip or product name: "ga10b", "NVIDIA H200".
     pub name: String,
+    /// The kernel driver the device is driven through.
     pub backend: BackendKind,
     /// True when the kernel driver is the in-process emulated Orin.
     pub emulated: bool,
@@ -33,20 +34,27 @@ pub struct DeviceInfo {
     pub arch: u32,
     /// SM version, e.g. (8, 7) for Orin, (9, 0) for Hopper.
     pub sm_major: u32,
+    /// SM minor version (the 7 of sm_87).
     pub sm_minor: u32,
     /// Enabled SMs.
     pub sm_count: u32,
     /// Upper bounds for sizing local memory (full die, not the floorswept count).
     pub max_gpc_count: u32,
+    /// TPCs per GPC (upper bound, as `max_gpc_count`).
     pub max_tpc_per_gpc: u32,
+    /// SMs per TPC.
     pub sm_per_tpc: u32,
+    /// Warps one SM holds at once.
     pub warps_per_sm: u32,
     /// Memory usable for allocations, bytes (Orin: system memory shared with the CPU).
     pub memory_bytes: u64,
     /// Width of the GPU virtual address space, bits.
     pub va_bits: u32,
+    /// Compute engine class (e.g. 0xc7c0 = AMPERE_COMPUTE_B on Orin).
     pub compute_class: u32,
+    /// Copy engine class.
     pub copy_class: u32,
+    /// GPFIFO (channel) class.
     pub gpfifo_class: u32,
     /// Kernel driver version string, where the driver reports one.
     pub driver_version: String,

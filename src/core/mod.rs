@@ -23,6 +23,8 @@ pub use module::{
     max_blocks_per_sm, max_threads, occupancy, static_shared_need, Kernel, KernelAttributes,
     Module, ParamAttr,
 };
+/// For the curated API (`crate::api`): per-buffer use tracking waits on queue timelines.
+pub(crate) use queue::{wait_fence, QueueTrack};
 pub use queue::{LaunchConfig, Queue, QueueConfig, QueueKind};
 pub use signal::Signal;
 pub use texture::{Texture, TEXTURE_POOL_ENTRIES};

@@ -39,11 +39,13 @@ pub struct ParamAttr {
 /// What a kernel needs and allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelAttributes {
+    /// The kernel's name.
     pub name: String,
     /// Parameters in declaration order.
     pub params: Vec<ParamAttr>,
     /// Total bytes of the parameter block.
     pub param_bytes: u32,
+    /// Registers per thread.
     pub registers: u32,
     /// Static shared memory the kernel declares, bytes (excluding the 1 KiB the hardware reserves).
     pub static_shared_bytes: u32,

@@ -43,8 +43,11 @@ pub enum QueueKind {
 /// Grid, block and dynamic shared memory of one launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchConfig {
+    /// Blocks in x, y and z.
     pub grid: [u32; 3],
+    /// Threads per block in x, y and z.
     pub block: [u32; 3],
+    /// Dynamic shared memory per block, bytes.
     pub dynamic_shared_bytes: u32,
     /// Cooperative launch: every block resident at once, grid-wide sync available.
     pub cooperative: bool,
