@@ -2331,3 +2331,249 @@ class GpuTimer:
     @property
     def elapsed_s(self):
         return None if self.elapsed_ns is None else self.elapsed_ns * 1e-9
+
+
+# ============================================================================================
+# Device listing, attributes and free memory; queue fills and host transfers.
+# (tg_device_count, tg_device_list, tg_device_get_attribute, tg_device_memory_info,
+# tg_queue_fill, tg_queue_write, tg_queue_read.) One self-contained block: the C struct, the
+# signatures, module functions, and the methods it adds to Device and Queue.
+
+class CDeviceListing(ctypes.Structure):
+    """``tg_device_listing``."""
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("name", ctypes.c_char * 64),
+        ("uuid", ctypes.c_uint8 * 16),
+        ("pci_bus_id", ctypes.c_char * 32),
+        ("backend", ctypes.c_int),
+        ("emulated", ctypes.c_bool),
+        ("spec", ctypes.c_char * 32),
+    ]
+
+
+STRUCTS["tg_device_listing"] = CDeviceListing
+
+_TRANSFER_SIGNATURES = {
+    "tg_device_count": (_st, [ctypes.c_char_p, _P(_u32)]),
+    "tg_device_list": (_st, [ctypes.c_char_p, _P(CDeviceListing), _u32, _P(_u32)]),
+    "tg_device_get_attribute": (_st, [_H, _u32, _P(ctypes.c_int64)]),
+    "tg_device_memory_info": (_st, [_H, _P(_u64), _P(_u64)]),
+    "tg_queue_fill": (_st, [_H, _H, _u64, _u32, _u32, _u64]),
+    "tg_queue_write": (_st, [_H, _H, _u64, ctypes.c_void_p, _u64]),
+    "tg_queue_read": (_st, [_H, ctypes.c_void_p, _H, _u64, _u64]),
+}
+SIGNATURES.update(_TRANSFER_SIGNATURES)
+for _name, (_res, _args) in _TRANSFER_SIGNATURES.items():
+    try:
+        _f = getattr(lib, _name)
+    except AttributeError:
+        missing_functions.append(_name)
+        setattr(lib, _name, _missing(_name))
+        continue
+    _f.restype = _res
+    _f.argtypes = _args
+
+#: ``tg_device_get_attribute`` attributes by name (``TG_DEVICE_ATTR_<NAME>``); see
+#: :meth:`Device.attribute`.
+DEVICE_ATTRIBUTES = {
+    "max_threads_per_block": 1, "max_block_dim_x": 2, "max_block_dim_y": 3, "max_block_dim_z": 4,
+    "max_grid_dim_x": 5, "max_grid_dim_y": 6, "max_grid_dim_z": 7,
+    "max_shared_memory_per_block": 8, "max_shared_memory_per_block_optin": 9,
+    "reserved_shared_memory_per_block": 10, "max_shared_memory_per_sm": 11,
+    "total_constant_memory": 12, "warp_size": 13, "max_registers_per_block": 14,
+    "max_registers_per_sm": 15, "max_threads_per_sm": 16, "max_blocks_per_sm": 17, "sm_count": 18,
+    "compute_capability_major": 19, "compute_capability_minor": 20, "clock_rate_khz": 21,
+    "memory_clock_rate_khz": 22, "memory_bus_width_bits": 23, "l2_cache_bytes": 24,
+    "total_memory_bytes": 25, "integrated": 26, "can_map_host_memory": 27,
+    "unified_addressing": 28, "concurrent_kernels": 29, "async_engine_count": 30,
+    "ecc_enabled": 31, "pci_domain_id": 32, "pci_bus_id": 33, "pci_device_id": 34,
+    "pci_vendor_device_id": 35, "pci_subsystem_id": 36, "cooperative_launch": 37,
+    "cluster_launch": 38, "kernel_exec_timeout": 39, "compute_mode": 40, "max_pitch": 41,
+    "texture_alignment": 42, "texture_pitch_alignment": 43, "max_texture_1d_linear_width": 44,
+    "max_texture_2d_linear_width": 45, "max_texture_2d_linear_height": 46,
+    "max_texture_2d_linear_pitch": 47, "global_l1_cache_supported": 48,
+    "local_l1_cache_supported": 49, "virtual_address_bits": 50,
+}
+
+
+@dataclass(frozen=True)
+class DeviceListing:
+    """One GPU as :func:`list_devices` lists it (``tg_device_listing``)."""
+    name: str
+    #: 16 bytes.
+    uuid: bytes
+    #: ``"0000:00:06.0"``; ``"0000:00:00.0"`` for the integrated GPU of a Jetson.
+    pci_bus_id: str
+    backend: Backend
+    emulated: bool
+    #: The spec that opens exactly this GPU: ``Device(listing.spec)``.
+    spec: str
+
+    @property
+    def uuid_str(self):
+        """The UUID as NVIDIA's tools print it: ``GPU-8df2fb1b-8a63-901e-83b4-8be19bad4699``."""
+        h = self.uuid.hex()
+        return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _spec_arg(spec):
+    return None if spec is None else os.fsencode(spec)
+
+
+def device_count(spec=None):
+    """How many GPUs :func:`list_devices` lists (``tg_device_count``), without opening any."""
+    n = ctypes.c_uint32()
+    check(lib.tg_device_count(_spec_arg(spec), ctypes.byref(n)))
+    return n.value
+
+
+def list_devices(spec=None):
+    """The GPUs, without opening any (``tg_device_list``), as :class:`DeviceListing` in the
+    order of ``"rm:N"``. ``spec`` None: the GPUs a program that names no device can use
+    (``TEGRAGPU_DEVICE`` restricts them: ``"rm"`` lists every GPU of the desktop driver,
+    ``"rm:N"`` only the N-th, ``"emu"`` the emulated Orin); else the GPUs ``spec`` names."""
+    count = ctypes.c_uint32()
+    while True:
+        cap = count.value
+        arr = (CDeviceListing * max(cap, 1))()
+        arr[0].struct_size = ctypes.sizeof(CDeviceListing)
+        check(lib.tg_device_list(_spec_arg(spec), arr if cap else None, cap, ctypes.byref(count)))
+        if count.value <= cap:
+            break
+    return [DeviceListing(e.name.decode(errors="replace"), bytes(e.uuid),
+                          e.pci_bus_id.decode(errors="replace"), Backend(e.backend),
+                          bool(e.emulated), e.spec.decode(errors="replace"))
+            for e in arr[:count.value]]
+
+
+def _attribute_number(attr):
+    if isinstance(attr, str):
+        if attr not in DEVICE_ATTRIBUTES:
+            raise InvalidArgument(Status.INVALID_ARGUMENT,
+                                  f"Device.attribute: unknown attribute {attr!r} (one of "
+                                  f"tegragpu.DEVICE_ATTRIBUTES)")
+        return DEVICE_ATTRIBUTES[attr]
+    return _int_arg(attr, "attr", "Device.attribute")
+
+
+def _device_attribute(self, attr):
+    """One device attribute (``tg_device_get_attribute``): a name of
+    :data:`DEVICE_ATTRIBUTES` (``"sm_count"``) or its number. Raises :class:`NotSupported`
+    for an attribute the library cannot know for this device."""
+    v = ctypes.c_int64()
+    check(lib.tg_device_get_attribute(self.handle, _attribute_number(attr), ctypes.byref(v)))
+    return v.value
+
+
+def _device_attributes(self):
+    """Every attribute the library knows for this device: ``{name: value}`` (the ones that
+    are :class:`NotSupported` here are left out)."""
+    out = {}
+    for name in DEVICE_ATTRIBUTES:
+        try:
+            out[name] = _device_attribute(self, name)
+        except NotSupported:
+            pass
+    return out
+
+
+def _device_memory_info(self):
+    """``(free_bytes, total_bytes)`` of the memory buffers come from, now
+    (``tg_device_memory_info``, like ``cuMemGetInfo``)."""
+    free, total = ctypes.c_uint64(), ctypes.c_uint64()
+    check(lib.tg_device_memory_info(self.handle, ctypes.byref(free), ctypes.byref(total)))
+    return free.value, total.value
+
+
+Device.attribute = _device_attribute
+Device.attributes = _device_attributes
+Device.memory_info = _device_memory_info
+Device.count = staticmethod(device_count)
+Device.list = staticmethod(list_devices)
+
+
+def _queue_region(where, dst, offset, size):
+    """(buffer, byte offset in the buffer) for ``size`` bytes at ``offset`` of a Buffer or
+    BufferView; a view's own bounds are checked here (the library knows only the buffer)."""
+    r = _region(dst, where, "buffer")
+    offset, size = _int_arg(offset, "offset", where), _int_arg(size, "size", where)
+    if isinstance(r, BufferView):
+        _check_range(where, "", offset, size, r.size, r._describe())
+    return r.buffer, r.offset + offset
+
+
+def _queue_fill(self, dst, value, elem_bytes=1, count=None, offset=0):
+    """Record a fill of ``count`` elements of ``elem_bytes`` (1, 2 or 4) bytes of ``dst`` (a
+    Buffer or BufferView) from byte ``offset`` with ``value`` (``tg_queue_fill``, like
+    ``cuMemsetD8/D16/D32Async``), in order with the queue's other commands. ``count`` defaults
+    to as many elements as fit after ``offset``."""
+    where = "Queue.fill"
+    r = _region(dst, where, "dst")
+    offset = _int_arg(offset, "offset", where)
+    elem_bytes = _int_arg(elem_bytes, "elem_bytes", where)
+    if count is None:
+        count = max(r.size - offset, 0) // elem_bytes if elem_bytes else 0
+    count = _int_arg(count, "count", where)
+    buf, off = _queue_region(where, r, offset, count * elem_bytes)
+    check(lib.tg_queue_fill(self.handle, buf.handle, off, _int_arg(value, "value", where),
+                            elem_bytes, count))
+
+
+def _queue_write(self, dst, data, offset=0):
+    """Record a copy of ``data`` (bytes or any contiguous buffer, e.g. a numpy array) to
+    ``dst`` (a Buffer or BufferView) at byte ``offset`` (``tg_queue_write``, like
+    ``cuMemcpyHtoDAsync``), in order with the queue's other commands. The bytes are staged
+    during the call: ``data`` may change as soon as it returns."""
+    where = "Queue.write"
+    mv = memoryview(data)
+    if not mv.contiguous:
+        raise InvalidArgument(Status.INVALID_ARGUMENT, f"{where}: data is not contiguous")
+    mv = mv.cast("B")
+    n = mv.nbytes
+    buf, off = _queue_region(where, dst, offset, n)
+    if n == 0:
+        src = None
+    elif mv.readonly:
+        src = ctypes.c_char_p(bytes(mv))
+    else:
+        src = (ctypes.c_char * n).from_buffer(mv)
+    check(lib.tg_queue_write(self.handle, buf.handle, off, src, n))
+
+
+def _queue_read(self, src, size=None, offset=0, out=None):
+    """Copy bytes of ``src`` (a Buffer or BufferView) from byte ``offset`` to the host, in
+    order with the queue's other commands (``tg_queue_read``, like ``cuMemcpyDtoH``): waits for
+    the queue's earlier work and returns once the bytes are there. With ``out`` (a writable
+    contiguous buffer, e.g. a numpy array) fills it and returns it; else returns ``size``
+    bytes (default: to the end of ``src``) as ``bytes``."""
+    where = "Queue.read"
+    r = _region(src, where, "src")
+    offset = _int_arg(offset, "offset", where)
+    if out is not None:
+        mv = memoryview(out)
+        if mv.readonly or not mv.contiguous:
+            raise InvalidArgument(Status.INVALID_ARGUMENT,
+                                  f"{where}: out must be a writable contiguous buffer")
+        mv = mv.cast("B")
+        n = mv.nbytes
+        if size is not None and _int_arg(size, "size", where) != n:
+            raise InvalidArgument(Status.INVALID_ARGUMENT,
+                                  f"{where}: size {size} differs from out's {n} bytes")
+        dst = (ctypes.c_char * n).from_buffer(mv) if n else None
+    else:
+        n = max(r.size - offset, 0) if size is None else _int_arg(size, "size", where)
+        dst = ctypes.create_string_buffer(n) if n else None
+    buf, off = _queue_region(where, r, offset, n)
+    check(lib.tg_queue_read(self.handle, dst, buf.handle, off, n))
+    if out is not None:
+        return out
+    return dst.raw if n else b""
+
+
+Queue.fill = _queue_fill
+Queue.write = _queue_write
+Queue.read = _queue_read
+
+__all__ += ["CDeviceListing", "DeviceListing", "DEVICE_ATTRIBUTES", "device_count",
+            "list_devices"]

@@ -301,7 +301,12 @@ impl NvgpuBackend {
                     .saturating_mul(chars.num_tpc_per_gpc)
                     .saturating_mul(sm_per_tpc),
             );
-        let memory_bytes = mem_state.or_else(meminfo_total).unwrap_or(0);
+        // Then nvmap's IOVMM heap, which buffers come from (on Orin the system memory; on the
+        // emulated Orin the emulated memory), then the kernel's MemTotal.
+        let memory_bytes = mem_state
+            .or_else(|| dev.iovmm_heap().ok().map(|(_, total)| total))
+            .or_else(meminfo_total)
+            .unwrap_or(0);
         let driver_version = if emulated {
             "emulated nvgpu (r36 interface)".to_string()
         } else {
