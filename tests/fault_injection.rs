@@ -64,6 +64,7 @@ use tegragpu::sys::nvgpu::{
     request_name, NVGPU_GPU_IOCTL_GET_MEMORY_STATE, NVGPU_GPU_IOCTL_GET_TPC_MASKS,
     NVGPU_GPU_IOCTL_NUM_VSMS, NVGPU_IOCTL_CHANNEL_GET_TIMEDOUT,
 };
+use tegragpu::sys::nvmap::NVMAP_IOC_QUERY_HEAP_PARAMS;
 use tegragpu::Error;
 
 // ------------------------------------------------------------------------------------------
@@ -272,6 +273,8 @@ fn may_survive(c: &Call, errno: Errno, mode: Mode) -> Survival {
                 NVGPU_GPU_IOCTL_NUM_VSMS,
                 NVGPU_GPU_IOCTL_GET_TPC_MASKS,
                 NVGPU_GPU_IOCTL_GET_MEMORY_STATE,
+                // The memory size at open (else MemTotal), and the heap an ENOMEM names.
+                NVMAP_IOC_QUERY_HEAP_PARAMS,
             ]
             .contains(r) =>
         {
