@@ -115,6 +115,257 @@
 #define TG_LIMIT_MALLOC_HEAP_SIZE 2
 
 /**
+ * Largest block, threads (x·y·z).
+ */
+#define TG_DEVICE_ATTR_MAX_THREADS_PER_BLOCK 1
+
+/**
+ * Largest block x dimension.
+ */
+#define TG_DEVICE_ATTR_MAX_BLOCK_DIM_X 2
+
+/**
+ * Largest block y dimension.
+ */
+#define TG_DEVICE_ATTR_MAX_BLOCK_DIM_Y 3
+
+/**
+ * Largest block z dimension.
+ */
+#define TG_DEVICE_ATTR_MAX_BLOCK_DIM_Z 4
+
+/**
+ * Largest grid x dimension (2^31 - 1).
+ */
+#define TG_DEVICE_ATTR_MAX_GRID_DIM_X 5
+
+/**
+ * Largest grid y dimension.
+ */
+#define TG_DEVICE_ATTR_MAX_GRID_DIM_Y 6
+
+/**
+ * Largest grid z dimension.
+ */
+#define TG_DEVICE_ATTR_MAX_GRID_DIM_Z 7
+
+/**
+ * Shared memory a block may use without opting in, bytes (48 KiB).
+ */
+#define TG_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK 8
+
+/**
+ * Shared memory a block may use in all (static + dynamic), bytes: the largest carveout
+ * less the 1 KiB the hardware reserves per block.
+ */
+#define TG_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 9
+
+/**
+ * Shared memory the hardware reserves per block, bytes.
+ */
+#define TG_DEVICE_ATTR_RESERVED_SHARED_MEMORY_PER_BLOCK 10
+
+/**
+ * Shared memory of one SM (the largest carveout), bytes.
+ */
+#define TG_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_SM 11
+
+/**
+ * Constant memory for `__constant__` data, bytes.
+ */
+#define TG_DEVICE_ATTR_TOTAL_CONSTANT_MEMORY 12
+
+/**
+ * Threads per warp.
+ */
+#define TG_DEVICE_ATTR_WARP_SIZE 13
+
+/**
+ * 32-bit registers a block may use.
+ */
+#define TG_DEVICE_ATTR_MAX_REGISTERS_PER_BLOCK 14
+
+/**
+ * 32-bit registers of one SM.
+ */
+#define TG_DEVICE_ATTR_MAX_REGISTERS_PER_SM 15
+
+/**
+ * Resident threads per SM.
+ */
+#define TG_DEVICE_ATTR_MAX_THREADS_PER_SM 16
+
+/**
+ * Resident blocks per SM.
+ */
+#define TG_DEVICE_ATTR_MAX_BLOCKS_PER_SM 17
+
+/**
+ * Enabled SMs.
+ */
+#define TG_DEVICE_ATTR_SM_COUNT 18
+
+/**
+ * SM version major (compute capability).
+ */
+#define TG_DEVICE_ATTR_COMPUTE_CAPABILITY_MAJOR 19
+
+/**
+ * SM version minor.
+ */
+#define TG_DEVICE_ATTR_COMPUTE_CAPABILITY_MINOR 20
+
+/**
+ * Maximum GPU clock, kHz.
+ */
+#define TG_DEVICE_ATTR_CLOCK_RATE_KHZ 21
+
+/**
+ * Peak memory clock, kHz.
+ */
+#define TG_DEVICE_ATTR_MEMORY_CLOCK_RATE_KHZ 22
+
+/**
+ * Memory bus width, bits.
+ */
+#define TG_DEVICE_ATTR_MEMORY_BUS_WIDTH_BITS 23
+
+/**
+ * L2 cache, bytes.
+ */
+#define TG_DEVICE_ATTR_L2_CACHE_BYTES 24
+
+/**
+ * Memory usable for allocations, bytes (as `tg_device_info`'s `memory_bytes`).
+ */
+#define TG_DEVICE_ATTR_TOTAL_MEMORY_BYTES 25
+
+/**
+ * 1 when the GPU shares the CPU's memory (Jetson), else 0.
+ */
+#define TG_DEVICE_ATTR_INTEGRATED 26
+
+/**
+ * 1: buffers are mapped for the CPU and the GPU alike.
+ */
+#define TG_DEVICE_ATTR_CAN_MAP_HOST_MEMORY 27
+
+/**
+ * 1 when every buffer's CPU pointer equals its GPU address, else 0.
+ */
+#define TG_DEVICE_ATTR_UNIFIED_ADDRESSING 28
+
+/**
+ * 1: kernels of different queues may run at once.
+ */
+#define TG_DEVICE_ATTR_CONCURRENT_KERNELS 29
+
+/**
+ * Copy engines that work alongside kernels (as NVIDIA's driver counts them).
+ */
+#define TG_DEVICE_ATTR_ASYNC_ENGINE_COUNT 30
+
+/**
+ * 1 when ECC is enabled on the device's memory, else 0.
+ */
+#define TG_DEVICE_ATTR_ECC_ENABLED 31
+
+/**
+ * PCI domain (0 for the integrated GPU of a Jetson).
+ */
+#define TG_DEVICE_ATTR_PCI_DOMAIN_ID 32
+
+/**
+ * PCI bus (0 for the integrated GPU of a Jetson).
+ */
+#define TG_DEVICE_ATTR_PCI_BUS_ID 33
+
+/**
+ * PCI device (slot) (0 for the integrated GPU of a Jetson).
+ */
+#define TG_DEVICE_ATTR_PCI_DEVICE_ID 34
+
+/**
+ * PCI device id << 16 | PCI vendor id (0x233510DE for the H200).
+ */
+#define TG_DEVICE_ATTR_PCI_VENDOR_DEVICE_ID 35
+
+/**
+ * PCI subsystem device id << 16 | subsystem vendor id.
+ */
+#define TG_DEVICE_ATTR_PCI_SUBSYSTEM_ID 36
+
+/**
+ * 1: cooperative launches (grid-wide sync) are supported.
+ */
+#define TG_DEVICE_ATTR_COOPERATIVE_LAUNCH 37
+
+/**
+ * 1 when thread-block clusters are supported (sm_90 and later), else 0.
+ */
+#define TG_DEVICE_ATTR_CLUSTER_LAUNCH 38
+
+/**
+ * 1 when kernels have a run-time limit, else 0 (0: the library imposes none).
+ */
+#define TG_DEVICE_ATTR_KERNEL_EXEC_TIMEOUT 39
+
+/**
+ * 0: any number of processes may use the device.
+ */
+#define TG_DEVICE_ATTR_COMPUTE_MODE 40
+
+/**
+ * Largest pitch of a pitched copy, bytes.
+ */
+#define TG_DEVICE_ATTR_MAX_PITCH 41
+
+/**
+ * Alignment a texture's base address needs, bytes.
+ */
+#define TG_DEVICE_ATTR_TEXTURE_ALIGNMENT 42
+
+/**
+ * Alignment a pitched texture's pitch needs, bytes.
+ */
+#define TG_DEVICE_ATTR_TEXTURE_PITCH_ALIGNMENT 43
+
+/**
+ * Largest 1-D linear texture, elements.
+ */
+#define TG_DEVICE_ATTR_MAX_TEXTURE_1D_LINEAR_WIDTH 44
+
+/**
+ * Largest pitched 2-D texture width, elements.
+ */
+#define TG_DEVICE_ATTR_MAX_TEXTURE_2D_LINEAR_WIDTH 45
+
+/**
+ * Largest pitched 2-D texture height, rows.
+ */
+#define TG_DEVICE_ATTR_MAX_TEXTURE_2D_LINEAR_HEIGHT 46
+
+/**
+ * Largest pitched 2-D texture pitch, bytes.
+ */
+#define TG_DEVICE_ATTR_MAX_TEXTURE_2D_LINEAR_PITCH 47
+
+/**
+ * 1: global loads may be cached in L1.
+ */
+#define TG_DEVICE_ATTR_GLOBAL_L1_CACHE_SUPPORTED 48
+
+/**
+ * 1: local memory may be cached in L1.
+ */
+#define TG_DEVICE_ATTR_LOCAL_L1_CACHE_SUPPORTED 49
+
+/**
+ * Width of the GPU virtual address space, bits.
+ */
+#define TG_DEVICE_ATTR_VIRTUAL_ADDRESS_BITS 50
+
+/**
  * `tg_texture_desc.kind`: `width` elements in a row (`tex1Dfetch(tex, i)`, integer index).
  */
 #define TG_TEXTURE_LINEAR 1
@@ -478,6 +729,47 @@ typedef struct tg_fault_report {
 } tg_fault_report;
 
 /**
+ * One GPU as `tg_device_list()` lists it, without opening it. Set `struct_size =
+ * sizeof(tg_device_listing)` in the first element of the array; on success the library sets
+ * it in every element it filled.
+ */
+typedef struct tg_device_listing {
+    /**
+     * In (first element): `sizeof(tg_device_listing)`. Out: bytes filled.
+     */
+    uint32_t struct_size;
+    /**
+     * The name `tg_device_get_info()` reports once it is open, NUL-terminated: "NVIDIA H200"
+     * (desktop driver: the model name), "ga10b" (Jetson Orin and the emulated Orin).
+     */
+    char name[64];
+    /**
+     * The GPU's UUID. Desktop driver: as the driver reports it (zeros for a GPU the driver has
+     * not initialised and whose procfs entry shows none). nvgpu, which reports none: built from
+     * the driver's per-device identifier, chip and revision (stable for one board).
+     */
+    uint8_t uuid[16];
+    /**
+     * PCI location "domain:bus:device.function", NUL-terminated: "0000:00:06.0";
+     * "0000:00:00.0" for the integrated GPU of a Jetson.
+     */
+    char pci_bus_id[32];
+    /**
+     * Kernel driver the GPU is driven through.
+     */
+    enum tg_backend backend;
+    /**
+     * True for the in-process emulated Orin.
+     */
+    bool emulated;
+    /**
+     * The spec `tg_device_open()` takes to open exactly this GPU, NUL-terminated: "rm:0",
+     * "rm:1", ..., "nvgpu", "emu".
+     */
+    char spec[32];
+} tg_device_listing;
+
+/**
  * What a kernel needs and allows (`tg_kernel_get_attributes()`). Set
  * `struct_size = sizeof(tg_kernel_attributes)` before the call; on success the library sets it
  * to the number of bytes it filled.
@@ -743,6 +1035,82 @@ enum tg_status tg_device_synchronize(const struct tg_device *dev, uint64_t timeo
  * `out` is NULL or points to a writable `tg_fault_report`.
  */
 enum tg_status tg_device_get_fault(const struct tg_device *dev, struct tg_fault_report *out);
+
+/**
+ * Count the GPUs `tg_device_list()` lists, without opening any.
+ *
+ * - `spec`: NULL or `""` = the GPUs a program that names no device can use: the one
+ *   `TEGRAGPU_DEVICE` names when it is set (`"rm"`: every GPU of the desktop driver; `"rm:N"`:
+ *   only its N-th, none if there is no N-th; `"nvgpu"`, `"emu"`: one), else the GPUs of this
+ *   machine (the Jetson's GPU, else every GPU of the desktop driver, else none: `*out` = 0).
+ *   A spec lists what it names, as `tg_device_open()` would open it.
+ * - `out`: receives the count.
+ *
+ * Returns `TG_OK`; `TG_ERROR_NULL_POINTER` (`out`); `TG_ERROR_INVALID_ARGUMENT` (unknown spec,
+ * from the argument or `TEGRAGPU_DEVICE`); `TG_ERROR_OS` / `TG_ERROR_UNSUPPORTED_DRIVER` (the
+ * driver refused the query). Thread safety: any thread.
+ *
+ * # Safety
+ * `spec` is NULL or a NUL-terminated string; `out` is NULL or writable.
+ */
+enum tg_status tg_device_count(const char *spec, uint32_t *out);
+
+/**
+ * List the GPUs without opening them (no channel, no memory; on the desktop driver not even
+ * the GPUs' device nodes), in the order of `"rm:N"`: `out[i].spec` opens the i-th.
+ *
+ * - `spec`: which GPUs, as for `tg_device_count()`.
+ * - `out`, `capacity`: caller-allocated array of `capacity` elements; set
+ *   `out[0].struct_size = sizeof(tg_device_listing)`. The first `min(capacity, count)`
+ *   elements are written. `out` may be NULL when `capacity` is 0 (to ask for the count).
+ * - `count`: receives how many GPUs there are (may exceed `capacity`).
+ *
+ * Returns `TG_OK`; `TG_ERROR_NULL_POINTER` (`count`, or `out` with a `capacity`);
+ * `TG_ERROR_INVALID_ARGUMENT` (`struct_size` too small, unknown spec); `TG_ERROR_OS` /
+ * `TG_ERROR_UNSUPPORTED_DRIVER`. Thread safety: any thread.
+ *
+ * # Safety
+ * `spec` is NULL or a NUL-terminated string; `out` is NULL or points to `capacity` writable
+ * elements of `out[0].struct_size` bytes each; `count` is NULL or writable.
+ */
+enum tg_status tg_device_list(const char *spec,
+                              struct tg_device_listing *out,
+                              uint32_t capacity,
+                              uint32_t *count);
+
+/**
+ * Read one attribute of a device (`TG_DEVICE_ATTR_*`, like `cuDeviceGetAttribute`).
+ *
+ * Values come from the kernel driver where it reports them, from values NVIDIA's driver
+ * reports for the GPU's PCI id (the H200), from the architecture, and from the limits the
+ * library itself enforces. An attribute none of these knows for the device (for example the
+ * memory clock of a Jetson) is `TG_ERROR_NOT_SUPPORTED`, never a guess. The first call may ask
+ * the driver; later calls read a cache.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER` (`value`);
+ * `TG_ERROR_INVALID_ARGUMENT` (unknown attribute); `TG_ERROR_NOT_SUPPORTED`. Thread safety:
+ * any thread.
+ *
+ * # Safety
+ * `value` is NULL or writable.
+ */
+enum tg_status tg_device_get_attribute(const struct tg_device *dev, uint32_t attr, int64_t *value);
+
+/**
+ * Free and total bytes of the memory the device's buffers come from, now (like
+ * `cuMemGetInfo`). Jetson Orin: nvmap's IOVMM heap, which is the system memory the CPU shares
+ * (the emulated Orin: `TEGRAGPU_EMU_MEMORY_BYTES`, less what its buffers hold); desktop GPUs:
+ * the video memory heap.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER` (`free_bytes` or
+ * `total_bytes`); `TG_ERROR_OS`; `TG_ERROR_NOT_SUPPORTED`. Thread safety: any thread.
+ *
+ * # Safety
+ * `free_bytes` and `total_bytes` are NULL or writable.
+ */
+enum tg_status tg_device_memory_info(const struct tg_device *dev,
+                                     uint64_t *free_bytes,
+                                     uint64_t *total_bytes);
 
 /**
  * Allocate GPU memory that the CPU can access.
@@ -1320,6 +1688,79 @@ enum tg_status tg_queue_submit(const struct tg_queue *queue);
  * None beyond the handle contract.
  */
 enum tg_status tg_queue_synchronize(const struct tg_queue *queue, uint64_t timeout_ns);
+
+/**
+ * Record a fill of `count` elements of `elem_bytes` (1, 2 or 4) bytes of `dst`, starting at
+ * `dst_offset` (a multiple of `elem_bytes`), with the low `elem_bytes` bytes of `value` (like
+ * `cuMemsetD8Async` / `D16` / `D32`), in order with the queue's other commands. On a copy
+ * queue the copy engine writes the constant; on a compute queue the first (up to 64 KiB)
+ * bytes are staged from the host and the library's copy kernel doubles them over the range.
+ * The range must lie inside the buffer; `count` 0 records nothing.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (`elem_bytes` not 1,
+ * 2 or 4, `value` wider than `elem_bytes`, misaligned offset, range outside the buffer, buffer
+ * of another device); `TG_ERROR_OUT_OF_MEMORY` (no staging memory); `TG_ERROR_DEVICE_FAULT`;
+ * `TG_ERROR_TIMEOUT`. Thread safety: any thread; serialized per queue.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_queue_fill(const struct tg_queue *queue,
+                             const struct tg_buf *dst,
+                             uint64_t dst_offset,
+                             uint32_t value,
+                             uint32_t elem_bytes,
+                             uint64_t count);
+
+/**
+ * Record a copy of `size_bytes` of host memory at `src` to `dst` at `dst_offset`, in order
+ * with the queue's other commands (like `cuMemcpyHtoDAsync`). The bytes are copied into the
+ * device's staging buffers during the call, so `src` may be reused as soon as it returns; the
+ * GPU copies them into the buffer when the queue reaches the command (after
+ * `tg_queue_submit()`). Transfers above 4 MiB are split into 4 MiB chunks; a queue keeps at
+ * most 8 chunks in flight and waits for the oldest (submitting it if needed) before staging
+ * more. The range must lie inside the buffer; `src` may be NULL when `size_bytes` is 0 (which
+ * records nothing).
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER` (`src`);
+ * `TG_ERROR_INVALID_ARGUMENT` (range outside the buffer, buffer of another device);
+ * `TG_ERROR_OUT_OF_MEMORY` (no staging memory); `TG_ERROR_NOT_SUPPORTED` (compute queue on a
+ * GPU without a built-in copy kernel); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`.
+ * Thread safety: any thread; serialized per queue.
+ *
+ * # Safety
+ * `src` is NULL or readable for `size_bytes` bytes.
+ */
+enum tg_status tg_queue_write(const struct tg_queue *queue,
+                              const struct tg_buf *dst,
+                              uint64_t dst_offset,
+                              const void *src,
+                              uint64_t size_bytes);
+
+/**
+ * Copy `size_bytes` of `src` at `src_offset` to host memory at `dst`, in order with the
+ * queue's other commands (like `cuMemcpyDtoH`): the copy is recorded after the work already
+ * recorded, the queue is submitted, and the call returns once the bytes are in `dst`, so it
+ * waits for the queue's earlier work (holding the queue's lock, as `tg_queue_synchronize()`
+ * does). The GPU copies through the device's staging buffers, 4 MiB at a time, and the CPU
+ * copies each chunk out as it completes. The range must lie inside the buffer; `dst` may be
+ * NULL when `size_bytes` is 0 (which reads nothing and does not wait). On an error `dst` holds
+ * an unspecified part of the data.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER` (`dst`);
+ * `TG_ERROR_INVALID_ARGUMENT` (range outside the buffer, buffer of another device);
+ * `TG_ERROR_OUT_OF_MEMORY`; `TG_ERROR_NOT_SUPPORTED`; `TG_ERROR_DEVICE_FAULT`;
+ * `TG_ERROR_TIMEOUT` (the queue's work did not finish within 10 s). Thread safety: any
+ * thread; serialized per queue.
+ *
+ * # Safety
+ * `dst` is NULL or writable for `size_bytes` bytes.
+ */
+enum tg_status tg_queue_read(const struct tg_queue *queue,
+                             void *dst,
+                             const struct tg_buf *src,
+                             uint64_t src_offset,
+                             uint64_t size_bytes);
 
 /**
  * Create a timeline signal with value `initial`.

@@ -330,6 +330,63 @@ fn copy_linear_small_and_split() {
     );
 }
 
+/// The copy engine's constant fill (gpu-programming-interface.md §5, "Memset / fill"):
+/// OFFSET_OUT, PITCH_IN/OUT + LINE_LENGTH_IN (elements) + LINE_COUNT, REMAP_CONST_A/B +
+/// REMAP_COMPONENTS (DST_X = CONST_A, component size), LAUNCH_DMA 0x586 (+ MULTI_LINE 0x200).
+#[test]
+fn copy_engine_fill() {
+    let mut mem = [0u32; 64];
+    let mut pb = PushBuf::for_arch(&mut mem, &arch::GA10B);
+    pb.ce_fill(0x1_0000_0000, 0xDEAD_BEEF, 4, 32768, 3, 131_072)
+        .unwrap();
+    assert_eq!(
+        pb.as_slice(),
+        [
+            0x2002_8102,
+            1,
+            0,
+            0x2004_8104,
+            131_072,
+            131_072,
+            32768,
+            3,
+            0x2003_81C0,
+            0xDEAD_BEEF,
+            0,
+            0x3_0004,
+            0x2001_80C0,
+            0x786
+        ]
+    );
+    pb.clear();
+    pb.ce_fill(0x1001, 0x5A, 1, 7, 1, 7).unwrap();
+    let w = pb.as_slice();
+    assert_eq!((w[6], w[7], w[9], w[11], w[13]), (7, 1, 0x5A, 0x4, 0x586));
+    pb.clear();
+    pb.ce_fill(0x1002, 0xBEEF, 2, 5, 1, 10).unwrap();
+    assert_eq!(pb.as_slice()[11], 0x1_0004, "2-byte components");
+    pb.clear();
+    for (dst, e, n, lines, pitch, why) in [
+        (0x1000u64, 3u32, 4u32, 1u32, 12u32, "elem_bytes 3"),
+        (0x1000, 4, 0, 1, 0, "no elements"),
+        (0x1000, 4, 1 << 17 | 1, 1, 0, "line too long"),
+        (0x1000, 4, 4, (1 << 17) + 1, 16, "too many lines"),
+        (0x1000, 4, 4, 2, 15, "pitch below a line"),
+        (
+            (1 << 49) - 8,
+            4,
+            4,
+            1,
+            16,
+            "c7b5 OFFSET_OUT_UPPER is 17 bits",
+        ),
+        (u64::MAX - 8, 4, 4, 1, 16, "overflow"),
+    ] {
+        assert!(pb.ce_fill(dst, 0, e, n, lines, pitch).is_err(), "{why}");
+    }
+    assert!(pb.is_empty());
+}
+
 #[test]
 fn copy_checks() {
     let mut mem = [0u32; 64];

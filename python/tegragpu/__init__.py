@@ -43,14 +43,15 @@ are serialized by the library.
 import types as _types
 
 from . import _cdefs, _constants, _errors, _library, _logging, _param_types
-from ._cdefs import (STRUCTS, SIGNATURES, Handle, CDeviceInfo, CFaultReport, CKernelAttributes,
-                     CLaunchConfig, CTextureDesc)
+from ._cdefs import (STRUCTS, SIGNATURES, Handle, CDeviceInfo, CDeviceListing, CFaultReport,
+                     CKernelAttributes, CLaunchConfig, CTextureDesc)
 from ._cmdbuf import CmdBuf
 from ._constants import (BUF_CPU_CACHED, BUF_DEVICE_LOCAL, BUF_WRITE_COMBINED, BUF_ZEROED,
                          DEFAULT_TIMEOUT_NS, LAUNCH_CONCURRENT, LAUNCH_COOPERATIVE, LAUNCH_SUBMIT,
                          LIMIT_MALLOC_HEAP_SIZE, LIMIT_STACK_SIZE, TIMEOUT_INFINITE, Backend,
                          QueueKind, Status)
-from ._device import Device, DeviceInfo, FaultReport, device_spec
+from ._device import (Device, DeviceInfo, DeviceListing, FaultReport, device_count, device_spec,
+                      list_devices)
 from ._errors import (Compile, CompileError, DeviceFault, DeviceFaultError, DeviceLost,
                       DeviceLostError, Error, GpuTimeoutError, Internal, InternalError,
                       InvalidArgument, InvalidArgumentError, InvalidCubin, InvalidCubinError,
@@ -78,6 +79,7 @@ __all__ = [
     "LAUNCH_COOPERATIVE", "LAUNCH_CONCURRENT", "LAUNCH_SUBMIT", "LIMIT_STACK_SIZE",
     "LIMIT_MALLOC_HEAP_SIZE",
     "DEFAULT_TIMEOUT_NS",
+    "CDeviceListing", "DeviceListing", "DEVICE_ATTRIBUTES", "device_count", "list_devices",
 ]
 # The exception classes, one per tg_status in the order of _errors._ERRORS
 # (python/tests/test_package_api.py checks that they match).
@@ -95,6 +97,7 @@ __version__ = "0.1.0"
 
 # Public too, though not in __all__ (``from tegragpu import *`` leaves them out).
 ABI_MAJOR = _constants.ABI_MAJOR
+DEVICE_ATTRIBUTES = _constants.DEVICE_ATTRIBUTES
 TEXTURE_LINEAR = _constants.TEXTURE_LINEAR
 TEXTURE_PITCH2D = _constants.TEXTURE_PITCH2D
 TEXTURE_FORMATS = _constants.TEXTURE_FORMATS

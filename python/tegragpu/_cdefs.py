@@ -42,6 +42,19 @@ class CKernelAttributes(ctypes.Structure):
         "local_bytes_per_thread", "max_threads_per_block", "max_dynamic_shared_bytes")]
 
 
+class CDeviceListing(ctypes.Structure):
+    """``tg_device_listing``."""
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("name", ctypes.c_char * 64),
+        ("uuid", ctypes.c_uint8 * 16),
+        ("pci_bus_id", ctypes.c_char * 32),
+        ("backend", ctypes.c_int),
+        ("emulated", ctypes.c_bool),
+        ("spec", ctypes.c_char * 32),
+    ]
+
+
 class CLaunchConfig(ctypes.Structure):
     """``tg_launch_config``."""
     _fields_ = [
@@ -82,6 +95,7 @@ STRUCTS = {
     "tg_kernel_attributes": CKernelAttributes,
     "tg_launch_config": CLaunchConfig,
     "tg_texture_desc": CTextureDesc,
+    "tg_device_listing": CDeviceListing,
 }
 # Earlier private names.
 _DeviceInfo, _FaultReport, _KernelAttributes, _LaunchConfig = (
@@ -102,6 +116,10 @@ SIGNATURES = {
     "tg_device_get_info": (_st, [_H, _P(CDeviceInfo)]),
     "tg_device_synchronize": (_st, [_H, _u64]),
     "tg_device_get_fault": (_st, [_H, _P(CFaultReport)]),
+    "tg_device_count": (_st, [ctypes.c_char_p, _P(_u32)]),
+    "tg_device_list": (_st, [ctypes.c_char_p, _P(CDeviceListing), _u32, _P(_u32)]),
+    "tg_device_get_attribute": (_st, [_H, _u32, _P(ctypes.c_int64)]),
+    "tg_device_memory_info": (_st, [_H, _P(_u64), _P(_u64)]),
     "tg_buf_alloc": (_st, [_H, _u64, _u32, _P(_H)]),
     "tg_buf_free": (_st, [_H]),
     "tg_buf_cpu_ptr": (_st, [_H, _P(ctypes.c_void_p)]),
@@ -134,6 +152,9 @@ SIGNATURES = {
     "tg_queue_barrier": (_st, [_H]),
     "tg_queue_submit": (_st, [_H]),
     "tg_queue_synchronize": (_st, [_H, _u64]),
+    "tg_queue_fill": (_st, [_H, _H, _u64, _u32, _u32, _u64]),
+    "tg_queue_write": (_st, [_H, _H, _u64, ctypes.c_void_p, _u64]),
+    "tg_queue_read": (_st, [_H, ctypes.c_void_p, _H, _u64, _u64]),
     "tg_signal_create": (_st, [_H, _u64, _P(_H)]),
     "tg_signal_destroy": (_st, [_H]),
     "tg_signal_value": (_st, [_H, _P(_u64)]),

@@ -26,6 +26,27 @@ TEXTURE_READ_NORMALIZED_FLOAT = 1
 TEXTURE_NORMALIZED_COORDS = 2
 TEXTURE_LINEAR_FILTER = 4
 DEFAULT_TIMEOUT_NS = 30_000_000_000
+#: ``tg_device_get_attribute`` attributes by name (``TG_DEVICE_ATTR_<NAME>``); see
+#: :meth:`Device.attribute`.
+DEVICE_ATTRIBUTES = {
+    "max_threads_per_block": 1, "max_block_dim_x": 2, "max_block_dim_y": 3, "max_block_dim_z": 4,
+    "max_grid_dim_x": 5, "max_grid_dim_y": 6, "max_grid_dim_z": 7,
+    "max_shared_memory_per_block": 8, "max_shared_memory_per_block_optin": 9,
+    "reserved_shared_memory_per_block": 10, "max_shared_memory_per_sm": 11,
+    "total_constant_memory": 12, "warp_size": 13, "max_registers_per_block": 14,
+    "max_registers_per_sm": 15, "max_threads_per_sm": 16, "max_blocks_per_sm": 17, "sm_count": 18,
+    "compute_capability_major": 19, "compute_capability_minor": 20, "clock_rate_khz": 21,
+    "memory_clock_rate_khz": 22, "memory_bus_width_bits": 23, "l2_cache_bytes": 24,
+    "total_memory_bytes": 25, "integrated": 26, "can_map_host_memory": 27,
+    "unified_addressing": 28, "concurrent_kernels": 29, "async_engine_count": 30,
+    "ecc_enabled": 31, "pci_domain_id": 32, "pci_bus_id": 33, "pci_device_id": 34,
+    "pci_vendor_device_id": 35, "pci_subsystem_id": 36, "cooperative_launch": 37,
+    "cluster_launch": 38, "kernel_exec_timeout": 39, "compute_mode": 40, "max_pitch": 41,
+    "texture_alignment": 42, "texture_pitch_alignment": 43, "max_texture_1d_linear_width": 44,
+    "max_texture_2d_linear_width": 45, "max_texture_2d_linear_height": 46,
+    "max_texture_2d_linear_pitch": 47, "global_l1_cache_supported": 48,
+    "local_l1_cache_supported": 49, "virtual_address_bits": 50,
+}
 
 
 class Status(enum.IntEnum):

@@ -1,21 +1,22 @@
 """Opening a GPU: :class:`Device`, :func:`device_spec`, and what a device reports
-(:class:`DeviceInfo`, :class:`FaultReport`)."""
+(:class:`DeviceInfo`, :class:`FaultReport`, attributes, free memory); listing GPUs without
+opening them (:func:`list_devices`, :func:`device_count`)."""
 
 import ctypes
 import os
 from dataclasses import dataclass
 
-from ._cdefs import _H, CDeviceInfo, CFaultReport, CTextureDesc
+from ._cdefs import _H, CDeviceInfo, CDeviceListing, CFaultReport, CTextureDesc
 from ._cmdbuf import CmdBuf
-from ._constants import (ADDRESS_MODES, DEFAULT_TIMEOUT_NS, LIMIT_MALLOC_HEAP_SIZE,
-                         LIMIT_STACK_SIZE, TEXTURE_FORMATS, TEXTURE_LINEAR, TEXTURE_LINEAR_FILTER,
-                         TEXTURE_NORMALIZED_COORDS, TEXTURE_PITCH2D, TEXTURE_READ_NORMALIZED_FLOAT,
-                         Backend, QueueKind, Status)
-from ._errors import InvalidArgument, NotFound, check
+from ._constants import (ADDRESS_MODES, DEFAULT_TIMEOUT_NS, DEVICE_ATTRIBUTES,
+                         LIMIT_MALLOC_HEAP_SIZE, LIMIT_STACK_SIZE, TEXTURE_FORMATS, TEXTURE_LINEAR,
+                         TEXTURE_LINEAR_FILTER, TEXTURE_NORMALIZED_COORDS, TEXTURE_PITCH2D,
+                         TEXTURE_READ_NORMALIZED_FLOAT, Backend, QueueKind, Status)
+from ._errors import InvalidArgument, NotFound, NotSupported, check
 from ._handle import _Handle
 from ._kernel import Module
 from ._library import lib
-from ._memory import Buffer
+from ._memory import Buffer, _int_arg
 from ._queue import Queue
 from ._signal import Signal
 from ._texture import Texture
@@ -39,6 +40,66 @@ class FaultReport:
     code: int
     address: "int | None"
     message: str
+
+
+@dataclass(frozen=True)
+class DeviceListing:
+    """One GPU as :func:`list_devices` lists it (``tg_device_listing``)."""
+    name: str
+    #: 16 bytes.
+    uuid: bytes
+    #: ``"0000:00:06.0"``; ``"0000:00:00.0"`` for the integrated GPU of a Jetson.
+    pci_bus_id: str
+    backend: Backend
+    emulated: bool
+    #: The spec that opens exactly this GPU: ``Device(listing.spec)``.
+    spec: str
+
+    @property
+    def uuid_str(self):
+        """The UUID as NVIDIA's tools print it: ``GPU-8df2fb1b-8a63-901e-83b4-8be19bad4699``."""
+        h = self.uuid.hex()
+        return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _spec_arg(spec):
+    return None if spec is None else os.fsencode(spec)
+
+
+def device_count(spec=None):
+    """How many GPUs :func:`list_devices` lists (``tg_device_count``), without opening any."""
+    n = ctypes.c_uint32()
+    check(lib.tg_device_count(_spec_arg(spec), ctypes.byref(n)))
+    return n.value
+
+
+def list_devices(spec=None):
+    """The GPUs, without opening any (``tg_device_list``), as :class:`DeviceListing` in the
+    order of ``"rm:N"``. ``spec`` None: the GPUs a program that names no device can use
+    (``TEGRAGPU_DEVICE`` restricts them: ``"rm"`` lists every GPU of the desktop driver,
+    ``"rm:N"`` only the N-th, ``"emu"`` the emulated Orin); else the GPUs ``spec`` names."""
+    count = ctypes.c_uint32()
+    while True:
+        cap = count.value
+        arr = (CDeviceListing * max(cap, 1))()
+        arr[0].struct_size = ctypes.sizeof(CDeviceListing)
+        check(lib.tg_device_list(_spec_arg(spec), arr if cap else None, cap, ctypes.byref(count)))
+        if count.value <= cap:
+            break
+    return [DeviceListing(e.name.decode(errors="replace"), bytes(e.uuid),
+                          e.pci_bus_id.decode(errors="replace"), Backend(e.backend),
+                          bool(e.emulated), e.spec.decode(errors="replace"))
+            for e in arr[:count.value]]
+
+
+def _attribute_number(attr):
+    if isinstance(attr, str):
+        if attr not in DEVICE_ATTRIBUTES:
+            raise InvalidArgument(Status.INVALID_ARGUMENT,
+                                  f"Device.attribute: unknown attribute {attr!r} (one of "
+                                  f"tegragpu.DEVICE_ATTRIBUTES)")
+        return DEVICE_ATTRIBUTES[attr]
+    return _int_arg(attr, "attr", "Device.attribute")
 
 
 _NVGPU_CTRL = "/dev/nvgpu/igpu0/ctrl"
@@ -235,6 +296,36 @@ class Device(_Handle):
     @malloc_heap_size.setter
     def malloc_heap_size(self, value):
         check(lib.tg_device_set_limit(self.handle, LIMIT_MALLOC_HEAP_SIZE, int(value)))
+
+    count = staticmethod(device_count)
+    list = staticmethod(list_devices)
+
+    def attribute(self, attr):
+        """One device attribute (``tg_device_get_attribute``): a name of
+        :data:`DEVICE_ATTRIBUTES` (``"sm_count"``) or its number. Raises :class:`NotSupported`
+        for an attribute the library cannot know for this device."""
+        v = ctypes.c_int64()
+        check(lib.tg_device_get_attribute(self.handle, _attribute_number(attr),
+                                          ctypes.byref(v)))
+        return v.value
+
+    def attributes(self):
+        """Every attribute the library knows for this device: ``{name: value}`` (the ones that
+        are :class:`NotSupported` here are left out)."""
+        out = {}
+        for name in DEVICE_ATTRIBUTES:
+            try:
+                out[name] = self.attribute(name)
+            except NotSupported:
+                pass
+        return out
+
+    def memory_info(self):
+        """``(free_bytes, total_bytes)`` of the memory buffers come from, now
+        (``tg_device_memory_info``, like ``cuMemGetInfo``)."""
+        free, total = ctypes.c_uint64(), ctypes.c_uint64()
+        check(lib.tg_device_memory_info(self.handle, ctypes.byref(free), ctypes.byref(total)))
+        return free.value, total.value
 
     def fault(self):
         """The sticky fault report, or None if the device has not faulted."""

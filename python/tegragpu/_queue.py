@@ -21,6 +21,16 @@ def _dims(v):
     return t
 
 
+def _queue_region(where, dst, offset, size):
+    """(buffer, byte offset in the buffer) for ``size`` bytes at ``offset`` of a Buffer or
+    BufferView; a view's own bounds are checked here (the library knows only the buffer)."""
+    r = _region(dst, where, "buffer")
+    offset, size = _int_arg(offset, "offset", where), _int_arg(size, "size", where)
+    if isinstance(r, BufferView):
+        _check_range(where, "", offset, size, r.size, r._describe())
+    return r.buffer, r.offset + offset
+
+
 class Queue(_Handle):
     """A command queue: record, ``submit()``, wait with signals or ``synchronize()``."""
 
@@ -95,6 +105,71 @@ class Queue(_Handle):
             _check_range(where, "src ", src_offset, size_bytes, src.size, src._describe())
         check(lib.tg_queue_copy(self.handle, dst.buffer.handle, dst.offset + dst_offset,
                                 src.buffer.handle, src.offset + src_offset, size_bytes))
+
+    def fill(self, dst, value, elem_bytes=1, count=None, offset=0):
+        """Record a fill of ``count`` elements of ``elem_bytes`` (1, 2 or 4) bytes of ``dst`` (a
+        Buffer or BufferView) from byte ``offset`` with ``value`` (``tg_queue_fill``, like
+        ``cuMemsetD8/D16/D32Async``), in order with the queue's other commands. ``count`` defaults
+        to as many elements as fit after ``offset``."""
+        where = "Queue.fill"
+        r = _region(dst, where, "dst")
+        offset = _int_arg(offset, "offset", where)
+        elem_bytes = _int_arg(elem_bytes, "elem_bytes", where)
+        if count is None:
+            count = max(r.size - offset, 0) // elem_bytes if elem_bytes else 0
+        count = _int_arg(count, "count", where)
+        buf, off = _queue_region(where, r, offset, count * elem_bytes)
+        check(lib.tg_queue_fill(self.handle, buf.handle, off, _int_arg(value, "value", where),
+                                elem_bytes, count))
+
+    def write(self, dst, data, offset=0):
+        """Record a copy of ``data`` (bytes or any contiguous buffer, e.g. a numpy array) to
+        ``dst`` (a Buffer or BufferView) at byte ``offset`` (``tg_queue_write``, like
+        ``cuMemcpyHtoDAsync``), in order with the queue's other commands. The bytes are staged
+        during the call: ``data`` may change as soon as it returns."""
+        where = "Queue.write"
+        mv = memoryview(data)
+        if not mv.contiguous:
+            raise InvalidArgument(Status.INVALID_ARGUMENT, f"{where}: data is not contiguous")
+        mv = mv.cast("B")
+        n = mv.nbytes
+        buf, off = _queue_region(where, dst, offset, n)
+        if n == 0:
+            src = None
+        elif mv.readonly:
+            src = ctypes.c_char_p(bytes(mv))
+        else:
+            src = (ctypes.c_char * n).from_buffer(mv)
+        check(lib.tg_queue_write(self.handle, buf.handle, off, src, n))
+
+    def read(self, src, size=None, offset=0, out=None):
+        """Copy bytes of ``src`` (a Buffer or BufferView) from byte ``offset`` to the host, in
+        order with the queue's other commands (``tg_queue_read``, like ``cuMemcpyDtoH``): waits for
+        the queue's earlier work and returns once the bytes are there. With ``out`` (a writable
+        contiguous buffer, e.g. a numpy array) fills it and returns it; else returns ``size``
+        bytes (default: to the end of ``src``) as ``bytes``."""
+        where = "Queue.read"
+        r = _region(src, where, "src")
+        offset = _int_arg(offset, "offset", where)
+        if out is not None:
+            mv = memoryview(out)
+            if mv.readonly or not mv.contiguous:
+                raise InvalidArgument(Status.INVALID_ARGUMENT,
+                                      f"{where}: out must be a writable contiguous buffer")
+            mv = mv.cast("B")
+            n = mv.nbytes
+            if size is not None and _int_arg(size, "size", where) != n:
+                raise InvalidArgument(Status.INVALID_ARGUMENT,
+                                      f"{where}: size {size} differs from out's {n} bytes")
+            dst = (ctypes.c_char * n).from_buffer(mv) if n else None
+        else:
+            n = max(r.size - offset, 0) if size is None else _int_arg(size, "size", where)
+            dst = ctypes.create_string_buffer(n) if n else None
+        buf, off = _queue_region(where, r, offset, n)
+        check(lib.tg_queue_read(self.handle, dst, buf.handle, off, n))
+        if out is not None:
+            return out
+        return dst.raw if n else b""
 
     def signal(self, signal, value):
         check(lib.tg_queue_signal(self.handle, signal.handle, value))

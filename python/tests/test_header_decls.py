@@ -326,6 +326,9 @@ for _n, _v in [("U8", 0), ("S8", 1), ("U16", 2), ("S16", 3), ("U32", 4), ("S32",
 for _n in ("WRAP", "CLAMP", "MIRROR", "BORDER"):
     _DEFINES[f"TG_ADDRESS_{_n}"] = f"_ADDRESS_{_n}"
     setattr(tg, f"_ADDRESS_{_n}", tg.ADDRESS_MODES[_n.lower()])
+for _n, _v in tg.DEVICE_ATTRIBUTES.items():
+    _DEFINES[f"TG_DEVICE_ATTR_{_n.upper()}"] = f"_DEVICE_ATTR_{_n.upper()}"
+    setattr(tg, f"_DEVICE_ATTR_{_n.upper()}", _v)
 
 
 def constant_problems(hdr):

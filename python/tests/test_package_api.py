@@ -128,6 +128,7 @@ ALL = {
     "OutOfMemoryError", "NotFoundError", "NotSupportedError", "DeviceFaultError",
     "InvalidCubinError", "InvalidLaunchError", "CompileError", "LibraryMissingError",
     "UnsupportedDriverError", "InternalError", "DeviceLostError", "GpuTimeoutError", "OsError",
+    "CDeviceListing", "DeviceListing", "DEVICE_ATTRIBUTES", "device_count", "list_devices",
 }
 # Importable, not in __all__: public names, earlier private names, private functions tests call.
 NOT_IN_ALL = {

@@ -68,6 +68,29 @@ pub struct DeviceInfo {
     pub unified_addresses: bool,
 }
 
+/// Facts about a device beyond [`DeviceInfo`] that its driver reports; each `None` where the
+/// driver does not say (see `core::DeviceAttribute` for how the library fills the rest).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BackendFacts {
+    /// Maximum GPU clock, kHz (nvgpu: `max_freq`).
+    pub clock_khz: Option<u32>,
+    /// L2 cache, bytes.
+    pub l2_cache_bytes: Option<u64>,
+    /// Memory bus width, bits.
+    pub memory_bus_width_bits: Option<u32>,
+    /// Whether ECC is enabled on the device's memory.
+    pub ecc_enabled: Option<bool>,
+    /// The GPU shares the CPU's memory (Jetson).
+    pub integrated: bool,
+    /// PCI domain, bus, device (slot) and function.
+    pub pci_location: Option<[u32; 4]>,
+    /// PCI vendor id, device id, subsystem vendor id, subsystem device id.
+    pub pci_ids: Option<[u16; 4]>,
+    /// The GPU's UUID (RM: as the driver reports it; nvgpu: built from the driver's
+    /// per-device identifier, see `core::list_devices`).
+    pub uuid: Option<[u8; 16]>,
+}
+
 /// Allocation flags. With neither `cpu_cached` nor `write_combined` the backend places the memory
 /// for the GPU: Orin: CPU-cached shared memory (as `cpu_cached`); desktop: video memory, mapped
 /// for the CPU (BAR1) on first CPU access.
@@ -182,6 +205,17 @@ pub trait Backend: Send + Sync {
     /// first lets short running work finish (see `create_channel`).
     fn channel_setup_preempts(&self, _engine: Engine) -> bool {
         false
+    }
+    /// Facts beyond [`DeviceInfo`] (may ask the driver; called once per device).
+    fn facts(&self) -> BackendFacts {
+        BackendFacts::default()
+    }
+    /// (free, total) bytes of the memory allocations come from, as the driver reports them now.
+    fn memory_info(&self) -> Result<(u64, u64)> {
+        Err(crate::error::Error::new(
+            crate::error::Status::NotSupported,
+            "tg_device_memory_info: this backend does not report free memory",
+        ))
     }
 }
 

@@ -370,6 +370,138 @@ pub const TG_LIMIT_STACK_SIZE: u32 = 0;
 pub const TG_LIMIT_MALLOC_HEAP_SIZE: u32 = 2;
 
 // ---------------------------------------------------------------------------------------------
+// Device listing and attributes
+
+/// One GPU as `tg_device_list()` lists it, without opening it. Set `struct_size =
+/// sizeof(tg_device_listing)` in the first element of the array; on success the library sets
+/// it in every element it filled.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct tg_device_listing {
+    /// In (first element): `sizeof(tg_device_listing)`. Out: bytes filled.
+    pub struct_size: u32,
+    /// The name `tg_device_get_info()` reports once it is open, NUL-terminated: "NVIDIA H200"
+    /// (desktop driver: the model name), "ga10b" (Jetson Orin and the emulated Orin).
+    pub name: [c_char; 64],
+    /// The GPU's UUID. Desktop driver: as the driver reports it (zeros for a GPU the driver has
+    /// not initialised and whose procfs entry shows none). nvgpu, which reports none: built from
+    /// the driver's per-device identifier, chip and revision (stable for one board).
+    pub uuid: [u8; 16],
+    /// PCI location "domain:bus:device.function", NUL-terminated: "0000:00:06.0";
+    /// "0000:00:00.0" for the integrated GPU of a Jetson.
+    pub pci_bus_id: [c_char; 32],
+    /// Kernel driver the GPU is driven through.
+    pub backend: tg_backend,
+    /// True for the in-process emulated Orin.
+    pub emulated: bool,
+    /// The spec `tg_device_open()` takes to open exactly this GPU, NUL-terminated: "rm:0",
+    /// "rm:1", ..., "nvgpu", "emu".
+    pub spec: [c_char; 32],
+}
+
+/// Largest block, threads (x·y·z).
+pub const TG_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: u32 = 1;
+/// Largest block x dimension.
+pub const TG_DEVICE_ATTR_MAX_BLOCK_DIM_X: u32 = 2;
+/// Largest block y dimension.
+pub const TG_DEVICE_ATTR_MAX_BLOCK_DIM_Y: u32 = 3;
+/// Largest block z dimension.
+pub const TG_DEVICE_ATTR_MAX_BLOCK_DIM_Z: u32 = 4;
+/// Largest grid x dimension (2^31 - 1).
+pub const TG_DEVICE_ATTR_MAX_GRID_DIM_X: u32 = 5;
+/// Largest grid y dimension.
+pub const TG_DEVICE_ATTR_MAX_GRID_DIM_Y: u32 = 6;
+/// Largest grid z dimension.
+pub const TG_DEVICE_ATTR_MAX_GRID_DIM_Z: u32 = 7;
+/// Shared memory a block may use without opting in, bytes (48 KiB).
+pub const TG_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK: u32 = 8;
+/// Shared memory a block may use in all (static + dynamic), bytes: the largest carveout
+/// less the 1 KiB the hardware reserves per block.
+pub const TG_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: u32 = 9;
+/// Shared memory the hardware reserves per block, bytes.
+pub const TG_DEVICE_ATTR_RESERVED_SHARED_MEMORY_PER_BLOCK: u32 = 10;
+/// Shared memory of one SM (the largest carveout), bytes.
+pub const TG_DEVICE_ATTR_MAX_SHARED_MEMORY_PER_SM: u32 = 11;
+/// Constant memory for `__constant__` data, bytes.
+pub const TG_DEVICE_ATTR_TOTAL_CONSTANT_MEMORY: u32 = 12;
+/// Threads per warp.
+pub const TG_DEVICE_ATTR_WARP_SIZE: u32 = 13;
+/// 32-bit registers a block may use.
+pub const TG_DEVICE_ATTR_MAX_REGISTERS_PER_BLOCK: u32 = 14;
+/// 32-bit registers of one SM.
+pub const TG_DEVICE_ATTR_MAX_REGISTERS_PER_SM: u32 = 15;
+/// Resident threads per SM.
+pub const TG_DEVICE_ATTR_MAX_THREADS_PER_SM: u32 = 16;
+/// Resident blocks per SM.
+pub const TG_DEVICE_ATTR_MAX_BLOCKS_PER_SM: u32 = 17;
+/// Enabled SMs.
+pub const TG_DEVICE_ATTR_SM_COUNT: u32 = 18;
+/// SM version major (compute capability).
+pub const TG_DEVICE_ATTR_COMPUTE_CAPABILITY_MAJOR: u32 = 19;
+/// SM version minor.
+pub const TG_DEVICE_ATTR_COMPUTE_CAPABILITY_MINOR: u32 = 20;
+/// Maximum GPU clock, kHz.
+pub const TG_DEVICE_ATTR_CLOCK_RATE_KHZ: u32 = 21;
+/// Peak memory clock, kHz.
+pub const TG_DEVICE_ATTR_MEMORY_CLOCK_RATE_KHZ: u32 = 22;
+/// Memory bus width, bits.
+pub const TG_DEVICE_ATTR_MEMORY_BUS_WIDTH_BITS: u32 = 23;
+/// L2 cache, bytes.
+pub const TG_DEVICE_ATTR_L2_CACHE_BYTES: u32 = 24;
+/// Memory usable for allocations, bytes (as `tg_device_info`'s `memory_bytes`).
+pub const TG_DEVICE_ATTR_TOTAL_MEMORY_BYTES: u32 = 25;
+/// 1 when the GPU shares the CPU's memory (Jetson), else 0.
+pub const TG_DEVICE_ATTR_INTEGRATED: u32 = 26;
+/// 1: buffers are mapped for the CPU and the GPU alike.
+pub const TG_DEVICE_ATTR_CAN_MAP_HOST_MEMORY: u32 = 27;
+/// 1 when every buffer's CPU pointer equals its GPU address, else 0.
+pub const TG_DEVICE_ATTR_UNIFIED_ADDRESSING: u32 = 28;
+/// 1: kernels of different queues may run at once.
+pub const TG_DEVICE_ATTR_CONCURRENT_KERNELS: u32 = 29;
+/// Copy engines that work alongside kernels (as NVIDIA's driver counts them).
+pub const TG_DEVICE_ATTR_ASYNC_ENGINE_COUNT: u32 = 30;
+/// 1 when ECC is enabled on the device's memory, else 0.
+pub const TG_DEVICE_ATTR_ECC_ENABLED: u32 = 31;
+/// PCI domain (0 for the integrated GPU of a Jetson).
+pub const TG_DEVICE_ATTR_PCI_DOMAIN_ID: u32 = 32;
+/// PCI bus (0 for the integrated GPU of a Jetson).
+pub const TG_DEVICE_ATTR_PCI_BUS_ID: u32 = 33;
+/// PCI device (slot) (0 for the integrated GPU of a Jetson).
+pub const TG_DEVICE_ATTR_PCI_DEVICE_ID: u32 = 34;
+/// PCI device id << 16 | PCI vendor id (0x233510DE for the H200).
+pub const TG_DEVICE_ATTR_PCI_VENDOR_DEVICE_ID: u32 = 35;
+/// PCI subsystem device id << 16 | subsystem vendor id.
+pub const TG_DEVICE_ATTR_PCI_SUBSYSTEM_ID: u32 = 36;
+/// 1: cooperative launches (grid-wide sync) are supported.
+pub const TG_DEVICE_ATTR_COOPERATIVE_LAUNCH: u32 = 37;
+/// 1 when thread-block clusters are supported (sm_90 and later), else 0.
+pub const TG_DEVICE_ATTR_CLUSTER_LAUNCH: u32 = 38;
+/// 1 when kernels have a run-time limit, else 0 (0: the library imposes none).
+pub const TG_DEVICE_ATTR_KERNEL_EXEC_TIMEOUT: u32 = 39;
+/// 0: any number of processes may use the device.
+pub const TG_DEVICE_ATTR_COMPUTE_MODE: u32 = 40;
+/// Largest pitch of a pitched copy, bytes.
+pub const TG_DEVICE_ATTR_MAX_PITCH: u32 = 41;
+/// Alignment a texture's base address needs, bytes.
+pub const TG_DEVICE_ATTR_TEXTURE_ALIGNMENT: u32 = 42;
+/// Alignment a pitched texture's pitch needs, bytes.
+pub const TG_DEVICE_ATTR_TEXTURE_PITCH_ALIGNMENT: u32 = 43;
+/// Largest 1-D linear texture, elements.
+pub const TG_DEVICE_ATTR_MAX_TEXTURE_1D_LINEAR_WIDTH: u32 = 44;
+/// Largest pitched 2-D texture width, elements.
+pub const TG_DEVICE_ATTR_MAX_TEXTURE_2D_LINEAR_WIDTH: u32 = 45;
+/// Largest pitched 2-D texture height, rows.
+pub const TG_DEVICE_ATTR_MAX_TEXTURE_2D_LINEAR_HEIGHT: u32 = 46;
+/// Largest pitched 2-D texture pitch, bytes.
+pub const TG_DEVICE_ATTR_MAX_TEXTURE_2D_LINEAR_PITCH: u32 = 47;
+/// 1: global loads may be cached in L1.
+pub const TG_DEVICE_ATTR_GLOBAL_L1_CACHE_SUPPORTED: u32 = 48;
+/// 1: local memory may be cached in L1.
+pub const TG_DEVICE_ATTR_LOCAL_L1_CACHE_SUPPORTED: u32 = 49;
+/// Width of the GPU virtual address space, bits.
+pub const TG_DEVICE_ATTR_VIRTUAL_ADDRESS_BITS: u32 = 50;
+
+// ---------------------------------------------------------------------------------------------
 // Logging
 
 /// Log levels, from quiet to verbose (`tg_set_log_level()`, `tg_log_fn`). A level shows its own

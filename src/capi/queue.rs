@@ -544,3 +544,129 @@ pub unsafe extern "C" fn tg_queue_synchronize(
         with_queue(queue, "queue", None, |q, _| q.synchronize(timeout_ns))
     })
 }
+
+/// Record a fill of `count` elements of `elem_bytes` (1, 2 or 4) bytes of `dst`, starting at
+/// `dst_offset` (a multiple of `elem_bytes`), with the low `elem_bytes` bytes of `value` (like
+/// `cuMemsetD8Async` / `D16` / `D32`), in order with the queue's other commands. On a copy
+/// queue the copy engine writes the constant; on a compute queue the first (up to 64 KiB)
+/// bytes are staged from the host and the library's copy kernel doubles them over the range.
+/// The range must lie inside the buffer; `count` 0 records nothing.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (`elem_bytes` not 1,
+/// 2 or 4, `value` wider than `elem_bytes`, misaligned offset, range outside the buffer, buffer
+/// of another device); `TG_ERROR_OUT_OF_MEMORY` (no staging memory); `TG_ERROR_DEVICE_FAULT`;
+/// `TG_ERROR_TIMEOUT`. Thread safety: any thread; serialized per queue.
+///
+/// # Safety
+/// None beyond the handle contract.
+#[no_mangle]
+pub unsafe extern "C" fn tg_queue_fill(
+    queue: *const tg_queue,
+    dst: *const tg_buf,
+    dst_offset: u64,
+    value: u32,
+    elem_bytes: u32,
+    count: u64,
+) -> tg_status {
+    run("tg_queue_fill", || {
+        with_queue(queue, "queue", None, |g, _| {
+            let d = buffer(dst, "dst")?;
+            g.fill(&d, dst_offset, value, elem_bytes, count)
+        })
+    })
+}
+
+/// Record a copy of `size_bytes` of host memory at `src` to `dst` at `dst_offset`, in order
+/// with the queue's other commands (like `cuMemcpyHtoDAsync`). The bytes are copied into the
+/// device's staging buffers during the call, so `src` may be reused as soon as it returns; the
+/// GPU copies them into the buffer when the queue reaches the command (after
+/// `tg_queue_submit()`). Transfers above 4 MiB are split into 4 MiB chunks; a queue keeps at
+/// most 8 chunks in flight and waits for the oldest (submitting it if needed) before staging
+/// more. The range must lie inside the buffer; `src` may be NULL when `size_bytes` is 0 (which
+/// records nothing).
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER` (`src`);
+/// `TG_ERROR_INVALID_ARGUMENT` (range outside the buffer, buffer of another device);
+/// `TG_ERROR_OUT_OF_MEMORY` (no staging memory); `TG_ERROR_NOT_SUPPORTED` (compute queue on a
+/// GPU without a built-in copy kernel); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`.
+/// Thread safety: any thread; serialized per queue.
+///
+/// # Safety
+/// `src` is NULL or readable for `size_bytes` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn tg_queue_write(
+    queue: *const tg_queue,
+    dst: *const tg_buf,
+    dst_offset: u64,
+    src: *const c_void,
+    size_bytes: u64,
+) -> tg_status {
+    run("tg_queue_write", || {
+        with_queue(queue, "queue", None, |g, _| {
+            let d = buffer(dst, "dst")?;
+            // The range first: a size beyond the buffer never becomes a slice.
+            d.check_range("tg_queue_write: dst", dst_offset, size_bytes)?;
+            let bytes: &[u8] = if size_bytes == 0 {
+                &[]
+            } else if src.is_null() {
+                return Err(Error::new(
+                    Status::NullPointer,
+                    format!("src is NULL but size_bytes is {size_bytes}"),
+                ));
+            } else {
+                let n = usize::try_from(size_bytes).map_err(|_| {
+                    Error::invalid(format!("size_bytes {size_bytes} exceeds the address space"))
+                })?;
+                std::slice::from_raw_parts(src as *const u8, n)
+            };
+            g.write(&d, dst_offset, bytes)
+        })
+    })
+}
+
+/// Copy `size_bytes` of `src` at `src_offset` to host memory at `dst`, in order with the
+/// queue's other commands (like `cuMemcpyDtoH`): the copy is recorded after the work already
+/// recorded, the queue is submitted, and the call returns once the bytes are in `dst`, so it
+/// waits for the queue's earlier work (holding the queue's lock, as `tg_queue_synchronize()`
+/// does). The GPU copies through the device's staging buffers, 4 MiB at a time, and the CPU
+/// copies each chunk out as it completes. The range must lie inside the buffer; `dst` may be
+/// NULL when `size_bytes` is 0 (which reads nothing and does not wait). On an error `dst` holds
+/// an unspecified part of the data.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER` (`dst`);
+/// `TG_ERROR_INVALID_ARGUMENT` (range outside the buffer, buffer of another device);
+/// `TG_ERROR_OUT_OF_MEMORY`; `TG_ERROR_NOT_SUPPORTED`; `TG_ERROR_DEVICE_FAULT`;
+/// `TG_ERROR_TIMEOUT` (the queue's work did not finish within 10 s). Thread safety: any
+/// thread; serialized per queue.
+///
+/// # Safety
+/// `dst` is NULL or writable for `size_bytes` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn tg_queue_read(
+    queue: *const tg_queue,
+    dst: *mut c_void,
+    src: *const tg_buf,
+    src_offset: u64,
+    size_bytes: u64,
+) -> tg_status {
+    run("tg_queue_read", || {
+        with_queue(queue, "queue", None, |g, _| {
+            let s = buffer(src, "src")?;
+            s.check_range("tg_queue_read: src", src_offset, size_bytes)?;
+            let out: &mut [u8] = if size_bytes == 0 {
+                &mut []
+            } else if dst.is_null() {
+                return Err(Error::new(
+                    Status::NullPointer,
+                    format!("dst is NULL but size_bytes is {size_bytes}"),
+                ));
+            } else {
+                let n = usize::try_from(size_bytes).map_err(|_| {
+                    Error::invalid(format!("size_bytes {size_bytes} exceeds the address space"))
+                })?;
+                std::slice::from_raw_parts_mut(dst as *mut u8, n)
+            };
+            g.read(&s, src_offset, out)
+        })
+    })
+}

@@ -78,7 +78,16 @@ pub(crate) struct DeviceInner {
     /// SET_TEXTURE_HEADER_VERSION 0 and Maxwell-style headers an H100 stops the channel with a
     /// graphics class error (RM error 69) at the first texture fetch.
     pub tex_header_v2: bool,
+    /// Idle staging buffers of host transfers (`Queue::write_from_host`, `read_to_host`,
+    /// `fill_va`), each `STAGING_CHUNK` bytes of CPU-cached memory; at most
+    /// [`STAGING_POOL_KEEP`] are kept.
+    pub staging: Mutex<Vec<Allocation>>,
+    /// Extended properties, gathered at the first `Device::attribute` call.
+    pub properties: std::sync::OnceLock<super::properties::DeviceProperties>,
 }
+
+/// Idle staging buffers a device keeps for later host transfers.
+const STAGING_POOL_KEEP: usize = 16;
 
 impl Drop for DeviceInner {
     fn drop(&mut self) {
@@ -94,6 +103,9 @@ impl Drop for DeviceInner {
             let _ = self.backend.free(&a);
         }
         if let Some(a) = self.local.get_mut().buf.take() {
+            let _ = self.backend.free(&a);
+        }
+        for a in self.staging.get_mut().drain(..) {
             let _ = self.backend.free(&a);
         }
         self.textures.get_mut().free_memory(&*self.backend);
@@ -243,6 +255,8 @@ impl Device {
                 printf_active: AtomicBool::new(false),
                 textures: Mutex::new(textures),
                 tex_header_v2: arch.pb_caps.tex_header_v2,
+                staging: Mutex::new(Vec::new()),
+                properties: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -524,6 +538,46 @@ impl Device {
                 i += 1;
             }
         }
+    }
+
+    /// A staging buffer for a host transfer: an idle one from the pool, else a new one.
+    pub(crate) fn staging_take(&self) -> Result<Allocation> {
+        if let Some(a) = self.inner.staging.lock().pop() {
+            return Ok(a);
+        }
+        self.collect_deferred();
+        let a = self.inner.backend.alloc(
+            super::queue::STAGING_CHUNK,
+            MemFlags {
+                cpu_cached: true,
+                ..Default::default()
+            },
+        )?;
+        if a.cpu.is_null() {
+            let _ = self.inner.backend.free(&a);
+            return Err(Error::new(
+                Status::Internal,
+                "a staging buffer (CPU-cached memory) came without a CPU mapping",
+            ));
+        }
+        Ok(a)
+    }
+
+    /// Give back a staging buffer no GPU work uses any more.
+    pub(crate) fn staging_give(&self, a: Allocation) {
+        let mut pool = self.inner.staging.lock();
+        if pool.len() < STAGING_POOL_KEEP {
+            pool.push(a);
+        } else {
+            drop(pool);
+            let _ = self.inner.backend.free(&a);
+        }
+    }
+
+    /// For tests: idle staging buffers the device keeps.
+    #[doc(hidden)]
+    pub fn staging_pool_len(&self) -> usize {
+        self.inner.staging.lock().len()
     }
 
     pub(crate) fn backend(&self) -> &dyn Backend {

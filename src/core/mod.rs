@@ -8,7 +8,9 @@
 mod buffer;
 mod cmdbuf;
 mod device;
+mod enumerate;
 mod module;
+mod properties;
 mod queue;
 mod signal;
 pub mod syscalls;
@@ -19,13 +21,15 @@ pub use crate::hw::texture::{AddressMode, TexDesc, TexFormat, TexLayout};
 pub use buffer::Buffer;
 pub use cmdbuf::CmdBuf;
 pub use device::{device_from_env, Device, FaultReport};
+pub use enumerate::{device_count, list_devices, list_devices_for, DeviceListing};
 pub use module::{
     max_blocks_per_sm, max_threads, occupancy, static_shared_need, Kernel, KernelAttributes,
     Module, ParamAttr,
 };
+pub use properties::DeviceAttribute;
 /// For the curated API (`crate::api`): per-buffer use tracking waits on queue timelines.
 pub(crate) use queue::{wait_fence, QueueTrack};
-pub use queue::{LaunchConfig, Queue, QueueConfig, QueueKind};
+pub use queue::{LaunchConfig, Queue, QueueConfig, QueueKind, STAGING_CHUNK};
 pub use signal::Signal;
 pub use texture::{Texture, TEXTURE_POOL_ENTRIES};
 

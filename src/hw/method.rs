@@ -490,6 +490,21 @@ pub const CE_LAUNCH_COPY: u32 = NVC7B5_LAUNCH_DMA_DATA_TRANSFER_TYPE
 /// Linear copy LAUNCH_DMA with FLUSH_ENABLE = 0x186 (last chunk).
 pub const CE_LAUNCH_COPY_FLUSH: u32 =
     CE_LAUNCH_COPY | NVC7B5_LAUNCH_DMA_FLUSH_ENABLE.val(NVC7B5_LAUNCH_DMA_FLUSH_ENABLE_TRUE);
+/// Constant-fill LAUNCH_DMA: [`CE_LAUNCH_COPY_FLUSH`] | REMAP_ENABLE = 0x586 (add
+/// MULTI_LINE_ENABLE for several lines).
+pub const CE_LAUNCH_FILL: u32 = CE_LAUNCH_COPY_FLUSH | NVC7B5_LAUNCH_DMA_REMAP_ENABLE.val(1);
+/// SET_REMAP_COMPONENTS DST_X CONST_A selector.
+pub const NVC7B5_SET_REMAP_COMPONENTS_DST_X_CONST_A: u32 = 4;
+/// SET_REMAP_COMPONENTS COMPONENT_SIZE field (0..3 = 1..4 bytes).
+pub const NVC7B5_SET_REMAP_COMPONENTS_COMPONENT_SIZE: Field = Field::new(17, 16);
+
+/// SET_REMAP_COMPONENTS for a fill with CONST_A: DST_X = CONST_A, components of `elem_bytes`
+/// (1..=4) bytes, one source and one destination component (NUM_*_COMPONENTS = 0). For 4-byte
+/// components: 0x30004.
+pub const fn ce_remap_const_a(elem_bytes: u32) -> u32 {
+    NVC7B5_SET_REMAP_COMPONENTS_DST_X_CONST_A
+        | NVC7B5_SET_REMAP_COMPONENTS_COMPONENT_SIZE.val(elem_bytes - 1)
+}
 /// Semaphore-only LAUNCH_DMA: FLUSH_ENABLE | FOUR_WORD release (payload + timestamp) = 0x14.
 pub const CE_LAUNCH_SEM_FOUR_WORD: u32 = NVC7B5_LAUNCH_DMA_FLUSH_ENABLE
     .val(NVC7B5_LAUNCH_DMA_FLUSH_ENABLE_TRUE)

@@ -14,6 +14,9 @@ pub const I2M_LAUNCH_DMA_PITCH_FLUSH_ONLY: u32 = 0x11;
 /// Largest chunk of one CE linear copy (LINE_LENGTH_IN); longer copies are split.
 pub const CE_MAX_CHUNK: u64 = 1 << 31;
 
+/// Largest element count of one line, and line count, of a CE fill ([`PushBuf::ce_fill`]).
+pub const CE_FILL_MAX_DIM: u32 = 1 << 17;
+
 /// A pushbuffer being built in a caller-provided slice.
 #[derive(Debug)]
 pub struct PushBuf<'a> {
@@ -572,6 +575,75 @@ impl<'a> PushBuf<'a> {
                 CE_LAUNCH_COPY
             };
         }
+        Ok(())
+    }
+
+    /// Copy-engine constant fill (a remapped transfer whose every destination component is
+    /// SET_REMAP_CONST_A): `lines` lines of `elems` elements of `elem_bytes` (1, 2 or 4) bytes
+    /// each, line `i` at `dst + i * pitch`, every element = the low `elem_bytes` bytes of
+    /// `value`. Words: OFFSET_OUT_UPPER/LOWER (INC 2), PITCH_IN, PITCH_OUT, LINE_LENGTH_IN (in
+    /// elements), LINE_COUNT (INC 4), SET_REMAP_CONST_A, SET_REMAP_CONST_B, SET_REMAP_COMPONENTS
+    /// (INC 3: DST_X = CONST_A, COMPONENT_SIZE = `elem_bytes` - 1, one source and one destination
+    /// component), LAUNCH_DMA NON_PIPELINED | FLUSH | SRC/DST PITCH | REMAP (| MULTI_LINE when
+    /// `lines` > 1) = 0x586 (0x786): 14 words. The source is not read. `elems` and `lines` are
+    /// 1..=2^17, `pitch` at least a line's bytes when `lines` > 1.
+    pub fn ce_fill(
+        &mut self,
+        dst: u64,
+        value: u32,
+        elem_bytes: u32,
+        elems: u32,
+        lines: u32,
+        pitch: u32,
+    ) -> Result<()> {
+        let bits = self.caps.ce_addr_bits;
+        let line_bytes = u64::from(elems) * u64::from(elem_bytes);
+        let span = u64::from(lines.saturating_sub(1)) * u64::from(pitch) + line_bytes;
+        let end = dst.checked_add(span);
+        let ok_elem = matches!(elem_bytes, 1 | 2 | 4);
+        let ok_dims = (1..=CE_FILL_MAX_DIM).contains(&elems)
+            && (1..=CE_FILL_MAX_DIM).contains(&lines)
+            && (lines == 1 || u64::from(pitch) >= line_bytes);
+        if !ok_elem || !ok_dims || !matches!(end, Some(e) if fits(e - 1, bits)) {
+            return Err(Error::invalid(format!(
+                "hw::pushbuf::ce_fill(dst={dst:#x}, elem_bytes={elem_bytes}, elems={elems}, lines={lines}, pitch={pitch}): \
+                 elem_bytes must be 1, 2 or 4, elems and lines 1..={CE_FILL_MAX_DIM}, pitch at least a line, the range below 2^{bits}"
+            )));
+        }
+        let s = self.reserve("ce_fill", 14)?;
+        s[0] = header(
+            NVC56F_DMA_SEC_OP_INC_METHOD,
+            2,
+            SUBCH_COPY,
+            NVC7B5_OFFSET_OUT_UPPER,
+        );
+        s[1] = (dst >> 32) as u32;
+        s[2] = dst as u32;
+        s[3] = header(NVC56F_DMA_SEC_OP_INC_METHOD, 4, SUBCH_COPY, NVC7B5_PITCH_IN);
+        s[4] = pitch;
+        s[5] = pitch;
+        s[6] = elems;
+        s[7] = lines;
+        s[8] = header(
+            NVC56F_DMA_SEC_OP_INC_METHOD,
+            3,
+            SUBCH_COPY,
+            NVC7B5_SET_REMAP_CONST_A,
+        );
+        s[9] = value;
+        s[10] = 0;
+        s[11] = ce_remap_const_a(elem_bytes);
+        s[12] = header(
+            NVC56F_DMA_SEC_OP_INC_METHOD,
+            1,
+            SUBCH_COPY,
+            NVC7B5_LAUNCH_DMA,
+        );
+        s[13] = if lines > 1 {
+            CE_LAUNCH_FILL | NVC7B5_LAUNCH_DMA_MULTI_LINE_ENABLE.val(1)
+        } else {
+            CE_LAUNCH_FILL
+        };
         Ok(())
     }
 

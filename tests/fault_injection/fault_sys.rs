@@ -206,6 +206,8 @@ pub(crate) fn may_survive(c: &Call, errno: Errno, mode: Mode) -> Survival {
                 NVGPU_GPU_IOCTL_NUM_VSMS,
                 NVGPU_GPU_IOCTL_GET_TPC_MASKS,
                 NVGPU_GPU_IOCTL_GET_MEMORY_STATE,
+                // The memory size at open (else MemTotal), and the heap an ENOMEM names.
+                tegragpu::sys::nvmap::NVMAP_IOC_QUERY_HEAP_PARAMS,
             ]
             .contains(r) =>
         {

@@ -215,6 +215,24 @@ impl Device {
         Ok(())
     }
 
+    /// (free, total) bytes of the IOVMM heap (`NVMAP_IOC_QUERY_HEAP_PARAMS`).
+    pub fn iovmm_heap(&self) -> Result<(u64, u64)> {
+        let mut q = nvmap_query_heap_params {
+            heap_mask: NVMAP_HEAP_IOVMM,
+            ..Default::default()
+        };
+        self.ioctl(self.nvmap_fd, NVMAP_IOC_QUERY_HEAP_PARAMS, &mut q, || {
+            "tg_device_memory_info: NVMAP_IOC_QUERY_HEAP_PARAMS(heap_mask=IOVMM)".to_string()
+        })?;
+        if q.total == 0 {
+            return Err(Error::new(
+                Status::NotSupported,
+                "tg_device_memory_info: NVMAP_IOC_QUERY_HEAP_PARAMS reported an empty IOVMM heap",
+            ));
+        }
+        Ok((q.free.min(q.total), q.total))
+    }
+
     /// What the IOVMM heap has, for an ALLOC that failed with ENOMEM: `; the IOVMM heap has F of
     /// T bytes free (NVMAP_IOC_QUERY_HEAP_PARAMS)`, saying so when `size` exceeds the total.
     fn iovmm_memory_note(&self, size: u64) -> String {

@@ -38,6 +38,7 @@ use crate::sys::nvmap::*;
 pub use channel::NvgpuChannel;
 pub(crate) use device::Device;
 pub(crate) use memory::NvBuf;
+pub use open::read_characteristics;
 
 /// The nvgpu control node.
 pub const CTRL_PATH: &CStr = c"/dev/nvgpu/igpu0/ctrl";
@@ -252,6 +253,44 @@ impl Backend for NvgpuBackend {
         // ALLOC_OBJ_CTX, which disables and preempts the TSG (backend::pool).
         self.pool.free_count(engine) == 0
     }
+
+    /// From GET_CHARACTERISTICS: `max_freq`, `L2_cache_size`, the PCI ids where the driver fills
+    /// them; integrated; the UUID built by [`uuid_from_characteristics`].
+    fn facts(&self) -> crate::backend::BackendFacts {
+        let c = &self.dev.chars;
+        crate::backend::BackendFacts {
+            clock_khz: u32::try_from(c.max_freq / 1000).ok().filter(|&k| k > 0),
+            l2_cache_bytes: Some(c.L2_cache_size).filter(|&b| b > 0),
+            memory_bus_width_bits: None,
+            ecc_enabled: None,
+            integrated: true,
+            pci_location: None,
+            pci_ids: (c.pci_vendor_id != 0).then_some([
+                c.pci_vendor_id,
+                c.pci_device_id,
+                c.pci_subsystem_vendor_id,
+                c.pci_subsystem_device_id,
+            ]),
+            uuid: Some(uuid_from_characteristics(c)),
+        }
+    }
+
+    /// nvmap's IOVMM heap (`NVMAP_IOC_QUERY_HEAP_PARAMS`): the memory every buffer comes from,
+    /// which on Orin is the system memory the CPU shares.
+    fn memory_info(&self) -> Result<(u64, u64)> {
+        self.dev.iovmm_heap()
+    }
+}
+
+/// The UUID the library reports for an nvgpu GPU, which has none of its own: bytes 0..8 are the
+/// characteristics' `per_device_identifier`, 8..12 `arch | impl`, 12..16 `rev` (little-endian).
+/// Stable for one board; the emulated Orin's is `00…00 7b 01 00 00 a1 00 00 00`.
+pub fn uuid_from_characteristics(c: &crate::sys::nvgpu::nvgpu_gpu_characteristics) -> [u8; 16] {
+    let mut u = [0u8; 16];
+    u[..8].copy_from_slice(&c.per_device_identifier.to_le_bytes());
+    u[8..12].copy_from_slice(&(c.arch | c.r#impl).to_le_bytes());
+    u[12..].copy_from_slice(&c.rev.to_le_bytes());
+    u
 }
 
 #[allow(dead_code)]

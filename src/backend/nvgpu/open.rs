@@ -43,6 +43,30 @@ fn open_node(sys: &dyn Sys, path: &CStr) -> Result<RawFd> {
     }
 }
 
+/// GET_CHARACTERISTICS through the control node alone, which is opened and closed again and
+/// nothing else set up: what the device listing (`core::list_devices`) reports.
+pub fn read_characteristics(sys: Arc<dyn Sys>) -> Result<nvgpu_gpu_characteristics> {
+    let mut d = Device::new(sys.clone());
+    d.ctrl_fd = open_node(&*sys, CTRL_PATH)?;
+    let mut chars = nvgpu_gpu_characteristics::default();
+    let mut gc = nvgpu_gpu_get_characteristics {
+        gpu_characteristics_buf_size: NVGPU_GPU_CHARACTERISTICS_SIZE as u64,
+        gpu_characteristics_buf_addr: &mut chars as *mut _ as u64,
+    };
+    d.ioctl(
+        d.ctrl_fd,
+        NVGPU_GPU_IOCTL_GET_CHARACTERISTICS,
+        &mut gc,
+        || {
+            format!(
+                "NVGPU_GPU_IOCTL_GET_CHARACTERISTICS(buf_size={NVGPU_GPU_CHARACTERISTICS_SIZE})"
+            )
+        },
+    )?;
+    // Dropping `d` closes the control node.
+    Ok(chars)
+}
+
 impl NvgpuBackend {
     /// Opens the GPU through `sys` and brings up the address space, VA windows, TSG,
     /// subcontext, doorbell (§4.1–§4.2) and the channel pool (`TEGRAGPU_CHANNELS`, see
@@ -277,7 +301,12 @@ impl NvgpuBackend {
                     .saturating_mul(chars.num_tpc_per_gpc)
                     .saturating_mul(sm_per_tpc),
             );
-        let memory_bytes = mem_state.or_else(meminfo_total).unwrap_or(0);
+        // Then nvmap's IOVMM heap, which buffers come from (on Orin the system memory; on the
+        // emulated Orin the emulated memory), then the kernel's MemTotal.
+        let memory_bytes = mem_state
+            .or_else(|| dev.iovmm_heap().ok().map(|(_, total)| total))
+            .or_else(meminfo_total)
+            .unwrap_or(0);
         let driver_version = if emulated {
             "emulated nvgpu (r36 interface)".to_string()
         } else {

@@ -75,12 +75,14 @@
 //! **Files**, one per object: `bringup.rs` (device bring-up, [`RmDetails`]), `state.rs` (the
 //! device state shared with channels and its teardown), `memory.rs`, `usermode.rs` (doorbell),
 //! `tsg.rs`, `channel.rs` (channels and their errors), `engines.rs` (class and copy-engine
-//! choice), `rmapi.rs` (typed escapes and UVM ioctls), `va.rs` (the GPU VA window and CPU
+//! choice), `facts.rs` (attributes and free memory beyond bring-up; listing the GPUs without
+//! bringing one up), `rmapi.rs` (typed escapes and UVM ioctls), `va.rs` (the GPU VA window and CPU
 //! placement). No file imports this one; everything public is re-exported here.
 
 mod bringup;
 mod channel;
 mod engines;
+mod facts;
 mod memory;
 mod rmapi;
 mod state;
@@ -109,6 +111,7 @@ pub use engines::{
     select_classes, select_copy_engine, CopyEngineChoice, CopyEngineInfo, RmClasses,
     COPY_ENGINE_ENV,
 };
+pub use facts::{list_gpus, parse_gpu_uuid, pci_bus_id, RmGpuListing, NVIDIA_PCI_VENDOR_ID};
 pub use memory::{HUGE_PAGE_THRESHOLD, NOTIFIER_SIZE};
 pub use usermode::{DOORBELL_OFFSET, USERMODE_MAP_SIZE};
 
@@ -298,6 +301,14 @@ impl Backend for RmBackend {
 
     fn channel_setup_preempts(&self, _engine: Engine) -> bool {
         true
+    }
+
+    fn facts(&self) -> crate::backend::BackendFacts {
+        self.query_facts()
+    }
+
+    fn memory_info(&self) -> Result<(u64, u64)> {
+        self.query_memory_info()
     }
 
     /// Channel errors reported so far through [`Channel::error`], with the MMU fault address

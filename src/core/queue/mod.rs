@@ -25,11 +25,13 @@ use std::sync::Arc;
 mod commands;
 mod launch;
 mod track;
+mod transfer;
 
 pub(crate) use launch::{build_launch_cbank, build_launch_qmd, check_launch, launch_cluster};
 pub(crate) use track::{
     fence_now, fence_now_submitted, fence_passed, next_queue_serial, wait_fence, Fence, QueueTrack,
 };
+pub use transfer::STAGING_CHUNK;
 
 /// Which engine a queue feeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,6 +243,9 @@ pub struct Queue {
     /// Dropping the queue submits what was recorded and waits for its work (not after
     /// [`Queue::abort`]).
     drain_on_drop: bool,
+    /// Staging buffers of host transfers and fills that recorded copies still read or write,
+    /// with the timeline value after which the queue no longer uses each (oldest first).
+    staging: VecDeque<(Allocation, u64)>,
     /// A command-buffer replay was pushed since the last submit: the next submit must close it
     /// with a timeline release even when the command ring holds nothing new.
     replayed: bool,
@@ -424,6 +429,7 @@ impl Queue {
             timeout_ns: DEFAULT_TIMEOUT_NS,
             copy_kernel: None,
             drain_on_drop: true,
+            staging: VecDeque::new(),
             replayed: false,
             after_replay: false,
         };
@@ -839,6 +845,12 @@ impl Drop for Queue {
             });
         }
         if let Some(a) = self.coop_workspace.take() {
+            self.dev.free_when_idle(a);
+        }
+        // Staging buffers the queue has passed go back to the device's pool; the others (an
+        // aborted queue's, or a drain that timed out) are freed once the work is gone.
+        self.staging_reclaim();
+        for (a, _) in self.staging.drain(..) {
             self.dev.free_when_idle(a);
         }
     }

@@ -33,6 +33,12 @@ const _: () = assert!(core::mem::size_of::<NV2080_ALLOC_PARAMETERS>() == 4);
 pub const NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2: u32 = 0x0000_013E;
 /// Client: GPU id → device instance.
 pub const NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2: u32 = 0x0000_0205;
+/// Client: GPU id → GPU UUID (attached GPUs only).
+pub const NV0000_CTRL_CMD_GPU_GET_UUID_FROM_GPU_ID: u32 = 0x0000_0275;
+/// `NV0000_CTRL_GPU_GET_UUID_FROM_GPU_ID_PARAMS.flags`: binary UUID (16 bytes).
+pub const NV0000_CTRL_CMD_GPU_GET_UUID_FROM_GPU_ID_FLAGS_FORMAT_BINARY: u32 = 0x2;
+/// Size of the UUID buffer of the NV0000 GPU controls (`NV0000_GPU_MAX_GID_LENGTH`).
+pub const NV0000_GPU_MAX_GID_LENGTH: usize = 0x100;
 /// Device: list of classes.
 pub const NV0080_CTRL_CMD_GPU_GET_CLASSLIST: u32 = 0x0080_0201;
 /// Subdevice: marketing name.
@@ -58,6 +64,22 @@ pub struct NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_V2_PARAMS {
 const _: () =
     assert!(core::mem::size_of::<NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_V2_PARAMS>() == 1032);
 impl Default for NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_V2_PARAMS {
+    fn default() -> Self {
+        bytemuck::Zeroable::zeroed()
+    }
+}
+
+/// `NV0000_CTRL_CMD_GPU_GET_UUID_FROM_GPU_ID` parameters (268 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct NV0000_CTRL_GPU_GET_UUID_FROM_GPU_ID_PARAMS {
+    pub gpuId: u32,
+    pub flags: u32,
+    pub gpuUuid: [u8; NV0000_GPU_MAX_GID_LENGTH],
+    pub uuidStrLen: u32,
+}
+const _: () = assert!(core::mem::size_of::<NV0000_CTRL_GPU_GET_UUID_FROM_GPU_ID_PARAMS>() == 268);
+impl Default for NV0000_CTRL_GPU_GET_UUID_FROM_GPU_ID_PARAMS {
     fn default() -> Self {
         bytemuck::Zeroable::zeroed()
     }

@@ -150,7 +150,13 @@ pub const NV2080_CTRL_FB_INFO_INDEX_TOTAL_RAM_SIZE: u32 = 0x08;
 pub const NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE: u32 = 0x09;
 /// FB info index: CPU-mappable heap (KiB).
 pub const NV2080_CTRL_FB_INFO_INDEX_MAPPABLE_HEAP_SIZE: u32 = 0x0A;
+/// FB info index: memory bus width (bits).
+pub const NV2080_CTRL_FB_INFO_INDEX_BUS_WIDTH: u32 = 0x0B;
 /// FB info index: free heap (KiB).
 pub const NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE: u32 = 0x16;
+/// FB info index: L2 cache size (bytes).
+pub const NV2080_CTRL_FB_INFO_INDEX_L2CACHE_SIZE: u32 = 0x1B;
+/// FB info index: whether ECC is enabled on the framebuffer partitions (0 or 1).
+pub const NV2080_CTRL_FB_INFO_FBPA_ECC_ENABLED: u32 = 0x2D;
 /// FB info index: unused BAR1 space (KiB).
 pub const NV2080_CTRL_FB_INFO_INDEX_BAR1_AVAIL_SIZE: u32 = 0x1D;
