@@ -172,11 +172,8 @@ impl Device {
                 crate::backend::nvgpu::NvgpuBackend::open(Arc::new(crate::os::LinuxSys))
                     .map(|b| Box::new(b) as Box<dyn Backend>)
             }
-            DeviceKind::Rm => crate::backend::rm::RmBackend::open_ordinal(
-                Arc::new(crate::os::LinuxSys),
-                choice.index,
-            )
-            .map(|b| Box::new(b) as Box<dyn Backend>),
+            DeviceKind::Rm => crate::backend::rm::RmBackend::open_linux(choice.index)
+                .map(|b| Box::new(b) as Box<dyn Backend>),
         };
         let backend = opened.inspect_err(|e| {
             crate::log::debug!("opening \"{}\" failed: {e}", choice.kind.spec());
