@@ -42,6 +42,10 @@ impl Buffer {
             ));
         }
         let alloc = dev.backend().alloc(size_bytes, flags)?;
+        if let Err(e) = dev.peer_add_buffer(&alloc) {
+            let _ = dev.backend().free(&alloc);
+            return Err(e);
+        }
         Ok(Buffer {
             dev: dev.clone(),
             alloc: Some(alloc),
@@ -131,6 +135,7 @@ impl Buffer {
 impl Drop for Buffer {
     fn drop(&mut self) {
         if let Some(a) = self.alloc.take() {
+            self.dev.peer_remove_buffer(&a);
             self.dev.free_when_idle(a);
         }
     }

@@ -78,6 +78,8 @@ pub(crate) struct DeviceInner {
     /// SET_TEXTURE_HEADER_VERSION 0 and Maxwell-style headers an H100 stops the channel with a
     /// graphics class error (RM error 69) at the first texture fetch.
     pub tex_header_v2: bool,
+    /// Peer access to and from other devices (`core/peer.rs`).
+    pub peer: super::peer::PeerState,
 }
 
 impl Drop for DeviceInner {
@@ -90,7 +92,12 @@ impl Drop for DeviceInner {
                 s.free(&*self.backend);
             }
         }
-        for (a, _) in self.deferred.get_mut().drain(..) {
+        let peers = self.peer.was_accessed();
+        for (a, f) in self.deferred.get_mut().drain(..) {
+            // Only the queues of devices with peer access to this one can still be running.
+            if peers {
+                super::peer::wait_peer_fence(&f);
+            }
             let _ = self.backend.free(&a);
         }
         if let Some(a) = self.local.get_mut().buf.take() {
@@ -240,6 +247,7 @@ impl Device {
                 printf_active: AtomicBool::new(false),
                 textures: Mutex::new(textures),
                 tex_header_v2: arch.pb_caps.tex_header_v2,
+                peer: Default::default(),
             }),
         })
     }
@@ -486,7 +494,8 @@ impl Device {
 
     /// Free an allocation once every queue has passed the work submitted so far.
     pub(crate) fn free_when_idle(&self, alloc: Allocation) {
-        let tracks = fence_now(self);
+        let mut tracks = fence_now(self);
+        self.peer_extend_fence(&mut tracks);
         if tracks.is_empty() {
             let _ = self.inner.backend.free(&alloc);
         } else {

@@ -9,6 +9,7 @@ mod buffer;
 mod cmdbuf;
 mod device;
 mod module;
+mod peer;
 mod queue;
 mod signal;
 pub mod syscalls;
@@ -27,7 +28,7 @@ pub use queue::{LaunchConfig, Queue, QueueConfig, QueueKind};
 pub use signal::Signal;
 pub use texture::{Texture, TEXTURE_POOL_ENTRIES};
 
-pub use crate::backend::{BackendKind, DeviceInfo, MemFlags};
+pub use crate::backend::{BackendKind, DeviceInfo, MemFlags, PeerInfo, PeerLink};
 
 /// Default timeout for internal waits (ring space, synchronize without an explicit timeout).
 pub const DEFAULT_TIMEOUT_NS: u64 = 10_000_000_000;
