@@ -2331,3 +2331,56 @@ class GpuTimer:
     @property
     def elapsed_s(self):
         return None if self.elapsed_ns is None else self.elapsed_ns * 1e-9
+
+
+# --------------------------------------------------------------------------------------------
+# Peer access between two devices (tg_device_can_access_peer, tg_device_enable_peer_access).
+# A delimited block: the bindings it adds to SIGNATURES and lib, and the Device methods.
+
+_PEER_SIGNATURES = {
+    "tg_device_can_access_peer": (_st, [_H, _H, _P(ctypes.c_bool), ctypes.c_char_p, _size]),
+    "tg_device_enable_peer_access": (_st, [_H, _H]),
+}
+SIGNATURES.update(_PEER_SIGNATURES)
+for _name, (_res, _args) in _PEER_SIGNATURES.items():
+    try:
+        _f = getattr(lib, _name)
+    except AttributeError:
+        missing_functions.append(_name)
+        setattr(lib, _name, _missing(_name))
+        continue
+    _f.restype = _res
+    _f.argtypes = _args
+
+
+def _peer_access_info(self, other):
+    """``(can_access, reason)``: whether this device can read and write ``other``'s memory once
+    peer access is enabled, and why not (naming both GPUs and what the driver reported) or,
+    when it can, the link (``tg_device_can_access_peer``)."""
+    can = ctypes.c_bool()
+    reason = ctypes.create_string_buffer(1024)
+    check(lib.tg_device_can_access_peer(self.handle, other.handle, ctypes.byref(can),
+                                        ctypes.cast(reason, ctypes.c_char_p),
+                                        ctypes.sizeof(reason)))
+    return bool(can.value), reason.value.decode(errors="replace")
+
+
+def _can_access_peer(self, other):
+    """Whether this device can read and write ``other``'s memory once peer access is enabled
+    (two desktop GPUs joined by NVLink or a PCIe peer path; never on Jetson Orin or the
+    emulated Orin). :meth:`peer_access_info` says why not."""
+    return self.peer_access_info(other)[0]
+
+
+def _enable_peer_access(self, other):
+    """Let this device's queues and kernels use ``other``'s memory: its buffers, those
+    allocated later included, are mapped into this device's GPU, and :meth:`Queue.copy` on this
+    device's queues accepts them (``tg_device_enable_peer_access``). One-way; raises
+    :class:`NotSupported` with the reason where there is no peer path."""
+    check(lib.tg_device_enable_peer_access(self.handle, other.handle))
+
+
+Device.peer_access_info = _peer_access_info
+Device.can_access_peer = _can_access_peer
+Device.enable_peer_access = _enable_peer_access
+# End of the peer access block.

@@ -88,9 +88,14 @@ pub(crate) fn no_peer_backend(dev: &DeviceInfo, dev_label: &str, peer: &dyn Back
         ),
         BackendKind::Rm => format!("{label} is a GPU of the desktop driver (RM)"),
     };
+    let peer_label = peer.label();
+    let other = if peer.info().backend == dev.backend && peer_label == dev_label {
+        "so is the other device".to_string()
+    } else {
+        one(peer.info(), &peer_label)
+    };
     format!(
-        "peer access needs two GPUs of the desktop NVIDIA driver (the RM backend); {}, and {}",
-        one(dev, dev_label),
-        one(peer.info(), &peer.label())
+        "peer access needs two GPUs of the desktop NVIDIA driver (the RM backend); {}, and {other}",
+        one(dev, dev_label)
     )
 }

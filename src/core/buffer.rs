@@ -42,7 +42,8 @@ impl Buffer {
             ));
         }
         let alloc = dev.backend().alloc(size_bytes, flags)?;
-        if let Err(e) = dev.peer_add_buffer(&alloc) {
+        let host = flags.cpu_cached && !flags.write_combined;
+        if let Err(e) = dev.peer_add_buffer(&alloc, host) {
             let _ = dev.backend().free(&alloc);
             return Err(e);
         }
@@ -58,6 +59,11 @@ impl Buffer {
         self.alloc
             .as_ref()
             .expect("buffer allocation present until drop")
+    }
+
+    /// The backend's identifier of the allocation.
+    pub(crate) fn alloc_id(&self) -> u64 {
+        self.a().id
     }
 
     /// GPU virtual address of the first byte.

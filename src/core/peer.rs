@@ -29,14 +29,36 @@ struct Link {
     atomics: bool,
 }
 
+/// A live buffer of the device, as peer mapping needs it.
+struct BufEntry {
+    va: u64,
+    size: u64,
+    /// Host memory (`cpu_cached`): a peer that cannot map it is told at its first use of the
+    /// buffer instead of failing the whole enable (video memory must map).
+    host: bool,
+    /// Accessors this buffer could not be mapped into, with the error.
+    unmapped: Vec<(Weak<DeviceInner>, String)>,
+}
+
+impl BufEntry {
+    fn alloc(&self, id: u64) -> Allocation {
+        Allocation {
+            gpu_va: self.va,
+            cpu: std::ptr::null_mut(),
+            size: self.size,
+            id,
+        }
+    }
+}
+
 /// The other side: the devices this device's memory is mapped into, and its buffers.
 #[derive(Default)]
 struct Shared {
     /// Devices with access to this device's memory.
     accessors: Vec<Link>,
-    /// This device's live buffers (allocation id → address and size), mapped into every
-    /// accessor. Kept only on backends with peer access.
-    buffers: HashMap<u64, (u64, u64)>,
+    /// This device's live buffers by allocation id, mapped into every accessor. Kept only on
+    /// backends with peer access.
+    buffers: HashMap<u64, BufEntry>,
 }
 
 /// A device's peer-access state (`DeviceInner::peer`).
@@ -47,15 +69,8 @@ pub(crate) struct PeerState {
     shared: Mutex<Shared>,
     /// Some device ever had access to this device's memory (frees then fence its queues too).
     accessed: AtomicBool,
-}
-
-fn alloc_of(id: u64, (va, size): (u64, u64)) -> Allocation {
-    Allocation {
-        gpu_va: va,
-        cpu: std::ptr::null_mut(),
-        size,
-        id,
-    }
+    /// Some host buffer could not be mapped into an accessor (copies then look it up).
+    some_unmapped: AtomicBool,
 }
 
 impl Device {
@@ -123,25 +138,37 @@ impl Device {
             // accessor only after the existing ones are mapped.
             let mut sh = peer.inner.peer.shared.lock();
             let mut done: Vec<Allocation> = Vec::new();
-            for (&id, &r) in sh.buffers.iter() {
-                let a = alloc_of(id, r);
-                if let Err(mut e) = peer
-                    .backend()
-                    .map_peer(&a, self.backend(), info.atomics)
-                {
-                    for d in &done {
-                        let _ = peer.backend().unmap_peer(d, self.backend());
+            let mut host_failed: Vec<(u64, String)> = Vec::new();
+            for (&id, b) in sh.buffers.iter() {
+                let a = b.alloc(id);
+                match peer.backend().map_peer(&a, self.backend(), info.atomics) {
+                    Ok(()) => done.push(a),
+                    Err(e) if b.host => host_failed.push((id, e.message)),
+                    Err(mut e) => {
+                        for d in &done {
+                            let _ = peer.backend().unmap_peer(d, self.backend());
+                        }
+                        e.message = format!(
+                            "{CALL}: {} (buffer at {:#x}, {} bytes; {} link)",
+                            e.message,
+                            b.va,
+                            b.size,
+                            info.link.name()
+                        );
+                        return Err(e);
                     }
-                    e.message = format!(
-                        "{CALL}: {} (buffer at {:#x}, {} bytes; {} link)",
-                        e.message,
-                        r.0,
-                        r.1,
-                        info.link.name()
-                    );
-                    return Err(e);
                 }
-                done.push(a);
+            }
+            for (id, why) in host_failed {
+                crate::log::info!(
+                    "{CALL}: a host buffer of {} stays unmapped in {} (copies with it there are refused): {why}",
+                    peer.backend().label(),
+                    self.backend().label()
+                );
+                if let Some(b) = sh.buffers.get_mut(&id) {
+                    b.unmapped.push((Arc::downgrade(&self.inner), why));
+                }
+                peer.inner.peer.some_unmapped.store(true, Ordering::Release);
             }
             sh.accessors.retain(|l| l.dev.strong_count() > 0);
             sh.accessors.push(Link {
@@ -168,31 +195,54 @@ impl Device {
 
     /// A new buffer of this device: recorded for later peers, and mapped into the devices that
     /// have access to this device's memory. On an error nothing stays mapped.
-    pub(crate) fn peer_add_buffer(&self, a: &Allocation) -> Result<()> {
+    /// `host`: host memory (`cpu_cached`), whose mapping into a peer may fail without failing
+    /// the allocation.
+    pub(crate) fn peer_add_buffer(&self, a: &Allocation, host: bool) -> Result<()> {
         if self.inner.info.backend == BackendKind::Nvgpu {
             return Ok(());
         }
         let mut sh = self.inner.peer.shared.lock();
         let mut done: Vec<Device> = Vec::new();
+        let mut unmapped = Vec::new();
         for l in &sh.accessors {
             let Some(inner) = l.dev.upgrade() else {
                 continue;
             };
             let acc = Device { inner };
-            if let Err(mut e) = self.backend().map_peer(a, acc.backend(), l.atomics) {
-                for d in &done {
-                    let _ = self.backend().unmap_peer(a, d.backend());
+            match self.backend().map_peer(a, acc.backend(), l.atomics) {
+                Ok(()) => done.push(acc),
+                Err(e) if host => {
+                    crate::log::info!(
+                        "a new host buffer of {} stays unmapped in {} (copies with it there are refused): {}",
+                        self.backend().label(),
+                        acc.backend().label(),
+                        e.message
+                    );
+                    unmapped.push((Arc::downgrade(&acc.inner), e.message));
+                    self.inner.peer.some_unmapped.store(true, Ordering::Release);
                 }
-                e.message = format!(
-                    "mapping the new buffer into {}, which has peer access to this device: {}",
-                    acc.backend().label(),
-                    e.message
-                );
-                return Err(e);
+                Err(mut e) => {
+                    for d in &done {
+                        let _ = self.backend().unmap_peer(a, d.backend());
+                    }
+                    e.message = format!(
+                        "mapping the new buffer into {}, which has peer access to this device: {}",
+                        acc.backend().label(),
+                        e.message
+                    );
+                    return Err(e);
+                }
             }
-            done.push(acc);
         }
-        sh.buffers.insert(a.id, (a.gpu_va, a.size));
+        sh.buffers.insert(
+            a.id,
+            BufEntry {
+                va: a.gpu_va,
+                size: a.size,
+                host,
+                unmapped,
+            },
+        );
         Ok(())
     }
 
@@ -228,10 +278,35 @@ impl Device {
     /// refusal naming both GPUs (`call`: the API call, `what`: the argument).
     pub(crate) fn check_buffer_access(&self, buf: &Buffer, call: &str, what: &str) -> Result<()> {
         let owner = buf.device();
-        if self.is(owner) || self.peer_access_enabled(owner) {
+        if self.is(owner) {
             return Ok(());
         }
-        Err(self.peer_refusal(owner, call, what, buf))
+        if !self.peer_access_enabled(owner) {
+            return Err(self.peer_refusal(owner, call, what, buf));
+        }
+        if owner.inner.peer.some_unmapped.load(Ordering::Acquire) {
+            let me = Arc::as_ptr(&self.inner);
+            let sh = owner.inner.peer.shared.lock();
+            let why = sh.buffers.get(&buf.alloc_id()).and_then(|b| {
+                b.unmapped
+                    .iter()
+                    .find(|(w, _)| std::ptr::eq(w.as_ptr(), me))
+                    .map(|(_, why)| why.clone())
+            });
+            if let Some(why) = why {
+                return Err(Error::new(
+                    Status::NotSupported,
+                    format!(
+                        "{call}: {what} (host buffer at {:#x}, {} bytes) of {} could not be mapped into {}: {why}",
+                        buf.gpu_va(),
+                        buf.size(),
+                        owner.backend().label(),
+                        self.backend().label()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     #[cold]
