@@ -52,14 +52,21 @@ fn emulated_orin_refuses_peer_access_with_the_reason() {
     let info = a.peer_info(&b).unwrap();
     assert!(!info.can_access, "{info:?}");
     for want in ["nvgpu", "emulated Orin", "RM backend"] {
-        assert!(info.reason.contains(want), "reason lacks {want:?}: {}", info.reason);
+        assert!(
+            info.reason.contains(want),
+            "reason lacks {want:?}: {}",
+            info.reason
+        );
     }
     assert!(!a.can_access_peer(&b).unwrap());
     assert!(!b.can_access_peer(&a).unwrap());
 
     // A device is not its own peer.
     let me = a.peer_info(&a).unwrap();
-    assert!(!me.can_access && me.reason.contains("same device"), "{me:?}");
+    assert!(
+        !me.can_access && me.reason.contains("same device"),
+        "{me:?}"
+    );
     let e = a.enable_peer_access(&a).unwrap_err();
     assert_eq!(e.status, Status::InvalidArgument, "{e}");
     assert!(e.message.contains("same device"), "{e}");
@@ -83,14 +90,19 @@ fn emulated_orin_refuses_peer_access_with_the_reason() {
             let e = q.copy(dst, 0, src, 0, 64).unwrap_err();
             assert_eq!(e.status, Status::NotSupported, "{e}");
             assert!(
-                e.message.starts_with(&format!("tg_queue_copy: {what} (buffer at "))
+                e.message
+                    .starts_with(&format!("tg_queue_copy: {what} (buffer at "))
                     && e.message.contains("no peer access")
                     && e.message.contains("nvgpu"),
                 "{e}"
             );
         }
         q.submit().unwrap();
-        assert_eq!(q.submitted_value(), before, "a refused copy recorded something");
+        assert_eq!(
+            q.submitted_value(),
+            before,
+            "a refused copy recorded something"
+        );
     }
 
     // The device's own copies are untouched by the check.
@@ -127,8 +139,13 @@ fn c_api_refuses_peer_access_on_the_emulated_orin() {
             last_error()
         );
         assert!(!can);
-        let text = CStr::from_ptr(reason.as_ptr()).to_string_lossy().into_owned();
-        assert!(text.contains("nvgpu") && text.contains("RM backend"), "{text}");
+        let text = CStr::from_ptr(reason.as_ptr())
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            text.contains("nvgpu") && text.contains("RM backend"),
+            "{text}"
+        );
 
         // A short buffer gets a truncated, terminated reason; NULL takes none.
         let mut short = [0x55 as std::ffi::c_char; 8];
@@ -341,9 +358,15 @@ fn rm_two_gpus_copy_and_share_memory() {
     let ba = b.peer_info(&a).unwrap();
     for (dir, i) in [("A -> B", &ab), ("B -> A", &ba)] {
         println!("peer: {dir}: {}", i.summary());
-        println!("peer: {dir}: link {:?}, atomics {}, driver: {}", i.link, i.atomics, i.detail);
+        println!(
+            "peer: {dir}: link {:?}, atomics {}, driver: {}",
+            i.link, i.atomics, i.detail
+        );
     }
-    assert_eq!(ab.can_access, ba.can_access, "asymmetric answers: {ab:?} / {ba:?}");
+    assert_eq!(
+        ab.can_access, ba.can_access,
+        "asymmetric answers: {ab:?} / {ba:?}"
+    );
 
     if !ab.can_access {
         // The refusal: enable and copies say why, naming both GPUs.
@@ -386,7 +409,10 @@ fn rm_two_gpus_copy_and_share_memory() {
         let t = Instant::now();
         x.enable_peer_access(y)
             .unwrap_or_else(|e| panic!("enable {dir}: {e}"));
-        println!("peer: enabled {dir} in {:.3} ms", t.elapsed().as_secs_f64() * 1e3);
+        println!(
+            "peer: enabled {dir} in {:.3} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
         assert!(x.peer_access_enabled(y));
         x.enable_peer_access(y).unwrap();
     }
@@ -486,15 +512,29 @@ fn rm_two_gpus_copy_and_share_memory() {
     let held = a.held_for_queued_work().0;
     assert_eq!(held, 1, "A must hold the buffer for B's recorded copy");
     sb.finish(true);
-    assert_eq!(a.held_for_queued_work().0, 0, "released once B's copy is done");
+    assert_eq!(
+        a.held_for_queued_work().0,
+        0,
+        "released once B's copy is done"
+    );
     let got = sb.read(&b_dst, 0, 16 << 20);
-    check_pattern("copy of a buffer of A freed while queued on B", &got, 0x7E, 0);
+    check_pattern(
+        "copy of a buffer of A freed while queued on B",
+        &got,
+        0x7E,
+        0,
+    );
     // A new buffer (maybe at the freed address) is mapped into B at allocation.
     let tmp2 = sa.filled(16 << 20, 0x7F);
     sb.cq.copy(&b_dst, 0, &tmp2, 0, 16 << 20).unwrap();
     sb.finish(true);
     let got = sb.read(&b_dst, 0, 16 << 20);
-    check_pattern("copy from a buffer of A allocated after the free", &got, 0x7F, 0);
+    check_pattern(
+        "copy from a buffer of A allocated after the free",
+        &got,
+        0x7F,
+        0,
+    );
     drop(tmp2);
 
     // 7. Both directions at once, each on its own copy engine.
@@ -524,13 +564,23 @@ fn rm_two_gpus_copy_and_share_memory() {
     let b_local = sb2.filled(1 << 20, 0x51);
     sb2.cq.copy(&keep, 0, &b_local, 0, 1 << 20).unwrap();
     sb2.finish(true);
-    check_pattern("B after A was dropped", &sb2.read(&keep, 0, 1 << 20), 0x51, 0);
+    check_pattern(
+        "B after A was dropped",
+        &sb2.read(&keep, 0, 1 << 20),
+        0x51,
+        0,
+    );
     let a2 = Device::open(Some("rm:0")).unwrap();
     a2.enable_peer_access(&b).unwrap();
     let mut sa2 = Side::new(a2.clone(), "A'");
     let a2_dst = a2.alloc(1 << 20, MemFlags::default()).unwrap();
     sa2.cq.copy(&a2_dst, 0, &b_local, 0, 1 << 20).unwrap();
     sa2.finish(true);
-    check_pattern("a reopened GPU 0 reading B", &sa2.read(&a2_dst, 0, 1 << 20), 0x51, 0);
+    check_pattern(
+        "a reopened GPU 0 reading B",
+        &sa2.read(&a2_dst, 0, 1 << 20),
+        0x51,
+        0,
+    );
     println!("peer: all steps passed");
 }

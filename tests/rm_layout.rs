@@ -485,22 +485,37 @@ fn uvm_layouts_and_numbers() {
 fn p2p_layouts_and_numbers() {
     assert_eq!(NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_V2, 0x12B);
     assert_eq!(size_of::<NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS>(), 8348);
-    assert_eq!(offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, gpuIds), 0);
-    assert_eq!(offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, gpuCount), 128);
-    assert_eq!(offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, p2pCaps), 132);
+    assert_eq!(
+        offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, gpuIds),
+        0
+    );
+    assert_eq!(
+        offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, gpuCount),
+        128
+    );
+    assert_eq!(
+        offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, p2pCaps),
+        132
+    );
     assert_eq!(
         offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, p2pOptimalReadCEs),
         136
     );
     assert_eq!(
-        offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, p2pOptimalWriteCEs),
+        offset_of!(
+            NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS,
+            p2pOptimalWriteCEs
+        ),
         140
     );
     assert_eq!(
         offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, p2pCapsStatus),
         144
     );
-    assert_eq!(offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, busPeerIds), 156);
+    assert_eq!(
+        offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, busPeerIds),
+        156
+    );
     assert_eq!(
         offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, busEgmPeerIds),
         4252
@@ -529,14 +544,26 @@ fn p2p_layouts_and_numbers() {
     assert_eq!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_INVALID_PEER, 0xFFFF_FFFF);
 
     assert_eq!(NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO, 0x2080_01A3);
-    assert_eq!(size_of::<NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS>(), 56);
-    assert_eq!(offset_of!(NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS, status), 4);
     assert_eq!(
-        offset_of!(NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS, clusterUuid),
+        size_of::<NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS>(),
+        56
+    );
+    assert_eq!(
+        offset_of!(NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS, status),
+        4
+    );
+    assert_eq!(
+        offset_of!(
+            NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS,
+            clusterUuid
+        ),
         8
     );
     assert_eq!(
-        offset_of!(NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS, fabricPartitionId),
+        offset_of!(
+            NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS,
+            fabricPartitionId
+        ),
         24
     );
     assert_eq!(
@@ -544,15 +571,24 @@ fn p2p_layouts_and_numbers() {
         32
     );
     assert_eq!(
-        offset_of!(NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS, fabricCliqueId),
+        offset_of!(
+            NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS,
+            fabricCliqueId
+        ),
         40
     );
     assert_eq!(
-        offset_of!(NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS, fabricHealthMask),
+        offset_of!(
+            NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS,
+            fabricHealthMask
+        ),
         44
     );
     assert_eq!(
-        offset_of!(NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS, fabricHealthSummary),
+        offset_of!(
+            NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS,
+            fabricHealthSummary
+        ),
         48
     );
     // 570 and 575 end after fabricHealthMask.

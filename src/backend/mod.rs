@@ -172,7 +172,11 @@ pub trait Backend: Send + Sync {
     /// Whether this device can access `peer`'s memory, and why (not). Backends without peer
     /// access answer no, with the reason.
     fn peer_info(&self, peer: &dyn Backend) -> Result<PeerInfo> {
-        Ok(PeerInfo::refused(peer::no_peer_backend(self.info(), &self.label(), peer)))
+        Ok(PeerInfo::refused(peer::no_peer_backend(
+            self.info(),
+            &self.label(),
+            peer,
+        )))
     }
     /// Prepare this device for access to `peer`'s memory (the driver-side part of
     /// `tg_device_enable_peer_access`; the buffers are mapped with [`Backend::map_peer`]).

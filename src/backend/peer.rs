@@ -81,12 +81,14 @@ impl PeerInfo {
 /// The refusal of a backend without peer access (nvgpu: Jetson Orin has one integrated GPU).
 /// `dev` is the device asked (its info and [`Backend::label`]).
 pub(crate) fn no_peer_backend(dev: &DeviceInfo, dev_label: &str, peer: &dyn Backend) -> String {
-    let one = |i: &DeviceInfo, label: &str| match i.backend {
+    let one = |i: &DeviceInfo, label: &str| {
+        match i.backend {
         BackendKind::Nvgpu => format!(
             "{label} is {}a Jetson integrated GPU driven through nvgpu, the only GPU of its machine",
             if i.emulated { "the emulated Orin, " } else { "" }
         ),
         BackendKind::Rm => format!("{label} is a GPU of the desktop driver (RM)"),
+    }
     };
     let peer_label = peer.label();
     let other = if peer.info().backend == dev.backend && peer_label == dev_label {

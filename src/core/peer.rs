@@ -127,12 +127,15 @@ impl Device {
         if self.peer_access_enabled(peer) {
             return Ok(());
         }
-        let info = self.backend().enable_peer(peer.backend()).map_err(|mut e| {
-            if !e.message.starts_with(CALL) {
-                e.message = format!("{CALL}: {}", e.message);
-            }
-            e
-        })?;
+        let info = self
+            .backend()
+            .enable_peer(peer.backend())
+            .map_err(|mut e| {
+                if !e.message.starts_with(CALL) {
+                    e.message = format!("{CALL}: {}", e.message);
+                }
+                e
+            })?;
         {
             // Under the peer's lock: a buffer it allocates meanwhile sees this device as an
             // accessor only after the existing ones are mapped.

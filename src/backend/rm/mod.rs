@@ -171,10 +171,12 @@ impl RmBackend {
         };
         debug!("driver {} → branch {}", version.text, branch.major());
         let mut inner = Inner::empty(sys, ctl_fd, branch);
-        bringup::bring_up(&mut inner, version, ordinal, share_uvm).map(|(info, details)| RmBackend {
-            inner: Arc::new(inner),
-            info,
-            details,
+        bringup::bring_up(&mut inner, version, ordinal, share_uvm).map(|(info, details)| {
+            RmBackend {
+                inner: Arc::new(inner),
+                info,
+                details,
+            }
         })
         // On error `inner` drops here and undoes what was built.
     }

@@ -364,11 +364,17 @@ impl RmBackend {
             return Ok(info);
         }
         let Some(m) = &self.inner.uvm else {
-            return Err(Error::new(Status::Internal, "RM device without a UVM space"));
+            return Err(Error::new(
+                Status::Internal,
+                "RM device without a UVM space",
+            ));
         };
         let (ua, ub) = (self.inner.uuid, peer.inner.uuid);
         let mut pairs = m.space.pcie_peers.lock();
-        if pairs.iter().any(|&(x, y)| (x, y) == (ua, ub) || (x, y) == (ub, ua)) {
+        if pairs
+            .iter()
+            .any(|&(x, y)| (x, y) == (ua, ub) || (x, y) == (ub, ua))
+        {
             return Ok(info);
         }
         let mut p = UVM_ENABLE_PEER_ACCESS_PARAMS {
@@ -518,12 +524,13 @@ impl RmBackend {
 }
 
 /// `peer` as an RM device, or the refusal naming both.
-fn rm_peer<'a>(me: &RmBackend, peer: &'a dyn Backend) -> std::result::Result<&'a RmBackend, String> {
+fn rm_peer<'a>(
+    me: &RmBackend,
+    peer: &'a dyn Backend,
+) -> std::result::Result<&'a RmBackend, String> {
     peer.as_any()
         .and_then(|a| a.downcast_ref::<RmBackend>())
-        .ok_or_else(|| {
-            crate::backend::peer::no_peer_backend(&me.info, &me.gpu_label(), peer)
-        })
+        .ok_or_else(|| crate::backend::peer::no_peer_backend(&me.info, &me.gpu_label(), peer))
 }
 
 impl RmBackend {
@@ -638,7 +645,11 @@ mod tests {
         };
         assert!(!f(NV2080_CTRL_GPU_FABRIC_PROBE_STATE_UNSUPPORTED, 0).blocks_peers());
         assert!(f(NV2080_CTRL_GPU_FABRIC_PROBE_STATE_IN_PROGRESS, 0).blocks_peers());
-        assert!(f(NV2080_CTRL_GPU_FABRIC_PROBE_STATE_COMPLETE, NV_ERR_NOT_SUPPORTED).blocks_peers());
+        assert!(f(
+            NV2080_CTRL_GPU_FABRIC_PROBE_STATE_COMPLETE,
+            NV_ERR_NOT_SUPPORTED
+        )
+        .blocks_peers());
         assert!(!f(NV2080_CTRL_GPU_FABRIC_PROBE_STATE_COMPLETE, NV_OK).blocks_peers());
     }
 

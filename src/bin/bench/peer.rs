@@ -65,7 +65,11 @@ fn measure(
     with_cuda: bool,
 ) -> tegragpu::Result<Vec<Row>> {
     let info = a.peer_info(b)?;
-    eprintln!("peer: rm:{ia} -> rm:{ib}: {}; {}", info.summary(), info.detail);
+    eprintln!(
+        "peer: rm:{ia} -> rm:{ib}: {}; {}",
+        info.summary(),
+        info.detail
+    );
     if !info.can_access {
         return Err(tegragpu::Error::new(
             tegragpu::Status::NotSupported,
@@ -81,7 +85,9 @@ fn measure(
         None
     };
     if with_cuda && cuda.is_none() {
-        eprintln!("peer copy rows: libcuda's side unavailable (two devices with peer access needed)");
+        eprintln!(
+            "peer copy rows: libcuda's side unavailable (two devices with peer access needed)"
+        );
     }
     let mut rows = Vec::new();
     for size in [256u64 << 20, 1 << 30] {
@@ -119,7 +125,11 @@ fn ours(a: &Device, b: &Device, size: u64, iters: usize) -> tegragpu::Result<Our
     let (b_src, b_dst) = (b.alloc(size, flags)?, b.alloc(size, flags)?);
     let mut qa = a.create_queue(QueueKind::Copy)?;
     let mut qb = b.create_queue(QueueKind::Copy)?;
-    let (sa, sb, t0) = (a.create_signal(0)?, b.create_signal(0)?, a.create_signal(0)?);
+    let (sa, sb, t0) = (
+        a.create_signal(0)?,
+        b.create_signal(0)?,
+        a.create_signal(0)?,
+    );
     let (mut va, mut vb) = (0u64, 0u64);
     let warm = Instant::now();
     while warm.elapsed() < Duration::from_millis(30) {
@@ -227,8 +237,7 @@ impl CudaPeer {
                 sym(&lib, b"cuStreamCreate\0")?;
             let ev_create: unsafe extern "C" fn(*mut CUevent, u32) -> CUresult =
                 sym(&lib, b"cuEventCreate\0")?;
-            let set: unsafe extern "C" fn(CUcontext) -> CUresult =
-                sym(&lib, b"cuCtxSetCurrent\0")?;
+            let set: unsafe extern "C" fn(CUcontext) -> CUresult = sym(&lib, b"cuCtxSetCurrent\0")?;
             if init(0) != 0 {
                 return None;
             }
@@ -266,8 +275,7 @@ impl CudaPeer {
                     return None;
                 }
             }
-            if set(ctx[0]) != 0 || ev_create(&mut ev[0], 0) != 0 || ev_create(&mut ev[1], 0) != 0
-            {
+            if set(ctx[0]) != 0 || ev_create(&mut ev[0], 0) != 0 || ev_create(&mut ev[1], 0) != 0 {
                 return None;
             }
             Some(CudaPeer {
@@ -303,7 +311,14 @@ impl CudaPeer {
             let copy = |s: &Self, from: usize| {
                 let to = 1 - from;
                 (s.set)(s.ctx[from]);
-                (s.peer_copy)(p[to][1], s.ctx[to], p[from][0], s.ctx[from], n, s.stream[from])
+                (s.peer_copy)(
+                    p[to][1],
+                    s.ctx[to],
+                    p[from][0],
+                    s.ctx[from],
+                    n,
+                    s.stream[from],
+                )
             };
             let warm = Instant::now();
             while warm.elapsed() < Duration::from_millis(30) {
