@@ -228,6 +228,10 @@ fn c_api_refuses_peer_access_on_the_emulated_orin() {
 // ---------------------------------------------------------------------------------------------
 // Two GPUs of the desktop driver
 
+/// The RM tests run one at a time: a GPU opened twice takes a second UVM address space, and a
+/// device of another GPU opened meanwhile could join that one instead of its peer's.
+static RM_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// `rm:0` and `rm:1`, or why not (printed by the caller).
 fn two_rm_gpus() -> Result<(Device, Device), String> {
     if !std::path::Path::new("/dev/nvidiactl").exists() {
@@ -322,6 +326,7 @@ fn gbs(bytes: u64, t: std::time::Duration) -> String {
 
 #[test]
 fn rm_same_gpu_opened_twice_is_not_its_own_peer() {
+    let _serial = RM_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     if !std::path::Path::new("/dev/nvidiactl").exists() {
         println!("peer: SKIP: no /dev/nvidiactl: no desktop NVIDIA driver on this machine");
         return;
@@ -337,6 +342,7 @@ fn rm_same_gpu_opened_twice_is_not_its_own_peer() {
 
 #[test]
 fn rm_two_gpus_copy_and_share_memory() {
+    let _serial = RM_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let (a, b) = match two_rm_gpus() {
         Ok(p) => p,
         Err(why) => {
