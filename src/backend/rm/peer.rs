@@ -9,8 +9,9 @@
 //! * **Enabling:** both devices must be in one UVM address space ([`super::uvm_space`]; devices
 //!   of different GPUs opened through `Device::open` are). UVM enables NVLink pairs itself when
 //!   the second GPU registers; a PCIe pair needs `UVM_ENABLE_PEER_ACCESS` once per address
-//!   space (done here and recorded in the space; `UVM_DISABLE_PEER_ACCESS` when either device
-//!   is dropped, before its GPU is unregistered).
+//!   space (sent here for every pair not yet recorded in the space; `NV_ERR_INVALID_DEVICE`
+//!   means a pair UVM enables itself or enabled already; `UVM_DISABLE_PEER_ACCESS` when either
+//!   device is dropped, before its GPU is unregistered).
 //! * **Mapping:** `UVM_MAP_EXTERNAL_ALLOCATION` of the owner's memory handle at its own GPU
 //!   address, for the peer's UUID (read-write, atomic where the pair has atomics). The range is
 //!   the one the owner created for its own mapping, so `UVM_FREE` when the buffer is freed
@@ -354,15 +355,6 @@ impl RmBackend {
                 ),
             ));
         }
-        if info.link == PeerLink::NvLink {
-            // UVM enabled the pair when the second GPU registered in the address space.
-            debug!(
-                "peer access {} -> {}: NVLink, enabled by UVM at registration",
-                self.gpu_label(),
-                peer.gpu_label()
-            );
-            return Ok(info);
-        }
         let Some(m) = &self.inner.uvm else {
             return Err(Error::new(
                 Status::Internal,
@@ -401,7 +393,7 @@ impl RmBackend {
                 pairs.push((ua, ub));
                 Ok(info)
             }
-            // The pair is one UVM enables itself (UVM sees an NVLink or SMC pair), or it is
+            // A pair UVM enables itself when the second GPU registers (NVLink, SMC), or one
             // enabled already: the mappings tell.
             Err(_) if p.rmStatus == NV_ERR_INVALID_DEVICE => {
                 debug!(
