@@ -1,8 +1,9 @@
 //! RM backend: nvidia.ko + nvidia-uvm (desktop Ampere/Ada/Hopper/Blackwell GPUs, Jetson Thor).
 //!
 //! Bring-up follows rm-kernel-interface.md §2.2 (the path tinygrad's `NVKIface` takes, with the
-//! Hopper classes): version check, root client, UVM initialise, card info, `/dev/nvidiaN` with
-//! REGISTER_FD, device, subdevice, class list, usermode (doorbell) mapping, GR/FB info,
+//! Hopper classes): version check, root client, card info, the UVM address space (initialised,
+//! or shared with a device of another GPU: `uvm_space.rs`), `/dev/nvidiaN` with REGISTER_FD,
+//! device, subdevice, class list, usermode (doorbell) mapping, GR/FB info,
 //! `FERMI_VASPACE_A` (UVM-owned, page-faulting), UVM REGISTER_GPU and REGISTER_GPU_VASPACE,
 //! TSG (engine GRAPHICS), context share (ASYNC). Compute channels are created in that TSG on
 //! demand (`Backend::create_channel`).
@@ -76,7 +77,9 @@
 //! device state shared with channels and its teardown), `memory.rs`, `usermode.rs` (doorbell),
 //! `tsg.rs`, `channel.rs` (channels and their errors), `engines.rs` (class and copy-engine
 //! choice), `rmapi.rs` (typed escapes and UVM ioctls), `va.rs` (the GPU VA window and CPU
-//! placement). No file imports this one; everything public is re-exported here.
+//! placement), `uvm_space.rs` (the process's UVM address spaces: devices of different GPUs
+//! share one), `peer.rs` (peer capabilities, peer access and peer mappings). No file imports
+//! this one; everything public is re-exported here.
 
 mod bringup;
 mod channel;
