@@ -204,8 +204,10 @@ impl Device {
         if self.inner.info.backend == BackendKind::Nvgpu {
             return Ok(());
         }
-        let mut sh = self.inner.peer.shared.lock();
+        // Declared before the guard, so dropped after it: the last reference to an accessor
+        // taken here must not run its drop under this lock.
         let mut done: Vec<Device> = Vec::new();
+        let mut sh = self.inner.peer.shared.lock();
         let mut unmapped = Vec::new();
         for l in &sh.accessors {
             let Some(inner) = l.dev.upgrade() else {
@@ -223,8 +225,10 @@ impl Device {
                     );
                     unmapped.push((Arc::downgrade(&acc.inner), e.message));
                     self.inner.peer.some_unmapped.store(true, Ordering::Release);
+                    done.push(acc);
                 }
                 Err(mut e) => {
+                    // Video memory (no host buffer gets here): every earlier accessor mapped it.
                     for d in &done {
                         let _ = self.backend().unmap_peer(a, d.backend());
                     }
@@ -233,6 +237,8 @@ impl Device {
                         acc.backend().label(),
                         e.message
                     );
+                    done.push(acc);
+                    drop(sh);
                     return Err(e);
                 }
             }
