@@ -6,7 +6,10 @@ fn main() {
     let major = std::env::var("CARGO_PKG_VERSION_MAJOR").unwrap_or_else(|_| "0".to_string());
     let target_os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     if target_os == "linux" || target_os == "android" {
-        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libtegragpu.so.{major}");
+        // `rustc-link-arg` (this package's targets only; on its executables the soname is
+        // inert): the cdylib forms also reach the link of every cdylib that depends on this
+        // package (cuda/, whose soname is libcuda.so.1).
+        println!("cargo:rustc-link-arg=-Wl,-soname,libtegragpu.so.{major}");
     }
     println!("cargo:rerun-if-changed=build.rs");
 }

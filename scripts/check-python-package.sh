@@ -3,8 +3,8 @@
 #   1. a fresh venv in a temporary directory (no system site-packages);
 #   2. pip install ./python (+ pytest): numpy must come in as a declared dependency;
 #   3. import tegragpu from outside the tree against the library that TEGRAGPU_LIBRARY names
-#      (default: build/meson/libtegragpu.so, else target/release/libtegragpu.so) and run a
-#      copy on the emulated Orin;
+#      (default: build/meson/libtegragpu.so, else target/release/libtegragpu.so), check that
+#      every module of python/tegragpu was installed, and run a copy on the emulated Orin;
 #   4. pytest python/tests with that venv's interpreter, testing the installed package
 #      (TEGRAGPU_TEST_INSTALLED=1 keeps conftest.py from importing the source tree);
 #   5. a wheel with the library bundled (TEGRAGPU_BUNDLE_LIBRARY), installed into the venv and
@@ -76,6 +76,12 @@ root = sys.argv[1]
 assert not os.path.abspath(tg.__file__).startswith(os.path.join(root, "python") + os.sep), tg.__file__
 assert tg.__file__.startswith(sys.prefix), tg.__file__
 assert tg.library_source() == "TEGRAGPU_LIBRARY", tg.library_source()
+# Every module of the source package is installed (pyproject.toml lists each package directory).
+def modules(pkg):
+    return {os.path.relpath(os.path.join(d, f), pkg) for d, _, fs in os.walk(pkg)
+            for f in fs if f.endswith(".py")}
+missing = modules(os.path.join(root, "python", "tegragpu")) - modules(os.path.dirname(tg.__file__))
+assert not missing, f"not installed: {sorted(missing)}"
 with tg.Device("emu") as dev, dev.alloc(1 << 16) as a, dev.alloc(1 << 16) as b, \
         dev.create_queue(tg.QueueKind.COPY) as q:
     a.numpy(np.uint32)[:] = np.arange(1 << 14)

@@ -11,10 +11,13 @@ out=.device
 rm -rf "$out/bin" "$out/tests" "$out/lib" "$out/c" "$out/whl" "$out/tests.txt"
 mkdir -p "$out/bin" "$out/tests" "$out/lib"
 cargo build --release --lib --bins
+# libtegragpu's libcuda.so.1 (cuda/, a member of the workspace), kept apart from .device/lib: the
+# device run puts .device/lib first on the library path, where it would replace NVIDIA's libcuda.
+cargo build --release -p tegragpu-cuda
 # The probes: their own package, lock file and target directory (tools/probes/README.md).
 cargo build --release --manifest-path tools/probes/Cargo.toml --bins
 probes=${CARGO_TARGET_DIR:-tools/probes/target}/release
-cargo test --release --no-run --message-format=json 2>/dev/null \
+cargo test --release --workspace --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:
     try: m=json.loads(l)
@@ -29,6 +32,9 @@ done
 strip "$out"/bin/*
 cp target/release/libtegragpu.so "$out/lib/libtegragpu.so.0"
 ln -sf libtegragpu.so.0 "$out/lib/libtegragpu.so"
+mkdir -p "$out/lib/cuda"
+cp target/release/libcuda.so "$out/lib/cuda/libcuda.so.1"
+strip --strip-debug "$out/lib/cuda/libcuda.so.1"
 # C examples through meson (meson + ninja from pip, as scripts/env.sh sets them up).
 # shellcheck source=scripts/env.sh
 set +eu +o pipefail

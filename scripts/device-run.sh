@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the device machine (H100/H200, driver 580): the contract suite and kernel tests on the
-# RM backend, every C example, the Python tests, the differential conformance suite against
+# RM backend, every C example, the Python tests, libtegragpu's libcuda.so.1 against NVIDIA's
+# (scripts/cuda-facade-device-run.sh; CUDA_FACADE=0 skips it), the differential conformance suite against
 # libcuda, directly on a queue and through command buffers (tests/conformance; NO_CONFORMANCE=1
 # skips it), the foreign-module sweep
 # (tests/conformance/foreign.py; FOREIGN=0 skips it), tegragpu-info and tegragpu-bench (BENCH=1), the
@@ -56,6 +57,11 @@ step() { # name, timeout, command...
   if [ "${FOREIGN:-1}" != 0 ]; then
     step foreign 400 env PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" python3 \
       tests/conformance/foreign.py --max-seconds "${FOREIGN_SECONDS:-300}"
+  fi
+  # libtegragpu's libcuda.so.1 (cuda/) against NVIDIA's: the differential C test and the driver
+  # API tests on this GPU (scripts/cuda-facade-device-run.sh); CUDA_FACADE=0 skips it.
+  if [ "${CUDA_FACADE:-1}" != 0 ] && [ -f "$D/lib/cuda/libcuda.so.1" ]; then
+    step cuda_facade 700 env OUT="${OUT:-/tmp}/cuda-facade" bash scripts/cuda-facade-device-run.sh
   fi
   [ -n "${BENCH:-}" ] && step bench 300 "$D/bin/tegragpu-bench" --device rm
   # Research probes (tools/probes/README.md; tegragpu-rmprobe and rmperf_probe are run by hand).

@@ -56,7 +56,7 @@ tg_setup() {
   local pkgs=(meson ninja)
   if [ "$mode" != minimal ]; then
     pkgs+=(numpy pytest "$TG_NVRTC_PIP==$TG_NVRTC_PIN" "$TG_NVJITLINK_PIP==$TG_NVJITLINK_PIN" "${TG_CUDA_HEADER_PIPS[@]}")
-    # The tinygrad device (python/tegragpu/tinygrad_device.py) supports tinygrad 0.14.0, which
+    # The tinygrad device (python/tegragpu/tinygrad_device/) supports tinygrad 0.14.0, which
     # needs Python >= 3.11.
     if "$TG_VENV/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
       pkgs+=("tinygrad==0.14.0")

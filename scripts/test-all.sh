@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every test of libtegragpu, on a fresh machine (installs what it needs; see scripts/env.sh):
-#   1. Rust: cargo test --release (unit, integration, contract suite on the emulated Orin, and the
+#   1. Rust: cargo test --release --workspace (unit, integration, contract suite on the emulated Orin, and the
 #      header check: include/tegragpu.h fresh + compiles as C99 and C++)
 #   2. C: meson builds the library (reusing target/ from step 1), the examples and api_misuse
 #      (plain and -fsanitize=address); `meson test` runs them all on the emulated Orin
@@ -30,8 +30,8 @@ else
   echo "note: no C++ compiler; the C++ header check is skipped"
 fi
 
-tg_log "1/3 Rust: cargo test --release --no-fail-fast"
-cargo test --release --no-fail-fast 2>&1 | tee "$LOGS/cargo.log"
+tg_log "1/3 Rust: cargo test --release --workspace --no-fail-fast"
+cargo test --release --workspace --no-fail-fast 2>&1 | tee "$LOGS/cargo.log"
 [ "${PIPESTATUS[0]}" = 0 ] || failed_stages+=(cargo)
 
 tg_log "2/3 C: meson (examples, api_misuse; api_misuse, vector_add and library_copies under ASan) on ${TEGRAGPU_MESON_DEVICE:-emu}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tinygrad's test_ops through libcuda (DEV=CUDA) and through libtegragpu (DEV=TEGRA, the device
-# of python/tegragpu/tinygrad_device.py) in one run on a machine with an NVIDIA GPU, then a
+# of python/tegragpu/tinygrad_device/) in one run on a machine with an NVIDIA GPU, then a
 # comparison: every test that passes on CUDA must pass on TEGRA.
 #
 # Needs (the device machine has them): python3 >= 3.11 with numpy, torch and pytest; libcuda;

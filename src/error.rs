@@ -126,29 +126,38 @@ impl std::error::Error for Error {}
 
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// Symbolic name of an errno value ("EINVAL"), for messages.
-pub fn errno_name(e: i32) -> &'static str {
-    match e {
-        libc::EPERM => "EPERM",
-        libc::ENOENT => "ENOENT",
-        libc::EINTR => "EINTR",
-        libc::EIO => "EIO",
-        libc::EBADF => "EBADF",
-        libc::EAGAIN => "EAGAIN",
-        libc::ENOMEM => "ENOMEM",
-        libc::EACCES => "EACCES",
-        libc::EFAULT => "EFAULT",
-        libc::EBUSY => "EBUSY",
-        libc::EEXIST => "EEXIST",
-        libc::ENODEV => "ENODEV",
-        libc::EINVAL => "EINVAL",
-        libc::ENOTTY => "ENOTTY",
-        libc::ENOSPC => "ENOSPC",
-        libc::ENOSYS => "ENOSYS",
-        libc::ETIMEDOUT => "ETIMEDOUT",
-        libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
-        libc::ENXIO => "ENXIO",
-        libc::EMFILE => "EMFILE",
-        _ => "E?",
+/// Symbolic name of an errno value ("EINVAL"), for messages: the name `nix` gives it, "E?" for a
+/// value it does not know.
+pub fn errno_name(e: i32) -> String {
+    match nix::errno::Errno::from_raw(e) {
+        nix::errno::Errno::UnknownErrno => "E?".to_string(),
+        n => format!("{n:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errno_names_and_os_messages() {
+        assert_eq!(errno_name(libc::EAGAIN), "EAGAIN");
+        assert_eq!(errno_name(libc::EWOULDBLOCK), "EAGAIN");
+        assert_eq!(errno_name(libc::EMFILE), "EMFILE");
+        assert_eq!(errno_name(libc::EOWNERDEAD), "EOWNERDEAD");
+        assert_eq!(errno_name(0), "E?");
+        assert_eq!(errno_name(-1), "E?");
+        assert_eq!(errno_name(100_000), "E?");
+        let e = Error::os(
+            "NVGPU_GPU_IOCTL_ALLOC_AS(big_page_size=65536)",
+            libc::EINVAL,
+        );
+        assert_eq!(e.status, Status::Os);
+        assert_eq!(e.errno, Some(libc::EINVAL));
+        assert_eq!(
+            e.message,
+            "NVGPU_GPU_IOCTL_ALLOC_AS(big_page_size=65536) failed: EINVAL (Invalid argument (os \
+             error 22))"
+        );
     }
 }

@@ -85,15 +85,7 @@ fn filter_from_u8(v: u8) -> LevelFilter {
 
 /// Parses a `TEGRAGPU_LOG` value (case-insensitive, surrounding blanks ignored).
 pub fn parse_level(s: &str) -> Option<LevelFilter> {
-    match s.trim().to_ascii_lowercase().as_str() {
-        "off" => Some(LevelFilter::Off),
-        "error" => Some(LevelFilter::Error),
-        "warn" => Some(LevelFilter::Warn),
-        "info" => Some(LevelFilter::Info),
-        "debug" => Some(LevelFilter::Debug),
-        "trace" => Some(LevelFilter::Trace),
-        _ => None,
-    }
+    s.trim().parse().ok()
 }
 
 fn env_flag(name: &str) -> bool {

@@ -4,14 +4,23 @@
 //! from the trace log, each check with PASS/FAIL and its time).
 //!
 //! Checks never panic: each returns its result, and a failed check does not stop the others
-//! (except where the device is gone). The fault check runs last on a device of its own, because a
-//! fault stops every queue of the device it happens on.
+//! (except where the device is gone). The queue-limit, competing-process and fault checks run
+//! last, each on a device of its own: a fault stops every queue of the device it happens on.
+//! The queue and channel checks ([`queues`]) also record what they observed (statuses,
+//! messages, timings), printed under the check in the report whatever its verdict.
 
 use crate::core::{Buffer, Device, LaunchConfig, MemFlags, Module, QueueKind};
 use crate::error::{Error, Status};
 use std::time::{Duration, Instant};
 
+mod queues;
+
+pub use queues::{run_competitor, CompetitorCommand};
+
 const SEC: u64 = 1_000_000_000;
+
+/// What a check observed, one line each, in order.
+type Notes = Vec<String>;
 
 /// One check's outcome.
 #[derive(Debug, Clone)]
@@ -23,6 +32,8 @@ pub struct CheckResult {
     pub skipped: Option<String>,
     /// What was measured or verified.
     pub detail: String,
+    /// What the check observed on the way (statuses, messages, timings), whatever its verdict.
+    pub observed: Vec<String>,
     pub time: Duration,
 }
 
@@ -95,12 +106,15 @@ impl Report {
                 .unwrap_or(&c.detail);
             let _ = writeln!(
                 s,
-                "  {} {:<34} {:>9.3} ms  {}",
+                "  {} {:<40} {:>9.3} ms  {}",
                 c.verdict(),
                 c.name,
                 c.time.as_secs_f64() * 1e3,
                 why
             );
+            for o in &c.observed {
+                let _ = writeln!(s, "         - {o}");
+            }
         }
         let _ = writeln!(
             s,
@@ -169,8 +183,28 @@ pub fn machine_facts() -> Vec<(String, String)> {
 /// kernels (tests/fixtures/kernels.cu) for the device's SM, if the tool carries them. The device
 /// open runs with the log at trace level routed into the report (the bring-up system calls);
 /// the previous log level and callback are restored afterwards (the callback to the default).
-/// Runs one at a time: a second call waits for the first.
+/// Runs one at a time: a second call waits for the first. Without a competing-process command
+/// (see [`run_with`]), `long_kernel_with_other_process` competes with a thread of this process
+/// that opens a device of its own (on the emulated Orin, also the emulator's competing-context
+/// hook).
 pub fn run(spec: Option<&str>, cubin_for: &dyn Fn(u32, u32) -> Option<&'static [u8]>) -> Report {
+    run_with(spec, cubin_for, &Options::default())
+}
+
+/// How the self-test runs ([`run_with`]).
+#[derive(Default)]
+pub struct Options<'a> {
+    /// Starts the other process of `long_kernel_with_other_process`, which runs
+    /// [`run_competitor`] (`tegragpu-info --selftest-competitor MS SPEC`).
+    pub competitor: Option<&'a CompetitorCommand>,
+}
+
+/// [`run`] with [`Options`].
+pub fn run_with(
+    spec: Option<&str>,
+    cubin_for: &dyn Fn(u32, u32) -> Option<&'static [u8]>,
+    opts: &Options<'_>,
+) -> Report {
     static ONE_AT_A_TIME: parking_lot::Mutex<()> = parking_lot::const_mutex(());
     let _one = ONE_AT_A_TIME.lock();
     let mut report = Report {
@@ -243,6 +277,7 @@ pub fn run(spec: Option<&str>, cubin_for: &dyn Fn(u32, u32) -> Option<&'static [
         failure: None,
         skipped: None,
         detail: format!("memory {} MiB", i.memory_bytes >> 20),
+        observed: Vec::new(),
         time: open_time,
     });
 
@@ -263,6 +298,7 @@ pub fn run(spec: Option<&str>, cubin_for: &dyn Fn(u32, u32) -> Option<&'static [
         },
         skipped: module.is_none().then(no_kernels),
         detail: "fixture kernels loaded".into(),
+        observed: Vec::new(),
         time: load_time,
     };
     report.checks.push(module_check);
@@ -280,9 +316,10 @@ pub fn run(spec: Option<&str>, cubin_for: &dyn Fn(u32, u32) -> Option<&'static [
         ("wait_timeout_is_reported", check_timeout),
         ("launch_latency", check_latency),
     ];
-    for (name, f) in checks {
+    let mut record = |name: &'static str, f: &mut dyn FnMut(&mut Notes) -> CheckOutcome| {
+        let mut observed = Notes::new();
         let t = Instant::now();
-        let r = f(&dev, m.as_ref());
+        let r = f(&mut observed);
         let time = t.elapsed();
         let (failure, skipped, detail) = match r {
             Ok(d) => (None, None, d),
@@ -294,29 +331,33 @@ pub fn run(spec: Option<&str>, cubin_for: &dyn Fn(u32, u32) -> Option<&'static [
             failure,
             skipped,
             detail,
+            observed,
             time,
         });
+    };
+    for (name, f) in checks {
+        record(name, &mut |_| f(&dev, m.as_ref()));
     }
+    record("queue_create_destroy_during_long_kernel", &mut |n| {
+        queues::check_create_destroy_during_long_kernel(&dev, m.as_ref(), n)
+    });
     drop(m);
     drop(dev);
-    // The fault check last, on a device of its own.
-    let t = Instant::now();
-    let r = check_fault(spec, cubin_for);
-    let time = t.elapsed();
-    let (failure, skipped, detail) = match r {
-        Ok(d) => (None, None, d),
-        Err(CheckFail::Skip) => (None, Some(no_kernels()), String::new()),
-        Err(CheckFail::Fail(e)) => (Some(e), None, String::new()),
-    };
-    report.checks.push(CheckResult {
-        name: "fault_reported_then_reopen",
-        failure,
-        skipped,
-        detail,
-        time,
+    // The checks that need a device of their own; the faults last.
+    record("queue_limit", &mut |n| queues::check_queue_limit(spec, n));
+    record("long_kernel_with_other_process", &mut |n| {
+        queues::check_long_kernel_with_other_process(spec, cubin_for, opts.competitor, n)
+    });
+    record("fault_on_one_queue", &mut |n| {
+        queues::check_fault_on_one_queue(spec, cubin_for, n)
+    });
+    record("fault_reported_then_reopen", &mut |_| {
+        check_fault(spec, cubin_for)
     });
     report
 }
+
+type CheckOutcome = Result<String, CheckFail>;
 
 enum CheckFail {
     Skip,

@@ -526,6 +526,54 @@ fn malformed_headers_are_reported_with_their_offset() {
     assert!(e.message.contains("both LZ4"), "{e:?}");
 }
 
+#[test]
+fn lz4_payload_errors_name_the_entry_and_the_sizes() {
+    let f = Fatbin::parse(ARCH_LZ4).unwrap();
+    let e = &f.entries[0];
+    assert_eq!(e.compression, Lz4, "{e}");
+    let (at, stored, full) = (e.offset, e.stored.len(), e.uncompressed_size);
+    assert_eq!(e.data().unwrap().len() as u64, full, "{e}");
+    let with_size = |size: u64| {
+        let mut b = ARCH_LZ4.to_vec();
+        b[at + 56..at + 64].copy_from_slice(&size.to_le_bytes());
+        let f = Fatbin::parse(&b).unwrap();
+        let err = f.entries[0].data().unwrap_err();
+        assert_eq!(err.status, Status::InvalidCubin, "{err:?}");
+        let want = [
+            format!("{} at offset {at:#x}: LZ4 payload: ", f.entries[0]),
+            format!("({stored:#x} compressed bytes, uncompressed size {size:#x})"),
+        ];
+        for w in &want {
+            assert!(err.message.contains(w.as_str()), "{w:?} not in {err:?}");
+        }
+        err.message
+    };
+    // One byte short: the decoder stops at the output end.
+    let m = with_size(full - 1);
+    assert!(m.contains("too small"), "{m}");
+    // Eight bytes more than the block holds.
+    let m = with_size(full + 8);
+    assert!(m.contains(&format!("decoded {full:#x} bytes")), "{m}");
+    // More than any block of this length can hold.
+    let m = with_size(stored as u64 * 256);
+    assert!(m.contains("impossible"), "{m}");
+    // A damaged match offset (zero) in the block itself.
+    let mut b = ARCH_LZ4.to_vec();
+    let payload = at + e.header_size as usize;
+    let token = b[payload];
+    assert!(
+        token >> 4 < 15,
+        "first sequence has a short literal run: {token:#x}"
+    );
+    let off = payload + 1 + (token >> 4) as usize;
+    b[off..off + 2].copy_from_slice(&[0, 0]);
+    let err = Fatbin::parse(&b).unwrap().entries[0].data().unwrap_err();
+    assert!(
+        err.message.contains("LZ4 payload") && err.message.contains("offset"),
+        "{err:?}"
+    );
+}
+
 /// Run every public entry point on `b`; none may panic, and errors must carry a parse status.
 fn exercise(b: &[u8]) {
     let ok_status = |s: Status| matches!(s, Status::InvalidCubin | Status::NotSupported);

@@ -49,6 +49,13 @@ def test_public_lib_and_check():
                                    "source tree")
 
 
+def test_a_function_the_library_lacks_raises_not_supported():
+    # What lib.<name> is for a function of the header an older library does not export.
+    stub = tg._library._missing("tg_not_there")
+    with pytest.raises(tg.NotSupported, match=r"^tg_not_there: not exported by .*update the library"):
+        stub(1, 2)
+
+
 def test_typed_exceptions_for_a_bad_handle():
     n = ctypes.c_uint64()
     st = tg.lib.tg_buf_size(0x12345, ctypes.byref(n))
@@ -99,6 +106,70 @@ def test_exception_hierarchy_and_old_names():
     assert tg.DeviceLostError is tg.DeviceLost
     for name in tg.__all__:
         assert hasattr(tg, name), name
+
+
+# --------------------------------------------------------------------------------------------
+# Public names (the package is split into private modules; every name is used as tegragpu.<name>)
+
+ALL = {
+    "Device", "Buffer", "BufferView", "Module", "Kernel", "Queue", "Signal", "CmdBuf", "GpuTimer",
+    "DeviceInfo", "FaultReport", "KernelAttributes", "Status", "QueueKind", "Backend",
+    "lib", "check", "error_class", "last_error_message", "status_str", "library_path",
+    "library_source", "version", "device_spec", "LibraryNotFoundError",
+    "SIGNATURES", "STRUCTS", "Handle", "CDeviceInfo", "CFaultReport", "CKernelAttributes",
+    "CLaunchConfig", "CTextureDesc", "Texture",
+    "BUF_CPU_CACHED", "BUF_WRITE_COMBINED", "BUF_ZEROED", "BUF_DEVICE_LOCAL", "TIMEOUT_INFINITE",
+    "LAUNCH_COOPERATIVE", "LAUNCH_CONCURRENT", "LAUNCH_SUBMIT", "LIMIT_STACK_SIZE",
+    "LIMIT_MALLOC_HEAP_SIZE", "DEFAULT_TIMEOUT_NS",
+    "Error", "InvalidArgument", "NullPointer", "InvalidHandle", "OutOfMemory", "NotFound",
+    "NotSupported", "Timeout", "DeviceFault", "Os", "InvalidCubin", "InvalidLaunch", "Compile",
+    "LibraryMissing", "UnsupportedDriver", "Internal", "DeviceLost",
+    "TegraGpuError", "InvalidArgumentError", "NullPointerError", "InvalidHandleError",
+    "OutOfMemoryError", "NotFoundError", "NotSupportedError", "DeviceFaultError",
+    "InvalidCubinError", "InvalidLaunchError", "CompileError", "LibraryMissingError",
+    "UnsupportedDriverError", "InternalError", "DeviceLostError", "GpuTimeoutError", "OsError",
+}
+# Importable, not in __all__: public names, earlier private names, private functions tests call.
+NOT_IN_ALL = {
+    "__version__", "ABI_MAJOR", "TEXTURE_LINEAR", "TEXTURE_PITCH2D", "TEXTURE_FORMATS",
+    "ADDRESS_MODES", "TEXTURE_READ_NORMALIZED_FLOAT", "TEXTURE_NORMALIZED_COORDS",
+    "TEXTURE_LINEAR_FILTER", "LogLevel", "LogFn", "set_log_level", "set_log_callback",
+    "missing_functions", "_lib", "_check", "_DeviceInfo", "_FaultReport", "_KernelAttributes",
+    "_LaunchConfig", "_candidates", "_tell_python_site", "_demangle", "_parse_c_decl",
+}
+
+
+def test_public_names():
+    assert set(tg.__all__) == ALL and len(tg.__all__) == len(ALL)
+    for name in ALL | NOT_IN_ALL:
+        assert hasattr(tg, name), name
+    extra = {n for n in dir(tg) if not n.startswith("_")} - ALL - NOT_IN_ALL
+    assert extra <= {"tinygrad_device"}, extra  # the subpackage, once imported
+    # One exception class per tg_status, each with the name of earlier versions.
+    errors = {c.__name__ for c in tg._errors._ERRORS.values()}
+    assert errors == {tg.error_class(s).__name__ for s in tg.Status if s != tg.Status.OK}
+    assert errors | {"Error"} <= ALL
+    assert {n + "Error" for n in errors - {"Timeout", "Os"}} | {"TegraGpuError"} <= ALL
+    # The compatibility aliases are the same objects.
+    assert tg._lib is tg.lib and tg._check is tg.check
+    assert tg._LaunchConfig is tg.CLaunchConfig and tg._DeviceInfo is tg.CDeviceInfo
+    assert tg.missing_functions is tg._library.missing_functions  # one list, filled at load
+    assert tg.set_log_callback is tg._logging.set_log_callback
+
+
+def test_classes_and_functions_are_named_tegragpu_x():
+    import pickle
+    import traceback
+    for name in sorted(ALL | NOT_IN_ALL):
+        obj = getattr(tg, name)
+        if isinstance(obj, type) and obj.__module__.startswith("tegragpu"):
+            assert obj.__module__ == "tegragpu", (name, obj.__module__)
+            assert pickle.loads(pickle.dumps(obj)) is obj, name
+        elif callable(obj) and hasattr(obj, "__code__"):
+            assert obj.__module__ == "tegragpu", (name, obj.__module__)
+    e = tg.InvalidArgument(tg.Status.INVALID_ARGUMENT, "tg_x: bad")
+    assert traceback.format_exception_only(type(e), e) == ["tegragpu.InvalidArgument: tg_x: bad\n"]
+    assert repr(tg.Device) == "<class 'tegragpu.Device'>"
 
 
 def test_closed_objects_raise_invalid_handle(dev):
@@ -387,7 +458,8 @@ def test_bad_tegragpu_library_is_a_clear_error(tmp_path):
     r = _import_in_subprocess(tmp_path, {"TEGRAGPU_LIBRARY": bad})
     assert r.returncode != 0
     assert "ImportError" in r.stderr or "LibraryNotFoundError" in r.stderr
-    assert f"TEGRAGPU_LIBRARY={bad} cannot be loaded (no such file)" in r.stderr
+    assert f"tegragpu.LibraryNotFoundError: TEGRAGPU_LIBRARY={bad} cannot be loaded (no such " \
+        "file)" in r.stderr
     # Not a shared library at all.
     junk = tmp_path / "junk.so"
     junk.write_bytes(b"not an ELF file")

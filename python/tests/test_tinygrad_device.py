@@ -1,5 +1,5 @@
-"""Tests of the tinygrad device TEGRA (tegragpu/tinygrad_device.py), on the emulated Orin unless
-TEGRAGPU_DEVICE names another device.
+"""Tests of the tinygrad device TEGRA (the package tegragpu/tinygrad_device/), on the emulated
+Orin unless TEGRAGPU_DEVICE names another device.
 
 Needs tinygrad 0.14.0 (pip install tinygrad==0.14.0); skipped without it. On the emulated Orin
 tinygrad's own kernels cannot run (the emulator knows only the library's fixture kernels), so
@@ -9,6 +9,7 @@ process: the device refuses work after that fault). Where libnvrtc is needed (ti
 compiler), TEGRAGPU_NVRTC or NVRTC_PATH must name it; without it the error test still expects
 a clear TegraError naming the kernel.
 """
+import ctypes
 import os
 import subprocess
 import sys
@@ -84,6 +85,34 @@ def test_registers(dev):
         assert isinstance(dev.allocator, td.TegraUnifiedAllocator)
 
 
+TD_ALL = {"TegraDevice", "TegraAllocator", "TegraUnifiedAllocator", "TegraProgram", "TegraGraph",
+          "TegraError", "TegraEmulatorWarning", "register", "tinygrad_version",
+          "SUPPORTED_TINYGRAD_VERSION", "DEVICE_NAME", "main"}
+TD_NOT_IN_ALL = {"TegraCUDARenderer", "TegraNVCCRenderer", "TegraPTXRenderer", "TegraMemory",
+                 "cmdbuf_supported", "set_launch_supported", "pytest_report_header", "tg"}
+
+
+def test_public_names():
+    import pickle
+    assert set(td.__all__) == TD_ALL and len(td.__all__) == len(TD_ALL)
+    for name in TD_ALL | TD_NOT_IN_ALL:
+        assert hasattr(td, name), name
+    import types
+    extra = {n for n in dir(td) if not n.startswith("_")} - TD_ALL - TD_NOT_IN_ALL - {"annotations"}
+    assert all(isinstance(getattr(td, n), types.ModuleType) for n in extra), extra  # imports
+    assert td.tg is tg
+    # The package's classes and functions name it as their module (its private modules hold
+    # them); tinygrad pickles the renderers into its compile worker processes.
+    for name in TD_ALL | TD_NOT_IN_ALL:
+        obj = getattr(td, name)
+        if isinstance(obj, type) or (callable(obj) and hasattr(obj, "__code__")):
+            assert obj.__module__ == "tegragpu.tinygrad_device", (name, obj.__module__)
+    for cls in (td.TegraCUDARenderer, td.TegraPTXRenderer, td.TegraNVCCRenderer, td.TegraError):
+        assert pickle.loads(pickle.dumps(cls)) is cls
+    e = pickle.loads(pickle.dumps(td.TegraError("TEGRA: x")))
+    assert type(e) is td.TegraError and str(e) == "TEGRA: x"
+
+
 def test_tensor_round_trip(dev):
     assert Tensor([1, 2, 3], device="TEGRA").numpy().tolist() == [1, 2, 3]
     x = np.random.default_rng(0).standard_normal((37, 129)).astype(np.float32)
@@ -125,7 +154,7 @@ def test_host_and_zeroed_buffers(dev):
 def test_staged_copies_through_the_copy_queue(dev, monkeypatch):
     # The desktop-GPU path (pinned staging buffers + tg_queue_copy on the copy queue), run on
     # this device with a small chunk size: several chunks, both staging buffers.
-    monkeypatch.setattr(td, "_STAGING_CHUNK", 4096)
+    monkeypatch.setattr(td._device, "_STAGING_CHUNK", 4096)
     n = 5 * 4096 + 123
     mem = dev.allocator.alloc(n)
     try:
@@ -420,11 +449,11 @@ def test_long_batch_of_launches(dev, monkeypatch):
     buf = Buffer("TEGRA", 20 * 64, u32).ensure_allocated()
     launches = []
     for k in range(20):
-        pbuf = (td.ctypes.c_ubyte * prg.param_bytes)()
-        cfg = td.tg.CLaunchConfig(struct_size=td.ctypes.sizeof(td.tg.CLaunchConfig))
+        pbuf = (ctypes.c_ubyte * prg.param_bytes)()
+        cfg = td.tg.CLaunchConfig(struct_size=ctypes.sizeof(td.tg.CLaunchConfig))
         td.TegraProgram.set_dims(cfg, (1, 1, 1), (64, 1, 1))
         prg.pack_into(pbuf, [buf._buf.va + 256 * k], (k + 1, 64))
-        launches.append((prg, pbuf, td.ctypes.byref(cfg), cfg))
+        launches.append((prg, pbuf, ctypes.byref(cfg), cfg))
     assert dev._launch_packed([x[:3] for x in launches], False, None) is None
     dev.synchronize()
     assert buf.numpy().reshape(20, 64).tolist() == [[k + 1] * 64 for k in range(20)]

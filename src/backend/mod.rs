@@ -213,9 +213,10 @@ pub trait Backend: Send + Sync {
     fn fault_log(&self) -> Vec<KernelFaultRecord> {
         Vec::new()
     }
-    /// Whether setting up a channel may preempt the device's running work (nvgpu: the whole
-    /// TSG); then queue creation first lets short running work finish (see `create_channel`).
-    fn channel_setup_preempts(&self) -> bool {
+    /// Whether setting up a channel of `engine` now may preempt the device's running work
+    /// (nvgpu: the whole TSG, and only when no channel of the pool is free); then queue creation
+    /// first lets short running work finish (see `create_channel`).
+    fn channel_setup_preempts(&self, _engine: Engine) -> bool {
         false
     }
 }

@@ -781,75 +781,86 @@ fn main() {
     }
 }
 
-/// A JSON string.
-fn json_str(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
-}
-
-/// A JSON number, or `null` for NaN and infinities (JSON has none).
-fn json_num(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x:.4}")
-    } else {
-        "null".into()
-    }
+/// A figure as `--json` gives it: rounded to 4 decimals, `None` (JSON `null`) for NaN and
+/// infinities, which JSON has no numbers for.
+fn json_num(x: f64) -> Option<f64> {
+    x.is_finite().then(|| (x * 1e4).round() / 1e4)
 }
 
 /// The `--json` output (its layout is in `USAGE`): one object with the device, the
-/// configuration and the rows.
+/// configuration and the rows, keys in that order.
+#[derive(serde::Serialize)]
+struct JsonReport<'a> {
+    device: JsonDevice<'a>,
+    config: JsonConfig,
+    rows: Vec<JsonRow>,
+}
+
+#[derive(serde::Serialize)]
+struct JsonDevice<'a> {
+    spec: Option<&'a str>,
+    name: &'a str,
+    sm: String,
+    sm_count: u32,
+    emulated: bool,
+    backend: String,
+    driver: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct JsonConfig {
+    quick: bool,
+    libcuda: bool,
+    version: &'static str,
+}
+
+#[derive(serde::Serialize)]
+struct JsonRow {
+    name: &'static str,
+    unit: &'static str,
+    ours: Option<f64>,
+    libcuda: Option<f64>,
+    ratio: Option<f64>,
+    target: Option<&'static str>,
+    pass: Option<bool>,
+}
+
 fn json_report(
     o: &Opts,
     info: &tegragpu::backend::DeviceInfo,
     libcuda: bool,
     rows: &[Row],
 ) -> String {
-    let device = format!(
-        "{{\"spec\":{},\"name\":{},\"sm\":\"sm_{}{}\",\"sm_count\":{},\"emulated\":{},\"backend\":{},\"driver\":{}}}",
-        o.device.as_deref().map(json_str).unwrap_or("null".into()),
-        json_str(&info.name),
-        info.sm_major,
-        info.sm_minor,
-        info.sm_count,
-        info.emulated,
-        json_str(&format!("{:?}", info.backend)),
-        json_str(&info.driver_version),
-    );
-    let config = format!(
-        "{{\"quick\":{},\"libcuda\":{libcuda},\"version\":{}}}",
-        o.quick,
-        json_str(env!("CARGO_PKG_VERSION"))
-    );
-    let items: Vec<String> = rows
-        .iter()
-        .map(|r| {
-            let ratio = r.cuda.map(|c| r.ours / c);
-            format!(
-                "{{\"name\":{},\"unit\":{},\"ours\":{},\"libcuda\":{},\"ratio\":{},\"target\":{},\"pass\":{}}}",
-                json_str(r.name),
-                json_str(r.unit),
-                json_num(r.ours),
-                r.cuda.map(json_num).unwrap_or("null".into()),
-                ratio.map(json_num).unwrap_or("null".into()),
-                r.target.map(|t| json_str(t.0)).unwrap_or("null".into()),
-                pass(r).map(|p| p.to_string()).unwrap_or("null".into())
-            )
-        })
-        .collect();
-    format!(
-        "{{\"device\":{device},\n \"config\":{config},\n \"rows\":[\n  {}]}}",
-        items.join(",\n  ")
-    )
+    let report = JsonReport {
+        device: JsonDevice {
+            spec: o.device.as_deref(),
+            name: &info.name,
+            sm: format!("sm_{}{}", info.sm_major, info.sm_minor),
+            sm_count: info.sm_count,
+            emulated: info.emulated,
+            backend: format!("{:?}", info.backend),
+            driver: &info.driver_version,
+        },
+        config: JsonConfig {
+            quick: o.quick,
+            libcuda,
+            version: env!("CARGO_PKG_VERSION"),
+        },
+        rows: rows
+            .iter()
+            .map(|r| JsonRow {
+                name: r.name,
+                unit: r.unit,
+                ours: json_num(r.ours),
+                libcuda: r.cuda.and_then(json_num),
+                ratio: r.cuda.and_then(|c| json_num(r.ours / c)),
+                target: r.target.map(|t| t.0),
+                pass: pass(r),
+            })
+            .collect(),
+    };
+    // Strings, numbers and plain structs only: serialising cannot fail.
+    serde_json::to_string_pretty(&report).expect("the --json report serialises")
 }
 
 /// `--record-only N --capi`: the same launches through the C API (`tg_launch`,

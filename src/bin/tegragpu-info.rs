@@ -7,6 +7,10 @@
 //! `TEGRAGPU_LOG=debug` adds the details and the bring-up steps on stderr.
 //! `--abi` prints every ioctl request number and argument-struct size the library uses
 //! (`NAME 0x%08x` / `struct NAME SIZE`).
+//!
+//! `--selftest-competitor MS [DEVICE]` (not in the usage text) is the other process the self-test
+//! starts for its `long_kernel_with_other_process` check: it runs small kernels on the device for
+//! MS milliseconds and prints what it saw (`tegragpu::selftest::run_competitor`).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -72,9 +76,12 @@ Prints what the kernel driver reports about the GPU.
            the argument wins over TEGRAGPU_DEVICE)
   --abi    print every ioctl request number and argument-struct size the library uses
   --selftest     run the self-test on the device (signals, waits, kernels embedded for
-                 sm_87/sm_90/sm_100, copies, fault reporting) and write a report for bug
+                 sm_87/sm_90/sm_100, copies, fault reporting; queues made and destroyed
+                 during a long kernel, the queue limit, a fault on one of several queues, a
+                 long kernel while another process uses the GPU) and write a report for bug
                  reports: device, L4T release, kernel, driver, the bring-up system calls and
-                 each check with PASS/FAIL and its time; exit status 1 if a check failed
+                 each check with PASS/FAIL, its time and what it observed; exit status 1 if
+                 a check failed (it takes about 10 s)
   --report FILE  where --selftest writes its report (default tegragpu-selftest.txt)
   --help, -h     this text
   --version, -V  the library version
@@ -89,6 +96,8 @@ struct Args {
     abi: bool,
     selftest: bool,
     report_path: Option<String>,
+    /// `--selftest-competitor MS`: be the self-test's competing process for MS milliseconds.
+    competitor_ms: Option<u64>,
 }
 
 /// `arg` as it was written, for messages.
@@ -113,6 +122,7 @@ fn parse_args() -> Result<Args, ExitCode> {
         abi: false,
         selftest: false,
         report_path: None,
+        competitor_ms: None,
     };
     let mut parser = lexopt::Parser::from_env();
     loop {
@@ -141,6 +151,19 @@ fn parse_args() -> Result<Args, ExitCode> {
                 return Err(ExitCode::SUCCESS);
             }
             Long("abi") => a.abi = true,
+            Long("selftest-competitor") => {
+                match parser.value().ok().and_then(|v| v.into_string().ok()) {
+                    Some(v) => match v.parse::<u64>() {
+                        Ok(ms) if ms <= 60_000 => a.competitor_ms = Some(ms),
+                        _ => {
+                            return usage_error(format!(
+                                "--selftest-competitor {v:?}: expected milliseconds, at most 60000"
+                            ))
+                        }
+                    },
+                    None => return usage_error("--selftest-competitor needs milliseconds".into()),
+                }
+            }
             Value(ref v) if a.spec.is_none() => {
                 let s = v.to_string_lossy();
                 if is_device_spec(&s) {
@@ -167,6 +190,7 @@ fn main() -> ExitCode {
         abi,
         selftest,
         report_path,
+        competitor_ms,
     } = match parse_args() {
         Ok(a) => a,
         Err(code) => return code,
@@ -176,6 +200,23 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     tegragpu::log::init();
+    if let Some(ms) = competitor_ms {
+        let ok = tegragpu::selftest::run_competitor(
+            spec.as_deref().unwrap_or(""),
+            &embedded_cubin,
+            std::time::Duration::from_millis(ms),
+            &mut |l: &str| {
+                let mut o = std::io::stdout().lock();
+                let _ = writeln!(o, "{l}");
+                let _ = o.flush();
+            },
+        );
+        return if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
     // The argument wins; TEGRAGPU_DEVICE picks the device only when there is none.
     let env = match spec {
         Some(_) => None,
@@ -452,7 +493,21 @@ fn run_selftest(choice: &DeviceChoice, report_path: Option<&str>) -> ExitCode {
         "{}\nrunning the self-test on {spec} ...\n",
         backend_line(choice).trim_end()
     ));
-    let report = tegragpu::selftest::run(Some(&spec), &embedded_cubin);
+    // The other process of the long_kernel_with_other_process check: this program again.
+    let competitor = |spec: &str, window: std::time::Duration| {
+        let exe = std::env::current_exe().unwrap_or_else(|_| "tegragpu-info".into());
+        let mut c = std::process::Command::new(exe);
+        c.arg("--selftest-competitor")
+            .arg(window.as_millis().to_string());
+        if !spec.is_empty() {
+            c.arg(spec);
+        }
+        c
+    };
+    let opts = tegragpu::selftest::Options {
+        competitor: Some(&competitor),
+    };
+    let report = tegragpu::selftest::run_with(Some(&spec), &embedded_cubin, &opts);
     let mut text = report.to_text();
     text.insert_str(
         text.find('\n').map_or(0, |i| i + 1),
@@ -478,26 +533,25 @@ fn run_selftest(choice: &DeviceChoice, report_path: Option<&str>) -> ExitCode {
     }
 }
 
-/// The current UTC time as `YYYY-MM-DD HH:MM:SS UTC`.
+/// The current UTC time as `YYYY-MM-DD HH:MM:SS UTC` (the epoch if the clock cannot be read).
 fn utc_now() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let t = libc::time_t::try_from(secs).unwrap_or(0);
+    // SAFETY: `libc::tm` is plain data (integers, and a pointer for which null is valid).
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid for the call; gmtime_r writes only `tm`.
+    if unsafe { libc::gmtime_r(&t, &mut tm) }.is_null() {
+        return "1970-01-01 00:00:00 UTC".to_string();
+    }
     format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",
+        i64::from(tm.tm_year) + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
     )
 }

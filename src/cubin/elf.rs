@@ -7,34 +7,25 @@ use crate::error::{Error, Result, Status};
 use object::elf;
 use object::LittleEndian as LE;
 
-/// `e_machine` of CUDA objects (EM_CUDA).
-pub const EM_CUDA: u16 = 190;
+pub use object::elf::{
+    EM_CUDA, SHN_ABS, SHN_LORESERVE, SHN_UNDEF, SHT_NOBITS, SHT_NULL, SHT_PROGBITS, SHT_REL,
+    SHT_RELA, SHT_STRTAB, SHT_SYMTAB, STT_FUNC, STT_OBJECT,
+};
+
+// CUDA values that `object::elf` does not define.
+
 /// `EI_OSABI` of old-style (ABI version 7) cubins: SM in `e_flags` bits 7:0.
 pub const ELFOSABI_CUDA: u8 = 0x33;
 /// `EI_OSABI` of new-style (ABI version 8, CUDA ≥ 12.8 for sm_100+) cubins: SM in bits 15:8.
 pub const ELFOSABI_CUDA_V2: u8 = 0x41;
-
-pub const SHT_NULL: u32 = 0;
-pub const SHT_PROGBITS: u32 = 1;
-pub const SHT_SYMTAB: u32 = 2;
-pub const SHT_STRTAB: u32 = 3;
-pub const SHT_RELA: u32 = 4;
-pub const SHT_NOBITS: u32 = 8;
-pub const SHT_REL: u32 = 9;
-/// `SHT_CUDA_INFO` (`.nv.info`, `.nv.info.<fn>`).
-pub const SHT_CUDA_INFO: u32 = 0x7000_0000;
-
-pub const STT_OBJECT: u8 = 1;
-pub const STT_FUNC: u8 = 2;
+/// `SHT_CUDA_INFO` (`.nv.info`, `.nv.info.<fn>`): the first processor-specific section type.
+pub const SHT_CUDA_INFO: u32 = object::elf::SHT_LOPROC;
 /// `st_other` bit marking a kernel entry point (STO_CUDA_ENTRY).
 pub const STO_CUDA_ENTRY: u8 = 0x10;
-pub const SHN_UNDEF: u16 = 0;
-pub const SHN_LORESERVE: u16 = 0xff00;
-pub const SHN_ABS: u16 = 0xfff1;
 
-const EHDR_SIZE: usize = 64;
-const SHDR_SIZE: usize = 64;
-const SYM_SIZE: usize = 24;
+const EHDR_SIZE: usize = std::mem::size_of::<elf::FileHeader64<LE>>();
+const SHDR_SIZE: usize = std::mem::size_of::<elf::SectionHeader64<LE>>();
+const SYM_SIZE: usize = std::mem::size_of::<elf::Sym64<LE>>();
 
 pub(crate) fn bad(msg: impl Into<String>) -> Error {
     Error::new(Status::InvalidCubin, msg)
@@ -133,19 +124,24 @@ impl<'a> Elf<'a> {
                 data.len()
             )));
         }
-        if data[0..4] != [0x7f, b'E', b'L', b'F'] {
+        if !data.starts_with(&elf::ELFMAG) {
             return Err(bad(format!(
                 "not an ELF file: magic {:02x} {:02x} {:02x} {:02x}, expected 7f 45 4c 46",
                 data[0], data[1], data[2], data[3]
             )));
         }
-        if data[4] != 2 {
-            return Err(bad(format!("ELF class {} is not ELFCLASS64 (2)", data[4])));
-        }
-        if data[5] != 1 {
+        if data[4] != elf::ELFCLASS64 {
             return Err(bad(format!(
-                "ELF data encoding {} is not ELFDATA2LSB (1)",
-                data[5]
+                "ELF class {} is not ELFCLASS64 ({})",
+                data[4],
+                elf::ELFCLASS64
+            )));
+        }
+        if data[5] != elf::ELFDATA2LSB {
+            return Err(bad(format!(
+                "ELF data encoding {} is not ELFDATA2LSB ({})",
+                data[5],
+                elf::ELFDATA2LSB
             )));
         }
         // The ELF structures themselves are the `object` crate's (byte order and layout from its

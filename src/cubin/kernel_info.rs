@@ -3,7 +3,7 @@
 
 use super::elf::{bad, Elf, Sym, SHT_CUDA_INFO, SHT_NOBITS, SHT_PROGBITS};
 use super::info::Attr;
-use super::parse::{dims, round_up, ModuleInfo};
+use super::parse::{dims, ModuleInfo};
 use super::relocations::Placed;
 use super::{info, sass, KernelInfo, Module, ParamInfo, MAX_CBANK_BYTES, SHARED_RESERVED_BYTES};
 use crate::error::{Error, Result, Status};
@@ -320,7 +320,7 @@ impl Module {
             }
         }
         let needed = (param_base as u64 + param_bytes as u64).max(cbank0_section);
-        let cbank0 = round_up(needed, 16).unwrap_or(u64::MAX);
+        let cbank0 = needed.checked_next_multiple_of(16).unwrap_or(u64::MAX);
         if cbank0 > MAX_CBANK_BYTES {
             return Err(bad(format!(
                 "kernel {name}: constant bank 0 needs {cbank0:#x} bytes (param base {param_base:#x} + \

@@ -14,10 +14,6 @@ use super::{
 use crate::error::{Error, Result, Status};
 use std::collections::HashMap;
 
-pub(super) fn round_up(v: u64, align: u64) -> Option<u64> {
-    v.checked_add(align - 1).map(|x| x / align * align)
-}
-
 /// Decode the SM version from the ELF header (§6.1).
 fn sm_of(h: &elf::Header) -> Result<(u32, u32)> {
     let sm = match h.osabi {
@@ -131,16 +127,17 @@ impl Module {
                 sm.0, sm.1, device_sm.0, device_sm.1
             )));
         }
-        if elf.header.e_type != 2 {
+        if elf.header.e_type != object::elf::ET_EXEC {
             return Err(Error::new(
-                if elf.header.e_type == 1 {
+                if elf.header.e_type == object::elf::ET_REL {
                     Status::NotSupported
                 } else {
                     Status::InvalidCubin
                 },
                 format!(
-                    "e_type {} is not ET_EXEC (2); only final (linked) cubins can be loaded",
-                    elf.header.e_type
+                    "e_type {} is not ET_EXEC ({}); only final (linked) cubins can be loaded",
+                    elf.header.e_type,
+                    object::elf::ET_EXEC
                 ),
             ));
         }
@@ -236,7 +233,9 @@ impl Module {
                 a.max(IMAGE_ALIGN)
             };
             base_alignment = base_alignment.max(align);
-            let offset = round_up(end, align).ok_or_else(|| bad("image size overflows"))?;
+            let offset = end
+                .checked_next_multiple_of(align)
+                .ok_or_else(|| bad("image size overflows"))?;
             end = offset
                 .checked_add(s.sh_size)
                 .ok_or_else(|| bad("image size overflows"))?;
@@ -255,7 +254,8 @@ impl Module {
                 size: s.sh_size,
             });
         }
-        let total = round_up(end, IMAGE_ALIGN)
+        let total = end
+            .checked_next_multiple_of(IMAGE_ALIGN)
             .and_then(|e| e.checked_add(IMAGE_SLACK))
             .ok_or_else(|| bad("image size overflows"))?;
         let mut image = vec![0u8; total as usize];

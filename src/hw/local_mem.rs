@@ -15,14 +15,12 @@ pub const BYTES_PER_TPC_ALIGN: u64 = 0x8000;
 /// Alignment of the whole backing store.
 pub const BACKING_ALIGN: u64 = 0x20000;
 
-fn round_up(v: u64, a: u64) -> Option<u64> {
-    v.checked_add(a - 1).map(|x| x & !(a - 1))
-}
-
 /// Per-thread local memory for a kernel whose EIATTR_MIN_STACK_SIZE is `min_stack`:
 /// `round_up(min_stack + 0x240, 32)`. This is the QMD SHADER_LOCAL_MEMORY_HIGH_SIZE value.
 pub fn lm_per_thread(min_stack: u32) -> Result<u32> {
-    let v = round_up(u64::from(min_stack) + u64::from(LOCAL_MEM_RESERVED), 32).unwrap_or(u64::MAX);
+    let v = (u64::from(min_stack) + u64::from(LOCAL_MEM_RESERVED))
+        .checked_next_multiple_of(32)
+        .unwrap_or(u64::MAX);
     if v > u64::from(MAX_LM_PER_THREAD) {
         return Err(Error::new(
             crate::Status::InvalidLaunch,
@@ -45,7 +43,7 @@ pub fn bytes_per_tpc(lm_per_thread: u32, max_warps_per_sm: u32, sms_per_tpc: u32
     let v = bytes_per_warp(lm_per_thread)
         .checked_mul(u64::from(max_warps_per_sm))
         .and_then(|v| v.checked_mul(u64::from(sms_per_tpc)))
-        .and_then(|v| round_up(v, BYTES_PER_TPC_ALIGN));
+        .and_then(|v| v.checked_next_multiple_of(BYTES_PER_TPC_ALIGN));
     match v {
         Some(v) if v < (1 << 40) => Ok(v),
         _ => Err(Error::invalid(format!(
@@ -61,7 +59,7 @@ pub fn backing_size(bytes_per_tpc: u64, max_tpc_per_gpc: u32, num_gpcs: u32) -> 
     bytes_per_tpc
         .checked_mul(u64::from(max_tpc_per_gpc))
         .and_then(|v| v.checked_mul(u64::from(num_gpcs)))
-        .and_then(|v| round_up(v, BACKING_ALIGN))
+        .and_then(|v| v.checked_next_multiple_of(BACKING_ALIGN))
         .ok_or_else(|| {
             Error::invalid(format!(
                 "hw::local_mem::backing_size(bytes_per_tpc={bytes_per_tpc:#x}, max_tpc_per_gpc={max_tpc_per_gpc}, \

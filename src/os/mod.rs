@@ -275,7 +275,7 @@ impl IoctlTrace {
         let res = match result {
             Ok(0) => "ok".to_string(),
             Ok(v) => format!("ok = {v}"),
-            Err(e) => crate::error::errno_name(*e).to_string(),
+            Err(e) => crate::error::errno_name(*e),
         };
         let st = status
             .and_then(|f| f())

@@ -247,8 +247,10 @@ impl Backend for NvgpuBackend {
         self.dev.sys.fault_log()
     }
 
-    fn channel_setup_preempts(&self) -> bool {
-        true
+    fn channel_setup_preempts(&self, engine: Engine) -> bool {
+        // A free channel of the pool is handed out with no ioctl; only a new one runs
+        // ALLOC_OBJ_CTX, which disables and preempts the TSG (backend::pool).
+        self.pool.free_count(engine) == 0
     }
 }
 

@@ -167,7 +167,7 @@ impl RmChannel {
             .ok_or_else(|| Error::new(crate::error::Status::Internal, "no classes"))?;
         // Ring, then USERD 512-aligned right after it.
         let ring_bytes = entries as u64 * 8;
-        let userd_off = (ring_bytes + USERD_SIZE - 1) & !(USERD_SIZE - 1);
+        let userd_off = ring_bytes.next_multiple_of(USERD_SIZE);
         let total = userd_off + USERD_SIZE;
         let ring = inner.alloc_vidmem(total, true, true, bar1_kib)?;
         // SAFETY: ring.cpu..+ring.size is the CPU mapping just made; nothing else uses it yet.

@@ -65,10 +65,6 @@ fn window_alloc(size: u64, align: u64) -> Result<u64> {
     })
 }
 
-fn round_up(x: u64, a: u64) -> Option<u64> {
-    Some(x.checked_add(a - 1)? & !(a - 1))
-}
-
 impl Inner {
     pub(super) fn uvm_map(&self, va: u64, size: u64, handle: u32) -> Result<()> {
         let t = timing_start();
@@ -222,7 +218,8 @@ impl Inner {
         } else {
             PAGE_4K
         };
-        let size = round_up(size, page)
+        let size = size
+            .checked_next_multiple_of(page)
             .ok_or_else(|| Error::invalid(format!("allocation size {size:#x} overflows")))?;
         let mut rec = MemRecord::new(MemKind::Vidmem);
         let res = (|| -> Result<()> {
@@ -318,7 +315,8 @@ impl Inner {
     /// Host pages, pinned through an OS descriptor and UVM-mapped at their GPU address (the CPU
     /// mapping at the same address where the process has room).
     pub(super) fn alloc_host(&self, size: u64) -> Result<MemRecord> {
-        let size = round_up(size, PAGE_4K)
+        let size = size
+            .checked_next_multiple_of(PAGE_4K)
             .ok_or_else(|| Error::invalid(format!("allocation size {size:#x} overflows")))?;
         let align = if size >= HUGE_PAGE_THRESHOLD {
             PAGE_2M

@@ -338,7 +338,7 @@ impl Backend for RmBackend {
         )?))
     }
 
-    fn channel_setup_preempts(&self) -> bool {
+    fn channel_setup_preempts(&self, _engine: Engine) -> bool {
         true
     }
 

@@ -69,7 +69,7 @@ impl VaAllocator {
         }
         let mut pick = None;
         for (&start, &len) in &self.free {
-            let aligned = start.checked_add(align - 1)? & !(align - 1);
+            let aligned = start.checked_next_multiple_of(align)?;
             let end = start + len;
             if aligned.checked_add(size).is_some_and(|e| e <= end) {
                 pick = Some((start, len, aligned));

@@ -305,7 +305,7 @@ impl Queue {
         // channel setup preempts running work needs to know (nvgpu, see
         // backend::pool). Work that ends soon (a queue's set-up, short kernels) is
         // waited for first, a little.
-        let idle = if dev.backend().channel_setup_preempts() {
+        let idle = if dev.backend().channel_setup_preempts(engine) {
             let f = fence_now_submitted(dev);
             let deadline = std::time::Instant::now() + CHANNEL_SETUP_IDLE_WAIT;
             loop {

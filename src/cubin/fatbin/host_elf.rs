@@ -2,18 +2,19 @@
 
 use super::{bad, rd_u16, rd_u32, rd_u64, NV_FATBIN_SECTION, NV_RELFATBIN_SECTION};
 use crate::error::{Error, Result, Status};
+use object::elf::{ELFCLASS64, ELFDATA2LSB, ELFMAG, SHF_COMPRESSED, SHN_XINDEX, SHT_NOBITS};
 
 /// The contents of the `.nv_fatbin` section of a host ELF file (ELF64, little endian: x86-64,
 /// aarch64). Errors: [`Status::InvalidCubin`] for a malformed ELF or one without CUDA code;
 /// [`Status::NotSupported`] for ELF32/big-endian files and `-rdc` objects (`__nv_relfatbin`).
 pub fn nv_fatbin_section(elf: &[u8]) -> Result<&[u8]> {
-    if elf.len() < 64 || elf[..4] != [0x7f, b'E', b'L', b'F'] {
+    if elf.len() < 64 || !elf.starts_with(&ELFMAG) {
         return Err(bad(format!(
             "not an ELF64 file ({} bytes, or no ELF magic)",
             elf.len()
         )));
     }
-    if elf[4] != 2 || elf[5] != 1 {
+    if elf[4] != ELFCLASS64 || elf[5] != ELFDATA2LSB {
         return Err(Error::new(
             Status::NotSupported,
             format!(
@@ -55,14 +56,14 @@ pub fn nv_fatbin_section(elf: &[u8]) -> Result<&[u8]> {
     if shnum == 0 {
         shnum = rd_u64(shdr(0)?, 32).unwrap_or(0);
     }
-    if shstrndx == 0xffff {
+    if shstrndx == u64::from(SHN_XINDEX) {
         shstrndx = rd_u32(shdr(0)?, 40).unwrap_or(0) as u64;
     }
     let contents = |i: u64| -> Result<&[u8]> {
         let h = shdr(i)?;
         let ty = rd_u32(h, 4).unwrap_or(0);
-        if ty == 8 {
-            return Ok(&[]); // SHT_NOBITS
+        if ty == SHT_NOBITS {
+            return Ok(&[]);
         }
         let off = rd_u64(h, 24).unwrap_or(0);
         let size = rd_u64(h, 32).unwrap_or(0);
@@ -93,7 +94,7 @@ pub fn nv_fatbin_section(elf: &[u8]) -> Result<&[u8]> {
             .unwrap_or(&[]);
         if name == NV_FATBIN_SECTION.as_bytes() {
             let c = contents(i)?;
-            if rd_u64(h, 8).unwrap_or(0) & 0x800 != 0 {
+            if rd_u64(h, 8).unwrap_or(0) & u64::from(SHF_COMPRESSED) != 0 {
                 return Err(Error::new(
                     Status::NotSupported,
                     "host ELF: the .nv_fatbin section is compressed (SHF_COMPRESSED)",

@@ -1,6 +1,7 @@
 //! What a buffer given to a module loader holds: fatbinary, cubin, PTX or host ELF.
 
 use super::{rd_u16, rd_u32, FATBIN_MAGIC, WRAPPER_MAGIC};
+use object::elf::{ELFMAG, EM_AARCH64, EM_X86_64};
 
 /// What a buffer given to a module loader holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -23,11 +24,11 @@ pub enum InputKind {
 /// PTX is recognised as UTF-8 text (up to the first NUL) whose first token after whitespace
 /// and comments is the `.version` directive and which has a `.target` directive.
 pub fn kind_of(bytes: &[u8]) -> InputKind {
-    if bytes.len() >= 4 && bytes[..4] == [0x7f, b'E', b'L', b'F'] {
+    if bytes.starts_with(&ELFMAG) {
         return match rd_u16(bytes, 18) {
             // x86-64 and aarch64 hosts carry fatbins in .nv_fatbin; anything else that is not
             // a CUDA ELF goes to the cubin parser, which names what is wrong with it.
-            Some(62) | Some(183) => InputKind::HostElf,
+            Some(EM_X86_64) | Some(EM_AARCH64) => InputKind::HostElf,
             Some(_) => InputKind::Cubin,
             None => InputKind::Unknown,
         };

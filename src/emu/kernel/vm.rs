@@ -70,10 +70,6 @@ pub(crate) struct Vm {
     _live: LiveToken,
 }
 
-fn round_up(v: u64, a: u64) -> Option<u64> {
-    v.checked_add(a - 1).map(|x| x & !(a - 1))
-}
-
 impl VmInner {
     fn retire(&mut self, buf: Arc<DmaBuf>) {
         if self.attached > 0 {
@@ -196,7 +192,9 @@ impl Vm {
             return Err(libc::EINVAL);
         }
         let map_size = if a.mapping_size != 0 {
-            round_up(a.mapping_size, BLOCK).ok_or(libc::EINVAL)?
+            a.mapping_size
+                .checked_next_multiple_of(BLOCK)
+                .ok_or(libc::EINVAL)?
         } else {
             buf.size - a.buffer_offset
         };

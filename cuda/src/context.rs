@@ -1,0 +1,472 @@
+//! Contexts: the primary context of each device (retained and released, reference counted),
+//! created contexts, and the per-thread context stack (`cuCtxPushCurrent` / `PopCurrent` /
+//! `SetCurrent` / `GetCurrent`).
+//!
+//! A context's memory stays allocated for the life of the process (a destroyed context's handle
+//! answers `CUDA_ERROR_INVALID_CONTEXT`, never a read of freed memory); its streams and queues
+//! are released when it is destroyed.
+
+use crate::device::{check_init, dev, out, Dev};
+use crate::error::{fail, guard, invalid, Fail, R};
+use crate::stream::Stream;
+use crate::types::*;
+use parking_lot::Mutex;
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use tegragpu::core;
+
+const MAGIC: u64 = 0x7467_6375_6374_7821;
+
+pub struct Context {
+    magic: u64,
+    pub dev: &'static Dev,
+    pub core: core::Device,
+    pub flags: AtomicU32,
+    pub primary: bool,
+    pub destroyed: AtomicBool,
+    /// The legacy default stream (created on first use).
+    pub legacy: Mutex<Option<&'static Stream>>,
+    /// Blocking streams other than the legacy one (user streams without
+    /// `CU_STREAM_NON_BLOCKING`, per-thread default streams): the legacy stream orders with them.
+    pub blocking: Mutex<Vec<&'static Stream>>,
+    pub n_blocking: AtomicUsize,
+    /// Every stream of the context (for `cuCtxSynchronize`).
+    pub streams: Mutex<Vec<&'static Stream>>,
+}
+
+impl Context {
+    fn new(d: &'static Dev, flags: u32, primary: bool) -> R<&'static Context> {
+        let core = d.core()?.clone();
+        let c: &'static Context = Box::leak(Box::new(Context {
+            magic: MAGIC,
+            dev: d,
+            core,
+            flags: AtomicU32::new(flags),
+            primary,
+            destroyed: AtomicBool::new(false),
+            legacy: Mutex::new(None),
+            blocking: Mutex::new(Vec::new()),
+            n_blocking: AtomicUsize::new(0),
+            streams: Mutex::new(Vec::new()),
+        }));
+        // The legacy stream's queue now, while the device is likely idle (some backends make
+        // channels only then); if that fails it is made at first use.
+        let _ = c.legacy_stream();
+        Ok(c)
+    }
+
+    pub fn handle(&'static self) -> *mut c_void {
+        self as *const Context as *mut c_void
+    }
+
+    /// The legacy default stream.
+    pub fn legacy_stream(&'static self) -> R<&'static Stream> {
+        let mut g = self.legacy.lock();
+        if let Some(s) = *g {
+            return Ok(s);
+        }
+        let s = Stream::create(self, crate::stream::Kind::Legacy, 0, 0)?;
+        *g = Some(s);
+        Ok(s)
+    }
+
+    /// Wait for all work of the context.
+    pub fn synchronize(&'static self) -> R {
+        let streams: Vec<&'static Stream> = self.streams.lock().clone();
+        for s in streams {
+            s.synchronize()?;
+        }
+        Ok(())
+    }
+
+    /// Release the context's streams (destroy).
+    fn teardown(&'static self) {
+        self.destroyed.store(true, Ordering::Release);
+        let _ = self.synchronize();
+        let streams: Vec<&'static Stream> = std::mem::take(&mut *self.streams.lock());
+        self.blocking.lock().clear();
+        self.n_blocking.store(0, Ordering::Release);
+        *self.legacy.lock() = None;
+        for s in streams {
+            s.release_queue();
+        }
+    }
+}
+
+/// The context behind a handle.
+pub unsafe fn ctx_ref(h: *mut c_void) -> R<&'static Context> {
+    let c = (h as *const Context)
+        .as_ref()
+        .ok_or_else(|| fail(CUDA_ERROR_INVALID_CONTEXT, "the context handle is NULL"))?;
+    if c.magic != MAGIC {
+        return Err(fail(
+            CUDA_ERROR_INVALID_CONTEXT,
+            format!("{h:?} is not a context"),
+        ));
+    }
+    if c.destroyed.load(Ordering::Acquire) {
+        return Err(fail(
+            CUDA_ERROR_CONTEXT_IS_DESTROYED,
+            format!("context {h:?} was destroyed"),
+        ));
+    }
+    Ok(c)
+}
+
+thread_local! {
+    static STACK: RefCell<Vec<&'static Context>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The calling thread's current context.
+#[inline]
+pub fn current() -> R<&'static Context> {
+    check_init()?;
+    match STACK.with(|s| s.borrow().last().copied()) {
+        Some(c) if !c.destroyed.load(Ordering::Relaxed) => Ok(c),
+        Some(_) => Err(Fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, None)),
+        None => Err(fail(
+            CUDA_ERROR_INVALID_CONTEXT,
+            "no context is current on this thread",
+        )),
+    }
+}
+
+fn push(c: &'static Context) {
+    STACK.with(|s| s.borrow_mut().push(c));
+}
+
+unsafe fn create(pctx: *mut *mut c_void, flags: u32, device: CUdevice) -> R {
+    let p = out(pctx, "pctx")?;
+    let d = dev(device)?;
+    let c = Context::new(d, flags, false)?;
+    push(c);
+    *p = c.handle();
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxCreate(
+    pctx: *mut *mut c_void,
+    flags: u32,
+    device: CUdevice,
+) -> CUresult {
+    guard("cuCtxCreate", || create(pctx, flags, device))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxCreate_v2(
+    pctx: *mut *mut c_void,
+    flags: u32,
+    device: CUdevice,
+) -> CUresult {
+    guard("cuCtxCreate_v2", || create(pctx, flags, device))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxCreate_v3(
+    pctx: *mut *mut c_void,
+    params: *mut c_void,
+    num_params: i32,
+    flags: u32,
+    device: CUdevice,
+) -> CUresult {
+    guard("cuCtxCreate_v3", || {
+        if num_params > 0 || !params.is_null() {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                "execution affinity parameters are not supported",
+            ));
+        }
+        create(pctx, flags, device)
+    })
+}
+
+/// `CUctxCreateParams`.
+#[repr(C)]
+pub struct CtxCreateParams {
+    exec_affinity: *mut c_void,
+    num_exec_affinity: i32,
+    cig: *mut c_void,
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxCreate_v4(
+    pctx: *mut *mut c_void,
+    params: *mut CtxCreateParams,
+    flags: u32,
+    device: CUdevice,
+) -> CUresult {
+    guard("cuCtxCreate_v4", || {
+        if let Some(p) = params.as_ref() {
+            if p.num_exec_affinity > 0 || !p.exec_affinity.is_null() || !p.cig.is_null() {
+                return Err(fail(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    "execution affinity and CIG parameters are not supported",
+                ));
+            }
+        }
+        create(pctx, flags, device)
+    })
+}
+
+unsafe fn destroy(h: *mut c_void) -> R {
+    let c = ctx_ref(h)?;
+    if c.primary {
+        return Err(invalid(
+            "the primary context is released with cuDevicePrimaryCtxRelease, not destroyed",
+        ));
+    }
+    STACK.with(|s| s.borrow_mut().retain(|x| !std::ptr::eq(*x, c)));
+    c.teardown();
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxDestroy(ctx: *mut c_void) -> CUresult {
+    guard("cuCtxDestroy", || destroy(ctx))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxDestroy_v2(ctx: *mut c_void) -> CUresult {
+    guard("cuCtxDestroy_v2", || destroy(ctx))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxSetCurrent(ctx: *mut c_void) -> CUresult {
+    guard("cuCtxSetCurrent", || {
+        check_init()?;
+        let c = if ctx.is_null() {
+            None
+        } else {
+            Some(ctx_ref(ctx)?)
+        };
+        STACK.with(|s| {
+            let mut s = s.borrow_mut();
+            s.pop();
+            if let Some(c) = c {
+                s.push(c);
+            }
+        });
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxGetCurrent(pctx: *mut *mut c_void) -> CUresult {
+    guard("cuCtxGetCurrent", || {
+        let p = out(pctx, "pctx")?;
+        check_init()?;
+        *p = STACK
+            .with(|s| s.borrow().last().map(|c| c.handle()))
+            .unwrap_or(std::ptr::null_mut());
+        Ok(())
+    })
+}
+
+unsafe fn push_current(ctx: *mut c_void) -> R {
+    check_init()?;
+    push(ctx_ref(ctx)?);
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxPushCurrent(ctx: *mut c_void) -> CUresult {
+    guard("cuCtxPushCurrent", || push_current(ctx))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxPushCurrent_v2(ctx: *mut c_void) -> CUresult {
+    guard("cuCtxPushCurrent_v2", || push_current(ctx))
+}
+
+unsafe fn pop_current(pctx: *mut *mut c_void) -> R {
+    check_init()?;
+    let c = STACK
+        .with(|s| s.borrow_mut().pop())
+        .ok_or_else(|| fail(CUDA_ERROR_INVALID_CONTEXT, "the context stack is empty"))?;
+    if let Some(p) = pctx.as_mut() {
+        *p = c.handle();
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxPopCurrent(pctx: *mut *mut c_void) -> CUresult {
+    guard("cuCtxPopCurrent", || pop_current(pctx))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxPopCurrent_v2(pctx: *mut *mut c_void) -> CUresult {
+    guard("cuCtxPopCurrent_v2", || pop_current(pctx))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxGetDevice(device: *mut CUdevice) -> CUresult {
+    guard("cuCtxGetDevice", || {
+        let d = out(device, "device")?;
+        *d = current()?.dev.ordinal;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxGetFlags(flags: *mut u32) -> CUresult {
+    guard("cuCtxGetFlags", || {
+        let f = out(flags, "flags")?;
+        *f = current()?.flags.load(Ordering::Relaxed);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxSynchronize() -> CUresult {
+    guard("cuCtxSynchronize", || current()?.synchronize())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxGetApiVersion(ctx: *mut c_void, version: *mut u32) -> CUresult {
+    guard("cuCtxGetApiVersion", || {
+        let v = out(version, "version")?;
+        if ctx.is_null() {
+            current()?;
+        } else {
+            ctx_ref(ctx)?;
+        }
+        *v = 3020;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxEnablePeerAccess(_peer: *mut c_void, _flags: u32) -> CUresult {
+    guard("cuCtxEnablePeerAccess", || {
+        current()?;
+        Err(fail(
+            CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
+            "peer access between devices is not supported",
+        ))
+    })
+}
+
+// --- Primary contexts ---------------------------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(
+    pctx: *mut *mut c_void,
+    device: CUdevice,
+) -> CUresult {
+    guard("cuDevicePrimaryCtxRetain", || {
+        let p = out(pctx, "pctx")?;
+        let d = dev(device)?;
+        let mut g = d.primary.lock();
+        let c = match g.0 {
+            Some(c) if !c.destroyed.load(Ordering::Acquire) => c,
+            _ => {
+                let c = Context::new(d, d.primary_flags.load(Ordering::Relaxed), true)?;
+                g.0 = Some(c);
+                c
+            }
+        };
+        g.1 += 1;
+        *p = c.handle();
+        Ok(())
+    })
+}
+
+unsafe fn primary_release(device: CUdevice) -> R {
+    let d = dev(device)?;
+    let mut g = d.primary.lock();
+    if g.1 == 0 {
+        return Err(fail(
+            CUDA_ERROR_INVALID_CONTEXT,
+            "the primary context is not retained",
+        ));
+    }
+    g.1 -= 1;
+    if g.1 == 0 {
+        if let Some(c) = g.0.take() {
+            STACK.with(|s| s.borrow_mut().retain(|x| !std::ptr::eq(*x, c)));
+            c.teardown();
+        }
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDevicePrimaryCtxRelease(device: CUdevice) -> CUresult {
+    guard("cuDevicePrimaryCtxRelease", || primary_release(device))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDevicePrimaryCtxRelease_v2(device: CUdevice) -> CUresult {
+    guard("cuDevicePrimaryCtxRelease_v2", || primary_release(device))
+}
+
+unsafe fn primary_reset(device: CUdevice) -> R {
+    let d = dev(device)?;
+    let mut g = d.primary.lock();
+    if let Some(c) = g.0.take() {
+        STACK.with(|s| s.borrow_mut().retain(|x| !std::ptr::eq(*x, c)));
+        c.teardown();
+    }
+    g.1 = 0;
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDevicePrimaryCtxReset(device: CUdevice) -> CUresult {
+    guard("cuDevicePrimaryCtxReset", || primary_reset(device))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDevicePrimaryCtxReset_v2(device: CUdevice) -> CUresult {
+    guard("cuDevicePrimaryCtxReset_v2", || primary_reset(device))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDevicePrimaryCtxGetState(
+    device: CUdevice,
+    flags: *mut u32,
+    active: *mut i32,
+) -> CUresult {
+    guard("cuDevicePrimaryCtxGetState", || {
+        let (f, a) = (out(flags, "flags")?, out(active, "active")?);
+        let d = dev(device)?;
+        let g = d.primary.lock();
+        *f = d.primary_flags.load(Ordering::Relaxed);
+        *a = (g.1 > 0) as i32;
+        Ok(())
+    })
+}
+
+unsafe fn primary_set_flags(device: CUdevice, flags: u32) -> R {
+    let d = dev(device)?;
+    if flags & !0x3f != 0 {
+        return Err(invalid(format!("flags {flags:#x}")));
+    }
+    d.primary_flags.store(flags, Ordering::Relaxed);
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDevicePrimaryCtxSetFlags(device: CUdevice, flags: u32) -> CUresult {
+    guard("cuDevicePrimaryCtxSetFlags", || {
+        primary_set_flags(device, flags)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDevicePrimaryCtxSetFlags_v2(device: CUdevice, flags: u32) -> CUresult {
+    guard("cuDevicePrimaryCtxSetFlags_v2", || {
+        primary_set_flags(device, flags)
+    })
+}
+
+/// For `cuMemGetInfo` and friends: check a context is current and return its device.
+pub fn current_device() -> R<&'static core::Device> {
+    Ok(&current()?.core)
+}
+
+#[allow(dead_code)]
+fn _unused(_: Fail) {}

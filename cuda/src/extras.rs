@@ -1,0 +1,385 @@
+//! Context limits, `cuLaunchKernelEx` and cooperative launches, host functions on streams and
+//! `cuOccupancyMaxPotentialBlockSize`.
+
+use crate::context::current;
+use crate::device::out;
+use crate::error::{fail, guard, invalid, Fail, R};
+use crate::stream::{launch_cfg, stream_of, WAIT_NS};
+use crate::types::*;
+use parking_lot::Mutex;
+use std::ffi::c_void;
+use tegragpu::core::LaunchConfig;
+
+const CU_LIMIT_STACK_SIZE: i32 = 0;
+const CU_LIMIT_PRINTF_FIFO_SIZE: i32 = 1;
+const CU_LIMIT_MALLOC_HEAP_SIZE: i32 = 2;
+const CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH: i32 = 3;
+const CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT: i32 = 4;
+const CU_LIMIT_MAX_L2_FETCH_GRANULARITY: i32 = 5;
+const CU_LIMIT_PERSISTING_L2_CACHE_SIZE: i32 = 6;
+
+/// Limits kept per process for what libtegragpu does not use (printf FIFO, L2 hints).
+static SOFT_LIMITS: Mutex<[usize; 7]> = Mutex::new([0, 1 << 20, 0, 2, 2048, 64, 0]);
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxGetLimit(value: *mut usize, limit: i32) -> CUresult {
+    guard("cuCtxGetLimit", || {
+        let v = out(value, "pvalue")?;
+        let c = current()?;
+        *v = match limit {
+            CU_LIMIT_STACK_SIZE => c.core.stack_limit() as usize,
+            CU_LIMIT_MALLOC_HEAP_SIZE => c.core.malloc_heap_size() as usize,
+            CU_LIMIT_PRINTF_FIFO_SIZE
+            | CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH
+            | CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT
+            | CU_LIMIT_MAX_L2_FETCH_GRANULARITY
+            | CU_LIMIT_PERSISTING_L2_CACHE_SIZE => SOFT_LIMITS.lock()[limit as usize],
+            _ => return Err(fail(CUDA_ERROR_NOT_SUPPORTED, format!("limit {limit}"))),
+        };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxSetLimit(limit: i32, value: usize) -> CUresult {
+    guard("cuCtxSetLimit", || {
+        let c = current()?;
+        match limit {
+            CU_LIMIT_STACK_SIZE => c.core.set_stack_limit(value as u64)?,
+            CU_LIMIT_MALLOC_HEAP_SIZE => c.core.set_malloc_heap_size(value as u64)?,
+            CU_LIMIT_PRINTF_FIFO_SIZE
+            | CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH
+            | CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT
+            | CU_LIMIT_PERSISTING_L2_CACHE_SIZE => SOFT_LIMITS.lock()[limit as usize] = value,
+            CU_LIMIT_MAX_L2_FETCH_GRANULARITY => {
+                if !matches!(value, 0 | 32 | 64 | 128) {
+                    return Err(invalid(format!(
+                        "L2 fetch granularity {value}: 0, 32, 64 or 128"
+                    )));
+                }
+                SOFT_LIMITS.lock()[limit as usize] = value
+            }
+            _ => return Err(fail(CUDA_ERROR_NOT_SUPPORTED, format!("limit {limit}"))),
+        }
+        Ok(())
+    })
+}
+
+/// `CUlaunchAttribute`: an id, padding, a 64-byte value.
+#[repr(C)]
+pub struct LaunchAttribute {
+    id: u32,
+    pad: u32,
+    value: [u32; 16],
+}
+
+/// `CUlaunchConfig`.
+#[repr(C)]
+pub struct LaunchConfigC {
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    stream: *mut c_void,
+    attrs: *const LaunchAttribute,
+    num_attrs: u32,
+}
+
+unsafe fn launch_ex(
+    c: *const LaunchConfigC,
+    f: *mut c_void,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    ptds: bool,
+) -> R {
+    let c = c.as_ref().ok_or_else(|| invalid("config is NULL"))?;
+    let mut cfg = LaunchConfig {
+        grid: c.grid,
+        block: c.block,
+        dynamic_shared_bytes: c.shared,
+        cooperative: false,
+        concurrent: false,
+        cluster: [0; 3],
+    };
+    if c.num_attrs > 0 && c.attrs.is_null() {
+        return Err(invalid("attrs is NULL with numAttrs > 0"));
+    }
+    for i in 0..c.num_attrs as usize {
+        let a = &*c.attrs.add(i);
+        match a.id {
+            0 => {}
+            // COOPERATIVE
+            2 => cfg.cooperative = a.value[0] != 0,
+            // CLUSTER_DIMENSION
+            4 => cfg.cluster = [a.value[0], a.value[1], a.value[2]],
+            // PRIORITY, MEM_SYNC_DOMAIN(_MAP), PREFERRED_SHARED_MEMORY_CARVEOUT: hints.
+            8 | 9 | 10 | 14 => {}
+            id => {
+                return Err(fail(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    format!("launch attribute {id} is not supported"),
+                ))
+            }
+        }
+    }
+    launch_cfg(f, &cfg, c.stream, params, extra, ptds)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuLaunchKernelEx(
+    c: *const LaunchConfigC,
+    f: *mut c_void,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    guard("cuLaunchKernelEx", || launch_ex(c, f, params, extra, false))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuLaunchKernelEx_ptsz(
+    c: *const LaunchConfigC,
+    f: *mut c_void,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    guard("cuLaunchKernelEx_ptsz", || {
+        launch_ex(c, f, params, extra, true)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn cooperative(
+    f: *mut c_void,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    h: *mut c_void,
+    params: *mut *mut c_void,
+    ptds: bool,
+) -> R {
+    let cfg = LaunchConfig {
+        grid,
+        block,
+        dynamic_shared_bytes: shared,
+        cooperative: true,
+        concurrent: false,
+        cluster: [0; 3],
+    };
+    launch_cfg(f, &cfg, h, params, std::ptr::null_mut(), ptds)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuLaunchCooperativeKernel(
+    f: *mut c_void,
+    gx: u32,
+    gy: u32,
+    gz: u32,
+    bx: u32,
+    by: u32,
+    bz: u32,
+    shared: u32,
+    h: *mut c_void,
+    params: *mut *mut c_void,
+) -> CUresult {
+    guard("cuLaunchCooperativeKernel", || {
+        cooperative(f, [gx, gy, gz], [bx, by, bz], shared, h, params, false)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuLaunchCooperativeKernel_ptsz(
+    f: *mut c_void,
+    gx: u32,
+    gy: u32,
+    gz: u32,
+    bx: u32,
+    by: u32,
+    bz: u32,
+    shared: u32,
+    h: *mut c_void,
+    params: *mut *mut c_void,
+) -> CUresult {
+    guard("cuLaunchCooperativeKernel_ptsz", || {
+        cooperative(f, [gx, gy, gz], [bx, by, bz], shared, h, params, true)
+    })
+}
+
+/// Run `call` on a host thread once the stream's earlier work is complete; the stream's later
+/// work waits until it returns.
+unsafe fn host_call(h: *mut c_void, ptds: bool, call: Box<dyn FnOnce(*mut c_void) + Send>) -> R {
+    let s = stream_of(h, ptds)?;
+    let dev = &s.ctx.core;
+    let reached = dev.create_signal(0)?;
+    let done = dev.create_signal(0)?;
+    s.record(|q| {
+        q.signal(&reached, 1)?;
+        q.wait(&done, 1)
+    })?;
+    let handle = s.handle() as usize;
+    std::thread::Builder::new()
+        .name("cuda-host-fn".into())
+        .spawn(move || {
+            let _ = reached.wait(1, WAIT_NS);
+            call(handle as *mut c_void);
+            done.set(1);
+        })
+        .map_err(|e| {
+            fail(
+                CUDA_ERROR_OUT_OF_MEMORY,
+                format!("starting the host-function thread: {e}"),
+            )
+        })?;
+    Ok(())
+}
+
+type HostFn = unsafe extern "C" fn(*mut c_void);
+type StreamCallback = unsafe extern "C" fn(*mut c_void, CUresult, *mut c_void);
+
+unsafe fn launch_host_func(h: *mut c_void, f: Option<HostFn>, data: *mut c_void, ptds: bool) -> R {
+    let f = f.ok_or_else(|| invalid("fn is NULL"))?;
+    let data = data as usize;
+    host_call(
+        h,
+        ptds,
+        Box::new(move |_| unsafe { f(data as *mut c_void) }),
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuLaunchHostFunc(
+    h: *mut c_void,
+    f: Option<HostFn>,
+    data: *mut c_void,
+) -> CUresult {
+    guard("cuLaunchHostFunc", || launch_host_func(h, f, data, false))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuLaunchHostFunc_ptsz(
+    h: *mut c_void,
+    f: Option<HostFn>,
+    data: *mut c_void,
+) -> CUresult {
+    guard("cuLaunchHostFunc_ptsz", || {
+        launch_host_func(h, f, data, true)
+    })
+}
+
+unsafe fn add_callback(
+    h: *mut c_void,
+    cb: Option<StreamCallback>,
+    data: *mut c_void,
+    flags: u32,
+    ptds: bool,
+) -> R {
+    let cb = cb.ok_or_else(|| invalid("callback is NULL"))?;
+    if flags != 0 {
+        return Err(invalid(format!("flags {flags:#x}: must be 0")));
+    }
+    let (data, hs) = (data as usize, h as usize);
+    host_call(
+        h,
+        ptds,
+        Box::new(move |_| unsafe { cb(hs as *mut c_void, CUDA_SUCCESS, data as *mut c_void) }),
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamAddCallback(
+    h: *mut c_void,
+    cb: Option<StreamCallback>,
+    data: *mut c_void,
+    flags: u32,
+) -> CUresult {
+    guard("cuStreamAddCallback", || {
+        add_callback(h, cb, data, flags, false)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamAddCallback_ptsz(
+    h: *mut c_void,
+    cb: Option<StreamCallback>,
+    data: *mut c_void,
+    flags: u32,
+) -> CUresult {
+    guard("cuStreamAddCallback_ptsz", || {
+        add_callback(h, cb, data, flags, true)
+    })
+}
+
+type SmemFn = unsafe extern "C" fn(i32) -> usize;
+
+/// The block size with the most resident threads per SM (the largest such), and the grid that
+/// fills the device with it.
+unsafe fn max_potential(
+    grid: *mut i32,
+    block: *mut i32,
+    f: *mut c_void,
+    smem_fn: Option<SmemFn>,
+    smem: usize,
+    limit: i32,
+) -> R {
+    let (g, b) = (out(grid, "minGridSize")?, out(block, "blockSize")?);
+    let func = crate::module::func_ref(f)?;
+    let a = func.kernel.attributes();
+    let info = func.kernel.device().info();
+    let mut max_block = a.max_threads_per_block as i32;
+    if limit > 0 {
+        max_block = max_block.min(limit);
+    }
+    let (mut best_threads, mut best_block, mut best_blocks) = (0i64, 0i32, 0i32);
+    let mut bs = max_block - max_block % 32;
+    while bs >= 32 {
+        let sm = match smem_fn {
+            Some(cb) => cb(bs),
+            None => smem,
+        };
+        let n = func
+            .kernel
+            .max_active_blocks(bs as u32, sm as u32)
+            .unwrap_or(0) as i32;
+        let threads = n as i64 * bs as i64;
+        if threads > best_threads {
+            (best_threads, best_block, best_blocks) = (threads, bs, n);
+        }
+        bs -= 32;
+    }
+    if best_block == 0 {
+        return Err(invalid(format!("kernel \"{}\" fits no block size", a.name)));
+    }
+    *b = best_block;
+    *g = best_blocks * info.sm_count as i32;
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSize(
+    grid: *mut i32,
+    block: *mut i32,
+    f: *mut c_void,
+    smem_fn: Option<SmemFn>,
+    smem: usize,
+    limit: i32,
+) -> CUresult {
+    guard("cuOccupancyMaxPotentialBlockSize", || {
+        max_potential(grid, block, f, smem_fn, smem, limit)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSizeWithFlags(
+    grid: *mut i32,
+    block: *mut i32,
+    f: *mut c_void,
+    smem_fn: Option<SmemFn>,
+    smem: usize,
+    limit: i32,
+    _flags: u32,
+) -> CUresult {
+    guard("cuOccupancyMaxPotentialBlockSizeWithFlags", || {
+        max_potential(grid, block, f, smem_fn, smem, limit)
+    })
+}
+
+#[allow(dead_code)]
+fn _unused(_: Fail) {}

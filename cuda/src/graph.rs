@@ -1,0 +1,789 @@
+//! Graphs: kernel, memcpy (device to device) and empty nodes with dependencies. Instantiation
+//! records the nodes in dependency order into a libtegragpu command buffer (written to GPU memory
+//! once); a launch replays it on the stream's queue with one GPFIFO entry. Updating a kernel
+//! node of an executable graph rewrites its parameters (and launch shape) in the command buffer
+//! in place; updating a memcpy node records the command buffer again.
+
+use crate::context::current;
+use crate::device::out;
+use crate::error::{fail, guard, invalid, Fail, R};
+use crate::module::{func_ref, Func};
+use crate::stream::{packed_params, stream_of};
+use crate::types::*;
+use parking_lot::Mutex;
+use std::ffi::{c_char, c_void};
+use std::sync::Arc;
+use tegragpu::core::{Buffer, CmdBuf, LaunchConfig};
+
+const GRAPH_MAGIC: u64 = 0x7467_6375_6772_6170;
+const NODE_MAGIC: u64 = 0x7467_6375_6e6f_6465;
+const EXEC_MAGIC: u64 = 0x7467_6375_6578_6563;
+
+#[derive(Clone)]
+enum NodeKind {
+    Kernel {
+        func: &'static Func,
+        cfg: LaunchConfig,
+        params: Vec<u8>,
+    },
+    Copy {
+        dst: (Arc<Buffer>, u64),
+        src: (Arc<Buffer>, u64),
+        bytes: u64,
+    },
+    Empty,
+}
+
+pub struct Node {
+    magic: u64,
+    graph: *const Graph,
+    index: usize,
+}
+
+struct NodeData {
+    kind: NodeKind,
+    deps: Vec<usize>,
+}
+
+pub struct Graph {
+    magic: u64,
+    nodes: Mutex<(Vec<NodeData>, Vec<*mut Node>)>,
+}
+
+// SAFETY: node handles are owned by the graph and only dereferenced under its lock or while the
+// graph is alive (as CUDA requires of its callers).
+unsafe impl Send for Graph {}
+unsafe impl Sync for Graph {}
+
+unsafe fn graph_ref(h: *mut c_void) -> R<&'static Graph> {
+    crate::device::check_init()?;
+    let g = (h as *const Graph)
+        .as_ref()
+        .ok_or_else(|| fail(CUDA_ERROR_INVALID_VALUE, "the graph handle is NULL"))?;
+    if g.magic != GRAPH_MAGIC {
+        return Err(fail(
+            CUDA_ERROR_INVALID_VALUE,
+            format!("{h:?} is not a graph"),
+        ));
+    }
+    Ok(g)
+}
+
+unsafe fn node_ref(h: *mut c_void) -> R<&'static Node> {
+    let n = (h as *const Node)
+        .as_ref()
+        .ok_or_else(|| fail(CUDA_ERROR_INVALID_VALUE, "the node handle is NULL"))?;
+    if n.magic != NODE_MAGIC {
+        return Err(fail(
+            CUDA_ERROR_INVALID_VALUE,
+            format!("{h:?} is not a graph node"),
+        ));
+    }
+    Ok(n)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphCreate(ph: *mut *mut c_void, flags: u32) -> CUresult {
+    guard("cuGraphCreate", || {
+        let p = out(ph, "phGraph")?;
+        if flags != 0 {
+            return Err(invalid(format!("flags {flags:#x}: must be 0")));
+        }
+        current()?;
+        let g = Box::new(Graph {
+            magic: GRAPH_MAGIC,
+            nodes: Mutex::new((Vec::new(), Vec::new())),
+        });
+        *p = Box::into_raw(g) as *mut c_void;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphDestroy(h: *mut c_void) -> CUresult {
+    guard("cuGraphDestroy", || {
+        let g = graph_ref(h)?;
+        let mut b = Box::from_raw(g as *const Graph as *mut Graph);
+        b.magic = 0;
+        for n in b.nodes.get_mut().1.drain(..) {
+            let mut nb = Box::from_raw(n);
+            nb.magic = 0;
+        }
+        Ok(())
+    })
+}
+
+/// Add a node with dependencies `deps[..n]` to graph `h`.
+unsafe fn add_node(
+    ph: *mut *mut c_void,
+    h: *mut c_void,
+    deps: *const *mut c_void,
+    n: usize,
+    kind: NodeKind,
+) -> R {
+    let p = out(ph, "phGraphNode")?;
+    let g = graph_ref(h)?;
+    if n > 0 && deps.is_null() {
+        return Err(invalid(format!(
+            "dependencies is NULL with {n} dependencies"
+        )));
+    }
+    let mut dep_idx = Vec::with_capacity(n);
+    for i in 0..n {
+        let d = node_ref(*deps.add(i))?;
+        if !std::ptr::eq(d.graph, g) {
+            return Err(invalid(format!(
+                "dependency {i} is a node of another graph"
+            )));
+        }
+        if !dep_idx.contains(&d.index) {
+            dep_idx.push(d.index);
+        }
+    }
+    let mut nodes = g.nodes.lock();
+    let index = nodes.0.len();
+    nodes.0.push(NodeData {
+        kind,
+        deps: dep_idx,
+    });
+    let node = Box::into_raw(Box::new(Node {
+        magic: NODE_MAGIC,
+        graph: g,
+        index,
+    }));
+    nodes.1.push(node);
+    *p = node as *mut c_void;
+    Ok(())
+}
+
+/// A kernel node's function, launch shape and packed parameters.
+unsafe fn kernel_kind(p: &CUDA_KERNEL_NODE_PARAMS_v1) -> R<NodeKind> {
+    let func = func_ref(p.func)?;
+    let cfg = LaunchConfig {
+        grid: [p.gridDimX, p.gridDimY, p.gridDimZ],
+        block: [p.blockDimX, p.blockDimY, p.blockDimZ],
+        dynamic_shared_bytes: p.sharedMemBytes,
+        cooperative: false,
+        concurrent: false,
+        cluster: [0; 3],
+    };
+    func.check_shared(p.sharedMemBytes)?;
+    let a = func.kernel.attributes();
+    let mut params = vec![0u8; a.param_bytes as usize];
+    if !p.kernelParams.is_null() {
+        for (i, pa) in a.params.iter().enumerate() {
+            let src = *p.kernelParams.add(i) as *const u8;
+            if src.is_null() {
+                return Err(invalid(format!("kernelParams[{i}] is NULL")));
+            }
+            std::ptr::copy_nonoverlapping(
+                src,
+                params.as_mut_ptr().add(pa.offset as usize),
+                pa.size as usize,
+            );
+        }
+    } else if !p.extra.is_null() {
+        params.copy_from_slice(packed_params(p.extra, a.param_bytes as usize)?);
+    } else if !a.params.is_empty() {
+        return Err(invalid(format!(
+            "kernel \"{}\" takes {} parameters; kernelParams and extra are both NULL",
+            a.name,
+            a.params.len()
+        )));
+    }
+    Ok(NodeKind::Kernel { func, cfg, params })
+}
+
+unsafe fn v1_of(p: *const c_void) -> R<&'static CUDA_KERNEL_NODE_PARAMS_v1> {
+    (p as *const CUDA_KERNEL_NODE_PARAMS_v1)
+        .as_ref()
+        .ok_or_else(|| invalid("nodeParams is NULL"))
+}
+
+unsafe fn v2_of(p: *const c_void) -> R<&'static CUDA_KERNEL_NODE_PARAMS_v1> {
+    let v2 = (p as *const CUDA_KERNEL_NODE_PARAMS_v2)
+        .as_ref()
+        .ok_or_else(|| invalid("nodeParams is NULL"))?;
+    if !v2.kern.is_null() && v2.v1.func.is_null() {
+        return Err(fail(
+            CUDA_ERROR_NOT_SUPPORTED,
+            "library kernels (CUkernel) in graph nodes are not supported",
+        ));
+    }
+    Ok(&v2.v1)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddKernelNode(
+    ph: *mut *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    n: usize,
+    params: *const c_void,
+) -> CUresult {
+    guard("cuGraphAddKernelNode", || {
+        add_node(ph, g, deps, n, kernel_kind(v1_of(params)?)?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddKernelNode_v2(
+    ph: *mut *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    n: usize,
+    params: *const c_void,
+) -> CUresult {
+    guard("cuGraphAddKernelNode_v2", || {
+        add_node(ph, g, deps, n, kernel_kind(v2_of(params)?)?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddEmptyNode(
+    ph: *mut *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    n: usize,
+) -> CUresult {
+    guard("cuGraphAddEmptyNode", || {
+        add_node(ph, g, deps, n, NodeKind::Empty)
+    })
+}
+
+/// A memcpy node: one-dimensional copies between device memory allocated by this library.
+unsafe fn copy_kind(p: *const CUDA_MEMCPY3D) -> R<NodeKind> {
+    let p = p.as_ref().ok_or_else(|| invalid("copyParams is NULL"))?;
+    let dev_side = |t: u32| t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_UNIFIED;
+    if !dev_side(p.srcMemoryType) || !dev_side(p.dstMemoryType) {
+        return Err(fail(
+            CUDA_ERROR_NOT_SUPPORTED,
+            format!(
+                "memcpy nodes copy device to device; memory types {} → {}",
+                p.srcMemoryType, p.dstMemoryType
+            ),
+        ));
+    }
+    if p.Height > 1 || p.Depth > 1 || p.srcY != 0 || p.srcZ != 0 || p.dstY != 0 || p.dstZ != 0 {
+        return Err(fail(
+            CUDA_ERROR_NOT_SUPPORTED,
+            "memcpy nodes copy one row (Height 1, Depth 1)",
+        ));
+    }
+    let n = p.WidthInBytes as u64;
+    if n == 0 {
+        return Err(invalid("WidthInBytes is 0"));
+    }
+    let find = |va: u64, what: &str| -> R<(Arc<Buffer>, u64)> {
+        let (a, off) = crate::memory::find_va(va).ok_or_else(|| {
+            invalid(format!(
+                "{what} {va:#x} is not memory allocated by this library"
+            ))
+        })?;
+        if off + n > a.size {
+            return Err(invalid(format!(
+                "{what}: {n} bytes at {va:#x} run past its allocation"
+            )));
+        }
+        Ok((a.buf, off))
+    };
+    Ok(NodeKind::Copy {
+        dst: find(p.dstDevice + p.dstXInBytes as u64, "dstDevice")?,
+        src: find(p.srcDevice + p.srcXInBytes as u64, "srcDevice")?,
+        bytes: n,
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddMemcpyNode(
+    ph: *mut *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    n: usize,
+    params: *const CUDA_MEMCPY3D,
+    _ctx: *mut c_void,
+) -> CUresult {
+    guard("cuGraphAddMemcpyNode", || {
+        add_node(ph, g, deps, n, copy_kind(params)?)
+    })
+}
+
+unsafe fn add_deps(
+    h: *mut c_void,
+    from: *const *mut c_void,
+    to: *const *mut c_void,
+    n: usize,
+) -> R {
+    let g = graph_ref(h)?;
+    if n > 0 && (from.is_null() || to.is_null()) {
+        return Err(invalid("from or to is NULL"));
+    }
+    let mut nodes = g.nodes.lock();
+    for i in 0..n {
+        let (a, b) = (node_ref(*from.add(i))?, node_ref(*to.add(i))?);
+        if !std::ptr::eq(a.graph, g) || !std::ptr::eq(b.graph, g) {
+            return Err(invalid(format!("edge {i} joins nodes of another graph")));
+        }
+        if a.index == b.index {
+            return Err(invalid(format!("edge {i} joins a node to itself")));
+        }
+        let d = &mut nodes.0[b.index].deps;
+        if !d.contains(&a.index) {
+            d.push(a.index);
+        }
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddDependencies(
+    g: *mut c_void,
+    from: *const *mut c_void,
+    to: *const *mut c_void,
+    n: usize,
+) -> CUresult {
+    guard("cuGraphAddDependencies", || add_deps(g, from, to, n))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddDependencies_v2(
+    g: *mut c_void,
+    from: *const *mut c_void,
+    to: *const *mut c_void,
+    edge_data: *const c_void,
+    n: usize,
+) -> CUresult {
+    guard("cuGraphAddDependencies_v2", || {
+        if !edge_data.is_null() {
+            let bytes = std::slice::from_raw_parts(edge_data as *const u8, 8 * n);
+            if bytes.iter().any(|&b| b != 0) {
+                return Err(fail(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    "edge data other than the default is not supported",
+                ));
+            }
+        }
+        add_deps(g, from, to, n)
+    })
+}
+
+unsafe fn kernel_node_set(h: *mut c_void, p: &CUDA_KERNEL_NODE_PARAMS_v1) -> R {
+    let n = node_ref(h)?;
+    let kind = kernel_kind(p)?;
+    let g = &*n.graph;
+    let mut nodes = g.nodes.lock();
+    let d = &mut nodes.0[n.index];
+    if !matches!(d.kind, NodeKind::Kernel { .. }) {
+        return Err(invalid("the node is not a kernel node"));
+    }
+    d.kind = kind;
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphKernelNodeSetParams(h: *mut c_void, p: *const c_void) -> CUresult {
+    guard("cuGraphKernelNodeSetParams", || {
+        kernel_node_set(h, v1_of(p)?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphKernelNodeSetParams_v2(
+    h: *mut c_void,
+    p: *const c_void,
+) -> CUresult {
+    guard("cuGraphKernelNodeSetParams_v2", || {
+        kernel_node_set(h, v2_of(p)?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphGetNodes(
+    h: *mut c_void,
+    nodes: *mut *mut c_void,
+    num: *mut usize,
+) -> CUresult {
+    guard("cuGraphGetNodes", || {
+        let n = out(num, "numNodes")?;
+        let g = graph_ref(h)?;
+        let list = g.nodes.lock();
+        if nodes.is_null() {
+            *n = list.1.len();
+            return Ok(());
+        }
+        let k = (*n).min(list.1.len());
+        for i in 0..k {
+            *nodes.add(i) = list.1[i] as *mut c_void;
+        }
+        *n = k;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeGetType(h: *mut c_void, ty: *mut u32) -> CUresult {
+    guard("cuGraphNodeGetType", || {
+        let t = out(ty, "type")?;
+        let n = node_ref(h)?;
+        let nodes = (*n.graph).nodes.lock();
+        // CUgraphNodeType: KERNEL 0, MEMCPY 1, EMPTY 5.
+        *t = match nodes.0[n.index].kind {
+            NodeKind::Kernel { .. } => 0,
+            NodeKind::Copy { .. } => 1,
+            NodeKind::Empty => 5,
+        };
+        Ok(())
+    })
+}
+
+// --- Executable graphs ----------------------------------------------------------------------
+
+pub struct Exec {
+    magic: u64,
+    dev: tegragpu::core::Device,
+    /// The nodes as instantiated (their parameters updated by the exec updates).
+    nodes: Mutex<ExecState>,
+}
+
+struct ExecState {
+    kinds: Vec<NodeKind>,
+    /// Recording order (dependencies first).
+    order: Vec<usize>,
+    /// Per node: its command index in `cb`.
+    cmd: Vec<Option<usize>>,
+    cb: Option<CmdBuf>,
+    /// The graph the exec was made from (node handles are checked against it).
+    graph: *const Graph,
+}
+
+unsafe impl Send for Exec {}
+unsafe impl Sync for Exec {}
+
+/// Dependencies first, otherwise in creation order; an error on a cycle.
+fn topo_order(nodes: &[NodeData]) -> R<Vec<usize>> {
+    let n = nodes.len();
+    let mut indeg: Vec<usize> = nodes.iter().map(|d| d.deps.len()).collect();
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, d) in nodes.iter().enumerate() {
+        for &p in &d.deps {
+            users[p].push(i);
+        }
+    }
+    let mut ready: std::collections::BTreeSet<usize> = (0..n).filter(|&i| indeg[i] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(i) = ready.pop_first() {
+        order.push(i);
+        for &u in &users[i] {
+            indeg[u] -= 1;
+            if indeg[u] == 0 {
+                ready.insert(u);
+            }
+        }
+    }
+    if order.len() != n {
+        return Err(invalid("the graph has a cycle"));
+    }
+    Ok(order)
+}
+
+fn record(dev: &tegragpu::core::Device, st: &mut ExecState) -> R {
+    st.cmd = vec![None; st.kinds.len()];
+    if st
+        .order
+        .iter()
+        .all(|&i| matches!(st.kinds[i], NodeKind::Empty))
+    {
+        st.cb = None;
+        return Ok(());
+    }
+    let mut cb = dev.create_cmdbuf()?;
+    for &i in &st.order {
+        match &st.kinds[i] {
+            NodeKind::Kernel { func, cfg, params } => {
+                st.cmd[i] = Some(cb.launch(&func.kernel, cfg, params)?);
+            }
+            NodeKind::Copy { dst, src, bytes } => {
+                st.cmd[i] = Some(cb.copy(&dst.0, dst.1, &src.0, src.1, *bytes)?);
+            }
+            NodeKind::Empty => {}
+        }
+    }
+    cb.finish()?;
+    st.cb = Some(cb);
+    Ok(())
+}
+
+unsafe fn instantiate(pexec: *mut *mut c_void, h: *mut c_void) -> R {
+    let p = out(pexec, "phGraphExec")?;
+    let g = graph_ref(h)?;
+    let c = current()?;
+    let nodes = g.nodes.lock();
+    let order = topo_order(&nodes.0)?;
+    let mut st = ExecState {
+        kinds: nodes.0.iter().map(|d| d.kind.clone()).collect(),
+        order,
+        cmd: Vec::new(),
+        cb: None,
+        graph: g,
+    };
+    drop(nodes);
+    record(&c.core, &mut st)?;
+    let e = Box::new(Exec {
+        magic: EXEC_MAGIC,
+        dev: c.core.clone(),
+        nodes: Mutex::new(st),
+    });
+    *p = Box::into_raw(e) as *mut c_void;
+    Ok(())
+}
+
+unsafe fn exec_ref(h: *mut c_void) -> R<&'static Exec> {
+    crate::device::check_init()?;
+    let e = (h as *const Exec).as_ref().ok_or_else(|| {
+        fail(
+            CUDA_ERROR_INVALID_VALUE,
+            "the executable graph handle is NULL",
+        )
+    })?;
+    if e.magic != EXEC_MAGIC {
+        return Err(fail(
+            CUDA_ERROR_INVALID_VALUE,
+            format!("{h:?} is not an executable graph"),
+        ));
+    }
+    Ok(e)
+}
+
+/// The CUDA 10 / 11 form (`cuGraphInstantiate`, `cuGraphInstantiate_v2`): error node and log.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiate(
+    pexec: *mut *mut c_void,
+    g: *mut c_void,
+    err_node: *mut *mut c_void,
+    log: *mut c_char,
+    log_size: usize,
+) -> CUresult {
+    guard("cuGraphInstantiate", || {
+        instantiate_logged(pexec, g, err_node, log, log_size)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiate_v2(
+    pexec: *mut *mut c_void,
+    g: *mut c_void,
+    err_node: *mut *mut c_void,
+    log: *mut c_char,
+    log_size: usize,
+) -> CUresult {
+    guard("cuGraphInstantiate_v2", || {
+        instantiate_logged(pexec, g, err_node, log, log_size)
+    })
+}
+
+unsafe fn instantiate_logged(
+    pexec: *mut *mut c_void,
+    g: *mut c_void,
+    err_node: *mut *mut c_void,
+    log: *mut c_char,
+    log_size: usize,
+) -> R {
+    if let Some(e) = err_node.as_mut() {
+        *e = std::ptr::null_mut();
+    }
+    let r = instantiate(pexec, g);
+    if !log.is_null() && log_size > 0 {
+        let msg = match &r {
+            Ok(()) => String::new(),
+            Err(Fail(_, m)) => m.clone().unwrap_or_default(),
+        };
+        let b = msg.as_bytes();
+        let k = b.len().min(log_size - 1);
+        std::ptr::copy_nonoverlapping(b.as_ptr(), log as *mut u8, k);
+        *log.add(k) = 0;
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiateWithFlags(
+    pexec: *mut *mut c_void,
+    g: *mut c_void,
+    flags: u64,
+) -> CUresult {
+    guard("cuGraphInstantiateWithFlags", || {
+        if flags & !1 != 0 {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!("instantiate flags {flags:#x}"),
+            ));
+        }
+        instantiate(pexec, g)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecDestroy(h: *mut c_void) -> CUresult {
+    guard("cuGraphExecDestroy", || {
+        let e = exec_ref(h)?;
+        let mut b = Box::from_raw(e as *const Exec as *mut Exec);
+        b.magic = 0;
+        Ok(())
+    })
+}
+
+unsafe fn graph_launch(h: *mut c_void, s: *mut c_void, ptds: bool) -> R {
+    let e = exec_ref(h)?;
+    let s = stream_of(s, ptds)?;
+    let mut st = e.nodes.lock();
+    match st.cb.as_mut() {
+        Some(cb) => s.record(|q| q.replay(cb)),
+        None => s.record(|_| Ok(())),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphLaunch(h: *mut c_void, s: *mut c_void) -> CUresult {
+    guard("cuGraphLaunch", || graph_launch(h, s, false))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphLaunch_ptsz(h: *mut c_void, s: *mut c_void) -> CUresult {
+    guard("cuGraphLaunch_ptsz", || graph_launch(h, s, true))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphUpload(h: *mut c_void, s: *mut c_void) -> CUresult {
+    guard("cuGraphUpload", || {
+        exec_ref(h)?;
+        stream_of(s, false)?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphUpload_ptsz(h: *mut c_void, s: *mut c_void) -> CUresult {
+    guard("cuGraphUpload_ptsz", || {
+        exec_ref(h)?;
+        stream_of(s, true)?;
+        Ok(())
+    })
+}
+
+unsafe fn exec_node(
+    e: &Exec,
+    node: *mut c_void,
+) -> R<(parking_lot::MutexGuard<'_, ExecState>, usize)> {
+    let n = node_ref(node)?;
+    let st = e.nodes.lock();
+    if !std::ptr::eq(n.graph, st.graph) || n.index >= st.kinds.len() {
+        return Err(invalid(
+            "the node is not a node of the graph this executable graph was made from",
+        ));
+    }
+    Ok((st, n.index))
+}
+
+unsafe fn exec_kernel_set(h: *mut c_void, node: *mut c_void, p: &CUDA_KERNEL_NODE_PARAMS_v1) -> R {
+    let e = exec_ref(h)?;
+    let kind = kernel_kind(p)?;
+    let (mut st, i) = exec_node(e, node)?;
+    let NodeKind::Kernel {
+        func: old_f,
+        cfg: old_cfg,
+        ..
+    } = &st.kinds[i]
+    else {
+        return Err(invalid("the node is not a kernel node"));
+    };
+    let (old_f, old_cfg) = (*old_f, *old_cfg);
+    let NodeKind::Kernel { func, cfg, params } = &kind else {
+        unreachable!()
+    };
+    if !std::ptr::eq(old_f, *func) {
+        st.kinds[i] = kind;
+        return record(&e.dev, &mut st);
+    }
+    let idx =
+        st.cmd[i].ok_or_else(|| fail(CUDA_ERROR_UNKNOWN, "the kernel node has no command"))?;
+    let k = &func.kernel;
+    {
+        let cb = st
+            .cb
+            .as_mut()
+            .ok_or_else(|| fail(CUDA_ERROR_UNKNOWN, "no command buffer"))?;
+        if *cfg != old_cfg {
+            cb.set_launch(idx, k, cfg)?;
+        }
+        cb.set_params(idx, k, params)?;
+    }
+    st.kinds[i] = kind;
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecKernelNodeSetParams(
+    h: *mut c_void,
+    node: *mut c_void,
+    p: *const c_void,
+) -> CUresult {
+    guard("cuGraphExecKernelNodeSetParams", || {
+        exec_kernel_set(h, node, v1_of(p)?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecKernelNodeSetParams_v2(
+    h: *mut c_void,
+    node: *mut c_void,
+    p: *const c_void,
+) -> CUresult {
+    guard("cuGraphExecKernelNodeSetParams_v2", || {
+        exec_kernel_set(h, node, v2_of(p)?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecMemcpyNodeSetParams(
+    h: *mut c_void,
+    node: *mut c_void,
+    p: *const CUDA_MEMCPY3D,
+    _ctx: *mut c_void,
+) -> CUresult {
+    guard("cuGraphExecMemcpyNodeSetParams", || {
+        let e = exec_ref(h)?;
+        let kind = copy_kind(p)?;
+        let (mut st, i) = exec_node(e, node)?;
+        if !matches!(st.kinds[i], NodeKind::Copy { .. }) {
+            return Err(invalid("the node is not a memcpy node"));
+        }
+        let same = match (&st.kinds[i], &kind) {
+            (
+                NodeKind::Copy {
+                    dst: d0,
+                    src: s0,
+                    bytes: b0,
+                },
+                NodeKind::Copy {
+                    dst: d1,
+                    src: s1,
+                    bytes: b1,
+                },
+            ) => {
+                Arc::ptr_eq(&d0.0, &d1.0)
+                    && d0.1 == d1.1
+                    && Arc::ptr_eq(&s0.0, &s1.0)
+                    && s0.1 == s1.1
+                    && b0 == b1
+            }
+            _ => false,
+        };
+        if same {
+            return Ok(());
+        }
+        st.kinds[i] = kind;
+        // Earlier replays may still read the old command buffer; libtegragpu keeps its memory
+        // until they complete.
+        record(&e.dev, &mut st)
+    })
+}

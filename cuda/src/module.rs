@@ -1,0 +1,476 @@
+//! Modules (`cuModuleLoad*`: cubin, fatbin, a host ELF holding a fatbin, PTX), functions, their
+//! attributes, globals and occupancy.
+
+use crate::context::current;
+use crate::device::out;
+use crate::error::{fail, guard, invalid, Fail, R};
+use crate::types::*;
+use parking_lot::Mutex;
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::atomic::{AtomicU32, Ordering};
+use tegragpu::core::{Kernel, Module};
+
+const MODULE_MAGIC: u64 = 0x7467_6375_6d6f_646c;
+const FUNC_MAGIC: u64 = 0x7467_6375_6675_6e63;
+
+pub struct Mod {
+    magic: u64,
+    pub module: Module,
+    /// Functions handed out (one handle per name, as CUDA does).
+    funcs: Mutex<Vec<(String, &'static Func)>>,
+}
+
+pub struct Func {
+    magic: u64,
+    pub kernel: Kernel,
+    pub module: *const Mod,
+    /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
+    pub max_dynamic_shared: AtomicU32,
+    pub carveout: AtomicU32,
+    pub cache_config: AtomicU32,
+}
+
+// SAFETY: `module` is only compared, never dereferenced across threads without the module alive.
+unsafe impl Send for Func {}
+unsafe impl Sync for Func {}
+
+impl Func {
+    /// CUDA's rule for dynamic shared memory: at most what the function opted in to
+    /// (`cuFuncSetAttribute`), by default 48 KiB less the static shared memory.
+    #[inline]
+    pub fn check_shared(&self, shared: u32) -> R {
+        let max = self.max_dynamic_shared.load(Ordering::Relaxed);
+        if shared > max {
+            return Err(fail(
+                CUDA_ERROR_INVALID_VALUE,
+                format!(
+                    "kernel \"{}\": {shared} bytes of dynamic shared memory; it allows {max} (raise it with cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES))",
+                    self.kernel.attributes().name
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[inline]
+pub unsafe fn func_ref(h: *mut c_void) -> R<&'static Func> {
+    let f = (h as *const Func)
+        .as_ref()
+        .ok_or_else(|| fail(CUDA_ERROR_INVALID_HANDLE, "the function handle is NULL"))?;
+    if f.magic != FUNC_MAGIC {
+        return Err(fail(
+            CUDA_ERROR_INVALID_HANDLE,
+            format!("{h:?} is not a function"),
+        ));
+    }
+    Ok(f)
+}
+
+unsafe fn mod_ref(h: *mut c_void) -> R<&'static Mod> {
+    let m = (h as *const Mod)
+        .as_ref()
+        .ok_or_else(|| fail(CUDA_ERROR_INVALID_HANDLE, "the module handle is NULL"))?;
+    if m.magic != MODULE_MAGIC {
+        return Err(fail(
+            CUDA_ERROR_INVALID_HANDLE,
+            format!("{h:?} is not a module"),
+        ));
+    }
+    Ok(m)
+}
+
+fn rd<const N: usize>(p: *const u8, off: usize) -> [u8; N] {
+    let mut b = [0u8; N];
+    // SAFETY: the caller checked the header it reads is there (ELF header, fatbin header).
+    unsafe { std::ptr::copy_nonoverlapping(p.add(off), b.as_mut_ptr(), N) };
+    b
+}
+
+/// The bytes of the image at `p` (`cuModuleLoadData` gets no size): an ELF file's extent from
+/// its headers, a fatbin's from its header, PTX text up to its NUL.
+unsafe fn image_len(p: *const u8) -> R<usize> {
+    let magic = u32::from_le_bytes(rd(p, 0));
+    if magic == 0x464c_457f {
+        if *p.add(4) != 2 {
+            return Err(fail(CUDA_ERROR_INVALID_IMAGE, "a 32-bit ELF image"));
+        }
+        let phoff = u64::from_le_bytes(rd(p, 0x20)) as usize;
+        let shoff = u64::from_le_bytes(rd(p, 0x28)) as usize;
+        let phentsize = u16::from_le_bytes(rd(p, 0x36)) as usize;
+        let phnum = u16::from_le_bytes(rd(p, 0x38)) as usize;
+        let shentsize = u16::from_le_bytes(rd(p, 0x3a)) as usize;
+        let shnum = u16::from_le_bytes(rd(p, 0x3c)) as usize;
+        let mut end = 64usize
+            .max(phoff + phentsize * phnum)
+            .max(shoff + shentsize * shnum);
+        if end > 1 << 31 {
+            return Err(fail(
+                CUDA_ERROR_INVALID_IMAGE,
+                "the ELF headers are out of range",
+            ));
+        }
+        for i in 0..shnum {
+            let sh = p.add(shoff + i * shentsize);
+            let ty = u32::from_le_bytes(rd(sh, 4));
+            let off = u64::from_le_bytes(rd(sh, 0x18)) as usize;
+            let size = u64::from_le_bytes(rd(sh, 0x20)) as usize;
+            if ty != 8 {
+                end = end.max(off.saturating_add(size));
+            }
+        }
+        for i in 0..phnum {
+            let ph = p.add(phoff + i * phentsize);
+            let off = u64::from_le_bytes(rd(ph, 8)) as usize;
+            let size = u64::from_le_bytes(rd(ph, 0x20)) as usize;
+            end = end.max(off.saturating_add(size));
+        }
+        if end > 1 << 31 {
+            return Err(fail(
+                CUDA_ERROR_INVALID_IMAGE,
+                "the ELF sections are out of range",
+            ));
+        }
+        return Ok(end);
+    }
+    if magic == 0xba55_ed50 {
+        let header = u16::from_le_bytes(rd(p, 6)) as usize;
+        let size = u64::from_le_bytes(rd(p, 8)) as usize;
+        return Ok(header + size);
+    }
+    Ok(CStr::from_ptr(p as *const c_char).to_bytes().len() + 1)
+}
+
+unsafe fn load_image(pm: *mut *mut c_void, image: *const c_void) -> R {
+    let o = out(pm, "module")?;
+    if image.is_null() {
+        return Err(invalid("image is NULL"));
+    }
+    let mut p = image as *const u8;
+    // `__fatBinC_Wrapper_t`: follow it to the fatbin.
+    if u32::from_le_bytes(rd(p, 0)) == 0x4662_43b1 {
+        p = usize::from_le_bytes(rd(p, 8)) as *const u8;
+        if p.is_null() {
+            return Err(fail(
+                CUDA_ERROR_INVALID_IMAGE,
+                "the fatbin wrapper points to NULL",
+            ));
+        }
+    }
+    let n = image_len(p)?;
+    load_bytes(o, std::slice::from_raw_parts(p, n))
+}
+
+fn load_bytes(o: &mut *mut c_void, bytes: &[u8]) -> R {
+    let c = current()?;
+    let module = c.core.load_module(bytes)?;
+    let m = Box::new(Mod {
+        magic: MODULE_MAGIC,
+        module,
+        funcs: Mutex::new(Vec::new()),
+    });
+    *o = Box::into_raw(m) as *mut c_void;
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleLoadData(pm: *mut *mut c_void, image: *const c_void) -> CUresult {
+    guard("cuModuleLoadData", || load_image(pm, image))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleLoadDataEx(
+    pm: *mut *mut c_void,
+    image: *const c_void,
+    _num_options: u32,
+    _options: *mut c_void,
+    _values: *mut *mut c_void,
+) -> CUresult {
+    guard("cuModuleLoadDataEx", || load_image(pm, image))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleLoadFatBinary(
+    pm: *mut *mut c_void,
+    image: *const c_void,
+) -> CUresult {
+    guard("cuModuleLoadFatBinary", || load_image(pm, image))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleLoad(pm: *mut *mut c_void, fname: *const c_char) -> CUresult {
+    guard("cuModuleLoad", || {
+        let o = out(pm, "module")?;
+        if fname.is_null() {
+            return Err(invalid("fname is NULL"));
+        }
+        let path = CStr::from_ptr(fname).to_string_lossy().into_owned();
+        let bytes = std::fs::read(&path).map_err(|e| {
+            fail(
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    CUDA_ERROR_FILE_NOT_FOUND
+                } else {
+                    CUDA_ERROR_INVALID_VALUE
+                },
+                format!("reading \"{path}\": {e}"),
+            )
+        })?;
+        load_bytes(o, &bytes)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleUnload(h: *mut c_void) -> CUresult {
+    guard("cuModuleUnload", || {
+        let m = mod_ref(h)?;
+        let mut b = Box::from_raw(m as *const Mod as *mut Mod);
+        b.magic = 0;
+        for (_, f) in b.funcs.lock().drain(..) {
+            let mut fb = Box::from_raw(f as *const Func as *mut Func);
+            fb.magic = 0;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleGetFunction(
+    pf: *mut *mut c_void,
+    h: *mut c_void,
+    name: *const c_char,
+) -> CUresult {
+    guard("cuModuleGetFunction", || {
+        let o = out(pf, "hfunc")?;
+        let m = mod_ref(h)?;
+        if name.is_null() {
+            return Err(invalid("name is NULL"));
+        }
+        let name = CStr::from_ptr(name).to_string_lossy();
+        let mut g = m.funcs.lock();
+        if let Some((_, f)) = g.iter().find(|(n, _)| *n == name) {
+            *o = *f as *const Func as *mut c_void;
+            return Ok(());
+        }
+        let kernel = m.module.kernel(&name)?;
+        let a = kernel.attributes();
+        let default_dyn = (48 * 1024u32)
+            .saturating_sub(a.static_shared_bytes)
+            .min(a.max_dynamic_shared_bytes);
+        let f: &'static Func = Box::leak(Box::new(Func {
+            magic: FUNC_MAGIC,
+            kernel,
+            module: m,
+            max_dynamic_shared: AtomicU32::new(default_dyn),
+            carveout: AtomicU32::new(u32::MAX),
+            cache_config: AtomicU32::new(0),
+        }));
+        g.push((name.into_owned(), f));
+        *o = f as *const Func as *mut c_void;
+        Ok(())
+    })
+}
+
+unsafe fn get_global(
+    dptr: *mut CUdeviceptr,
+    bytes: *mut usize,
+    h: *mut c_void,
+    name: *const c_char,
+) -> R {
+    let m = mod_ref(h)?;
+    if name.is_null() {
+        return Err(invalid("name is NULL"));
+    }
+    let name = CStr::from_ptr(name).to_string_lossy();
+    let (va, _, size) = m.module.global(&name)?;
+    if let Some(d) = dptr.as_mut() {
+        *d = va;
+    }
+    if let Some(b) = bytes.as_mut() {
+        *b = size as usize;
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleGetGlobal_v2(
+    dptr: *mut CUdeviceptr,
+    bytes: *mut usize,
+    h: *mut c_void,
+    name: *const c_char,
+) -> CUresult {
+    guard("cuModuleGetGlobal_v2", || get_global(dptr, bytes, h, name))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuFuncGetAttribute(
+    pi: *mut i32,
+    attrib: i32,
+    hfunc: *mut c_void,
+) -> CUresult {
+    guard("cuFuncGetAttribute", || {
+        let o = out(pi, "pi")?;
+        let f = func_ref(hfunc)?;
+        let a = f.kernel.attributes();
+        let i = f.kernel.device().info();
+        let sm = (i.sm_major * 10 + i.sm_minor) as i32;
+        *o = match attrib {
+            CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK => a.max_threads_per_block as i32,
+            CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES => a.static_shared_bytes as i32,
+            CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES => 0,
+            CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES => a.local_bytes_per_thread as i32,
+            CU_FUNC_ATTRIBUTE_NUM_REGS => a.registers as i32,
+            CU_FUNC_ATTRIBUTE_PTX_VERSION | CU_FUNC_ATTRIBUTE_BINARY_VERSION => sm,
+            CU_FUNC_ATTRIBUTE_CACHE_MODE_CA => 0,
+            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => {
+                f.max_dynamic_shared.load(Ordering::Relaxed) as i32
+            }
+            CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT => {
+                f.carveout.load(Ordering::Relaxed) as i32
+            }
+            CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET => 0,
+            CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH
+            | CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT
+            | CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH => 0,
+            CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED => (i.sm_major >= 9) as i32,
+            CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE => 0,
+            _ => {
+                return Err(invalid(format!(
+                    "attribute {attrib} is not a function attribute"
+                )))
+            }
+        };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuFuncSetAttribute(
+    hfunc: *mut c_void,
+    attrib: i32,
+    value: i32,
+) -> CUresult {
+    guard("cuFuncSetAttribute", || {
+        let f = func_ref(hfunc)?;
+        let a = f.kernel.attributes();
+        match attrib {
+            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => {
+                if value < 0 || value as u32 > a.max_dynamic_shared_bytes {
+                    return Err(invalid(format!(
+                        "kernel \"{}\": {value} bytes of dynamic shared memory; at most {}",
+                        a.name, a.max_dynamic_shared_bytes
+                    )));
+                }
+                f.max_dynamic_shared.store(value as u32, Ordering::Relaxed);
+            }
+            CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT => {
+                if !(-1..=100).contains(&value) {
+                    return Err(invalid(format!("carveout {value}: -1 or 0..=100")));
+                }
+                f.carveout.store(value as u32, Ordering::Relaxed);
+            }
+            CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH
+            | CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT
+            | CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH
+            | CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+            | CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE => {
+                return Err(fail(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    "cluster attributes are not supported",
+                ))
+            }
+            _ => return Err(invalid(format!("attribute {attrib} cannot be set"))),
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuFuncSetCacheConfig(hfunc: *mut c_void, config: u32) -> CUresult {
+    guard("cuFuncSetCacheConfig", || {
+        let f = func_ref(hfunc)?;
+        if config > 3 {
+            return Err(invalid(format!("cache config {config}")));
+        }
+        f.cache_config.store(config, Ordering::Relaxed);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuFuncSetSharedMemConfig(hfunc: *mut c_void, config: u32) -> CUresult {
+    guard("cuFuncSetSharedMemConfig", || {
+        func_ref(hfunc)?;
+        if config > 2 {
+            return Err(invalid(format!("shared memory config {config}")));
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuFuncGetModule(pm: *mut *mut c_void, hfunc: *mut c_void) -> CUresult {
+    guard("cuFuncGetModule", || {
+        let o = out(pm, "hmod")?;
+        *o = func_ref(hfunc)?.module as *mut c_void;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuFuncGetName(name: *mut *const c_char, hfunc: *mut c_void) -> CUresult {
+    guard("cuFuncGetName", || {
+        let o = out(name, "name")?;
+        let f = func_ref(hfunc)?;
+        static NAMES: Mutex<Vec<(usize, std::ffi::CString)>> = Mutex::new(Vec::new());
+        let mut g = NAMES.lock();
+        let key = f as *const Func as usize;
+        if let Some((_, s)) = g.iter().find(|(k, _)| *k == key) {
+            *o = s.as_ptr();
+            return Ok(());
+        }
+        let s = std::ffi::CString::new(f.kernel.attributes().name.clone())
+            .map_err(|_| invalid("name has a NUL"))?;
+        *o = s.as_ptr();
+        g.push((key, s));
+        Ok(())
+    })
+}
+
+unsafe fn occupancy(n: *mut i32, hfunc: *mut c_void, block: i32, shared: usize) -> R {
+    let o = out(n, "numBlocks")?;
+    let f = func_ref(hfunc)?;
+    if block <= 0 {
+        return Err(invalid(format!("blockSize {block}")));
+    }
+    *o = f.kernel.max_active_blocks(block as u32, shared as u32)? as i32;
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessor(
+    n: *mut i32,
+    hfunc: *mut c_void,
+    block: i32,
+    shared: usize,
+) -> CUresult {
+    guard("cuOccupancyMaxActiveBlocksPerMultiprocessor", || {
+        occupancy(n, hfunc, block, shared)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    n: *mut i32,
+    hfunc: *mut c_void,
+    block: i32,
+    shared: usize,
+    _flags: u32,
+) -> CUresult {
+    guard(
+        "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+        || occupancy(n, hfunc, block, shared),
+    )
+}
+
+#[allow(dead_code)]
+fn _unused(_: Fail) {}
