@@ -1592,12 +1592,15 @@ enum tg_status tg_launch_args(const struct tg_queue *queue,
  * queue the copy engine moves the bytes; on a compute queue the library's built-in copy kernel
  * does (the SMs: full memory bandwidth, ordered after earlier launches on the queue like any
  * kernel; this is how libcuda copies device to device). Both ranges must lie inside their
- * buffers and must not overlap; the buffers must belong to the queue's device; a zero size
- * records nothing.
+ * buffers and must not overlap; a zero size records nothing. The buffers belong to the queue's
+ * device, or to a device it has peer access to (`tg_device_enable_peer_access()`): a copy
+ * between two GPUs runs on this queue's engine, over NVLink or PCIe.
  *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (range outside a
- * buffer, overlapping ranges, buffer of another device); `TG_ERROR_NOT_SUPPORTED` (compute
- * queue on a GPU without a built-in copy kernel); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`.
+ * buffer, overlapping ranges, buffer of another device without peer access enabled: the
+ * message names both GPUs); `TG_ERROR_NOT_SUPPORTED` (compute queue on a GPU without a
+ * built-in copy kernel; buffer of a device the queue's device can have no peer access to:
+ * the message names both GPUs and the reason); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`.
  *
  * Thread safety: any thread; serialized per queue.
  *
@@ -2203,6 +2206,54 @@ enum tg_status tg_set_log_callback(tg_log_fn cb, void *user);
  * thread.
  */
 enum tg_status tg_set_log_level(tg_log_level level);
+
+/**
+ * Whether `dev` can read and write the memory of `peer` once peer access is enabled
+ * (`tg_device_enable_peer_access()`): two GPUs of the desktop driver joined by NVLink or by a
+ * PCIe path the driver allows peer transfers over.
+ *
+ * - `out_can_access`: receives the answer.
+ * - `reason`: NULL, or a buffer of `reason_size` bytes that receives a NUL-terminated
+ *   explanation (truncated to fit): why not, naming both GPUs and what the driver reported;
+ *   or, when it can, the link (`"peer access over NVLink (atomics supported)"`).
+ *
+ * A device is not its own peer (`false`). On Jetson Orin (nvgpu, one GPU) and the emulated
+ * Orin the answer is always `false`.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER` (`out_can_access` NULL);
+ * `TG_ERROR_OS` (the driver refused the query). Thread safety: any thread.
+ *
+ * # Safety
+ * `out_can_access` is NULL or writable; `reason` is NULL or writable for `reason_size` bytes.
+ */
+enum tg_status tg_device_can_access_peer(const struct tg_device *dev,
+                                         const struct tg_device *peer,
+                                         bool *out_can_access,
+                                         char *reason,
+                                         size_t reason_size);
+
+/**
+ * Let `dev`'s queues and kernels read and write `peer`'s memory: every buffer of `peer`, those
+ * allocated later included, is mapped into `dev`'s GPU at its own address
+ * (`tg_buf_gpu_address()`). Afterwards `tg_queue_copy()` on a queue of `dev` accepts buffers of
+ * `peer` (the copy runs on `dev`'s engine), and kernels on `dev` may take `peer`'s buffer
+ * addresses. Access is one-way: enable `peer` → `dev` too for copies on `peer`'s queues.
+ * Enabling an enabled pair does nothing; access lasts as long as both devices.
+ *
+ * A buffer of `peer` that is freed while queued work of `dev` may still use it is released
+ * once that work is done, as for the device's own queues.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (`dev` and `peer`
+ * are the same device); `TG_ERROR_NOT_SUPPORTED` (no peer path between the two GPUs, or a
+ * backend without peer access such as nvgpu: the message names both GPUs and the reason, as
+ * `tg_device_can_access_peer()` gives it); `TG_ERROR_OS` (a driver call failed: the message
+ * names it and the driver's status); `TG_ERROR_DEVICE_FAULT`. Thread safety: any thread.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_device_enable_peer_access(const struct tg_device *dev,
+                                            const struct tg_device *peer);
 
 #ifdef __cplusplus
 }  // extern "C"

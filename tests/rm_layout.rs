@@ -479,6 +479,140 @@ fn uvm_layouts_and_numbers() {
     assert_eq!(size_of::<UVM_ENABLE_PEER_ACCESS_PARAMS>(), 36);
 }
 
+/// Peer access: the P2P capability controls (ctrl0000system.h, ctrl2080gpu.h) and the UVM peer
+/// calls (uvm_ioctl.h, nv_uvm_user_types.h), as NVIDIA's SDK headers of 570–595 give them.
+#[test]
+fn p2p_layouts_and_numbers() {
+    assert_eq!(NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_V2, 0x12B);
+    assert_eq!(size_of::<NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS>(), 8348);
+    assert_eq!(
+        offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, gpuIds),
+        0
+    );
+    assert_eq!(
+        offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, gpuCount),
+        128
+    );
+    assert_eq!(
+        offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, p2pCaps),
+        132
+    );
+    assert_eq!(
+        offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, p2pOptimalReadCEs),
+        136
+    );
+    assert_eq!(
+        offset_of!(
+            NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS,
+            p2pOptimalWriteCEs
+        ),
+        140
+    );
+    assert_eq!(
+        offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, p2pCapsStatus),
+        144
+    );
+    assert_eq!(
+        offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, busPeerIds),
+        156
+    );
+    assert_eq!(
+        offset_of!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS, busEgmPeerIds),
+        4252
+    );
+    // p2pCaps bits and p2pCapsStatus indexes / values.
+    assert_eq!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_WRITES_SUPPORTED, 1);
+    assert_eq!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_READS_SUPPORTED, 2);
+    assert_eq!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_NVLINK_SUPPORTED, 8);
+    assert_eq!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_ATOMICS_SUPPORTED, 16);
+    assert_eq!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_PCI_SUPPORTED, 64);
+    assert_eq!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_C2C_SUPPORTED, 1 << 12);
+    assert_eq!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_PCI_BAR1_SUPPORTED, 1 << 13);
+    assert_eq!(
+        (
+            NV0000_CTRL_P2P_CAPS_INDEX_READ,
+            NV0000_CTRL_P2P_CAPS_INDEX_WRITE,
+            NV0000_CTRL_P2P_CAPS_INDEX_NVLINK,
+            NV0000_CTRL_P2P_CAPS_INDEX_PCI,
+            NV0000_CTRL_P2P_CAPS_INDEX_PCI_BAR1,
+            NV0000_CTRL_P2P_CAPS_INDEX_TABLE_SIZE
+        ),
+        (0, 1, 2, 6, 8, 9)
+    );
+    assert_eq!(NV0000_P2P_CAPS_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED, 3);
+    assert_eq!(NV0000_P2P_CAPS_STATUS_NOT_SUPPORTED, 5);
+    assert_eq!(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_INVALID_PEER, 0xFFFF_FFFF);
+
+    assert_eq!(NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO, 0x2080_01A3);
+    assert_eq!(
+        size_of::<NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS>(),
+        56
+    );
+    assert_eq!(
+        offset_of!(NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS, status),
+        4
+    );
+    assert_eq!(
+        offset_of!(
+            NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS,
+            clusterUuid
+        ),
+        8
+    );
+    assert_eq!(
+        offset_of!(
+            NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS,
+            fabricPartitionId
+        ),
+        24
+    );
+    assert_eq!(
+        offset_of!(NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS, fabricCaps),
+        32
+    );
+    assert_eq!(
+        offset_of!(
+            NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS,
+            fabricCliqueId
+        ),
+        40
+    );
+    assert_eq!(
+        offset_of!(
+            NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS,
+            fabricHealthMask
+        ),
+        44
+    );
+    assert_eq!(
+        offset_of!(
+            NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS,
+            fabricHealthSummary
+        ),
+        48
+    );
+    // 570 and 575 end after fabricHealthMask.
+    assert_eq!(fabric_probe_params_size(570), 48);
+    assert_eq!(fabric_probe_params_size(575), 48);
+    assert_eq!(fabric_probe_params_size(580), 56);
+    assert_eq!(fabric_probe_params_size(595), 56);
+
+    assert_eq!(UVM_DISABLE_PEER_ACCESS, 30);
+    assert_eq!(size_of::<UVM_DISABLE_PEER_ACCESS_PARAMS>(), 36);
+    assert_eq!(offset_of!(UVM_DISABLE_PEER_ACCESS_PARAMS, gpuUuidB), 16);
+    assert_eq!(offset_of!(UVM_DISABLE_PEER_ACCESS_PARAMS, rmStatus), 32);
+    assert_eq!(offset_of!(UVM_ENABLE_PEER_ACCESS_PARAMS, gpuUuidB), 16);
+    assert_eq!(offset_of!(UVM_ENABLE_PEER_ACCESS_PARAMS, rmStatus), 32);
+    assert_eq!(
+        (UvmGpuMappingTypeReadWrite, UvmGpuMappingTypeReadOnly),
+        (2, 3)
+    );
+    assert_eq!(offset_of!(UVM_UNMAP_EXTERNAL_PARAMS, gpuUuid), 16);
+    assert_eq!(offset_of!(UVM_UNMAP_EXTERNAL_PARAMS, rmStatus), 32);
+    assert_eq!(NV_ERR_INVALID_DEVICE, 0x26);
+    assert_eq!(nv_status_name(0x26), "NV_ERR_INVALID_DEVICE");
+}
+
 #[test]
 fn notifier_layout() {
     assert_eq!(size_of::<NvNotification>(), 16);

@@ -180,4 +180,6 @@ SIGNATURES = {
     "tg_texture_destroy": (_st, [_H]),
     "tg_set_log_callback": (_st, [LogFn, ctypes.c_void_p]),
     "tg_set_log_level": (_st, [_int]),
+    "tg_device_can_access_peer": (_st, [_H, _H, _P(ctypes.c_bool), ctypes.c_char_p, _size]),
+    "tg_device_enable_peer_access": (_st, [_H, _H]),
 }

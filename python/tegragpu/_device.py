@@ -274,6 +274,30 @@ class Device(_Handle):
         thread's owned queues), then wait for all submitted work (``tg_device_synchronize``)."""
         check(lib.tg_device_synchronize(self.handle, timeout_ns))
 
+    def peer_access_info(self, other):
+        """``(can_access, reason)``: whether this device can read and write ``other``'s memory
+        once peer access is enabled, and why not (naming both GPUs and what the driver
+        reported) or, when it can, the link (``tg_device_can_access_peer``)."""
+        can = ctypes.c_bool()
+        reason = ctypes.create_string_buffer(1024)
+        check(lib.tg_device_can_access_peer(self.handle, other.handle, ctypes.byref(can),
+                                            ctypes.cast(reason, ctypes.c_char_p),
+                                            ctypes.sizeof(reason)))
+        return bool(can.value), reason.value.decode(errors="replace")
+
+    def can_access_peer(self, other):
+        """Whether this device can read and write ``other``'s memory once peer access is
+        enabled (two desktop GPUs joined by NVLink or a PCIe peer path; never on Jetson Orin or
+        the emulated Orin). :meth:`peer_access_info` says why not."""
+        return self.peer_access_info(other)[0]
+
+    def enable_peer_access(self, other):
+        """Let this device's queues and kernels use ``other``'s memory: its buffers, those
+        allocated later included, are mapped into this device's GPU, and :meth:`Queue.copy` on
+        this device's queues accepts them (``tg_device_enable_peer_access``). One-way; raises
+        :class:`NotSupported` with the reason where there is no peer path."""
+        check(lib.tg_device_enable_peer_access(self.handle, other.handle))
+
     @property
     def stack_limit(self):
         """Stack bytes per GPU thread for kernels taken from now on (default 1024)."""

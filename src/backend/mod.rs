@@ -5,8 +5,11 @@
 //! and reports errors. Everything above it (pushbuffers, QMDs, signals) is backend-independent.
 
 pub mod nvgpu;
+pub mod peer;
 pub mod pool;
 pub mod rm;
+
+pub use peer::{PeerInfo, PeerLink};
 
 use crate::error::Result;
 use crate::os::KernelFaultRecord;
@@ -187,6 +190,47 @@ pub trait Backend: Send + Sync {
     fn free(&self, alloc: &Allocation) -> Result<()>;
     /// Export an allocation as a new dma-buf fd owned by the caller.
     fn export_dmabuf(&self, alloc: &Allocation) -> Result<RawFd>;
+    /// The backend as `Any`, so that a backend can recognise a peer of its own kind.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
+    /// The GPU in words for messages: its name and where the backend can tell, its PCI
+    /// location and UUID.
+    fn label(&self) -> String {
+        let i = self.info();
+        format!("{}{}", i.name, if i.emulated { " (emulated)" } else { "" })
+    }
+    /// Whether this device can access `peer`'s memory, and why (not). Backends without peer
+    /// access answer no, with the reason.
+    fn peer_info(&self, peer: &dyn Backend) -> Result<PeerInfo> {
+        Ok(PeerInfo::refused(peer::no_peer_backend(
+            self.info(),
+            &self.label(),
+            peer,
+        )))
+    }
+    /// Prepare this device for access to `peer`'s memory (the driver-side part of
+    /// `tg_device_enable_peer_access`; the buffers are mapped with [`Backend::map_peer`]).
+    fn enable_peer(&self, peer: &dyn Backend) -> Result<PeerInfo> {
+        Err(crate::error::Error::new(
+            crate::error::Status::NotSupported,
+            peer::no_peer_backend(self.info(), &self.label(), peer),
+        ))
+    }
+    /// Map this device's allocation into `peer`'s GPU at the same address (`atomics`: with the
+    /// atomic permission). Freeing the allocation removes the mapping.
+    fn map_peer(&self, alloc: &Allocation, peer: &dyn Backend, atomics: bool) -> Result<()> {
+        let _ = (alloc, atomics);
+        Err(crate::error::Error::new(
+            crate::error::Status::NotSupported,
+            peer::no_peer_backend(self.info(), &self.label(), peer),
+        ))
+    }
+    /// Remove a mapping made by [`Backend::map_peer`] before the allocation is freed.
+    fn unmap_peer(&self, alloc: &Allocation, peer: &dyn Backend) -> Result<()> {
+        let _ = (alloc, peer);
+        Ok(())
+    }
     /// Create a channel for `engine` with a GPFIFO ring of at least `entries` entries (power of
     /// two). `device_idle`: every queue of the device has completed the work it submitted (a
     /// backend whose channel setup preempts running work refuses to set up a channel otherwise).

@@ -1,5 +1,6 @@
 //! tegragpu-bench: launch latency, submission cost, copy bandwidth and allocation cost of
-//! libtegragpu, side by side with libcuda (loaded at run time with libloading) when present.
+//! libtegragpu, side by side with libcuda (loaded at run time with libloading) when present;
+//! with two GPUs of the desktop driver, peer copies between them (`bench/peer.rs`).
 //!
 //! Usage: tegragpu-bench [--device SPEC] [--json] [--quick] [--no-cuda] [--record-only N [--replay] [--capi [--owned]]]
 //! (see `USAGE`; parsed with lexopt).
@@ -13,6 +14,8 @@ use tegragpu::core::{Device, LaunchConfig, MemFlags, Queue, QueueKind};
 
 #[path = "bench/capi.rs"]
 mod capi;
+#[path = "bench/peer.rs"]
+mod peer;
 #[path = "bench/replay.rs"]
 mod replay;
 
@@ -662,6 +665,18 @@ fn bench_ours(
         lower_is_better: true,
         absolute: false,
     });
+
+    // 8. Peer copies to and from a second GPU (RM devices with a peer path only).
+    let spec = o
+        .device
+        .clone()
+        .or_else(|| tegragpu::core::device_from_env().ok().flatten());
+    rows.extend(peer::rows(
+        &ours.dev,
+        spec.as_deref(),
+        o.quick,
+        cuda.is_some(),
+    ));
     Ok(info)
 }
 

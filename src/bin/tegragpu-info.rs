@@ -351,7 +351,7 @@ fn backend_line(choice: &DeviceChoice) -> String {
 /// The desktop driver (nvidia.ko + nvidia-uvm): print what the RM backend reports.
 fn print_rm(choice: &DeviceChoice) -> ExitCode {
     use tegragpu::backend::rm::RmBackend;
-    let dev = match RmBackend::open_ordinal(Arc::new(LinuxSys), choice.index) {
+    let dev = match RmBackend::open_linux(choice.index) {
         Ok(d) => d,
         Err(e) => {
             eprintln!(
@@ -383,8 +383,89 @@ fn print_rm(choice: &DeviceChoice) -> ExitCode {
     let _ = writeln!(o, "VA bits:         {}", i.va_bits);
     let _ = writeln!(o, "memory:          {} MiB", i.memory_bytes >> 20);
     let _ = writeln!(o, "unified VA:      {}", i.unified_addresses);
+    o.push_str(&peer_matrix(dev, choice.index));
     emit(&o);
     ExitCode::SUCCESS
+}
+
+/// With two or more GPUs: which can access which (`peer access:` table, row = the device
+/// that accesses, column = the memory's GPU), then one line per pair with what the driver
+/// reported and, where there is no access, why. Empty with one GPU.
+fn peer_matrix(first: tegragpu::backend::rm::RmBackend, first_index: u32) -> String {
+    use tegragpu::backend::rm::RmBackend;
+    let mut devs: Vec<(u32, RmBackend)> = Vec::new();
+    let mut first = Some(first);
+    let mut o = String::new();
+    for i in 0..32u32 {
+        if i == first_index {
+            if let Some(f) = first.take() {
+                devs.push((i, f));
+            }
+            continue;
+        }
+        match RmBackend::open_linux(i) {
+            Ok(d) => devs.push((i, d)),
+            Err(e) if e.status == tegragpu::Status::NotFound => break,
+            Err(e) => {
+                let _ = writeln!(o, "rm:{i}:            not opened: {e}");
+            }
+        }
+    }
+    if devs.len() < 2 {
+        return o;
+    }
+    let _ = writeln!(o, "GPUs:");
+    for (i, d) in &devs {
+        let _ = writeln!(o, "  rm:{i}  {} [{}]", d.gpu_label(), d.uvm_space_label());
+    }
+    let _ = writeln!(
+        o,
+        "peer access (row: the GPU that accesses; column: the GPU whose memory):"
+    );
+    let _ = write!(o, "{:>8}", "");
+    for (j, _) in &devs {
+        let _ = write!(o, " {:>14}", format!("rm:{j}"));
+    }
+    o.push('\n');
+    let mut lines = Vec::new();
+    for (i, a) in &devs {
+        let _ = write!(o, "{:>8}", format!("rm:{i}"));
+        for (j, b) in &devs {
+            let cell = if i == j {
+                "-".to_string()
+            } else {
+                match a.rm_peer_info(b) {
+                    Ok(p) => {
+                        lines.push(if p.can_access {
+                            format!("  rm:{i} -> rm:{j}: {}; {}", p.summary(), p.detail)
+                        } else {
+                            format!("  rm:{i} -> rm:{j}: no peer access: {}", p.reason)
+                        });
+                        if p.can_access {
+                            format!(
+                                "{}{}",
+                                p.link.name(),
+                                if p.atomics { "+atomics" } else { "" }
+                            )
+                        } else {
+                            "no".to_string()
+                        }
+                    }
+                    Err(e) => {
+                        lines.push(format!("  rm:{i} -> rm:{j}: query failed: {e}"));
+                        "error".to_string()
+                    }
+                }
+            };
+            let _ = write!(o, " {cell:>14}");
+        }
+        o.push('\n');
+    }
+    for l in lines {
+        o.push_str(&l);
+        o.push('\n');
+    }
+    o
 }
 
 /// The fixture kernels (tests/fixtures/kernels.cu) for the SMs the tool carries.

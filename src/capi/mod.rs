@@ -9,7 +9,8 @@
 //! module with its functions (`device.rs`: `tg_device_*`, `buffer.rs`: `tg_buf_*`, `module.rs`:
 //! `tg_module_*` and `tg_kernel_*`, `limits.rs`: `tg_device_set_limit` / `tg_device_get_limit`,
 //! `queue.rs`: `tg_queue_*` and `tg_launch*`, `signal.rs`: `tg_signal_*`, `log.rs`:
-//! `tg_set_log_*`, `library.rs`: `tg_version`, `tg_status_str`, `tg_last_error_message`);
+//! `tg_set_log_*`, `peer.rs`: `tg_device_can_access_peer` / `tg_device_enable_peer_access`,
+//! `library.rs`: `tg_version`, `tg_status_str`, `tg_last_error_message`);
 //! `boundary/` is the call boundary every function goes through and `handles.rs` the handle
 //! table. Everything C sees is re-exported here, so `tegragpu::capi::*` names the whole API.
 //!
@@ -55,6 +56,8 @@ mod texture; // tg_texture_*
 
 mod log; // tg_set_log_callback, tg_set_log_level
 
+mod peer; // tg_device_can_access_peer, tg_device_enable_peer_access
+
 pub use buffer::*;
 pub use cmdbuf::*;
 pub use device::*;
@@ -62,6 +65,7 @@ pub use library::*;
 pub use limits::*;
 pub use log::*;
 pub use module::*;
+pub use peer::*;
 pub use queue::*;
 pub use signal::*;
 pub use texture::*;

@@ -395,12 +395,15 @@ pub unsafe extern "C" fn tg_launch_args(
 /// queue the copy engine moves the bytes; on a compute queue the library's built-in copy kernel
 /// does (the SMs: full memory bandwidth, ordered after earlier launches on the queue like any
 /// kernel; this is how libcuda copies device to device). Both ranges must lie inside their
-/// buffers and must not overlap; the buffers must belong to the queue's device; a zero size
-/// records nothing.
+/// buffers and must not overlap; a zero size records nothing. The buffers belong to the queue's
+/// device, or to a device it has peer access to (`tg_device_enable_peer_access()`): a copy
+/// between two GPUs runs on this queue's engine, over NVLink or PCIe.
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (range outside a
-/// buffer, overlapping ranges, buffer of another device); `TG_ERROR_NOT_SUPPORTED` (compute
-/// queue on a GPU without a built-in copy kernel); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`.
+/// buffer, overlapping ranges, buffer of another device without peer access enabled: the
+/// message names both GPUs); `TG_ERROR_NOT_SUPPORTED` (compute queue on a GPU without a
+/// built-in copy kernel; buffer of a device the queue's device can have no peer access to:
+/// the message names both GPUs and the reason); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`.
 ///
 /// Thread safety: any thread; serialized per queue.
 ///
@@ -419,11 +422,8 @@ pub unsafe extern "C" fn tg_queue_copy(
         with_queue(queue, "queue", None, |g, _| {
             let d = buffer(dst, "dst")?;
             let s = buffer(src, "src")?;
-            if !same_device(g.device(), d.device()) || !same_device(g.device(), s.device()) {
-                return Err(Error::invalid(
-                    "dst and src must belong to the queue's device",
-                ));
-            }
+            // Buffers of another device: the queue's device must have peer access to it
+            // (checked by the copy, which names both GPUs and the reason when it does not).
             g.copy(&d, dst_offset, &s, src_offset, size_bytes)
         })
     })

@@ -42,6 +42,11 @@ impl Buffer {
             ));
         }
         let alloc = dev.backend().alloc(size_bytes, flags)?;
+        let host = flags.cpu_cached && !flags.write_combined;
+        if let Err(e) = dev.peer_add_buffer(&alloc, host) {
+            let _ = dev.backend().free(&alloc);
+            return Err(e);
+        }
         Ok(Buffer {
             dev: dev.clone(),
             alloc: Some(alloc),
@@ -54,6 +59,11 @@ impl Buffer {
         self.alloc
             .as_ref()
             .expect("buffer allocation present until drop")
+    }
+
+    /// The backend's identifier of the allocation.
+    pub(crate) fn alloc_id(&self) -> u64 {
+        self.a().id
     }
 
     /// GPU virtual address of the first byte.
@@ -131,6 +141,7 @@ impl Buffer {
 impl Drop for Buffer {
     fn drop(&mut self) {
         if let Some(a) = self.alloc.take() {
+            self.dev.peer_remove_buffer(&a);
             self.dev.free_when_idle(a);
         }
     }

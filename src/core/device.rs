@@ -84,6 +84,8 @@ pub(crate) struct DeviceInner {
     pub staging: Mutex<Vec<Allocation>>,
     /// Extended properties, gathered at the first `Device::attribute` call.
     pub properties: std::sync::OnceLock<super::properties::DeviceProperties>,
+    /// Peer access to and from other devices (`core/peer.rs`).
+    pub peer: super::peer::PeerState,
 }
 
 /// Idle staging buffers a device keeps for later host transfers.
@@ -99,7 +101,12 @@ impl Drop for DeviceInner {
                 s.free(&*self.backend);
             }
         }
-        for (a, _) in self.deferred.get_mut().drain(..) {
+        let peers = self.peer.was_accessed();
+        for (a, f) in self.deferred.get_mut().drain(..) {
+            // Only the queues of devices with peer access to this one can still be running.
+            if peers {
+                super::peer::wait_peer_fence(&f);
+            }
             let _ = self.backend.free(&a);
         }
         if let Some(a) = self.local.get_mut().buf.take() {
@@ -184,11 +191,8 @@ impl Device {
                 crate::backend::nvgpu::NvgpuBackend::open(Arc::new(crate::os::LinuxSys))
                     .map(|b| Box::new(b) as Box<dyn Backend>)
             }
-            DeviceKind::Rm => crate::backend::rm::RmBackend::open_ordinal(
-                Arc::new(crate::os::LinuxSys),
-                choice.index,
-            )
-            .map(|b| Box::new(b) as Box<dyn Backend>),
+            DeviceKind::Rm => crate::backend::rm::RmBackend::open_linux(choice.index)
+                .map(|b| Box::new(b) as Box<dyn Backend>),
         };
         let backend = opened.inspect_err(|e| {
             crate::log::debug!("opening \"{}\" failed: {e}", choice.kind.spec());
@@ -257,6 +261,7 @@ impl Device {
                 tex_header_v2: arch.pb_caps.tex_header_v2,
                 staging: Mutex::new(Vec::new()),
                 properties: std::sync::OnceLock::new(),
+                peer: Default::default(),
             }),
         })
     }
@@ -503,7 +508,8 @@ impl Device {
 
     /// Free an allocation once every queue has passed the work submitted so far.
     pub(crate) fn free_when_idle(&self, alloc: Allocation) {
-        let tracks = fence_now(self);
+        let mut tracks = fence_now(self);
+        self.peer_extend_fence(&mut tracks);
         if tracks.is_empty() {
             let _ = self.inner.backend.free(&alloc);
         } else {

@@ -11,6 +11,7 @@ mod device;
 mod enumerate;
 mod module;
 mod properties;
+mod peer;
 mod queue;
 mod signal;
 pub mod syscalls;
@@ -33,7 +34,7 @@ pub use queue::{LaunchConfig, Queue, QueueConfig, QueueKind, STAGING_CHUNK};
 pub use signal::Signal;
 pub use texture::{Texture, TEXTURE_POOL_ENTRIES};
 
-pub use crate::backend::{BackendKind, DeviceInfo, MemFlags};
+pub use crate::backend::{BackendKind, DeviceInfo, MemFlags, PeerInfo, PeerLink};
 
 /// Default timeout for internal waits (ring space, synchronize without an explicit timeout).
 pub const DEFAULT_TIMEOUT_NS: u64 = 10_000_000_000;

@@ -3,7 +3,7 @@
 //! VA space, the GRAPHICS TSG; and the [`DeviceInfo`] / [`RmDetails`] that describe the result.
 
 use super::engines::{select_classes, CopyEngineInfo, RmClasses};
-use super::rmapi::{open_node, uvm_ioctl};
+use super::rmapi::uvm_ioctl;
 use super::state::{Inner, TsgState};
 use super::usermode::{doorbell_over_bar1, DOORBELL_OFFSET};
 use crate::backend::{BackendKind, DeviceInfo};
@@ -101,6 +101,7 @@ pub(super) fn bring_up(
     inner: &mut Inner,
     version: RmVersion,
     ordinal: u32,
+    share_uvm: bool,
 ) -> Result<(DeviceInfo, RmDetails)> {
     let client = inner.api.alloc_client()?;
     debug!("root client {client:#x}");
@@ -140,36 +141,6 @@ pub(super) fn bring_up(
         ));
     }
 
-    // UVM: INITIALIZE on one fd, MM_INITIALIZE on a second.
-    inner.uvm_fd = open_node(inner.sys(), "/dev/nvidia-uvm")?;
-    let mut ui = UVM_INITIALIZE_PARAMS::default();
-    uvm_ioctl(
-        inner.sys(),
-        inner.uvm_fd,
-        UVM_INITIALIZE,
-        &mut ui,
-        |p| p.rmStatus,
-        &|| "UVM_INITIALIZE(flags=0)".into(),
-    )?;
-    inner.uvm_mm_fd = open_node(inner.sys(), "/dev/nvidia-uvm")?;
-    debug!(
-        "UVM initialised on /dev/nvidia-uvm (fd {}; MM fd {})",
-        inner.uvm_fd, inner.uvm_mm_fd
-    );
-    let mut mm = UVM_MM_INITIALIZE_PARAMS {
-        uvmFd: inner.uvm_fd,
-        rmStatus: 0,
-    };
-    let r = uvm_ioctl(
-        inner.sys(),
-        inner.uvm_mm_fd,
-        UVM_MM_INITIALIZE,
-        &mut mm,
-        |p| p.rmStatus,
-        &|| "UVM_MM_INITIALIZE".into(),
-    );
-    debug!("UVM_MM_INITIALIZE: {:?} (errors are not fatal)", r.err());
-
     // Card info → the GPU.
     let cards = inner.api.card_info()?;
     let card = *cards.get(ordinal as usize).ok_or_else(|| {
@@ -182,6 +153,13 @@ pub(super) fn bring_up(
         )
     })?;
     inner.minor = card.minor_number;
+
+    // UVM: the process's address space for this GPU (INITIALIZE on one fd, MM_INITIALIZE on a
+    // second), shared with the devices of other GPUs where `share_uvm` (uvm_space.rs).
+    let m = super::uvm_space::join(&inner.api.sys, share_uvm, card.gpu_id)?;
+    inner.uvm_fd = m.fd();
+    debug!("{} for GPU id {:#x}", m.space.label(), card.gpu_id);
+    inner.uvm = Some(m);
     debug!(
         "card: gpu_id {:#x} minor {} pci {:04x}:{:02x}:{:02x} device {:#06x}",
         card.gpu_id,
@@ -403,19 +381,35 @@ pub(super) fn bring_up(
         .control(inner.subdevice, NV2080_CTRL_CMD_GPU_GET_GID_INFO, &mut gid)?;
     inner.uuid.uuid.copy_from_slice(&gid.data[..16]);
 
-    let mut rg = UVM_REGISTER_GPU_PARAMS {
-        gpu_uuid: inner.uuid,
-        rmCtrlFd: -1,
-        ..Default::default()
+    let register_gpu = |inner: &Inner| {
+        let mut rg = UVM_REGISTER_GPU_PARAMS {
+            gpu_uuid: inner.uuid,
+            rmCtrlFd: -1,
+            ..Default::default()
+        };
+        uvm_ioctl(
+            inner.sys(),
+            inner.uvm_fd,
+            UVM_REGISTER_GPU,
+            &mut rg,
+            |p| p.rmStatus,
+            &|| "UVM_REGISTER_GPU".into(),
+        )
     };
-    uvm_ioctl(
-        inner.sys(),
-        inner.uvm_fd,
-        UVM_REGISTER_GPU,
-        &mut rg,
-        |p| p.rmStatus,
-        &|| "UVM_REGISTER_GPU".into(),
-    )?;
+    match register_gpu(inner) {
+        Ok(()) => {}
+        // UVM refuses some GPUs next to others in one address space (coherent beside
+        // non-coherent ones, a second integrated GPU): this device then takes a space of its own.
+        Err(e) if inner.uvm.as_ref().is_some_and(|m| m.has_others()) => {
+            debug!("UVM_REGISTER_GPU in the shared address space failed ({e}); using an address space of this device's own (no peer access)");
+            inner.uvm = None;
+            let m = super::uvm_space::join(&inner.api.sys, false, card.gpu_id)?;
+            inner.uvm_fd = m.fd();
+            inner.uvm = Some(m);
+            register_gpu(inner)?;
+        }
+        Err(e) => return Err(e),
+    }
     inner.uvm_gpu_registered = true;
     let mut rv = UVM_REGISTER_GPU_VASPACE_PARAMS {
         gpuUuid: inner.uuid,

@@ -1,8 +1,9 @@
 //! RM backend: nvidia.ko + nvidia-uvm (desktop Ampere/Ada/Hopper/Blackwell GPUs, Jetson Thor).
 //!
 //! Bring-up follows rm-kernel-interface.md §2.2 (the path tinygrad's `NVKIface` takes, with the
-//! Hopper classes): version check, root client, UVM initialise, card info, `/dev/nvidiaN` with
-//! REGISTER_FD, device, subdevice, class list, usermode (doorbell) mapping, GR/FB info,
+//! Hopper classes): version check, root client, card info, the UVM address space (initialised,
+//! or shared with a device of another GPU: `uvm_space.rs`), `/dev/nvidiaN` with REGISTER_FD,
+//! device, subdevice, class list, usermode (doorbell) mapping, GR/FB info,
 //! `FERMI_VASPACE_A` (UVM-owned, page-faulting), UVM REGISTER_GPU and REGISTER_GPU_VASPACE,
 //! TSG (engine GRAPHICS), context share (ASYNC). Compute channels are created in that TSG on
 //! demand (`Backend::create_channel`).
@@ -77,17 +78,21 @@
 //! `tsg.rs`, `channel.rs` (channels and their errors), `engines.rs` (class and copy-engine
 //! choice), `facts.rs` (attributes and free memory beyond bring-up; listing the GPUs without
 //! bringing one up), `rmapi.rs` (typed escapes and UVM ioctls), `va.rs` (the GPU VA window and CPU
-//! placement). No file imports this one; everything public is re-exported here.
+//! placement), `uvm_space.rs` (the process's UVM address spaces: devices of different GPUs
+//! share one), `peer.rs` (peer capabilities, peer access and peer mappings). No file imports
+//! this one; everything public is re-exported here.
 
 mod bringup;
 mod channel;
 mod engines;
 mod facts;
 mod memory;
+mod peer;
 mod rmapi;
 mod state;
 mod tsg;
 mod usermode;
+mod uvm_space;
 pub mod va;
 
 use crate::backend::{Allocation, Backend, Channel, DeviceInfo, Engine, MemFlags};
@@ -113,6 +118,7 @@ pub use engines::{
 };
 pub use facts::{list_gpus, parse_gpu_uuid, pci_bus_id, RmGpuListing, NVIDIA_PCI_VENDOR_ID};
 pub use memory::{HUGE_PAGE_THRESHOLD, NOTIFIER_SIZE};
+pub use peer::{uuid_text, FabricProbe, RmP2pCaps};
 pub use usermode::{DOORBELL_OFFSET, USERMODE_MAP_SIZE};
 
 /// The RM backend. Channels keep the device alive; dropping the last reference tears the
@@ -130,9 +136,11 @@ fn read_sysfs(path: &str) -> Option<String> {
 }
 
 impl RmBackend {
-    /// Open the `ordinal`-th GPU (in card-info order) of the real driver.
+    /// Open the `ordinal`-th GPU (in card-info order) of the real driver. Devices of different
+    /// GPUs opened this way share one UVM address space, which peer access needs
+    /// (`uvm_space.rs`); `Device::open` opens RM devices this way.
     pub fn open_linux(ordinal: u32) -> Result<RmBackend> {
-        RmBackend::open_ordinal(Arc::new(LinuxSys), ordinal)
+        RmBackend::open_with(Arc::new(LinuxSys), ordinal, true)
     }
 
     /// Open the first GPU through `sys` (see [`RmBackend::open_ordinal`]).
@@ -140,9 +148,16 @@ impl RmBackend {
         RmBackend::open_ordinal(sys, 0)
     }
 
-    /// Open the `ordinal`-th GPU (in card-info order) through `sys`. Refuses unsupported driver
-    /// branches with `Status::UnsupportedDriver` before any RM_ALLOC or UVM call.
+    /// Open the `ordinal`-th GPU (in card-info order) through `sys`, in a UVM address space of
+    /// its own (no peer access). Refuses unsupported driver branches with
+    /// `Status::UnsupportedDriver` before any RM_ALLOC or UVM call.
     pub fn open_ordinal(sys: Arc<dyn Sys>, ordinal: u32) -> Result<RmBackend> {
+        RmBackend::open_with(sys, ordinal, false)
+    }
+
+    /// [`RmBackend::open_ordinal`]; with `share_uvm`, in the process's shared UVM address space
+    /// (only for `sys` = the real kernel: every device in a space must reach the same driver).
+    fn open_with(sys: Arc<dyn Sys>, ordinal: u32, share_uvm: bool) -> Result<RmBackend> {
         let sysfs_nvidia = read_sysfs("/sys/module/nvidia/version");
         let sysfs_uvm = read_sysfs("/sys/module/nvidia_uvm/version");
         let ctl_fd = open_node(&*sys, "/dev/nvidiactl")?;
@@ -162,10 +177,12 @@ impl RmBackend {
         };
         debug!("driver {} → branch {}", version.text, branch.major());
         let mut inner = Inner::empty(sys, ctl_fd, branch);
-        bringup::bring_up(&mut inner, version, ordinal).map(|(info, details)| RmBackend {
-            inner: Arc::new(inner),
-            info,
-            details,
+        bringup::bring_up(&mut inner, version, ordinal, share_uvm).map(|(info, details)| {
+            RmBackend {
+                inner: Arc::new(inner),
+                info,
+                details,
+            }
         })
         // On error `inner` drops here and undoes what was built.
     }
@@ -274,6 +291,31 @@ impl Backend for RmBackend {
             Status::NotSupported,
             "export_dmabuf is not implemented for the RM backend yet",
         ))
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn label(&self) -> String {
+        self.gpu_label()
+    }
+
+    /// `NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_V2` and the UVM address spaces (`peer.rs`).
+    fn peer_info(&self, peer: &dyn Backend) -> Result<crate::backend::PeerInfo> {
+        self.peer_info_dyn(peer)
+    }
+
+    fn enable_peer(&self, peer: &dyn Backend) -> Result<crate::backend::PeerInfo> {
+        self.enable_peer_dyn(peer)
+    }
+
+    fn map_peer(&self, alloc: &Allocation, peer: &dyn Backend, atomics: bool) -> Result<()> {
+        self.map_peer_dyn(alloc, peer, atomics)
+    }
+
+    fn unmap_peer(&self, alloc: &Allocation, peer: &dyn Backend) -> Result<()> {
+        self.unmap_peer_dyn(alloc, peer)
     }
 
     /// A new channel. RM (H200, driver 580) times the allocation of a channel out, after about

@@ -90,8 +90,10 @@ pub(crate) struct Inner {
     pub(super) api: RmApi,
     pub(super) branch: RmBranch,
     pub(super) layout: RmLayout,
+    /// The fd of the UVM address space the device is in (`uvm`'s; not closed by the device).
     pub(super) uvm_fd: RawFd,
-    pub(super) uvm_mm_fd: RawFd,
+    /// The device's place in a UVM address space of the process ([`super::uvm_space`]).
+    pub(super) uvm: Option<super::uvm_space::UvmMembership>,
     pub(super) dev_fd: RawFd,
     pub(super) minor: u32,
     pub(super) device: u32,
@@ -132,7 +134,7 @@ impl Inner {
             branch,
             layout: branch.layout(),
             uvm_fd: -1,
-            uvm_mm_fd: -1,
+            uvm: None,
             dev_fd: -1,
             minor: 0,
             device: 0,
@@ -214,6 +216,8 @@ impl Drop for Inner {
             let _ = self.api.free(self.device, self.vaspace);
         }
         if self.uvm_gpu_registered {
+            // PCIe peer access this GPU has in a shared space ends with it.
+            self.leave_peers();
             let mut p = UVM_UNREGISTER_GPU_PARAMS {
                 gpu_uuid: self.uuid,
                 rmStatus: 0,
@@ -240,7 +244,10 @@ impl Drop for Inner {
         if self.api.client != 0 {
             let _ = self.api.free(0, self.api.client);
         }
-        for fd in [self.uvm_fd, self.uvm_mm_fd, self.dev_fd, self.api.ctl_fd] {
+        // The UVM fds belong to the address space, closed here when this was its last device
+        // (before the device fds, as a device of its own closes them).
+        drop(self.uvm.take());
+        for fd in [self.dev_fd, self.api.ctl_fd] {
             if fd >= 0 {
                 let _ = self.sys().close(fd);
             }

@@ -6,7 +6,9 @@ impl Queue {
     /// Record a copy of `size_bytes` from `src` at `src_offset` to `dst` at `dst_offset`. On a
     /// copy queue the copy engine moves the bytes; on a compute queue the library's built-in
     /// copy kernel does (the SMs: full memory bandwidth, ordered with the queue's launches like
-    /// any kernel). Overlapping ranges of one buffer are refused.
+    /// any kernel). Overlapping ranges of one buffer are refused. `dst` and `src` may belong to
+    /// another device that this queue's device has peer access to
+    /// ([`crate::core::Device::enable_peer_access`]); the copy runs here either way.
     pub fn copy(
         &mut self,
         dst: &Buffer,
@@ -16,6 +18,10 @@ impl Queue {
         size_bytes: u64,
     ) -> Result<()> {
         self.dev.check_usable()?;
+        if !self.dev.is(dst.device()) || !self.dev.is(src.device()) {
+            self.dev.check_buffer_access(dst, "tg_queue_copy", "dst")?;
+            self.dev.check_buffer_access(src, "tg_queue_copy", "src")?;
+        }
         dst.check_range("tg_queue_copy: dst", dst_offset, size_bytes)?;
         src.check_range("tg_queue_copy: src", src_offset, size_bytes)?;
         if size_bytes == 0 {

@@ -9,7 +9,8 @@
 //!
 //! One file per RM object: [`escape`] (the escapes and their argument structs), [`classes`],
 //! [`device`] (client, device, subdevice), [`memory`], [`channel`] (TSG, context share,
-//! GPFIFO channel, error notifier), [`gr`], [`ce`], [`uvm`], [`status`]; [`names`] for logs;
+//! GPFIFO channel, error notifier), [`gr`], [`ce`], [`uvm`], [`p2p`] (peer capabilities and
+//! UVM peer access), [`status`]; [`names`] for logs;
 //! [`version`] and [`branch`] for the driver branches. The RM and UVM drivers do **not**
 //! size-check RM_ALLOC class parameters or UVM ioctl structs, so the layouts that changed
 //! between branches are selected per branch: see [`RmBranch`] and [`RmLayout`], one file per
@@ -28,6 +29,7 @@ pub mod escape;
 pub mod gr;
 pub mod memory;
 pub mod names;
+pub mod p2p;
 pub mod status;
 pub mod uvm;
 pub mod version;
@@ -41,6 +43,7 @@ pub use escape::*;
 pub use gr::*;
 pub use memory::*;
 pub use names::*;
+pub use p2p::*;
 pub use status::*;
 pub use uvm::*;
 pub use version::*;

@@ -7,6 +7,7 @@ use crate::sys::rm::device::*;
 use crate::sys::rm::escape::*;
 use crate::sys::rm::gr::*;
 use crate::sys::rm::memory::*;
+use crate::sys::rm::p2p::*;
 use crate::sys::rm::uvm::*;
 
 /// `(value, "NAME")` pairs from the constants above.
@@ -54,6 +55,7 @@ const RM_CTRL_CMD_NAMES: &[(u32, &str)] = name_table!(u32;
     NV2080_CTRL_CMD_GR_GET_TPC_MASK, NV2080_CTRL_CMD_GPU_GET_ENGINES_V2,
     NV2080_CTRL_CMD_CE_GET_CE_PCE_MASK, NV2080_CTRL_CMD_CE_GET_CAPS_V2,
     NV906F_CTRL_CMD_GET_MMU_FAULT_INFO,
+    NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_V2, NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO,
 );
 
 /// The UVM ioctls (`uvm_ioctl.h`).
@@ -62,6 +64,7 @@ const UVM_IOCTL_NAMES: &[(u64, &str)] = name_table!(u64;
     UVM_REGISTER_CHANNEL, UVM_UNREGISTER_CHANNEL, UVM_ENABLE_PEER_ACCESS,
     UVM_MAP_EXTERNAL_ALLOCATION, UVM_FREE, UVM_REGISTER_GPU, UVM_UNREGISTER_GPU,
     UVM_UNMAP_EXTERNAL, UVM_CREATE_EXTERNAL_RANGE, UVM_MM_INITIALIZE,
+    UVM_DISABLE_PEER_ACCESS,
 );
 
 fn lookup<T: PartialEq + Copy>(table: &[(T, &'static str)], v: T) -> Option<&'static str> {

@@ -6,6 +6,8 @@ pub const NV_OK: u32 = 0;
 pub const NV_ERR_INVALID_ARGUMENT: u32 = 0x1F;
 /// Invalid class.
 pub const NV_ERR_INVALID_CLASS: u32 = 0x22;
+/// Invalid device (UVM: a GPU not registered, or a peer pair not enabled).
+pub const NV_ERR_INVALID_DEVICE: u32 = 0x26;
 /// Invalid parameter struct (wrong size).
 pub const NV_ERR_INVALID_PARAM_STRUCT: u32 = 0x3A;
 /// Out of memory.
@@ -34,6 +36,7 @@ pub fn nv_status_name(status: u32) -> &'static str {
         0x22 => "NV_ERR_INVALID_CLASS",
         0x23 => "NV_ERR_INVALID_CLIENT",
         0x24 => "NV_ERR_INVALID_COMMAND",
+        0x26 => "NV_ERR_INVALID_DEVICE",
         0x29 => "NV_ERR_INVALID_FLAGS",
         0x2E => "NV_ERR_INVALID_LIMIT",
         0x31 => "NV_ERR_INVALID_OBJECT",
