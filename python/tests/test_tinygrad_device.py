@@ -33,6 +33,7 @@ with warnings.catch_warnings():
 import tegragpu as tg  # noqa: E402
 from tinygrad import Device, Tensor, dtypes  # noqa: E402
 from tinygrad.device import Buffer, BufferSpec, TinyELF  # noqa: E402
+from tinygrad.uop.ops import Ops  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::tegragpu.tinygrad_device.TegraEmulatorWarning")
 
@@ -487,3 +488,328 @@ def test_desktop_copy_path_through_tinygrad():
     # tinygrad's own copies, forced onto this device with TEGRA_STAGED_COPIES=1.
     r = _run(["-c", _STAGED_SCRIPT], TEGRA_STAGED_COPIES="1", DEV="TEGRA")
     assert r.returncode == 0 and "STAGED OK" in r.stdout, r.stdout
+
+
+# --------------------------------------------------------------------------------------------
+# Several devices: the plan of a multi-device batch, transfers between devices, the graph over
+# two devices. The emulated Orin has one GPU and no peer access: a second TEGRA device here is
+# a second emulated Orin ("TEGRA:5"), and where the test needs peer access, the two primitives
+# the device uses for it across devices (a GPU wait on the other's signal, a copy into the
+# other's memory) are replaced by CPU equivalents that log what was recorded.
+
+def _plan_case(rng, ndev, n):
+    """A random batch: calls on devices 0..ndev-1 (kernels, copies), each reading and writing
+    random buffer ranges; the dependencies by brute force over the ranges."""
+    devs, kinds, acc = [], [], []
+    for j in range(n):
+        devs.append(int(rng.integers(ndev)))
+        kinds.append("copy" if rng.random() < 0.3 else "kernel")
+        bufs = []
+        for _ in range(int(rng.integers(1, 4))):
+            b, s = int(rng.integers(6)), int(rng.integers(0, 64))
+            bufs.append((b, s, s + int(rng.integers(1, 64)), bool(rng.random() < 0.5)))
+        acc.append(bufs)
+    deps = []
+    for j in range(n):
+        d = set()
+        for k in range(j):
+            for (b1, s1, e1, w1) in acc[j]:
+                for (b2, s2, e2, w2) in acc[k]:
+                    if b1 == b2 and s1 < e2 and s2 < e1 and (w1 or w2):
+                        d.add(k)
+        deps.append(sorted(d))
+    return devs, kinds, deps
+
+
+def _simulate(rng, devs, levels, steps, deps):
+    """Run the plan's steps the way GPUs would, in a random interleaving of the devices: a
+    device runs its steps in order, a step waits until the steps it names have completed, and
+    within a step the calls of one level run in any order. Returns the completion order;
+    fails on a deadlock or a call that started before one it depends on completed."""
+    queues = {}
+    for s in steps:
+        queues.setdefault(s.dev, []).append(s)
+    done_steps, done, order = set(), set(), []
+    while any(queues.values()):
+        ready = [d for d, q in queues.items() if q and all(w in done_steps for w in q[0].waits)]
+        assert ready, f"deadlock: {[(d, q[0]) for d, q in queues.items() if q]}"
+        d = ready[int(rng.integers(len(ready)))]
+        s = queues[d].pop(0)
+        groups = []
+        for j in s.items:
+            if groups and levels[groups[-1][-1]] == levels[j]:
+                groups[-1].append(j)
+            else:
+                groups.append([j])
+        for g in groups:
+            for j in rng.permutation(g).tolist():
+                missing = [k for k in deps[j] if k not in done]
+                assert not missing, f"call {j} ran before {missing} ({s})"
+            done.update(g)
+            order.extend(g)
+        done_steps.add(s.index)
+    return order
+
+
+def test_plan_steps_keeps_every_dependency():
+    rng = np.random.default_rng(7)
+    for case in range(300):
+        ndev, n = int(rng.integers(1, 5)), int(rng.integers(1, 40))
+        devs, kinds, deps = _plan_case(rng, ndev, n)
+        for concurrency in (True, False):
+            levels, steps = td._graph.plan_steps(devs, kinds, deps, concurrency)
+            assert sorted(j for s in steps for j in s.items) == list(range(n))
+            for s in steps:
+                assert all(devs[j] == s.dev for j in s.items)
+                assert all(w < s.index and steps[w].dev != s.dev for w in s.waits), s
+                assert s.kind == "kernels" or len(s.items) == 1
+                for j in s.items:
+                    for k in deps[j]:
+                        assert levels[k] < levels[j]
+            # every cross-device dependency is covered by a wait for a step at or after it
+            pos = {j: s for s in steps for j in s.items}
+            for j in range(n):
+                for k in deps[j]:
+                    if devs[k] == devs[j]:
+                        continue
+                    assert pos[k].signal, (case, j, k)
+                    earlier = [t for t in steps[:pos[j].index + 1] if t.dev == devs[j]]
+                    assert any(steps[w].dev == devs[k] and steps[w].index >= pos[k].index
+                               for t in earlier for w in t.waits), (case, j, k)
+            for _ in range(3):
+                order = _simulate(rng, devs, levels, steps, deps)
+                assert sorted(order) == list(range(n))
+
+
+def test_plan_steps_of_an_exchange_between_two_devices():
+    # kernel on 0, copy 0 -> 1 (runs on 0), kernel on 1 using it, copy 1 -> 0 (runs on 1),
+    # kernel on 0 using that; a kernel on 1 independent of everything.
+    devs = [0, 0, 1, 1, 0, 1]
+    kinds = ["kernel", "copy", "kernel", "copy", "kernel", "kernel"]
+    deps = [[], [0], [1], [2], [3], []]
+    levels, steps = td._graph.plan_steps(devs, kinds, deps)
+    assert levels == [0, 1, 2, 3, 4, 0]
+    got = [(s.dev, s.kind, s.items, s.waits, s.signal) for s in steps]
+    assert got == [(0, "kernels", [0], [], False), (1, "kernels", [5], [], False),
+                   (0, "copy", [1], [], True), (1, "kernels", [2], [2], False),
+                   (1, "copy", [3], [], True), (0, "kernels", [4], [4], False)], got
+    with pytest.raises(ValueError, match="not earlier"):
+        td._graph.plan_steps([0, 0], ["kernel", "kernel"], [[1], []])
+
+
+@pytest.fixture
+def dev2(dev, monkeypatch):
+    """A second TEGRA device, "TEGRA:5": another emulated Orin (the emulator has one GPU)."""
+    if SPEC != "emu":
+        pytest.skip("fakes a second device with a second emulated Orin")
+    real = td._device._open_tegragpu
+    monkeypatch.setattr(td._device, "_open_tegragpu",
+                        lambda index: tg.Device(SPEC) if index == 5 else real(index))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        d = Device["TEGRA:5"]
+    d.peer_links.clear()
+    dev.peer_links.clear()
+    d.peer_waits.clear()
+    dev.peer_waits.clear()
+    yield d
+    for x in (dev, d):
+        x.synchronize()
+        x.peer_links.clear()
+        x.peer_waits.clear()
+
+
+def _fake_peers(monkeypatch, log, waits=True):
+    """Peer access between every two TEGRA devices, done by the CPU: a GPU wait on another
+    device's signal waits on the CPU; a copy into another device's memory runs after both
+    devices' recorded work. Each is logged as (kind, device, other device or signal, value)."""
+    monkeypatch.setattr(td._peer, "_probe",
+                        lambda a, b: td._peer.PeerLink(True, waits or a is b, "fake link"))
+    real_wait, real_copy = td.TegraDevice._record_wait, td.TegraDevice._record_peer_copy
+
+    def record_wait(self, signal, value, what):
+        if signal is self.tl or signal is self.copy_tl:
+            return real_wait(self, signal, value, what)
+        log.append(("wait", self.device, what, value))
+        signal.wait(value)
+
+    def record_copy(self, dest, src, sz, dest_dev):
+        if dest_dev is self:
+            return real_copy(self, dest, src, sz, dest_dev)
+        log.append(("copy", self.device, dest_dev.device, sz))
+        self.synchronize()
+        ctypes.memmove(dest.cpu_ptr(), src.cpu_ptr(), sz)
+
+    monkeypatch.setattr(td.TegraDevice, "_record_wait", record_wait)
+    monkeypatch.setattr(td.TegraDevice, "_record_peer_copy", record_copy)
+
+
+def test_transfer_between_devices_without_peer_access_goes_through_host(dev, dev2, caplog):
+    # Two emulated Orins have no peer path: the copy goes through host memory, and the reason
+    # is logged once for the pair.
+    n = 4099
+    a = Buffer("TEGRA", n, dtypes.uint8).ensure_allocated()
+    b = Buffer("TEGRA:5", n, dtypes.uint8).ensure_allocated()
+    data = np.random.default_rng(3).integers(0, 255, n, dtype=np.uint8)
+    copyin(a, bytearray(data.tobytes()))
+    with caplog.at_level("INFO", logger="tegragpu.tinygrad_device"):
+        for _ in range(2):
+            dev.allocator._transfer(b._buf, a._buf, n, src_dev=dev, dest_dev=dev2)
+    np.testing.assert_array_equal(b.numpy(), data)
+    notes = [r.getMessage() for r in caplog.records if "go through host memory" in r.getMessage()]
+    assert len(notes) == 1 and notes[0].startswith("TEGRA -> TEGRA:5: no peer access ("), notes
+    assert "nvgpu" in notes[0], notes[0]  # the library's reason
+    lk = dev.peer_links[dev2]
+    assert not lk.access and not lk.waits and not td._peer.graph_ready(dev, dev2)
+    # through tinygrad: Tensor.to between the two devices
+    t = Tensor(data, device="TEGRA:5").to("TEGRA").realize()
+    np.testing.assert_array_equal(t.numpy(), data)
+
+
+def test_transfer_between_devices_is_ordered_on_the_gpus(dev, dev2, monkeypatch):
+    # With peer access (faked), a transfer TEGRA -> TEGRA:5 runs on TEGRA's queue after TEGRA:5's
+    # earlier work (a GPU wait on TEGRA:5's timeline), and TEGRA:5's next work waits for it (a
+    # GPU wait on TEGRA's timeline), recorded where that work is recorded.
+    log = []
+    _fake_peers(monkeypatch, log)
+    lib = _fixture_cubin(dev)
+    u32 = dtypes.uint32
+    fill = {d: td.TegraProgram(d, _elf(lib, "fill_u32", [u32, u32, u32])) for d in (dev, dev2)}
+    for d in (dev, dev2):
+        monkeypatch.setattr(d, "sync_each", False)
+    n = 256
+    a = Buffer("TEGRA", n, u32).ensure_allocated()
+    b = Buffer("TEGRA:5", n, u32).ensure_allocated()
+    fill[dev](a._buf, global_size=(4, 1, 1), local_size=(64, 1, 1), vals=(11, n))
+    fill[dev2](b._buf, global_size=(4, 1, 1), local_size=(64, 1, 1), vals=(22, n))
+    dev.allocator._transfer(b._buf, a._buf, n * 4, src_dev=dev, dest_dev=dev2)
+    assert [x[:2] for x in log] == [("wait", "TEGRA"), ("copy", "TEGRA")], log
+    assert log[0][2] == "TEGRA:5" and log[0][3] == dev2.tl_value  # after TEGRA:5's fill
+    assert dev2.peer_waits == {dev: dev.tl_value}
+    # TEGRA:5's next launch waits for the copy; its result is the copied data plus what it adds
+    log.clear()
+    fill[dev2](b.view(16, u32, 0).ensure_allocated()._buf, global_size=(1, 1, 1),
+               local_size=(16, 1, 1), vals=(33, 16))
+    assert log[:1] == [("wait", "TEGRA:5", "TEGRA", dev.tl_value)] or \
+        dev.tl_done >= dev.tl_value, log
+    assert dev2.peer_waits == {}
+    out = b.numpy()
+    assert (out[:16] == 33).all() and (out[16:] == 11).all(), out
+    # without GPU waits between the devices (the library refuses them): the CPU waits instead
+    monkeypatch.setattr(td._peer, "_probe",
+                        lambda x, y: td._peer.PeerLink(True, False, "fake, no waits"))
+    dev.peer_links.clear()
+    dev2.peer_links.clear()
+    log.clear()
+    fill[dev](a._buf, global_size=(4, 1, 1), local_size=(64, 1, 1), vals=(44, n))
+    dev.allocator._transfer(b._buf, a._buf, n * 4, src_dev=dev, dest_dev=dev2)
+    assert [x[0] for x in log] == ["copy"], log
+    np.testing.assert_array_equal(b.numpy(), np.full(n, 44, np.uint32))
+
+
+class _CopyAst:
+    op = Ops.COPY
+
+
+def test_graph_over_two_devices(dev, dev2, monkeypatch):
+    # A batch as tinygrad's MultiGraphRunner hands it over: c = a + b on TEGRA, copy c to
+    # TEGRA:5, y = x + b5 there, copy y back, w = z + b on TEGRA. The plan: steps on both
+    # devices with GPU waits between them (peer access faked, see _fake_peers); the kernels in
+    # command buffers; input 0 replaces the source of the first copy.
+    log = []
+    _fake_peers(monkeypatch, log)
+    for d in (dev, dev2):
+        monkeypatch.setattr(d, "sync_each", False)
+    lib = _fixture_cubin(dev)
+    f32 = dtypes.float32
+    add = {d: td.TegraProgram(d, _elf(lib, "vector_add", [f32, f32, f32, dtypes.uint32]))
+           for d in (dev, dev2)}
+    n = 1000
+    a, b, c, c_alt, z, w = (Buffer("TEGRA", n, f32).ensure_allocated() for _ in range(6))
+    x, b5, y = (Buffer("TEGRA:5", n, f32).ensure_allocated() for _ in range(3))
+    ramp = np.arange(n, dtype=np.float32)
+    copyin(a, bytearray(ramp.tobytes()))
+    for buf, v in ((b, 1.0), (b5, 10.0)):
+        copyin(buf, bytearray(np.full(n, v, np.float32).tobytes()))
+    info = _FakeInfo((8, 1, 1), (128, 1, 1), (_FakeVar("n"),))
+    g = object.__new__(td.TegraGraph)
+    g.calls = [(0, _FakeAst(info), [a, b, c], {}), (0, _CopyAst(), [x, c], {}),
+               (0, _FakeAst(info), [x, b5, y], {}), (0, _CopyAst(), [z, y], {}),
+               (0, _FakeAst(info), [z, b, w], {})]
+    g.runtimes = [add[dev], None, add[dev2], None, add[dev]]
+    g.uop_replace = [[], [(1, 0)], [], [], []]
+    g.vars = ["n"]
+    g.var_vals_replace = {0: [(0, 0)], 2: [(0, 0)], 4: [(0, 0)]}
+    g.launch_dims_replace, g.launch_dims_base, g.symbolic_dims = {}, {}, []
+    g._build()
+    assert g.steps is not None and {id(d) for d in g.devices} == {id(dev), id(dev2)}
+    assert [(s.dev.device, s.kind) for s in g.steps] == [
+        ("TEGRA", "kernels"), ("TEGRA", "copy"), ("TEGRA:5", "kernels"), ("TEGRA:5", "copy"),
+        ("TEGRA", "kernels")], g.steps
+    assert g.steps[2].waits == [1] and g.steps[4].waits == [3], g.steps
+    assert len(g.segments) == 3 and "3 kernel runs" in g.cmdbuf_note, g.cmdbuf_note
+    if td.cmdbuf_supported():
+        assert all(s.cmdbuf is not None for s in g.segments), g.cmdbuf_note
+    needs = []
+    real_need = td.TegraDevice._wait_for_peer
+
+    def wait_for_peer(self, other, value, what):
+        needs.append((self.device, other.device, value, what))
+        return real_need(self, other, value, what)
+
+    monkeypatch.setattr(td.TegraDevice, "_wait_for_peer", wait_for_peer)
+    v0 = (dev.tl_value, dev2.tl_value)
+    assert g((_FakeUop(c),), {"n": n}) is None
+    # before the batch, each copying device waits for the other's earlier work; TEGRA:5's kernel
+    # waits for TEGRA's copy, TEGRA's last kernel for TEGRA:5's copy (values released then)
+    assert [x[:2] for x in needs] == [("TEGRA", "TEGRA:5"), ("TEGRA:5", "TEGRA"),
+                                      ("TEGRA:5", "TEGRA"), ("TEGRA", "TEGRA:5")], needs
+    assert needs[0][2] <= v0[1] + 1 and needs[1][2] <= v0[0] + 1, (needs, v0)
+    assert needs[2][2] > v0[0] and needs[3][2] > v0[1], (needs, v0)
+    # after the batch, each device's next work waits for the other's copies into its memory
+    assert dev.peer_waits.get(dev2) == dev2.tl_value and dev2.peer_waits.get(dev) == \
+        dev.tl_value
+    np.testing.assert_array_equal(w.numpy(), ramp + 12.0)
+    kinds = [(k[0], k[1]) for k in log]
+    assert kinds.count(("copy", "TEGRA")) == 1 and kinds.count(("copy", "TEGRA:5")) == 1, log
+    # replay with the first copy reading c_alt (filled by hand) and a smaller n, timed
+    copyin(c_alt, bytearray((ramp * 2).tobytes()))
+    et = g((_FakeUop(c_alt),), {"n": 500}, wait=True)
+    assert isinstance(et, float) and et > 0
+    out = w.numpy()
+    np.testing.assert_array_equal(out[:500], ramp[:500] * 2 + 11.0)
+    np.testing.assert_array_equal(out[500:], ramp[500:] + 12.0)
+    # back-to-back replays, then one synchronization
+    for k in range(4):
+        g((_FakeUop(c if k % 2 else c_alt),), {"n": n})
+    dev.synchronize()
+    dev2.synchronize()
+    np.testing.assert_array_equal(w.numpy(), ramp + 12.0)
+
+
+class _FakeArgUop:
+    def __init__(self, device):
+        self.device, self.is_bound_var = device, False
+
+
+class _FakeCall:
+    def __init__(self, ast, *devices):
+        self.src = (ast, *(_FakeArgUop(d) for d in devices))
+
+
+def test_graph_takes_copies_only_with_peer_access(dev, dev2, monkeypatch):
+    prog = _FakeCall(type("P", (), {"op": Ops.PROGRAM})(), "TEGRA")
+    copy = _FakeCall(_CopyAst(), "TEGRA:5", "TEGRA")
+    same = _FakeCall(_CopyAst(), "TEGRA", "TEGRA")
+    host = _FakeCall(_CopyAst(), "TEGRA", "PYTHON")
+    sup = td.TegraGraph.supports_uop
+    assert sup([dev], prog) and sup([dev, dev2], prog) and sup([dev], same)
+    assert not sup([dev], host)
+    assert not sup([dev], copy)  # two emulated Orins: no peer access
+    log = []
+    _fake_peers(monkeypatch, log)
+    dev.peer_links.clear()
+    dev2.peer_links.clear()
+    assert sup([dev], copy)
+    monkeypatch.setenv("TEGRA_MULTIGRAPH", "0")
+    assert not sup([dev], copy) and not sup([dev, dev2], prog) and sup([dev], prog)

@@ -10,6 +10,7 @@ import warnings
 
 import tegragpu as tg
 
+from . import _peer
 from ._allocator import TegraAllocator, TegraUnifiedAllocator, _mv_addr
 from ._errors import TegraEmulatorWarning, TegraError
 from ._graph import TegraGraph
@@ -79,6 +80,10 @@ class TegraDevice(Compiled):
         self.compute_waits_copy = 0  # copy timeline value the next compute work must wait for
         self.staging = []           # [buffer, copy timeline value that frees it]
         self.inflight = collections.deque(maxlen=64)  # kernel names since the last sync
+        self.peer_links = {}        # other TegraDevice -> _peer.PeerLink
+        # other TegraDevice -> its compute timeline value the next work here waits for (its
+        # queue copied into this device's memory)
+        self.peer_waits = {}
         self._faulted = None
         if self.emulated:
             warnings.warn(f"{device} is the emulated Orin ({tg.library_path()}): allocation and "
@@ -127,6 +132,8 @@ class TegraDevice(Compiled):
 
     def _fence(self):
         """Release the compute timeline after the work recorded so far; its value."""
+        if self.peer_waits:
+            self._fold_peer_waits()
         if self.unsignaled:
             self.tl_value += 1
             lib = tg.lib
@@ -139,11 +146,43 @@ class TegraDevice(Compiled):
         return self.tl_value
 
     def _before_compute(self):
+        if self.peer_waits:
+            self._fold_peer_waits()
         if self.compute_waits_copy:
             st = tg.lib.tg_queue_wait(self.qh, self.copy_tl.handle, self.compute_waits_copy)
             if st:
                 self._raise_status(st, "recording a wait for the copy queue")
             self.compute_waits_copy = 0
+
+    def _record_wait(self, signal, value, what):
+        """Record a GPU wait on the compute queue until ``signal`` (of this device or of a
+        peer) reaches ``value``."""
+        st = tg.lib.tg_queue_wait(self.qh, signal.handle, value)
+        if st:
+            self._raise_status(st, f"recording a wait for {what}")
+
+    def _wait_for_peer(self, other, value, what):
+        """Order the work recorded next on the compute queue after ``other``'s compute timeline
+        reaches ``value``: a GPU wait where the library allows it, else a CPU wait."""
+        if other.tl_done >= value:
+            return
+        if other.tl.value >= value:
+            other.tl_done = max(other.tl_done, value)
+            return
+        if _peer.link(self, other).waits:
+            self._record_wait(other.tl, value, f"{other.device}")
+            self.unsignaled = True  # the next release here comes after the wait
+        else:
+            other._wait(other.tl, value, f"waiting for {other.device} (for {self.device}: {what})")
+            other.tl_done = max(other.tl_done, value)
+
+    def _fold_peer_waits(self):
+        """Put the waits for other devices' copies into this device's memory in front of the
+        work recorded next."""
+        waits = list(self.peer_waits.items())
+        self.peer_waits.clear()
+        for other, value in waits:
+            self._wait_for_peer(other, value, "its copy into this device's memory")
 
     def _wait(self, signal, value, what, timeout_ns=None, kernels=None):
         try:
@@ -258,6 +297,41 @@ class TegraDevice(Compiled):
         except tg.Error as e:
             raise self._error(f"copying {sz} bytes on the GPU", e) from e
         self.unsignaled = True
+        if self.sync_each:
+            self.synchronize()
+
+    def _record_peer_copy(self, dest, src, sz, dest_dev):
+        """Record a copy from ``src`` (this device's memory) to ``dest`` (``dest_dev``'s: this
+        device's or a peer's) on the compute queue (the SMs; ordered with the launches)."""
+        try:
+            self.q.copy(dest.region, 0, src.region, 0, sz)
+        except tg.Error as e:
+            raise self._error(f"copying {sz} bytes from {self.device} to {dest_dev.device}",
+                              e) from e
+
+    def _peer_copy(self, dest, src, sz, dest_dev):
+        """``sz`` bytes from ``src`` (this device's) to ``dest`` (``dest_dev``'s, which this
+        device has peer access to), on this device's GPU: after this device's work recorded so
+        far (it writes ``src``) and after ``dest_dev``'s (it may still use ``dest``); the next
+        work of ``dest_dev`` waits for the copy, and later work here is behind it in the queue
+        (``src`` is not reused before the copy has read it)."""
+        self._before_compute()
+        dv = dest_dev._fence()
+        self._wait_for_peer(dest_dev, dv, f"a copy into {dest_dev.device}")
+        if dest_dev.copy_value > dest_dev.copy_done:  # host copies into dest_dev in flight
+            if _peer.link(self, dest_dev).waits:
+                self._record_wait(dest_dev.copy_tl, dest_dev.copy_value,
+                                  f"{dest_dev.device}'s copy queue")
+            else:
+                dest_dev._wait(dest_dev.copy_tl, dest_dev.copy_value,
+                               f"waiting for the copy queue (for a copy from {self.device})")
+                dest_dev.copy_done = dest_dev.copy_value
+        self._record_peer_copy(dest, src, sz, dest_dev)
+        self.inflight.append(f"copy {self.device} -> {dest_dev.device}")
+        self.unsignaled = True
+        v = self._fence()
+        if v > dest_dev.peer_waits.get(self, 0):
+            dest_dev.peer_waits[self] = v
         if self.sync_each:
             self.synchronize()
 
