@@ -813,3 +813,45 @@ def test_graph_takes_copies_only_with_peer_access(dev, dev2, monkeypatch):
     assert sup([dev], copy)
     monkeypatch.setenv("TEGRA_MULTIGRAPH", "0")
     assert not sup([dev], copy) and not sup([dev, dev2], prog) and sup([dev], prog)
+
+
+def test_graph_with_copies_on_one_device(dev, monkeypatch):
+    # Copies inside a batch on one device (tinygrad's test_graph does these): a whole buffer,
+    # then a view of its first half, then a kernel reading the second half (it depends on the
+    # first copy only: the ranges tell); a view copied onto itself (nothing to do); and
+    # overlapping halves of one buffer (through the host).
+    monkeypatch.setattr(dev, "sync_each", False)
+    lib = _fixture_cubin(dev)
+    f32 = dtypes.float32
+    add = td.TegraProgram(dev, _elf(lib, "vector_add", [f32, f32, f32, dtypes.uint32]))
+    n = 512
+    base, full = (Buffer("TEGRA", 2 * n, f32).ensure_allocated() for _ in range(2))
+    lo_src, a, out = (Buffer("TEGRA", n, f32).ensure_allocated() for _ in range(3))
+    lo = Buffer("TEGRA", n, f32, base=base, offset=0).ensure_allocated()
+    hi = Buffer("TEGRA", n, f32, base=base, offset=n * 4).ensure_allocated()
+    mid = Buffer("TEGRA", n, f32, base=base, offset=n * 2).ensure_allocated()
+    ramp = np.arange(2 * n, dtype=np.float32)
+    copyin(full, bytearray(ramp.tobytes()))
+    copyin(lo_src, bytearray(np.full(n, -1, np.float32).tobytes()))
+    copyin(a, bytearray(np.full(n, 0.5, np.float32).tobytes()))
+    info = _FakeInfo((4, 1, 1), (128, 1, 1), (_FakeVar("n"),))
+    g = object.__new__(td.TegraGraph)
+    g.calls = [(0, _CopyAst(), [base, full], {}), (0, _CopyAst(), [lo, lo_src], {}),
+               (0, _FakeAst(info), [hi, a, out], {}), (0, _CopyAst(), [lo, lo], {}),
+               (0, _CopyAst(), [mid, hi], {})]
+    g.runtimes = [None, None, add, None, None]
+    g.uop_replace = [[] for _ in g.calls]
+    g.vars, g.var_vals_replace = ["n"], {2: [(0, 0)]}
+    g.launch_dims_replace, g.launch_dims_base, g.symbolic_dims = {}, {}, []
+    g._build()
+    assert g.levels[:3] == [0, 1, 1], g.levels  # the kernel does not wait for the second copy
+    assert [s.kind for s in g.steps].count("copy") == 4 and all(s.waits == [] for s in g.steps)
+    for _ in range(3):
+        copyin(base, bytearray(np.zeros(2 * n, np.float32).tobytes()))
+        copyin(out, bytearray(np.zeros(n, np.float32).tobytes()))
+        assert g((), {"n": n}) is None
+        np.testing.assert_array_equal(out.numpy(), ramp[n:] + 0.5)
+        want = np.concatenate([np.full(n // 2, -1, np.float32), -np.ones(n // 2, np.float32),
+                               ramp[n:], ])
+        want[n // 2:n // 2 + n] = ramp[n:]  # mid <- hi (overlapping halves, through the host)
+        np.testing.assert_array_equal(base.numpy(), want)

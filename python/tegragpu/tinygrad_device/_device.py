@@ -176,6 +176,21 @@ class TegraDevice(Compiled):
             other._wait(other.tl, value, f"waiting for {other.device} (for {self.device}: {what})")
             other.tl_done = max(other.tl_done, value)
 
+    def _wait_for_device(self, other, what):
+        """Order the work recorded next on the compute queue after everything recorded so far
+        on ``other``'s queues (its compute queue, and host copies on its copy queue)."""
+        self._wait_for_peer(other, other._fence(), what)
+        if other.copy_value > other.copy_done:
+            if other.copy_tl.value >= other.copy_value:
+                other.copy_done = other.copy_value
+            elif _peer.link(self, other).waits:
+                self._record_wait(other.copy_tl, other.copy_value, f"{other.device}'s copy queue")
+                self.unsignaled = True
+            else:
+                other._wait(other.copy_tl, other.copy_value,
+                            f"waiting for the copy queue (for {self.device}: {what})")
+                other.copy_done = other.copy_value
+
     def _fold_peer_waits(self):
         """Put the waits for other devices' copies into this device's memory in front of the
         work recorded next."""
@@ -316,16 +331,7 @@ class TegraDevice(Compiled):
         work of ``dest_dev`` waits for the copy, and later work here is behind it in the queue
         (``src`` is not reused before the copy has read it)."""
         self._before_compute()
-        dv = dest_dev._fence()
-        self._wait_for_peer(dest_dev, dv, f"a copy into {dest_dev.device}")
-        if dest_dev.copy_value > dest_dev.copy_done:  # host copies into dest_dev in flight
-            if _peer.link(self, dest_dev).waits:
-                self._record_wait(dest_dev.copy_tl, dest_dev.copy_value,
-                                  f"{dest_dev.device}'s copy queue")
-            else:
-                dest_dev._wait(dest_dev.copy_tl, dest_dev.copy_value,
-                               f"waiting for the copy queue (for a copy from {self.device})")
-                dest_dev.copy_done = dest_dev.copy_value
+        self._wait_for_device(dest_dev, f"a copy into {dest_dev.device}")
         self._record_peer_copy(dest, src, sz, dest_dev)
         self.inflight.append(f"copy {self.device} -> {dest_dev.device}")
         self.unsignaled = True

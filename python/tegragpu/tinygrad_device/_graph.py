@@ -447,7 +447,16 @@ class TegraGraph(MultiGraphRunner):
         if c.dest.region is None or c.src.region is None:
             raise TegraError(f"TegraGraph: a copy {d.device} -> {c.dest_dev.device} of a buffer "
                              "made from external_ptr (libtegragpu has no buffer for it)")
-        if c.direct:
+        same = c.dev is c.dest_dev and c.dest.base is c.src.base
+        if same and c.dest.offset == c.src.offset:
+            return  # a buffer (or view) onto itself: nothing to move
+        if same and c.dest.offset < c.src.offset + c.size and \
+                c.src.offset < c.dest.offset + c.size:
+            # Overlapping ranges of one buffer (the GPU copy refuses them): through the host,
+            # after the work recorded so far; the steps after it see the result.
+            d.allocator._transfer(c.dest, c.src, c.size, d, d)
+            d.synchronize()
+        elif c.direct:
             d._record_peer_copy(c.dest, c.src, c.size, c.dest_dev)
             d.inflight.append(f"copy {d.device} -> {c.dest_dev.device}")
             d.unsignaled = True
@@ -468,7 +477,7 @@ class TegraGraph(MultiGraphRunner):
                 raise TegraError(f"{d.device}: the device faulted earlier: {d._faulted}")
             d._before_compute()
         for x, z in self.pairs:
-            x._wait_for_peer(z, z._fence(), f"{z.device}'s work before a batch")
+            x._wait_for_device(z, f"{z.device}'s work before a batch")
         steps, values = self.steps, [0] * len(self.steps)
         for s, seg in zip(steps, self.step_seg):
             d = s.dev
