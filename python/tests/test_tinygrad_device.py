@@ -627,16 +627,16 @@ def _fake_peers(monkeypatch, log, waits=True):
                         lambda a, b: td._peer.PeerLink(True, waits or a is b, "fake link"))
     real_wait, real_copy = td.TegraDevice._record_wait, td.TegraDevice._record_peer_copy
 
-    def record_wait(self, signal, value, what):
+    def record_wait(self, lane, signal, value, what):
         if signal is self.tl or signal is self.copy_tl:
-            return real_wait(self, signal, value, what)
-        log.append(("wait", self.device, what, value))
+            return real_wait(self, lane, signal, value, what)
+        log.append(("wait", self.device, lane, what, value))
         signal.wait(value)
 
-    def record_copy(self, dest, src, sz, dest_dev):
+    def record_copy(self, dest, src, sz, dest_dev, lane="compute"):
         if dest_dev is self:
-            return real_copy(self, dest, src, sz, dest_dev)
-        log.append(("copy", self.device, dest_dev.device, sz))
+            return real_copy(self, dest, src, sz, dest_dev, lane)
+        log.append(("copy", self.device, lane, dest_dev.device, sz))
         self.synchronize()
         ctypes.memmove(dest.cpu_ptr(), src.cpu_ptr(), sz)
 
@@ -666,10 +666,15 @@ def test_transfer_between_devices_without_peer_access_goes_through_host(dev, dev
     np.testing.assert_array_equal(t.numpy(), data)
 
 
-def test_transfer_between_devices_is_ordered_on_the_gpus(dev, dev2, monkeypatch):
-    # With peer access (faked), a transfer TEGRA -> TEGRA:5 runs on TEGRA's queue after TEGRA:5's
-    # earlier work (a GPU wait on TEGRA:5's timeline), and TEGRA:5's next work waits for it (a
-    # GPU wait on TEGRA's timeline), recorded where that work is recorded.
+@pytest.mark.parametrize("engine", ["ce", "sm"])
+def test_transfer_between_devices_is_ordered_on_the_gpus(dev, dev2, monkeypatch, engine):
+    # With peer access (faked), a transfer TEGRA -> TEGRA:5 runs on TEGRA's copy queue (ce) or
+    # compute queue (sm) after TEGRA's own work and after TEGRA:5's earlier work (a GPU wait on
+    # TEGRA:5's timeline); TEGRA:5's next work waits for it (a GPU wait on the timeline of the
+    # queue that copied), recorded where that work is recorded; TEGRA's next kernel waits for
+    # the copy too (ce: the copy queue is another queue).
+    monkeypatch.setenv("TEGRA_PEER_COPY", engine)
+    lane = "copy" if engine == "ce" else "compute"
     log = []
     _fake_peers(monkeypatch, log)
     lib = _fixture_cubin(dev)
@@ -683,15 +688,18 @@ def test_transfer_between_devices_is_ordered_on_the_gpus(dev, dev2, monkeypatch)
     fill[dev](a._buf, global_size=(4, 1, 1), local_size=(64, 1, 1), vals=(11, n))
     fill[dev2](b._buf, global_size=(4, 1, 1), local_size=(64, 1, 1), vals=(22, n))
     dev.allocator._transfer(b._buf, a._buf, n * 4, src_dev=dev, dest_dev=dev2)
-    assert [x[:2] for x in log] == [("wait", "TEGRA"), ("copy", "TEGRA")], log
-    assert log[0][2] == "TEGRA:5" and log[0][3] == dev2.tl_value  # after TEGRA:5's fill
-    assert dev2.peer_waits == {dev: dev.tl_value}
+    assert [x[:3] for x in log] == [("wait", "TEGRA", lane), ("copy", "TEGRA", lane)], log
+    assert log[0][3] == "TEGRA:5 (compute)" and log[0][4] == dev2.tl_value  # after its fill
+    v = dev.copy_value if lane == "copy" else dev.tl_value
+    assert dev2.peer_waits == {(dev, lane): v}
+    if lane == "copy":
+        assert dev.compute_waits_copy == v
     # TEGRA:5's next launch waits for the copy; its result is the copied data plus what it adds
     log.clear()
     fill[dev2](b.view(16, u32, 0).ensure_allocated()._buf, global_size=(1, 1, 1),
                local_size=(16, 1, 1), vals=(33, 16))
-    assert log[:1] == [("wait", "TEGRA:5", "TEGRA", dev.tl_value)] or \
-        dev.tl_done >= dev.tl_value, log
+    done = (dev.copy_tl if lane == "copy" else dev.tl).value >= v
+    assert log[:1] == [("wait", "TEGRA:5", "compute", f"TEGRA ({lane})", v)] or done, log
     assert dev2.peer_waits == {}
     out = b.numpy()
     assert (out[:16] == 33).all() and (out[16:] == 11).all(), out
@@ -711,11 +719,14 @@ class _CopyAst:
     op = Ops.COPY
 
 
-def test_graph_over_two_devices(dev, dev2, monkeypatch):
+@pytest.mark.parametrize("engine", ["ce", "sm"])
+def test_graph_over_two_devices(dev, dev2, monkeypatch, engine):
     # A batch as tinygrad's MultiGraphRunner hands it over: c = a + b on TEGRA, copy c to
     # TEGRA:5, y = x + b5 there, copy y back, w = z + b on TEGRA. The plan: steps on both
     # devices with GPU waits between them (peer access faked, see _fake_peers); the kernels in
     # command buffers; input 0 replaces the source of the first copy.
+    monkeypatch.setenv("TEGRA_PEER_COPY", engine)
+    cl = "copy" if engine == "ce" else "compute"  # the lane of the copies between the devices
     log = []
     _fake_peers(monkeypatch, log)
     for d in (dev, dev2):
@@ -743,35 +754,49 @@ def test_graph_over_two_devices(dev, dev2, monkeypatch):
     g.launch_dims_replace, g.launch_dims_base, g.symbolic_dims = {}, {}, []
     g._build()
     assert g.steps is not None and {id(d) for d in g.devices} == {id(dev), id(dev2)}
-    assert [(s.dev.device, s.kind) for s in g.steps] == [
-        ("TEGRA", "kernels"), ("TEGRA", "copy"), ("TEGRA:5", "kernels"), ("TEGRA:5", "copy"),
-        ("TEGRA", "kernels")], g.steps
-    assert g.steps[2].waits == [1] and g.steps[4].waits == [3], g.steps
+    # lanes: each device's compute queue (kernels) and, with ce, its copy queue (the copies
+    # between the devices)
+    assert [(s.dev[0].device, s.dev[1], s.kind) for s in g.steps] == [
+        ("TEGRA", "compute", "kernels"), ("TEGRA", cl, "copy"),
+        ("TEGRA:5", "compute", "kernels"), ("TEGRA:5", cl, "copy"),
+        ("TEGRA", "compute", "kernels")], g.steps
+    if cl == "copy":
+        assert [s.waits for s in g.steps] == [[], [0], [1], [2], [3]], g.steps
+    else:
+        assert [s.waits for s in g.steps] == [[], [], [1], [], [3]], g.steps
     assert len(g.segments) == 3 and "3 kernel runs" in g.cmdbuf_note, g.cmdbuf_note
     if td.cmdbuf_supported():
         assert all(s.cmdbuf is not None for s in g.segments), g.cmdbuf_note
     needs = []
-    real_need = td.TegraDevice._wait_for_peer
+    real_on = td.TegraDevice._wait_on
 
-    def wait_for_peer(self, other, value, what):
-        needs.append((self.device, other.device, value, what))
-        return real_need(self, other, value, what)
+    def wait_on(self, lane, other, olane, value, what):
+        if other is not self:
+            needs.append((self.device, lane, other.device, olane, value))
+        return real_on(self, lane, other, olane, value, what)
 
-    monkeypatch.setattr(td.TegraDevice, "_wait_for_peer", wait_for_peer)
-    v0 = (dev.tl_value, dev2.tl_value)
+    monkeypatch.setattr(td.TegraDevice, "_wait_on", wait_on)
+    c0 = (dev.copy_value, dev2.copy_value) if cl == "copy" else (dev.tl_value, dev2.tl_value)
     assert g((_FakeUop(c),), {"n": n}) is None
-    # before the batch, each copying device waits for the other's earlier work; TEGRA:5's kernel
-    # waits for TEGRA's copy, TEGRA's last kernel for TEGRA:5's copy (values released then)
-    assert [x[:2] for x in needs] == [("TEGRA", "TEGRA:5"), ("TEGRA:5", "TEGRA"),
-                                      ("TEGRA:5", "TEGRA"), ("TEGRA", "TEGRA:5")], needs
-    assert needs[0][2] <= v0[1] + 1 and needs[1][2] <= v0[0] + 1, (needs, v0)
-    assert needs[2][2] > v0[0] and needs[3][2] > v0[1], (needs, v0)
-    # after the batch, each device's next work waits for the other's copies into its memory
-    assert dev.peer_waits.get(dev2) == dev2.tl_value and dev2.peer_waits.get(dev) == \
-        dev.tl_value
+    # before the batch, each copying queue waits for the other device's earlier work; TEGRA:5's
+    # kernel waits for TEGRA's copy, TEGRA's last kernel for TEGRA:5's copy (the values their
+    # queues released after them)
+    assert [x[:4] for x in needs] == [
+        ("TEGRA", cl, "TEGRA:5", "compute"), ("TEGRA:5", cl, "TEGRA", "compute"),
+        ("TEGRA:5", "compute", "TEGRA", cl), ("TEGRA", "compute", "TEGRA:5", cl)], needs
+    assert needs[2][4] > c0[0] and needs[3][4] > c0[1], (needs, c0)
+    # after the batch, each device's next work waits for the other's copies into its memory,
+    # and (ce) for its own copy queue's (they read its memory)
+    last = (dev.copy_value, dev2.copy_value) if cl == "copy" else (dev.tl_value, dev2.tl_value)
+    assert dev.peer_waits.get((dev2, cl)) == last[1] and \
+        dev2.peer_waits.get((dev, cl)) == last[0], (dev.peer_waits, dev2.peer_waits)
+    if cl == "copy":
+        assert dev.compute_waits_copy == dev.copy_value and \
+            dev2.compute_waits_copy == dev2.copy_value
     np.testing.assert_array_equal(w.numpy(), ramp + 12.0)
-    kinds = [(k[0], k[1]) for k in log]
-    assert kinds.count(("copy", "TEGRA")) == 1 and kinds.count(("copy", "TEGRA:5")) == 1, log
+    kinds = [(k[0], k[1], k[2]) for k in log]
+    assert kinds.count(("copy", "TEGRA", cl)) == 1 and \
+        kinds.count(("copy", "TEGRA:5", cl)) == 1, log
     # replay with the first copy reading c_alt (filled by hand) and a smaller n, timed
     copyin(c_alt, bytearray((ramp * 2).tobytes()))
     et = g((_FakeUop(c_alt),), {"n": 500}, wait=True)

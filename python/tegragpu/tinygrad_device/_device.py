@@ -81,8 +81,8 @@ class TegraDevice(Compiled):
         self.staging = []           # [buffer, copy timeline value that frees it]
         self.inflight = collections.deque(maxlen=64)  # kernel names since the last sync
         self.peer_links = {}        # other TegraDevice -> _peer.PeerLink
-        # other TegraDevice -> its compute timeline value the next work here waits for (its
-        # queue copied into this device's memory)
+        # (other TegraDevice, its lane "compute"/"copy") -> that lane's timeline value the next
+        # work here waits for (it copied into this device's memory)
         self.peer_waits = {}
         self._faulted = None
         if self.emulated:
@@ -154,50 +154,88 @@ class TegraDevice(Compiled):
                 self._raise_status(st, "recording a wait for the copy queue")
             self.compute_waits_copy = 0
 
-    def _record_wait(self, signal, value, what):
-        """Record a GPU wait on the compute queue until ``signal`` (of this device or of a
-        peer) reaches ``value``."""
-        st = tg.lib.tg_queue_wait(self.qh, signal.handle, value)
+    # ---- ordering between devices (and between a device's two queues)
+    #
+    # A device has two lanes: "compute" (the compute queue, its timeline ``tl``) and "copy" (the
+    # copy queue, ``copy_tl``). Work of another device is waited for on the GPU (a wait on that
+    # device's timeline signal, which peer access maps into this GPU) where the library allows
+    # it (``_peer.link(...).waits``), else on the CPU.
+
+    def _lane_queue(self, lane):
+        return self.qh if lane == "compute" else self._copy_queue().handle
+
+    def _record_wait(self, lane, signal, value, what):
+        """Record a GPU wait on queue ``lane`` until ``signal`` (of this device or of a peer)
+        reaches ``value``."""
+        st = tg.lib.tg_queue_wait(self._lane_queue(lane), signal.handle, value)
         if st:
             self._raise_status(st, f"recording a wait for {what}")
+        if lane == "compute":
+            self.unsignaled = True  # the next release here comes after the wait
+
+    def _wait_on(self, lane, other, olane, value, what):
+        """Order the work recorded next on this device's ``lane`` after ``other``'s lane
+        ``olane`` reaches ``value`` (``other`` may be this device)."""
+        if olane == "compute":
+            sig, done = other.tl, other.tl_done
+        else:
+            sig, done = other.copy_tl, other.copy_done
+        if value <= done:
+            return
+        if sig.value >= value:
+            if olane == "compute":
+                other.tl_done = max(other.tl_done, value)
+            else:
+                other.copy_done = max(other.copy_done, value)
+            return
+        if other is self or _peer.link(self, other).waits:
+            self._record_wait(lane, sig, value, f"{other.device} ({olane})")
+        else:
+            other._wait(sig, value, f"waiting for {other.device}'s {olane} queue (for "
+                                    f"{self.device}: {what})")
+            if olane == "compute":
+                other.tl_done = max(other.tl_done, value)
+            else:
+                other.copy_done = max(other.copy_done, value)
 
     def _wait_for_peer(self, other, value, what):
-        """Order the work recorded next on the compute queue after ``other``'s compute timeline
-        reaches ``value``: a GPU wait where the library allows it, else a CPU wait."""
-        if other.tl_done >= value:
-            return
-        if other.tl.value >= value:
-            other.tl_done = max(other.tl_done, value)
-            return
-        if _peer.link(self, other).waits:
-            self._record_wait(other.tl, value, f"{other.device}")
-            self.unsignaled = True  # the next release here comes after the wait
-        else:
-            other._wait(other.tl, value, f"waiting for {other.device} (for {self.device}: {what})")
-            other.tl_done = max(other.tl_done, value)
+        """Order the work recorded next on the compute queue after ``other``'s compute
+        timeline reaches ``value``."""
+        self._wait_on("compute", other, "compute", value, what)
 
-    def _wait_for_device(self, other, what):
-        """Order the work recorded next on the compute queue after everything recorded so far
-        on ``other``'s queues (its compute queue, and host copies on its copy queue)."""
-        self._wait_for_peer(other, other._fence(), what)
+    def _wait_for_device(self, other, what, lane="compute"):
+        """Order the work recorded next on ``lane`` after everything recorded so far on
+        ``other``'s queues (its compute queue, and its copy queue)."""
+        self._wait_on(lane, other, "compute", other._fence(), what)
         if other.copy_value > other.copy_done:
-            if other.copy_tl.value >= other.copy_value:
-                other.copy_done = other.copy_value
-            elif _peer.link(self, other).waits:
-                self._record_wait(other.copy_tl, other.copy_value, f"{other.device}'s copy queue")
-                self.unsignaled = True
-            else:
-                other._wait(other.copy_tl, other.copy_value,
-                            f"waiting for the copy queue (for {self.device}: {what})")
-                other.copy_done = other.copy_value
+            self._wait_on(lane, other, "copy", other.copy_value, what)
 
     def _fold_peer_waits(self):
         """Put the waits for other devices' copies into this device's memory in front of the
-        work recorded next."""
+        work recorded next on the compute queue."""
         waits = list(self.peer_waits.items())
         self.peer_waits.clear()
-        for other, value in waits:
-            self._wait_for_peer(other, value, "its copy into this device's memory")
+        for (other, olane), value in waits:
+            self._wait_on("compute", other, olane, value, "its copy into this device's memory")
+
+    def _note_peer_write(self, writer, olane, value):
+        """``writer``'s lane ``olane`` writes this device's memory until it reaches ``value``:
+        this device's next work waits for it."""
+        key = (writer, olane)
+        if value > self.peer_waits.get(key, 0):
+            self.peer_waits[key] = value
+
+    def _release_copy(self):
+        """Release the copy timeline after the copy queue's work recorded so far (and submit);
+        its value."""
+        cq = self._copy_queue()
+        self.copy_value += 1
+        try:
+            cq.signal(self.copy_tl, self.copy_value)
+            cq.submit()
+        except tg.Error as e:
+            raise self._error("releasing the copy timeline", e) from e
+        return self.copy_value
 
     def _wait(self, signal, value, what, timeout_ns=None, kernels=None):
         try:
@@ -315,29 +353,39 @@ class TegraDevice(Compiled):
         if self.sync_each:
             self.synchronize()
 
-    def _record_peer_copy(self, dest, src, sz, dest_dev):
+    def _record_peer_copy(self, dest, src, sz, dest_dev, lane="compute"):
         """Record a copy from ``src`` (this device's memory) to ``dest`` (``dest_dev``'s: this
-        device's or a peer's) on the compute queue (the SMs; ordered with the launches)."""
+        device's or a peer's) on queue ``lane``: the compute queue (the SMs; ordered with the
+        launches) or the copy queue (the copy engine)."""
         try:
-            self.q.copy(dest.region, 0, src.region, 0, sz)
+            q = self.q if lane == "compute" else self._copy_queue()
+            q.copy(dest.region, 0, src.region, 0, sz)
         except tg.Error as e:
-            raise self._error(f"copying {sz} bytes from {self.device} to {dest_dev.device}",
-                              e) from e
+            raise self._error(f"copying {sz} bytes from {self.device} to {dest_dev.device} on "
+                              f"the {lane} queue", e) from e
 
     def _peer_copy(self, dest, src, sz, dest_dev):
         """``sz`` bytes from ``src`` (this device's) to ``dest`` (``dest_dev``'s, which this
-        device has peer access to), on this device's GPU: after this device's work recorded so
-        far (it writes ``src``) and after ``dest_dev``'s (it may still use ``dest``); the next
-        work of ``dest_dev`` waits for the copy, and later work here is behind it in the queue
-        (``src`` is not reused before the copy has read it)."""
+        device has peer access to), on this device's GPU, by its copy engine
+        (``TEGRA_PEER_COPY=sm``: its SMs, on the compute queue). Ordered on the GPU: after this
+        device's work recorded so far (it may write ``src``) and after ``dest_dev``'s (it may
+        still use ``dest``); ``dest_dev``'s next work waits for the copy, and so does this
+        device's next kernel (``src`` is not overwritten before the copy has read it)."""
+        lane = _peer.peer_copy_lane()
         self._before_compute()
-        self._wait_for_device(dest_dev, f"a copy into {dest_dev.device}")
-        self._record_peer_copy(dest, src, sz, dest_dev)
+        if lane == "copy":
+            self._copy_queue()
+            self._wait_on("copy", self, "compute", self._fence(), "a copy of its memory")
+        self._wait_for_device(dest_dev, f"a copy into {dest_dev.device}", lane)
+        self._record_peer_copy(dest, src, sz, dest_dev, lane)
         self.inflight.append(f"copy {self.device} -> {dest_dev.device}")
-        self.unsignaled = True
-        v = self._fence()
-        if v > dest_dev.peer_waits.get(self, 0):
-            dest_dev.peer_waits[self] = v
+        if lane == "copy":
+            v = self._release_copy()
+            self.compute_waits_copy = v
+        else:
+            self.unsignaled = True
+            v = self._fence()
+        dest_dev._note_peer_write(self, lane, v)
         if self.sync_each:
             self.synchronize()
 

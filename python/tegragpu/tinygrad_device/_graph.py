@@ -24,7 +24,7 @@ class _Entry:
 class _Copy:
     """A copy of a batch: ``dest`` ← ``src`` (TegraMemory), ``size`` bytes, run by ``dev``'s
     queue; ``dest_dev`` owns ``dest``."""
-    __slots__ = ("dest", "src", "size", "dev", "dest_dev", "direct")
+    __slots__ = ("dest", "src", "size", "dev", "dest_dev", "direct", "lane")
 
 
 def _dims(e):
@@ -351,20 +351,26 @@ class TegraGraph(MultiGraphRunner):
                         raise TegraError(f"TegraGraph: a copy {src.device} -> {dest.device} "
                                          "is not between TEGRA devices")
                 c.direct = c.dev is c.dest_dev or _peer.graph_ready(c.dev, c.dest_dev)
+                # Between devices: the source's copy engine (or its SMs, TEGRA_PEER_COPY=sm);
+                # within one device: its SMs, in order with its kernels.
+                c.lane = _peer.peer_copy_lane() if c.direct and c.dev is not c.dest_dev else \
+                    "compute"
                 self.copies[j] = c
                 e = None
                 d, kind, write = c.dev, "copy", [0]
             self.entries.append(e)
-            devs.append(d)
+            devs.append((d, "compute" if e is not None else c.lane))
             kinds.append(kind)
             deps.append(sorted(x[0] for x in tracker.access_resources(bufs, write, (j,))))
-        self.dev = devs[0]
+        self.dev = devs[0][0]
+        # The plan's lanes: (device, "compute") and (device, "copy"), one queue each.
         self.levels, self.steps = plan_steps(devs, kinds, deps, concurrency)
-        self.devices = list({id(d): d for d in devs}.values())
-        # Copies into another device's memory: before the batch, the copying device waits for
+        self.devices = list({id(d): d for d, _ in devs}.values())
+        self.copy_lanes = list({id(d): d for d, lane in devs if lane == "copy"}.values())
+        # Copies into another device's memory: before the batch, the copying queue waits for
         # that device's earlier work (it may still use the memory); after it, that device's
         # next work waits for the batch's copies.
-        self.pairs = tuple({(id(c.dev), id(c.dest_dev)): (c.dev, c.dest_dev)
+        self.pairs = tuple({(id(c.dev), c.lane, id(c.dest_dev)): (c.dev, c.lane, c.dest_dev)
                             for c in self.copies.values()
                             if c.dev is not c.dest_dev}.values())
         self.segments, self.step_seg = [], []
@@ -377,7 +383,7 @@ class TegraGraph(MultiGraphRunner):
                         and concurrency
                     e.cfg.flags = tg.LAUNCH_CONCURRENT if e.concurrent else 0
                     prev = j
-                seg = _Segment(self, s.dev, list(s.items))
+                seg = _Segment(self, s.dev[0], list(s.items))
                 self.segments.append(seg)
                 self.step_seg.append(seg)
             else:
@@ -443,6 +449,7 @@ class TegraGraph(MultiGraphRunner):
         return self._run_steps(wait)
 
     def _run_copy(self, c):
+        """Record copy ``c`` on its queue (its lane)."""
         d = c.dev
         if c.dest.region is None or c.src.region is None:
             raise TegraError(f"TegraGraph: a copy {d.device} -> {c.dest_dev.device} of a buffer "
@@ -457,10 +464,13 @@ class TegraGraph(MultiGraphRunner):
             d.allocator._transfer(c.dest, c.src, c.size, d, d)
             d.synchronize()
         elif c.direct:
-            d._record_peer_copy(c.dest, c.src, c.size, c.dest_dev)
+            d._record_peer_copy(c.dest, c.src, c.size, c.dest_dev, c.lane)
             d.inflight.append(f"copy {d.device} -> {c.dest_dev.device}")
-            d.unsignaled = True
+            if c.lane == "compute":
+                d.unsignaled = True
             if d.sync_each:
+                if c.lane == "copy":
+                    d._release_copy()
                 d.synchronize()
         else:
             # No peer access both ways (the batch was made without asking supports_uop): the
@@ -469,31 +479,45 @@ class TegraGraph(MultiGraphRunner):
             c.dest_dev.synchronize()
 
     def _run_steps(self, wait):
-        """Record every step on its device's compute queue, with the GPU waits between
+        """Record every step on its device's queue, with the GPU waits between the queues and
         devices, then submit all."""
         t0 = time.perf_counter() if wait else 0.0
         for d in self.devices:
             if d._faulted is not None:
                 raise TegraError(f"{d.device}: the device faulted earlier: {d._faulted}")
             d._before_compute()
-        for x, z in self.pairs:
-            x._wait_for_device(z, f"{z.device}'s work before a batch")
-        steps, values = self.steps, [0] * len(self.steps)
+        for d in self.copy_lanes:
+            d._copy_queue()
+            d._wait_on("copy", d, "compute", d._fence(), "its work before a batch")
+        for x, lane, z in self.pairs:
+            x._wait_for_device(z, f"{z.device}'s work before a batch", lane)
+        steps, values, copied = self.steps, [0] * len(self.steps), set()
         for s, seg in zip(steps, self.step_seg):
-            d = s.dev
+            d, lane = s.dev
             for w in s.waits:
-                d._wait_for_peer(steps[w].dev, values[w], "a step of the batch")
+                od, olane = steps[w].dev
+                d._wait_on(lane, od, olane, values[w], "a step of the batch")
             if seg is not None:
                 seg.run(False)
             else:
                 self._run_copy(self.copies[s.items[0]])
+                if lane == "copy":
+                    copied.add(d)
             if s.signal:
-                values[s.index] = d._fence()
+                if lane == "compute":
+                    values[s.index] = d._fence()
+                else:
+                    values[s.index] = d._release_copy()
+                    copied.discard(d)
         for d in self.devices:
             d._fence()
-        for x, z in self.pairs:
-            if x.tl_value > z.peer_waits.get(x, 0):
-                z.peer_waits[x] = x.tl_value
+        for d in copied:
+            d._release_copy()
+        for d in self.copy_lanes:
+            # the device's next kernel must not overwrite what the batch's copies still read
+            d.compute_waits_copy = max(d.compute_waits_copy, d.copy_value)
+        for x, lane, z in self.pairs:
+            z._note_peer_write(x, lane, x.tl_value if lane == "compute" else x.copy_value)
         if not wait:
             return None
         for d in self.devices:

@@ -11,6 +11,13 @@ import tegragpu as tg
 _log = logging.getLogger("tegragpu.tinygrad_device")
 
 
+def peer_copy_lane():
+    """The queue copies between two devices run on: "copy" (the source's copy engine,
+    default) or "compute" (its SMs' copy kernel, in order with its kernels;
+    ``TEGRA_PEER_COPY=sm``)."""
+    return "compute" if os.environ.get("TEGRA_PEER_COPY", "ce").lower() == "sm" else "copy"
+
+
 class PeerLink:
     """What device ``a`` can do with device ``b`` (``link(a, b)``): ``access`` (a's queues read
     and write b's memory: copies between them run on a's GPU), ``waits`` (a's queues wait on
