@@ -605,6 +605,49 @@ fn rm_two_gpus_copy_and_share_memory() {
         println!("peer: B's queue waited on A's signal ({label}) on the GPU: correct");
     }
 
+    // 5c. A signal of A dropped while B's queue still waits on it: the slot is held until B's
+    // wait is done (B's queue first waits on a gate the CPU opens later).
+    {
+        let gate = b.create_signal(0).unwrap();
+        let sig = a.create_signal(0).unwrap();
+        sb.kq.wait(&gate, 1).unwrap();
+        match sb.kq.wait(&sig, 1) {
+            Ok(()) => {
+                sb.v += 1;
+                sb.kq.signal(&sb.sig, sb.v).unwrap();
+                sb.kq.submit().unwrap();
+                sig.set(1);
+                let before = a.held_for_queued_work().1;
+                drop(sig);
+                let held = a.held_for_queued_work().1;
+                assert_eq!(
+                    held,
+                    before + 1,
+                    "A must hold the slot of a signal B's queue still waits on"
+                );
+                gate.set(1);
+                sb.sig.wait(sb.v, 60 * SEC).unwrap();
+                let t = Instant::now();
+                while a.held_for_queued_work().1 > before && t.elapsed().as_secs() < 10 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                assert_eq!(
+                    a.held_for_queued_work().1,
+                    before,
+                    "released once B's wait is done"
+                );
+                println!(
+                    "peer: a signal of A freed while B waits on it: held until B's wait is done"
+                );
+            }
+            Err(e) => {
+                println!("peer: B cannot wait on A's signal: {e}");
+                gate.set(1);
+                sb.finish(false);
+            }
+        }
+    }
+
     // 6. Freeing a buffer of A while B's queue holds a copy of it (recorded, not submitted):
     // the memory stays until B's work is done.
     let tmp = sa.filled(16 << 20, 0x7E);
