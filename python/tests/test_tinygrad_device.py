@@ -880,3 +880,86 @@ def test_graph_with_copies_on_one_device(dev, monkeypatch):
                                ramp[n:], ])
         want[n // 2:n // 2 + n] = ramp[n:]  # mid <- hi (overlapping halves, through the host)
         np.testing.assert_array_equal(base.numpy(), want)
+
+
+# --------------------------------------------------------------------------------------------
+# Two real GPUs (TEGRAGPU_DEVICE=rm on a machine with two or more): no fakes
+
+@pytest.fixture
+def gpu1(dev):
+    if SPEC == "emu":
+        pytest.skip("needs two GPUs of the desktop driver (TEGRAGPU_DEVICE=rm)")
+    try:
+        d = Device["TEGRA:1"]
+    except Exception as e:
+        pytest.skip(f"no second GPU: {e}")
+    for x, y in ((dev, d), (d, dev)):
+        lk = td._peer.link(x, y)
+        print(f"{x.device} -> {y.device}: {lk}")
+    return d
+
+
+@pytest.mark.parametrize("engine", ["ce", "sm"])
+def test_two_gpus_transfers_are_ordered(dev, gpu1, monkeypatch, engine):
+    # Each round, with nothing synchronized until the result is read: a kernel on TEGRA writes
+    # a, a transfer to TEGRA:1, a kernel there adds to it, a transfer back; each round's values
+    # differ, so a copy that runs too early or too late shows in the result. Without a peer
+    # path the transfers go through the host (correct too; the link is printed).
+    monkeypatch.setenv("TEGRA_PEER_COPY", engine)
+    lib = _fixture_cubin(dev)
+    u32, f32 = dtypes.uint32, dtypes.float32
+    fill = td.TegraProgram(dev, _elf(lib, "fill_u32", [u32, u32, u32]))
+    add = td.TegraProgram(gpu1, _elf(lib, "vector_add", [f32, f32, f32, dtypes.uint32]))
+    n = 1 << 22  # 16 MiB
+    a, back = (Buffer("TEGRA", n, f32).ensure_allocated() for _ in range(2))
+    x, one, y = (Buffer("TEGRA:1", n, f32).ensure_allocated() for _ in range(3))
+    copyin(one, bytearray(np.ones(n, np.float32).tobytes()))
+    g = ((n + 255) // 256, 1, 1)
+    for k in range(1, 6):
+        bits = int(np.float32(k * 10).view(np.uint32))
+        fill(a._buf, global_size=g, local_size=(256, 1, 1), vals=(bits, n))
+        dev.allocator._transfer(x._buf, a._buf, n * 4, src_dev=dev, dest_dev=gpu1)
+        add(x._buf, one._buf, y._buf, global_size=g, local_size=(256, 1, 1), vals=(n,))
+        gpu1.allocator._transfer(back._buf, y._buf, n * 4, src_dev=gpu1, dest_dev=dev)
+        out = back.numpy()
+        assert (out == k * 10 + 1).all(), (engine, k, out[:4], out[-4:])
+    print(f"{engine}: {dev.peer_links[gpu1]}")
+
+
+def test_two_gpus_graph(dev, gpu1):
+    # The batch of test_graph_over_two_devices on two GPUs: kernels in command buffers, copies
+    # both ways on the copy engines, GPU waits between the devices.
+    if not td._peer.graph_ready(dev, gpu1):
+        pytest.skip(f"no peer access with GPU waits both ways: {dev.peer_links[gpu1]}")
+    lib = _fixture_cubin(dev)
+    f32 = dtypes.float32
+    add = {d: td.TegraProgram(d, _elf(lib, "vector_add", [f32, f32, f32, dtypes.uint32]))
+           for d in (dev, gpu1)}
+    n = 1 << 20
+    a, b, c, c_alt, z, w = (Buffer("TEGRA", n, f32).ensure_allocated() for _ in range(6))
+    x, b1, y = (Buffer("TEGRA:1", n, f32).ensure_allocated() for _ in range(3))
+    ramp = np.arange(n, dtype=np.float32)
+    copyin(a, bytearray(ramp.tobytes()))
+    copyin(c_alt, bytearray((ramp * 2).tobytes()))
+    for buf, v in ((b, 1.0), (b1, 10.0)):
+        copyin(buf, bytearray(np.full(n, v, np.float32).tobytes()))
+    info = _FakeInfo(((n + 127) // 128, 1, 1), (128, 1, 1), (_FakeVar("n"),))
+    g = object.__new__(td.TegraGraph)
+    g.calls = [(0, _FakeAst(info), [a, b, c], {}), (0, _CopyAst(), [x, c], {}),
+               (0, _FakeAst(info), [x, b1, y], {}), (0, _CopyAst(), [z, y], {}),
+               (0, _FakeAst(info), [z, b, w], {})]
+    g.runtimes = [add[dev], None, add[gpu1], None, add[dev]]
+    g.uop_replace = [[], [(1, 0)], [], [], []]
+    g.vars = ["n"]
+    g.var_vals_replace = {0: [(0, 0)], 2: [(0, 0)], 4: [(0, 0)]}
+    g.launch_dims_replace, g.launch_dims_base, g.symbolic_dims = {}, {}, []
+    g._build()
+    print(g.cmdbuf_note)
+    for k in range(8):
+        src, want = (c, ramp + 12.0) if k % 2 else (c_alt, ramp * 2 + 11.0)
+        g((_FakeUop(src),), {"n": n})
+        if k % 3 == 2:
+            np.testing.assert_array_equal(w.numpy(), want)
+    dev.synchronize()
+    gpu1.synchronize()
+    np.testing.assert_array_equal(w.numpy(), ramp + 12.0)
