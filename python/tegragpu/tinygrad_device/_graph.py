@@ -53,9 +53,10 @@ def set_launch_supported():
 
 class PlanStep:
     """One step of a batch: ``items`` (indexes of the batch's calls, in launch order) run by
-    device ``dev``: consecutive kernels (``kind`` "kernels") or one copy ("copy"). Before it,
-    its device waits for the steps ``waits`` (indexes into the plan) of other devices; after
-    it, ``signal``: its device releases its timeline (other devices wait for that)."""
+    queue ``dev`` (a lane: the graph uses (device, "compute"|"copy")): consecutive kernels
+    (``kind`` "kernels") or one copy ("copy"). Before it, its queue waits for the steps
+    ``waits`` (indexes into the plan) of other queues; after it, ``signal``: its queue releases
+    its timeline (other queues wait for that)."""
     __slots__ = ("dev", "kind", "items", "waits", "signal", "index", "key")
 
     def __repr__(self):
@@ -226,10 +227,11 @@ class TegraGraph(MultiGraphRunner):
     configurations are packed once; a replay patches them and records every ``tg_launch``.
 
     Several devices, or copies (a ``MultiGraphRunner``, as tinygrad's CUDA graph): the batch is
-    split into steps per device (:func:`plan_steps`): runs of kernels (one command buffer
-    each) and copies (``tg_queue_copy`` on the source device's compute queue, into the memory
-    of a peer). A step that depends on another device's step waits for it on the GPU
-    (``tg_queue_wait`` on that device's timeline, released after the step); nothing waits on
+    split into steps per queue (:func:`plan_steps`; each device's compute queue and copy
+    queue): runs of kernels (one command buffer each) and copies (``tg_queue_copy``: between
+    devices on the source's copy queue, into the memory of a peer; within a device on its
+    compute queue). A step that depends on another queue's step waits for it on the GPU
+    (``tg_queue_wait`` on that queue's timeline, released after the step); nothing waits on
     the CPU. Copies between two devices are taken into a batch only where both have peer
     access to each other and GPU waits on each other's signals (:func:`_peer.graph_ready`);
     other copies stay outside the batch (tinygrad runs them on their own)."""
