@@ -65,18 +65,18 @@ class PlanStep:
 
 
 def plan_steps(devs, kinds, deps, concurrency=True):
-    """The steps of a batch over several devices.
+    """The steps of a batch over several queues (of one device or several).
 
-    ``devs[j]``: the device that runs call ``j`` (any hashable); ``kinds[j]``: "kernel" or
+    ``devs[j]``: the queue that runs call ``j`` (any hashable); ``kinds[j]``: "kernel" or
     "copy"; ``deps[j]``: the earlier calls ``j`` depends on (it reads what they wrote, or writes
     what they read or wrote). Returns ``(levels, steps)``: a call's level is one more than its
-    dependencies' highest (0 without); each device runs its calls by (level, index), calls of
+    dependencies' highest (0 without); each queue runs its calls by (level, index), calls of
     one level being independent; the steps, in the order they are recorded, come by the level
-    of their first call. A call that depends on a call of another device starts a step that
-    waits for that call's step; a call another device depends on ends a step that signals; a
+    of their first call. A call that depends on a call of another queue starts a step that
+    waits for that call's step; a call another queue depends on ends a step that signals; a
     copy is a step of its own. Every wait names an earlier step, so recording the steps in
-    order knows each value waited for, and the devices cannot wait on each other in a circle
-    (a step waits only for lower levels, which come first on every device)."""
+    order knows each value waited for, and the queues cannot wait on each other in a circle
+    (a step waits only for lower levels, which come first on every queue)."""
     n = len(devs)
     levels = [0] * n
     for j in range(n):
