@@ -17,12 +17,16 @@
 #
 #   OUT=/some/dir bash scripts/tinygrad-multi-run.sh
 #
+# The whole run takes about 15-20 minutes; where one command may run 10 minutes at most, run
+# the parts one by one into the same OUT: TG_SKIP="3 4", then TG_SKIP="1 2 4", then
+# TG_SKIP="1 2 3" (each part stays under 9 minutes with the default limits below).
+#
 # Needs what scripts/tinygrad-device-run.sh needs (its header), plus in .device/tinygrad/test
 # tinygrad's test/backend/test_multitensor.py and test_graph.py, and hypothesis (importable, or
 # its wheel and sortedcontainers' in .device/tinygrad/whl; docs/tinygrad.md lists the files).
 # Environment: TG_SKIP="1 2 3 4" skips parts; TG_BENCH_GPUS (default: all GPUs, at most 4);
 # TG_BENCH_STEPS (default 30); TG_MULTI_COPY_MIB (part 2's copy, default 256); everything scripts/tinygrad-device-run.sh reads (TG_SHARDS
-# default 2 here, TG_K, TG_TIMEOUT default 600 here, ...).
+# default 2 here, TG_K, TG_TIMEOUT default 420 here, ...).
 # Output ($OUT, default build/tinygrad-multi): multi_check.txt, peer_test.txt, tests/ (the
 # device run's files: compare.txt, ops_*.txt, results.json, preflight.txt), bench.txt,
 # bench.json, summary.txt. Exit status 0 when every part that ran passed.
@@ -54,7 +58,7 @@ status=0
 if [[ "$SKIP" != *" 1 "* ]]; then
   log "1. the library's peer test (.device/tests/peer)"
   if [ -x .device/tests/peer ]; then
-    timeout -k 5 600 .device/tests/peer --test-threads=1 --nocapture > "$OUT/peer_test.txt" 2>&1
+    timeout -k 5 300 .device/tests/peer --test-threads=1 --nocapture > "$OUT/peer_test.txt" 2>&1
     rc=$?
     grep -E "^peer: |test result|panicked|FAILED" "$OUT/peer_test.txt"
     if [ $rc = 0 ]; then note "1. peer test: passed (peer_test.txt)"
@@ -84,7 +88,7 @@ if [ -n "$cc_clang" ]; then export CC="$cc_clang"; else unset CC; fi
 
 if [[ "$SKIP" != *" 2 "* ]]; then
   log "2. TEGRA's multi-GPU paths (beside CUDA)"
-  timeout -k 5 900 "$PY" - > "$OUT/multi_check.txt" 2>&1 <<'PYEOF'
+  timeout -k 5 300 "$PY" - > "$OUT/multi_check.txt" 2>&1 <<'PYEOF'
 import os, sys, time, traceback
 import numpy as np
 import tegragpu.tinygrad_device as td
@@ -171,7 +175,7 @@ PYEOF
   rc=$?
   # the TEGRA device's own two-GPU tests (fixture kernels, no tinygrad kernels)
   echo "--- python/tests/test_tinygrad_device.py -k two_gpus (TEGRAGPU_DEVICE=rm)" >> "$OUT/multi_check.txt"
-  TEGRAGPU_DEVICE="${TEGRAGPU_DEVICE:-rm}" timeout -k 5 600 "$PY" -m pytest -q -s -rfEs \
+  TEGRAGPU_DEVICE="${TEGRAGPU_DEVICE:-rm}" timeout -k 5 240 "$PY" -m pytest -q -s -rfEs \
     -p no:cacheprovider -k "two_gpus or plan_steps" python/tests/test_tinygrad_device.py \
     >> "$OUT/multi_check.txt" 2>&1 || rc=1
   cat "$OUT/multi_check.txt"
@@ -184,7 +188,7 @@ if [[ "$SKIP" != *" 3 "* ]]; then
   log "3. test_multitensor.py and test_graph.py, CUDA and TEGRA"
   mkdir -p "$OUT/tests"
   TG_SUITES="${TG_SUITES:-test/backend/test_multitensor.py test/backend/test_graph.py}" \
-    TG_SHARDS="${TG_SHARDS:-2}" TG_TIMEOUT="${TG_TIMEOUT:-600}" OUT="$OUT/tests" \
+    TG_SHARDS="${TG_SHARDS:-2}" TG_TIMEOUT="${TG_TIMEOUT:-420}" OUT="$OUT/tests" \
     bash scripts/tinygrad-device-run.sh > "$OUT/tests/run.txt" 2>&1
   rc=$?
   tail -n 40 "$OUT/tests/compare.txt" 2>/dev/null || tail -n 40 "$OUT/tests/run.txt"
@@ -197,7 +201,7 @@ fi
 if [[ "$SKIP" != *" 4 "* ]]; then
   gpus=${TG_BENCH_GPUS:-$(( ngpu > 4 ? 4 : ngpu ))}
   log "4. benchmark: all-reduce and data-parallel step over $gpus GPUs"
-  TG_BENCH_GPUS=$gpus OUT="$OUT" timeout -k 5 "${TG_BENCH_TIMEOUT_TOTAL:-900}" "$PY" \
+  TG_BENCH_GPUS=$gpus OUT="$OUT" timeout -k 5 "${TG_BENCH_TIMEOUT_TOTAL:-500}" "$PY" \
     scripts/tinygrad-bench.py --models "${TG_BENCH_MODELS:-allreduce,dp}" \
     --steps "${TG_BENCH_STEPS:-30}" > "$OUT/bench.txt" 2>&1
   rc=$?
