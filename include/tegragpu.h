@@ -1637,9 +1637,15 @@ enum tg_status tg_queue_signal(const struct tg_queue *queue,
  * wraps around: `UINT64_MAX` satisfies every wait, and a wait for a value above the current one
  * blocks however far above it is (e.g. a wait for 2^63 + 1 blocks at 0).
  *
+ * `signal` may belong to another device that the queue's device has peer access to
+ * (`tg_device_enable_peer_access(queue's device, signal's device)`): the queue then waits for
+ * that device's work on the GPU, as `cuStreamWaitEvent` does with an event of another device.
+ *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (signal of another
- * device); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`. Thread safety: any thread; serialized
- * per queue.
+ * device without peer access enabled); `TG_ERROR_NOT_SUPPORTED` (signal of a device the
+ * queue's device has no peer path to, or whose signal memory the driver could not map into
+ * it: the message says why); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`. Thread safety: any
+ * thread; serialized per queue.
  *
  * # Safety
  * None beyond the handle contract.

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """TinyJit step benchmark: tinygrad on libtegragpu (DEV=TEGRA) against libcuda (DEV=CUDA).
 
-    python3 scripts/tinygrad-bench.py [--models mnist,gpt] [--devs CUDA,TEGRA] [--steps 50]
+    python3 scripts/tinygrad-bench.py [--models mnist,gpt,allreduce,dp] [--devs CUDA,TEGRA]
+                                      [--steps 50]
 
 Runs every (model, device) in its own process (DEV set before tinygrad is imported; for TEGRA
 the process imports tegragpu.tinygrad_device first), one after the other, and prints ms/step for
@@ -11,6 +12,14 @@ each and the ratio TEGRA/CUDA (target: <= 1.0). Models (random data, no download
   backward, Adam) on a batch of BS=512 28x28 images drawn with Tensor.randint inside the JIT.
 * gpt: inference of a 4-layer GPT-style transformer block stack (d=512, 8 heads, T=256,
   batch 8, causal attention), output reduced to a scalar (TG_BENCH_GPT="d,heads,T,B,layers").
+
+Multi-GPU models, on DEV, DEV:1, ... (TG_BENCH_GPUS devices, default 2; a SKIP row naming the
+device that cannot be opened where there are fewer):
+
+* allreduce: tinygrad's all-reduce (sum) of a tensor sharded over the devices, 2^24 float32
+  (64 MiB) per device (TG_BENCH_ALLREDUCE elements): copies between the GPUs and the adds.
+* dp: a data-parallel training step of the mnist CNN: weights replicated, the batch (BS=512)
+  split over the devices, gradients all-reduced.
 
 Timing, after two warm-up calls (the second captures the JIT) and a third replay:
 * step: median wall time of one JIT call followed by Device.synchronize() (the latency of a
@@ -145,7 +154,86 @@ def _tiny(steps_for_losses):
     return lambda: step(X, Y), "tiny MLP train step (smoke test)"
 
 
+def _allreduce(steps_for_losses, devs):
+    # An all-reduce (sum) across the devices: tinygrad's allreduce of a tensor sharded on its
+    # first axis (one row per device), reduced over that axis; the result is on every device.
+    from tinygrad import Tensor, TinyJit
+    n = int(os.environ.get("TG_BENCH_ALLREDUCE", str(1 << 24)))
+    Tensor.manual_seed(0)
+    x = Tensor.rand(len(devs), n).shard(devs, axis=0).contiguous().realize()
+
+    @TinyJit
+    def step(x):
+        return x.sum(0).realize()
+
+    return lambda: step(x), (f"all-reduce (sum) of {n} float32 per device "
+                             f"({n * 4 / 2**20:.0f} MiB) across {len(devs)} devices")
+
+
+def _mnist_dp(steps_for_losses, devs):
+    # Data-parallel training of the beautiful_mnist CNN: weights replicated on every device,
+    # the batch split across them (gradients all-reduced by tinygrad).
+    from tinygrad import Tensor, TinyJit, nn
+    from tinygrad.helpers import Context, getenv
+
+    class Model:
+        def __init__(self):
+            self.layers = [
+                nn.Conv2d(1, 32, 5), Tensor.relu,
+                nn.Conv2d(32, 32, 5), Tensor.relu,
+                nn.BatchNorm(32), Tensor.max_pool2d,
+                nn.Conv2d(32, 64, 3), Tensor.relu,
+                nn.Conv2d(64, 64, 3), Tensor.relu,
+                nn.BatchNorm(64), Tensor.max_pool2d,
+                lambda x: x.flatten(1), nn.Linear(576, 10)]
+
+        def __call__(self, x):
+            return x.sequential(self.layers)
+
+    Tensor.manual_seed(0)
+    bs = getenv("BS", 512)
+    bs -= bs % len(devs)
+    n = max(8 * bs, 64)
+    X = (Tensor.rand(n, 1, 28, 28) * 2 - 1).contiguous().realize()
+    Y = Tensor.randint(n, high=10).contiguous().realize()
+    model = Model()
+    for p in nn.state.get_parameters(model):
+        p.to_(devs)
+    opt = nn.optim.Adam(nn.state.get_parameters(model))
+
+    @TinyJit
+    @Context(TRAINING=1)
+    def step(X, Y):
+        opt.zero_grad()
+        samples = Tensor.randint(bs, high=X.shape[0])
+        xs, ys = X[samples].shard(devs, axis=0), Y[samples].shard(devs, axis=0)
+        loss = model(xs).sparse_categorical_crossentropy(ys).backward()
+        return loss.realize(*opt.schedule_step())
+
+    return lambda: step(X, Y), (f"beautiful_mnist CNN data-parallel train step, BS={bs} split "
+                                f"over {len(devs)} devices")
+
+
 MODELS = {"mnist": _mnist, "gpt": _gpt, "tiny": _tiny}
+# Models over several devices of one kind: f(steps, devices).
+MULTI = {"allreduce": _allreduce, "dp": _mnist_dp}
+
+
+def multi_devices(dev):
+    """The devices of a multi-device model on `dev`: DEV, DEV:1, ... (TG_BENCH_GPUS of them,
+    default 2), opened; raises RuntimeError naming the one that cannot be opened."""
+    from tinygrad import Device
+    n = int(os.environ.get("TG_BENCH_GPUS", "2"))
+    if n < 2:
+        raise RuntimeError(f"TG_BENCH_GPUS={n}: a multi-device model needs 2 or more")
+    devs = [dev] + [f"{dev}:{i}" for i in range(1, n)]
+    for d in devs:
+        try:
+            Device[d]
+        except Exception as e:
+            raise RuntimeError(f"needs {n} devices ({', '.join(devs)}); opening {d} failed: "
+                               f"{type(e).__name__}: {str(e)[:300]}") from e
+    return devs
 
 
 def child_kernels(model, dev, reps):
@@ -267,11 +355,30 @@ def child(model, dev, steps):
     from tinygrad.engine.jit import graph_class
     device = Device[dev]
     t_setup = time.perf_counter()
-    fn, desc = MODELS[model](steps)
+    if model in MULTI:
+        try:
+            devs = multi_devices(dev)
+        except RuntimeError as e:
+            return {"model": model, "dev": dev, "skip": str(e)}
+        fn, desc = MULTI[model](steps, devs)
+    else:
+        devs = [dev]
+        fn, desc = MODELS[model](steps)
+    devices = [Device[d] for d in devs]
+
+    class _AllDevices:
+        @staticmethod
+        def synchronize():
+            for d in devices:
+                d.synchronize()
+
+    device = _AllDevices if len(devices) > 1 else device
 
     def item(t):
         if dev.split(":")[0] == "NULL":  # tinygrad's NULL device (a smoke test) has no copyout
             return float("nan")
+        if t.numel() != 1:  # the all-reduce: a checksum of its first elements
+            return t.reshape(-1)[:4096].sum().item()
         return t.item()
 
     losses = []
@@ -297,7 +404,7 @@ def child(model, dev, steps):
     device.synchronize()
     pipelined = (time.perf_counter() - t) / steps
     losses.append(item(out))
-    g = graph_class(device) if device.graph is not None else None
+    g = graph_class(devices[0]) if devices[0].graph is not None else None
     from tinygrad.engine.realize import graph_cache
     notes = sorted({str(getattr(r, "cmdbuf_note", None)) for r in graph_cache.values()
                     if getattr(r, "cmdbuf_note", None)})
@@ -307,8 +414,8 @@ def child(model, dev, steps):
         "step_ms_min": min(times) * 1e3, "pipelined_ms": pipelined * 1e3,
         "warmup_s": warm_s, "setup_s": t0 - t_setup, "calls_per_step": kernels,
         "graph": getattr(g, "__name__", None), "graph_notes": notes,
-        "renderer": type(device.renderer).__name__,
-        "arch": getattr(device, "arch", None), "losses": losses,
+        "renderer": type(devices[0].renderer).__name__,
+        "arch": getattr(devices[0], "arch", None), "losses": losses, "devices": devs,
     }
 
 
@@ -384,7 +491,8 @@ def run_child(model, dev, steps, timeout, kernel_times=False, interleave=False):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--models", default=os.environ.get("TG_BENCH_MODELS", "mnist,gpt"))
+    ap.add_argument("--models",
+                    default=os.environ.get("TG_BENCH_MODELS", "mnist,gpt,allreduce,dp"))
     ap.add_argument("--devs", default=os.environ.get("TG_BENCH_DEVS", "CUDA,TEGRA"))
     ap.add_argument("--steps", type=int, default=int(os.environ.get("TG_BENCH_STEPS", "50")))
     ap.add_argument("--timeout", type=int, default=int(os.environ.get("TG_BENCH_TIMEOUT", "150")))
@@ -407,6 +515,13 @@ def main():
 
     models = [m for m in a.models.split(",") if m]
     devs = [d for d in a.devs.split(",") if d]
+    unknown = [m for m in models if m not in MODELS and m not in MULTI]
+    if unknown:
+        raise SystemExit(f"unknown models {unknown}; known: {sorted(MODELS) + sorted(MULTI)}")
+    if a.kernel_times or a.interleave:
+        for m in [m for m in models if m in MULTI]:
+            print(f"{m}: SKIP (--kernel-times and --interleave take one-device models)")
+        models = [m for m in models if m not in MULTI]
     if a.interleave:
         results, summary = [], []
         for m in models:
@@ -451,6 +566,8 @@ def main():
             results.append(r)
             if "error" in r:
                 print(f"{m} on {d}: FAILED ({r['error']})\n{r['log_tail']}", flush=True)
+            elif "skip" in r:
+                print(f"{m} on {d}: SKIP ({r['skip']})", flush=True)
             else:
                 print(f"{m} on {d}: step {r['step_ms']:.3f} ms (median; "
                       f"mean {r['step_ms_mean']:.3f}, "
@@ -459,7 +576,7 @@ def main():
                       f"graph {r['graph']} {r.get('graph_notes') or ''}, "
                       f"{r['renderer']} {r['arch']}, warm-up {r['warmup_s']:.1f} s", flush=True)
 
-    print("\nmodel   " + "".join(f"{d:>14}" for d in devs) + "   ratio (ms/step, " +
+    print("\nmodel     " + "".join(f"{d:>14}" for d in devs) + "   ratio (ms/step, " +
           f"{devs[-1]}/{devs[0]}; target <= 1.0)")
     summary = []
     for m in models:
@@ -469,8 +586,9 @@ def main():
             r = rs.get(d, {})
             v = r.get("step_ms")
             vals.append(v)
-            cells.append(f"{v:14.3f}" if v is not None else f"{'FAILED':>14}")
-        line = f"{m:8s}" + "".join(cells)
+            cells.append(f"{v:14.3f}" if v is not None else
+                         f"{'SKIP' if 'skip' in r else 'FAILED':>14}")
+        line = f"{m:10s}" + "".join(cells)
         entry = {"model": m, **{d: rs.get(d, {}).get("step_ms") for d in devs}}
         if len(devs) >= 2 and None not in (vals[0], vals[-1]):
             ratio = vals[-1] / vals[0]

@@ -7,7 +7,10 @@
 # libnvrtc (CUDA toolkit or the nvidia-cuda-nvrtc wheel); `timeout`. No network. From the
 # working tree: .device/lib/libtegragpu.so.0 (or $TEGRAGPU_LIBRARY), python/ (the tegragpu
 # package), .device/tinygrad/whl/tinygrad-0.14.0-py3-none-any.whl and .device/tinygrad/test/
-# (tinygrad's test/backend/test_ops.py, test_jit.py and what they import).
+# (tinygrad's test/backend/test_ops.py, test_jit.py and what they import). Tests that need a
+# second GPU (test_multitensor.py, test_graph.py: DEV:1) use TEGRA:1 / CUDA:1 as they are; the
+# hypothesis wheel in .device/tinygrad/whl is installed when hypothesis is missing.
+# scripts/tinygrad-multi-run.sh runs the multi-GPU suites with this script.
 #
 #   OUT=/some/dir bash scripts/tinygrad-device-run.sh
 #
@@ -55,6 +58,15 @@ if ! "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$SITE" 
 fi
 if ! "$PY" -c 'import pytest' 2>/dev/null; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$SITE" "$ROOT"/.device/whl/*.whl || exit 2
+fi
+# test_multitensor.py imports hypothesis: its wheel (and sortedcontainers') from the tinygrad
+# folder when the machine has none.
+if ! "$PY" -c 'import hypothesis' 2>/dev/null; then
+  hyp=("$TGDIR"/whl/hypothesis-*.whl "$TGDIR"/whl/sortedcontainers-*.whl)
+  if [ -e "${hyp[0]}" ]; then
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$SITE" "${hyp[@]}" \
+      || echo "installing hypothesis from $TGDIR/whl failed"
+  fi
 fi
 export PYTHONPATH="$SITE:$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
 export TEGRAGPU_LIBRARY="${TEGRAGPU_LIBRARY:-$ROOT/.device/lib/libtegragpu.so.0}"

@@ -105,6 +105,24 @@ fn emulated_orin_refuses_peer_access_with_the_reason() {
         );
     }
 
+    // A wait on a signal of the other device is refused the same way, on both queue kinds;
+    // the device's own signals are untouched by the check.
+    let their_sig = b.create_signal(5).unwrap();
+    let my_sig = a.create_signal(5).unwrap();
+    for kind in [QueueKind::Copy, QueueKind::Compute] {
+        let mut q = a.create_queue(kind).unwrap();
+        let e = q.wait(&their_sig, 1).unwrap_err();
+        assert_eq!(e.status, Status::NotSupported, "{e}");
+        assert!(
+            e.message.starts_with("tg_queue_wait: signal (at ")
+                && e.message.contains("no peer access")
+                && e.message.contains("nvgpu"),
+            "{e}"
+        );
+        q.wait(&my_sig, 5).unwrap();
+        q.synchronize(30 * SEC).unwrap();
+    }
+
     // The device's own copies are untouched by the check.
     fill_pattern(&theirs, 7);
     let other = b.alloc(4096, data_flags()).unwrap();
@@ -212,6 +230,31 @@ fn c_api_refuses_peer_access_on_the_emulated_orin() {
             e.starts_with("tg_queue_copy: src (buffer at ") && e.contains("no peer access"),
             "{e}"
         );
+        // tg_queue_wait on a signal of the other device: refused the same way; its own
+        // signals still wait.
+        let (mut sa, mut sb) = (null_mut(), null_mut());
+        assert_eq!(tg_signal_create(a, 3, &mut sa), tg_status::TG_OK);
+        assert_eq!(tg_signal_create(b, 3, &mut sb), tg_status::TG_OK);
+        assert_eq!(tg_queue_wait(q, sb, 1), tg_status::TG_ERROR_NOT_SUPPORTED);
+        let e = last_error();
+        assert!(
+            e.starts_with("tg_queue_wait: signal (at ") && e.contains("no peer access"),
+            "{e}"
+        );
+        assert_eq!(
+            tg_queue_wait(q, sa, 3),
+            tg_status::TG_OK,
+            "{}",
+            last_error()
+        );
+        // Releases stay on the signal's own device.
+        assert_eq!(
+            tg_queue_signal(q, sb, 4),
+            tg_status::TG_ERROR_INVALID_ARGUMENT
+        );
+        for s in [sa, sb] {
+            assert_eq!(tg_signal_destroy(s), tg_status::TG_OK);
+        }
         // Its own buffers still copy.
         assert_eq!(tg_queue_copy(q, ba, 0, ba, 2048, 16), tg_status::TG_OK);
         assert_eq!(tg_queue_synchronize(q, 30 * SEC), tg_status::TG_OK);
@@ -507,6 +550,101 @@ fn rm_two_gpus_copy_and_share_memory() {
         Err(e) => {
             assert_eq!(e.status, Status::NotSupported, "{e}");
             println!("peer: B's host buffers are not mapped into A: {e}");
+        }
+    }
+
+    // 5b. Cross-device waits: B's compute queue waits on a signal of A (one made before
+    // access was enabled, one after), then reads what A's kernel wrote. B must not run before
+    // A's release: its copy stays pending while A has not started.
+    let early = sa.sig.value() + 1;
+    for (sig, label) in [
+        (&sa.sig, "made before enabling"),
+        (&a.create_signal(0).unwrap(), "made after"),
+    ] {
+        let want = if std::ptr::eq(sig, &sa.sig) { early } else { 1 };
+        match sb.kq.wait(sig, want) {
+            Ok(()) => {}
+            Err(e) => {
+                assert_eq!(e.status, Status::NotSupported, "{e}");
+                println!("peer: B cannot wait on A's signal ({label}): {e}");
+                continue;
+            }
+        }
+        let seed = 0x5EED_0000 | want as u32;
+        sb.kq.copy(&vb, 0, &va, 0, n as u64 * 4).unwrap();
+        sb.v += 1;
+        sb.kq.signal(&sb.sig, sb.v).unwrap();
+        sb.kq.submit().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            sb.sig.value() < sb.v,
+            "B's copy ran before A released the signal it waits on ({label})"
+        );
+        let p = params_of(&fill, &[va.gpu_va(), seed as u64, n as u64]);
+        sa.kq.launch(&fill, &cfg(n.div_ceil(256), 256), &p).unwrap();
+        sa.kq.signal(sig, want).unwrap();
+        sa.kq.submit().unwrap();
+        if std::ptr::eq(sig, &sa.sig) {
+            sa.v = want;
+        }
+        sb.sig.wait(sb.v, 60 * SEC).unwrap_or_else(|e| {
+            panic!(
+                "B waiting on A's signal ({label}): {e}; faults {:?} {:?}",
+                a.fault_report(),
+                b.fault_report()
+            )
+        });
+        let got = sb.read(&vb, 0, n as u64 * 4);
+        for i in 0..n as usize {
+            let v = u32::from_le_bytes(got[i * 4..i * 4 + 4].try_into().unwrap());
+            assert_eq!(
+                v, seed,
+                "B read A's buffer before A's kernel finished: element {i}"
+            );
+        }
+        println!("peer: B's queue waited on A's signal ({label}) on the GPU: correct");
+    }
+
+    // 5c. A signal of A dropped while B's queue still waits on it: the slot is held until B's
+    // wait is done (B's queue first waits on a gate the CPU opens later).
+    {
+        let gate = b.create_signal(0).unwrap();
+        let sig = a.create_signal(0).unwrap();
+        sb.kq.wait(&gate, 1).unwrap();
+        match sb.kq.wait(&sig, 1) {
+            Ok(()) => {
+                sb.v += 1;
+                sb.kq.signal(&sb.sig, sb.v).unwrap();
+                sb.kq.submit().unwrap();
+                sig.set(1);
+                let before = a.held_for_queued_work().1;
+                drop(sig);
+                let held = a.held_for_queued_work().1;
+                assert_eq!(
+                    held,
+                    before + 1,
+                    "A must hold the slot of a signal B's queue still waits on"
+                );
+                gate.set(1);
+                sb.sig.wait(sb.v, 60 * SEC).unwrap();
+                let t = Instant::now();
+                while a.held_for_queued_work().1 > before && t.elapsed().as_secs() < 10 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                assert_eq!(
+                    a.held_for_queued_work().1,
+                    before,
+                    "released once B's wait is done"
+                );
+                println!(
+                    "peer: a signal of A freed while B waits on it: held until B's wait is done"
+                );
+            }
+            Err(e) => {
+                println!("peer: B cannot wait on A's signal: {e}");
+                gate.set(1);
+                sb.finish(false);
+            }
         }
     }
 

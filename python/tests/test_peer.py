@@ -27,3 +27,16 @@ def test_copy_with_a_buffer_of_another_device_is_refused():
     with pytest.raises(tg.NotSupported) as e:
         q.copy(mine, 0, theirs, 0, 64)
     assert "no peer access" in str(e.value)
+
+
+def test_wait_on_a_signal_of_another_device_is_refused():
+    a, b = tg.Device("emu"), tg.Device("emu")
+    theirs, mine = b.create_signal(2), a.create_signal(2)
+    for kind in (tg.QueueKind.COPY, tg.QueueKind.COMPUTE):
+        q = a.create_queue(kind)
+        with pytest.raises(tg.NotSupported) as e:
+            q.wait(theirs, 1)
+        assert str(e.value).startswith("tg_queue_wait: signal (at ") and \
+            "no peer access" in str(e.value), str(e.value)
+        q.wait(mine, 2)  # its own signals still wait
+        q.synchronize()

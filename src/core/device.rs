@@ -116,7 +116,7 @@ impl Drop for DeviceInner {
             let _ = self.backend.free(&a);
         }
         self.textures.get_mut().free_memory(&*self.backend);
-        self.signals.get_mut().release_all(&*self.backend);
+        self.signals.get_mut().release_all(&*self.backend, peers);
     }
 }
 

@@ -9,6 +9,11 @@
 //! with the buffer. The access stays enabled for the lives of both devices; either device can
 //! be dropped first.
 //!
+//! The device's signals live in host memory that is mapped the same way, so a queue of `a` can
+//! also wait on a signal of `b` ([`super::Queue::wait`]): one GPU waits on another's work
+//! without the CPU (`cuStreamWaitEvent` on an event of another device). Releases stay on the
+//! signal's own device.
+//!
 //! Enabling is explicit, not made on first use: it maps every buffer of the peer (a system
 //! call each), which a copy being recorded must not wait for, and a kernel's pointer arguments
 //! do not say which device's memory they reach.
@@ -16,6 +21,7 @@
 use super::buffer::Buffer;
 use super::device::{Device, DeviceInner};
 use super::queue::{fence_now, fence_passed, Fence};
+use super::signal::Signal;
 use crate::backend::{Allocation, BackendKind, PeerInfo};
 use crate::error::{Error, Result, Status};
 use parking_lot::{Mutex, RwLock};
@@ -290,13 +296,45 @@ impl Device {
         if self.is(owner) {
             return Ok(());
         }
+        let desc = || {
+            format!(
+                "{what} (buffer at {:#x}, {} bytes)",
+                buf.gpu_va(),
+                buf.size()
+            )
+        };
+        self.check_peer_memory(owner, buf.alloc_id(), call, what, &desc)
+    }
+
+    /// `Ok` when a queue of this device may wait on `sig` (its own signal, or a signal of a
+    /// device it has peer access to: the signal's memory is mapped into this device's GPU like
+    /// the peer's buffers); else the refusal naming both GPUs (`call`: the API call).
+    pub(crate) fn check_signal_access(&self, sig: &Signal, call: &str) -> Result<()> {
+        let owner = sig.device();
+        if self.is(owner) {
+            return Ok(());
+        }
+        let desc = || format!("signal (at {:#x})", sig.gpu_va());
+        self.check_peer_memory(owner, sig.chunk_id(), call, "signal", &desc)
+    }
+
+    /// Whether this device may use allocation `alloc_id` of `owner` (another device): peer
+    /// access enabled and the allocation mapped here. `desc` describes the argument for errors.
+    fn check_peer_memory(
+        &self,
+        owner: &Device,
+        alloc_id: u64,
+        call: &str,
+        what: &str,
+        desc: &dyn Fn() -> String,
+    ) -> Result<()> {
         if !self.peer_access_enabled(owner) {
-            return Err(self.peer_refusal(owner, call, what, buf));
+            return Err(self.peer_refusal(owner, call, what, &desc()));
         }
         if owner.inner.peer.some_unmapped.load(Ordering::Acquire) {
             let me = Arc::as_ptr(&self.inner);
             let sh = owner.inner.peer.shared.lock();
-            let why = sh.buffers.get(&buf.alloc_id()).and_then(|b| {
+            let why = sh.buffers.get(&alloc_id).and_then(|b| {
                 b.unmapped
                     .iter()
                     .find(|(w, _)| std::ptr::eq(w.as_ptr(), me))
@@ -306,9 +344,8 @@ impl Device {
                 return Err(Error::new(
                     Status::NotSupported,
                     format!(
-                        "{call}: {what} (host buffer at {:#x}, {} bytes) of {} could not be mapped into {}: {why}",
-                        buf.gpu_va(),
-                        buf.size(),
+                        "{call}: {} in host memory of {} could not be mapped into {}: {why}",
+                        desc(),
                         owner.backend().label(),
                         self.backend().label()
                     ),
@@ -319,13 +356,9 @@ impl Device {
     }
 
     #[cold]
-    fn peer_refusal(&self, owner: &Device, call: &str, what: &str, buf: &Buffer) -> Error {
+    fn peer_refusal(&self, owner: &Device, call: &str, what: &str, desc: &str) -> Error {
         let (me, them) = (self.backend().label(), owner.backend().label());
-        let head = format!(
-            "{call}: {what} (buffer at {:#x}, {} bytes) belongs to {them}, not to the queue's device {me}",
-            buf.gpu_va(),
-            buf.size()
-        );
+        let head = format!("{call}: {desc} belongs to {them}, not to the queue's device {me}");
         match self.peer_info(owner) {
             Ok(i) if i.can_access => Error::invalid(format!(
                 "{head}; peer access from {me} to {them} is not enabled: call tg_device_enable_peer_access(queue's device, {what}'s device) first ({})",

@@ -12,19 +12,23 @@ use std::time::{Duration, Instant};
 pub const SLOT_BYTES: u64 = 16;
 const CHUNK_BYTES: u64 = 64 * 1024;
 
+/// A signal slot: its GPU address, CPU pointer and the allocation id of its chunk (peer access
+/// looks the chunk up: a peer's queue waits on the slot where the chunk is mapped into it).
+pub(crate) type Slot = (u64, *mut u8, u64);
+
 #[derive(Default)]
 pub(crate) struct SignalPool {
     chunks: Vec<Allocation>,
-    free: Vec<(u64, *mut u8)>,
+    free: Vec<Slot>,
     /// Freed slots that queued work may still write: reused once the queues pass these values.
-    parked: Vec<((u64, *mut u8), Fence)>,
+    parked: Vec<(Slot, Fence)>,
 }
 // SAFETY: the raw pointers refer to the pool's own shared mappings.
 unsafe impl Send for SignalPool {}
 
 /// Freed slots parked outside the pool (see `DeviceInner::signal_drops`).
 #[derive(Default)]
-pub(crate) struct DroppedSlots(Vec<((u64, *mut u8), Fence)>);
+pub(crate) struct DroppedSlots(Vec<(Slot, Fence)>);
 // SAFETY: the raw pointers refer to the pool's own shared mappings.
 unsafe impl Send for DroppedSlots {}
 
@@ -39,7 +43,7 @@ impl SignalPool {
         self.parked.iter().filter(|(_, f)| !fence_passed(f)).count()
     }
 
-    fn take(&mut self, backend: &dyn Backend) -> Result<(u64, *mut u8)> {
+    fn take(&mut self, dev: &Device) -> Result<Slot> {
         if self.free.is_empty() {
             let mut i = 0;
             while i < self.parked.len() {
@@ -52,6 +56,7 @@ impl SignalPool {
             }
         }
         if self.free.is_empty() {
+            let backend = dev.backend();
             let a = backend.alloc(
                 CHUNK_BYTES,
                 MemFlags {
@@ -60,11 +65,19 @@ impl SignalPool {
                     ..Default::default()
                 },
             )?;
+            // Mapped into the devices with peer access to this one, like a host buffer, so that
+            // their queues can wait on these signals (`Queue::wait`).
+            if let Err(e) = dev.peer_add_buffer(&a, true) {
+                let _ = backend.free(&a);
+                return Err(e);
+            }
             for k in (0..CHUNK_BYTES / SLOT_BYTES).rev() {
                 // SAFETY: inside the chunk just allocated.
-                self.free.push((a.gpu_va + k * SLOT_BYTES, unsafe {
-                    a.cpu.add((k * SLOT_BYTES) as usize)
-                }));
+                self.free.push((
+                    a.gpu_va + k * SLOT_BYTES,
+                    unsafe { a.cpu.add((k * SLOT_BYTES) as usize) },
+                    a.id,
+                ));
             }
             self.chunks.push(a);
         }
@@ -73,7 +86,15 @@ impl SignalPool {
             .ok_or_else(|| Error::new(Status::Internal, "signal pool empty after refill"))
     }
 
-    pub(crate) fn release_all(&mut self, backend: &dyn Backend) {
+    /// Free every chunk without waiting (the device is being dropped). `peers`: some device
+    /// had access to this one's memory; its queues may still wait on a parked slot, so those
+    /// fences are waited for first (at most 10 s each, see `wait_peer_fence`).
+    pub(crate) fn release_all(&mut self, backend: &dyn Backend, peers: bool) {
+        if peers {
+            for (_, f) in &self.parked {
+                super::peer::wait_peer_fence(f);
+            }
+        }
         self.free.clear();
         self.parked.clear();
         for a in self.chunks.drain(..) {
@@ -88,6 +109,8 @@ pub struct Signal {
     dev: Device,
     gpu_va: u64,
     ptr: *mut u8,
+    /// Allocation id of the pool chunk holding the slot.
+    chunk: u64,
     /// The last release recorded on a queue (`Queue::signal`, a command buffer's replay): its
     /// value, the queue's [`serial`](crate::core::queue::QueueTrack::serial) (0 = none yet) and
     /// the queue timeline value of the submit that carries it. Plain stores by the recording
@@ -112,15 +135,16 @@ impl std::fmt::Debug for Signal {
 
 impl Signal {
     pub(crate) fn new(dev: &Device, initial: u64) -> Result<Signal> {
-        let (gpu_va, ptr) = {
+        let (gpu_va, ptr, chunk) = {
             let mut pool = dev.inner.signals.lock();
             pool.merge(&mut dev.inner.signal_drops.lock());
-            pool.take(dev.backend())?
+            pool.take(dev)?
         };
         let s = Signal {
             dev: dev.clone(),
             gpu_va,
             ptr,
+            chunk,
             rel_value: AtomicU64::new(0),
             rel_queue: AtomicU64::new(0),
             rel_seq: AtomicU64::new(0),
@@ -284,12 +308,19 @@ impl Signal {
     pub(crate) fn slot_ptr(&self) -> *const u8 {
         self.ptr
     }
+
+    /// Allocation id of the memory holding the signal (for peer mapping lookups).
+    pub(crate) fn chunk_id(&self) -> u64 {
+        self.chunk
+    }
 }
 
 impl Drop for Signal {
     fn drop(&mut self) {
-        let fence = fence_now(&self.dev);
-        let slot = ((self.gpu_va, self.ptr), fence);
+        let mut fence = fence_now(&self.dev);
+        // Queues of devices with peer access may wait on the slot too.
+        self.dev.peer_extend_fence(&mut fence);
+        let slot = ((self.gpu_va, self.ptr, self.chunk), fence);
         // A queue's timeline signal is dropped with its queue, which can happen where the
         // queue's last reference goes: possibly inside a pool call that holds `signals` (a
         // fence check finding the queue gone). Never wait for `signals` here.

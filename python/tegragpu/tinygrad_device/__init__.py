@@ -27,9 +27,14 @@ How it works (docs/tinygrad.md has the details):
   parameter block packed by the offsets ``tg_kernel_get_param`` reports.
 * Synchronization: a timeline signal per queue. ``wait=True`` launches are timed with GPU
   timestamps (``tg_signal_timestamp``) of signals released before and after the launch.
-* TinyJit: ``TegraGraph`` records the captured kernels into a libtegragpu command buffer
-  (``tg_cmdbuf``) and replays it with one ``tg_queue_replay``; with a library without command
-  buffers it re-launches the kernels from prepacked parameter blocks in one batch.
+* Several GPUs (``TEGRA:N``): copies between two of them are peer copies on the source GPU's
+  copy engine, ordered with both devices' work by GPU waits on each other's timelines (peer
+  access enabled per pair on first use); without a peer path, through host memory.
+* TinyJit: ``TegraGraph`` (a ``MultiGraphRunner``) records the captured kernels into libtegragpu
+  command buffers (``tg_cmdbuf``) and replays each with one ``tg_queue_replay``; batches with
+  copies or several devices are replayed step by step per queue, with GPU waits between the
+  queues; with a library without command buffers it re-launches the kernels from prepacked
+  parameter blocks.
 * Errors of the library become :class:`TegraError` (a ``RuntimeError``) naming the kernel,
   with the :class:`tegragpu.Error` as ``__cause__``, never a wrong result. The emulated Orin
   runs only the library's known test kernels: a tinygrad kernel launched there faults, and
@@ -39,7 +44,9 @@ Environment: ``TEGRAGPU_DEVICE`` (which device), ``TEGRA_GRAPH=0`` (no TinyJit g
 ``TEGRA_CMDBUF=0`` (the graph without command buffers),
 ``TEGRA_SYNC=1`` (wait after every launch: exact fault attribution), ``TEGRA_TIMEOUT_S``
 (GPU wait limit, default 300), ``TEGRAGPU_NVRTC`` (used as tinygrad's ``NVRTC_PATH`` when that
-is unset), ``TEGRA_STAGED_COPIES=1`` (the desktop copy path on unified memory too; for tests).
+is unset), ``TEGRA_STAGED_COPIES=1`` (the desktop copy path on unified memory too; for tests),
+``TEGRA_PEER=0`` (copies between GPUs through the host), ``TEGRA_PEER_COPY=sm`` (copies between
+GPUs on the SMs), ``TEGRA_MULTIGRAPH=0`` (TinyJit batches of one device's kernels only).
 """
 
 from __future__ import annotations
@@ -52,7 +59,8 @@ import warnings
 import tegragpu as tg
 
 # The modules of the package hold the code by subject (_tinygrad: the parts of tinygrad used,
-# _renderer, _allocator, _program, _graph, _device, _runner: python -m tegragpu.tinygrad_device);
+# _renderer, _allocator, _program, _graph, _peer, _device, _runner: python -m
+# tegragpu.tinygrad_device);
 # the names are used from here.
 from . import _allocator, _graph, _renderer
 from ._allocator import TegraAllocator, TegraUnifiedAllocator

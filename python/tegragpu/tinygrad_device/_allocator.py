@@ -7,6 +7,7 @@ import ctypes
 
 import tegragpu as tg
 
+from . import _peer
 from ._errors import TegraError
 from ._tinygrad import LRUAllocator
 
@@ -111,11 +112,23 @@ class TegraAllocator(LRUAllocator):
             self.dev._staged_copyout(dest, src)
 
     def _transfer(self, dest, src, sz, src_dev, dest_dev):
-        if src_dev is dest_dev and dest.region is not None and src.region is not None and \
-                not (dest.base is src.base and dest.offset < src.offset + sz and
-                     src.offset < dest.offset + sz):
-            dest_dev._gpu_copy(dest, src, sz)
-            return
+        """Device-to-device copy (tinygrad's COPY between two TEGRA buffers). One device: a
+        copy on its compute queue. Two devices: a peer copy on the source's GPU
+        (:meth:`TegraDevice._peer_copy`, GPU-ordered with both devices' work), peer access
+        enabled at the first transfer between them; without a peer path (or for buffers the
+        library does not know), through host memory, the reason logged once per pair."""
+        if dest.region is not None and src.region is not None and sz > 0:
+            if src_dev is dest_dev:
+                if not (dest.base is src.base and dest.offset < src.offset + sz and
+                        src.offset < dest.offset + sz):
+                    dest_dev._gpu_copy(dest, src, sz)
+                    return
+            else:
+                lk = _peer.link(src_dev, dest_dev)
+                if lk.access:
+                    src_dev._peer_copy(dest, src, sz, dest_dev)
+                    return
+                _peer.note_host_path(src_dev, dest_dev, lk)
         tmp = memoryview(bytearray(sz))
         src_dev.allocator._copyout(tmp, src)
         dest_dev.allocator._copyin(dest, tmp)

@@ -10,6 +10,7 @@ import warnings
 
 import tegragpu as tg
 
+from . import _peer
 from ._allocator import TegraAllocator, TegraUnifiedAllocator, _mv_addr
 from ._errors import TegraEmulatorWarning, TegraError
 from ._graph import TegraGraph
@@ -79,6 +80,10 @@ class TegraDevice(Compiled):
         self.compute_waits_copy = 0  # copy timeline value the next compute work must wait for
         self.staging = []           # [buffer, copy timeline value that frees it]
         self.inflight = collections.deque(maxlen=64)  # kernel names since the last sync
+        self.peer_links = {}        # other TegraDevice -> _peer.PeerLink
+        # (other TegraDevice, its lane "compute"/"copy") -> that lane's timeline value the next
+        # work here waits for (it copied into this device's memory)
+        self.peer_waits = {}
         self._faulted = None
         if self.emulated:
             warnings.warn(f"{device} is the emulated Orin ({tg.library_path()}): allocation and "
@@ -127,6 +132,8 @@ class TegraDevice(Compiled):
 
     def _fence(self):
         """Release the compute timeline after the work recorded so far; its value."""
+        if self.peer_waits:
+            self._fold_peer_waits()
         if self.unsignaled:
             self.tl_value += 1
             lib = tg.lib
@@ -139,11 +146,96 @@ class TegraDevice(Compiled):
         return self.tl_value
 
     def _before_compute(self):
+        if self.peer_waits:
+            self._fold_peer_waits()
         if self.compute_waits_copy:
             st = tg.lib.tg_queue_wait(self.qh, self.copy_tl.handle, self.compute_waits_copy)
             if st:
                 self._raise_status(st, "recording a wait for the copy queue")
             self.compute_waits_copy = 0
+
+    # ---- ordering between devices (and between a device's two queues)
+    #
+    # A device has two lanes: "compute" (the compute queue, its timeline ``tl``) and "copy" (the
+    # copy queue, ``copy_tl``). Work of another device is waited for on the GPU (a wait on that
+    # device's timeline signal, which peer access maps into this GPU) where the library allows
+    # it (``_peer.link(...).waits``), else on the CPU.
+
+    def _lane_queue(self, lane):
+        return self.qh if lane == "compute" else self._copy_queue().handle
+
+    def _record_wait(self, lane, signal, value, what):
+        """Record a GPU wait on queue ``lane`` until ``signal`` (of this device or of a peer)
+        reaches ``value``."""
+        st = tg.lib.tg_queue_wait(self._lane_queue(lane), signal.handle, value)
+        if st:
+            self._raise_status(st, f"recording a wait for {what}")
+        if lane == "compute":
+            self.unsignaled = True  # the next release here comes after the wait
+
+    def _wait_on(self, lane, other, olane, value, what):
+        """Order the work recorded next on this device's ``lane`` after ``other``'s lane
+        ``olane`` reaches ``value`` (``other`` may be this device)."""
+        if olane == "compute":
+            sig, done = other.tl, other.tl_done
+        else:
+            sig, done = other.copy_tl, other.copy_done
+        if value <= done:
+            return
+        if sig.value >= value:
+            if olane == "compute":
+                other.tl_done = max(other.tl_done, value)
+            else:
+                other.copy_done = max(other.copy_done, value)
+            return
+        if other is self or _peer.link(self, other).waits:
+            self._record_wait(lane, sig, value, f"{other.device} ({olane})")
+        else:
+            other._wait(sig, value, f"waiting for {other.device}'s {olane} queue (for "
+                                    f"{self.device}: {what})")
+            if olane == "compute":
+                other.tl_done = max(other.tl_done, value)
+            else:
+                other.copy_done = max(other.copy_done, value)
+
+    def _wait_for_peer(self, other, value, what):
+        """Order the work recorded next on the compute queue after ``other``'s compute
+        timeline reaches ``value``."""
+        self._wait_on("compute", other, "compute", value, what)
+
+    def _wait_for_device(self, other, what, lane="compute"):
+        """Order the work recorded next on ``lane`` after everything recorded so far on
+        ``other``'s queues (its compute queue, and its copy queue)."""
+        self._wait_on(lane, other, "compute", other._fence(), what)
+        if other.copy_value > other.copy_done:
+            self._wait_on(lane, other, "copy", other.copy_value, what)
+
+    def _fold_peer_waits(self):
+        """Put the waits for other devices' copies into this device's memory in front of the
+        work recorded next on the compute queue."""
+        waits = list(self.peer_waits.items())
+        self.peer_waits.clear()
+        for (other, olane), value in waits:
+            self._wait_on("compute", other, olane, value, "its copy into this device's memory")
+
+    def _note_peer_write(self, writer, olane, value):
+        """``writer``'s lane ``olane`` writes this device's memory until it reaches ``value``:
+        this device's next work waits for it."""
+        key = (writer, olane)
+        if value > self.peer_waits.get(key, 0):
+            self.peer_waits[key] = value
+
+    def _release_copy(self):
+        """Release the copy timeline after the copy queue's work recorded so far (and submit);
+        its value."""
+        cq = self._copy_queue()
+        self.copy_value += 1
+        try:
+            cq.signal(self.copy_tl, self.copy_value)
+            cq.submit()
+        except tg.Error as e:
+            raise self._error("releasing the copy timeline", e) from e
+        return self.copy_value
 
     def _wait(self, signal, value, what, timeout_ns=None, kernels=None):
         try:
@@ -258,6 +350,42 @@ class TegraDevice(Compiled):
         except tg.Error as e:
             raise self._error(f"copying {sz} bytes on the GPU", e) from e
         self.unsignaled = True
+        if self.sync_each:
+            self.synchronize()
+
+    def _record_peer_copy(self, dest, src, sz, dest_dev, lane="compute"):
+        """Record a copy from ``src`` (this device's memory) to ``dest`` (``dest_dev``'s: this
+        device's or a peer's) on queue ``lane``: the compute queue (the SMs; ordered with the
+        launches) or the copy queue (the copy engine)."""
+        try:
+            q = self.q if lane == "compute" else self._copy_queue()
+            q.copy(dest.region, 0, src.region, 0, sz)
+        except tg.Error as e:
+            raise self._error(f"copying {sz} bytes from {self.device} to {dest_dev.device} on "
+                              f"the {lane} queue", e) from e
+
+    def _peer_copy(self, dest, src, sz, dest_dev):
+        """``sz`` bytes from ``src`` (this device's) to ``dest`` (``dest_dev``'s, which this
+        device has peer access to), on this device's GPU, by its copy engine
+        (``TEGRA_PEER_COPY=sm``: its SMs, on the compute queue). Ordered on the GPU: after this
+        device's work recorded so far (it may write ``src``) and after ``dest_dev``'s (it may
+        still use ``dest``); ``dest_dev``'s next work waits for the copy, and so does this
+        device's next kernel (``src`` is not overwritten before the copy has read it)."""
+        lane = _peer.peer_copy_lane()
+        self._before_compute()
+        if lane == "copy":
+            self._copy_queue()
+            self._wait_on("copy", self, "compute", self._fence(), "a copy of its memory")
+        self._wait_for_device(dest_dev, f"a copy into {dest_dev.device}", lane)
+        self._record_peer_copy(dest, src, sz, dest_dev, lane)
+        self.inflight.append(f"copy {self.device} -> {dest_dev.device}")
+        if lane == "copy":
+            v = self._release_copy()
+            self.compute_waits_copy = v
+        else:
+            self.unsignaled = True
+            v = self._fence()
+        dest_dev._note_peer_write(self, lane, v)
         if self.sync_each:
             self.synchronize()
 

@@ -9,7 +9,8 @@ import os
 # What the other modules of the package import from here.
 __all__ = ["SUPPORTED_TINYGRAD_VERSION", "tinygrad_version", "tinygrad", "Compiled",
            "LRUAllocator", "MultiBuffer", "_TinyDevice", "dtypes", "ALLOW_TF32", "DEV",
-           "CUDARenderer", "NVCCRenderer", "PTXRenderer"]
+           "CUDARenderer", "NVCCRenderer", "PTXRenderer", "GraphRunner", "MultiGraphRunner",
+           "DepsTracker", "Ops", "get_call_arg_uops"]
 
 
 #: The tinygrad version this device is written and tested for.
@@ -24,6 +25,10 @@ try:
     import tinygrad  # noqa: F401
     import tinygrad.runtime
     from tinygrad.device import Compiled, LRUAllocator, MultiBuffer, Device as _TinyDevice
+    from tinygrad.device import DepsTracker
+    from tinygrad.engine.jit import GraphRunner, MultiGraphRunner
+    from tinygrad.engine.realize import get_call_arg_uops
+    from tinygrad.uop.ops import Ops
     from tinygrad.dtype import dtypes
     from tinygrad.helpers import ALLOW_TF32, DEV
     from tinygrad.renderer.cstyle import CUDARenderer, NVCCRenderer

@@ -110,8 +110,14 @@ impl Queue {
 
     /// Record a GPU wait until `signal` ≥ `value` before later work on this queue starts. The
     /// comparison is unsigned 64-bit (host ACQ_STRICT_GEQ), the same rule as [`Signal::wait`].
+    /// `signal` may belong to another device that this queue's device has peer access to
+    /// ([`crate::core::Device::enable_peer_access`]): the GPU then waits for that device's work
+    /// (its signal memory is mapped here like its buffers).
     pub fn wait(&mut self, signal: &Signal, value: u64) -> Result<()> {
         self.dev.check_usable()?;
+        if !self.dev.is(signal.device()) {
+            self.dev.check_signal_access(signal, "tg_queue_wait")?;
+        }
         let va = signal.gpu_va();
         self.with_cmd(|pb| pb.host_sem_acquire_geq(va, value))?;
         Ok(())
