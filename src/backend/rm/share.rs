@@ -167,7 +167,9 @@ impl Inner {
             info.slots,
             hex(&info.metadata)
         );
-        if info.device_instance != self.device_instance {
+        // An object parented by a client rather than a device reports NV_MAX_DEVICES (32):
+        // RM decides at the import whether it fits under this device.
+        if info.device_instance < NV_MAX_DEVICES && info.device_instance != self.device_instance {
             return Err(Error::new(
                 Status::InvalidArgument,
                 format!(

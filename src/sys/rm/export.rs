@@ -11,6 +11,10 @@ pub const NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD: u32 = 0x0000_3D0B;
 /// Client: dup the objects of an export fd's slots into the caller's client (size-checked, 652).
 pub const NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECTS_FROM_FD: u32 = 0x0000_3D0C;
 
+/// `NV_MAX_DEVICES`: the device instance an export fd reports when its objects hang under a
+/// client rather than a device.
+pub const NV_MAX_DEVICES: u32 = 32;
+
 /// `NV0000_OS_UNIX_EXPORT_OBJECT_FD_BUFFER_SIZE`: bytes of user metadata an export fd carries.
 pub const NV0000_OS_UNIX_EXPORT_OBJECT_FD_BUFFER_SIZE: usize = 64;
 /// `NV0000_CTRL_OS_UNIX_EXPORT_OBJECTS_TO_FD_MAX_OBJECTS`.
