@@ -222,7 +222,7 @@ impl Backend for NvgpuBackend {
             return Err(Error::new(
                 Status::NotSupported,
                 format!(
-                    "export_dmabuf: the buffer at {:#x} was imported from a dma-buf of another driver; export the original dma-buf instead",
+                    "the buffer at {:#x} was imported from a dma-buf of another driver; export the original dma-buf instead",
                     alloc.gpu_va
                 ),
             ));
