@@ -57,10 +57,20 @@ CC_ARCH="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null 
 CC_ARCH="${CC_ARCH:-90}"
 built=1
 "$NVCC" -cubin -arch="sm_$CC_ARCH" -o "$WORK/interop_kernels.cubin" tests/interop/interop_kernels.cu || built=0
-STUBS="$CUDA_HOME/lib64/stubs"
-[ -d "$STUBS" ] || STUBS="$CUDA_HOME/targets/x86_64-linux/lib/stubs"
+# Link libcuda through the toolkit's stub when there is one, else the driver's library itself;
+# at run time the loader takes the driver's libcuda.so.1 either way.
+CUDA_LINK=""
+for stubs in "$CUDA_HOME/lib64/stubs" "$CUDA_HOME/targets/x86_64-linux/lib/stubs"; do
+  [ -f "$stubs/libcuda.so" ] && { CUDA_LINK="-L$stubs -lcuda"; break; }
+done
+if [ -z "$CUDA_LINK" ]; then
+  drv="$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 .*x86-64/ {print $NF; exit}')"
+  [ -n "$drv" ] && CUDA_LINK="$drv"
+fi
+[ -n "$CUDA_LINK" ] || { echo "no libcuda to link (toolkit stub or driver library)"; built=0; }
+# shellcheck disable=SC2086
 gcc -std=c11 -O1 -g -Wall -Wextra -I"$CUDA_HOME/include" -Iinclude tests/interop/cuda_interop.c \
-  -o "$WORK/cuda_interop" -L"$LIBDIR" -ltegragpu -Wl,-rpath,"$LIBDIR" -L"$STUBS" -lcuda || built=0
+  -o "$WORK/cuda_interop" -L"$LIBDIR" -ltegragpu -Wl,-rpath,"$LIBDIR" $CUDA_LINK || built=0
 if [ "$built" = 1 ]; then note "build: ok (sm_$CC_ARCH)"; else note "build: FAILED"; rc=1; fi
 
 if [ "$built" = 1 ]; then

@@ -16,7 +16,8 @@
  *   2. libtegragpu imports CUDA's memory (tg_buf_import_fd); data both ways; then the ordering
  *      test: CUDA kernel -> CUDA release -> our wait -> our kernel -> our release -> CUDA wait
  *      -> CUDA kernel, checked element by element; and the same without our wait (a control
- *      that shows the check sees misordering).
+ *      that shows the check sees misordering); our import keeps CUDA's memory after CUDA
+ *      released its allocation.
  *   3. libtegragpu imports its own export (video and host memory): the RM round trip.
  *   4. CUDA imports our export: every variant (memory kind x size x metadata x CUDA call),
  *      one RESULT line each with CUDA's answer; the first variant that maps runs the data and
@@ -494,6 +495,38 @@ static void part2_we_import_cuda_memory(void) {
     vmm_free(&v);
 }
 
+/* Part 2, last: our import holds CUDA's memory after CUDA released its allocation. */
+static void part2_import_outlives_cuda(void) {
+    const char *name = "tg-imports-cuda: the import outlives cuMemRelease";
+    vmm v;
+    int fd = -1;
+    tg_buf *tb = NULL;
+    unsigned words[256], i, bad = 0;
+    step(name);
+    if (g_cuda_stuck) { printf("  skipped: CUDA's stream is stuck\n"); return; }
+    if (!vmm_alloc(g_granularity, &v)) { fail(name, "cuMemCreate failed"); return; }
+    if (!CU(cuMemsetD32(v.ptr, 0xD00Du, 256)) || !CU(cuCtxSynchronize()) ||
+        !CU(cuMemExportToShareableHandle(&fd, v.h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0))) {
+        fail(name, "CUDA set-up failed");
+        vmm_free(&v);
+        return;
+    }
+    if (!TG(tg_buf_import_fd(g_dev, fd, 0, 0, &tb))) {
+        fail(name, "tg_buf_import_fd failed");
+        close(fd);
+        vmm_free(&v);
+        return;
+    }
+    close(fd);
+    vmm_free(&v); /* CUDA lets go: unmapped, released */
+    memset(words, 0, sizeof words);
+    if (!TG(tg_queue_read(g_cq, words, tb, 0, sizeof words))) { fail(name, "tg_queue_read"); tg_buf_free(tb); return; }
+    for (i = 0; i < 256; i++) bad += words[i] != 0xD00Du;
+    if (bad) { printf("  %u of 256 words wrong (first %#x)\n", bad, words[0]); fail(name, "the memory changed"); }
+    else pass(name);
+    tg_buf_free(tb);
+}
+
 /* Part 3: we import our own export. */
 static void part3_round_trip(const char *kind, uint32_t flags, uint64_t bytes) {
     char name[128];
@@ -703,6 +736,7 @@ int main(int argc, char **argv) {
     cuda_imports_its_own_fd(2 * MIB);
 
     part2_we_import_cuda_memory();
+    part2_import_outlives_cuda();
     if (g_cuda_stuck) printf("INFO part 4 is skipped: CUDA's stream is stuck\n");
 
     part3_round_trip("video memory (TG_BUF_DEVICE_LOCAL)", TG_BUF_DEVICE_LOCAL, 4 * MIB);
