@@ -245,11 +245,13 @@ def main(argv=None):
     ap.add_argument("-v", "--verbose", action="store_true", help="print every REFUSED line")
     args = ap.parse_args(argv)
 
-    from run import Cuda, CudaError, cuda_attributes, compare_attrs, one_line
+    from cuda_side import Cuda, CudaError, cuda_attributes
+    from harness import one_line
+    from tg_side import compare_attrs
     import tegragpu
 
     def tg_attrs(k, block):
-        """libtegragpu's side of run.compare_attrs."""
+        """libtegragpu's side of tg_side.compare_attrs."""
         a = k.attributes
         out = {"registers": a.registers, "static_shared_bytes": a.static_shared_bytes,
                "local_bytes_per_thread": a.local_bytes_per_thread,

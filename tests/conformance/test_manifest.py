@@ -86,14 +86,14 @@ def test_may_refuse_is_limited_to_the_expected_features():
 
 def test_inputs_materialise():
     pytest.importorskip("numpy")
-    import run
+    import harness
     for c in corpus.CASES:
-        p = run.Prepared(c, 200000 if c["dyn"] == "max" else c["dyn"])
+        p = harness.Prepared(c, 200000 if c["dyn"] == "max" else c["dyn"])
         for a in p.args:
             if "data" in a:
                 assert len(a["data"]) == a["size"], c["id"]
         # the same inputs every time
-        q = run.Prepared(c, 200000 if c["dyn"] == "max" else c["dyn"])
+        q = harness.Prepared(c, 200000 if c["dyn"] == "max" else c["dyn"])
         assert [a.get("data") or a.get("raw") for a in p.args] == [a.get("data") or a.get("raw") for a in q.args]
 
 
