@@ -79,8 +79,12 @@ static const char *cu_name(CUresult r) {
 
 /* A CUDA call: prints the call and CUDA's answer when it fails. */
 #define CU(call) cu_ok(#call, (call))
+static CUresult g_last_cu; /* the last failing CU() call's answer */
 static int cu_ok(const char *what, CUresult r) {
-    if (r != CUDA_SUCCESS) printf("  cuda: %s -> %d %s\n", what, (int)r, cu_name(r));
+    if (r != CUDA_SUCCESS) {
+        printf("  cuda: %s -> %d %s\n", what, (int)r, cu_name(r));
+        g_last_cu = r;
+    }
     return r == CUDA_SUCCESS;
 }
 
@@ -121,6 +125,9 @@ typedef struct {
     uint8_t metadata[64];
     uint8_t pad[2];
 } export_info;
+
+_Static_assert(sizeof(nvos21) == 32 && sizeof(nvos54) == 32 && sizeof(nv_version) == 72, "RM escapes");
+_Static_assert(sizeof(export_info) == 80, "NV0000_CTRL_OS_UNIX_GET_EXPORT_OBJECT_INFO_PARAMS");
 
 static int g_rm_fd = -1;
 static uint32_t g_rm_client;
@@ -572,8 +579,11 @@ out:
 /* Part 4: CUDA imports our export. One variant: returns CUDA's address (and fills `ext`/`v`)
  * when it mapped. `how`: 0 cuImportExternalMemory, 1 the same with CUDA_EXTERNAL_MEMORY_DEDICATED,
  * 2 cuMemImportFromShareableHandle + cuMemMap. */
+static const char *g_import_stage; /* which call of cuda_import gave *res */
+
 static CUdeviceptr cuda_import(int fd, uint64_t size, int how, CUexternalMemory *ext, vmm *v, CUresult *res) {
     CUdeviceptr p = 0;
+    g_import_stage = how <= 1 ? "cuImportExternalMemory" : "cuMemImportFromShareableHandle";
     memset(v, 0, sizeof *v);
     *ext = NULL;
     if (how <= 1) {
@@ -590,13 +600,15 @@ static CUdeviceptr cuda_import(int fd, uint64_t size, int how, CUexternalMemory 
         memset(&bd, 0, sizeof bd);
         bd.offset = 0;
         bd.size = size;
+        g_import_stage = "cuExternalMemoryGetMappedBuffer";
         *res = cuExternalMemoryGetMappedBuffer(&p, *ext, &bd);
         if (*res != CUDA_SUCCESS) { cuDestroyExternalMemory(*ext); *ext = NULL; return 0; }
         return p;
     }
     *res = cuMemImportFromShareableHandle(&v->h, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     if (*res != CUDA_SUCCESS) { v->h = 0; return 0; }
-    if (!vmm_map(v, size)) { *res = CUDA_ERROR_UNKNOWN; cuMemRelease(v->h); v->h = 0; return 0; }
+    g_import_stage = "cuMemAddressReserve/cuMemMap/cuMemSetAccess";
+    if (!vmm_map(v, size)) { *res = g_last_cu; cuMemRelease(v->h); v->h = 0; return 0; }
     return v->ptr;
 }
 
@@ -638,9 +650,9 @@ static void part4_variant(const char *kind, uint32_t flags, uint64_t bytes, cons
         }
         p = cuda_import(fd, size, how, &ext, &v, &r);
         close(fd);
-        printf("RESULT cuda-imports-tg %s %llu (object %llu) %s-metadata %s: %d %s\n", kind,
+        printf("RESULT cuda-imports-tg %s %llu (object %llu) %s-metadata %s: %d %s%s%s\n", kind,
                (unsigned long long)bytes, (unsigned long long)size, md ? "cuda" : "zero", HOW[how], (int)r,
-               cu_name(r));
+               cu_name(r), r == CUDA_SUCCESS ? "" : " at ", r == CUDA_SUCCESS ? "" : g_import_stage);
         if (!p) continue;
         snprintf(name, sizeof name, "cuda-imports-tg %s %llu %s-metadata via %s: data both ways", kind,
                  (unsigned long long)bytes, md ? "cuda" : "zero", HOW[how]);
