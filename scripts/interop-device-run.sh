@@ -19,6 +19,10 @@
 # Needs .device/lib/libtegragpu.so.0 from scripts/device-build.sh (or TEGRAGPU_LIBRARY).
 #
 #   OUT=/some/dir bash scripts/interop-device-run.sh
+#   STEPS="2 4" OUT=/some/dir bash scripts/interop-device-run.sh    # only these steps (default 2 3 4)
+#
+# Time limits: cuda_interop 330 s (its own watchdog ends a hung run after 300 s, naming the
+# step), rm_share 150 + 60 s, each tinygrad pytest 150 s; a normal run takes a few minutes.
 #
 # Output ($OUT, default build/interop-run): cuda_interop.txt (the program's report: PASS/FAIL/
 # RESULT lines), cuda_interop.log (its stderr: the library's debug log, which names every export
@@ -46,6 +50,8 @@ export TEGRAGPU_LIBRARY="$LIB"
 export PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 unset TEGRAGPU_DEVICE
+STEPS="${STEPS:-2 3 4}"
+want() { case " $STEPS " in *" $1 "*) return 0;; *) return 1;; esac; }
 rc=0
 declare -a SUMMARY
 note() { SUMMARY+=("$*"); echo "$*"; }
@@ -73,11 +79,11 @@ gcc -std=c11 -O1 -g -Wall -Wextra -I"$CUDA_HOME/include" -Iinclude tests/interop
   -o "$WORK/cuda_interop" -L"$LIBDIR" -ltegragpu -Wl,-rpath,"$LIBDIR" $CUDA_LINK || built=0
 if [ "$built" = 1 ]; then note "build: ok (sm_$CC_ARCH)"; else note "build: FAILED"; rc=1; fi
 
-if [ "$built" = 1 ]; then
+if [ "$built" = 1 ] && want 2; then
   log "2. cuda_interop (both drivers in one process)"
   # The loader must find NVIDIA's libcuda.so.1, never the toolkit's stub.
   echo "libcuda: $(ldd "$WORK/cuda_interop" | awk '/libcuda/ {print $3}')  libtegragpu: $(ldd "$WORK/cuda_interop" | awk '/libtegragpu/ {print $3}')"
-  TEGRAGPU_LOG=debug timeout -k 10 900 "$WORK/cuda_interop" "$WORK/interop_kernels.cubin" \
+  TEGRAGPU_LOG=debug timeout -k 10 330 "$WORK/cuda_interop" "$WORK/interop_kernels.cubin" \
     >"$OUT/cuda_interop.txt" 2>"$OUT/cuda_interop.log"
   prc=$?
   cat "$OUT/cuda_interop.txt"
@@ -86,14 +92,15 @@ if [ "$built" = 1 ]; then
   [ $prc -eq 0 ] || rc=1
 fi
 
+if want 3; then
 log "3. rm_share.py (Python package)"
 {
   echo "--- with torch's expandable segments"
-  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True timeout -k 10 600 "$PY" tests/interop/rm_share.py
+  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True timeout -k 10 150 "$PY" tests/interop/rm_share.py
   a=$?
   echo "rc=$a"
   echo "--- with torch's default allocator (the refusal)"
-  env -u PYTORCH_CUDA_ALLOC_CONF timeout -k 10 300 "$PY" - <<'PYEOF'
+  env -u PYTORCH_CUDA_ALLOC_CONF timeout -k 10 60 "$PY" - <<'PYEOF'
 import runpy, sys
 sys.argv = ["rm_share.py"]
 m = runpy.run_path("tests/interop/rm_share.py")
@@ -107,7 +114,9 @@ PYEOF
 prc=${PIPESTATUS[0]}
 note "rm_share: rc=$prc, $(grep -c '^PASS' "$OUT/rm_share.txt") PASS, $(grep -c '^FAIL' "$OUT/rm_share.txt") FAIL"
 [ "$prc" -eq 0 ] || rc=1
+fi
 
+if want 4; then
 log "4. tinygrad's torch interop tests"
 TGDIR="$ROOT/.device/tinygrad"
 SRC="$TGDIR/test/backend/test_interop.py"
@@ -136,7 +145,7 @@ else
     for dev in CUDA TEGRA; do
       echo "--- DEV=$dev"
       (cd "$WORK" && PYTHONPATH="$SITE:$ROOT/python" DEV=$dev PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
-        timeout -k 10 600 "$PY" -m pytest -p tegragpu.tinygrad_device -rA -q test/backend/test_interop.py)
+        timeout -k 10 150 "$PY" -m pytest -p tegragpu.tinygrad_device -rA -q test/backend/test_interop.py)
       echo "rc=$?"
     done
   } 2>&1 | tee "$OUT/tinygrad_interop.txt"
@@ -145,6 +154,7 @@ else
   tskip=$(grep -c '^SKIPPED' "$OUT/tinygrad_interop.txt")
   note "tinygrad interop: $tpass passed, $tfail failed, $tskip skipped (CUDA and TEGRA, 2 tests each)"
   [ "$tfail" -eq 0 ] && [ "$tskip" -eq 0 ] && [ "$tpass" -eq 4 ] || rc=1
+fi
 fi
 
 printf '%s\n' "${SUMMARY[@]}" "exit status: $rc" | tee "$OUT/summary.txt"

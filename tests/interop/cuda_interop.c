@@ -712,7 +712,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     signal(SIGALRM, on_alarm);
-    alarm(600);
+    alarm(300);
 
     step("set-up: CUDA");
     if (!CU(cuInit(0)) || !CU(cuDeviceGet(&g_cu_dev, 0)) || !CU(cuDevicePrimaryCtxRetain(&ctx, g_cu_dev)) ||
