@@ -190,6 +190,34 @@ int main(int argc, char **argv) {
     st = tg_buf_export_dmabuf(buf, &fd);
     TRUE(st == TG_OK || st == TG_ERROR_NOT_SUPPORTED);
     if (st == TG_OK) { TRUE(fd >= 0); close(fd); }
+    /* Sharing through file descriptors. */
+    fd = -7;
+    u64 = 0x5eb7;
+    EXPECT(tg_buf_export_fd(NULL, &fd, &u64), NULL_H, "tg_buf_export_fd", "buf is NULL", NULL);
+    EXPECT(tg_buf_export_fd(dead_buf, &fd, &u64), NULL_H, "tg_buf_export_fd", NULL, NULL);
+    EXPECT(tg_buf_export_fd(buf, NULL, &u64), TG_ERROR_NULL_POINTER, "tg_buf_export_fd", "fd_out is NULL", NULL);
+    EXPECT(tg_buf_export_fd(buf, &fd, NULL), TG_ERROR_NULL_POINTER, "tg_buf_export_fd", "size_out is NULL", NULL);
+    TRUE(fd == -7 && u64 == 0x5eb7);
+    EXPECT(tg_buf_import_fd(NULL, 0, 0, 0, &out_buf), NULL_H, "tg_buf_import_fd", "dev is NULL", NULL);
+    EXPECT(tg_buf_import_fd(dead_dev, 0, 0, 0, &out_buf), NULL_H, "tg_buf_import_fd", "not a live tg_device", NULL);
+    EXPECT(tg_buf_import_fd(dev, 0, 0, 0, NULL), TG_ERROR_NULL_POINTER, "tg_buf_import_fd", "out is NULL", NULL);
+    EXPECT(tg_buf_import_fd(dev, -1, 0, 0, &out_buf), TG_ERROR_INVALID_ARGUMENT, "tg_buf_import_fd", "fd -1", NULL);
+    EXPECT(tg_buf_import_fd(dev, 0, 0, 1, &out_buf), TG_ERROR_INVALID_ARGUMENT, "tg_buf_import_fd", "flags 0x1", NULL);
+    EXPECT(tg_buf_import_fd(dev, 0, UINT64_MAX, 0, &out_buf), TG_ERROR_INVALID_ARGUMENT, "tg_buf_import_fd", "18446744073709551615", NULL);
+    TRUE(out_buf == (tg_buf *)SENTINEL);
+    st = tg_buf_export_fd(buf, &fd, &u64);
+    TRUE(st == TG_OK || st == TG_ERROR_NOT_SUPPORTED);
+    if (st == TG_OK) {
+        tg_buf *imp = NULL;
+        TRUE(fd >= 0 && u64 >= (1u << 20));
+        EXPECT(tg_buf_import_fd(dev, fd, u64 + 1, 0, &out_buf), TG_ERROR_INVALID_ARGUMENT, "tg_buf_import_fd", "exceeds", NULL);
+        TRUE(out_buf == (tg_buf *)SENTINEL);
+        EXPECT_OK(tg_buf_import_fd(dev, fd, 0, 0, &imp));
+        close(fd);
+        EXPECT_OK(tg_buf_size(imp, &u64));
+        TRUE(u64 >= (1u << 20));
+        EXPECT_OK(tg_buf_free(imp));
+    }
 
     /* ---- modules and kernels -------------------------------------------------------------- */
     fixture_cubin(&info, path, sizeof path);
@@ -357,6 +385,13 @@ int main(int argc, char **argv) {
     /* ---- signals -------------------------------------------------------------------------- */
     EXPECT(tg_signal_create(NULL, 0, &out_sig), NULL_H, "tg_signal_create", "dev is NULL", NULL);
     EXPECT(tg_signal_create(dev, 0, NULL), TG_ERROR_NULL_POINTER, "tg_signal_create", "out is NULL", NULL);
+    TRUE(out_sig == (tg_signal *)SENTINEL);
+    EXPECT(tg_signal_create_in_buffer(NULL, 0, &out_sig), NULL_H, "tg_signal_create_in_buffer", "buf is NULL", NULL);
+    EXPECT(tg_signal_create_in_buffer(dead_buf, 0, &out_sig), NULL_H, "tg_signal_create_in_buffer", NULL, NULL);
+    EXPECT(tg_signal_create_in_buffer(buf, 0, NULL), TG_ERROR_NULL_POINTER, "tg_signal_create_in_buffer", "out is NULL", NULL);
+    EXPECT(tg_signal_create_in_buffer(buf, 8, &out_sig), TG_ERROR_INVALID_ARGUMENT, "tg_signal_create_in_buffer", "offset 8", NULL);
+    EXPECT(tg_signal_create_in_buffer(buf, 1u << 20, &out_sig), TG_ERROR_INVALID_ARGUMENT, "tg_signal_create_in_buffer", "1048576", NULL);
+    EXPECT(tg_signal_create_in_buffer(buf, UINT64_MAX - 15, &out_sig), TG_ERROR_INVALID_ARGUMENT, "tg_signal_create_in_buffer", NULL, NULL);
     TRUE(out_sig == (tg_signal *)SENTINEL);
     EXPECT_OK(tg_signal_create(dev, 5, &dead_sig));
     EXPECT_OK(tg_signal_destroy(dead_sig));

@@ -1203,6 +1203,76 @@ enum tg_status tg_buf_size(const struct tg_buf *buf, uint64_t *out);
 enum tg_status tg_buf_export_dmabuf(const struct tg_buf *buf, int *fd_out);
 
 /**
+ * Export the buffer for another driver (CUDA) or another process: a new file descriptor
+ * that shares the buffer's memory, and the size of the memory object it carries.
+ *
+ * - On Jetson (nvgpu) the fd is a dma-buf, as from `tg_buf_export_dmabuf()`.
+ * - On desktop GPUs (RM) the fd is an RM export fd: a `/dev/nvidiactl` file carrying the
+ *   buffer's memory object, the kind of fd `cuMemExportToShareableHandle()` makes for
+ *   `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`. `tg_buf_import_fd()` of this library, in this
+ *   or another process, imports it. What CUDA accepts is in docs/api.md, "Sharing memory
+ *   with CUDA and other processes".
+ *
+ * - `fd_out`: receives the new fd.
+ * - `size_out`: receives the size of the shared memory object in bytes: the buffer's size
+ *   rounded up to whole pages (4 KiB; 2 MiB for desktop buffers of 8 MiB and more). Importers
+ *   that ask for the object's size (`cuImportExternalMemory()`) want this value.
+ *
+ * The memory stays allocated while the fd, or anything imported from it, exists, even after
+ * `tg_buf_free()`.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+ * `TG_ERROR_NOT_SUPPORTED` (a backend without export; a buffer imported from another
+ * driver's dma-buf); `TG_ERROR_INVALID_ARGUMENT` (a malformed `TEGRAGPU_RM_EXPORT_METADATA`);
+ * `TG_ERROR_OS` (the driver refused: the message gives its answer).
+ *
+ * Ownership: the caller owns `*fd_out` and closes it with `close()` (or hands it to an
+ * importer that takes ownership, as `cuImportExternalMemory()` does on success).
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `fd_out` and `size_out` are NULL or writable.
+ */
+enum tg_status tg_buf_export_fd(const struct tg_buf *buf, int *fd_out, uint64_t *size_out);
+
+/**
+ * Import memory that another driver or process exported as a file descriptor, as a buffer of
+ * `dev`: mapped at a GPU address of `dev` (`tg_buf_gpu_address()`) and for the CPU where the
+ * driver allows it (`tg_buf_cpu_ptr()`).
+ *
+ * - `fd`: on Jetson (nvgpu) a dma-buf (from `tg_buf_export_fd()`, `tg_buf_export_dmabuf()`,
+ *   nvmap, or another driver whose dma-bufs nvgpu maps); on desktop GPUs (RM) an RM export fd
+ *   (from `tg_buf_export_fd()`, or `cuMemExportToShareableHandle()` with
+ *   `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`) of memory on this device's GPU.
+ * - `size`: the bytes the buffer covers, from the start of the memory (at most its size); 0
+ *   for the whole memory object. `tg_buf_size()` reports it.
+ * - `flags`: 0 (no flags are defined yet).
+ * - `out`: receives the new buffer handle.
+ *
+ * The library does not take ownership of `fd`: close it whenever you like after the call
+ * (the buffer holds the memory). Desktop video memory is mapped for the CPU through BAR1 on
+ * the first `tg_buf_cpu_ptr()`, as for `TG_BUF_DEVICE_LOCAL` buffers.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+ * `TG_ERROR_INVALID_ARGUMENT` (`fd` negative or not an fd of the expected kind, memory of
+ * another GPU, `size` larger than the memory, unknown `flags`); `TG_ERROR_NOT_SUPPORTED`
+ * (a backend or memory kind that cannot be imported); `TG_ERROR_OUT_OF_MEMORY`;
+ * `TG_ERROR_OS`.
+ *
+ * Ownership: the caller owns `*out` and releases it with `tg_buf_free()`; the memory itself
+ * lives until its last holder (exporter, fds, importers) lets go.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum tg_status tg_buf_import_fd(const struct tg_device *dev,
+                                int fd,
+                                uint64_t size,
+                                uint32_t flags,
+                                struct tg_buf **out);
+
+/**
  * Load GPU code from memory: what `cuModuleLoadData` takes.
  *
  * - `data`, `size_bytes`: a cubin (`nvcc -cubin`, nvrtc, `nvlink`); a fatbin (`nvcc -fatbin`),
@@ -1786,6 +1856,39 @@ enum tg_status tg_queue_read(const struct tg_queue *queue,
 enum tg_status tg_signal_create(const struct tg_device *dev,
                                 uint64_t initial,
                                 struct tg_signal **out);
+
+/**
+ * Create a signal whose value lives in a buffer: the little-endian 64-bit word at `offset` of
+ * `buf`. Use it to order work with another driver or process that shares the buffer
+ * (`tg_buf_export_fd()`, `tg_buf_import_fd()`): the other side writes the word to release
+ * waits of this library (`tg_queue_wait()`, `tg_signal_wait()`) and waits for the word to
+ * reach the values this library releases (`tg_queue_signal()`), e.g. with CUDA's
+ * `cuStreamWriteValue64()` / `cuStreamWaitValue64(..., CU_STREAM_WAIT_VALUE_GEQ)`. Waits
+ * compare unsigned 64-bit, "value ≥ target", on both sides.
+ *
+ * - `offset`: a multiple of 16, with `offset + 16` inside the buffer: a GPU release of this
+ *   library writes the value at `offset` and its GPU timestamp at `offset + 8`
+ *   (`tg_signal_timestamp()`), so keep other data out of those 16 bytes.
+ * - The buffer's memory is not written: the signal's value is whatever the word holds
+ *   (zero it before sharing, e.g. allocate with `TG_BUF_ZEROED`; or `tg_signal_set()`).
+ * - The signal needs the buffer's CPU mapping (made here on first use, as
+ *   `tg_buf_cpu_ptr()`); CPU reads of desktop video memory are slow, so prefer waits on the
+ *   GPU, or a host-memory buffer for values the CPU polls.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+ * `TG_ERROR_INVALID_ARGUMENT` (`offset` not a multiple of 16, or outside the buffer);
+ * `TG_ERROR_NOT_SUPPORTED` or `TG_ERROR_OS` (the buffer cannot be mapped for the CPU).
+ *
+ * Ownership: the caller owns `*out` and releases it with `tg_signal_destroy()`. The signal
+ * keeps the buffer's memory alive (`tg_buf_free()` of the buffer is allowed meanwhile).
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum tg_status tg_signal_create_in_buffer(const struct tg_buf *buf,
+                                          uint64_t offset,
+                                          struct tg_signal **out);
 
 /**
  * Destroy a signal. Its memory is reused only after work already submitted can no longer write

@@ -613,6 +613,81 @@ fn p2p_layouts_and_numbers() {
     assert_eq!(nv_status_name(0x26), "NV_ERR_INVALID_DEVICE");
 }
 
+/// Memory shared through export fds: the root-client controls of `ctrl/ctrl0000/ctrl0000unix.h`
+/// and the surface query of `ctrl/ctrl0041.h`, as NVIDIA's SDK headers of 570–595 give them.
+#[test]
+fn export_fd_layouts_and_numbers() {
+    assert_eq!(
+        (
+            NV0000_CTRL_CMD_OS_UNIX_GET_EXPORT_OBJECT_INFO,
+            NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD,
+            NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECTS_FROM_FD,
+            NV0041_CTRL_CMD_GET_SURFACE_INFO
+        ),
+        (0x3D08, 0x3D0B, 0x3D0C, 0x410110)
+    );
+    type Info = NV0000_CTRL_OS_UNIX_GET_EXPORT_OBJECT_INFO_PARAMS;
+    assert_eq!(size_of::<Info>(), 80);
+    assert_eq!(
+        (
+            offset_of!(Info, deviceInstance),
+            offset_of!(Info, gpuInstanceId),
+            offset_of!(Info, maxObjects),
+            offset_of!(Info, metadata)
+        ),
+        (4, 8, 12, 14)
+    );
+    type Export = NV0000_CTRL_OS_UNIX_EXPORT_OBJECTS_TO_FD_PARAMS;
+    assert_eq!(size_of::<Export>(), 2128);
+    assert_eq!(
+        (
+            offset_of!(Export, hDevice),
+            offset_of!(Export, maxObjects),
+            offset_of!(Export, metadata),
+            offset_of!(Export, objects),
+            offset_of!(Export, numObjects),
+            offset_of!(Export, index)
+        ),
+        (4, 8, 10, 76, 2124, 2126)
+    );
+    type Import = NV0000_CTRL_OS_UNIX_IMPORT_OBJECTS_FROM_FD_PARAMS;
+    assert_eq!(size_of::<Import>(), 652);
+    assert_eq!(
+        (
+            offset_of!(Import, hParent),
+            offset_of!(Import, objects),
+            offset_of!(Import, objectTypes),
+            offset_of!(Import, numObjects),
+            offset_of!(Import, index)
+        ),
+        (4, 8, 520, 648, 650)
+    );
+    assert_eq!(
+        (
+            NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_TYPE_VIDMEM,
+            NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_TYPE_SYSMEM
+        ),
+        (1, 2)
+    );
+    assert_eq!(size_of::<NV0041_CTRL_GET_SURFACE_INFO_PARAMS>(), 16);
+    assert_eq!(
+        offset_of!(NV0041_CTRL_GET_SURFACE_INFO_PARAMS, surfaceInfoList),
+        8
+    );
+    assert_eq!(
+        (
+            NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_LO,
+            NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_HI,
+            NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_ATTR
+        ),
+        (2, 3, 8)
+    );
+    assert_eq!(
+        rm_ctrl_cmd_label(0x3D0B),
+        "0x3d0b NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD"
+    );
+}
+
 #[test]
 fn notifier_layout() {
     assert_eq!(size_of::<NvNotification>(), 16);

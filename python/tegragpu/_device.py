@@ -180,6 +180,21 @@ class Device(_Handle):
         check(lib.tg_buf_alloc(self.handle, size_bytes, flags, ctypes.byref(h)))
         return Buffer(h.value, flags)
 
+    def import_fd(self, fd, size=0):
+        """A :class:`Buffer` over memory another driver or process exported as ``fd``
+        (``tg_buf_import_fd``): Jetson: a dma-buf; desktop: an RM export fd, e.g. from
+        :meth:`Buffer.export_fd` or CUDA's ``cuMemExportToShareableHandle`` with
+        ``CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR``. ``size``: the bytes to cover from the
+        start (0: the whole object). ``fd`` stays the caller's: close it when you like."""
+        fd = _int_arg(fd, "fd", "Device.import_fd")
+        if fd >= 2 ** 31:
+            raise InvalidArgument(Status.INVALID_ARGUMENT,
+                                  f"Device.import_fd: fd {fd} is not a file descriptor")
+        size = _int_arg(size, "size", "Device.import_fd")
+        h = _H()
+        check(lib.tg_buf_import_fd(self.handle, fd, size, 0, ctypes.byref(h)))
+        return Buffer(h.value)
+
     def load_module(self, cubin):
         """Load a cubin (or fatbin, or PTX) from bytes."""
         data = bytes(cubin)

@@ -208,6 +208,29 @@ class Buffer(_Handle, _Region):
         check(lib.tg_buf_export_dmabuf(self.handle, ctypes.byref(fd)))
         return fd.value
 
+    def export_fd(self):
+        """Share the buffer with another driver (CUDA) or process (``tg_buf_export_fd``):
+        ``(fd, size)``, a new file descriptor (Jetson: a dma-buf; desktop: an RM export fd)
+        that the caller closes or hands to an importer, and the size of the memory object it
+        carries (the buffer's size rounded up to whole pages; what
+        ``cuImportExternalMemory`` wants). :meth:`Device.import_fd` imports it."""
+        fd, size = ctypes.c_int(), ctypes.c_uint64()
+        check(lib.tg_buf_export_fd(self.handle, ctypes.byref(fd), ctypes.byref(size)))
+        return fd.value, size.value
+
+    def signal(self, offset):
+        """A :class:`Signal` whose value is the 64-bit word at ``offset`` of this buffer
+        (``tg_signal_create_in_buffer``): for ordering work with another driver or process
+        that shares the buffer. ``offset`` is a multiple of 16; a GPU release also writes a
+        timestamp at ``offset + 8``. The memory is not written; the signal keeps the buffer's
+        memory alive."""
+        from ._cdefs import _H
+        from ._signal import Signal
+        offset = _int_arg(offset, "offset", "Buffer.signal")
+        h = _H()
+        check(lib.tg_signal_create_in_buffer(self.handle, offset, ctypes.byref(h)))
+        return Signal(h.value)
+
 
 class BufferView(_Region):
     """``size`` bytes of a :class:`Buffer` from ``offset`` (:meth:`Buffer.view`). Accepted

@@ -341,6 +341,68 @@ impl<T: Pod> DeviceBuffer<T> {
         &self.dev
     }
 
+    /// Share the buffer's memory with another driver (CUDA) or process: a new file descriptor
+    /// (Jetson: a dma-buf; desktop GPUs: an RM export fd) and the size of the memory object it
+    /// carries (the buffer's size rounded up to whole pages). [`Device::import_fd`] imports it;
+    /// docs/api.md, "Sharing memory with CUDA and other processes", says what else does.
+    ///
+    /// ```
+    /// let dev = tegragpu::Device::open("emu")?;
+    /// let buf = dev.alloc_from(&[7u32; 1000])?;
+    /// let (fd, size) = buf.export_fd()?;
+    /// assert_eq!(size, 4096);
+    /// let alias = dev.import_fd::<u32>(std::os::fd::AsFd::as_fd(&fd), 1000)?;
+    /// assert_eq!(alias.to_vec()?, vec![7; 1000]);
+    /// # Ok::<(), tegragpu::Error>(())
+    /// ```
+    pub fn export_fd(&self) -> Result<(std::os::fd::OwnedFd, u64)> {
+        use std::os::fd::FromRawFd;
+        let (fd, size) = self
+            .shared
+            .buf
+            .export_fd()
+            .map_err(|e| super::retag(e, "DeviceBuffer::export_fd"))?;
+        // SAFETY: the fd is new and owned by the caller (tg_buf_export_fd's contract).
+        Ok((unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }, size))
+    }
+
+    /// A signal whose value is the 64-bit word at `byte_offset` of this buffer, for ordering
+    /// GPU work with another driver or process that shares the memory
+    /// (`tg_signal_create_in_buffer`): `byte_offset` is a multiple of 16, and a GPU release also
+    /// writes its timestamp in the 8 bytes after the value. The memory is not written; the
+    /// signal keeps it allocated.
+    ///
+    /// ```
+    /// let dev = tegragpu::Device::open("emu")?;
+    /// let buf = dev.alloc::<u64>(4)?;
+    /// let s = buf.signal(16)?;
+    /// s.set(5);
+    /// assert_eq!(buf.to_vec()?, [0, 0, 5, 0]);
+    /// # Ok::<(), tegragpu::Error>(())
+    /// ```
+    pub fn signal(&self, byte_offset: u64) -> Result<super::Signal> {
+        core::Signal::in_buffer(self.shared.buf.clone(), byte_offset)
+            .map(super::Signal::from_core)
+            .map_err(|e| super::retag(e, "DeviceBuffer::signal"))
+    }
+
+    /// Wrap a buffer made outside [`DeviceBuffer::new`] (an import) as `len` elements.
+    pub(crate) fn from_core(dev: &Device, buf: core::Buffer, len: usize) -> Self {
+        DeviceBuffer {
+            va: buf.gpu_va(),
+            shared: Arc::new(Shared {
+                buf: Arc::new(buf),
+                state: Mutex::new(UseState {
+                    uses: Vec::with_capacity(2),
+                    ..Default::default()
+                }),
+            }),
+            len,
+            dev: dev.clone(),
+            _t: PhantomData,
+        }
+    }
+
     /// The GPU address, as the bytes a kernel argument passes.
     pub(crate) fn va_ref(&self) -> &u64 {
         &self.va

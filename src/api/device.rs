@@ -125,6 +125,59 @@ impl Device {
         DeviceBuffer::new(self, len, flags, "Device::alloc")
     }
 
+    /// A buffer of `len` elements over memory another driver or process exported as `fd`
+    /// (Jetson: a dma-buf; desktop GPUs: an RM export fd, e.g. from
+    /// [`DeviceBuffer::export_fd`] or CUDA's `cuMemExportToShareableHandle` with
+    /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`): the first `len * size_of::<T>()` bytes, or
+    /// as many whole elements as the memory holds when `len` is 0. `fd` stays the caller's.
+    ///
+    /// ```
+    /// let dev = tegragpu::Device::open("emu")?;
+    /// let (fd, _) = dev.alloc_from(&[1.5f32; 8])?.export_fd()?;
+    /// let whole = dev.import_fd::<f32>(std::os::fd::AsFd::as_fd(&fd), 0)?;
+    /// assert_eq!(whole.len(), 1024); // the page the 8 floats live in
+    /// assert_eq!(whole.to_vec()?[..8], [1.5; 8]);
+    /// # Ok::<(), tegragpu::Error>(())
+    /// ```
+    pub fn import_fd<T: Pod>(
+        &self,
+        fd: std::os::fd::BorrowedFd<'_>,
+        len: usize,
+    ) -> Result<DeviceBuffer<T>> {
+        use std::os::fd::AsRawFd;
+        let call = "Device::import_fd";
+        let elem = std::mem::size_of::<T>();
+        if elem == 0 {
+            return Err(crate::Error::invalid(format!(
+                "{call}: the element type {} has size 0",
+                std::any::type_name::<T>()
+            )));
+        }
+        let bytes = len
+            .checked_mul(elem)
+            .and_then(|b| u64::try_from(b).ok())
+            .ok_or_else(|| {
+                crate::Error::invalid(format!("{call}: {len} elements of {elem} bytes overflow"))
+            })?;
+        let buf = self
+            .inner
+            .import_fd(fd.as_raw_fd(), bytes)
+            .map_err(|e| retag(e, call))?;
+        let n = if len == 0 {
+            (buf.size() / elem as u64) as usize
+        } else {
+            len
+        };
+        if n == 0 {
+            return Err(crate::Error::invalid(format!(
+                "{call}: the memory ({} bytes) holds no whole {}",
+                buf.size(),
+                std::any::type_name::<T>()
+            )));
+        }
+        Ok(DeviceBuffer::from_core(self, buf, n))
+    }
+
     /// Allocate a buffer holding a copy of `data`.
     ///
     /// ```

@@ -190,6 +190,27 @@ pub trait Backend: Send + Sync {
     fn free(&self, alloc: &Allocation) -> Result<()>;
     /// Export an allocation as a new dma-buf fd owned by the caller.
     fn export_dmabuf(&self, alloc: &Allocation) -> Result<RawFd>;
+    /// Export an allocation for another driver (CUDA) or process: a new fd owned by the caller
+    /// (nvgpu: a dma-buf; RM: an export fd of `/dev/nvidiactl`) and the size of the memory
+    /// object it carries (the allocation's size).
+    fn export_fd(&self, alloc: &Allocation) -> Result<(RawFd, u64)> {
+        let _ = alloc;
+        Err(crate::error::Error::new(
+            crate::error::Status::NotSupported,
+            format!("tg_buf_export_fd: {} cannot export memory", self.label()),
+        ))
+    }
+    /// Import memory exported as `fd` (by [`Backend::export_fd`] or another driver; the caller
+    /// keeps `fd`): an allocation mapping the whole object into the GPU (and the CPU, now or
+    /// through [`Backend::map_cpu`]), freed with [`Backend::free`] like any other, and the size
+    /// the buffer reports: `size`, or the object's size when `size` is 0.
+    fn import_fd(&self, fd: RawFd, size: u64) -> Result<(Allocation, u64)> {
+        let _ = (fd, size);
+        Err(crate::error::Error::new(
+            crate::error::Status::NotSupported,
+            format!("tg_buf_import_fd: {} cannot import memory", self.label()),
+        ))
+    }
     /// The backend as `Any`, so that a backend can recognise a peer of its own kind.
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         None

@@ -1,4 +1,5 @@
-//! `tg_buf_*`: GPU memory the CPU can access (allocation flags, addresses, dma-buf export).
+//! `tg_buf_*`: GPU memory the CPU can access (allocation flags, addresses, sharing through
+//! file descriptors).
 
 use super::boundary::{buffer, device, out_ptr, register, run};
 use super::handles::{self, Kind, Object};
@@ -161,6 +162,104 @@ pub unsafe extern "C" fn tg_buf_export_dmabuf(buf: *const tg_buf, fd_out: *mut c
         let out = out_ptr(fd_out, "fd_out")?;
         let fd = b.export_dmabuf()?;
         out.write_unaligned(fd);
+        Ok(())
+    })
+}
+
+/// Export the buffer for another driver (CUDA) or another process: a new file descriptor
+/// that shares the buffer's memory, and the size of the memory object it carries.
+///
+/// - On Jetson (nvgpu) the fd is a dma-buf, as from `tg_buf_export_dmabuf()`.
+/// - On desktop GPUs (RM) the fd is an RM export fd: a `/dev/nvidiactl` file carrying the
+///   buffer's memory object, the kind of fd `cuMemExportToShareableHandle()` makes for
+///   `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`. `tg_buf_import_fd()` of this library, in this
+///   or another process, imports it. What CUDA accepts is in docs/api.md, "Sharing memory
+///   with CUDA and other processes".
+///
+/// - `fd_out`: receives the new fd.
+/// - `size_out`: receives the size of the shared memory object in bytes: the buffer's size
+///   rounded up to whole pages (4 KiB; 2 MiB for desktop buffers of 8 MiB and more). Importers
+///   that ask for the object's size (`cuImportExternalMemory()`) want this value.
+///
+/// The memory stays allocated while the fd, or anything imported from it, exists, even after
+/// `tg_buf_free()`.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+/// `TG_ERROR_NOT_SUPPORTED` (a backend without export; a buffer imported from another
+/// driver's dma-buf); `TG_ERROR_INVALID_ARGUMENT` (a malformed `TEGRAGPU_RM_EXPORT_METADATA`);
+/// `TG_ERROR_OS` (the driver refused: the message gives its answer).
+///
+/// Ownership: the caller owns `*fd_out` and closes it with `close()` (or hands it to an
+/// importer that takes ownership, as `cuImportExternalMemory()` does on success).
+/// Thread safety: any thread.
+///
+/// # Safety
+/// `fd_out` and `size_out` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_buf_export_fd(
+    buf: *const tg_buf,
+    fd_out: *mut c_int,
+    size_out: *mut u64,
+) -> tg_status {
+    run("tg_buf_export_fd", || {
+        let b = buffer(buf, "buf")?;
+        let fd_out = out_ptr(fd_out, "fd_out")?;
+        let size_out = out_ptr(size_out, "size_out")?;
+        let (fd, size) = b.export_fd()?;
+        fd_out.write_unaligned(fd);
+        size_out.write_unaligned(size);
+        Ok(())
+    })
+}
+
+/// Import memory that another driver or process exported as a file descriptor, as a buffer of
+/// `dev`: mapped at a GPU address of `dev` (`tg_buf_gpu_address()`) and for the CPU where the
+/// driver allows it (`tg_buf_cpu_ptr()`).
+///
+/// - `fd`: on Jetson (nvgpu) a dma-buf (from `tg_buf_export_fd()`, `tg_buf_export_dmabuf()`,
+///   nvmap, or another driver whose dma-bufs nvgpu maps); on desktop GPUs (RM) an RM export fd
+///   (from `tg_buf_export_fd()`, or `cuMemExportToShareableHandle()` with
+///   `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`) of memory on this device's GPU.
+/// - `size`: the bytes the buffer covers, from the start of the memory (at most its size); 0
+///   for the whole memory object. `tg_buf_size()` reports it.
+/// - `flags`: 0 (no flags are defined yet).
+/// - `out`: receives the new buffer handle.
+///
+/// The library does not take ownership of `fd`: close it whenever you like after the call
+/// (the buffer holds the memory). Desktop video memory is mapped for the CPU through BAR1 on
+/// the first `tg_buf_cpu_ptr()`, as for `TG_BUF_DEVICE_LOCAL` buffers.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+/// `TG_ERROR_INVALID_ARGUMENT` (`fd` negative or not an fd of the expected kind, memory of
+/// another GPU, `size` larger than the memory, unknown `flags`); `TG_ERROR_NOT_SUPPORTED`
+/// (a backend or memory kind that cannot be imported); `TG_ERROR_OUT_OF_MEMORY`;
+/// `TG_ERROR_OS`.
+///
+/// Ownership: the caller owns `*out` and releases it with `tg_buf_free()`; the memory itself
+/// lives until its last holder (exporter, fds, importers) lets go.
+/// Thread safety: any thread.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_buf_import_fd(
+    dev: *const tg_device,
+    fd: c_int,
+    size: u64,
+    flags: u32,
+    out: *mut *mut tg_buf,
+) -> tg_status {
+    run("tg_buf_import_fd", || {
+        let d = device(dev, "dev")?;
+        let out = out_ptr(out, "out")?;
+        if flags != 0 {
+            return Err(Error::invalid(format!(
+                "flags {flags:#x}: no import flags are defined (pass 0)"
+            )));
+        }
+        let b = d.import_fd(fd, size)?;
+        let h = register(Object::Buf(Arc::new(b)))?;
+        out.write(h as *mut tg_buf);
         Ok(())
     })
 }

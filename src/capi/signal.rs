@@ -1,8 +1,8 @@
 //! `tg_signal_*`: 64-bit timeline signals the GPU and the CPU write, read and wait for.
 
-use super::boundary::{device, out_ptr, register, run, signal};
+use super::boundary::{buffer, device, out_ptr, register, run, signal};
 use super::handles::{self, Kind, Object};
-use super::{tg_device, tg_signal, tg_status};
+use super::{tg_buf, tg_device, tg_signal, tg_status};
 use std::sync::Arc;
 
 /// Create a timeline signal with value `initial`.
@@ -25,6 +25,49 @@ pub unsafe extern "C" fn tg_signal_create(
         let d = device(dev, "dev")?;
         let out = out_ptr(out, "out")?;
         let s = d.create_signal(initial)?;
+        let h = register(Object::Signal(Arc::new(s)))?;
+        out.write(h as *mut tg_signal);
+        Ok(())
+    })
+}
+
+/// Create a signal whose value lives in a buffer: the little-endian 64-bit word at `offset` of
+/// `buf`. Use it to order work with another driver or process that shares the buffer
+/// (`tg_buf_export_fd()`, `tg_buf_import_fd()`): the other side writes the word to release
+/// waits of this library (`tg_queue_wait()`, `tg_signal_wait()`) and waits for the word to
+/// reach the values this library releases (`tg_queue_signal()`), e.g. with CUDA's
+/// `cuStreamWriteValue64()` / `cuStreamWaitValue64(..., CU_STREAM_WAIT_VALUE_GEQ)`. Waits
+/// compare unsigned 64-bit, "value ≥ target", on both sides.
+///
+/// - `offset`: a multiple of 16, with `offset + 16` inside the buffer: a GPU release of this
+///   library writes the value at `offset` and its GPU timestamp at `offset + 8`
+///   (`tg_signal_timestamp()`), so keep other data out of those 16 bytes.
+/// - The buffer's memory is not written: the signal's value is whatever the word holds
+///   (zero it before sharing, e.g. allocate with `TG_BUF_ZEROED`; or `tg_signal_set()`).
+/// - The signal needs the buffer's CPU mapping (made here on first use, as
+///   `tg_buf_cpu_ptr()`); CPU reads of desktop video memory are slow, so prefer waits on the
+///   GPU, or a host-memory buffer for values the CPU polls.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
+/// `TG_ERROR_INVALID_ARGUMENT` (`offset` not a multiple of 16, or outside the buffer);
+/// `TG_ERROR_NOT_SUPPORTED` or `TG_ERROR_OS` (the buffer cannot be mapped for the CPU).
+///
+/// Ownership: the caller owns `*out` and releases it with `tg_signal_destroy()`. The signal
+/// keeps the buffer's memory alive (`tg_buf_free()` of the buffer is allowed meanwhile).
+/// Thread safety: any thread.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tg_signal_create_in_buffer(
+    buf: *const tg_buf,
+    offset: u64,
+    out: *mut *mut tg_signal,
+) -> tg_status {
+    run("tg_signal_create_in_buffer", || {
+        let b = buffer(buf, "buf")?;
+        let out = out_ptr(out, "out")?;
+        let s = crate::core::Signal::in_buffer(b, offset)?;
         let h = register(Object::Signal(Arc::new(s)))?;
         out.write(h as *mut tg_signal);
         Ok(())

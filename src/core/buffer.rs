@@ -54,6 +54,34 @@ impl Buffer {
         })
     }
 
+    /// Memory another driver or process exported as `fd` (the caller keeps `fd`), mapped into
+    /// this device: `size` bytes of it, or all of it when `size` is 0 ([`Backend::import_fd`]).
+    ///
+    /// [`Backend::import_fd`]: crate::backend::Backend::import_fd
+    pub(crate) fn import(dev: &Device, fd: RawFd, size: u64) -> Result<Buffer> {
+        if fd < 0 {
+            return Err(Error::invalid(format!(
+                "tg_buf_import_fd: fd {fd} is not a file descriptor"
+            )));
+        }
+        if size > MAX_ALLOC_BYTES {
+            return Err(Error::invalid(format!(
+                "tg_buf_import_fd: size {size} exceeds the largest buffer ({MAX_ALLOC_BYTES} bytes)"
+            )));
+        }
+        let (alloc, reported) = dev.backend().import_fd(fd, size)?;
+        // Peers that cannot map foreign memory leave it unmapped, as host buffers.
+        if let Err(e) = dev.peer_add_buffer(&alloc, true) {
+            let _ = dev.backend().free(&alloc);
+            return Err(e);
+        }
+        Ok(Buffer {
+            dev: dev.clone(),
+            alloc: Some(alloc),
+            size: reported,
+        })
+    }
+
     fn a(&self) -> &Allocation {
         // Invariant: `alloc` is Some until drop.
         self.alloc
@@ -100,6 +128,19 @@ impl Buffer {
     /// Export as a dma-buf fd (owned by the caller; close it).
     pub fn export_dmabuf(&self) -> Result<RawFd> {
         self.dev.backend().export_dmabuf(self.a())
+    }
+
+    /// Export the buffer for another driver (CUDA) or process: a new fd owned by the caller
+    /// (nvgpu: a dma-buf; RM: an export fd of `/dev/nvidiactl`) and the size of the memory
+    /// object it carries (the buffer's size rounded up to whole pages).
+    pub fn export_fd(&self) -> Result<(RawFd, u64)> {
+        self.dev.backend().export_fd(self.a())
+    }
+
+    /// Size of the memory object behind the buffer (its size rounded up to whole pages, or the
+    /// whole of an imported object).
+    pub fn allocated_size(&self) -> u64 {
+        self.a().size
     }
 
     /// View the buffer as bytes (the GPU may write concurrently; synchronize first). Empty if

@@ -289,6 +289,16 @@ impl Device {
         Buffer::new(self, size_bytes, flags)
     }
 
+    /// Import memory another driver or process exported as `fd` (a dma-buf on Jetson, an RM
+    /// export fd on desktop GPUs; see [`Buffer::export_fd`]): a buffer of `size` bytes of it,
+    /// or of all of it when `size` is 0. The caller keeps `fd` (close it when it likes; the
+    /// buffer holds the memory).
+    pub fn import_fd(&self, fd: std::os::fd::RawFd, size: u64) -> Result<Buffer> {
+        self.check_usable()?;
+        self.collect_deferred();
+        Buffer::import(self, fd, size)
+    }
+
     /// Load a cubin from memory.
     pub fn load_module(&self, cubin: &[u8]) -> Result<Module> {
         self.check_usable()?;

@@ -1,11 +1,13 @@
 //! Timeline signals: a 64-bit value (plus a 64-bit GPU timestamp) in GPU-visible memory that the
 //! GPU writes with semaphore releases and the CPU polls.
 
+use super::buffer::Buffer;
 use super::device::Device;
 use super::queue::{fence_now, fence_passed, Fence};
 use crate::backend::{Allocation, Backend, MemFlags};
 use crate::error::{Error, Result, Status};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Bytes per signal slot: u64 value, u64 timestamp (the 16-byte semaphore format).
@@ -119,6 +121,9 @@ pub struct Signal {
     rel_value: AtomicU64,
     rel_queue: AtomicU64,
     rel_seq: AtomicU64,
+    /// The buffer holding the value when the signal lives in one ([`Signal::in_buffer`]);
+    /// `None` for a slot of the device's signal pool.
+    backing: Option<Arc<Buffer>>,
 }
 // SAFETY: the slot is shared memory; all accesses are atomic or volatile.
 unsafe impl Send for Signal {}
@@ -148,11 +153,52 @@ impl Signal {
             rel_value: AtomicU64::new(0),
             rel_queue: AtomicU64::new(0),
             rel_seq: AtomicU64::new(0),
+            backing: None,
         };
         s.atomic().store(initial, Ordering::Release);
         // SAFETY: the timestamp word follows the value inside the slot.
         unsafe { std::ptr::write_volatile(ptr.add(8) as *mut u64, 0) };
         Ok(s)
+    }
+
+    /// A signal whose value is the 64-bit word at `offset` of `buf` (the GPU's releases also
+    /// write their timestamp at `offset + 8`), so that another driver or process sharing the
+    /// buffer can write and wait for the same value (`tg_signal_create_in_buffer`). `offset`
+    /// must be a multiple of [`SLOT_BYTES`] with the 16 bytes inside the buffer; the buffer's
+    /// memory is left as it is. The signal keeps the buffer alive.
+    pub fn in_buffer(buf: Arc<Buffer>, offset: u64) -> Result<Signal> {
+        let call = "tg_signal_create_in_buffer";
+        if offset % SLOT_BYTES != 0 {
+            return Err(Error::invalid(format!(
+                "{call}: offset {offset} is not a multiple of {SLOT_BYTES} (a GPU release writes the value and a timestamp, 16 aligned bytes)"
+            )));
+        }
+        buf.check_range(call, offset, SLOT_BYTES)?;
+        let cpu = buf.map_cpu().map_err(|mut e| {
+            e.message = format!(
+                "{call}: the buffer needs a CPU mapping for the signal's CPU reads and waits: {}",
+                e.message
+            );
+            e
+        })?;
+        // SAFETY: offset + 16 lies inside the buffer's mapping (checked above).
+        let ptr = unsafe { cpu.add(offset as usize) };
+        Ok(Signal {
+            dev: buf.device().clone(),
+            gpu_va: buf.gpu_va() + offset,
+            ptr,
+            // Peer access finds the word in the buffer's own peer mapping.
+            chunk: buf.alloc_id(),
+            rel_value: AtomicU64::new(0),
+            rel_queue: AtomicU64::new(0),
+            rel_seq: AtomicU64::new(0),
+            backing: Some(buf),
+        })
+    }
+
+    /// The buffer the signal lives in, if it was made by [`Signal::in_buffer`].
+    pub fn buffer(&self) -> Option<&Arc<Buffer>> {
+        self.backing.as_ref()
     }
 
     fn atomic(&self) -> &AtomicU64 {
@@ -317,6 +363,10 @@ impl Signal {
 
 impl Drop for Signal {
     fn drop(&mut self) {
+        if self.backing.is_some() {
+            // The word belongs to the buffer, which frees itself once queued work is done.
+            return;
+        }
         let mut fence = fence_now(&self.dev);
         // Queues of devices with peer access may wait on the slot too.
         self.dev.peer_extend_fence(&mut fence);

@@ -50,6 +50,21 @@ def _flat(mv):
     return mv
 
 
+def _external_memory(dev, ptr, size):
+    """An ``external_ptr`` buffer (``Tensor.from_blob``): memory of NVIDIA's libcuda in this
+    process (a torch tensor's ``data_ptr()``) is imported (:mod:`tegragpu.cuda_interop`); any
+    other address is taken as a GPU address of this device."""
+    from tegragpu import cuda_interop
+    try:
+        view = cuda_interop.import_cuda_pointer(dev.tdev, ptr, size)
+    except tg.Error as e:
+        raise dev._error(f"importing CUDA memory at {ptr:#x} ({size} bytes)", e) from e
+    if view is None:
+        return TegraMemory(None, None, 0, size, ptr)
+    # The view keeps the imported buffer; it is freed when tinygrad drops the memory.
+    return TegraMemory(view, view.buffer, view.offset, size, view.gpu_address)
+
+
 class TegraAllocator(LRUAllocator):
     """Allocator for desktop GPUs (RM backend): video memory, staged copies on the copy
     queue."""
@@ -60,7 +75,7 @@ class TegraAllocator(LRUAllocator):
     def _alloc(self, size, options):
         dev = self.dev
         if options.external_ptr:
-            return TegraMemory(None, None, 0, size, int(options.external_ptr))
+            return _external_memory(dev, int(options.external_ptr), size)
         host = bool(options.host or options.cpu_access)
         flags = (tg.BUF_CPU_CACHED if host or dev.unified else tg.BUF_DEVICE_LOCAL)
         if options.zero:

@@ -158,29 +158,41 @@ impl Device {
         let fd = b.fd;
         // MAP_BUFFER_EX.
         if gpu_map {
-            let mut m = nvgpu_as_map_buffer_ex_args {
-                flags: MAP_FLAGS,
-                compr_kind: NV_KIND_INVALID,
-                incompr_kind: NV_KIND_PITCH,
-                dmabuf_fd: fd as u32,
-                page_size: PAGE_SIZE as u32,
-                buffer_offset: 0,
-                mapping_size: 0,
-                offset: 0,
-            };
-            self.ioctl(self.as_fd, NVGPU_AS_IOCTL_MAP_BUFFER_EX, &mut m, || {
-                format!(
-                    "NVGPU_AS_IOCTL_MAP_BUFFER_EX(dmabuf_fd={fd}, flags={MAP_FLAGS:#x}, compr_kind=-1, incompr_kind=0, size={size:#x})"
-                )
-            })?;
-            b.gpu_va = Some(m.offset);
+            b.gpu_va = Some(self.map_dmabuf_gpu(fd, size)?);
         }
         // CPU view.
         let want = match (at_gpu_va, b.gpu_va) {
             (true, Some(va)) => Some(va),
             _ => None,
         };
-        let mut cpu = None;
+        b.cpu = self.map_dmabuf_cpu(fd, len, want)?;
+        Ok(())
+    }
+
+    /// `NVGPU_AS_IOCTL_MAP_BUFFER_EX` of dma-buf `fd` (`size` bytes, for the message): the GPU
+    /// address the kernel picked.
+    fn map_dmabuf_gpu(&self, fd: RawFd, size: u64) -> Result<u64> {
+        let mut m = nvgpu_as_map_buffer_ex_args {
+            flags: MAP_FLAGS,
+            compr_kind: NV_KIND_INVALID,
+            incompr_kind: NV_KIND_PITCH,
+            dmabuf_fd: fd as u32,
+            page_size: PAGE_SIZE as u32,
+            buffer_offset: 0,
+            mapping_size: 0,
+            offset: 0,
+        };
+        self.ioctl(self.as_fd, NVGPU_AS_IOCTL_MAP_BUFFER_EX, &mut m, || {
+            format!(
+                "NVGPU_AS_IOCTL_MAP_BUFFER_EX(dmabuf_fd={fd}, flags={MAP_FLAGS:#x}, compr_kind=-1, incompr_kind=0, size={size:#x})"
+            )
+        })?;
+        Ok(m.offset)
+    }
+
+    /// A shared read-write CPU view of `len` bytes of dma-buf `fd`: at `want` when given and
+    /// free (`MAP_FIXED_NOREPLACE`), else where the kernel puts it.
+    fn map_dmabuf_cpu(&self, fd: RawFd, len: usize, want: Option<u64>) -> Result<*mut u8> {
         if let Some(va) = want {
             // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
             let r = unsafe {
@@ -194,25 +206,58 @@ impl Device {
                 )
             };
             if let Ok(p) = r {
-                cpu = Some(p);
+                return Ok(p);
             }
         }
-        let p = match cpu {
-            Some(p) => p,
-            // SAFETY: a fresh mapping at an address of the kernel's choice.
-            None => unsafe {
-                self.sys
-                    .mmap(std::ptr::null_mut(), len, PROT_RW, libc::MAP_SHARED, fd, 0)
+        // SAFETY: a fresh mapping at an address of the kernel's choice.
+        unsafe {
+            self.sys
+                .mmap(std::ptr::null_mut(), len, PROT_RW, libc::MAP_SHARED, fd, 0)
+        }
+        .map_err(|e| {
+            os_err(
+                format!("mmap(dmabuf_fd={fd}, len={len:#x}, PROT_READ|PROT_WRITE, MAP_SHARED)"),
+                e,
+            )
+        })
+    }
+
+    /// Imports dma-buf `fd` (the caller keeps it): `NVMAP_IOC_FROM_FD` for an nvmap buffer (the
+    /// handle reference keeps the memory, as for our own buffers; a dma-buf of another
+    /// exporter gets none), `MAP_BUFFER_EX` of the whole buffer, and a CPU view at the GPU
+    /// address where possible. A dma-buf of another exporter that cannot be `mmap`ed is
+    /// imported without a CPU view. On failure everything done is undone.
+    pub fn import_buffer(&self, fd: RawFd) -> Result<NvBuf> {
+        let size = dmabuf_size(fd)?;
+        let len = usize::try_from(size)
+            .map_err(|_| Error::invalid(format!("size {size:#x} does not fit usize")))?;
+        let mut b = NvBuf::empty(size);
+        let res = (|| -> Result<()> {
+            let mut f = nvmap_create_handle::from_fd(fd);
+            match self.ioctl(self.nvmap_fd, NVMAP_IOC_FROM_FD, &mut f, || {
+                format!("NVMAP_IOC_FROM_FD(fd={fd})")
+            }) {
+                Ok(_) => b.handle = f.handle,
+                // Not an nvmap buffer: the GPU and CPU mappings hold it.
+                Err(e) if e.errno == Some(libc::EINVAL) => {}
+                Err(e) => return Err(e),
             }
-            .map_err(|e| {
-                os_err(
-                    format!("mmap(dmabuf_fd={fd}, len={len:#x}, PROT_READ|PROT_WRITE, MAP_SHARED)"),
-                    e,
-                )
-            })?,
-        };
-        b.cpu = p;
-        Ok(())
+            let va = self.map_dmabuf_gpu(fd, size)?;
+            b.gpu_va = Some(va);
+            match self.map_dmabuf_cpu(fd, len, Some(va)) {
+                Ok(p) => b.cpu = p,
+                Err(_) if b.handle == 0 => {}
+                Err(e) => return Err(e),
+            }
+            Ok(())
+        })();
+        match res {
+            Ok(()) => Ok(b),
+            Err(e) => {
+                let _ = self.release_buffer(&mut b);
+                Err(e)
+            }
+        }
     }
 
     /// (free, total) bytes of the IOVMM heap (`NVMAP_IOC_QUERY_HEAP_PARAMS`).
@@ -320,4 +365,31 @@ impl Device {
             None => Ok(()),
         }
     }
+}
+
+/// The size of dma-buf `fd`: `lseek(fd, 0, SEEK_END)`, as the dma-buf file reports it (the
+/// offset is put back to 0, the only other position a dma-buf accepts).
+fn dmabuf_size(fd: RawFd) -> Result<u64> {
+    if fd < 0 {
+        return Err(Error::invalid(format!(
+            "tg_buf_import_fd: fd {fd} is not a file descriptor"
+        )));
+    }
+    // SAFETY: lseek takes no pointer; a bad fd is EBADF.
+    let end = unsafe { libc::lseek(fd, 0, libc::SEEK_END) };
+    if end < 0 {
+        let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        return Err(os_err(
+            format!("tg_buf_import_fd: lseek(fd={fd}, 0, SEEK_END) to learn the dma-buf's size"),
+            e,
+        ));
+    }
+    // SAFETY: as above.
+    unsafe { libc::lseek(fd, 0, libc::SEEK_SET) };
+    if end == 0 || end as u64 % PAGE_SIZE != 0 {
+        return Err(Error::invalid(format!(
+            "tg_buf_import_fd: fd {fd} reports {end} bytes, not a dma-buf of whole pages"
+        )));
+    }
+    Ok(end as u64)
 }

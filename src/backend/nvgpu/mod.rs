@@ -218,12 +218,70 @@ impl Backend for NvgpuBackend {
                 ))
             }
         };
+        if handle == 0 {
+            return Err(Error::new(
+                Status::NotSupported,
+                format!(
+                    "the buffer at {:#x} was imported from a dma-buf of another driver; export the original dma-buf instead",
+                    alloc.gpu_va
+                ),
+            ));
+        }
         let mut g = nvmap_create_handle::get_fd(handle);
         self.dev
             .ioctl(self.dev.nvmap_fd, NVMAP_IOC_GET_FD, &mut g, || {
                 format!("NVMAP_IOC_GET_FD(handle={handle:#x})")
             })?;
         Ok(g.fd())
+    }
+
+    /// A new dma-buf fd (`NVMAP_IOC_GET_FD`, as [`Backend::export_dmabuf`]) and the buffer's
+    /// size.
+    fn export_fd(&self, alloc: &Allocation) -> Result<(RawFd, u64)> {
+        self.export_dmabuf(alloc)
+            .map(|fd| (fd, alloc.size))
+            .map_err(|mut e| {
+                e.message = e.message.replacen("export_dmabuf", "tg_buf_export_fd", 1);
+                e
+            })
+    }
+
+    /// A dma-buf: nvmap's (of this or another process), or another exporter's that nvgpu
+    /// accepts; see [`Device::import_buffer`].
+    fn import_fd(&self, fd: RawFd, size: u64) -> Result<(Allocation, u64)> {
+        let b = self.dev.import_buffer(fd)?;
+        if size > b.size {
+            let total = b.size;
+            let mut b = b;
+            let _ = self.dev.release_buffer(&mut b);
+            return Err(Error::invalid(format!(
+                "tg_buf_import_fd: size {size} exceeds the {total} bytes of dma-buf fd {fd}"
+            )));
+        }
+        let a = Allocation {
+            gpu_va: b.gpu_va.unwrap_or(0),
+            cpu: b.cpu,
+            size: b.size,
+            id: self.dev.next_id.fetch_add(1, Ordering::Relaxed),
+        };
+        let reported = if size == 0 { b.size } else { size };
+        self.dev.buffers.lock().insert(a.id, b);
+        Ok((a, reported))
+    }
+
+    /// The CPU view made at allocation or import; an imported dma-buf that could not be
+    /// mapped has none.
+    fn map_cpu(&self, alloc: &Allocation) -> Result<*mut u8> {
+        if alloc.cpu.is_null() {
+            return Err(Error::new(
+                Status::NotSupported,
+                format!(
+                    "the buffer at {:#x} has no CPU mapping: it was imported from a dma-buf that cannot be mmap()ed",
+                    alloc.gpu_va
+                ),
+            ));
+        }
+        Ok(alloc.cpu)
     }
 
     /// A channel from the device's pool (see [`crate::backend::pool`]); `entries` is checked as

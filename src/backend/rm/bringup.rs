@@ -188,6 +188,7 @@ pub(super) fn bring_up(
         ..Default::default()
     };
     inner.device = inner.api.alloc(client, NV01_DEVICE_0, Some(&mut dp))?;
+    inner.device_instance = id.deviceInstance;
     let mut sp = NV2080_ALLOC_PARAMETERS { subDeviceId: 0 };
     inner.subdevice = inner
         .api

@@ -50,7 +50,7 @@ pub(super) fn eager_cpu_map() -> bool {
 }
 
 /// `size` bytes (aligned to `align`) of the GPU VA window.
-fn window_alloc(size: u64, align: u64) -> Result<u64> {
+pub(super) fn window_alloc(size: u64, align: u64) -> Result<u64> {
     let mut w = va::low_va().lock();
     w.alloc(size, align).ok_or_else(|| {
         Error::new(
@@ -287,16 +287,20 @@ impl Inner {
             }
         };
         if rec.cpu == 0 {
-            if rec.kind != MemKind::Vidmem {
-                return Err(Error::new(
-                    Status::Internal,
-                    format!(
-                        "map_cpu: allocation id {id} ({:?}) has no CPU mapping",
-                        rec.kind
-                    ),
-                ));
-            }
-            if let Err(e) = self.map_bar1(rec, bar1_kib) {
+            let mapped = match rec.kind {
+                MemKind::Vidmem | MemKind::ImportedVidmem => self.map_bar1(rec, bar1_kib),
+                MemKind::ImportedSysmem => self.map_sysmem(rec),
+                MemKind::Host | MemKind::Notifier => {
+                    return Err(Error::new(
+                        Status::Internal,
+                        format!(
+                            "map_cpu: allocation id {id} ({:?}) has no CPU mapping",
+                            rec.kind
+                        ),
+                    ))
+                }
+            };
+            if let Err(e) = mapped {
                 // Undo the partial mapping so that a later call can try again.
                 if rec.rm_mapped {
                     let _ = self.api.unmap_memory(self.device, rec.handle, rec.linear);
@@ -454,7 +458,7 @@ impl Inner {
         }
         if rec.handle != 0 {
             let t = timing_start();
-            note(self.api.free(self.device, rec.handle));
+            note(self.api.free(rec.parent.unwrap_or(self.device), rec.handle));
             timing_step(t, "free: RM_FREE", rec.size);
         }
         if rec.kind == MemKind::Host && rec.cpu != 0 {

@@ -48,7 +48,8 @@
 //!   address.
 //!
 //! GPFIFO rings and USERD live in one video-memory allocation per channel (as tinygrad does).
-//! `export_dmabuf` is not implemented for RM yet (`Status::NotSupported`).
+//! `export_dmabuf` is not implemented for RM (`Status::NotSupported`); memory is shared through
+//! RM export fds instead (`export_fd` / `import_fd`, see `share.rs`).
 //!
 //! **Errors.** Each channel gets a 4 KiB `NV01_MEMORY_SYSTEM` error notifier as its
 //! `hObjectError` (RM writes the robust-channel error into entry 0: `NvNotification.status =
@@ -79,7 +80,8 @@
 //! choice), `facts.rs` (attributes and free memory beyond bring-up; listing the GPUs without
 //! bringing one up), `rmapi.rs` (typed escapes and UVM ioctls), `va.rs` (the GPU VA window and CPU
 //! placement), `uvm_space.rs` (the process's UVM address spaces: devices of different GPUs
-//! share one), `peer.rs` (peer capabilities, peer access and peer mappings). No file imports
+//! share one), `peer.rs` (peer capabilities, peer access and peer mappings), `share.rs` (memory
+//! shared through export fds). No file imports
 //! this one; everything public is re-exported here.
 
 mod bringup;
@@ -89,6 +91,7 @@ mod facts;
 mod memory;
 mod peer;
 mod rmapi;
+mod share;
 mod state;
 mod tsg;
 mod usermode;
@@ -119,6 +122,7 @@ pub use engines::{
 pub use facts::{list_gpus, parse_gpu_uuid, pci_bus_id, RmGpuListing, NVIDIA_PCI_VENDOR_ID};
 pub use memory::{HUGE_PAGE_THRESHOLD, NOTIFIER_SIZE};
 pub use peer::{uuid_text, FabricProbe, RmP2pCaps};
+pub use share::{parse_export_metadata, EXPORT_METADATA_ENV};
 pub use usermode::{DOORBELL_OFFSET, USERMODE_MAP_SIZE};
 
 /// The RM backend. Channels keep the device alive; dropping the last reference tears the
@@ -289,8 +293,28 @@ impl Backend for RmBackend {
     fn export_dmabuf(&self, _alloc: &Allocation) -> Result<RawFd> {
         Err(Error::new(
             Status::NotSupported,
-            "export_dmabuf is not implemented for the RM backend yet",
+            "tg_buf_export_dmabuf: the RM backend shares memory through tg_buf_export_fd (an RM export fd), not dma-bufs",
         ))
+    }
+
+    /// A fresh `/dev/nvidiactl` fd carrying the allocation's memory object (`share.rs`).
+    fn export_fd(&self, alloc: &Allocation) -> Result<(RawFd, u64)> {
+        self.inner.export_fd(alloc.id, alloc.gpu_va)
+    }
+
+    /// Slot 0 of an RM export fd, duplicated into this device and mapped at a new GPU address
+    /// (`share.rs`); the CPU mapping is made on first CPU access.
+    fn import_fd(&self, fd: RawFd, size: u64) -> Result<(Allocation, u64)> {
+        let (rec, reported) = self.inner.import_fd(fd, size, &self.gpu_label())?;
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let a = Allocation {
+            gpu_va: rec.va,
+            cpu: std::ptr::null_mut(),
+            size: rec.size,
+            id,
+        };
+        self.inner.mem.lock().insert(id, rec);
+        Ok((a, reported))
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {

@@ -436,7 +436,8 @@ impl RmBackend {
         m.offset = 0;
         m.perGpuAttributes[0] = UvmGpuMappingAttributes {
             gpuUuid: peer.inner.uuid,
-            gpuMappingType: if atomics && kind == MemKind::Vidmem {
+            gpuMappingType: if atomics && matches!(kind, MemKind::Vidmem | MemKind::ImportedVidmem)
+            {
                 UvmGpuMappingTypeReadWriteAtomic
             } else {
                 UvmGpuMappingTypeReadWrite

@@ -45,6 +45,12 @@ pub(super) enum MemKind {
     Host,
     /// NV01_MEMORY_SYSTEM, CPU-mapped anywhere through a fresh control fd (no GPU mapping).
     Notifier,
+    /// Video memory imported from an export fd (`share.rs`), CPU-mapped through BAR1 on first
+    /// CPU access.
+    ImportedVidmem,
+    /// System memory imported from an export fd, CPU-mapped through a fresh control fd on first
+    /// CPU access.
+    ImportedSysmem,
 }
 
 /// One RM memory object and its mappings. Every field that is set is undone by
@@ -65,6 +71,8 @@ pub(super) struct MemRecord {
     pub(super) uvm_mapped: bool,
     /// `va` came from the low VA allocator.
     pub(super) va_owned: bool,
+    /// The RM parent of `handle` when it is not the device (an import under the subdevice).
+    pub(super) parent: Option<u32>,
 }
 
 impl MemRecord {
@@ -80,6 +88,7 @@ impl MemRecord {
             rm_mapped: false,
             uvm_mapped: false,
             va_owned: false,
+            parent: None,
         }
     }
 }
@@ -96,6 +105,8 @@ pub(crate) struct Inner {
     pub(super) uvm: Option<super::uvm_space::UvmMembership>,
     pub(super) dev_fd: RawFd,
     pub(super) minor: u32,
+    /// The device instance `device` was allocated for (export fds name it).
+    pub(super) device_instance: u32,
     pub(super) device: u32,
     pub(super) subdevice: u32,
     /// The usermode region through BAR0 (registers: PTIMER, doorbell; readable).
@@ -137,6 +148,7 @@ impl Inner {
             uvm: None,
             dev_fd: -1,
             minor: 0,
+            device_instance: 0,
             device: 0,
             subdevice: 0,
             usermode: RegionMap::default(),

@@ -10,7 +10,7 @@
 //! One file per RM object: [`escape`] (the escapes and their argument structs), [`classes`],
 //! [`device`] (client, device, subdevice), [`memory`], [`channel`] (TSG, context share,
 //! GPFIFO channel, error notifier), [`gr`], [`ce`], [`uvm`], [`p2p`] (peer capabilities and
-//! UVM peer access), [`status`]; [`names`] for logs;
+//! UVM peer access), [`export`] (memory shared through export fds), [`status`]; [`names`] for logs;
 //! [`version`] and [`branch`] for the driver branches. The RM and UVM drivers do **not**
 //! size-check RM_ALLOC class parameters or UVM ioctl structs, so the layouts that changed
 //! between branches are selected per branch: see [`RmBranch`] and [`RmLayout`], one file per
@@ -26,6 +26,7 @@ pub mod channel;
 pub mod classes;
 pub mod device;
 pub mod escape;
+pub mod export;
 pub mod gr;
 pub mod memory;
 pub mod names;
@@ -40,6 +41,7 @@ pub use channel::*;
 pub use classes::*;
 pub use device::*;
 pub use escape::*;
+pub use export::*;
 pub use gr::*;
 pub use memory::*;
 pub use names::*;

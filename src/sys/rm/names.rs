@@ -5,6 +5,7 @@ use crate::sys::rm::channel::*;
 use crate::sys::rm::classes::*;
 use crate::sys::rm::device::*;
 use crate::sys::rm::escape::*;
+use crate::sys::rm::export::*;
 use crate::sys::rm::gr::*;
 use crate::sys::rm::memory::*;
 use crate::sys::rm::p2p::*;
@@ -56,6 +57,8 @@ const RM_CTRL_CMD_NAMES: &[(u32, &str)] = name_table!(u32;
     NV2080_CTRL_CMD_CE_GET_CE_PCE_MASK, NV2080_CTRL_CMD_CE_GET_CAPS_V2,
     NV906F_CTRL_CMD_GET_MMU_FAULT_INFO,
     NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_V2, NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO,
+    NV0000_CTRL_CMD_OS_UNIX_GET_EXPORT_OBJECT_INFO, NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD,
+    NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECTS_FROM_FD, NV0041_CTRL_CMD_GET_SURFACE_INFO,
 );
 
 /// The UVM ioctls (`uvm_ioctl.h`).
