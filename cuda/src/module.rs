@@ -53,6 +53,31 @@ impl Func {
     }
 }
 
+impl Func {
+    /// The carveout occupancy counts with: the function's preferred carveout
+    /// (`CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`) when set, else its cache
+    /// configuration's (prefer shared 100 %, prefer L1 0 %, equal 50 %); None: no preference.
+    pub fn carveout_percent(&self) -> Option<u32> {
+        match self.carveout.load(Ordering::Relaxed) as i32 {
+            p @ 0..=100 => Some(p as u32),
+            _ => match self.cache_config.load(Ordering::Relaxed) {
+                CU_FUNC_CACHE_PREFER_SHARED => Some(100),
+                CU_FUNC_CACHE_PREFER_L1 => Some(0),
+                CU_FUNC_CACHE_PREFER_EQUAL => Some(50),
+                _ => None,
+            },
+        }
+    }
+
+    /// `cuOccupancyMaxActiveBlocksPerMultiprocessor` for blocks of `block` threads with `shared`
+    /// bytes of dynamic shared memory, under the function's carveout preference.
+    pub fn max_active_blocks(&self, block: u32, shared: u32) -> R<u32> {
+        Ok(self
+            .kernel
+            .max_active_blocks_with_carveout(block, shared, self.carveout_percent())?)
+    }
+}
+
 #[inline]
 pub unsafe fn func_ref(h: *mut c_void) -> R<&'static Func> {
     let f = (h as *const Func)
@@ -331,7 +356,8 @@ pub unsafe extern "C" fn cuFuncGetAttribute(
             CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH
             | CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT
             | CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH => 0,
-            CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED => (i.sm_major >= 9) as i32,
+            // Off unless a function sets it (NVIDIA's driver reports 0 on the H100).
+            CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED => 0,
             CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE => 0,
             _ => {
                 return Err(invalid(format!(
@@ -442,7 +468,7 @@ unsafe fn occupancy(n: *mut i32, hfunc: *mut c_void, block: i32, shared: usize) 
     if block <= 0 {
         return Err(invalid(format!("blockSize {block}")));
     }
-    *o = f.kernel.max_active_blocks(block as u32, shared as u32)? as i32;
+    *o = f.max_active_blocks(block as u32, shared as u32)? as i32;
     Ok(())
 }
 

@@ -679,6 +679,14 @@ fn modules_and_launches() {
         "regs",
     );
     assert!(v > 0);
+    // Non-portable cluster sizes are off unless the function allows them (NVIDIA's libcuda
+    // reports 0 on the H100 too).
+    v = -1;
+    check(
+        cu!(cuFuncGetAttribute(&mut v, 14, add): *mut i32, i32, *mut c_void),
+        "non-portable cluster size",
+    );
+    assert_eq!(v, 0);
     let reduce = function(m, "reduce_sum");
     check(
         cu!(cuFuncGetAttribute(&mut v, 8, reduce): *mut i32, i32, *mut c_void),
@@ -1158,6 +1166,120 @@ fn graphs_as_tinygrad_builds_them() {
     check(cu!(cuGraphDestroy(g2): *mut c_void), "destroy");
 }
 
+/// The difftest's graph: a fill of `buf`, an increment of `buf`'s first word after it, and a
+/// memcpy node of `buf` after both. The copy sees the increment, on every launch and after
+/// updates of both kernel nodes (a copy that depended on the fill only would race with the
+/// increment: either result is CUDA's).
+#[test]
+fn graph_copy_after_the_writers_it_depends_on() {
+    setup();
+    let m = load_fixture("kernels");
+    let inc = function(m, "increment");
+    let fill = function(m, "fill_u32");
+    let n = 4096usize;
+    let buf = alloc(n * 4);
+    let copy = alloc(n * 4);
+    let mut g = null_mut();
+    check(
+        cu!(cuGraphCreate(&mut g, 0): *mut *mut c_void, u32),
+        "graph",
+    );
+    let (mut fp, mut fv, mut fn_) = (buf, 5u32, n as u32);
+    let mut fargs = [ptr(&mut fp), ptr(&mut fv), ptr(&mut fn_)];
+    let mut pf = KernelNodeParams {
+        func: fill,
+        grid: [(n / 128) as u32, 1, 1],
+        block: [128, 1, 1],
+        shared: 0,
+        params: fargs.as_mut_ptr(),
+        extra: null_mut(),
+    };
+    let mut nf = null_mut();
+    check(
+        cu!(cuGraphAddKernelNode(&mut nf, g, std::ptr::null(), 0, ptr(&mut pf)): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void),
+        "fill node",
+    );
+    let (mut ip, mut by) = (buf, 1u64);
+    let mut iargs = [ptr(&mut ip), ptr(&mut by)];
+    let mut pi = KernelNodeParams {
+        func: inc,
+        grid: [1, 1, 1],
+        block: [32, 1, 1],
+        shared: 0,
+        params: iargs.as_mut_ptr(),
+        extra: null_mut(),
+    };
+    let mut ni = null_mut();
+    check(
+        cu!(cuGraphAddKernelNode(&mut ni, g, &nf, 1, ptr(&mut pi)): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void),
+        "increment node",
+    );
+    let mut mc = Memcpy3D {
+        src_type: 2,
+        src_device: buf,
+        src_pitch: n * 4,
+        src_height: 1,
+        dst_type: 2,
+        dst_device: copy,
+        dst_pitch: n * 4,
+        dst_height: 1,
+        width: n * 4,
+        height: 1,
+        depth: 1,
+        ..Default::default()
+    };
+    let deps = [nf, ni];
+    let mut nc = null_mut();
+    check(
+        cu!(cuGraphAddMemcpyNode(&mut nc, g, deps.as_ptr(), 2, ptr(&mut mc), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
+        "memcpy node",
+    );
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec, g, 0): *mut *mut c_void, *mut c_void, u64),
+        "instantiate",
+    );
+    let expect = |fill_value: u32, add: u64| -> Vec<u32> {
+        let mut v = vec![fill_value; n];
+        let first = (u64::from(fill_value) | (u64::from(fill_value) << 32)) + add;
+        v[0] = first as u32;
+        v[1] = (first >> 32) as u32;
+        v
+    };
+    for _ in 0..3 {
+        check(
+            cu!(cuGraphLaunch(exec, null_mut()): *mut c_void, *mut c_void),
+            "launch",
+        );
+    }
+    check(cu!(cuCtxSynchronize(): ), "sync");
+    assert_eq!(dtoh::<u32>(copy, n), expect(5, 1));
+    // New parameters for both kernels: the copy still follows them.
+    let (fv_p, by_p): (*mut u32, *mut u64) = (&mut fv, &mut by);
+    unsafe {
+        fv_p.write(9);
+        by_p.write(77);
+    }
+    pf.grid = [(n / 256) as u32, 1, 1];
+    pf.block = [256, 1, 1];
+    check(
+        cu!(cuGraphExecKernelNodeSetParams(exec, nf, ptr(&mut pf)): *mut c_void, *mut c_void, *mut c_void),
+        "update fill",
+    );
+    check(
+        cu!(cuGraphExecKernelNodeSetParams(exec, ni, ptr(&mut pi)): *mut c_void, *mut c_void, *mut c_void),
+        "update increment",
+    );
+    check(
+        cu!(cuGraphLaunch(exec, null_mut()): *mut c_void, *mut c_void),
+        "launch updated",
+    );
+    check(cu!(cuCtxSynchronize(): ), "sync");
+    assert_eq!(dtoh::<u32>(copy, n), expect(9, 77));
+    check(cu!(cuGraphExecDestroy(exec): *mut c_void), "exec destroy");
+    check(cu!(cuGraphDestroy(g): *mut c_void), "destroy");
+}
+
 #[test]
 fn pointer_attributes() {
     let ctx = setup();
@@ -1188,9 +1310,32 @@ fn pointer_attributes() {
 
 // --- The launcher and the documentation ------------------------------------------------------
 
+/// The launcher: `$TEGRAGPU_CUDA_LAUNCHER`, else the one cargo built with this test, else
+/// `.device/bin/tegragpu-cuda` under the repository (`$TEGRAGPU_REPO_ROOT` on the device
+/// machine, where the test binary runs away from the build tree). None: no launcher here.
+fn launcher() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TEGRAGPU_CUDA_LAUNCHER").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    [
+        PathBuf::from(env!("CARGO_BIN_EXE_tegragpu-cuda")),
+        repo().join(".device/bin/tegragpu-cuda"),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+}
+
 #[test]
 fn launcher_puts_our_library_first() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tegragpu-cuda"))
+    let Some(launcher) = launcher() else {
+        eprintln!(
+            "NOTICE: launcher_puts_our_library_first skipped: no tegragpu-cuda launcher at {} or {} (set TEGRAGPU_CUDA_LAUNCHER)",
+            env!("CARGO_BIN_EXE_tegragpu-cuda"),
+            repo().join(".device/bin/tegragpu-cuda").display()
+        );
+        return;
+    };
+    let out = std::process::Command::new(&launcher)
         .args(["run", "sh", "-c", "printf %s \"$LD_LIBRARY_PATH\""])
         .env("TEGRAGPU_CUDA_LIB", lib_path())
         .env("LD_LIBRARY_PATH", "/elsewhere")
@@ -1206,7 +1351,7 @@ fn launcher_puts_our_library_first() {
         std::fs::canonicalize(lib_path()).unwrap()
     );
     // Without a program: usage, exit status 2.
-    let st = std::process::Command::new(env!("CARGO_BIN_EXE_tegragpu-cuda"))
+    let st = std::process::Command::new(&launcher)
         .arg("run")
         .output()
         .unwrap();
@@ -1389,4 +1534,52 @@ fn limits_launch_ex_host_functions_and_occupancy() {
         "sms",
     );
     assert_eq!(grid, per_sm * sms);
+
+    // The cache configuration and the preferred carveout set the shared memory occupancy
+    // counts with: "prefer L1" configures the smallest carveout that holds a block (8 KiB; each
+    // block takes the 1 KiB reserve), so 8 blocks of a kernel without shared memory fit
+    // (NVIDIA's libcuda on the H100: 8 for blocks of 32, 64 and 128 threads).
+    let occ = |f: *mut c_void, block: i32, dyn_bytes: usize| {
+        let mut n = -1;
+        check(
+            cu!(cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut n, f, block, dyn_bytes): *mut i32, *mut c_void, i32, usize),
+            "occupancy",
+        );
+        n
+    };
+    let default_32 = occ(fill, 32, 0);
+    assert!(default_32 > 8, "{default_32}");
+    check(
+        cu!(cuFuncSetCacheConfig(fill, 2): *mut c_void, u32),
+        "prefer L1",
+    );
+    for block in [32, 64, 128] {
+        assert_eq!(occ(fill, block, 0), 8, "block {block}, prefer L1");
+    }
+    check(
+        cu!(cuFuncSetCacheConfig(fill, 0): *mut c_void, u32),
+        "prefer none",
+    );
+    assert_eq!(occ(fill, 32, 0), default_32);
+    // A carveout of 5 % (8.2 KiB of 164 KiB on sm_87, 11.4 KiB of 228 KiB on sm_90) rounds up
+    // to the 16 KiB configuration: 3 blocks of 4 KiB + the 1 KiB reserve.
+    let reduce = function(m, "reduce_sum");
+    let mut dflt = 0;
+    check(
+        cu!(cuFuncGetAttribute(&mut dflt, 9, reduce): *mut i32, i32, *mut c_void),
+        "carveout",
+    );
+    assert_eq!(dflt, -1);
+    assert!(occ(reduce, 32, 4096) > 3);
+    check(
+        cu!(cuFuncSetAttribute(reduce, 9, 5): *mut c_void, i32, i32),
+        "carveout 5 %",
+    );
+    assert_eq!(occ(reduce, 32, 4096), 3);
+    // The carveout takes precedence over the cache configuration.
+    check(
+        cu!(cuFuncSetCacheConfig(reduce, 1): *mut c_void, u32),
+        "prefer shared",
+    );
+    assert_eq!(occ(reduce, 32, 4096), 3);
 }

@@ -369,7 +369,11 @@ int main(int argc, char **argv) {
     cp.srcMemoryType = CU_MEMORYTYPE_DEVICE, cp.srcDevice = dx, cp.srcPitch = N * 4, cp.srcHeight = 1;
     cp.dstMemoryType = CU_MEMORYTYPE_DEVICE, cp.dstDevice = dy, cp.dstPitch = N * 4, cp.dstHeight = 1;
     cp.WidthInBytes = N * 4, cp.Height = 1, cp.Depth = 1;
-    R("cuGraphAddMemcpyNode", F(cuGraphAddMemcpyNode)(&nc, g, &na, 1, &cp, c0));
+    // The copy reads dx, which the inc node also writes (ctr is dx): it depends on both, or
+    // the two nodes race and either order is CUDA's (NVIDIA's driver copies first, this
+    // library increments first).
+    CUgraphNode nc_deps[2] = {na, nb};
+    R("cuGraphAddMemcpyNode", F(cuGraphAddMemcpyNode)(&nc, g, nc_deps, 2, &cp, c0));
     CUgraphExec ge = NULL, ge2 = NULL;
     R("cuGraphInstantiate_v2", ((CUresult(*)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t))sym("cuGraphInstantiate_v2"))(
                                    &ge, g, NULL, NULL, 0));
