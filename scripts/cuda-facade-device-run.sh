@@ -6,7 +6,7 @@
 #      not share a process), each printing one `key value` line per observation (result codes,
 #      device facts, every attribute, hashes of copy, memset, launch and graph results); the
 #      outputs are compared line by line: `N compared, N equal, N differ` and every difference;
-#   2. the Rust tests of the driver API (cuda/tests/driver.rs, .device/tests/driver) on this GPU;
+#   2. the Rust tests of the driver API (cuda/tests/driver/, .device/tests/driver) on this GPU;
 #   3. with CF_TINYGRAD=1 and tinygrad carried in .device/tinygrad: tinygrad's test_ops and
 #      test_jit with DEV=CUDA through our libcuda (scripts/tinygrad-device-run.sh with TG_DEVS=CUDA
 #      and our library first on the library path); CF_TINYGRAD_BASELINE=1 also runs them on

@@ -1,0 +1,119 @@
+//! Memory: allocations, copies, memsets, pointer attributes.
+
+use crate::*;
+use std::ffi::c_void;
+use std::ptr::null_mut;
+
+#[test]
+fn memory_copies_and_memsets() {
+    setup();
+    let n = 1000usize;
+    let d = alloc(n * 4);
+    let src: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761)).collect();
+    htod(d, &src);
+    assert_eq!(dtoh::<u32>(d, n), src);
+    // Device to device, at an offset.
+    let d2 = alloc(n * 4);
+    check(
+        cu!(cuMemcpyDtoD_v2(d2 + 40, d, (n - 10) * 4): u64, u64, usize),
+        "DtoD",
+    );
+    let back = dtoh::<u32>(d2, n);
+    assert_eq!(&back[10..], &src[..n - 10]);
+    // Memsets.
+    check(
+        cu!(cuMemsetD32_v2(d, 0xdeadbeef, n): u64, u32, usize),
+        "D32",
+    );
+    assert!(dtoh::<u32>(d, n).iter().all(|&x| x == 0xdeadbeef));
+    check(
+        cu!(cuMemsetD16_v2(d + 2, 0x1234, 3): u64, u16, usize),
+        "D16",
+    );
+    let b = dtoh::<u16>(d, 5);
+    assert_eq!(b, vec![0xbeef, 0x1234, 0x1234, 0x1234, 0xbeef]);
+    check(cu!(cuMemsetD8_v2(d + 1, 0x5a, 2): u64, u8, usize), "D8");
+    let b = dtoh::<u8>(d, 4);
+    assert_eq!(b, vec![0xef, 0x5a, 0x5a, 0x12]);
+    // Pinned host memory: async copies through it.
+    let mut h: *mut c_void = null_mut();
+    check(
+        cu!(cuMemHostAlloc(&mut h, n * 4, 0): *mut *mut c_void, usize, u32),
+        "host alloc",
+    );
+    let hs = unsafe { std::slice::from_raw_parts_mut(h as *mut u32, n) };
+    for (i, x) in hs.iter_mut().enumerate() {
+        *x = i as u32 + 7;
+    }
+    check(
+        cu!(cuMemcpyHtoDAsync_v2(d, h, n * 4, null_mut()): u64, *const c_void, usize, *mut c_void),
+        "HtoDAsync",
+    );
+    check(cu!(cuStreamSynchronize(null_mut()): *mut c_void), "sync");
+    assert_eq!(dtoh::<u32>(d, 3), vec![7, 8, 9]);
+    hs.fill(0);
+    check(
+        cu!(cuMemcpyDtoHAsync_v2(h, d, n * 4, null_mut()): *mut c_void, u64, usize, *mut c_void),
+        "DtoHAsync",
+    );
+    check(cu!(cuStreamSynchronize(null_mut()): *mut c_void), "sync");
+    assert!(hs.iter().enumerate().all(|(i, &x)| x == i as u32 + 7));
+    let mut dp = 0u64;
+    check(
+        cu!(cuMemHostGetDevicePointer_v2(&mut dp, h, 0): *mut u64, *mut c_void, u32),
+        "device pointer",
+    );
+    assert_ne!(dp, 0);
+    check(cu!(cuMemFreeHost(h): *mut c_void), "free host");
+    // Address range.
+    let (mut base, mut size) = (0u64, 0usize);
+    check(
+        cu!(cuMemGetAddressRange_v2(&mut base, &mut size, d + 100): *mut u64, *mut usize, u64),
+        "range",
+    );
+    assert_eq!((base, size), (d, n * 4));
+    // Out of range and bad frees.
+    let mut big = vec![0u8; n * 4 + 1];
+    assert_eq!(
+        cu!(cuMemcpyHtoD_v2(d, big.as_mut_ptr() as *const c_void, n * 4 + 1): u64, *const c_void, usize),
+        1
+    );
+    assert_eq!(cu!(cuMemFree_v2(d + 4): u64), 1);
+    check(cu!(cuMemFree_v2(d): u64), "free");
+    assert_eq!(cu!(cuMemFree_v2(d): u64), 1, "double free");
+    check(cu!(cuMemFree_v2(d2): u64), "free");
+    let (mut free, mut total) = (0usize, 0usize);
+    check(
+        cu!(cuMemGetInfo_v2(&mut free, &mut total): *mut usize, *mut usize),
+        "info",
+    );
+    assert!(free <= total && total > 0);
+}
+
+#[test]
+fn pointer_attributes() {
+    let ctx = setup();
+    let d = alloc(100);
+    let mut t = 0u32;
+    check(
+        cu!(cuPointerGetAttribute(ptr(&mut t), 2, d + 10): *mut c_void, i32, u64),
+        "memory type",
+    );
+    assert_eq!(t, 2);
+    let mut c = null_mut::<c_void>();
+    check(
+        cu!(cuPointerGetAttribute(ptr(&mut c), 1, d): *mut c_void, i32, u64),
+        "context",
+    );
+    assert_eq!(c, ctx);
+    let mut start = 0u64;
+    check(
+        cu!(cuPointerGetAttribute(ptr(&mut start), 11, d + 99): *mut c_void, i32, u64),
+        "start",
+    );
+    assert_eq!(start, d);
+    assert_eq!(
+        cu!(cuPointerGetAttribute(ptr(&mut t), 2, d + 100): *mut c_void, i32, u64),
+        1
+    );
+}
