@@ -33,6 +33,8 @@ pub struct Context {
     pub n_blocking: AtomicUsize,
     /// Every stream of the context (for `cuCtxSynchronize`).
     pub streams: Mutex<Vec<&'static Stream>>,
+    /// Contexts whose memory this context accesses (`cuCtxEnablePeerAccess`).
+    pub peers: Mutex<Vec<&'static Context>>,
 }
 
 impl Context {
@@ -49,6 +51,7 @@ impl Context {
             blocking: Mutex::new(Vec::new()),
             n_blocking: AtomicUsize::new(0),
             streams: Mutex::new(Vec::new()),
+            peers: Mutex::new(Vec::new()),
         }));
         // The legacy stream's queue now, while the device is likely idle (some backends make
         // channels only then); if that fails it is made at first use.
@@ -335,17 +338,6 @@ pub unsafe extern "C" fn cuCtxGetApiVersion(ctx: *mut c_void, version: *mut u32)
         }
         *v = 3020;
         Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn cuCtxEnablePeerAccess(_peer: *mut c_void, _flags: u32) -> CUresult {
-    guard("cuCtxEnablePeerAccess", || {
-        current()?;
-        Err(fail(
-            CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
-            "peer access between devices is not supported",
-        ))
     })
 }
 

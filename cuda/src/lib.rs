@@ -14,6 +14,7 @@ mod extras;
 mod graph;
 mod memory;
 mod module;
+mod peer;
 mod procaddr;
 mod stream;
 mod types;

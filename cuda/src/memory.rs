@@ -1,11 +1,13 @@
 //! Memory: device allocations (`CUdeviceptr` = GPU virtual address), pinned host memory, copies
 //! and memsets.
 //!
-//! Copies between the host and the device: from or to pinned host memory (`cuMemHostAlloc`,
-//! `cuMemAllocHost`) the stream's queue copies on the GPU, asynchronously for the `Async` forms;
-//! pageable host memory is copied once the stream's earlier work is complete: through the CPU
-//! mapping of the buffer where the device shares memory with the CPU (Jetson, the emulated Orin),
-//! else through a pinned staging buffer and a GPU copy (desktop GPUs: video memory).
+//! Copies between the host and the device, in stream order: from or to pinned host memory
+//! (`cuMemHostAlloc`, `cuMemAllocHost`) the stream's queue copies on the GPU, asynchronously for
+//! the `Async` forms; pageable host memory goes through libtegragpu's staging buffers
+//! (`Queue::write_from_host` stages the bytes at the call, `Queue::read_to_host` returns once
+//! they are in host memory). Memsets are `Queue::fill_va`, in stream order. Memory of another
+//! device (unified addressing) is reached through peer access where it is enabled, else through
+//! the host.
 
 use crate::context::{current, Context};
 use crate::device::out;
@@ -16,7 +18,7 @@ use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::Arc;
-use tegragpu::core::{BackendKind, Buffer, MemFlags};
+use tegragpu::core::{Buffer, MemFlags};
 
 /// One allocation of this library.
 #[derive(Clone)]
@@ -193,15 +195,16 @@ pub unsafe extern "C" fn cuMemFree_v2(dptr: CUdeviceptr) -> CUresult {
     })
 }
 
+/// `cuMemGetInfo`: the free and total bytes of the memory allocations come from, as the driver
+/// reports them now (libtegragpu's `Device::memory_info`).
 unsafe fn mem_info(free: *mut usize, total: *mut usize) -> R {
     let d = crate::context::current_device()?;
-    let t = d.info().memory_bytes as usize;
-    let used: u64 = MAPS.lock().by_va.values().map(|a| a.size).sum();
-    if let Some(f) = free.as_mut() {
-        *f = t.saturating_sub(used as usize);
+    let (f, t) = d.memory_info()?;
+    if let Some(x) = free.as_mut() {
+        *x = f as usize;
     }
     if let Some(x) = total.as_mut() {
-        *x = t;
+        *x = t as usize;
     }
     Ok(())
 }
@@ -315,44 +318,60 @@ pub unsafe extern "C" fn cuMemGetAddressRange_v2(
 
 // --- The transfer seam ----------------------------------------------------------------------
 
-/// Bytes of the staging buffer pageable copies go through on devices whose memory the CPU does
-/// not share.
-const STAGE_BYTES: u64 = 8 << 20;
+/// The context whose device holds memory this library allocated (None: memory it did not
+/// allocate, such as module globals, which is taken to be the stream's device's).
+fn owner(r: &Option<(Alloc, u64)>) -> Option<&'static Context> {
+    r.as_ref().map(|(a, _)| a.ctx)
+}
 
-static STAGES: Mutex<Vec<(usize, Arc<Buffer>)>> = Mutex::new(Vec::new());
-
-fn stage(ctx: &'static Context) -> R<Arc<Buffer>> {
-    let key = ctx as *const Context as usize;
-    let mut g = STAGES.lock();
-    if let Some((_, b)) = g.iter().find(|(k, _)| *k == key) {
-        return Ok(b.clone());
+/// Whether `s`'s queue reaches the memory of `owner`'s device: its own device's, or a device
+/// it has peer access to (`cuCtxEnablePeerAccess`).
+fn reaches(s: &Stream, owner: Option<&'static Context>) -> bool {
+    match owner {
+        None => true,
+        Some(c) => std::ptr::eq(c.dev, s.ctx.dev) || s.ctx.core.peer_access_enabled(&c.core),
     }
-    let b = Arc::new(ctx.core.alloc(
-        STAGE_BYTES,
-        MemFlags {
-            cpu_cached: true,
-            ..Default::default()
-        },
-    )?);
-    g.push((key, b.clone()));
-    Ok(b)
 }
 
-/// Whether the CPU mapping of device memory is the fast way (memory shared with the CPU).
-fn shared_memory(ctx: &Context) -> bool {
-    ctx.core.info().backend == BackendKind::Nvgpu
+/// The stream that runs a transfer of `owner`'s memory ordered on `s`: `s` when its queue
+/// reaches that memory; else the legacy stream of the memory's context, after `s`'s earlier
+/// work is complete (the second value: the caller waits for that stream before returning, so
+/// `s`'s later work sees the transfer).
+fn reaching(s: &'static Stream, owner: Option<&'static Context>) -> R<(&'static Stream, bool)> {
+    match owner {
+        Some(c) if !reaches(s, Some(c)) => {
+            s.synchronize()?;
+            Ok((c.legacy_stream()?, true))
+        }
+        _ => Ok((s, false)),
+    }
 }
 
-/// Wait until the stream's earlier work (with its implicit ordering) is complete.
-fn drain(s: &'static Stream) -> R {
-    s.record(|_| Ok(()))?;
-    s.synchronize()
+/// Pinned host memory of this library at `p` for `n` bytes, whose GPU address the queue of `s`
+/// can use (memory of `s`'s device): that address.
+fn pinned_va(s: &Stream, p: usize, n: u64) -> Option<u64> {
+    let (h, off) = find_host(p)?;
+    (off + n <= h.size && std::ptr::eq(h.ctx.dev, s.ctx.dev)).then(|| h.buf.gpu_va() + off)
 }
 
-/// Host → device on stream `s`. `sync`: return once the copy is complete.
+/// Host → device on stream `s`. From pinned host memory the queue copies on the GPU (`sync`:
+/// return once the copy is complete); from any other host memory the bytes are staged now and
+/// copied in stream order (the call returns once they are staged, as CUDA's does).
 pub unsafe fn write_from_host(
     s: &'static Stream,
     dst: u64,
+    src: *const u8,
+    n: u64,
+    sync: bool,
+) -> R {
+    let d = check_range("dstDevice", dst, n)?;
+    write_owned(s, dst, owner(&d), src, n, sync)
+}
+
+unsafe fn write_owned(
+    s: &'static Stream,
+    dst: u64,
+    dst_owner: Option<&'static Context>,
     src: *const u8,
     n: u64,
     sync: bool,
@@ -363,98 +382,100 @@ pub unsafe fn write_from_host(
     if src.is_null() {
         return Err(invalid("srcHost is NULL"));
     }
-    let d = check_range("dstDevice", dst, n)?;
-    if let Some((h, off)) = find_host(src as usize) {
-        if off + n <= h.size {
-            let sva = h.buf.gpu_va() + off;
-            s.record(|q| q.copy_va(dst, sva, n))?;
-            return if sync { s.synchronize() } else { Ok(()) };
-        }
+    let (q, detour) = reaching(s, dst_owner)?;
+    if let Some(sva) = pinned_va(q, src as usize, n) {
+        q.record(|qq| qq.copy_va(dst, sva, n))?;
+        return if sync || detour {
+            q.synchronize()
+        } else {
+            Ok(())
+        };
     }
-    drain(s)?;
-    if let (true, Some((a, off))) = (shared_memory(s.ctx), &d) {
-        let p = a.buf.map_cpu()?;
-        std::ptr::copy_nonoverlapping(src, p.add(*off as usize), n as usize);
-        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        return Ok(());
-    }
-    let st = stage(s.ctx)?;
-    let sp = st.map_cpu()?;
-    let mut done = 0;
-    while done < n {
-        let k = (n - done).min(STAGE_BYTES);
-        std::ptr::copy_nonoverlapping(src.add(done as usize), sp, k as usize);
-        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        let sva = st.gpu_va();
-        s.record(|q| q.copy_va(dst + done, sva, k))?;
-        s.synchronize()?;
-        done += k;
+    let bytes = std::slice::from_raw_parts(src, n as usize);
+    q.record(|qq| qq.write_from_host(dst, bytes))?;
+    if detour {
+        q.synchronize()?;
     }
     Ok(())
 }
 
-/// Device → host on stream `s`.
+/// Device → host on stream `s`: to pinned host memory the queue copies on the GPU (`sync`:
+/// return once complete); to any other host memory the call returns once the bytes are there.
 pub unsafe fn read_to_host(s: &'static Stream, dst: *mut u8, src: u64, n: u64, sync: bool) -> R {
+    let r = check_range("srcDevice", src, n)?;
+    read_owned(s, dst, src, owner(&r), n, sync)
+}
+
+unsafe fn read_owned(
+    s: &'static Stream,
+    dst: *mut u8,
+    src: u64,
+    src_owner: Option<&'static Context>,
+    n: u64,
+    sync: bool,
+) -> R {
     if n == 0 {
         return Ok(());
     }
     if dst.is_null() {
         return Err(invalid("dstHost is NULL"));
     }
-    let d = check_range("srcDevice", src, n)?;
-    if let Some((h, off)) = find_host(dst as usize) {
-        if off + n <= h.size {
-            let dva = h.buf.gpu_va() + off;
-            s.record(|q| q.copy_va(dva, src, n))?;
-            return if sync { s.synchronize() } else { Ok(()) };
-        }
+    let (q, detour) = reaching(s, src_owner)?;
+    if let Some(dva) = pinned_va(q, dst as usize, n) {
+        q.record(|qq| qq.copy_va(dva, src, n))?;
+        return if sync || detour {
+            q.synchronize()
+        } else {
+            Ok(())
+        };
     }
-    drain(s)?;
-    if let (true, Some((a, off))) = (shared_memory(s.ctx), &d) {
-        let p = a.buf.map_cpu()?;
-        std::ptr::copy_nonoverlapping(p.add(*off as usize), dst, n as usize);
-        return Ok(());
-    }
-    let st = stage(s.ctx)?;
-    let sp = st.map_cpu()?;
-    let mut done = 0;
-    while done < n {
-        let k = (n - done).min(STAGE_BYTES);
-        let sva = st.gpu_va();
-        s.record(|q| q.copy_va(sva, src + done, k))?;
-        s.synchronize()?;
-        std::ptr::copy_nonoverlapping(sp, dst.add(done as usize), k as usize);
-        done += k;
-    }
-    Ok(())
+    // SAFETY: the caller's dstHost is writable for n bytes (the CUDA contract).
+    q.record(|qq| qq.read_to_host(dst, src, n))
 }
 
-/// Device → device on stream `s`.
+/// Device → device on stream `s` (unified addressing: either side may be memory of another
+/// device, found by its address).
 pub fn copy_d2d(s: &'static Stream, dst: u64, src: u64, n: u64, sync: bool) -> R {
+    copy_d2d_between(s, dst, s.ctx, src, s.ctx, n, sync)
+}
+
+/// [`copy_d2d`] where memory this library did not allocate is taken to be `dst_ctx`'s and
+/// `src_ctx`'s (`cuMemcpyPeer`).
+pub fn copy_d2d_between(
+    s: &'static Stream,
+    dst: u64,
+    dst_ctx: &'static Context,
+    src: u64,
+    src_ctx: &'static Context,
+    n: u64,
+    sync: bool,
+) -> R {
     if n == 0 {
         return Ok(());
     }
-    check_range("dstDevice", dst, n)?;
-    check_range("srcDevice", src, n)?;
-    if dst < src + n && src < dst + n {
-        // Overlapping ranges: through the staging buffer.
-        let mut tmp = vec![0u8; n as usize];
-        unsafe {
-            read_to_host(s, tmp.as_mut_ptr(), src, n, true)?;
-            write_from_host(s, dst, tmp.as_ptr(), n, true)?;
-        }
-        return Ok(());
+    let d = owner(&check_range("dstDevice", dst, n)?).unwrap_or(dst_ctx);
+    let sr = owner(&check_range("srcDevice", src, n)?).unwrap_or(src_ctx);
+    let overlap = dst < src + n && src < dst + n;
+    if !overlap && reaches(s, Some(d)) && reaches(s, Some(sr)) {
+        s.record(|q| q.copy_va(dst, src, n))?;
+        return if sync { s.synchronize() } else { Ok(()) };
     }
-    s.record(|q| q.copy_va(dst, src, n))?;
-    if sync {
-        s.synchronize()?;
+    // Overlapping ranges, or memory of a device the stream's queue does not reach: through the
+    // host, in the stream's order.
+    let mut tmp = vec![0u8; n as usize];
+    unsafe {
+        read_owned(s, tmp.as_mut_ptr(), src, Some(sr), n, true)?;
+        write_owned(s, dst, Some(d), tmp.as_ptr(), n, sync)
     }
-    Ok(())
 }
 
-/// Fill `count` elements of `elem` bytes (1, 2 or 4) at `dst` with `value` on stream `s`.
-pub fn fill(s: &'static Stream, dst: u64, value: u32, elem: u32, count: u64) -> R {
-    let n = count * elem as u64;
+/// Fill `count` elements of `elem` bytes (1, 2 or 4) at `dst` with `value` on stream `s`, in
+/// stream order. `sync` (the forms without `Async`): return once complete when `dst` is pinned
+/// host memory, as CUDA's do.
+pub fn fill(s: &'static Stream, dst: u64, value: u32, elem: u32, count: u64, sync: bool) -> R {
+    let n = count
+        .checked_mul(elem as u64)
+        .ok_or_else(|| invalid(format!("{count} elements of {elem} bytes overflow")))?;
     if n == 0 {
         return Ok(());
     }
@@ -464,42 +485,18 @@ pub fn fill(s: &'static Stream, dst: u64, value: u32, elem: u32, count: u64) -> 
         )));
     }
     let d = check_range("dstDevice", dst, n)?;
-    let pattern: [u8; 4] = value.to_le_bytes();
-    let fill_bytes = |p: *mut u8, len: u64| unsafe {
-        match elem {
-            1 => std::ptr::write_bytes(p, pattern[0], len as usize),
-            2 => {
-                let v = value as u16;
-                for i in 0..(len / 2) as usize {
-                    (p as *mut u16).add(i).write_unaligned(v);
-                }
-            }
-            _ => {
-                for i in 0..(len / 4) as usize {
-                    (p as *mut u32).add(i).write_unaligned(value);
-                }
-            }
-        }
-    };
-    drain(s)?;
-    if let (true, Some((a, off))) = (shared_memory(s.ctx), &d) {
-        let p = a.buf.map_cpu()?;
-        fill_bytes(unsafe { p.add(*off as usize) }, n);
-        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        return Ok(());
+    let host = d.as_ref().is_some_and(|(a, _)| a.host.is_some());
+    let (q, detour) = reaching(s, owner(&d))?;
+    q.record(|qq| qq.fill_va(dst, value, elem, count))?;
+    if detour || (sync && host) {
+        q.synchronize()?;
     }
-    let st = stage(s.ctx)?;
-    let sp = st.map_cpu()?;
-    let chunk = STAGE_BYTES.min(n);
-    fill_bytes(sp, chunk);
-    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-    let mut done = 0;
-    while done < n {
-        let k = (n - done).min(chunk);
-        let sva = st.gpu_va();
-        s.record(|q| q.copy_va(dst + done, sva, k))?;
-        done += k;
-    }
+    Ok(())
+}
+
+/// Wait until the stream's earlier work (with its implicit ordering) is complete.
+fn drain(s: &'static Stream) -> R {
+    s.record(|_| Ok(()))?;
     s.synchronize()
 }
 
@@ -609,6 +606,7 @@ macro_rules! memset {
                     v as u32,
                     $elem,
                     n as u64,
+                    true,
                 )
             })
         }
@@ -624,7 +622,7 @@ macro_rules! memset_async {
             h: *mut c_void,
         ) -> CUresult {
             guard(stringify!($name), || {
-                fill(stream_of(h, $ptds)?, dst, v as u32, $elem, n as u64)
+                fill(stream_of(h, $ptds)?, dst, v as u32, $elem, n as u64, false)
             })
         }
     };

@@ -138,3 +138,116 @@ fn context_stack_is_per_thread() {
     check(cu!(cuDevicePrimaryCtxRelease_v2(0): i32), "release");
     check(cu!(cuCtxSynchronize(): ), "sync");
 }
+
+/// The device libtegragpu lists first (as the library's device 0), opened through its Rust API
+/// in this process (the library under test has its own copy of libtegragpu).
+fn core_device_0() -> (tegragpu::core::DeviceListing, tegragpu::core::Device) {
+    let named = tegragpu::core::device_from_env().unwrap().is_some();
+    let mut list = tegragpu::core::list_devices().unwrap();
+    if list.is_empty() && !named {
+        list = tegragpu::core::list_devices_for(Some("emu")).unwrap();
+    }
+    let l = list.into_iter().next().expect("a device");
+    let d = tegragpu::core::Device::open(Some(&l.spec)).unwrap();
+    (l, d)
+}
+
+/// cuDeviceGetAttribute answers what libtegragpu's `Device::attribute` answers wherever both
+/// have the attribute; the name, UUID and PCI bus id are the listing's.
+#[test]
+fn devices_agree_with_libtegragpu() {
+    use tegragpu::core::DeviceAttribute as A;
+    check(cu!(cuInit(0): u32), "cuInit");
+    let (listing, d) = core_device_0();
+    let get = |attr: i32| {
+        let mut v = i32::MIN;
+        check(
+            cu!(cuDeviceGetAttribute(&mut v, attr, 0): *mut i32, i32, i32),
+            &format!("attribute {attr}"),
+        );
+        v
+    };
+    let pairs = [
+        (1, A::MaxThreadsPerBlock),
+        (8, A::MaxSharedMemoryPerBlock),
+        (9, A::TotalConstantMemory),
+        (13, A::ClockRateKhz),
+        (16, A::SmCount),
+        (18, A::Integrated),
+        (32, A::EccEnabled),
+        (33, A::PciBusId),
+        (34, A::PciDeviceId),
+        (36, A::MemoryClockRateKhz),
+        (37, A::MemoryBusWidthBits),
+        (38, A::L2CacheBytes),
+        (39, A::MaxThreadsPerSm),
+        (40, A::AsyncEngineCount),
+        (50, A::PciDomainId),
+        (72, A::MaxTexture2dLinearPitch),
+        (75, A::ComputeCapabilityMajor),
+        (76, A::ComputeCapabilityMinor),
+        (81, A::MaxSharedMemoryPerSm),
+        (97, A::MaxSharedMemoryPerBlockOptin),
+        (106, A::MaxBlocksPerSm),
+        (111, A::ReservedSharedMemoryPerBlock),
+        (120, A::ClusterLaunch),
+        (139, A::PciVendorDeviceId),
+        (140, A::PciSubsystemId),
+    ];
+    let mut compared = 0;
+    for (cuda, ours) in pairs {
+        if let Ok(v) = d.attribute(ours) {
+            assert_eq!(
+                i64::from(get(cuda)),
+                v,
+                "attribute {cuda} ({})",
+                ours.name()
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= 15, "only {compared} attributes compared");
+    // Features the library refuses read 0: managed memory, virtual memory management, memory
+    // pools.
+    for attr in [83, 102, 115] {
+        assert_eq!(get(attr), 0, "attribute {attr}");
+    }
+    let mut mem = 0usize;
+    check(
+        cu!(cuDeviceTotalMem_v2(&mut mem, 0): *mut usize, i32),
+        "total mem",
+    );
+    assert_eq!(mem as u64, d.info().memory_bytes);
+
+    let mut name = [0 as c_char; 256];
+    check(
+        cu!(cuDeviceGetName(name.as_mut_ptr(), 256, 0): *mut c_char, i32, i32),
+        "name",
+    );
+    let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy();
+    let want = match listing.backend {
+        tegragpu::core::BackendKind::Nvgpu => "Orin".to_string(),
+        tegragpu::core::BackendKind::Rm => listing.name.clone(),
+    };
+    assert_eq!(name, want);
+    let mut bus = [0 as c_char; 64];
+    check(
+        cu!(cuDeviceGetPCIBusId(bus.as_mut_ptr(), 64, 0): *mut c_char, i32, i32),
+        "bus id",
+    );
+    let bus = unsafe { CStr::from_ptr(bus.as_ptr()) }.to_string_lossy();
+    assert_eq!(bus.to_lowercase(), listing.pci_bus_id.to_lowercase());
+    let mut u = [0u8; 16];
+    check(
+        cu!(cuDeviceGetUuid_v2(u.as_mut_ptr() as *mut c_void, 0): *mut c_void, i32),
+        "uuid",
+    );
+    if listing.uuid != [0; 16] {
+        assert_eq!(u, listing.uuid);
+    }
+    let mut n = 0;
+    check(cu!(cuDeviceGetCount(&mut n): *mut i32), "count");
+    let named = tegragpu::core::device_from_env().unwrap().is_some();
+    let listed = tegragpu::core::list_devices().unwrap().len();
+    assert_eq!(n as usize, if listed == 0 && !named { 1 } else { listed });
+}

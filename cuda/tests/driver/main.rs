@@ -11,12 +11,12 @@ use std::path::PathBuf;
 use std::ptr::null_mut;
 use std::sync::OnceLock;
 
-pub type CUresult = u32;
-pub const OK: CUresult = 0;
+pub(crate) type CUresult = u32;
+pub(crate) const OK: CUresult = 0;
 
 /// The libcuda.so cargo built with this test: next to the test executable (target/<profile>/deps,
 /// where cargo writes it before copying it to target/<profile>), else `$TEGRAGPU_CUDA_LIB`.
-pub fn lib_path() -> PathBuf {
+pub(crate) fn lib_path() -> PathBuf {
     if let Some(p) = std::env::var_os("TEGRAGPU_CUDA_LIB").filter(|v| !v.is_empty()) {
         return PathBuf::from(p);
     }
@@ -29,7 +29,7 @@ pub fn lib_path() -> PathBuf {
     deps.parent().unwrap().join("libcuda.so")
 }
 
-pub fn lib() -> &'static libloading::Library {
+pub(crate) fn lib() -> &'static libloading::Library {
     static L: OnceLock<libloading::Library> = OnceLock::new();
     L.get_or_init(|| {
         let p = lib_path();
@@ -43,7 +43,7 @@ pub fn lib() -> &'static libloading::Library {
 }
 
 /// The export `name` as a function of type `T`.
-pub fn f<T: Copy>(name: &str) -> T {
+pub(crate) fn f<T: Copy>(name: &str) -> T {
     unsafe {
         *lib()
             .get::<T>(name.as_bytes())
@@ -51,7 +51,7 @@ pub fn f<T: Copy>(name: &str) -> T {
     }
 }
 
-pub fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     match std::env::var_os("TEGRAGPU_REPO_ROOT").filter(|v| !v.is_empty()) {
         Some(r) => PathBuf::from(r),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -68,7 +68,7 @@ macro_rules! cu {
     }};
 }
 
-pub fn check(r: CUresult, what: &str) {
+pub(crate) fn check(r: CUresult, what: &str) {
     if r != OK {
         let mut s: *const c_char = std::ptr::null();
         let gn: unsafe extern "C" fn(CUresult, *mut *const c_char) -> CUresult =
@@ -84,7 +84,7 @@ pub fn check(r: CUresult, what: &str) {
 }
 
 /// cuInit, device 0 and a new context current on the calling thread.
-pub fn setup() -> *mut c_void {
+pub(crate) fn setup() -> *mut c_void {
     check(cu!(cuInit(0): u32), "cuInit");
     let mut ctx = null_mut();
     check(
@@ -95,7 +95,7 @@ pub fn setup() -> *mut c_void {
     ctx
 }
 
-pub fn sm() -> (i32, i32) {
+pub(crate) fn sm() -> (i32, i32) {
     let (mut a, mut b) = (0, 0);
     check(
         cu!(cuDeviceGetAttribute(&mut a, 75, 0): *mut i32, i32, i32),
@@ -108,7 +108,7 @@ pub fn sm() -> (i32, i32) {
     (a, b)
 }
 
-pub fn load_fixture(name: &str) -> *mut c_void {
+pub(crate) fn load_fixture(name: &str) -> *mut c_void {
     let (a, b) = sm();
     let p = repo().join(format!("tests/fixtures/cubin/{name}.sm_{a}{b}.cubin"));
     let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
@@ -121,7 +121,7 @@ pub fn load_fixture(name: &str) -> *mut c_void {
     m
 }
 
-pub fn function(m: *mut c_void, name: &str) -> *mut c_void {
+pub(crate) fn function(m: *mut c_void, name: &str) -> *mut c_void {
     let n = CString::new(name).unwrap();
     let mut fh = null_mut();
     check(
@@ -131,7 +131,7 @@ pub fn function(m: *mut c_void, name: &str) -> *mut c_void {
     fh
 }
 
-pub fn alloc(bytes: usize) -> u64 {
+pub(crate) fn alloc(bytes: usize) -> u64 {
     let mut d = 0u64;
     check(
         cu!(cuMemAlloc_v2(&mut d, bytes): *mut u64, usize),
@@ -141,14 +141,14 @@ pub fn alloc(bytes: usize) -> u64 {
     d
 }
 
-pub fn htod<T>(d: u64, v: &[T]) {
+pub(crate) fn htod<T>(d: u64, v: &[T]) {
     check(
         cu!(cuMemcpyHtoD_v2(d, v.as_ptr() as *const c_void, std::mem::size_of_val(v)): u64, *const c_void, usize),
         "cuMemcpyHtoD_v2",
     );
 }
 
-pub fn dtoh<T: Copy + Default>(d: u64, n: usize) -> Vec<T> {
+pub(crate) fn dtoh<T: Copy + Default>(d: u64, n: usize) -> Vec<T> {
     let mut v = vec![T::default(); n];
     check(
         cu!(cuMemcpyDtoH_v2(v.as_mut_ptr() as *mut c_void, d, n * std::mem::size_of::<T>()): *mut c_void, u64, usize),
@@ -157,7 +157,7 @@ pub fn dtoh<T: Copy + Default>(d: u64, n: usize) -> Vec<T> {
     v
 }
 
-pub type Launch = unsafe extern "C" fn(
+pub(crate) type Launch = unsafe extern "C" fn(
     *mut c_void,
     u32,
     u32,
@@ -171,7 +171,7 @@ pub type Launch = unsafe extern "C" fn(
     *mut *mut c_void,
 ) -> CUresult;
 
-pub fn launch(
+pub(crate) fn launch(
     fh: *mut c_void,
     grid: u32,
     block: u32,
@@ -199,7 +199,7 @@ pub fn launch(
     );
 }
 
-pub fn ptr<T>(v: &mut T) -> *mut c_void {
+pub(crate) fn ptr<T>(v: &mut T) -> *mut c_void {
     v as *mut T as *mut c_void
 }
 
@@ -209,4 +209,5 @@ mod extras;
 mod graphs;
 mod memory;
 mod modules;
+mod peer;
 mod streams;

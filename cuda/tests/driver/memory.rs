@@ -117,3 +117,101 @@ fn pointer_attributes() {
         1
     );
 }
+
+/// Memsets and pageable host-to-device copies are recorded in stream order without waiting
+/// for the stream's earlier work: behind a kernel that spins until a host flag is set, they
+/// return while the stream is still busy, and land after the kernel's writes and before the
+/// stream's later work.
+#[test]
+fn memsets_and_pageable_copies_wait_for_nothing_and_keep_stream_order() {
+    setup();
+    let m = load_fixture("kernels");
+    let spin = function(m, "spin_until");
+    let fill = function(m, "fill_u32");
+    let n = 4096usize;
+    let d = alloc(n * 4);
+    let mut s = null_mut();
+    check(
+        cu!(cuStreamCreate(&mut s, 1): *mut *mut c_void, u32),
+        "stream",
+    );
+    let mut flag: *mut c_void = null_mut();
+    check(
+        cu!(cuMemHostAlloc(&mut flag, 4, 0): *mut *mut c_void, usize, u32),
+        "flag",
+    );
+    unsafe { (flag as *mut u32).write_volatile(0) };
+    let mut flag_dev = 0u64;
+    check(
+        cu!(cuMemHostGetDevicePointer_v2(&mut flag_dev, flag, 0): *mut u64, *mut c_void, u32),
+        "flag address",
+    );
+    // The stream: fill with 1, spin (at most 60 s of GPU time) until the flag is set, ...
+    let (mut p, mut v, mut cnt) = (d, 1u32, n as u32);
+    launch(
+        fill,
+        (n / 128) as u32,
+        128,
+        s,
+        &mut [ptr(&mut p), ptr(&mut v), ptr(&mut cnt)],
+    );
+    let (mut fp, mut max_ns) = (flag_dev, 60_000_000_000u64);
+    launch(spin, 1, 32, s, &mut [ptr(&mut fp), ptr(&mut max_ns)]);
+    // ... memset words [0, n) to 7, bytes of words [1, 3) to 0x5a, ...
+    check(
+        cu!(cuMemsetD32Async(d, 7, n, s): u64, u32, usize, *mut c_void),
+        "memset D32",
+    );
+    check(
+        cu!(cuMemsetD8Async(d + 4, 0x5a, 8, s): u64, u8, usize, *mut c_void),
+        "memset D8",
+    );
+    // ... a pageable copy over words [10, 14) (the source is reused at once: it was staged), ...
+    let mut src = [0xc0de_0000u32, 0xc0de_0001, 0xc0de_0002, 0xc0de_0003];
+    check(
+        cu!(cuMemcpyHtoDAsync_v2(d + 40, src.as_ptr() as *const c_void, 16, s): u64, *const c_void, usize, *mut c_void),
+        "pageable HtoD",
+    );
+    src.fill(0);
+    // ... and 16-bit 9s over the last word.
+    check(
+        cu!(cuMemsetD16Async(d + (n as u64 - 1) * 4, 9, 2, s): u64, u16, usize, *mut c_void),
+        "memset D16",
+    );
+    // None of it waited for the spinning kernel.
+    assert_eq!(
+        cu!(cuStreamQuery(s): *mut c_void),
+        600,
+        "the stream is still spinning"
+    );
+    unsafe { (flag as *mut u32).write_volatile(1) };
+    check(cu!(cuStreamSynchronize(s): *mut c_void), "sync");
+    let got = dtoh::<u32>(d, n);
+    let mut want = vec![7u32; n];
+    want[1] = 0x5a5a_5a5a;
+    want[2] = 0x5a5a_5a5a;
+    want[10..14].copy_from_slice(&[0xc0de_0000, 0xc0de_0001, 0xc0de_0002, 0xc0de_0003]);
+    want[n - 1] = 0x0009_0009;
+    assert_eq!(got, want);
+    check(cu!(cuStreamDestroy_v2(s): *mut c_void), "destroy");
+    check(cu!(cuMemFreeHost(flag): *mut c_void), "free flag");
+}
+
+/// cuMemGetInfo answers what libtegragpu's `Device::memory_info` answers (the total; the free
+/// bytes change as memory is allocated).
+#[test]
+fn memory_info_is_libtegragpus() {
+    setup();
+    let (mut free, mut total) = (0usize, 0usize);
+    check(
+        cu!(cuMemGetInfo_v2(&mut free, &mut total): *mut usize, *mut usize),
+        "info",
+    );
+    let mut mem = 0usize;
+    check(
+        cu!(cuDeviceTotalMem_v2(&mut mem, 0): *mut usize, i32),
+        "total mem",
+    );
+    assert_eq!(total, mem);
+    assert!(free > 0 && free <= total, "{free} {total}");
+}
