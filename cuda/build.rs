@@ -94,7 +94,7 @@ fn main() {
     map.push_str("  local:\n    *;\n};\n");
     let map_path = out.join("libcuda.map");
     std::fs::write(&map_path, map).unwrap();
-    // The integration tests export the allocator's entry points they define (tests/hot_path.rs
+    // The integration tests export the allocator's entry points they define (tests/cuda_hot_path.rs
     // counts the allocations the library makes through them).
     let list = out.join("test-exports.list");
     std::fs::write(
