@@ -122,6 +122,28 @@ pub struct CUDA_KERNEL_NODE_PARAMS_v2 {
     pub ctx: *mut c_void,
 }
 
+/// `CUDA_MEMCPY2D_v2`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CUDA_MEMCPY2D {
+    pub srcXInBytes: usize,
+    pub srcY: usize,
+    pub srcMemoryType: u32,
+    pub srcHost: *const c_void,
+    pub srcDevice: CUdeviceptr,
+    pub srcArray: *mut c_void,
+    pub srcPitch: usize,
+    pub dstXInBytes: usize,
+    pub dstY: usize,
+    pub dstMemoryType: u32,
+    pub dstHost: *mut c_void,
+    pub dstDevice: CUdeviceptr,
+    pub dstArray: *mut c_void,
+    pub dstPitch: usize,
+    pub WidthInBytes: usize,
+    pub Height: usize,
+}
+
 /// `CUDA_MEMCPY3D_v2`.
 #[repr(C)]
 #[derive(Clone, Copy)]
