@@ -12,6 +12,7 @@ mod device;
 mod error;
 mod extras;
 mod graph;
+mod hostreg;
 mod memcpy2d;
 mod memory;
 mod module;

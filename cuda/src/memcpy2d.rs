@@ -89,7 +89,11 @@ unsafe fn side(
                 format!("{what}: arrays (CU_MEMORYTYPE_ARRAY) are not supported by this library"),
             ));
         }
-        t => return Err(invalid(format!("{what}MemoryType {t} is not a memory type"))),
+        t => {
+            return Err(invalid(format!(
+                "{what}MemoryType {t} is not a memory type"
+            )))
+        }
     };
     if base == 0 {
         return Err(invalid(format!("{what}: the pointer is NULL")));
@@ -268,7 +272,14 @@ unsafe fn scatter(s: &'static Stream, dst: &Side, data: &[u8], sh: Shape) -> R {
             // One staged transfer into a temporary buffer, then GPU row copies; libtegragpu
             // keeps the buffer's memory until the queue has passed the copies.
             let tmp = s.ctx.core.alloc(data.len() as u64, MemFlags::default())?;
-            write_owned(s, tmp.gpu_va(), None, data.as_ptr(), data.len() as u64, false)?;
+            write_owned(
+                s,
+                tmp.gpu_va(),
+                None,
+                data.as_ptr(),
+                data.len() as u64,
+                false,
+            )?;
             gpu_rows(s, (dst.start, dst), (tmp.gpu_va(), &p), sh)
         }
     }
@@ -282,7 +293,8 @@ unsafe fn copy_block(s: &'static Stream, dst: Side, src: Side, sh: Shape, sync: 
     match (gpu_start(s, &dst), gpu_start(s, &src)) {
         (Some(d), Some(sv)) => gpu_rows(s, (d, &dst), (sv, &src), sh)?,
         _ => {
-            let both_host = !matches!(dst.mem, Mem::Device(_)) && !matches!(src.mem, Mem::Device(_));
+            let both_host =
+                !matches!(dst.mem, Mem::Device(_)) && !matches!(src.mem, Mem::Device(_));
             if both_host {
                 drain(s)?;
             }

@@ -266,10 +266,19 @@ pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
         if flags != 0 {
             return Err(invalid(format!("flags {flags:#x}: must be 0")));
         }
-        let (a, off) = find_host(p as usize)
-            .ok_or_else(|| invalid(format!("{p:?} is not pinned host memory of this library")))?;
-        *o = a.buf.gpu_va() + off;
-        Ok(())
+        if let Some((a, off)) = find_host(p as usize) {
+            *o = a.buf.gpu_va() + off;
+            return Ok(());
+        }
+        if crate::hostreg::find_registered(p as usize).is_some() {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                crate::hostreg::NO_DEVICE_ADDRESS,
+            ));
+        }
+        Err(invalid(format!(
+            "{p:?} is not pinned host memory of this library"
+        )))
     })
 }
 
@@ -277,10 +286,19 @@ pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
 pub unsafe extern "C" fn cuMemHostGetFlags(pflags: *mut u32, p: *mut c_void) -> CUresult {
     guard("cuMemHostGetFlags", || {
         let o = out(pflags, "pFlags")?;
-        let (a, _) = find_host(p as usize)
-            .ok_or_else(|| invalid(format!("{p:?} is not pinned host memory of this library")))?;
-        *o = a.host_flags | CU_MEMHOSTALLOC_DEVICEMAP;
-        Ok(())
+        if let Some((a, _)) = find_host(p as usize) {
+            *o = a.host_flags | CU_MEMHOSTALLOC_DEVICEMAP;
+            return Ok(());
+        }
+        match crate::hostreg::find_registered(p as usize) {
+            Some(r) => {
+                *o = r.flags;
+                Ok(())
+            }
+            None => Err(invalid(format!(
+                "{p:?} is not pinned or registered host memory of this library"
+            ))),
+        }
     })
 }
 
@@ -318,6 +336,9 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: i32, ptr: CUdeviceptr) -> R
     crate::device::check_init()?;
     let (a, off) = match find_va(ptr).or_else(|| find_host(ptr as usize)) {
         Some(x) => x,
+        None if crate::hostreg::find_registered(ptr as usize).is_some() => {
+            return registered_attribute(data, attr, ptr)
+        }
         None => {
             return Err(invalid(format!(
                 "{ptr:#x} is not memory allocated or registered by this library"
@@ -357,6 +378,34 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: i32, ptr: CUdeviceptr) -> R
             return Err(fail(
                 CUDA_ERROR_NOT_SUPPORTED,
                 format!("pointer attribute {attr} is not supported"),
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// A pointer attribute of registered host memory (which has no device address).
+unsafe fn registered_attribute(data: *mut c_void, attr: i32, ptr: CUdeviceptr) -> R {
+    let r = crate::hostreg::find_registered(ptr as usize).expect("registered");
+    match attr {
+        1 => *(data as *mut *mut c_void) = r.ctx.handle(),
+        2 => *(data as *mut u32) = CU_MEMORYTYPE_HOST,
+        3 => {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                crate::hostreg::NO_DEVICE_ADDRESS,
+            ))
+        }
+        4 => *(data as *mut usize) = ptr as usize,
+        6 => *(data as *mut u32) = 1,
+        8 | 10 | 13 => *(data as *mut u32) = 0,
+        9 => *(data as *mut i32) = r.ctx.dev.ordinal,
+        11 => *(data as *mut u64) = r.start as u64,
+        12 => *(data as *mut usize) = r.len,
+        _ => {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!("pointer attribute {attr} of registered host memory is not supported"),
             ))
         }
     }

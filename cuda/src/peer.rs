@@ -13,8 +13,8 @@
 use crate::context::{ctx_ref, current, Context};
 use crate::device::{dev, out};
 use crate::error::{fail, guard, invalid, Fail, R};
-use crate::transfer::copy_d2d_between;
 use crate::stream::stream_of;
+use crate::transfer::copy_d2d_between;
 use crate::types::*;
 use std::ffi::c_void;
 use tegragpu::Status;

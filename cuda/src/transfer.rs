@@ -35,7 +35,10 @@ pub(crate) fn reaches(s: &Stream, owner: Option<&'static Context>) -> bool {
 /// reaches that memory; else the legacy stream of the memory's context, after `s`'s earlier
 /// work is complete (the second value: the caller waits for that stream before returning, so
 /// `s`'s later work sees the transfer).
-pub(crate) fn reaching(s: &'static Stream, owner: Option<&'static Context>) -> R<(&'static Stream, bool)> {
+pub(crate) fn reaching(
+    s: &'static Stream,
+    owner: Option<&'static Context>,
+) -> R<(&'static Stream, bool)> {
     match owner {
         Some(c) if !reaches(s, Some(c)) => {
             s.synchronize()?;
@@ -432,4 +435,3 @@ pub unsafe extern "C" fn cuMemcpyAsync_ptsz(
         memcpy_any(dst, src, n as u64, stream_of(h, true)?, false)
     })
 }
-

@@ -204,7 +204,10 @@ fn pitched_2d_copies_between_every_kind_of_memory() {
         ..dd
     };
     assert_eq!(copy2d(&arr), 801);
-    let narrow = Memcpy2D { src_pitch: 200, ..dd };
+    let narrow = Memcpy2D {
+        src_pitch: 200,
+        ..dd
+    };
     assert_eq!(copy2d(&narrow), 1);
     let past = Memcpy2D { height: 100, ..dd };
     assert_eq!(copy2d(&past), 1);
@@ -295,7 +298,10 @@ fn pitched_3d_copies() {
         height: h,
         depth,
     };
-    check(cu!(cuMemcpy3D_v2(&p): *const Memcpy3D), "3D device to device");
+    check(
+        cu!(cuMemcpy3D_v2(&p): *const Memcpy3D),
+        "3D device to device",
+    );
     assert_eq!(dtoh::<u8>(d_dst, dst_len), want, "3D device to device");
     // Device → pageable host, asynchronously on the legacy stream, then host → device.
     let mut host = init.clone();

@@ -215,3 +215,78 @@ fn memory_info_is_libtegragpus() {
     assert_eq!(total, mem);
     assert!(free > 0 && free <= total, "{free} {total}");
 }
+
+/// Registered host memory: recorded, copies to and from it work (through staging), and what
+/// needs a device address of it is refused by name.
+#[test]
+fn registered_host_memory() {
+    setup();
+    let n = 5000usize;
+    let mut host: Vec<u32> = (0..n as u32).map(|i| i * 3 + 1).collect();
+    let p = host.as_mut_ptr() as *mut c_void;
+    check(
+        cu!(cuMemHostRegister_v2(p, n * 4, 1): *mut c_void, usize, u32),
+        "register",
+    );
+    let mut flags = 0u32;
+    check(
+        cu!(cuMemHostGetFlags(&mut flags, p): *mut u32, *mut c_void),
+        "flags",
+    );
+    assert_eq!(flags, 1);
+    // Overlapping ranges, and a range inside it, are refused.
+    assert_eq!(
+        cu!(cuMemHostRegister_v2((p as *mut u8).wrapping_add(8) as *mut c_void, 16, 0): *mut c_void, usize, u32),
+        712
+    );
+    // Copies through it, on a stream.
+    let d = alloc(n * 4);
+    let mut s = null_mut();
+    check(
+        cu!(cuStreamCreate(&mut s, 0): *mut *mut c_void, u32),
+        "stream",
+    );
+    check(
+        cu!(cuMemcpyHtoDAsync_v2(d, p, n * 4, s): u64, *const c_void, usize, *mut c_void),
+        "HtoDAsync from registered memory",
+    );
+    check(
+        cu!(cuMemsetD32Async(d, 9, 10, s): u64, u32, usize, *mut c_void),
+        "memset",
+    );
+    check(
+        cu!(cuMemcpyDtoHAsync_v2(p, d, n * 4, s): *mut c_void, u64, usize, *mut c_void),
+        "DtoHAsync into registered memory",
+    );
+    check(cu!(cuStreamSynchronize(s): *mut c_void), "sync");
+    assert!(host[..10].iter().all(|&x| x == 9));
+    assert!(host[10..]
+        .iter()
+        .enumerate()
+        .all(|(i, &x)| x == (i as u32 + 10) * 3 + 1));
+    // No device address: refused with the reason.
+    let mut dp = 0u64;
+    assert_eq!(
+        cu!(cuMemHostGetDevicePointer_v2(&mut dp, p, 0): *mut u64, *mut c_void, u32),
+        801
+    );
+    let mut t = 0u32;
+    check(
+        cu!(cuPointerGetAttribute(ptr(&mut t), 2, p as u64 + 40): *mut c_void, i32, u64),
+        "memory type",
+    );
+    assert_eq!(t, 1, "host memory");
+    let mut other = vec![0u8; 64];
+    assert_eq!(
+        cu!(cuMemHostRegister_v2(other.as_mut_ptr() as *mut c_void, 64, 2): *mut c_void, usize, u32),
+        801,
+        "DEVICEMAP"
+    );
+    check(cu!(cuMemHostUnregister(p): *mut c_void), "unregister");
+    assert_eq!(cu!(cuMemHostUnregister(p): *mut c_void), 713);
+    assert_eq!(
+        cu!(cuMemHostRegister_v2(null_mut(), 64, 0): *mut c_void, usize, u32),
+        1
+    );
+    check(cu!(cuStreamDestroy_v2(s): *mut c_void), "destroy");
+}
