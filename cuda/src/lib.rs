@@ -13,6 +13,7 @@ mod error;
 mod extras;
 mod graph;
 mod hostreg;
+mod library;
 mod memcpy2d;
 mod memory;
 mod module;

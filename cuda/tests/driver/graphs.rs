@@ -6,20 +6,20 @@ use std::ptr::null_mut;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct KernelNodeParams {
-    func: *mut c_void,
-    grid: [u32; 3],
-    block: [u32; 3],
-    shared: u32,
-    params: *mut *mut c_void,
-    extra: *mut *mut c_void,
+pub(crate) struct KernelNodeParams {
+    pub(crate) func: *mut c_void,
+    pub(crate) grid: [u32; 3],
+    pub(crate) block: [u32; 3],
+    pub(crate) shared: u32,
+    pub(crate) params: *mut *mut c_void,
+    pub(crate) extra: *mut *mut c_void,
 }
 
 #[repr(C)]
-struct KernelNodeParamsV2 {
-    v1: KernelNodeParams,
-    kern: *mut c_void,
-    ctx: *mut c_void,
+pub(crate) struct KernelNodeParamsV2 {
+    pub(crate) v1: KernelNodeParams,
+    pub(crate) kern: *mut c_void,
+    pub(crate) ctx: *mut c_void,
 }
 
 #[repr(C)]

@@ -15,6 +15,7 @@ mod devices;
 mod exports;
 mod extras;
 mod graphs;
+mod library;
 mod memcpy2d;
 mod memory;
 mod modules;
