@@ -14,6 +14,7 @@ mod extras;
 mod graph;
 mod hostreg;
 mod library;
+mod link;
 mod memcpy2d;
 mod memory;
 mod module;

@@ -198,3 +198,14 @@ pub(crate) fn launch(
 pub(crate) fn ptr<T>(v: &mut T) -> *mut c_void {
     v as *mut T as *mut c_void
 }
+
+/// The device the library shows first is the emulated Orin (which runs only the kernels it
+/// has reference implementations of).
+pub(crate) fn emulated() -> bool {
+    let named = tegragpu::core::device_from_env().ok().flatten().is_some();
+    let list = tegragpu::core::list_devices().unwrap_or_default();
+    match list.first() {
+        Some(l) => l.emulated,
+        None => !named,
+    }
+}

@@ -16,6 +16,7 @@ mod exports;
 mod extras;
 mod graphs;
 mod library;
+mod link;
 mod memcpy2d;
 mod memory;
 mod modules;
