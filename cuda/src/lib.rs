@@ -21,6 +21,7 @@ mod module;
 mod peer;
 mod procaddr;
 mod stream;
+mod texture;
 mod transfer;
 mod types;
 

@@ -22,3 +22,4 @@ mod memory;
 mod modules;
 mod peer;
 mod streams;
+mod texture;
