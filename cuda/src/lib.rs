@@ -7,6 +7,7 @@
 #![allow(non_snake_case, non_upper_case_globals, clippy::missing_safety_doc)]
 
 mod attributes;
+mod capture;
 mod context;
 mod device;
 mod error;

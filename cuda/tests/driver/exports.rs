@@ -63,18 +63,108 @@ fn soname(file: &object::File<'_>) -> Option<String> {
         .map(|s| String::from_utf8_lossy(s).into_owned())
 }
 
+/// The families this library refuses, one or two names each: virtual memory management,
+/// memory pools and stream-ordered allocation, IPC, managed memory, graphics interop, stream
+/// capture, the CUDA runtime's private interface.
+const REFUSED: [&str; 14] = [
+    "cuMemCreate",
+    "cuMemAddressReserve",
+    "cuMemMap",
+    "cuMemPoolCreate",
+    "cuMemAllocAsync",
+    "cuMemAllocFromPoolAsync",
+    "cuIpcGetMemHandle",
+    "cuIpcOpenMemHandle_v2",
+    "cuIpcGetEventHandle",
+    "cuMemAllocManaged",
+    "cuGraphicsMapResources",
+    "cuGraphicsUnregisterResource",
+    "cuStreamBeginCapture_v2",
+    "cuGetExportTable",
+];
+
+const CHILD_ENV: &str = "TEGRAGPU_CUDA_TEST_REFUSED_CHILD";
+
+/// Each refused function answers `CUDA_ERROR_NOT_SUPPORTED` every time and logs its name once
+/// (warn level): checked in a child process with `TEGRAGPU_LOG=warn`, which calls each twice.
 #[test]
-fn unimplemented_exports_answer_not_supported() {
+fn refused_families_answer_not_supported_and_log_their_name_once() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        check(cu!(cuInit(0): u32), "cuInit");
+        for name in REFUSED {
+            for _ in 0..2 {
+                let g: unsafe extern "C" fn() -> CUresult = f(name);
+                assert_eq!(unsafe { g() }, 801, "{name}");
+            }
+        }
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "exports::refused_families_answer_not_supported_and_log_their_name_once",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, "1")
+        .env("TEGRAGPU_LOG", "warn")
+        .env("TEGRAGPU_CUDA_LIB", lib_path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed: {err}");
+    for name in REFUSED {
+        let line = format!("{name} is not implemented by this libcuda: CUDA_ERROR_NOT_SUPPORTED");
+        assert_eq!(
+            err.matches(&line).count(),
+            1,
+            "{name}: logged once; the child's log:\n{err}"
+        );
+    }
+    // And in this process too (whatever logged them before).
     check(cu!(cuInit(0): u32), "cuInit");
-    for name in [
-        "cuMemPoolCreate",
-        "cuIpcGetMemHandle",
-        "cuMemCreate",
-        "cuGraphicsUnregisterResource",
-    ] {
+    for name in REFUSED {
         let g: unsafe extern "C" fn() -> CUresult = f(name);
         assert_eq!(unsafe { g() }, 801, "{name}");
     }
+}
+
+/// No stream is ever capturing: the capture queries say so; the thread's capture mode is kept.
+#[test]
+fn stream_capture_queries_answer_none() {
+    setup();
+    let mut st = 9u32;
+    check(
+        cu!(cuStreamIsCapturing(std::ptr::null_mut(), &mut st): *mut std::ffi::c_void, *mut u32),
+        "is capturing",
+    );
+    assert_eq!(st, 0);
+    let (mut id, mut n) = (7u64, 5usize);
+    let mut g: *mut std::ffi::c_void = std::ptr::without_provenance_mut(8);
+    let mut deps: *const std::ffi::c_void = std::ptr::without_provenance(8);
+    st = 9;
+    check(
+        cu!(cuStreamGetCaptureInfo_v2(std::ptr::null_mut(), &mut st, &mut id, &mut g, &mut deps, &mut n): *mut std::ffi::c_void, *mut u32, *mut u64, *mut *mut std::ffi::c_void, *mut *const std::ffi::c_void, *mut usize),
+        "capture info",
+    );
+    assert_eq!(
+        (st, id, g.is_null(), deps.is_null(), n),
+        (0, 0, true, true, 0)
+    );
+    let mut mode = 2u32;
+    check(
+        cu!(cuThreadExchangeStreamCaptureMode(&mut mode): *mut u32),
+        "exchange",
+    );
+    assert_eq!(mode, 0);
+    check(
+        cu!(cuThreadExchangeStreamCaptureMode(&mut mode): *mut u32),
+        "exchange back",
+    );
+    assert_eq!(mode, 2);
+    assert_eq!(
+        cu!(cuStreamBeginCapture_v2(std::ptr::null_mut(), 0): *mut std::ffi::c_void, u32),
+        801
+    );
 }
 
 #[test]
