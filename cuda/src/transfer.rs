@@ -83,6 +83,9 @@ pub(crate) unsafe fn write_owned(
     if src.is_null() {
         return Err(invalid("srcHost is NULL"));
     }
+    if dst == 0 {
+        return Err(invalid("dstDevice is NULL"));
+    }
     let (q, detour) = reaching(s, dst_owner)?;
     if let Some(sva) = pinned_va(q, src as usize, n) {
         q.record(|qq| qq.copy_va(dst, sva, n))?;
@@ -121,6 +124,9 @@ pub(crate) unsafe fn read_owned(
     if dst.is_null() {
         return Err(invalid("dstHost is NULL"));
     }
+    if src == 0 {
+        return Err(invalid("srcDevice is NULL"));
+    }
     let (q, detour) = reaching(s, src_owner)?;
     if let Some(dva) = pinned_va(q, dst as usize, n) {
         q.record(|qq| qq.copy_va(dva, src, n))?;
@@ -154,6 +160,11 @@ pub fn copy_d2d_between(
     if n == 0 {
         return Ok(());
     }
+    if dst == 0 || src == 0 {
+        return Err(invalid(format!(
+            "dstDevice {dst:#x}, srcDevice {src:#x}: NULL"
+        )));
+    }
     let d = owner(&check_range("dstDevice", dst, n)?).unwrap_or(dst_ctx);
     let sr = owner(&check_range("srcDevice", src, n)?).unwrap_or(src_ctx);
     let overlap = dst < src + n && src < dst + n;
@@ -179,6 +190,9 @@ pub fn fill(s: &'static Stream, dst: u64, value: u32, elem: u32, count: u64, syn
         .ok_or_else(|| invalid(format!("{count} elements of {elem} bytes overflow")))?;
     if n == 0 {
         return Ok(());
+    }
+    if dst == 0 {
+        return Err(invalid("dstDevice is NULL"));
     }
     if dst % elem as u64 != 0 {
         return Err(invalid(format!(

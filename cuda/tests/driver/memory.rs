@@ -78,6 +78,18 @@ fn memory_copies_and_memsets() {
         cu!(cuMemcpyHtoD_v2(d, big.as_mut_ptr() as *const c_void, n * 4 + 1): u64, *const c_void, usize),
         1
     );
+    // NULL device pointers are refused (not copied to, which would fault the device).
+    assert_eq!(
+        cu!(cuMemcpyHtoD_v2(0, big.as_ptr() as *const c_void, 16): u64, *const c_void, usize),
+        1
+    );
+    assert_eq!(
+        cu!(cuMemcpyDtoH_v2(big.as_mut_ptr() as *mut c_void, 0, 16): *mut c_void, u64, usize),
+        1
+    );
+    assert_eq!(cu!(cuMemcpyDtoD_v2(d, 0, 16): u64, u64, usize), 1);
+    assert_eq!(cu!(cuMemsetD8_v2(0, 1, 16): u64, u8, usize), 1);
+    assert_eq!(dtoh::<u32>(d, 3), vec![7, 8, 9], "the device still works");
     assert_eq!(cu!(cuMemFree_v2(d + 4): u64), 1);
     check(cu!(cuMemFree_v2(d): u64), "free");
     assert_eq!(cu!(cuMemFree_v2(d): u64), 1, "double free");
