@@ -94,6 +94,18 @@ fn main() {
     map.push_str("  local:\n    *;\n};\n");
     let map_path = out.join("libcuda.map");
     std::fs::write(&map_path, map).unwrap();
+    // The integration tests export the allocator's entry points they define (tests/cuda_hot_path.rs
+    // counts the allocations the library makes through them).
+    let list = out.join("test-exports.list");
+    std::fs::write(
+        &list,
+        "{\n  malloc;\n  calloc;\n  realloc;\n  free;\n  posix_memalign;\n  aligned_alloc;\n  memalign;\n};\n",
+    )
+    .unwrap();
+    println!(
+        "cargo:rustc-link-arg-tests=-Wl,--dynamic-list={}",
+        list.display()
+    );
     println!("cargo:rustc-link-arg-cdylib=-Wl,-soname,libcuda.so.1");
     println!("cargo:rustc-link-arg-cdylib=-Wl,--exclude-libs,ALL");
     println!(

@@ -6,7 +6,8 @@
 #      not share a process), each printing one `key value` line per observation (result codes,
 #      device facts, every attribute, hashes of copy, memset, launch and graph results); the
 #      outputs are compared line by line: `N compared, N equal, N differ` and every difference;
-#   2. the Rust tests of the driver API (cuda/tests/driver.rs, .device/tests/driver) on this GPU;
+#   2. the Rust tests of the driver API (cuda/tests/driver/, .device/tests/driver) and the
+#      launch hot-path test (cuda/tests/cuda_hot_path.rs) on this GPU;
 #   3. with CF_TINYGRAD=1 and tinygrad carried in .device/tinygrad: tinygrad's test_ops and
 #      test_jit with DEV=CUDA through our libcuda (scripts/tinygrad-device-run.sh with TG_DEVS=CUDA
 #      and our library first on the library path); CF_TINYGRAD_BASELINE=1 also runs them on
@@ -17,6 +18,7 @@
 #
 # Output ($OUT, default build/cuda-facade-run): difftest.nvidia.txt, difftest.ours.txt,
 # difftest.diff.txt (the summary line, then `key: nvidia | ours` per difference), driver.txt,
+# cuda_hot_path.txt,
 # tinygrad-ours/ and tinygrad-nvidia/ (with CF_TINYGRAD). Exit status 0 when every step ran and the
 # Rust tests passed (differences are reported, not fatal: the summary says how many).
 set -uo pipefail
@@ -103,6 +105,14 @@ if [ -x "$D/tests/driver" ]; then
   [ $r = 0 ] || { echo "FAIL: driver tests (exit $r)"; grep -E "panicked|FAILED" "$OUT/driver.txt" | head -20; rc=1; }
 else
   echo "no $D/tests/driver (scripts/device-build.sh copies it)"
+fi
+# cuLaunchKernel through the library makes no system call and no heap allocation (on this GPU).
+if [ -x "$D/tests/cuda_hot_path" ]; then
+  (unset TEGRAGPU_DEVICE; TEGRAGPU_CUDA_LIB="$OURS" TEGRAGPU_REPO_ROOT="$ROOT" \
+    timeout -k 5 120 "$D/tests/cuda_hot_path" --test-threads=1) >"$OUT/cuda_hot_path.txt" 2>&1
+  r=$?
+  tail -n 3 "$OUT/cuda_hot_path.txt"
+  [ $r = 0 ] || { echo "FAIL: cuda_hot_path (exit $r)"; grep -E "panicked|FAILED" "$OUT/cuda_hot_path.txt" | head; rc=1; }
 fi
 
 # --------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ for l in sys.stdin:
     if m.get("reason")=="compiler-artifact" and m.get("profile",{}).get("test") and m.get("executable"):
         print(m["target"]["name"], m["executable"])' > "$out/tests.txt"
 while read -r name exe; do cp "$exe" "$out/tests/$name"; strip "$out/tests/$name"; done < "$out/tests.txt"
-cp target/release/tegragpu-info target/release/tegragpu-bench "$out/bin/"
+cp target/release/tegragpu-info target/release/tegragpu-bench target/release/tegragpu-cuda "$out/bin/"
 for p in latency_probe copy_probe doorbell_probe wc_probe tail_probe rmperf_probe tegragpu-rmprobe; do
   cp "$probes/$p" "$out/bin/"
 done

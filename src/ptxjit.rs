@@ -602,3 +602,198 @@ fn compile_nvjitlink(
     }
     Ok(out)
 }
+
+/// What one input of [`link`] is (nvJitLink's input kinds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkInput {
+    Cubin,
+    Ptx,
+    /// NVVM LTO-IR.
+    LtoIr,
+    Fatbin,
+    /// A relocatable host object holding device code.
+    Object,
+    /// A static library of such objects.
+    Library,
+}
+
+impl LinkInput {
+    /// `nvJitLinkInputType`.
+    fn nvjitlink(self) -> c_int {
+        match self {
+            LinkInput::Cubin => 1,
+            LinkInput::Ptx => 2,
+            LinkInput::LtoIr => 3,
+            LinkInput::Fatbin => 4,
+            LinkInput::Object => 5,
+            LinkInput::Library => 6,
+        }
+    }
+}
+
+static JITLINK: OnceLock<Arc<Loaded>> = OnceLock::new();
+
+/// nvJitLink: the PTX compiler library when that is nvJitLink, else `$TEGRAGPU_PTXJIT` when it
+/// names nvJitLink, else `libnvJitLink.so.13` / `.so.12` searched as for [`compile_ptx`].
+fn load_jitlink() -> Result<Arc<Loaded>> {
+    if let Some(l) = JITLINK.get() {
+        return Ok(l.clone());
+    }
+    if let Ok(l) = load() {
+        if matches!(l.api, Api::JitLink(_)) {
+            return Ok(JITLINK.get_or_init(|| l).clone());
+        }
+    }
+    crate::os::fork::register(&FORK_LOCK);
+    let _guard = SEARCH.lock();
+    if let Some(l) = JITLINK.get() {
+        return Ok(l.clone());
+    }
+    let jitlink_only = |p: &Path| -> std::result::Result<Loaded, String> {
+        let l = open(p)?;
+        match l.api {
+            Api::JitLink(_) => Ok(l),
+            Api::PtxCompiler(_) => Err("a PTX compiler, not nvJitLink".into()),
+        }
+    };
+    let env = std::env::var_os(ENV_PTXJIT)
+        .filter(|v| !v.is_empty())
+        .and_then(|p| jitlink_only(Path::new(&p)).ok());
+    let found = match env {
+        Some(l) => l,
+        None => libsearch::Search::current(&LIBS[1..])
+            .first(jitlink_only)
+            .map_err(|e| {
+                Error::new(
+                    Status::LibraryMissing,
+                    format!(
+                        "no nvJitLink library found to link with: install it (pip install nvidia-nvjitlink-cu12) or set {ENV_PTXJIT} to libnvJitLink.so. {}",
+                        e.describe()
+                    ),
+                )
+            })?,
+    };
+    Ok(JITLINK.get_or_init(|| Arc::new(found)).clone())
+}
+
+/// Link `inputs` (kind, bytes, name for the log) into one cubin for SM `sm` with nvJitLink
+/// (`-arch=sm_XY`, then `options`, nvJitLink's syntax). PTX inputs need not end with a NUL.
+///
+/// Errors: [`Status::LibraryMissing`] when nvJitLink is not found (the driver's PTX compiler
+/// cannot link); [`Status::CompileError`] with nvJitLink's log when an input is refused or the
+/// link fails; [`Status::InvalidArgument`] for an invalid SM, no inputs or NUL bytes in names
+/// and options.
+pub fn link(
+    inputs: &[(LinkInput, &[u8], &str)],
+    sm: (u32, u32),
+    options: &[&str],
+) -> Result<Vec<u8>> {
+    if sm.1 > 9 || sm.0 == 0 || sm.0 > 99 {
+        return Err(Error::invalid(format!(
+            "link: SM version ({}, {}) is not valid",
+            sm.0, sm.1
+        )));
+    }
+    if inputs.is_empty() {
+        return Err(Error::invalid("link: no inputs"));
+    }
+    let l = load_jitlink()?;
+    let Api::JitLink(a) = &l.api else {
+        unreachable!("load_jitlink returns nvJitLink");
+    };
+    let nul = |what: &str| Error::invalid(format!("link: {what} contains a NUL byte"));
+    let mut opts =
+        vec![CString::new(format!("-arch=sm_{}{}", sm.0, sm.1))
+            .map_err(|_| nul("the architecture"))?];
+    for o in options {
+        opts.push(CString::new(*o).map_err(|_| nul(&format!("option {o:?}")))?);
+    }
+    let ptrs: Vec<*const c_char> = opts.iter().map(|c| c.as_ptr()).collect();
+    let shown = opts
+        .iter()
+        .map(|c| c.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    struct Guard<'a>(&'a JitLinkApi, Handle);
+    impl Drop for Guard<'_> {
+        fn drop(&mut self) {
+            // SAFETY: the handle came from nvJitLinkCreate and is destroyed once.
+            unsafe { (self.0.destroy)(&mut self.1) };
+        }
+    }
+    let error_log = |h: Handle| -> String {
+        let mut size = 0usize;
+        // SAFETY: valid handle and out-pointer.
+        if unsafe { (a.error_log_size)(h, &mut size) } != 0 || size == 0 {
+            return String::new();
+        }
+        let mut buf = vec![0u8; size + 1];
+        // SAFETY: the buffer holds `size` bytes plus one.
+        if unsafe { (a.error_log)(h, buf.as_mut_ptr().cast()) } != 0 {
+            return String::new();
+        }
+        log_text(buf)
+    };
+    let err = |call: &str, r: c_int, log: &str| {
+        failed(
+            &l.path,
+            call,
+            &shown,
+            &format!("{} ({r})", nvjitlink_result(r)),
+            log,
+        )
+    };
+    let mut h: Handle = std::ptr::null_mut();
+    // SAFETY: valid out-pointer; `ptrs` holds NUL-terminated strings.
+    let r = unsafe { (a.create)(&mut h, ptrs.len() as u32, ptrs.as_ptr()) };
+    if r != 0 {
+        return Err(err("nvJitLinkCreate", r, ""));
+    }
+    let g = Guard(a, h);
+    for (kind, bytes, name) in inputs {
+        let cname = CString::new(*name).map_err(|_| nul("an input name"))?;
+        // PTX is text: nvJitLink reads it up to its size, with a NUL at the end.
+        let owned;
+        let data: &[u8] = if *kind == LinkInput::Ptx && bytes.last() != Some(&0) {
+            owned = [*bytes, &[0u8][..]].concat();
+            &owned
+        } else {
+            bytes
+        };
+        // SAFETY: valid handle; `data` is readable for its length.
+        let r = unsafe {
+            (a.add_data)(
+                g.1,
+                kind.nvjitlink(),
+                data.as_ptr().cast(),
+                data.len(),
+                cname.as_ptr(),
+            )
+        };
+        if r != 0 {
+            return Err(err(
+                &format!("nvJitLinkAddData({name})"),
+                r,
+                &error_log(g.1),
+            ));
+        }
+    }
+    // SAFETY: valid handle.
+    let r = unsafe { (a.complete)(g.1) };
+    if r != 0 {
+        return Err(err("nvJitLinkComplete", r, &error_log(g.1)));
+    }
+    let mut size = 0usize;
+    // SAFETY: valid handle and out-pointer.
+    let r = unsafe { (a.cubin_size)(g.1, &mut size) };
+    if r != 0 || size == 0 {
+        return Err(err("nvJitLinkGetLinkedCubinSize", r, "no output"));
+    }
+    let mut out = vec![0u8; size];
+    // SAFETY: the buffer holds `size` bytes.
+    let r = unsafe { (a.cubin)(g.1, out.as_mut_ptr().cast()) };
+    if r != 0 {
+        return Err(err("nvJitLinkGetLinkedCubin", r, ""));
+    }
+    Ok(out)
+}

@@ -161,6 +161,57 @@ fn occupancy_follows_registers_warps_and_shared_memory() {
     assert_eq!(e.status, Status::InvalidArgument);
 }
 
+/// A preferred carveout configures less shared memory per SM than the largest: CUDA's
+/// occupancy counts with that configuration (each block takes at least the 1 KiB reserve), so
+/// "prefer L1" (0 %) on an sm_90 SM gives the smallest configuration holding one block, 8 KiB,
+/// and 8 blocks of a kernel without shared memory (NVIDIA's libcuda on the H100).
+#[test]
+fn occupancy_follows_the_preferred_carveout() {
+    use tegragpu::core::carveout_shared_per_sm;
+    let sm90 = [0, 8, 16, 32, 64, 100, 132, 164, 196, 228];
+    assert_eq!(carveout_shared_per_sm(&sm90, None, 1024), 228 * 1024);
+    assert_eq!(carveout_shared_per_sm(&sm90, Some(0), 1024), 8 * 1024);
+    assert_eq!(carveout_shared_per_sm(&sm90, Some(0), 9 * 1024), 16 * 1024);
+    // 50 % of 228 KiB is 114 KiB: the next configuration is 132 KiB.
+    assert_eq!(carveout_shared_per_sm(&sm90, Some(50), 1024), 132 * 1024);
+    assert_eq!(carveout_shared_per_sm(&sm90, Some(100), 1024), 228 * 1024);
+    // More than the largest configuration: the largest (the block does not fit at all).
+    assert_eq!(
+        carveout_shared_per_sm(&sm90, Some(0), 300 * 1024),
+        228 * 1024
+    );
+
+    let dev = common::device();
+    let m = common::fixtures(&dev);
+    let k = m.kernel("vector_add").unwrap();
+    let default = k.max_active_blocks(32, 0).unwrap();
+    assert_eq!(
+        k.max_active_blocks_with_carveout(32, 0, None).unwrap(),
+        default
+    );
+    // 0 %: the 8 KiB configuration, 1 KiB per block.
+    assert_eq!(
+        k.max_active_blocks_with_carveout(32, 0, Some(0)).unwrap(),
+        default.min(8)
+    );
+    // 4 KiB of dynamic shared memory + the reserve: 5 KiB per block; 8 % of the largest
+    // configuration rounds up to 16 KiB, which holds 3.
+    let per_block = 5 * 1024;
+    let largest = *dev.arch().smem_carveouts_kib.last().unwrap() * 1024;
+    let want = carveout_shared_per_sm(dev.arch().smem_carveouts_kib, Some(8), per_block);
+    assert_eq!(want, 16 * 1024, "8 % of {largest}");
+    assert_eq!(
+        k.max_active_blocks_with_carveout(32, 4096, Some(8))
+            .unwrap(),
+        3
+    );
+    assert!(k.max_active_blocks(32, 4096).unwrap() > 3);
+    let e = k
+        .max_active_blocks_with_carveout(32, 0, Some(101))
+        .unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument, "{e}");
+}
+
 #[test]
 fn cooperative_grids_larger_than_the_gpu_are_refused() {
     let dev = common::device();

@@ -1,8 +1,76 @@
-//! `cuDeviceGetAttribute`: every `CUdevice_attribute` (1..=147), from what libtegragpu knows of
-//! the device (SM count and version, memory, backend) and the facts of its architecture and
-//! product.
+//! `cuDeviceGetAttribute`: every `CUdevice_attribute` (1..=147). An attribute libtegragpu's
+//! `Device::attribute` knows answers with its value (what the driver reports, the products and
+//! architectures it knows, the library's own limits); the others, and those it does not know for
+//! the device, come from the facts of the device's architecture and product below. Features this
+//! library refuses (managed memory, virtual memory management, memory pools, IPC, DMA-BUF
+//! export) read 0.
 
-use tegragpu::core;
+use tegragpu::core::{self, DeviceAttribute as A};
+
+/// The libtegragpu attribute that is CUDA's attribute `attrib`, where there is one.
+fn core_attribute(attrib: i32) -> Option<A> {
+    Some(match attrib {
+        1 => A::MaxThreadsPerBlock,
+        2 => A::MaxBlockDimX,
+        3 => A::MaxBlockDimY,
+        4 => A::MaxBlockDimZ,
+        5 => A::MaxGridDimX,
+        6 => A::MaxGridDimY,
+        7 => A::MaxGridDimZ,
+        8 => A::MaxSharedMemoryPerBlock,
+        9 => A::TotalConstantMemory,
+        10 => A::WarpSize,
+        11 => A::MaxPitch,
+        12 => A::MaxRegistersPerBlock,
+        13 => A::ClockRateKhz,
+        14 => A::TextureAlignment,
+        16 => A::SmCount,
+        17 => A::KernelExecTimeout,
+        18 => A::Integrated,
+        19 => A::CanMapHostMemory,
+        20 => A::ComputeMode,
+        31 => A::ConcurrentKernels,
+        32 => A::EccEnabled,
+        33 => A::PciBusId,
+        34 => A::PciDeviceId,
+        36 => A::MemoryClockRateKhz,
+        37 => A::MemoryBusWidthBits,
+        38 => A::L2CacheBytes,
+        39 => A::MaxThreadsPerSm,
+        40 => A::AsyncEngineCount,
+        50 => A::PciDomainId,
+        51 => A::TexturePitchAlignment,
+        69 => A::MaxTexture1dLinearWidth,
+        70 => A::MaxTexture2dLinearWidth,
+        71 => A::MaxTexture2dLinearHeight,
+        72 => A::MaxTexture2dLinearPitch,
+        75 => A::ComputeCapabilityMajor,
+        76 => A::ComputeCapabilityMinor,
+        79 => A::GlobalL1CacheSupported,
+        80 => A::LocalL1CacheSupported,
+        81 => A::MaxSharedMemoryPerSm,
+        82 => A::MaxRegistersPerSm,
+        95 => A::CooperativeLaunch,
+        97 => A::MaxSharedMemoryPerBlockOptin,
+        106 => A::MaxBlocksPerSm,
+        111 => A::ReservedSharedMemoryPerBlock,
+        120 => A::ClusterLaunch,
+        139 => A::PciVendorDeviceId,
+        140 => A::PciSubsystemId,
+        _ => return None,
+    })
+}
+
+/// The value of attribute `attrib` on `d`; None where `attrib` is not an attribute.
+pub fn attribute(d: &core::Device, attrib: i32) -> Option<i32> {
+    let fallback = table(d, attrib)?;
+    if let Some(a) = core_attribute(attrib) {
+        if let Ok(v) = d.attribute(a) {
+            return Some(v.clamp(i32::MIN as i64, i32::MAX as i64) as i32);
+        }
+    }
+    Some(fallback)
+}
 
 /// Per-architecture facts (by SM version).
 struct Arch {
@@ -92,9 +160,9 @@ fn product(name: &str, integrated: bool, a: &Arch) -> Product {
     }
 }
 
-/// The value of attribute `attrib` on `d`; None where `attrib` is not an attribute.
-pub fn attribute(d: &core::Device, attrib: i32, pci: Option<crate::device::Pci>) -> Option<i32> {
-    let pci = pci.unwrap_or_default();
+/// This library's value of `attrib` (used where libtegragpu has none); PCI facts are 0 here
+/// (libtegragpu reports them where the driver publishes them).
+fn table(d: &core::Device, attrib: i32) -> Option<i32> {
     let i = d.info();
     let integrated = i.backend == core::BackendKind::Nvgpu;
     let a = arch(i.sm_major, i.sm_minor);
@@ -128,8 +196,8 @@ pub fn attribute(d: &core::Device, attrib: i32, pci: Option<crate::device::Pci>)
         30 => 512,
         31 => 1,
         32 => p.ecc,
-        33 => pci.bus as i32,
-        34 => pci.device as i32,
+        33 => 0,
+        34 => 0,
         35 => 0,
         36 => p.mem_clock_khz,
         37 => p.bus_width,
@@ -149,7 +217,7 @@ pub fn attribute(d: &core::Device, attrib: i32, pci: Option<crate::device::Pci>)
         45 | 46 => 32768,
         47 | 48 => 8192,
         49 => 32768,
-        50 => pci.domain as i32,
+        50 => 0,
         51 => 32,
         52 | 53 => 32768,
         54 => 2046,
@@ -175,14 +243,16 @@ pub fn attribute(d: &core::Device, attrib: i32, pci: Option<crate::device::Pci>)
         79 | 80 => 1,
         81 => a.shared_per_sm,
         82 => 65536,
-        83 => 1,
+        // Managed memory: refused.
+        83 => 0,
         84 | 85 => 0,
         86 => 0,
         87 => a.fp64_ratio,
         88 => 0,
-        89 => dgpu,
+        89 => 0,
         90 => 1,
-        91 => 1,
+        // Registered host memory has no device address here (it is copied through staging).
+        91 => 0,
         92..=94 => 0,
         95 => 1,
         96 => dgpu,
@@ -190,19 +260,20 @@ pub fn attribute(d: &core::Device, attrib: i32, pci: Option<crate::device::Pci>)
         98 => 0,
         99 => 1,
         100 | 101 => 0,
-        102 => 1,
-        103 => 1,
+        // Virtual memory management and its shareable handles: refused.
+        102 | 103 => 0,
         104 | 105 => 0,
         106 => a.blocks_per_sm,
         107 => dgpu,
         108 => p.persisting_l2,
         109 => 134217728,
-        110 => dgpu,
+        110 => 0,
         111 => 1024,
-        112 => 1,
+        // Arrays: refused.
+        112 => 0,
         113 => 1,
-        114 => 1,
-        115 => 1,
+        // Graphics interop, memory pools: refused.
+        114 | 115 => 0,
         116 => dgpu,
         117 => dgpu,
         118 => {
@@ -212,12 +283,10 @@ pub fn attribute(d: &core::Device, attrib: i32, pci: Option<crate::device::Pci>)
                 100
             }
         }
-        119 => 9,
+        119 => 0,
         120 => b(a.clusters),
-        121 => 1,
-        122 | 123 => 1,
-        124 => 1,
-        125 => 1,
+        // Deferred-mapping arrays, stream memory operations, DMA-BUF, IPC events: refused.
+        121..=125 => 0,
         126 => {
             if a.clusters {
                 4
@@ -226,7 +295,7 @@ pub fn attribute(d: &core::Device, attrib: i32, pci: Option<crate::device::Pci>)
             }
         }
         127 => b(a.clusters),
-        128 => b(a.clusters && !integrated),
+        128 => 0,
         129 => b(a.clusters),
         130 => 0,
         131 => -1,
@@ -236,11 +305,11 @@ pub fn attribute(d: &core::Device, attrib: i32, pci: Option<crate::device::Pci>)
         135 => 0,
         136 | 137 => 0,
         138 => 0,
-        139 => pci.id as i32,
-        140 => pci.subsystem as i32,
-        141 | 142 => dgpu,
+        139 => 0,
+        140 => 0,
+        141 | 142 => 0,
         143 => 0,
-        144 | 145 => dgpu,
+        144 | 145 => 0,
         146 => 0,
         147 => 0,
         _ => return None,

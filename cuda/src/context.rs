@@ -13,7 +13,7 @@ use crate::types::*;
 use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use tegragpu::core;
 
 const MAGIC: u64 = 0x7467_6375_6374_7821;
@@ -25,14 +25,15 @@ pub struct Context {
     pub flags: AtomicU32,
     pub primary: bool,
     pub destroyed: AtomicBool,
-    /// The legacy default stream (created on first use).
-    pub legacy: Mutex<Option<&'static Stream>>,
-    /// Blocking streams other than the legacy one (user streams without
-    /// `CU_STREAM_NON_BLOCKING`, per-thread default streams): the legacy stream orders with them.
-    pub blocking: Mutex<Vec<&'static Stream>>,
-    pub n_blocking: AtomicUsize,
+    /// The legacy default stream (created on first use; null once the context is destroyed).
+    /// Read without a lock on the launch path; made under `legacy_init`. The blocking streams it
+    /// orders with are listed in its own state (`StreamState::others`).
+    legacy: AtomicPtr<Stream>,
+    legacy_init: Mutex<()>,
     /// Every stream of the context (for `cuCtxSynchronize`).
     pub streams: Mutex<Vec<&'static Stream>>,
+    /// Contexts whose memory this context accesses (`cuCtxEnablePeerAccess`).
+    pub peers: Mutex<Vec<&'static Context>>,
 }
 
 impl Context {
@@ -45,10 +46,10 @@ impl Context {
             flags: AtomicU32::new(flags),
             primary,
             destroyed: AtomicBool::new(false),
-            legacy: Mutex::new(None),
-            blocking: Mutex::new(Vec::new()),
-            n_blocking: AtomicUsize::new(0),
+            legacy: AtomicPtr::new(std::ptr::null_mut()),
+            legacy_init: Mutex::new(()),
             streams: Mutex::new(Vec::new()),
+            peers: Mutex::new(Vec::new()),
         }));
         // The legacy stream's queue now, while the device is likely idle (some backends make
         // channels only then); if that fails it is made at first use.
@@ -60,14 +61,37 @@ impl Context {
         self as *const Context as *mut c_void
     }
 
-    /// The legacy default stream.
+    /// The legacy default stream, when it exists (no lock).
+    #[inline]
+    pub fn legacy(&self) -> Option<&'static Stream> {
+        // SAFETY: the pointer is null or a leaked (never freed) stream.
+        unsafe { self.legacy.load(Ordering::Acquire).as_ref() }
+    }
+
+    /// The legacy default stream (made on first use).
+    #[inline]
     pub fn legacy_stream(&'static self) -> R<&'static Stream> {
-        let mut g = self.legacy.lock();
-        if let Some(s) = *g {
+        match self.legacy() {
+            Some(s) => Ok(s),
+            None => self.make_legacy(),
+        }
+    }
+
+    #[cold]
+    fn make_legacy(&'static self) -> R<&'static Stream> {
+        let _g = self.legacy_init.lock();
+        if let Some(s) = self.legacy() {
             return Ok(s);
         }
+        if self.destroyed.load(Ordering::Acquire) {
+            return Err(fail(
+                CUDA_ERROR_CONTEXT_IS_DESTROYED,
+                "the context was destroyed",
+            ));
+        }
         let s = Stream::create(self, crate::stream::Kind::Legacy, 0, 0)?;
-        *g = Some(s);
+        self.legacy
+            .store(s as *const Stream as *mut Stream, Ordering::Release);
         Ok(s)
     }
 
@@ -85,9 +109,10 @@ impl Context {
         self.destroyed.store(true, Ordering::Release);
         let _ = self.synchronize();
         let streams: Vec<&'static Stream> = std::mem::take(&mut *self.streams.lock());
-        self.blocking.lock().clear();
-        self.n_blocking.store(0, Ordering::Release);
-        *self.legacy.lock() = None;
+        {
+            let _g = self.legacy_init.lock();
+            self.legacy.store(std::ptr::null_mut(), Ordering::Release);
+        }
         for s in streams {
             s.release_queue();
         }
@@ -335,17 +360,6 @@ pub unsafe extern "C" fn cuCtxGetApiVersion(ctx: *mut c_void, version: *mut u32)
         }
         *v = 3020;
         Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn cuCtxEnablePeerAccess(_peer: *mut c_void, _flags: u32) -> CUresult {
-    guard("cuCtxEnablePeerAccess", || {
-        current()?;
-        Err(fail(
-            CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
-            "peer access between devices is not supported",
-        ))
     })
 }
 

@@ -13,111 +13,24 @@ pub const DRIVER_VERSION: i32 = 13000;
 
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
 
-/// One device of this process: opened on first use and kept open.
+/// One device of this process: listed at the first call, opened on first use and kept open.
 pub struct Dev {
     pub ordinal: i32,
-    /// The spec `core::Device::open` takes (None: its own choice).
-    spec: Option<String>,
+    /// What the library lists for it (None: listing failed; opening reports why).
+    listing: Option<core::DeviceListing>,
     opened: OnceLock<Result<core::Device, (CUresult, String)>>,
     /// The primary context (created by the first retain) and its retain count.
     pub primary: Mutex<(Option<&'static crate::context::Context>, u32)>,
     /// Flags for the primary context (`cuDevicePrimaryCtxSetFlags`).
     pub primary_flags: std::sync::atomic::AtomicU32,
-    /// The RM device node's minor number (`/dev/nvidia<minor>`), for an RM device.
-    rm_minor: Option<u32>,
-    pci: OnceLock<Option<Pci>>,
-}
-
-/// What the NVIDIA kernel driver publishes about a GPU (procfs and sysfs): PCI location and
-/// identifiers, and its UUID.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Pci {
-    pub domain: u32,
-    pub bus: u32,
-    pub device: u32,
-    pub function: u32,
-    /// `(device id << 16) | vendor id`.
-    pub id: u32,
-    /// `(subsystem device id << 16) | subsystem vendor id`.
-    pub subsystem: u32,
-    pub uuid: Option<[u8; 16]>,
-}
-
-impl Dev {
-    /// The PCI facts of an RM device (None elsewhere, or where the driver does not publish them).
-    pub fn pci(&self) -> Option<Pci> {
-        *self.pci.get_or_init(|| {
-            let minor = self.rm_minor?;
-            if self.core().ok()?.info().backend != core::BackendKind::Rm {
-                return None;
-            }
-            read_pci(minor)
-        })
-    }
-}
-
-/// `/proc/driver/nvidia/gpus/*/information` of the GPU with device minor `minor`, and its sysfs
-/// PCI identifiers.
-fn read_pci(minor: u32) -> Option<Pci> {
-    for e in std::fs::read_dir("/proc/driver/nvidia/gpus").ok()? {
-        let dir = e.ok()?.path();
-        let Ok(text) = std::fs::read_to_string(dir.join("information")) else {
-            continue;
-        };
-        let field = |name: &str| {
-            text.lines().find_map(|l| {
-                l.strip_prefix(name)
-                    .map(|v| v.trim().trim_start_matches(':').trim().to_string())
-            })
-        };
-        if field("Device Minor").and_then(|v| v.parse::<u32>().ok()) != Some(minor) {
-            continue;
-        }
-        let loc = field("Bus Location")?;
-        let (dom, rest) = loc.split_once(':')?;
-        let (bus, rest) = rest.split_once(':')?;
-        let (dev, func) = rest.split_once('.')?;
-        let hex = |s: &str| u32::from_str_radix(s.trim(), 16).ok();
-        let uuid = field("GPU UUID").and_then(|u| {
-            let h: String = u
-                .trim_start_matches("GPU-")
-                .chars()
-                .filter(|c| c.is_ascii_hexdigit())
-                .collect();
-            (h.len() == 32).then(|| {
-                let mut b = [0u8; 16];
-                for (i, x) in b.iter_mut().enumerate() {
-                    *x = u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap_or(0);
-                }
-                b
-            })
-        });
-        let sys = format!("/sys/bus/pci/devices/{}", loc.to_ascii_lowercase());
-        let rd = |f: &str| {
-            std::fs::read_to_string(format!("{sys}/{f}"))
-                .ok()
-                .and_then(|v| u32::from_str_radix(v.trim().trim_start_matches("0x"), 16).ok())
-                .unwrap_or(0)
-        };
-        return Some(Pci {
-            domain: hex(dom)?,
-            bus: hex(bus)?,
-            device: hex(dev)?,
-            function: hex(func)?,
-            id: (rd("device") << 16) | rd("vendor"),
-            subsystem: (rd("subsystem_device") << 16) | rd("subsystem_vendor"),
-            uuid,
-        });
-    }
-    None
 }
 
 impl Dev {
     /// The opened device.
     pub fn core(&self) -> R<&core::Device> {
         match self.opened.get_or_init(|| {
-            core::Device::open(self.spec.as_deref())
-                .map_err(|e| (crate::error::code_of(&e), e.message))
+            let spec = self.listing.as_ref().map(|l| l.spec.as_str());
+            core::Device::open(spec).map_err(|e| (crate::error::code_of(&e), e.message))
         }) {
             Ok(d) => Ok(d),
             Err((c, m)) => Err(Fail(
@@ -126,48 +39,66 @@ impl Dev {
             )),
         }
     }
+
+    /// The listing (name, UUID, PCI bus id) without opening the device.
+    fn listing(&self) -> R<&core::DeviceListing> {
+        match &self.listing {
+            Some(l) => Ok(l),
+            None => Err(self.core().err().unwrap_or_else(|| {
+                Fail(
+                    CUDA_ERROR_UNKNOWN,
+                    Some(format!("device {} was not listed", self.ordinal)),
+                )
+            })),
+        }
+    }
 }
 
-/// The devices: `TEGRAGPU_DEVICE` names one device when set; otherwise the RM driver's GPUs
-/// (`/dev/nvidia0`, `/dev/nvidia1`, ...), or the Jetson's GPU, or the emulated Orin.
+/// The devices, as libtegragpu lists them (`core::list_devices`): `TEGRAGPU_DEVICE` restricts
+/// the list (`rm`: every GPU of the desktop driver, `rm:N` the N-th, `nvgpu`, `emu`); unset, the
+/// Jetson's GPU or the desktop driver's GPUs, else the emulated Orin.
 pub fn devices() -> &'static [Dev] {
     static D: OnceLock<Vec<Dev>> = OnceLock::new();
     D.get_or_init(|| {
-        let mk = |ordinal: i32, spec: Option<String>, rm_minor: Option<u32>| Dev {
+        let mk = |ordinal: i32, listing: Option<core::DeviceListing>| Dev {
             ordinal,
-            spec,
+            listing,
             opened: OnceLock::new(),
             primary: Mutex::new((None, 0)),
             primary_flags: Default::default(),
-            rm_minor,
-            pci: OnceLock::new(),
         };
-        let env = std::env::var("TEGRAGPU_DEVICE")
-            .ok()
-            .filter(|s| !s.is_empty());
-        if let Some(e) = env {
-            let minor = match e.as_str() {
-                "rm" => Some(0),
-                s => s.strip_prefix("rm:").and_then(|n| n.parse().ok()),
-            };
-            return vec![mk(0, None, minor)];
-        }
-        if std::path::Path::new("/dev/nvgpu/igpu0/ctrl").exists() {
-            return vec![mk(0, Some("nvgpu".into()), None)];
-        }
-        if std::path::Path::new("/dev/nvidiactl").exists() {
-            let mut n = 0;
-            while std::path::Path::new(&format!("/dev/nvidia{n}")).exists() {
-                n += 1;
+        let named = core::device_from_env().ok().flatten().is_some();
+        let list = match core::list_devices() {
+            Ok(l) if l.is_empty() && !named => {
+                core::list_devices_for(Some("emu")).unwrap_or_default()
             }
-            if n > 0 {
-                return (0..n)
-                    .map(|i| mk(i, Some(format!("rm:{i}")), Some(i as u32)))
-                    .collect();
+            Ok(l) => l,
+            Err(e) => {
+                crate::error::log(
+                    tegragpu::log::Level::Warn,
+                    format_args!("listing the devices: {e}"),
+                );
+                // One device, whose open reports the error.
+                return vec![mk(0, None)];
             }
-        }
-        vec![mk(0, Some("emu".into()), None)]
+        };
+        list.into_iter()
+            .enumerate()
+            .map(|(i, l)| mk(i as i32, Some(l)))
+            .collect()
     })
+}
+
+/// `cuDeviceGetPCIBusId`'s string, `domain:bus:device.function` in hexadecimal.
+pub fn pci_bus_id(d: &Dev) -> R<String> {
+    let l = d.listing()?;
+    let mut parts = l
+        .pci_bus_id
+        .split([':', '.'])
+        .map(|x| u32::from_str_radix(x, 16).unwrap_or(0));
+    let mut next = || parts.next().unwrap_or(0);
+    let (dom, bus, devno, func) = (next(), next(), next(), next());
+    Ok(format!("{dom:04x}:{bus:02x}:{devno:02x}.{func:x}"))
 }
 
 /// Check `cuInit` was called.
@@ -255,8 +186,7 @@ pub unsafe extern "C" fn cuDeviceGetName(
         if name.is_null() || len <= 0 {
             return Err(invalid(format!("name {name:?}, len {len}")));
         }
-        let d = dev(device)?.core()?;
-        let n = product_name(d);
+        let n = product_name(dev(device)?)?;
         let bytes = n.as_bytes();
         let k = bytes.len().min(len as usize - 1);
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), name as *mut u8, k);
@@ -265,39 +195,31 @@ pub unsafe extern "C" fn cuDeviceGetName(
     })
 }
 
-/// The name `cuDeviceGetName` gives: the RM product name, or the Orin's.
-pub fn product_name(d: &core::Device) -> String {
-    let i = d.info();
-    match i.backend {
+/// The name `cuDeviceGetName` gives: the desktop driver's product name, "Orin" for the Jetson's
+/// GPU (and the emulated Orin).
+pub fn product_name(d: &Dev) -> R<String> {
+    let l = d.listing()?;
+    Ok(match l.backend {
         core::BackendKind::Nvgpu => "Orin".to_string(),
-        core::BackendKind::Rm => i.name.clone(),
-    }
+        core::BackendKind::Rm => l.name.clone(),
+    })
 }
 
 unsafe fn uuid_of(device: CUdevice, out_uuid: *mut CUuuid) -> R {
     let u = out(out_uuid, "uuid")?;
-    let dv = dev(device)?;
-    if let Some(b) = dv.pci().and_then(|p| p.uuid) {
-        u.bytes = b;
-        return Ok(());
+    let l = dev(device)?.listing()?;
+    u.bytes = l.uuid;
+    if l.uuid == [0; 16] {
+        // A GPU the driver has not initialised lists no UUID: a stable one from its PCI
+        // location and name.
+        let mut h: u64 = 0xcbf29ce484222325;
+        for b in l.name.bytes().chain(l.pci_bus_id.bytes()) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100000001b3);
+        }
+        u.bytes[..8].copy_from_slice(&h.to_le_bytes());
+        u.bytes[8..].copy_from_slice(&(h.rotate_left(17) ^ 0x9e3779b97f4a7c15).to_le_bytes());
     }
-    let d = dv.core()?;
-    // A stable identifier derived from what the library knows of the device.
-    let i = d.info();
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in i
-        .name
-        .bytes()
-        .chain(device.to_le_bytes())
-        .chain(i.arch.to_le_bytes())
-    {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    let mut bytes = [0u8; 16];
-    bytes[..8].copy_from_slice(&h.to_le_bytes());
-    bytes[8..].copy_from_slice(&(h.rotate_left(17) ^ 0x9e3779b97f4a7c15).to_le_bytes());
-    u.bytes = bytes;
     Ok(())
 }
 
@@ -343,8 +265,7 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(
 ) -> CUresult {
     guard("cuDeviceGetAttribute", || {
         let p = out(pi, "pi")?;
-        let dv = dev(device)?;
-        match crate::attributes::attribute(dv.core()?, attrib, dv.pci()) {
+        match crate::attributes::attribute(dev(device)?.core()?, attrib) {
             Some(v) => {
                 *p = v;
                 Ok(())
@@ -353,27 +274,6 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(
                 "attribute {attrib} is not a device attribute"
             ))),
         }
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn cuDeviceCanAccessPeer(
-    can: *mut i32,
-    device: CUdevice,
-    peer: CUdevice,
-) -> CUresult {
-    guard("cuDeviceCanAccessPeer", || {
-        let c = out(can, "canAccessPeer")?;
-        dev(device)?;
-        dev(peer)?;
-        if device == peer {
-            return Err(Fail(
-                CUDA_ERROR_INVALID_DEVICE,
-                Some("a device is not its own peer".into()),
-            ));
-        }
-        *c = 0;
-        Ok(())
     })
 }
 
@@ -387,13 +287,7 @@ pub unsafe extern "C" fn cuDeviceGetPCIBusId(
         if pci.is_null() || len <= 0 {
             return Err(invalid("pciBusId is NULL or len is not positive"));
         }
-        let dv = dev(device)?;
-        dv.core()?;
-        let p = dv.pci().unwrap_or_default();
-        let s = format!(
-            "{:04x}:{:02x}:{:02x}.{:x}",
-            p.domain, p.bus, p.device, p.function
-        );
+        let s = pci_bus_id(dev(device)?)?;
         let b = s.as_bytes();
         let k = b.len().min(len as usize - 1);
         std::ptr::copy_nonoverlapping(b.as_ptr(), pci as *mut u8, k);

@@ -334,10 +334,7 @@ unsafe fn max_potential(
             Some(cb) => cb(bs),
             None => smem,
         };
-        let n = func
-            .kernel
-            .max_active_blocks(bs as u32, sm as u32)
-            .unwrap_or(0) as i32;
+        let n = func.max_active_blocks(bs as u32, sm as u32).unwrap_or(0) as i32;
         let threads = n as i64 * bs as i64;
         if threads > best_threads {
             (best_threads, best_block, best_blocks) = (threads, bs, n);

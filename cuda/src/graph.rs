@@ -200,17 +200,17 @@ unsafe fn v1_of(p: *const c_void) -> R<&'static CUDA_KERNEL_NODE_PARAMS_v1> {
         .ok_or_else(|| invalid("nodeParams is NULL"))
 }
 
-unsafe fn v2_of(p: *const c_void) -> R<&'static CUDA_KERNEL_NODE_PARAMS_v1> {
+/// The v1 parameters of v2 ones: a library kernel (`kern`, with `func` NULL) stands for its
+/// function on the current context's device.
+unsafe fn v2_of(p: *const c_void) -> R<CUDA_KERNEL_NODE_PARAMS_v1> {
     let v2 = (p as *const CUDA_KERNEL_NODE_PARAMS_v2)
         .as_ref()
         .ok_or_else(|| invalid("nodeParams is NULL"))?;
-    if !v2.kern.is_null() && v2.v1.func.is_null() {
-        return Err(fail(
-            CUDA_ERROR_NOT_SUPPORTED,
-            "library kernels (CUkernel) in graph nodes are not supported",
-        ));
+    let mut v1 = v2.v1;
+    if v1.func.is_null() && !v2.kern.is_null() {
+        v1.func = v2.kern;
     }
-    Ok(&v2.v1)
+    Ok(v1)
 }
 
 #[no_mangle]
@@ -235,7 +235,7 @@ pub unsafe extern "C" fn cuGraphAddKernelNode_v2(
     params: *const c_void,
 ) -> CUresult {
     guard("cuGraphAddKernelNode_v2", || {
-        add_node(ph, g, deps, n, kernel_kind(v2_of(params)?)?)
+        add_node(ph, g, deps, n, kernel_kind(&v2_of(params)?)?)
     })
 }
 
@@ -393,7 +393,7 @@ pub unsafe extern "C" fn cuGraphKernelNodeSetParams_v2(
     p: *const c_void,
 ) -> CUresult {
     guard("cuGraphKernelNodeSetParams_v2", || {
-        kernel_node_set(h, v2_of(p)?)
+        kernel_node_set(h, &v2_of(p)?)
     })
 }
 
@@ -739,7 +739,7 @@ pub unsafe extern "C" fn cuGraphExecKernelNodeSetParams_v2(
     p: *const c_void,
 ) -> CUresult {
     guard("cuGraphExecKernelNodeSetParams_v2", || {
-        exec_kernel_set(h, node, v2_of(p)?)
+        exec_kernel_set(h, node, &v2_of(p)?)
     })
 }
 

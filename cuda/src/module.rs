@@ -13,13 +13,70 @@ use tegragpu::core::{Kernel, Module};
 const MODULE_MAGIC: u64 = 0x7467_6375_6d6f_646c;
 const FUNC_MAGIC: u64 = 0x7467_6375_6675_6e63;
 
+#[repr(C)]
 pub struct Mod {
     magic: u64,
     pub module: Module,
     /// Functions handed out (one handle per name, as CUDA does).
     funcs: Mutex<Vec<(String, &'static Func)>>,
+    /// The module of a library (`cuLibraryGetModule`): unloaded with the library.
+    pub library: bool,
 }
 
+impl Mod {
+    /// Load `bytes` on `dev` as a module.
+    pub fn load(dev: &tegragpu::core::Device, bytes: &[u8], library: bool) -> R<&'static Mod> {
+        let module = dev.load_module(bytes)?;
+        Ok(Box::leak(Box::new(Mod {
+            magic: MODULE_MAGIC,
+            module,
+            funcs: Mutex::new(Vec::new()),
+            library,
+        })))
+    }
+
+    pub fn handle(&'static self) -> *mut c_void {
+        self as *const Mod as *mut c_void
+    }
+
+    /// The function `name` (one handle per name).
+    pub fn function(&'static self, name: &str) -> R<&'static Func> {
+        let mut g = self.funcs.lock();
+        if let Some((_, f)) = g.iter().find(|(n, _)| n == name) {
+            return Ok(f);
+        }
+        let kernel = self.module.kernel(name)?;
+        let a = kernel.attributes();
+        let default_dyn = (48 * 1024u32)
+            .saturating_sub(a.static_shared_bytes)
+            .min(a.max_dynamic_shared_bytes);
+        let f: &'static Func = Box::leak(Box::new(Func {
+            magic: FUNC_MAGIC,
+            kernel,
+            module: self,
+            max_dynamic_shared: AtomicU32::new(default_dyn),
+            carveout: AtomicU32::new(u32::MAX),
+            cache_config: AtomicU32::new(0),
+        }));
+        g.push((name.to_string(), f));
+        Ok(f)
+    }
+
+    /// Free the module and its functions (their handles read as invalid after).
+    ///
+    /// # Safety
+    /// `self` came from [`Mod::load`] and is not used after.
+    pub unsafe fn free(&'static self) {
+        let mut b = Box::from_raw(self as *const Mod as *mut Mod);
+        b.magic = 0;
+        for (_, f) in b.funcs.lock().drain(..) {
+            let mut fb = Box::from_raw(f as *const Func as *mut Func);
+            fb.magic = 0;
+        }
+    }
+}
+
+#[repr(C)]
 pub struct Func {
     magic: u64,
     pub kernel: Kernel,
@@ -53,16 +110,62 @@ impl Func {
     }
 }
 
+impl Func {
+    /// The carveout occupancy counts with: the function's preferred carveout
+    /// (`CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`) when set, else its cache
+    /// configuration's (prefer shared 100 %, prefer L1 0 %, equal 50 %); None: no preference.
+    pub fn carveout_percent(&self) -> Option<u32> {
+        match self.carveout.load(Ordering::Relaxed) as i32 {
+            p @ 0..=100 => Some(p as u32),
+            _ => match self.cache_config.load(Ordering::Relaxed) {
+                CU_FUNC_CACHE_PREFER_SHARED => Some(100),
+                CU_FUNC_CACHE_PREFER_L1 => Some(0),
+                CU_FUNC_CACHE_PREFER_EQUAL => Some(50),
+                _ => None,
+            },
+        }
+    }
+
+    /// `cuFuncSetCacheConfig`.
+    pub fn set_cache_config(&self, config: u32) -> R {
+        if config > 3 {
+            return Err(invalid(format!("cache config {config}")));
+        }
+        self.cache_config.store(config, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// `cuFuncGetParamInfo`: offset and size of parameter `i`.
+    pub fn param_info(&self, i: usize) -> R<(usize, usize)> {
+        let a = self.kernel.attributes();
+        let p = a.params.get(i).ok_or_else(|| {
+            invalid(format!(
+                "kernel \"{}\" has {} parameters; no parameter {i}",
+                a.name,
+                a.params.len()
+            ))
+        })?;
+        Ok((p.offset as usize, p.size as usize))
+    }
+
+    /// `cuOccupancyMaxActiveBlocksPerMultiprocessor` for blocks of `block` threads with `shared`
+    /// bytes of dynamic shared memory, under the function's carveout preference.
+    pub fn max_active_blocks(&self, block: u32, shared: u32) -> R<u32> {
+        Ok(self
+            .kernel
+            .max_active_blocks_with_carveout(block, shared, self.carveout_percent())?)
+    }
+}
+
+/// The function behind a handle: a `CUfunction`, or a library kernel (`CUkernel`, which CUDA
+/// lets callers pass where a function is taken) resolved for the current context's device.
 #[inline]
 pub unsafe fn func_ref(h: *mut c_void) -> R<&'static Func> {
     let f = (h as *const Func)
         .as_ref()
         .ok_or_else(|| fail(CUDA_ERROR_INVALID_HANDLE, "the function handle is NULL"))?;
     if f.magic != FUNC_MAGIC {
-        return Err(fail(
-            CUDA_ERROR_INVALID_HANDLE,
-            format!("{h:?} is not a function"),
-        ));
+        return crate::library::kernel_function(h);
     }
     Ok(f)
 }
@@ -89,7 +192,7 @@ fn rd<const N: usize>(p: *const u8, off: usize) -> [u8; N] {
 
 /// The bytes of the image at `p` (`cuModuleLoadData` gets no size): an ELF file's extent from
 /// its headers, a fatbin's from its header, PTX text up to its NUL.
-unsafe fn image_len(p: *const u8) -> R<usize> {
+pub unsafe fn image_len(p: *const u8) -> R<usize> {
     let magic = u32::from_le_bytes(rd(p, 0));
     if magic == 0x464c_457f {
         if *p.add(4) != 2 {
@@ -141,8 +244,8 @@ unsafe fn image_len(p: *const u8) -> R<usize> {
     Ok(CStr::from_ptr(p as *const c_char).to_bytes().len() + 1)
 }
 
-unsafe fn load_image(pm: *mut *mut c_void, image: *const c_void) -> R {
-    let o = out(pm, "module")?;
+/// The bytes of the image at `image` (a cubin, fatbin or its wrapper, host ELF, PTX text).
+pub unsafe fn image_bytes<'a>(image: *const c_void) -> R<&'a [u8]> {
     if image.is_null() {
         return Err(invalid("image is NULL"));
     }
@@ -158,18 +261,35 @@ unsafe fn load_image(pm: *mut *mut c_void, image: *const c_void) -> R {
         }
     }
     let n = image_len(p)?;
-    load_bytes(o, std::slice::from_raw_parts(p, n))
+    Ok(std::slice::from_raw_parts(p, n))
+}
+
+unsafe fn load_image(pm: *mut *mut c_void, image: *const c_void) -> R {
+    let o = out(pm, "module")?;
+    load_bytes(o, image_bytes(image)?)
+}
+
+/// The bytes of the file `fname`.
+pub unsafe fn read_image_file(fname: *const c_char) -> R<Vec<u8>> {
+    if fname.is_null() {
+        return Err(invalid("fname is NULL"));
+    }
+    let path = CStr::from_ptr(fname).to_string_lossy().into_owned();
+    std::fs::read(&path).map_err(|e| {
+        fail(
+            if e.kind() == std::io::ErrorKind::NotFound {
+                CUDA_ERROR_FILE_NOT_FOUND
+            } else {
+                CUDA_ERROR_INVALID_VALUE
+            },
+            format!("reading \"{path}\": {e}"),
+        )
+    })
 }
 
 fn load_bytes(o: &mut *mut c_void, bytes: &[u8]) -> R {
     let c = current()?;
-    let module = c.core.load_module(bytes)?;
-    let m = Box::new(Mod {
-        magic: MODULE_MAGIC,
-        module,
-        funcs: Mutex::new(Vec::new()),
-    });
-    *o = Box::into_raw(m) as *mut c_void;
+    *o = Mod::load(&c.core, bytes, false)?.handle();
     Ok(())
 }
 
@@ -201,20 +321,7 @@ pub unsafe extern "C" fn cuModuleLoadFatBinary(
 pub unsafe extern "C" fn cuModuleLoad(pm: *mut *mut c_void, fname: *const c_char) -> CUresult {
     guard("cuModuleLoad", || {
         let o = out(pm, "module")?;
-        if fname.is_null() {
-            return Err(invalid("fname is NULL"));
-        }
-        let path = CStr::from_ptr(fname).to_string_lossy().into_owned();
-        let bytes = std::fs::read(&path).map_err(|e| {
-            fail(
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    CUDA_ERROR_FILE_NOT_FOUND
-                } else {
-                    CUDA_ERROR_INVALID_VALUE
-                },
-                format!("reading \"{path}\": {e}"),
-            )
-        })?;
+        let bytes = read_image_file(fname)?;
         load_bytes(o, &bytes)
     })
 }
@@ -223,12 +330,13 @@ pub unsafe extern "C" fn cuModuleLoad(pm: *mut *mut c_void, fname: *const c_char
 pub unsafe extern "C" fn cuModuleUnload(h: *mut c_void) -> CUresult {
     guard("cuModuleUnload", || {
         let m = mod_ref(h)?;
-        let mut b = Box::from_raw(m as *const Mod as *mut Mod);
-        b.magic = 0;
-        for (_, f) in b.funcs.lock().drain(..) {
-            let mut fb = Box::from_raw(f as *const Func as *mut Func);
-            fb.magic = 0;
+        if m.library {
+            return Err(fail(
+                CUDA_ERROR_NOT_PERMITTED,
+                "the module belongs to a library: unload it with cuLibraryUnload",
+            ));
         }
+        m.free();
         Ok(())
     })
 }
@@ -246,31 +354,12 @@ pub unsafe extern "C" fn cuModuleGetFunction(
             return Err(invalid("name is NULL"));
         }
         let name = CStr::from_ptr(name).to_string_lossy();
-        let mut g = m.funcs.lock();
-        if let Some((_, f)) = g.iter().find(|(n, _)| *n == name) {
-            *o = *f as *const Func as *mut c_void;
-            return Ok(());
-        }
-        let kernel = m.module.kernel(&name)?;
-        let a = kernel.attributes();
-        let default_dyn = (48 * 1024u32)
-            .saturating_sub(a.static_shared_bytes)
-            .min(a.max_dynamic_shared_bytes);
-        let f: &'static Func = Box::leak(Box::new(Func {
-            magic: FUNC_MAGIC,
-            kernel,
-            module: m,
-            max_dynamic_shared: AtomicU32::new(default_dyn),
-            carveout: AtomicU32::new(u32::MAX),
-            cache_config: AtomicU32::new(0),
-        }));
-        g.push((name.into_owned(), f));
-        *o = f as *const Func as *mut c_void;
+        *o = m.function(&name)? as *const Func as *mut c_void;
         Ok(())
     })
 }
 
-unsafe fn get_global(
+pub unsafe fn get_global(
     dptr: *mut CUdeviceptr,
     bytes: *mut usize,
     h: *mut c_void,
@@ -301,19 +390,13 @@ pub unsafe extern "C" fn cuModuleGetGlobal_v2(
     guard("cuModuleGetGlobal_v2", || get_global(dptr, bytes, h, name))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn cuFuncGetAttribute(
-    pi: *mut i32,
-    attrib: i32,
-    hfunc: *mut c_void,
-) -> CUresult {
-    guard("cuFuncGetAttribute", || {
-        let o = out(pi, "pi")?;
-        let f = func_ref(hfunc)?;
+/// Function attribute `attrib` of `f` (`cuFuncGetAttribute`, `cuKernelGetAttribute`).
+pub fn func_attribute(f: &Func, attrib: i32) -> R<i32> {
+    {
         let a = f.kernel.attributes();
         let i = f.kernel.device().info();
         let sm = (i.sm_major * 10 + i.sm_minor) as i32;
-        *o = match attrib {
+        Ok(match attrib {
             CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK => a.max_threads_per_block as i32,
             CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES => a.static_shared_bytes as i32,
             CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES => 0,
@@ -331,26 +414,34 @@ pub unsafe extern "C" fn cuFuncGetAttribute(
             CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH
             | CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT
             | CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH => 0,
-            CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED => (i.sm_major >= 9) as i32,
+            // Off unless a function sets it (NVIDIA's driver reports 0 on the H100).
+            CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED => 0,
             CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE => 0,
             _ => {
                 return Err(invalid(format!(
                     "attribute {attrib} is not a function attribute"
                 )))
             }
-        };
+        })
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuFuncGetAttribute(
+    pi: *mut i32,
+    attrib: i32,
+    hfunc: *mut c_void,
+) -> CUresult {
+    guard("cuFuncGetAttribute", || {
+        let o = out(pi, "pi")?;
+        *o = func_attribute(func_ref(hfunc)?, attrib)?;
         Ok(())
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn cuFuncSetAttribute(
-    hfunc: *mut c_void,
-    attrib: i32,
-    value: i32,
-) -> CUresult {
-    guard("cuFuncSetAttribute", || {
-        let f = func_ref(hfunc)?;
+/// Set function attribute `attrib` of `f` (`cuFuncSetAttribute`, `cuKernelSetAttribute`).
+pub fn set_func_attribute(f: &Func, attrib: i32, value: i32) -> R {
+    {
         let a = f.kernel.attributes();
         match attrib {
             CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => {
@@ -381,18 +472,24 @@ pub unsafe extern "C" fn cuFuncSetAttribute(
             _ => return Err(invalid(format!("attribute {attrib} cannot be set"))),
         }
         Ok(())
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuFuncSetAttribute(
+    hfunc: *mut c_void,
+    attrib: i32,
+    value: i32,
+) -> CUresult {
+    guard("cuFuncSetAttribute", || {
+        set_func_attribute(func_ref(hfunc)?, attrib, value)
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn cuFuncSetCacheConfig(hfunc: *mut c_void, config: u32) -> CUresult {
     guard("cuFuncSetCacheConfig", || {
-        let f = func_ref(hfunc)?;
-        if config > 3 {
-            return Err(invalid(format!("cache config {config}")));
-        }
-        f.cache_config.store(config, Ordering::Relaxed);
-        Ok(())
+        func_ref(hfunc)?.set_cache_config(config)
     })
 }
 
@@ -402,6 +499,25 @@ pub unsafe extern "C" fn cuFuncSetSharedMemConfig(hfunc: *mut c_void, config: u3
         func_ref(hfunc)?;
         if config > 2 {
             return Err(invalid(format!("shared memory config {config}")));
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuFuncGetParamInfo(
+    hfunc: *mut c_void,
+    index: usize,
+    offset: *mut usize,
+    size: *mut usize,
+) -> CUresult {
+    guard("cuFuncGetParamInfo", || {
+        let (o, n) = func_ref(hfunc)?.param_info(index)?;
+        if let Some(x) = offset.as_mut() {
+            *x = o;
+        }
+        if let Some(x) = size.as_mut() {
+            *x = n;
         }
         Ok(())
     })
@@ -442,7 +558,7 @@ unsafe fn occupancy(n: *mut i32, hfunc: *mut c_void, block: i32, shared: usize) 
     if block <= 0 {
         return Err(invalid(format!("blockSize {block}")));
     }
-    *o = f.kernel.max_active_blocks(block as u32, shared as u32)? as i32;
+    *o = f.max_active_blocks(block as u32, shared as u32)? as i32;
     Ok(())
 }
 

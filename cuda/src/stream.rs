@@ -15,7 +15,7 @@ use crate::types::*;
 use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tegragpu::core::{self, LaunchConfig, Queue, QueueKind, Signal};
 
 const MAGIC: u64 = 0x7467_6375_7374_726d;
@@ -41,6 +41,9 @@ pub struct StreamState {
     legacy_waited: u64,
     /// This stream's value the legacy stream last waited for.
     waited_by_legacy: u64,
+    /// The legacy stream only: the blocking streams of its context (user streams without
+    /// `CU_STREAM_NON_BLOCKING`, per-thread default streams), which it orders with.
+    others: Vec<&'static Stream>,
 }
 
 pub struct Stream {
@@ -50,8 +53,15 @@ pub struct Stream {
     pub flags: u32,
     pub priority: i32,
     sig: Signal,
-    /// Bumped whenever work is recorded (lets blocking streams skip the legacy lock).
+    /// Bumped (under `st`) after each record: another stream that saw this value needs no lock
+    /// of this one to know there is no new work to order with.
     epoch: AtomicU64,
+    /// Blocking streams: the legacy stream's `epoch` whose work this stream already waits for.
+    legacy_seen: AtomicU64,
+    /// Blocking streams: this stream's `epoch` whose work the legacy stream already waits for.
+    seen_by_legacy: AtomicU64,
+    /// The stream has its queue (cleared when it or its context is destroyed).
+    alive: AtomicBool,
     pub st: Mutex<StreamState>,
 }
 
@@ -62,6 +72,13 @@ impl Stream {
         flags: u32,
         priority: i32,
     ) -> R<&'static Stream> {
+        let blocking = kind != Kind::Legacy && flags & CU_STREAM_NON_BLOCKING == 0;
+        // The legacy stream lists the blocking streams: it exists first.
+        let legacy = if blocking {
+            Some(ctx.legacy_stream()?)
+        } else {
+            None
+        };
         let q = match ctx.core.create_queue(QueueKind::Compute) {
             Ok(q) => q,
             // A backend that makes channels only while the device is idle (RM while work runs,
@@ -82,18 +99,21 @@ impl Stream {
             priority,
             sig,
             epoch: AtomicU64::new(0),
+            legacy_seen: AtomicU64::new(0),
+            seen_by_legacy: AtomicU64::new(0),
+            alive: AtomicBool::new(true),
             st: Mutex::new(StreamState {
                 q: Some(q),
                 signaled: 0,
                 dirty: false,
                 legacy_waited: 0,
                 waited_by_legacy: 0,
+                others: Vec::new(),
             }),
         }));
         ctx.streams.lock().push(s);
-        if kind != Kind::Legacy && flags & CU_STREAM_NON_BLOCKING == 0 {
-            ctx.blocking.lock().push(s);
-            ctx.n_blocking.fetch_add(1, Ordering::AcqRel);
+        if let Some(l) = legacy {
+            l.st.lock().others.push(s);
         }
         Ok(s)
     }
@@ -121,44 +141,62 @@ impl Stream {
     }
 
     /// Record work: first the implicit waits of the legacy-stream ordering, then `f` on the
-    /// queue, then submit.
+    /// queue, then submit. One lock (the stream's own) unless another stream it orders with
+    /// recorded work since it last looked: no allocation, no system call beyond the queue's.
     #[inline]
     pub fn record<T>(&'static self, f: impl FnOnce(&mut Queue) -> tegragpu::Result<T>) -> R<T> {
-        let mut legacy_v = 0;
+        // A blocking stream waits for the legacy stream's work: its value, marked under the
+        // legacy stream's lock (taken before this stream's: the legacy stream takes the
+        // blocking streams' locks under its own), only when it has new work.
+        let mut legacy_wait = None;
         if self.blocking() {
-            if let Some(l) = *self.ctx.legacy.lock() {
-                let mut lst = l.st.lock();
-                legacy_v = l.mark_locked(&mut lst)?;
+            if let Some(l) = self.ctx.legacy() {
+                let e = l.epoch.load(Ordering::Acquire);
+                if e != self.legacy_seen.load(Ordering::Acquire) {
+                    let v = l.mark_locked(&mut l.st.lock())?;
+                    legacy_wait = Some((l, v, e));
+                }
             }
         }
         let mut st = self.st.lock();
-        if self.kind == Kind::Legacy && self.ctx.n_blocking.load(Ordering::Acquire) > 0 {
-            // Iterated under the list's lock: no allocation on the launch path.
-            let others = self.ctx.blocking.lock();
-            for b in others.iter() {
-                let v = {
-                    let mut bst = b.st.lock();
-                    let v = b.mark_locked(&mut bst)?;
-                    if v <= bst.waited_by_legacy {
-                        continue;
-                    }
-                    bst.waited_by_legacy = v;
-                    v
-                };
-                queue(&mut st)?.wait(&b.sig, v)?;
+        let StreamState {
+            q,
+            others,
+            legacy_waited,
+            ..
+        } = &mut *st;
+        let q = q.as_mut().ok_or_else(destroyed)?;
+        // The legacy stream waits for the blocking streams' work (those with new work).
+        for b in others.iter() {
+            let e = b.epoch.load(Ordering::Acquire);
+            if e == b.seen_by_legacy.load(Ordering::Acquire) {
+                continue;
             }
-        }
-        if legacy_v > st.legacy_waited {
-            st.legacy_waited = legacy_v;
-            if let Some(l) = *self.ctx.legacy.lock() {
-                queue(&mut st)?.wait(&l.sig, legacy_v)?;
+            let v = {
+                let mut bst = b.st.lock();
+                let v = b.mark_locked(&mut bst)?;
+                let new = v > bst.waited_by_legacy;
+                bst.waited_by_legacy = bst.waited_by_legacy.max(v);
+                new.then_some(v)
+            };
+            if let Some(v) = v {
+                q.wait(&b.sig, v)?;
             }
+            b.seen_by_legacy.store(e, Ordering::Release);
         }
-        let q = queue(&mut st)?;
+        if let Some((l, v, e)) = legacy_wait {
+            if v > *legacy_waited {
+                *legacy_waited = v;
+                q.wait(&l.sig, v)?;
+            }
+            // Stored once the wait is in the queue (under this stream's lock): a record that
+            // skips the legacy lock for this epoch comes after it.
+            self.legacy_seen.store(e, Ordering::Release);
+        }
         let r = f(q)?;
         q.submit()?;
         st.dirty = true;
-        self.epoch.fetch_add(1, Ordering::Relaxed);
+        self.epoch.fetch_add(1, Ordering::Release);
         Ok(r)
     }
 
@@ -191,20 +229,27 @@ impl Stream {
 
     /// Drop the stream's queue (its context is destroyed).
     pub fn release_queue(&self) {
-        let q = self.st.lock().q.take();
+        self.alive.store(false, Ordering::Release);
+        let (q, others) = {
+            let mut st = self.st.lock();
+            (st.q.take(), std::mem::take(&mut st.others))
+        };
         drop(q);
+        drop(others);
+    }
+
+    /// The stream has its queue.
+    #[inline]
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::Acquire)
     }
 
     fn destroy(&'static self) {
         let _ = self.synchronize();
         self.ctx.streams.lock().retain(|s| !std::ptr::eq(*s, self));
-        let mut b = self.ctx.blocking.lock();
-        let before = b.len();
-        b.retain(|s| !std::ptr::eq(*s, self));
-        if b.len() != before {
-            self.ctx.n_blocking.fetch_sub(1, Ordering::AcqRel);
+        if let Some(l) = self.ctx.legacy() {
+            l.st.lock().others.retain(|s| !std::ptr::eq(*s, self));
         }
-        drop(b);
         self.release_queue();
         // The Stream itself stays allocated: a handle used after destroy reads a dead queue
         // (CUDA_ERROR_CONTEXT_IS_DESTROYED), not freed memory.
@@ -212,12 +257,15 @@ impl Stream {
 }
 
 fn queue(st: &mut StreamState) -> R<&mut Queue> {
-    st.q.as_mut().ok_or_else(|| {
-        fail(
-            CUDA_ERROR_CONTEXT_IS_DESTROYED,
-            "the stream's context or the stream was destroyed",
-        )
-    })
+    st.q.as_mut().ok_or_else(destroyed)
+}
+
+#[cold]
+fn destroyed() -> Fail {
+    fail(
+        CUDA_ERROR_CONTEXT_IS_DESTROYED,
+        "the stream's context or the stream was destroyed",
+    )
 }
 
 thread_local! {
@@ -230,7 +278,7 @@ fn per_thread(ctx: &'static Context) -> R<&'static Stream> {
     if let Some(s) =
         PER_THREAD.with(|p| p.borrow().iter().find(|(k, _)| *k == key).map(|(_, s)| *s))
     {
-        if s.st.lock().q.is_some() {
+        if s.is_alive() {
             return Ok(s);
         }
     }

@@ -30,7 +30,10 @@ pub const CUDA_ERROR_ILLEGAL_ADDRESS: CUresult = 700;
 pub const CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: CUresult = 701;
 pub const CUDA_ERROR_LAUNCH_TIMEOUT: CUresult = 702;
 pub const CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED: CUresult = 704;
+pub const CUDA_ERROR_PEER_ACCESS_NOT_ENABLED: CUresult = 705;
 pub const CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE: CUresult = 708;
+pub const CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: CUresult = 712;
+pub const CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED: CUresult = 713;
 pub const CUDA_ERROR_CONTEXT_IS_DESTROYED: CUresult = 709;
 pub const CUDA_ERROR_LAUNCH_FAILED: CUresult = 719;
 pub const CUDA_ERROR_NOT_PERMITTED: CUresult = 800;
@@ -70,6 +73,12 @@ pub const CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT: i32 = 12;
 pub const CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH: i32 = 13;
 pub const CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: i32 = 14;
 pub const CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: i32 = 15;
+
+/// `CUfunc_cache`.
+pub const CU_FUNC_CACHE_PREFER_NONE: u32 = 0;
+pub const CU_FUNC_CACHE_PREFER_SHARED: u32 = 1;
+pub const CU_FUNC_CACHE_PREFER_L1: u32 = 2;
+pub const CU_FUNC_CACHE_PREFER_EQUAL: u32 = 3;
 
 /// `CUmemorytype`.
 pub const CU_MEMORYTYPE_HOST: u32 = 1;
@@ -113,6 +122,28 @@ pub struct CUDA_KERNEL_NODE_PARAMS_v2 {
     pub v1: CUDA_KERNEL_NODE_PARAMS_v1,
     pub kern: *mut c_void,
     pub ctx: *mut c_void,
+}
+
+/// `CUDA_MEMCPY2D_v2`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CUDA_MEMCPY2D {
+    pub srcXInBytes: usize,
+    pub srcY: usize,
+    pub srcMemoryType: u32,
+    pub srcHost: *const c_void,
+    pub srcDevice: CUdeviceptr,
+    pub srcArray: *mut c_void,
+    pub srcPitch: usize,
+    pub dstXInBytes: usize,
+    pub dstY: usize,
+    pub dstMemoryType: u32,
+    pub dstHost: *mut c_void,
+    pub dstDevice: CUdeviceptr,
+    pub dstArray: *mut c_void,
+    pub dstPitch: usize,
+    pub WidthInBytes: usize,
+    pub Height: usize,
 }
 
 /// `CUDA_MEMCPY3D_v2`.

@@ -408,6 +408,39 @@ impl Kernel {
         ))
     }
 
+    /// [`Kernel::max_active_blocks`] for an SM whose shared memory is configured by a preferred
+    /// carveout of `carveout_percent` % of the largest (`None`: no preference, the largest
+    /// carveout), as [`carveout_shared_per_sm`] chooses it. libcuda's
+    /// `cuOccupancyMaxActiveBlocksPerMultiprocessor` for a function with
+    /// `CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT` set, or a cache configuration (prefer
+    /// L1: 0 %, equal: 50 %, prefer shared: 100 %).
+    pub fn max_active_blocks_with_carveout(
+        &self,
+        block_threads: u32,
+        dynamic_shared_bytes: u32,
+        carveout_percent: Option<u32>,
+    ) -> Result<u32> {
+        let Some(pct) = carveout_percent else {
+            return self.max_active_blocks(block_threads, dynamic_shared_bytes);
+        };
+        if pct > 100 {
+            return Err(Error::invalid(format!(
+                "max_active_blocks_with_carveout: carveout {pct} % for kernel \"{}\" (0..=100)",
+                self.attrs.name
+            )));
+        }
+        // The limits other than shared memory, and whether such a block launches at all.
+        let n = self.max_active_blocks(block_threads, dynamic_shared_bytes)?;
+        if n == 0 {
+            return Ok(0);
+        }
+        let info = self.device().info();
+        let block = cubin::shared_memory_total(self.info(), dynamic_shared_bytes, info.sm_major);
+        let smem =
+            carveout_shared_per_sm(self.device().arch().smem_carveouts_kib, Some(pct), block);
+        Ok(n.min(smem / block.max(1)))
+    }
+
     /// GPU address of the kernel's first instruction.
     pub fn program_va(&self) -> u64 {
         self.program_va
@@ -431,6 +464,37 @@ impl Kernel {
 pub(crate) fn max_shared_per_block(arch: &crate::hw::arch::ArchInfo) -> u32 {
     let kib = arch.smem_carveouts_kib.iter().copied().max().unwrap_or(48);
     kib * 1024
+}
+
+/// Shared memory of one SM that occupancy counts with under a preferred carveout of `percent` %
+/// of the largest of `carveouts_kib` (the SM's supported configurations, ascending): that share,
+/// rounded up to a supported configuration; where it holds less than one block of
+/// `block_bytes` (the 1 KiB reserve included), the smallest configuration that holds one. `None`:
+/// no preference, the largest configuration. (CUDA's occupancy calculator: a kernel without
+/// shared memory still takes the 1 KiB reserve per block, so "prefer L1" on sm_90 configures
+/// 8 KiB and allows 8 blocks per SM.)
+pub fn carveout_shared_per_sm(
+    carveouts_kib: &[u32],
+    percent: Option<u32>,
+    block_bytes: u32,
+) -> u32 {
+    let largest = carveouts_kib.iter().copied().max().unwrap_or(48) * 1024;
+    let Some(pct) = percent else {
+        return largest;
+    };
+    let round_up = |bytes: u64| -> u32 {
+        carveouts_kib
+            .iter()
+            .map(|&k| k * 1024)
+            .find(|&b| u64::from(b) >= bytes)
+            .unwrap_or(largest)
+    };
+    let preferred = round_up(u64::from(pct.min(100)) * u64::from(largest) / 100);
+    if preferred >= block_bytes {
+        preferred
+    } else {
+        round_up(u64::from(block_bytes))
+    }
 }
 
 /// Shared memory a block of `k` occupies before any dynamic shared memory: its static shared

@@ -369,7 +369,11 @@ int main(int argc, char **argv) {
     cp.srcMemoryType = CU_MEMORYTYPE_DEVICE, cp.srcDevice = dx, cp.srcPitch = N * 4, cp.srcHeight = 1;
     cp.dstMemoryType = CU_MEMORYTYPE_DEVICE, cp.dstDevice = dy, cp.dstPitch = N * 4, cp.dstHeight = 1;
     cp.WidthInBytes = N * 4, cp.Height = 1, cp.Depth = 1;
-    R("cuGraphAddMemcpyNode", F(cuGraphAddMemcpyNode)(&nc, g, &na, 1, &cp, c0));
+    // The copy reads dx, which the inc node also writes (ctr is dx): it depends on both, or
+    // the two nodes race and either order is CUDA's (NVIDIA's driver copies first, this
+    // library increments first).
+    CUgraphNode nc_deps[2] = {na, nb};
+    R("cuGraphAddMemcpyNode", F(cuGraphAddMemcpyNode)(&nc, g, nc_deps, 2, &cp, c0));
     CUgraphExec ge = NULL, ge2 = NULL;
     R("cuGraphInstantiate_v2", ((CUresult(*)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t))sym("cuGraphInstantiate_v2"))(
                                    &ge, g, NULL, NULL, 0));
@@ -397,6 +401,319 @@ int main(int argc, char **argv) {
     R("cuGraphExecDestroy", F(cuGraphExecDestroy)(ge));
     R("cuGraphExecDestroy.2", F(cuGraphExecDestroy)(ge2));
     R("cuGraphDestroy", F(cuGraphDestroy)(g));
+
+    // Memsets behind a kernel that spins until the host sets a flag: recorded in stream order
+    // without waiting (the stream is still busy after them), applied after the kernels before
+    // them; a pageable copy after them.
+    {
+        void *flagp = NULL;
+        R("ordering.cuMemHostAlloc", F(cuMemHostAlloc)(&flagp, 4, 0));
+        *(volatile unsigned *)flagp = 0;
+        CUdeviceptr flagd = 0;
+        F(cuMemHostGetDevicePointer)(&flagd, flagp, 0);
+        CUfunction spin = NULL;
+        R("cuModuleGetFunction.spin", F(cuModuleGetFunction)(&spin, m, "spin"));
+        CUstream so = NULL;
+        R("ordering.cuStreamCreate", F(cuStreamCreate)(&so, CU_STREAM_NON_BLOCKING));
+        struct { CUdeviceptr p; unsigned base, n; } io = {dx, 3, N};
+        size_t ios = sizeof io;
+        void *iex[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &io, CU_LAUNCH_PARAM_BUFFER_SIZE, &ios, CU_LAUNCH_PARAM_END};
+        R("ordering.iota", F(cuLaunchKernel)(iota, N / 128, 1, 1, 128, 1, 1, 0, so, NULL, iex));
+        unsigned long long maxns = 10000000000ull;
+        void *sargs[] = {&flagd, &maxns};
+        R("ordering.spin", F(cuLaunchKernel)(spin, 1, 1, 1, 32, 1, 1, 0, so, sargs, NULL));
+        R("ordering.cuMemsetD32Async", F(cuMemsetD32Async)(dx + 64, 0x01020304, 1000, so));
+        R("ordering.cuMemsetD8Async", F(cuMemsetD8Async)(dx + 3, 0xee, 5, so));
+        R("ordering.cuMemsetD16Async", F(cuMemsetD16Async)(dx + 8190, 0xabcd, 3, so));
+        R("ordering.query_while_spinning", F(cuStreamQuery)(so));
+        *(volatile unsigned *)flagp = 1;
+        unsigned pg[8] = {11, 22, 33, 44, 55, 66, 77, 88};
+        R("ordering.cuMemcpyHtoDAsync.pageable", F(cuMemcpyHtoDAsync)(dx + 4096, pg, sizeof pg, so));
+        memset(pg, 0, sizeof pg);
+        R("ordering.cuMemsetD32Async.after", F(cuMemsetD32Async)(dx + 4100, 5, 2, so));
+        R("ordering.cuStreamSynchronize", F(cuStreamSynchronize)(so));
+        F(cuMemcpyDtoH)(h2, dx, N * 4);
+        OUT("ordering.result", "%016llx", fnv(h2, N * 4));
+        R("ordering.cuStreamDestroy", F(cuStreamDestroy)(so));
+        R("ordering.cuMemFreeHost", F(cuMemFreeHost)(flagp));
+    }
+
+    // Pitched copies (2D, 3D) between device, pageable and pinned host memory.
+    {
+        enum { W = 300, H = 7, SP = 512, DP = 384 };
+        size_t slen = SP * (H + 3), dlen = DP * (H + 4);
+        unsigned char *hs = malloc(slen), *hd = malloc(dlen);
+        for (size_t i = 0; i < slen; i++) hs[i] = (unsigned char)((i * 131) ^ (i >> 3));
+        CUdeviceptr ds = 0, dd = 0;
+        size_t dpitch = 0;
+        R("memcpy2d.cuMemAllocPitch", F(cuMemAllocPitch)(&ds, &dpitch, W + 16, H + 3, 4));
+        OUT("memcpy2d.pitch", "%zu", dpitch);
+        R("memcpy2d.cuMemAlloc", F(cuMemAlloc)(&dd, dlen));
+        F(cuMemsetD8)(dd, 0x11, dlen);
+        F(cuMemsetD8)(ds, 0x22, dpitch * (H + 3));
+        CUDA_MEMCPY2D c2 = {0};
+        c2.srcMemoryType = CU_MEMORYTYPE_HOST, c2.srcHost = hs, c2.srcPitch = SP, c2.srcXInBytes = 5, c2.srcY = 2;
+        c2.dstMemoryType = CU_MEMORYTYPE_DEVICE, c2.dstDevice = dd, c2.dstPitch = DP, c2.dstXInBytes = 60, c2.dstY = 3;
+        c2.WidthInBytes = W, c2.Height = H;
+        R("memcpy2d.htod", F(cuMemcpy2D)(&c2));
+        F(cuMemcpyDtoH)(hd, dd, dlen);
+        OUT("memcpy2d.htod.result", "%016llx", fnv(hd, dlen));
+        CUDA_MEMCPY2D c3 = {0};
+        c3.srcMemoryType = CU_MEMORYTYPE_DEVICE, c3.srcDevice = dd, c3.srcPitch = DP, c3.srcXInBytes = 60, c3.srcY = 3;
+        c3.dstMemoryType = CU_MEMORYTYPE_DEVICE, c3.dstDevice = ds, c3.dstPitch = dpitch;
+        c3.WidthInBytes = W, c3.Height = H;
+        R("memcpy2d.dtod", F(cuMemcpy2D)(&c3));
+        unsigned char *hp = malloc(dpitch * (H + 3));
+        F(cuMemcpyDtoH)(hp, ds, dpitch * (H + 3));
+        OUT("memcpy2d.dtod.result", "%016llx", fnv(hp, dpitch * (H + 3)));
+        memset(hd, 0x33, dlen);
+        CUDA_MEMCPY2D c4 = {0};
+        c4.srcMemoryType = CU_MEMORYTYPE_DEVICE, c4.srcDevice = ds, c4.srcPitch = dpitch;
+        c4.dstMemoryType = CU_MEMORYTYPE_HOST, c4.dstHost = hd, c4.dstPitch = DP, c4.dstXInBytes = 10, c4.dstY = 1;
+        c4.WidthInBytes = W, c4.Height = H;
+        R("memcpy2d.dtoh", F(cuMemcpy2D)(&c4));
+        OUT("memcpy2d.dtoh.result", "%016llx", fnv(hd, dlen));
+        void *pin = NULL;
+        F(cuMemHostAlloc)(&pin, dlen, 0);
+        memset(pin, 0x44, dlen);
+        CUDA_MEMCPY2D c5 = c4;
+        c5.dstMemoryType = CU_MEMORYTYPE_UNIFIED, c5.dstDevice = (CUdeviceptr)pin, c5.dstHost = NULL;
+        CUstream s5 = NULL;
+        F(cuStreamCreate)(&s5, 0);
+        R("memcpy2d.async_to_pinned", F(cuMemcpy2DAsync)(&c5, s5));
+        R("memcpy2d.async_to_pinned.sync", F(cuStreamSynchronize)(s5));
+        OUT("memcpy2d.async_to_pinned.result", "%016llx", fnv(pin, dlen));
+        CUDA_MEMCPY2D bad = c3;
+        bad.srcPitch = 100;
+        R("memcpy2d.pitch_too_small", F(cuMemcpy2D)(&bad));
+        // 3D: 3 slices of 5 rows of 40 bytes, between two pitched volumes.
+        CUdeviceptr v1 = 0, v2 = 0;
+        F(cuMemAlloc)(&v1, 64 * 9 * 4);
+        F(cuMemAlloc)(&v2, 128 * 6 * 5);
+        F(cuMemcpyHtoD)(v1, hs, 64 * 9 * 4);
+        F(cuMemsetD8)(v2, 0x55, 128 * 6 * 5);
+        CUDA_MEMCPY3D c6 = {0};
+        c6.srcMemoryType = CU_MEMORYTYPE_DEVICE, c6.srcDevice = v1, c6.srcPitch = 64, c6.srcHeight = 9;
+        c6.srcXInBytes = 3, c6.srcY = 2, c6.srcZ = 1;
+        c6.dstMemoryType = CU_MEMORYTYPE_DEVICE, c6.dstDevice = v2, c6.dstPitch = 128, c6.dstHeight = 6;
+        c6.dstXInBytes = 70, c6.dstY = 1, c6.dstZ = 2;
+        c6.WidthInBytes = 40, c6.Height = 5, c6.Depth = 3;
+        R("memcpy3d.dtod", F(cuMemcpy3D)(&c6));
+        unsigned char *hv = malloc(128 * 6 * 5);
+        F(cuMemcpyDtoH)(hv, v2, 128 * 6 * 5);
+        OUT("memcpy3d.dtod.result", "%016llx", fnv(hv, 128 * 6 * 5));
+        CUDA_MEMCPY3D c7 = c6;
+        c7.dstMemoryType = CU_MEMORYTYPE_HOST, c7.dstHost = hv, c7.dstDevice = 0;
+        memset(hv, 0x66, 128 * 6 * 5);
+        R("memcpy3d.async_to_host", F(cuMemcpy3DAsync)(&c7, s5));
+        F(cuStreamSynchronize)(s5);
+        OUT("memcpy3d.async_to_host.result", "%016llx", fnv(hv, 128 * 6 * 5));
+        F(cuStreamDestroy)(s5);
+        F(cuMemFreeHost)(pin);
+        F(cuMemFree)(v1), F(cuMemFree)(v2), F(cuMemFree)(ds), F(cuMemFree)(dd);
+        free(hs), free(hd), free(hp), free(hv);
+    }
+
+    // The CUDA 12 loading API.
+    {
+        size_t len = 0;
+        void *img = read_file(argv[2], &len);
+        CUlibrary lib = NULL;
+        R("library.cuLibraryLoadData", img ? F(cuLibraryLoadData)(&lib, img, NULL, NULL, 0, NULL, NULL, 0) : -1);
+        free(img);
+        unsigned kc = 0;
+        R("library.cuLibraryGetKernelCount", F(cuLibraryGetKernelCount)(&kc, lib));
+        OUT("library.kernel_count", "%u", kc);
+        CUkernel kio = NULL, kmiss = NULL;
+        R("library.cuLibraryGetKernel", F(cuLibraryGetKernel)(&kio, lib, "iota"));
+        R("library.cuLibraryGetKernel.missing", F(cuLibraryGetKernel)(&kmiss, lib, "nope"));
+        const char *kn = NULL;
+        R("library.cuKernelGetName", F(cuKernelGetName)(&kn, kio));
+        OUT("library.kernel_name", "%s", kn ? kn : "(null)");
+        int kv = -1;
+        R("library.cuKernelGetAttribute", F(cuKernelGetAttribute)(&kv, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, kio, dev));
+        OUT("library.max_threads", "%d", kv);
+        size_t po = 0, ps = 0;
+        R("library.cuKernelGetParamInfo", F(cuKernelGetParamInfo)(kio, 2, &po, &ps));
+        OUT("library.param2", "%zu %zu", po, ps);
+        struct { CUdeviceptr p; unsigned base, n; } lk = {dx, 11, N};
+        size_t lks = sizeof lk;
+        void *lex[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &lk, CU_LAUNCH_PARAM_BUFFER_SIZE, &lks, CU_LAUNCH_PARAM_END};
+        R("library.launch_kernel", F(cuLaunchKernel)((CUfunction)kio, N / 128, 1, 1, 128, 1, 1, 0, 0, NULL, lex));
+        F(cuMemcpyDtoH)(h2, dx, N * 4);
+        OUT("library.iota", "%016llx", fnv(h2, N * 4));
+        CUfunction kf = NULL, mf = NULL;
+        R("library.cuKernelGetFunction", F(cuKernelGetFunction)(&kf, kio));
+        CUmodule lm = NULL;
+        R("library.cuLibraryGetModule", F(cuLibraryGetModule)(&lm, lib));
+        F(cuModuleGetFunction)(&mf, lm, "iota");
+        OUT("library.same_function", "%d", kf != NULL && kf == mf);
+        CUdeviceptr lg = 0;
+        size_t lgs = 0;
+        R("library.cuLibraryGetGlobal", F(cuLibraryGetGlobal)(&lg, &lgs, lib, "g_table"));
+        OUT("library.global_size", "%zu", lgs);
+        R("library.cuLibraryUnload", F(cuLibraryUnload)(lib));
+    }
+
+    // The JIT linker on the PTX.
+    {
+        size_t plen = 0;
+        char *ptx = read_file(argv[3], &plen);
+        char elog[4096] = {0};
+        CUjit_option lo[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+        void *lv[] = {elog, (void *)(uintptr_t)sizeof elog};
+        CUlinkState ls = NULL;
+        R("link.cuLinkCreate", F(cuLinkCreate)(2, lo, lv, &ls));
+        R("link.cuLinkAddData.ptx", ptx ? F(cuLinkAddData)(ls, CU_JIT_INPUT_PTX, ptx, plen + 1, "k.ptx", 0, NULL, NULL) : -1);
+        void *cub = NULL;
+        size_t cubs = 0;
+        R("link.cuLinkComplete", F(cuLinkComplete)(ls, &cub, &cubs));
+        OUT("link.nonempty", "%d", cubs > 0);
+        CUmodule lkm = NULL;
+        R("link.cuModuleLoadData", cub ? F(cuModuleLoadData)(&lkm, cub) : -1);
+        R("link.cuLinkDestroy", F(cuLinkDestroy)(ls));
+        CUfunction lf = NULL;
+        R("link.cuModuleGetFunction", lkm ? F(cuModuleGetFunction)(&lf, lkm, "iota") : -1);
+        struct { CUdeviceptr p; unsigned base, n; } li = {dx, 21, N};
+        size_t lis = sizeof li;
+        void *liex[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &li, CU_LAUNCH_PARAM_BUFFER_SIZE, &lis, CU_LAUNCH_PARAM_END};
+        R("link.launch", lf ? F(cuLaunchKernel)(lf, N / 128, 1, 1, 128, 1, 1, 0, 0, NULL, liex) : -1);
+        F(cuMemcpyDtoH)(h2, dx, N * 4);
+        OUT("link.iota", "%016llx", fnv(h2, N * 4));
+        free(ptx);
+    }
+
+    // Texture objects over linear and pitch-2D memory.
+    {
+        enum { TN = 512, TW = 40, TH = 12, TP = 256 };
+        // 2 * TN floats (4096 bytes) cover both the linear texture and the TH rows of TP bytes.
+        float *tf = malloc(2 * TN * 4);
+        for (int i = 0; i < 2 * TN; i++) tf[i] = (float)(i % 997) * 0.25f + 1.0f;
+        CUdeviceptr tl = 0, t2 = 0;
+        F(cuMemAlloc)(&tl, 2 * TN * 4);
+        F(cuMemAlloc)(&t2, TH * TP);
+        F(cuMemcpyHtoD)(tl, tf, 2 * TN * 4);
+        F(cuMemcpyHtoD)(t2, tf, TH * TP);
+        CUDA_RESOURCE_DESC rd = {0};
+        rd.resType = CU_RESOURCE_TYPE_LINEAR;
+        rd.res.linear.devPtr = tl, rd.res.linear.format = CU_AD_FORMAT_FLOAT, rd.res.linear.numChannels = 1;
+        rd.res.linear.sizeInBytes = 2 * TN * 4;
+        CUDA_TEXTURE_DESC tdsc = {0};
+        CUtexObject to = 0, to2 = 0;
+        R("texture.linear.cuTexObjectCreate", F(cuTexObjectCreate)(&to, &rd, &tdsc, NULL));
+        CUfunction ktr = NULL, kt2 = NULL;
+        R("cuModuleGetFunction.tex_read", F(cuModuleGetFunction)(&ktr, m, "tex_read"));
+        R("cuModuleGetFunction.tex2d_read", F(cuModuleGetFunction)(&kt2, m, "tex2d_read"));
+        unsigned tn = TN;
+        void *targs[] = {&to, &dy, &tn};
+        R("texture.linear.launch", F(cuLaunchKernel)(ktr, TN / 128, 1, 1, 128, 1, 1, 0, 0, targs, NULL));
+        F(cuMemcpyDtoH)(h2, dy, TN * 4);
+        OUT("texture.linear.result", "%016llx", fnv(h2, TN * 4));
+        CUDA_RESOURCE_DESC back;
+        memset(&back, 0x7f, sizeof back);
+        R("texture.cuTexObjectGetResourceDesc", F(cuTexObjectGetResourceDesc)(&back, to));
+        OUT("texture.resource_desc", "%d %d %d %u %zu", (int)back.resType, back.res.linear.devPtr == tl,
+            (int)back.res.linear.format, back.res.linear.numChannels, back.res.linear.sizeInBytes);
+        CUDA_RESOURCE_DESC rd2 = {0};
+        rd2.resType = CU_RESOURCE_TYPE_PITCH2D;
+        rd2.res.pitch2D.devPtr = t2, rd2.res.pitch2D.format = CU_AD_FORMAT_FLOAT, rd2.res.pitch2D.numChannels = 1;
+        rd2.res.pitch2D.width = TW, rd2.res.pitch2D.height = TH, rd2.res.pitch2D.pitchInBytes = TP;
+        CUDA_TEXTURE_DESC td2 = {0};
+        td2.addressMode[0] = td2.addressMode[1] = CU_TR_ADDRESS_MODE_CLAMP;
+        R("texture.pitch2d.cuTexObjectCreate", F(cuTexObjectCreate)(&to2, &rd2, &td2, NULL));
+        unsigned tw = TW, th = TH;
+        void *t2args[] = {&to2, &dy, &tw, &th};
+        R("texture.pitch2d.launch", F(cuLaunchKernel)(kt2, 1, TH, 1, 64, 1, 1, 0, 0, t2args, NULL));
+        F(cuMemcpyDtoH)(h2, dy, TW * TH * 4);
+        OUT("texture.pitch2d.result", "%016llx", fnv(h2, TW * TH * 4));
+        CUDA_TEXTURE_DESC tback;
+        memset(&tback, 0x7f, sizeof tback);
+        R("texture.cuTexObjectGetTextureDesc", F(cuTexObjectGetTextureDesc)(&tback, to2));
+        OUT("texture.texture_desc", "%d %d %d %u", (int)tback.addressMode[0], (int)tback.addressMode[1],
+            (int)tback.filterMode, tback.flags);
+        R("texture.cuTexObjectDestroy", F(cuTexObjectDestroy)(to));
+        R("texture.cuTexObjectDestroy.2", F(cuTexObjectDestroy)(to2));
+        F(cuMemFree)(tl), F(cuMemFree)(t2);
+        free(tf);
+    }
+
+    // Registered host memory.
+    {
+        unsigned *reg = aligned_alloc(4096, N * 4);
+        for (unsigned i = 0; i < N; i++) reg[i] = i * 2246822519u;
+        R("hostreg.cuMemHostRegister", F(cuMemHostRegister)(reg, N * 4, CU_MEMHOSTREGISTER_PORTABLE));
+        R("hostreg.register_again", F(cuMemHostRegister)(reg, N * 4, 0));
+        R("hostreg.cuMemcpyHtoDAsync", F(cuMemcpyHtoDAsync)(dy, reg, N * 4, 0));
+        R("hostreg.sync", F(cuStreamSynchronize)(0));
+        F(cuMemcpyDtoH)(h2, dy, N * 4);
+        OUT("hostreg.htod", "%016llx", fnv(h2, N * 4));
+        F(cuMemsetD32)(dy, 0x0f0f0f0f, 16);
+        memset(reg, 0, N * 4);
+        R("hostreg.cuMemcpyDtoHAsync", F(cuMemcpyDtoHAsync)(reg, dy, N * 4, 0));
+        F(cuStreamSynchronize)(0);
+        OUT("hostreg.dtoh", "%016llx", fnv(reg, N * 4));
+        CUdeviceptr rp = 0;
+        // This library gives registered memory no device address (CUDA_ERROR_NOT_SUPPORTED).
+        R("hostreg.cuMemHostGetDevicePointer", F(cuMemHostGetDevicePointer)(&rp, reg, 0));
+        R("hostreg.cuMemHostUnregister", F(cuMemHostUnregister)(reg));
+        R("hostreg.unregister_again", F(cuMemHostUnregister)(reg));
+        free(reg);
+    }
+
+    // Stream capture is never active here.
+    {
+        CUstreamCaptureStatus cs = (CUstreamCaptureStatus)9;
+        R("capture.cuStreamIsCapturing", F(cuStreamIsCapturing)(s1, &cs));
+        OUT("capture.status", "%d", (int)cs);
+    }
+
+    // Peer access: with one GPU only the refusals for a device and itself.
+    {
+        int can = -1, pv = -1;
+        R("peer.cuDeviceCanAccessPeer.self", F(cuDeviceCanAccessPeer)(&can, dev, dev));
+        R("peer.cuDeviceGetP2PAttribute.self", F(cuDeviceGetP2PAttribute)(&pv, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, dev, dev));
+        OUT("peer.two_devices", "%d", count >= 2);
+        if (count >= 2) {
+            CUdevice d1 = 0;
+            F(cuDeviceGet)(&d1, 1);
+            R("peer.cuDeviceCanAccessPeer", F(cuDeviceCanAccessPeer)(&can, dev, d1));
+            OUT("peer.can_access", "%d", can);
+            for (int a = 1; a <= 4; a++) {
+                pv = -1;
+                int r = F(cuDeviceGetP2PAttribute)(&pv, (CUdevice_P2PAttribute)a, dev, d1);
+                snprintf(key, sizeof key, "peer.p2p_attribute.%d", a);
+                OUT(key, "%d %d", r, pv);
+            }
+            CUcontext pc1 = NULL;
+            R("peer.cuCtxCreate", ((CUresult(*)(CUcontext *, unsigned, CUdevice))sym("cuCtxCreate_v2"))(&pc1, 0, d1));
+            CUdeviceptr p1 = 0;
+            R("peer.cuMemAlloc", F(cuMemAlloc)(&p1, N * 4));
+            R("peer.cuMemcpyHtoD", F(cuMemcpyHtoD)(p1, h, N * 4));
+            F(cuCtxSetCurrent)(c0);
+            F(cuMemsetD32)(dy, 0, N);
+            R("peer.dtod_without_access", F(cuMemcpyDtoD)(dy, p1, N * 4));
+            F(cuMemcpyDtoH)(h2, dy, N * 4);
+            OUT("peer.dtod_without_access.result", "%016llx", fnv(h2, N * 4));
+            F(cuMemsetD32)(dy, 0, N);
+            R("peer.cuMemcpyPeer", F(cuMemcpyPeer)(dy, c0, p1, pc1, N * 4));
+            F(cuMemcpyDtoH)(h2, dy, N * 4);
+            OUT("peer.cuMemcpyPeer.result", "%016llx", fnv(h2, N * 4));
+            if (can) {
+                R("peer.cuCtxEnablePeerAccess", F(cuCtxEnablePeerAccess)(pc1, 0));
+                R("peer.cuCtxEnablePeerAccess.again", F(cuCtxEnablePeerAccess)(pc1, 0));
+                F(cuMemsetD32)(dy, 0, N);
+                R("peer.dtod_with_access", F(cuMemcpyDtoD)(dy, p1, N * 4));
+                F(cuMemcpyDtoH)(h2, dy, N * 4);
+                OUT("peer.dtod_with_access.result", "%016llx", fnv(h2, N * 4));
+                R("peer.cuCtxDisablePeerAccess", F(cuCtxDisablePeerAccess)(pc1));
+                R("peer.cuCtxDisablePeerAccess.again", F(cuCtxDisablePeerAccess)(pc1));
+            }
+            F(cuCtxSetCurrent)(pc1);
+            R("peer.cuMemFree", F(cuMemFree)(p1));
+            R("peer.cuCtxDestroy", F(cuCtxDestroy)(pc1));
+            F(cuCtxSetCurrent)(c0);
+        }
+    }
 
     R("cuEventDestroy", F(cuEventDestroy)(e1));
     R("cuStreamDestroy", F(cuStreamDestroy)(s1));

@@ -33,3 +33,26 @@ __device__ unsigned g_table[16];
 extern "C" __global__ void read_table(unsigned* out) {
     out[threadIdx.x] = g_table[threadIdx.x & 15u] * 2u;
 }
+
+// Spins until *flag is non-zero or max_ns of GPU time pass (stream-order checks).
+extern "C" __global__ void spin(const volatile unsigned* flag, unsigned long long max_ns) {
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (*flag == 0u && t - t0 < max_ns);
+}
+
+// Texture objects: out[i] = 2 * tex[i] + tex[i + n] (1-D, tex1Dfetch); out[y*w + x] =
+// tex(x, y) + 3 * tex(x - 3, y + 1) (2-D, nearest-point at texel centers).
+extern "C" __global__ void tex_read(unsigned long long tex, float* out, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 2.0f * tex1Dfetch<float>(tex, (int)i) + tex1Dfetch<float>(tex, (int)(i + n));
+}
+
+extern "C" __global__ void tex2d_read(unsigned long long tex, float* out, unsigned w, unsigned h) {
+    unsigned x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+    if (x < w && y < h)
+        out[y * w + x] = tex2D<float>(tex, x + 0.5f, y + 0.5f) +
+                         3.0f * tex2D<float>(tex, (float)x - 2.5f, (float)y + 1.5f);
+}

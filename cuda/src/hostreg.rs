@@ -1,0 +1,135 @@
+//! Registered host memory (`cuMemHostRegister`, `cuMemHostUnregister`).
+//!
+//! libtegragpu cannot pin memory it did not allocate, so registering does not map the range
+//! for the GPU. It is recorded, and copies to and from it work as from any host memory: a copy
+//! from it stages the bytes at the call (what the GPU would read, since CUDA forbids changing
+//! the range before the copy completes), a copy into it returns once the bytes are there (an
+//! `Async` form may complete before it returns). What needs a device address of the range is
+//! refused, naming the reason: `CU_MEMHOSTREGISTER_DEVICEMAP` and `IOMEMORY`,
+//! `cuMemHostGetDevicePointer` of registered memory; `CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_
+//! FOR_REGISTERED_MEM` reads 0.
+
+use crate::context::{current, Context};
+use crate::error::{fail, guard, invalid, R};
+use crate::types::*;
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+
+pub const CU_MEMHOSTREGISTER_PORTABLE: u32 = 1;
+pub const CU_MEMHOSTREGISTER_DEVICEMAP: u32 = 2;
+pub const CU_MEMHOSTREGISTER_IOMEMORY: u32 = 4;
+pub const CU_MEMHOSTREGISTER_READ_ONLY: u32 = 8;
+
+/// One registered range.
+#[derive(Clone, Copy)]
+pub struct Registered {
+    pub start: usize,
+    pub len: usize,
+    pub flags: u32,
+    pub ctx: &'static Context,
+}
+
+static REGISTERED: Mutex<BTreeMap<usize, Registered>> = Mutex::new(BTreeMap::new());
+
+/// The registered range holding host address `p`.
+pub fn find_registered(p: usize) -> Option<Registered> {
+    let m = REGISTERED.lock();
+    let (_, r) = m.range(..=p).next_back()?;
+    (p - r.start < r.len).then_some(*r)
+}
+
+/// Why registered memory has no device address.
+pub const NO_DEVICE_ADDRESS: &str = "registered host memory is not mapped for the GPU by this library (it cannot pin memory it did not allocate; copies to and from the range go through staging buffers): allocate mapped memory with cuMemHostAlloc instead";
+
+unsafe fn register(p: *mut c_void, bytes: usize, flags: u32) -> R {
+    let ctx = current()?;
+    if p.is_null() || bytes == 0 {
+        return Err(invalid(format!("p {p:?}, bytesize {bytes}")));
+    }
+    let known = CU_MEMHOSTREGISTER_PORTABLE
+        | CU_MEMHOSTREGISTER_DEVICEMAP
+        | CU_MEMHOSTREGISTER_IOMEMORY
+        | CU_MEMHOSTREGISTER_READ_ONLY;
+    if flags & !known != 0 {
+        return Err(invalid(format!("flags {flags:#x}")));
+    }
+    if flags & CU_MEMHOSTREGISTER_IOMEMORY != 0 {
+        return Err(fail(
+            CUDA_ERROR_NOT_SUPPORTED,
+            "CU_MEMHOSTREGISTER_IOMEMORY: I/O memory cannot be registered with this library",
+        ));
+    }
+    if flags & CU_MEMHOSTREGISTER_DEVICEMAP != 0 {
+        return Err(fail(
+            CUDA_ERROR_NOT_SUPPORTED,
+            format!("CU_MEMHOSTREGISTER_DEVICEMAP: {NO_DEVICE_ADDRESS}"),
+        ));
+    }
+    let start = p as usize;
+    let end = start
+        .checked_add(bytes)
+        .ok_or_else(|| invalid(format!("{bytes} bytes at {p:?} overflow")))?;
+    if let Some((a, _)) = crate::memory::find_host(start) {
+        return Err(fail(
+            CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+            format!(
+                "{p:?} is pinned host memory of this library ({} bytes)",
+                a.size
+            ),
+        ));
+    }
+    let mut m = REGISTERED.lock();
+    let overlap = m
+        .range(..end)
+        .next_back()
+        .filter(|(_, r)| r.start + r.len > start);
+    if let Some((_, r)) = overlap {
+        return Err(fail(
+            CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+            format!(
+                "[{p:?}, +{bytes}) overlaps the registered range [{:#x}, +{})",
+                r.start, r.len
+            ),
+        ));
+    }
+    m.insert(
+        start,
+        Registered {
+            start,
+            len: bytes,
+            flags,
+            ctx,
+        },
+    );
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemHostRegister_v2(
+    p: *mut c_void,
+    bytes: usize,
+    flags: u32,
+) -> CUresult {
+    guard("cuMemHostRegister_v2", || register(p, bytes, flags))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemHostRegister(p: *mut c_void, bytes: usize, flags: u32) -> CUresult {
+    guard("cuMemHostRegister", || register(p, bytes, flags))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemHostUnregister(p: *mut c_void) -> CUresult {
+    guard("cuMemHostUnregister", || {
+        current()?;
+        let mut m = REGISTERED.lock();
+        if m.remove(&(p as usize)).is_none() {
+            return Err(fail(
+                CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+                format!("{p:?} is not the start of a registered range"),
+            ));
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,349 @@
+//! Graphs.
+
+use crate::*;
+use std::ffi::{c_char, c_void};
+use std::ptr::null_mut;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct KernelNodeParams {
+    pub(crate) func: *mut c_void,
+    pub(crate) grid: [u32; 3],
+    pub(crate) block: [u32; 3],
+    pub(crate) shared: u32,
+    pub(crate) params: *mut *mut c_void,
+    pub(crate) extra: *mut *mut c_void,
+}
+
+#[repr(C)]
+pub(crate) struct KernelNodeParamsV2 {
+    pub(crate) v1: KernelNodeParams,
+    pub(crate) kern: *mut c_void,
+    pub(crate) ctx: *mut c_void,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct Memcpy3D {
+    src_x: usize,
+    src_y: usize,
+    src_z: usize,
+    src_lod: usize,
+    src_type: u32,
+    src_host: usize,
+    src_device: u64,
+    src_array: usize,
+    reserved0: usize,
+    src_pitch: usize,
+    src_height: usize,
+    dst_x: usize,
+    dst_y: usize,
+    dst_z: usize,
+    dst_lod: usize,
+    dst_type: u32,
+    dst_host: usize,
+    dst_device: u64,
+    dst_array: usize,
+    reserved1: usize,
+    dst_pitch: usize,
+    dst_height: usize,
+    width: usize,
+    height: usize,
+    depth: usize,
+}
+
+#[test]
+fn graphs_as_tinygrad_builds_them() {
+    setup();
+    let m = load_fixture("kernels");
+    let inc = function(m, "increment");
+    let fill = function(m, "fill_u32");
+    let counter = alloc(8);
+    let buf = alloc(64 * 4);
+    let copy = alloc(64 * 4);
+    check(cu!(cuMemsetD32_v2(counter, 0, 2): u64, u32, usize), "zero");
+    let mut g = null_mut();
+    check(
+        cu!(cuGraphCreate(&mut g, 0): *mut *mut c_void, u32),
+        "graph",
+    );
+    // Node A: fill_u32(buf, 7, 64) through `extra` (v1 params, as tinygrad).
+    #[repr(C)]
+    struct FillArgs {
+        p: u64,
+        v: u32,
+        n: u32,
+    }
+    let mut fa = FillArgs {
+        p: buf,
+        v: 7,
+        n: 64,
+    };
+    let mut fsize = std::mem::size_of::<FillArgs>();
+    let mut extra = [
+        std::ptr::without_provenance_mut(1),
+        ptr(&mut fa),
+        std::ptr::without_provenance_mut(2),
+        ptr(&mut fsize),
+        null_mut(),
+    ];
+    let mut pa = KernelNodeParams {
+        func: fill,
+        grid: [1, 1, 1],
+        block: [64, 1, 1],
+        shared: 0,
+        params: null_mut(),
+        extra: extra.as_mut_ptr(),
+    };
+    let mut a = null_mut();
+    check(
+        cu!(cuGraphAddKernelNode(&mut a, g, std::ptr::null(), 0, ptr(&mut pa)): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void),
+        "kernel node v1",
+    );
+    // Node B: increment(counter, 5) with kernelParams (v2 params), after A.
+    let (mut cp, mut by) = (counter, 5u64);
+    let mut args = [ptr(&mut cp), ptr(&mut by)];
+    let mut pb = KernelNodeParamsV2 {
+        v1: KernelNodeParams {
+            func: inc,
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            shared: 0,
+            params: args.as_mut_ptr(),
+            extra: null_mut(),
+        },
+        kern: null_mut(),
+        ctx: null_mut(),
+    };
+    let mut b = null_mut();
+    let deps = [a];
+    check(
+        cu!(cuGraphAddKernelNode_v2(&mut b, g, deps.as_ptr(), 1, ptr(&mut pb)): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void),
+        "kernel node v2",
+    );
+    // Node C: copy buf → copy, after A.
+    let mut mc = Memcpy3D {
+        src_type: 2,
+        src_device: buf,
+        src_pitch: 256,
+        src_height: 1,
+        dst_type: 2,
+        dst_device: copy,
+        dst_pitch: 256,
+        dst_height: 1,
+        width: 256,
+        height: 1,
+        depth: 1,
+        ..Default::default()
+    };
+    let mut c = null_mut();
+    check(
+        cu!(cuGraphAddMemcpyNode(&mut c, g, deps.as_ptr(), 1, ptr(&mut mc), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
+        "memcpy node",
+    );
+    let mut nodes = 0usize;
+    check(
+        cu!(cuGraphGetNodes(g, null_mut(), &mut nodes): *mut c_void, *mut *mut c_void, *mut usize),
+        "nodes",
+    );
+    assert_eq!(nodes, 3);
+    // The CUDA 11 form (5 arguments), as tinygrad calls it, and the CUDA 12 form.
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiate_v2(&mut exec, g, null_mut(), null_mut(), 0): *mut *mut c_void, *mut c_void, *mut *mut c_void, *mut c_char, usize),
+        "instantiate",
+    );
+    let mut exec2 = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec2, g, 0): *mut *mut c_void, *mut c_void, u64),
+        "instantiate with flags",
+    );
+    for _ in 0..3 {
+        check(
+            cu!(cuGraphLaunch(exec, null_mut()): *mut c_void, *mut c_void),
+            "launch",
+        );
+    }
+    check(
+        cu!(cuGraphLaunch(exec2, null_mut()): *mut c_void, *mut c_void),
+        "launch 2",
+    );
+    check(cu!(cuStreamSynchronize(null_mut()): *mut c_void), "sync");
+    assert_eq!(dtoh::<u64>(counter, 1)[0], 20);
+    assert!(dtoh::<u32>(copy, 64).iter().all(|&x| x == 7));
+    // Update the executable graph: new increment and a new fill value and grid.
+    let by_p: *mut u64 = &mut by;
+    unsafe { by_p.write(100) };
+    check(
+        cu!(cuGraphExecKernelNodeSetParams_v2(exec, b, ptr(&mut pb)): *mut c_void, *mut c_void, *mut c_void),
+        "exec set v2",
+    );
+    let big = alloc(128 * 4);
+    let fa_p: *mut FillArgs = &mut fa;
+    unsafe {
+        fa_p.write(FillArgs {
+            p: big,
+            v: 9,
+            n: 128,
+        })
+    };
+    pa.grid = [2, 1, 1];
+    check(
+        cu!(cuGraphExecKernelNodeSetParams(exec, a, ptr(&mut pa)): *mut c_void, *mut c_void, *mut c_void),
+        "exec set v1",
+    );
+    check(
+        cu!(cuGraphLaunch(exec, null_mut()): *mut c_void, *mut c_void),
+        "launch",
+    );
+    check(cu!(cuStreamSynchronize(null_mut()): *mut c_void), "sync");
+    assert_eq!(dtoh::<u64>(counter, 1)[0], 120);
+    assert!(dtoh::<u32>(big, 128).iter().all(|&x| x == 9));
+    // Memcpy node update: copy from `big` instead.
+    mc.src_device = big;
+    check(
+        cu!(cuGraphExecMemcpyNodeSetParams(exec, c, ptr(&mut mc), null_mut()): *mut c_void, *mut c_void, *mut c_void, *mut c_void),
+        "exec memcpy set",
+    );
+    check(
+        cu!(cuMemsetD32_v2(copy, 0, 64): u64, u32, usize),
+        "zero copy",
+    );
+    check(
+        cu!(cuGraphLaunch(exec, null_mut()): *mut c_void, *mut c_void),
+        "launch",
+    );
+    check(cu!(cuCtxSynchronize(): ), "sync");
+    assert!(dtoh::<u32>(copy, 64).iter().all(|&x| x == 9));
+    assert_eq!(dtoh::<u64>(counter, 1)[0], 220);
+    // A node of another graph is refused.
+    let mut g2 = null_mut();
+    check(
+        cu!(cuGraphCreate(&mut g2, 0): *mut *mut c_void, u32),
+        "graph 2",
+    );
+    let mut x = null_mut();
+    assert_eq!(
+        cu!(cuGraphAddEmptyNode(&mut x, g2, deps.as_ptr(), 1): *mut *mut c_void, *mut c_void, *const *mut c_void, usize),
+        1
+    );
+    for e in [exec, exec2] {
+        check(cu!(cuGraphExecDestroy(e): *mut c_void), "exec destroy");
+    }
+    check(cu!(cuGraphDestroy(g): *mut c_void), "destroy");
+    check(cu!(cuGraphDestroy(g2): *mut c_void), "destroy");
+}
+
+/// The difftest's graph: a fill of `buf`, an increment of `buf`'s first word after it, and a
+/// memcpy node of `buf` after both. The copy sees the increment, on every launch and after
+/// updates of both kernel nodes (a copy that depended on the fill only would race with the
+/// increment: either result is CUDA's).
+#[test]
+fn graph_copy_after_the_writers_it_depends_on() {
+    setup();
+    let m = load_fixture("kernels");
+    let inc = function(m, "increment");
+    let fill = function(m, "fill_u32");
+    let n = 4096usize;
+    let buf = alloc(n * 4);
+    let copy = alloc(n * 4);
+    let mut g = null_mut();
+    check(
+        cu!(cuGraphCreate(&mut g, 0): *mut *mut c_void, u32),
+        "graph",
+    );
+    let (mut fp, mut fv, mut fn_) = (buf, 5u32, n as u32);
+    let mut fargs = [ptr(&mut fp), ptr(&mut fv), ptr(&mut fn_)];
+    let mut pf = KernelNodeParams {
+        func: fill,
+        grid: [(n / 128) as u32, 1, 1],
+        block: [128, 1, 1],
+        shared: 0,
+        params: fargs.as_mut_ptr(),
+        extra: null_mut(),
+    };
+    let mut nf = null_mut();
+    check(
+        cu!(cuGraphAddKernelNode(&mut nf, g, std::ptr::null(), 0, ptr(&mut pf)): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void),
+        "fill node",
+    );
+    let (mut ip, mut by) = (buf, 1u64);
+    let mut iargs = [ptr(&mut ip), ptr(&mut by)];
+    let mut pi = KernelNodeParams {
+        func: inc,
+        grid: [1, 1, 1],
+        block: [32, 1, 1],
+        shared: 0,
+        params: iargs.as_mut_ptr(),
+        extra: null_mut(),
+    };
+    let mut ni = null_mut();
+    check(
+        cu!(cuGraphAddKernelNode(&mut ni, g, &nf, 1, ptr(&mut pi)): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void),
+        "increment node",
+    );
+    let mut mc = Memcpy3D {
+        src_type: 2,
+        src_device: buf,
+        src_pitch: n * 4,
+        src_height: 1,
+        dst_type: 2,
+        dst_device: copy,
+        dst_pitch: n * 4,
+        dst_height: 1,
+        width: n * 4,
+        height: 1,
+        depth: 1,
+        ..Default::default()
+    };
+    let deps = [nf, ni];
+    let mut nc = null_mut();
+    check(
+        cu!(cuGraphAddMemcpyNode(&mut nc, g, deps.as_ptr(), 2, ptr(&mut mc), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
+        "memcpy node",
+    );
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec, g, 0): *mut *mut c_void, *mut c_void, u64),
+        "instantiate",
+    );
+    let expect = |fill_value: u32, add: u64| -> Vec<u32> {
+        let mut v = vec![fill_value; n];
+        let first = (u64::from(fill_value) | (u64::from(fill_value) << 32)) + add;
+        v[0] = first as u32;
+        v[1] = (first >> 32) as u32;
+        v
+    };
+    for _ in 0..3 {
+        check(
+            cu!(cuGraphLaunch(exec, null_mut()): *mut c_void, *mut c_void),
+            "launch",
+        );
+    }
+    check(cu!(cuCtxSynchronize(): ), "sync");
+    assert_eq!(dtoh::<u32>(copy, n), expect(5, 1));
+    // New parameters for both kernels: the copy still follows them.
+    let (fv_p, by_p): (*mut u32, *mut u64) = (&mut fv, &mut by);
+    unsafe {
+        fv_p.write(9);
+        by_p.write(77);
+    }
+    pf.grid = [(n / 256) as u32, 1, 1];
+    pf.block = [256, 1, 1];
+    check(
+        cu!(cuGraphExecKernelNodeSetParams(exec, nf, ptr(&mut pf)): *mut c_void, *mut c_void, *mut c_void),
+        "update fill",
+    );
+    check(
+        cu!(cuGraphExecKernelNodeSetParams(exec, ni, ptr(&mut pi)): *mut c_void, *mut c_void, *mut c_void),
+        "update increment",
+    );
+    check(
+        cu!(cuGraphLaunch(exec, null_mut()): *mut c_void, *mut c_void),
+        "launch updated",
+    );
+    check(cu!(cuCtxSynchronize(): ), "sync");
+    assert_eq!(dtoh::<u32>(copy, n), expect(9, 77));
+    check(cu!(cuGraphExecDestroy(exec): *mut c_void), "exec destroy");
+    check(cu!(cuGraphDestroy(g): *mut c_void), "destroy");
+}

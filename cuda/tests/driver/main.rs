@@ -1,0 +1,25 @@
+//! The CUDA driver API of the built libcuda.so (target/<profile>/libcuda.so), driven through
+//! dlopen as a program written for CUDA would, on the device libtegragpu opens (the emulated
+//! Orin without a GPU; `TEGRAGPU_DEVICE` picks another). No NVIDIA library is loaded.
+//!
+//! One test binary (`driver`, as the device run copies it); one module per area.
+
+#![allow(non_snake_case, clippy::missing_transmute_annotations)]
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+pub(crate) use common::*;
+
+mod devices;
+mod exports;
+mod extras;
+mod graphs;
+mod library;
+mod link;
+mod memcpy2d;
+mod memory;
+mod modules;
+mod peer;
+mod streams;
+mod texture;

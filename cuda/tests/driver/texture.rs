@@ -1,0 +1,169 @@
+//! Texture objects over linear and pitch-2D device memory.
+
+use crate::*;
+use std::ffi::c_void;
+use std::ptr::null_mut;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ResourceDesc {
+    res_type: u32,
+    res: [u64; 16],
+    flags: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct TextureDesc {
+    address_mode: [u32; 3],
+    filter_mode: u32,
+    flags: u32,
+    max_anisotropy: u32,
+    mipmap_filter_mode: u32,
+    mipmap_level_bias: f32,
+    min_mipmap_level_clamp: f32,
+    max_mipmap_level_clamp: f32,
+    border_color: [f32; 4],
+    reserved: [i32; 12],
+}
+
+const FLOAT: u64 = 0x20;
+
+fn create(res: &ResourceDesc, desc: &TextureDesc) -> (CUresult, u64) {
+    let mut t = 0u64;
+    let r = cu!(cuTexObjectCreate(&mut t, res, desc, std::ptr::null()): *mut u64, *const ResourceDesc, *const TextureDesc, *const c_void);
+    (r, t)
+}
+
+#[test]
+fn texture_objects_over_linear_and_pitched_memory() {
+    setup();
+    let m = load_fixture("kernels");
+    let n = 256usize;
+    let data: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 + 1.0).collect();
+    let d = alloc(n * 4);
+    htod(d, &data);
+    let mut res = ResourceDesc {
+        res_type: 2,
+        res: [0; 16],
+        flags: 0,
+    };
+    res.res[0] = d;
+    res.res[1] = FLOAT | (1u64 << 32);
+    res.res[2] = (n * 4) as u64;
+    let desc = TextureDesc::default();
+    let (r, t1) = create(&res, &desc);
+    check(r, "linear texture");
+    assert_ne!(t1, 0);
+    let out = alloc(2 * n * 4);
+    let k1 = function(m, "tex_fetch_1d");
+    let (mut th, mut op, mut nn) = (t1, out, n as u32);
+    launch(
+        k1,
+        1,
+        n as u32,
+        null_mut(),
+        &mut [ptr(&mut th), ptr(&mut op), ptr(&mut nn)],
+    );
+    let got = dtoh::<f32>(out, 2 * n);
+    for i in 0..n {
+        assert_eq!(got[i], data[n - 1 - i], "element {i}");
+        assert_eq!(got[n + i], 0.0, "past the end, element {i}");
+    }
+    let mut back = ResourceDesc {
+        res_type: 9,
+        res: [0; 16],
+        flags: 7,
+    };
+    check(
+        cu!(cuTexObjectGetResourceDesc(&mut back, t1): *mut ResourceDesc, u64),
+        "resource desc",
+    );
+    assert_eq!(
+        (back.res_type, back.res[0], back.res[2]),
+        (2, d, (n * 4) as u64)
+    );
+
+    // Pitch-2D, clamped at the edges.
+    let (w, h, pitch) = (40usize, 12usize, 256usize);
+    let img: Vec<f32> = (0..h * pitch / 4).map(|i| (i % 997) as f32).collect();
+    let d2 = alloc(h * pitch);
+    htod(d2, &img);
+    let mut res2 = ResourceDesc {
+        res_type: 3,
+        res: [0; 16],
+        flags: 0,
+    };
+    res2.res[0] = d2;
+    res2.res[1] = FLOAT | (1u64 << 32);
+    res2.res[2] = w as u64;
+    res2.res[3] = h as u64;
+    res2.res[4] = pitch as u64;
+    let desc2 = TextureDesc {
+        address_mode: [1, 1, 1],
+        ..Default::default()
+    };
+    let (r, t2) = create(&res2, &desc2);
+    check(r, "pitch-2D texture");
+    let out2 = alloc(w * h * 4);
+    let k2 = function(m, "tex_fetch_2d");
+    let l: Launch = f("cuLaunchKernel");
+    let (mut th2, mut op2, mut ww, mut hh) = (t2, out2, w as u32, h as u32);
+    let mut args = [ptr(&mut th2), ptr(&mut op2), ptr(&mut ww), ptr(&mut hh)];
+    check(
+        unsafe {
+            l(
+                k2,
+                1,
+                h as u32,
+                1,
+                64,
+                1,
+                1,
+                0,
+                null_mut(),
+                args.as_mut_ptr(),
+                null_mut(),
+            )
+        },
+        "tex_fetch_2d",
+    );
+    let got = dtoh::<f32>(out2, w * h);
+    let texel = |x: i64, y: i64| {
+        let (x, y) = (x.clamp(0, w as i64 - 1), y.clamp(0, h as i64 - 1));
+        img[y as usize * pitch / 4 + x as usize]
+    };
+    for y in 0..h as i64 {
+        for x in 0..w as i64 {
+            let want = texel(x, y) + 2.0 * texel(x - 3, y + 2);
+            assert_eq!(got[y as usize * w + x as usize], want, "({x}, {y})");
+        }
+    }
+    let mut td = TextureDesc::default();
+    check(
+        cu!(cuTexObjectGetTextureDesc(&mut td, t2): *mut TextureDesc, u64),
+        "texture desc",
+    );
+    assert_eq!(td.address_mode, [1, 1, 1]);
+
+    // Refusals: arrays, resource views, memory not of this library; a destroyed handle.
+    let arr = ResourceDesc {
+        res_type: 0,
+        res: [16; 16],
+        flags: 0,
+    };
+    assert_eq!(create(&arr, &desc).0, 801);
+    let mut t = 0u64;
+    let view = [0u8; 128];
+    assert_eq!(
+        cu!(cuTexObjectCreate(&mut t, &res, &desc, view.as_ptr() as *const c_void): *mut u64, *const ResourceDesc, *const TextureDesc, *const c_void),
+        801
+    );
+    let mut foreign = res;
+    foreign.res[0] = 0x1000;
+    assert_eq!(create(&foreign, &desc).0, 1);
+    for t in [t1, t2] {
+        check(cu!(cuTexObjectDestroy(t): u64), "destroy");
+    }
+    assert_eq!(cu!(cuTexObjectDestroy(t1): u64), 1);
+}
