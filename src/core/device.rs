@@ -518,7 +518,11 @@ impl Device {
     }
 
     /// For tests: (allocations, signal slots) released by their owners that the device holds
-    /// back because queued work (submitted or only recorded) may still use them.
+    /// back because queued work (submitted or only recorded) may still use them: its own
+    /// queues' work, and the work of devices with peer access to its memory. Reaps first. A
+    /// queue's work counts as done once the queue's timeline has passed it (the release that
+    /// closes each submission, which [`Queue::synchronize`] waits for); a signal released
+    /// earlier in the same submission can be seen a moment before that.
     #[doc(hidden)]
     pub fn held_for_queued_work(&self) -> (usize, usize) {
         self.collect_deferred();
