@@ -317,6 +317,25 @@ impl Device {
         Queue::new(self, kind, config)
     }
 
+    /// Create a copy queue whose channel runs on `engine` ([`crate::backend::CopyEngine`]; the
+    /// desktop driver's backend only, which lists its engines in [`Device::copy_engines`]). An
+    /// explicit engine the driver refuses is an error naming it; [`Queue::engine`] says where
+    /// a queue runs.
+    pub fn create_copy_queue(
+        &self,
+        engine: crate::backend::CopyEngine,
+        config: QueueConfig,
+    ) -> Result<Queue> {
+        self.check_usable()?;
+        Queue::new_on(self, QueueKind::Copy, config, engine)
+    }
+
+    /// The logical copy engines the driver lists (RM: index, engine type, caps, the physical
+    /// copy engines behind each); empty on backends that do not list them.
+    pub fn copy_engines(&self) -> Vec<crate::backend::rm::CopyEngineInfo> {
+        self.backend().copy_engines()
+    }
+
     /// Create an empty command buffer (see [`super::CmdBuf`]): record, `finish`, replay on
     /// compute queues.
     pub fn create_cmdbuf(&self) -> Result<super::CmdBuf> {
