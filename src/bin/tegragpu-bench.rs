@@ -2,7 +2,7 @@
 //! libtegragpu, side by side with libcuda (loaded at run time with libloading) when present;
 //! with two GPUs of the desktop driver, peer copies between them (`bench/peer.rs`).
 //!
-//! Usage: tegragpu-bench [--device SPEC] [--json] [--quick] [--no-cuda] [--record-only N [--replay] [--capi [--owned]]]
+//! Usage: tegragpu-bench [--device SPEC] [--json] [--quick] [--no-cuda] [--peer-only] [--record-only N [--replay] [--capi [--owned]]]
 //! (see `USAGE`; parsed with lexopt).
 //!
 //! `--record-only N` records and submits N empty-kernel launches and exits (used by
@@ -16,6 +16,8 @@ use tegragpu::core::{Device, LaunchConfig, MemFlags, Queue, QueueKind};
 mod capi;
 #[path = "bench/peer.rs"]
 mod peer;
+#[path = "bench/peer_matrix.rs"]
+mod peer_matrix;
 #[path = "bench/replay.rs"]
 mod replay;
 
@@ -31,10 +33,23 @@ struct Opts {
     capi: bool,
     owned: bool,
     replay: bool,
+    peer_only: bool,
+}
+
+/// Lines printed under the table (on stderr with `--json`): what ran the rows.
+static NOTES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Add a line under the table.
+fn note(line: String) {
+    NOTES.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+}
+
+fn take_notes() -> Vec<String> {
+    std::mem::take(&mut *NOTES.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 const USAGE: &str = "\
-usage: tegragpu-bench [--device emu|nvgpu|rm|rm:N] [--json] [--quick] [--no-cuda] [--record-only N [--replay] [--capi [--owned]]]
+usage: tegragpu-bench [--device emu|nvgpu|rm|rm:N] [--json] [--quick] [--no-cuda] [--peer-only] [--record-only N [--replay] [--capi [--owned]]]
 
 Launch latency, CPU cost per launch, copy bandwidth and more, side by side with libcuda
 when it is present (docs/performance.md).
@@ -49,6 +64,10 @@ when it is present (docs/performance.md).
                    (\"libcuda\": whether libcuda was measured; per row its figure or null)
   --quick          fewer iterations
   --no-cuda        skip the libcuda columns
+  --peer-only      two desktop GPUs (the device and rm:1, or rm:0): every way this library
+                   copies between them (each copy engine the driver lets a queue use, split
+                   launches, several queues, the SM copy kernel at several grids, both
+                   directions) beside cuMemcpyPeerAsync, one line each, then the peer rows
   --record-only N  only record + submit N launches (for instruction counts)
   --replay         with --record-only: N replays of a 10-launch command buffer, each submitted
   --capi           with --record-only: through the C API (tg_launch + tg_queue_submit;
@@ -80,6 +99,7 @@ fn parse_args() -> Result<Opts, String> {
         capi: false,
         owned: false,
         replay: false,
+        peer_only: false,
     };
     let mut parser = lexopt::Parser::from_env();
     loop {
@@ -106,6 +126,7 @@ fn parse_args() -> Result<Opts, String> {
             Long("capi") => o.capi = true,
             Long("owned") => o.owned = true,
             Long("replay") => o.replay = true,
+            Long("peer-only") => o.peer_only = true,
             Long("record-only") => {
                 let n = parser.value().map_err(|_| "--record-only needs N")?;
                 let n = n.string().map_err(|e| format!("--record-only: {e}"))?;
@@ -753,6 +774,16 @@ fn main() {
         return;
     }
     o.device = device_or_emulator(o.device.take());
+    if o.peer_only {
+        match peer_matrix::run(o.device.as_deref(), o.quick, o.cuda) {
+            Ok(rows) => print_rows(&rows),
+            Err(e) => {
+                eprintln!("tegragpu-bench: {e}");
+                std::process::exit(1)
+            }
+        }
+        return;
+    }
     let mut cuda = if o.cuda && o.device.as_deref() != Some("emu") {
         cuda::Cuda::load()
     } else {
@@ -776,6 +807,9 @@ fn main() {
     };
     if o.json {
         println!("{}", json_report(&o, &info, cuda.is_some(), &rows));
+        for n in take_notes() {
+            eprintln!("note: {n}");
+        }
     } else {
         print_rows(&rows);
     }
@@ -982,6 +1016,9 @@ fn print_rows(rows: &[Row]) {
             "libcuda's D2D column is cuMemcpyDtoD, which runs a kernel on the SMs on desktop GPUs \
              (it has no copy-engine D2D path there; see docs/performance.md)"
         );
+    }
+    for n in take_notes() {
+        println!("{n}");
     }
 }
 
