@@ -631,24 +631,32 @@ pub fn run(spec: Option<&str>, quick: bool, with_cuda: bool) -> tegragpu::Result
         };
         add(format!("copy queue, {t}"), Dir::Write, ce(vec![l], whole));
         add(format!("copy queue, {t}"), Dir::Local, ce(vec![l], whole));
+        for mib in [1u64, 8, 64] {
+            let p = CopySplit::Pieces(mib << 20);
+            add(
+                format!("{t}, pipelined {mib} MiB pieces"),
+                Dir::Write,
+                ce(vec![l], p),
+            );
+        }
+        let p8 = CopySplit::Pieces(8 << 20);
         add(
             format!("{t}, pipelined 8 MiB pieces"),
-            Dir::Write,
-            ce(vec![l], CopySplit::Pieces(8 << 20)),
+            Dir::Local,
+            ce(vec![l], p8),
         );
-        add(
-            format!("{t}, pipelined 64 MiB pieces"),
-            Dir::Write,
-            ce(vec![l], CopySplit::Pieces(64 << 20)),
-        );
-        add(
-            format!("{t}, multi-line launch, 1 MiB lines"),
-            Dir::Write,
-            ce(vec![l], CopySplit::Lines(1 << 20)),
-        );
+        for (kib, what) in [(64u32, "64 KiB"), (1024, "1 MiB")] {
+            let lines = CopySplit::Lines(kib << 10);
+            add(
+                format!("{t}, multi-line launch, {what} lines"),
+                Dir::Write,
+                ce(vec![l], lines),
+            );
+        }
         add(format!("{t}, 2 queues"), Dir::Write, ce(vec![l; 2], whole));
         add(format!("{t}, 4 queues"), Dir::Write, ce(vec![l; 4], whole));
         add(format!("{t}, 4 queues"), Dir::Local, ce(vec![l; 4], whole));
+        add(format!("{t}, 8 queues"), Dir::Write, ce(vec![l; 8], whole));
         add(
             format!("{t}, 4 queues, pipelined 8 MiB pieces"),
             Dir::Write,
