@@ -403,6 +403,14 @@ fn rm_two_gpus_copy_and_share_memory() {
 
     let mut sa = Side::new(a.clone(), "A");
     let mut sb = Side::new(b.clone(), "B");
+    for s in [&sa, &sb] {
+        println!(
+            "peer: {}'s copy queue runs on {}; its compute queue on {}",
+            s.name,
+            s.cq.engine(),
+            s.kq.engine()
+        );
+    }
     // Buffers made before access is enabled (mapped at enable) and after (mapped at
     // allocation). Odd sizes and offsets: the copies have tails.
     const N: u64 = (64 << 20) + 12 * 1024 + 5;
