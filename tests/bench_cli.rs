@@ -107,3 +107,68 @@ fn no_device_and_no_gpu_falls_back_to_the_emulated_orin() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.starts_with("benchmark "), "{stdout}");
 }
+
+/// `--peer-only` on the emulated Orin runs the peer-copy matrix with A and B the same device
+/// (a check of the bench itself): every candidate prints a line with both sizes and checked
+/// data, the engine choices the emulator cannot make are refused with the reason, and the
+/// summary names the fastest.
+#[test]
+fn peer_only_on_the_emulated_orin_checks_every_candidate() {
+    let out = bench(&["--device", "emu", "--peer-only", "--quick", "--no-cuda"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("peer matrix | "))
+        .collect();
+    assert!(lines.len() >= 20, "{stdout}");
+    let measured: Vec<&&str> = lines.iter().filter(|l| l.contains("GB/s")).collect();
+    for l in &measured {
+        assert!(l.contains("| data ok |"), "{l}");
+        assert!(l.contains("1 MiB") && l.contains("4 MiB"), "{l}");
+        assert!(l.contains("ran on: "), "{l}");
+    }
+    for want in [
+        "write A->B",
+        "read B->A",
+        "local A->A",
+        "both ways",
+        "pipelined",
+        "multi-line",
+        "4 queues",
+        "SM: tg_copy, 4 x 8 SMs blocks",
+    ] {
+        assert!(
+            measured.iter().any(|l| l.contains(want)),
+            "no measured line with {want:?}:\n{stdout}"
+        );
+    }
+    assert!(
+        lines.iter().any(|l| l.contains("GRCE")
+            && l.contains("refused: ")
+            && l.contains("cannot be chosen")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("peer matrix: fastest write #1: "),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("FAILED") && !stdout.contains("WRONG"),
+        "{stdout}"
+    );
+}
+
+/// `--peer-only` names what it needs where the device cannot take part.
+#[test]
+fn peer_only_needs_a_device() {
+    let out = bench(&["--device", "nosuch", "--peer-only"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("tegragpu-bench: "), "{stderr}");
+}

@@ -547,3 +547,43 @@ fn texture_pool_methods() {
         assert_eq!(pb.as_slice().len(), 10);
     }
 }
+
+#[test]
+fn copy_lines_encodes_pitch_count_pipelining_and_flush() {
+    // 3 lines of 4 KiB, pipelined, flushed: LAUNCH_DMA PIPELINED (1) | FLUSH | SRC/DST PITCH |
+    // MULTI_LINE = 0x385.
+    assert_eq!(
+        build(|p| p.ce_copy_lines(0x1_2345_6780, 0x9_8765_4320, 4096, 3, true, true)),
+        [
+            0x2008_8100,
+            1,
+            0x2345_6780,
+            9,
+            0x8765_4320,
+            4096,
+            4096,
+            4096,
+            3,
+            0x2001_80C0,
+            0x385
+        ]
+    );
+    // One line, in order after earlier work, no flush: the plain copy's 0x182.
+    let w = build(|p| p.ce_copy_lines(0x1000, 0x2000, 5, 1, false, false));
+    assert_eq!((w.len(), w[7], w[8], w[10]), (11, 5, 1, 0x182));
+    let mut mem = [0u32; 64];
+    let mut pb = PushBuf::for_arch(&mut mem, &arch::GA10B);
+    assert!(pb.ce_copy_lines(0x1000, 0x2000, 0, 1, false, true).is_err());
+    assert!(pb
+        .ce_copy_lines(0x1000, 0x2000, 16, 0, false, true)
+        .is_err());
+    assert!(
+        pb.ce_copy_lines(0, 1 << 40, 1 << 31, 2, false, true)
+            .is_err(),
+        "a pitch of 2^31 does not fit the signed pitch"
+    );
+    assert!(pb
+        .ce_copy_lines(u64::MAX - 8, 0, 16, 1, false, true)
+        .is_err());
+    assert!(pb.is_empty(), "refusals write nothing");
+}

@@ -446,6 +446,14 @@ fn rm_two_gpus_copy_and_share_memory() {
 
     let mut sa = Side::new(a.clone(), "A");
     let mut sb = Side::new(b.clone(), "B");
+    for s in [&sa, &sb] {
+        println!(
+            "peer: {}'s copy queue runs on {}; its compute queue on {}",
+            s.name,
+            s.cq.engine(),
+            s.kq.engine()
+        );
+    }
     // Buffers made before access is enabled (mapped at enable) and after (mapped at
     // allocation). Odd sizes and offsets: the copies have tails.
     const N: u64 = (64 << 20) + 12 * 1024 + 5;
@@ -651,15 +659,33 @@ fn rm_two_gpus_copy_and_share_memory() {
     // 6. Freeing a buffer of A while B's queue holds a copy of it (recorded, not submitted):
     // the memory stays until B's work is done.
     let tmp = sa.filled(16 << 20, 0x7E);
+    // A's queues idle (their own timelines passed): only B's work can hold the buffer.
+    sa.cq.synchronize(60 * SEC).unwrap();
+    sa.kq.synchronize(60 * SEC).unwrap();
+    assert_eq!(
+        a.held_for_queued_work().0,
+        0,
+        "A holds nothing before the free"
+    );
     sb.cq.copy(&b_dst, 0, &tmp, 0, 16 << 20).unwrap();
     drop(tmp);
     let held = a.held_for_queued_work().0;
     assert_eq!(held, 1, "A must hold the buffer for B's recorded copy");
+    a.synchronize(60 * SEC).unwrap();
+    assert_eq!(
+        a.held_for_queued_work().0,
+        1,
+        "A's own queues are idle, but B's recorded copy still holds the buffer"
+    );
     sb.finish(true);
+    // Memory comes back when the queue's timeline passes the submission that carried the
+    // copy. That release closes the submission, after the signal `finish` waited for, so the
+    // CPU can see the signal a moment before it: wait for B's queue itself.
+    sb.cq.synchronize(60 * SEC).unwrap();
     assert_eq!(
         a.held_for_queued_work().0,
         0,
-        "released once B's copy is done"
+        "released once B's queue has completed the submission with the copy"
     );
     let got = sb.read(&b_dst, 0, 16 << 20);
     check_pattern(

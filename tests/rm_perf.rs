@@ -118,3 +118,55 @@ fn explicit_copy_engine_requests() {
         Status::InvalidArgument
     );
 }
+
+#[test]
+fn copy_engine_requests_resolve_without_fallback_when_explicit() {
+    use tegragpu::backend::rm::{describe_copy_engine, resolve_copy_engine};
+    use tegragpu::backend::CopyEngine;
+    let e = h200();
+    let r = |req, env| resolve_copy_engine(&e, req, env);
+    // Auto: the environment variable or the LCE with most PCEs; a refused channel may fall back.
+    assert_eq!(
+        r(CopyEngine::Auto, None).unwrap(),
+        (CopyEngineChoice::Lce(0x0d), true)
+    );
+    assert_eq!(
+        r(CopyEngine::Auto, Some("2")).unwrap(),
+        (CopyEngineChoice::Lce(0x0b), true)
+    );
+    // An explicit engine ignores the variable and never falls back.
+    assert_eq!(
+        r(CopyEngine::Lce(2), Some("grce")).unwrap(),
+        (CopyEngineChoice::Lce(0x0b), false)
+    );
+    assert_eq!(
+        r(CopyEngine::Grce, Some("4")).unwrap(),
+        (CopyEngineChoice::Grce, false)
+    );
+    let err = r(CopyEngine::Lce(7), None).unwrap_err();
+    assert_eq!(err.status, Status::NotFound);
+    assert!(
+        err.message.contains("LCE7") && err.message.contains("[0, 1, 2, 3, 4]"),
+        "{err}"
+    );
+    // No list (the query failed): any LCE index the engine types have.
+    assert_eq!(
+        resolve_copy_engine(&[], CopyEngine::Lce(3), None).unwrap(),
+        (CopyEngineChoice::Lce(0x0c), false)
+    );
+    assert!(resolve_copy_engine(&[], CopyEngine::Lce(10), None).is_err());
+
+    assert_eq!(
+        describe_copy_engine(&e, CopyEngineChoice::Lce(0x0d)),
+        "LCE4 (12 PCEs, PCE mask 0xfff)"
+    );
+    assert_eq!(
+        describe_copy_engine(&e, CopyEngineChoice::Lce(0x09)),
+        "LCE0 (2 PCEs, PCE mask 0x5000, a GRCE)"
+    );
+    assert!(describe_copy_engine(&e, CopyEngineChoice::Grce).starts_with("GRCE"));
+    assert_eq!(
+        describe_copy_engine(&[], CopyEngineChoice::Lce(0x0c)),
+        "LCE3 (engine type 0xc; not in the driver's list)"
+    );
+}

@@ -128,6 +128,31 @@ pub enum Engine {
     Copy,
 }
 
+/// Which copy engine a copy queue's channel runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CopyEngine {
+    /// The backend's choice. RM: `TEGRAGPU_RM_COPY_ENGINE` when set, else the asynchronous
+    /// logical copy engine with the most physical copy engines; where a channel cannot be
+    /// made there, the GR copy engine ([`crate::core::Queue::engine`] says which ran).
+    #[default]
+    Auto,
+    /// The GR copy engine (RM), in the device's graphics channel group.
+    Grce,
+    /// Logical copy engine `n` (RM: `NV2080_ENGINE_TYPE_COPY(n)`), in a channel group of its
+    /// own. No fallback: a channel the driver refuses there is an error naming the engine.
+    Lce(u32),
+}
+
+impl std::fmt::Display for CopyEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CopyEngine::Auto => f.write_str("auto"),
+            CopyEngine::Grce => f.write_str("GRCE"),
+            CopyEngine::Lce(n) => write!(f, "LCE{n}"),
+        }
+    }
+}
+
 /// The CPU-side view of a channel, for user-mode submission. All pointers stay valid until the
 /// channel is dropped.
 #[derive(Debug, Clone, Copy)]
@@ -173,6 +198,12 @@ pub trait Channel: Send + Sync {
     /// The queue abandons its work (`tg_queue_abort`): close the channel when it is dropped,
     /// even where it would otherwise be kept for reuse.
     fn discard(&self) {}
+    /// The engine the channel runs on, in words (RM: `LCE4 (12 PCEs, PCE mask 0xfff)`, `GRCE`,
+    /// or the GR copy engine with the reason a requested LCE was not used). Empty where the
+    /// backend does not say.
+    fn engine_label(&self) -> String {
+        String::new()
+    }
 }
 
 /// A kernel-driver backend.
@@ -261,6 +292,30 @@ pub trait Backend: Send + Sync {
         entries: u32,
         device_idle: bool,
     ) -> Result<Box<dyn Channel>>;
+    /// A copy channel on a chosen copy engine ([`CopyEngine::Auto`]: as `create_channel`).
+    /// Backends that cannot choose refuse any other engine with `NotSupported`.
+    fn create_copy_channel(
+        &self,
+        engine: CopyEngine,
+        entries: u32,
+        device_idle: bool,
+    ) -> Result<Box<dyn Channel>> {
+        match engine {
+            CopyEngine::Auto => self.create_channel(Engine::Copy, entries, device_idle),
+            other => Err(crate::error::Error::new(
+                crate::error::Status::NotSupported,
+                format!(
+                    "tg_queue_create: {} has one copy engine for queues; {other} cannot be chosen (only the desktop driver's backend chooses copy engines)",
+                    self.label()
+                ),
+            )),
+        }
+    }
+    /// The logical copy engines the driver lists (RM), by index; empty where the backend does
+    /// not list them.
+    fn copy_engines(&self) -> Vec<rm::CopyEngineInfo> {
+        Vec::new()
+    }
     /// Fault records the kernel driver exposes (with addresses), newest last.
     fn fault_log(&self) -> Vec<KernelFaultRecord> {
         Vec::new()

@@ -46,6 +46,10 @@ pub struct PeerInfo {
     pub detail: String,
     /// Why the device cannot access the peer's memory; empty when it can.
     pub reason: String,
+    /// Logical copy engines (bit n: LCE n) the driver recommends for copies that write to,
+    /// and that read from, the peer's memory (RM over NVLink); 0 where it names none.
+    pub optimal_write_ces: u32,
+    pub optimal_read_ces: u32,
 }
 
 impl PeerInfo {
@@ -57,6 +61,8 @@ impl PeerInfo {
             atomics: false,
             detail: String::new(),
             reason: reason.into(),
+            optimal_write_ces: 0,
+            optimal_read_ces: 0,
         }
     }
 

@@ -2,7 +2,7 @@
 //! libtegragpu, side by side with libcuda (loaded at run time with libloading) when present;
 //! with two GPUs of the desktop driver, peer copies between them (`bench/peer.rs`).
 //!
-//! Usage: tegragpu-bench [--device SPEC] [--json] [--quick] [--no-cuda] [--record-only N [--replay] [--capi [--owned]]]
+//! Usage: tegragpu-bench [--device SPEC] [--json] [--quick] [--no-cuda] [--peer-only] [--record-only N [--replay] [--capi [--owned]]]
 //! (see `USAGE`; parsed with lexopt).
 //!
 //! `--record-only N` records and submits N empty-kernel launches and exits (used by
@@ -25,6 +25,8 @@ mod cuda;
 mod ours;
 #[path = "bench/peer.rs"]
 mod peer;
+#[path = "bench/peer_matrix.rs"]
+mod peer_matrix;
 #[path = "bench/record_only.rs"]
 mod record_only;
 #[path = "bench/replay.rs"]
@@ -67,6 +69,18 @@ fn cubin_for(dev: &Device) -> &'static [u8] {
 
 const TO: u64 = 10_000_000_000;
 
+/// Lines printed under the table (on stderr with `--json`): what ran the rows.
+static NOTES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Add a line under the table.
+fn note(line: String) {
+    NOTES.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+}
+
+fn take_notes() -> Vec<String> {
+    std::mem::take(&mut *NOTES.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
 fn main() {
     let mut o = match cli::parse_args() {
         Ok(o) => o,
@@ -83,6 +97,16 @@ fn main() {
         return;
     }
     o.device = cli::device_or_emulator(o.device.take());
+    if o.peer_only {
+        match peer_matrix::run(o.device.as_deref(), o.quick, o.cuda) {
+            Ok(rows) => report::print_rows(&rows),
+            Err(e) => {
+                eprintln!("tegragpu-bench: {e}");
+                std::process::exit(1)
+            }
+        }
+        return;
+    }
     let mut cuda = if o.cuda && o.device.as_deref() != Some("emu") {
         cuda::Cuda::load()
     } else {
@@ -106,6 +130,9 @@ fn main() {
     };
     if o.json {
         println!("{}", report::json_report(&o, &info, cuda.is_some(), &rows));
+        for n in take_notes() {
+            eprintln!("note: {n}");
+        }
     } else {
         report::print_rows(&rows);
     }

@@ -327,6 +327,25 @@ impl Device {
         Queue::new(self, kind, config)
     }
 
+    /// Create a copy queue whose channel runs on `engine` ([`crate::backend::CopyEngine`]; the
+    /// desktop driver's backend only, which lists its engines in [`Device::copy_engines`]). An
+    /// explicit engine the driver refuses is an error naming it; [`Queue::engine`] says where
+    /// a queue runs.
+    pub fn create_copy_queue(
+        &self,
+        engine: crate::backend::CopyEngine,
+        config: QueueConfig,
+    ) -> Result<Queue> {
+        self.check_usable()?;
+        Queue::new_on(self, QueueKind::Copy, config, engine)
+    }
+
+    /// The logical copy engines the driver lists (RM: index, engine type, caps, the physical
+    /// copy engines behind each); empty on backends that do not list them.
+    pub fn copy_engines(&self) -> Vec<crate::backend::rm::CopyEngineInfo> {
+        self.backend().copy_engines()
+    }
+
     /// Create an empty command buffer (see [`super::CmdBuf`]): record, `finish`, replay on
     /// compute queues.
     pub fn create_cmdbuf(&self) -> Result<super::CmdBuf> {
@@ -528,7 +547,11 @@ impl Device {
     }
 
     /// For tests: (allocations, signal slots) released by their owners that the device holds
-    /// back because queued work (submitted or only recorded) may still use them.
+    /// back because queued work (submitted or only recorded) may still use them: its own
+    /// queues' work, and the work of devices with peer access to its memory. Reaps first. A
+    /// queue's work counts as done once the queue's timeline has passed it (the release that
+    /// closes each submission, which [`Queue::synchronize`] waits for); a signal released
+    /// earlier in the same submission can be seen a moment before that.
     #[doc(hidden)]
     pub fn held_for_queued_work(&self) -> (usize, usize) {
         self.collect_deferred();

@@ -30,11 +30,12 @@ pub use module::{
 pub use properties::DeviceAttribute;
 /// For the curated API (`crate::api`): per-buffer use tracking waits on queue timelines.
 pub(crate) use queue::{wait_fence, QueueTrack};
-pub use queue::{LaunchConfig, Queue, QueueConfig, QueueKind, STAGING_CHUNK};
+pub use queue::{CopySplit, LaunchConfig, Queue, QueueConfig, QueueKind, STAGING_CHUNK};
 pub use signal::Signal;
 pub use texture::{Texture, TEXTURE_POOL_ENTRIES};
 
-pub use crate::backend::{BackendKind, DeviceInfo, MemFlags, PeerInfo, PeerLink};
+pub use crate::backend::rm::CopyEngineInfo;
+pub use crate::backend::{BackendKind, CopyEngine, DeviceInfo, MemFlags, PeerInfo, PeerLink};
 
 /// Default timeout for internal waits (ring space, synchronize without an explicit timeout).
 pub const DEFAULT_TIMEOUT_NS: u64 = 10_000_000_000;

@@ -391,3 +391,68 @@ impl PeerState {
         self.accessed.load(Ordering::Acquire)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::MemFlags;
+    use crate::core::QueueKind;
+
+    const SEC: u64 = 1_000_000_000;
+
+    /// What `enable_peer_access(accessor, owner)` records once the driver has agreed, without
+    /// asking one (the emulated Orin has no peer path).
+    fn link(accessor: &Device, owner: &Device) {
+        owner.inner.peer.shared.lock().accessors.push(Link {
+            dev: Arc::downgrade(&accessor.inner),
+            atomics: false,
+        });
+        owner.inner.peer.accessed.store(true, Ordering::Release);
+        accessor.inner.peer.access.write().push(Link {
+            dev: Arc::downgrade(&owner.inner),
+            atomics: false,
+        });
+    }
+
+    /// A buffer of `a` freed while `b` (with access to `a`'s memory) has recorded work: `a`
+    /// holds it through its own synchronize and releases it once `b`'s queue has completed
+    /// that work. Without the link the same free is immediate.
+    #[test]
+    fn a_freed_buffer_waits_for_the_queues_of_devices_with_access() {
+        for linked in [true, false] {
+            let a = Device::open(Some("emu")).unwrap();
+            let b = Device::open(Some("emu")).unwrap();
+            if linked {
+                link(&b, &a);
+                assert!(b.peer_access_enabled(&a) && !a.peer_access_enabled(&b));
+            }
+            let mut qb = b.create_queue(QueueKind::Copy).unwrap();
+            qb.synchronize(10 * SEC).unwrap();
+            let s = b.create_signal(0).unwrap();
+            let buf = a.alloc(1 << 20, MemFlags::default()).unwrap();
+            assert_eq!(a.held_for_queued_work().0, 0, "linked {linked}");
+            // Work on B that could use the buffer, recorded and not submitted.
+            qb.signal(&s, 1).unwrap();
+            drop(buf);
+            let want = usize::from(linked);
+            assert_eq!(
+                a.held_for_queued_work().0,
+                want,
+                "linked {linked}: after the free"
+            );
+            a.synchronize(10 * SEC).unwrap();
+            assert_eq!(
+                a.held_for_queued_work().0,
+                want,
+                "linked {linked}: A's own queues are idle; B's recorded work still counts"
+            );
+            qb.synchronize(10 * SEC).unwrap();
+            assert_eq!(s.value(), 1);
+            assert_eq!(
+                a.held_for_queued_work().0,
+                0,
+                "linked {linked}: B's queue has completed the work"
+            );
+        }
+    }
+}

@@ -578,6 +578,69 @@ impl<'a> PushBuf<'a> {
         Ok(())
     }
 
+    /// One copy-engine launch of `lines` lines of `line_bytes` bytes, line `i` from
+    /// `src + i * line_bytes` to `dst + i * line_bytes` (a contiguous range of
+    /// `lines * line_bytes` bytes): OFFSET_IN_UPPER..LINE_COUNT (INC 8: offsets, PITCH_IN =
+    /// PITCH_OUT = `line_bytes`, LINE_LENGTH_IN, LINE_COUNT), LAUNCH_DMA SRC/DST PITCH |
+    /// MULTI_LINE when `lines` > 1 | PIPELINED (may overlap the launch before it) or
+    /// NON_PIPELINED | FLUSH when `flush`: 11 words. `line_bytes` and `lines` are at least 1 and
+    /// `line_bytes` below 2^31 when `lines` > 1 (the pitch is a signed 32-bit value).
+    pub fn ce_copy_lines(
+        &mut self,
+        src: u64,
+        dst: u64,
+        line_bytes: u32,
+        lines: u32,
+        pipelined: bool,
+        flush: bool,
+    ) -> Result<()> {
+        let bits = self.caps.ce_addr_bits;
+        let len = u64::from(line_bytes) * u64::from(lines);
+        let ok = |e: Option<u64>| matches!(e, Some(e) if fits(e - 1, bits));
+        if line_bytes == 0
+            || lines == 0
+            || (lines > 1 && line_bytes > i32::MAX as u32)
+            || !ok(src.checked_add(len))
+            || !ok(dst.checked_add(len))
+        {
+            return Err(Error::invalid(format!(
+                "hw::pushbuf::ce_copy_lines(src={src:#x}, dst={dst:#x}, line_bytes={line_bytes}, lines={lines}): \
+                 line_bytes and lines must be at least 1, line_bytes below 2^31 for several lines, the ranges below 2^{bits}"
+            )));
+        }
+        let s = self.reserve("ce_copy_lines", 11)?;
+        s[0] = header(
+            NVC56F_DMA_SEC_OP_INC_METHOD,
+            8,
+            SUBCH_COPY,
+            NVC7B5_OFFSET_IN_UPPER,
+        );
+        s[1] = (src >> 32) as u32;
+        s[2] = src as u32;
+        s[3] = (dst >> 32) as u32;
+        s[4] = dst as u32;
+        s[5] = line_bytes;
+        s[6] = line_bytes;
+        s[7] = line_bytes;
+        s[8] = lines;
+        s[9] = header(
+            NVC56F_DMA_SEC_OP_INC_METHOD,
+            1,
+            SUBCH_COPY,
+            NVC7B5_LAUNCH_DMA,
+        );
+        let transfer = if pipelined {
+            NVC7B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_PIPELINED
+        } else {
+            NVC7B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_NON_PIPELINED
+        };
+        s[10] = (CE_LAUNCH_COPY & !NVC7B5_LAUNCH_DMA_DATA_TRANSFER_TYPE.val(3))
+            | NVC7B5_LAUNCH_DMA_DATA_TRANSFER_TYPE.val(transfer)
+            | NVC7B5_LAUNCH_DMA_FLUSH_ENABLE.val(u32::from(flush))
+            | NVC7B5_LAUNCH_DMA_MULTI_LINE_ENABLE.val(u32::from(lines > 1));
+        Ok(())
+    }
+
     /// Copy-engine constant fill (a remapped transfer whose every destination component is
     /// SET_REMAP_CONST_A): `lines` lines of `elems` elements of `elem_bytes` (1, 2 or 4) bytes
     /// each, line `i` at `dst + i * pitch`, every element = the low `elem_bytes` bytes of

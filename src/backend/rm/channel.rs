@@ -1,10 +1,12 @@
 //! RM channels: a GPFIFO channel in the device's TSG with its engine object bound.
 
-use super::engines::{select_copy_engine, CopyEngineChoice, COPY_ENGINE_ENV};
+use super::engines::{
+    describe_copy_engine, resolve_copy_engine, CopyEngineChoice, COPY_ENGINE_ENV,
+};
 use super::rmapi::uvm_ioctl;
 use super::state::{Inner, MemRecord, TsgState};
 use super::va;
-use crate::backend::{Channel, ChannelError, ChannelRaw, Engine};
+use crate::backend::{Channel, ChannelError, ChannelRaw, CopyEngine, Engine};
 use crate::error::{Error, Result};
 use crate::log::debug;
 use crate::os::KernelFaultRecord;
@@ -41,14 +43,21 @@ pub struct RmChannel {
     raw: ChannelRaw,
     /// The first error seen (RM clears the MMU fault info once read, so it is kept).
     error: OnceLock<ChannelError>,
+    /// The engine the channel runs on, in words ([`Channel::engine_label`]).
+    label: String,
 }
 
 impl RmChannel {
+    /// A channel of `engine`; copy channels on `copy` ([`CopyEngine::Auto`]: the
+    /// [`COPY_ENGINE_ENV`] choice or the async LCE with the most PCEs, falling back to the GR
+    /// copy engine when the driver refuses a channel there; an explicit engine never falls
+    /// back).
     pub(crate) fn create(
         inner: &Arc<Inner>,
         engine: Engine,
         entries: u32,
         bar1_kib: u32,
+        copy: CopyEngine,
     ) -> Result<RmChannel> {
         if !entries.is_power_of_two()
             || !(MIN_GPFIFO_ENTRIES..=MAX_GPFIFO_ENTRIES).contains(&entries)
@@ -89,32 +98,61 @@ impl RmChannel {
                 subchannel,
             },
             error: OnceLock::new(),
+            label: String::new(),
         };
-        let choice = match engine {
-            Engine::Compute => CopyEngineChoice::Grce,
-            Engine::Copy => {
-                let req = std::env::var(COPY_ENGINE_ENV).ok();
-                select_copy_engine(&inner.copy_engines, req.as_deref())?
-            }
+        let env = match (engine, copy) {
+            (Engine::Copy, CopyEngine::Auto) => std::env::var(COPY_ENGINE_ENV).ok(),
+            _ => None,
+        };
+        let (choice, may_fall_back) = match engine {
+            Engine::Compute => (CopyEngineChoice::Grce, false),
+            Engine::Copy => resolve_copy_engine(&inner.copy_engines, copy, env.as_deref())?,
         };
         let tsg_engine = match choice {
             CopyEngineChoice::Grce => NV2080_ENGINE_TYPE_GRAPHICS,
             CopyEngineChoice::Lce(t) => t,
         };
+        let what = describe_copy_engine(&inner.copy_engines, choice);
+        let asked = match (copy, &env) {
+            (CopyEngine::Auto, Some(v)) => format!("{COPY_ENGINE_ENV}={v:?}"),
+            (CopyEngine::Auto, None) => "auto: the async LCE with the most PCEs".to_string(),
+            (c, _) => format!("requested {c}"),
+        };
         let template = ch;
         let mut ch = template.fresh(tsg_engine);
         let r = ch.build_in_tsg(engine, entries, bar1_kib);
         match r {
-            Ok(()) => Ok(ch),
-            Err(e) if tsg_engine != NV2080_ENGINE_TYPE_GRAPHICS => {
+            Ok(()) => {
+                if engine == Engine::Copy {
+                    ch.label = what;
+                    debug!("copy channel {:#x} on {} ({asked})", ch.handle, ch.label);
+                } else {
+                    ch.label = "GR (compute)".to_string();
+                }
+                Ok(ch)
+            }
+            Err(e) if may_fall_back && tsg_engine != NV2080_ENGINE_TYPE_GRAPHICS => {
                 // An async LCE channel failed: fall back to the GR copy engine.
-                debug!("copy channel on engine type {tsg_engine:#x} failed ({e}); using the GR copy engine");
+                crate::log::info!(
+                    "a copy channel on {what} failed ({e}); this copy queue uses the GR copy engine ({asked})"
+                );
                 drop(ch);
                 let mut g = template.fresh(NV2080_ENGINE_TYPE_GRAPHICS);
                 g.build_in_tsg(engine, entries, bar1_kib)?;
+                g.label = format!(
+                    "GRCE (the GR copy engine; a channel on {what} failed: {})",
+                    e.message
+                );
                 Ok(g)
             }
             // On error `ch` drops (after the lock is released) and undoes whatever was built.
+            Err(mut e) if engine == Engine::Copy => {
+                e.message = format!(
+                    "tg_queue_create: a copy channel on {what} ({asked}): {}",
+                    e.message
+                );
+                Err(e)
+            }
             Err(e) => Err(e),
         }
     }
@@ -135,6 +173,7 @@ impl RmChannel {
             uvm_registered: false,
             raw: self.raw,
             error: OnceLock::new(),
+            label: String::new(),
         }
     }
 
@@ -309,6 +348,10 @@ impl RmChannel {
 impl Channel for RmChannel {
     fn raw(&self) -> ChannelRaw {
         self.raw
+    }
+
+    fn engine_label(&self) -> String {
+        self.label.clone()
     }
 
     fn error(&self) -> Option<ChannelError> {

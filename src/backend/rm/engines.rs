@@ -148,3 +148,55 @@ pub fn select_copy_engine(
         }
     }
 }
+
+/// What a copy channel on `choice` runs on, in words: `LCE4 (12 PCEs, PCE mask 0xfff)`,
+/// `GRCE (the GR copy engine)`.
+pub fn describe_copy_engine(engines: &[CopyEngineInfo], choice: CopyEngineChoice) -> String {
+    match choice {
+        CopyEngineChoice::Grce => "GRCE (the GR copy engine)".to_string(),
+        CopyEngineChoice::Lce(t) => match engines.iter().find(|e| e.engine_type == t) {
+            Some(e) => format!(
+                "LCE{} ({} PCEs, PCE mask {:#x}{})",
+                e.index,
+                e.pce_count(),
+                e.pce_mask,
+                if e.is_grce() { ", a GRCE" } else { "" }
+            ),
+            None => match NV2080_ENGINE_TYPE_COPY_IDX(t) {
+                Some(i) => format!("LCE{i} (engine type {t:#x}; not in the driver's list)"),
+                None => format!("engine type {t:#x}"),
+            },
+        },
+    }
+}
+
+/// The engine a copy channel asked for as `request` goes to, and whether a channel the driver
+/// refuses there may fall back to the GR copy engine (only for `Auto`). `env` is the
+/// [`COPY_ENGINE_ENV`] value, which only `Auto` consults. `Lce(n)` must be an LCE the driver
+/// lists (any `NV2080_ENGINE_TYPE_COPY(n)` when the list could not be read).
+pub fn resolve_copy_engine(
+    engines: &[CopyEngineInfo],
+    request: crate::backend::CopyEngine,
+    env: Option<&str>,
+) -> Result<(CopyEngineChoice, bool)> {
+    use crate::backend::CopyEngine;
+    match request {
+        CopyEngine::Auto => Ok((select_copy_engine(engines, env)?, true)),
+        CopyEngine::Grce => Ok((CopyEngineChoice::Grce, false)),
+        CopyEngine::Lce(n) => {
+            if let Some(e) = engines.iter().find(|e| e.index == n) {
+                return Ok((CopyEngineChoice::Lce(e.engine_type), false));
+            }
+            match NV2080_ENGINE_TYPE_COPY(n) {
+                Some(t) if engines.is_empty() => Ok((CopyEngineChoice::Lce(t), false)),
+                _ => Err(Error::new(
+                    Status::NotFound,
+                    format!(
+                        "tg_queue_create: copy engine LCE{n}: the GPU lists LCEs {:?}",
+                        engines.iter().map(|e| e.index).collect::<Vec<_>>()
+                    ),
+                )),
+            }
+        }
+    }
+}

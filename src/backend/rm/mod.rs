@@ -116,8 +116,8 @@ pub use channel::{
     RmChannel, CHANNEL_UVM_RANGE, MAX_GPFIFO_ENTRIES, MIN_GPFIFO_ENTRIES, USERD_SIZE,
 };
 pub use engines::{
-    select_classes, select_copy_engine, CopyEngineChoice, CopyEngineInfo, RmClasses,
-    COPY_ENGINE_ENV,
+    describe_copy_engine, resolve_copy_engine, select_classes, select_copy_engine,
+    CopyEngineChoice, CopyEngineInfo, RmClasses, COPY_ENGINE_ENV,
 };
 pub use facts::{list_gpus, parse_gpu_uuid, pci_bus_id, RmGpuListing, NVIDIA_PCI_VENDOR_ID};
 pub use memory::{HUGE_PAGE_THRESHOLD, NOTIFIER_SIZE};
@@ -203,7 +203,13 @@ impl RmBackend {
 
     /// [`Backend::create_channel`] returning the concrete channel type (RM handle, ring VA).
     pub fn create_rm_channel(&self, engine: Engine, entries: u32) -> Result<RmChannel> {
-        RmChannel::create(&self.inner, engine, entries, self.details.bar1_kib)
+        RmChannel::create(
+            &self.inner,
+            engine,
+            entries,
+            self.details.bar1_kib,
+            crate::backend::CopyEngine::Auto,
+        )
     }
 
     /// Number of allocations currently outstanding.
@@ -362,7 +368,31 @@ impl Backend for RmBackend {
             engine,
             entries,
             self.details.bar1_kib,
+            crate::backend::CopyEngine::Auto,
         )?))
+    }
+
+    /// A copy channel on `engine`; see [`RmChannel::create`].
+    fn create_copy_channel(
+        &self,
+        engine: crate::backend::CopyEngine,
+        entries: u32,
+        device_idle: bool,
+    ) -> Result<Box<dyn Channel>> {
+        if !device_idle {
+            return self.create_channel(Engine::Copy, entries, device_idle);
+        }
+        Ok(Box::new(RmChannel::create(
+            &self.inner,
+            Engine::Copy,
+            entries,
+            self.details.bar1_kib,
+            engine,
+        )?))
+    }
+
+    fn copy_engines(&self) -> Vec<CopyEngineInfo> {
+        self.inner.copy_engines.clone()
     }
 
     fn channel_setup_preempts(&self, _engine: Engine) -> bool {

@@ -298,6 +298,8 @@ impl RmBackend {
             atomics: caps.atomics(),
             detail,
             reason: String::new(),
+            optimal_write_ces: caps.optimal_write_ces,
+            optimal_read_ces: caps.optimal_read_ces,
         };
         if !info.can_access {
             let st = |i: usize| caps.status[i];

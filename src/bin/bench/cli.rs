@@ -10,10 +10,11 @@ pub struct Opts {
     pub capi: bool,
     pub owned: bool,
     pub replay: bool,
+    pub peer_only: bool,
 }
 
 const USAGE: &str = "\
-usage: tegragpu-bench [--device emu|nvgpu|rm|rm:N] [--json] [--quick] [--no-cuda] [--record-only N [--replay] [--capi [--owned]]]
+usage: tegragpu-bench [--device emu|nvgpu|rm|rm:N] [--json] [--quick] [--no-cuda] [--peer-only] [--record-only N [--replay] [--capi [--owned]]]
 
 Launch latency, CPU cost per launch, copy bandwidth and more, side by side with libcuda
 when it is present (docs/performance.md).
@@ -28,6 +29,10 @@ when it is present (docs/performance.md).
                    (\"libcuda\": whether libcuda was measured; per row its figure or null)
   --quick          fewer iterations
   --no-cuda        skip the libcuda columns
+  --peer-only      two desktop GPUs (the device and rm:1, or rm:0): every way this library
+                   copies between them (each copy engine the driver lets a queue use, split
+                   launches, several queues, the SM copy kernel at several grids, both
+                   directions) beside cuMemcpyPeerAsync, one line each, then the peer rows
   --record-only N  only record + submit N launches (for instruction counts)
   --replay         with --record-only: N replays of a 10-launch command buffer, each submitted
   --capi           with --record-only: through the C API (tg_launch + tg_queue_submit;
@@ -59,6 +64,7 @@ pub fn parse_args() -> Result<Opts, String> {
         capi: false,
         owned: false,
         replay: false,
+        peer_only: false,
     };
     let mut parser = lexopt::Parser::from_env();
     loop {
@@ -85,6 +91,7 @@ pub fn parse_args() -> Result<Opts, String> {
             Long("capi") => o.capi = true,
             Long("owned") => o.owned = true,
             Long("replay") => o.replay = true,
+            Long("peer-only") => o.peer_only = true,
             Long("record-only") => {
                 let n = parser.value().map_err(|_| "--record-only needs N")?;
                 let n = n.string().map_err(|e| format!("--record-only: {e}"))?;

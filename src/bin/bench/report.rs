@@ -121,6 +121,9 @@ pub fn print_rows(rows: &[Row]) {
              (it has no copy-engine D2D path there; see docs/performance.md)"
         );
     }
+    for n in super::take_notes() {
+        println!("{n}");
+    }
 }
 
 fn pass(r: &Row) -> Option<bool> {

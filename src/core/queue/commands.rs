@@ -47,10 +47,51 @@ impl Queue {
         }
         const CHUNK: u64 = 1 << 30;
         let mut done = 0;
-        while done < size_bytes {
-            let n = (size_bytes - done).min(CHUNK);
-            self.with_cmd(|pb| pb.ce_copy_linear(src_va + done, dst_va + done, n))?;
-            done += n;
+        match self.copy_split {
+            CopySplit::Whole => {
+                while done < size_bytes {
+                    let n = (size_bytes - done).min(CHUNK);
+                    self.with_cmd(|pb| pb.ce_copy_linear(src_va + done, dst_va + done, n))?;
+                    done += n;
+                }
+            }
+            CopySplit::Pieces(piece) => {
+                while done < size_bytes {
+                    // `piece` ≤ 1 GiB (set_copy_split): a piece fits one line.
+                    let n = (size_bytes - done).min(piece);
+                    let (first, last) = (done == 0, done + n == size_bytes);
+                    self.with_cmd(|pb| {
+                        pb.ce_copy_lines(src_va + done, dst_va + done, n as u32, 1, !first, last)
+                    })?;
+                    done += n;
+                }
+            }
+            CopySplit::Lines(line) => {
+                const MAX_LINES: u64 = 1 << 20;
+                let l = u64::from(line);
+                while size_bytes - done >= l {
+                    let lines = ((size_bytes - done) / l).min(MAX_LINES);
+                    let last = done + lines * l == size_bytes;
+                    self.with_cmd(|pb| {
+                        pb.ce_copy_lines(
+                            src_va + done,
+                            dst_va + done,
+                            line,
+                            lines as u32,
+                            false,
+                            last,
+                        )
+                    })?;
+                    done += lines * l;
+                }
+                if done < size_bytes {
+                    // Shorter than a line (< 1 GiB).
+                    let n = (size_bytes - done) as u32;
+                    self.with_cmd(|pb| {
+                        pb.ce_copy_lines(src_va + done, dst_va + done, n, 1, false, true)
+                    })?;
+                }
+            }
         }
         self.last_was_launch = false;
         Ok(())

@@ -14,7 +14,7 @@ use super::device::Device;
 use super::module::Kernel;
 use super::signal::{wait_value, Signal};
 use super::{Buffer, DEFAULT_TIMEOUT_NS, TEXTURE_POOL_ENTRIES};
-use crate::backend::{Allocation, Channel, ChannelError, ChannelRaw, Engine, MemFlags};
+use crate::backend::{Allocation, Channel, ChannelError, ChannelRaw, CopyEngine, Engine, MemFlags};
 use crate::error::{Error, Result, Status};
 use crate::hw::gpfifo::{gp_entry, GpRing};
 use crate::hw::pushbuf::PushBuf;
@@ -183,6 +183,21 @@ struct Submission {
     karg_head: u64,
 }
 
+/// How a copy queue hands a copy to its copy engine ([`Queue::set_copy_split`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CopySplit {
+    /// One copy-engine launch per copy (per GiB of it), each after the one before.
+    #[default]
+    Whole,
+    /// Launches of this many bytes (4 KiB ..= 1 GiB): the first waits for the work before it,
+    /// each later one may overlap the one before it (LAUNCH_DMA `PIPELINED`); the last
+    /// flushes.
+    Pieces(u64),
+    /// Multi-line launches whose lines are this many bytes (4 KiB ..= 1 GiB), up to 2^20 lines
+    /// each, then the rest of the copy in one line.
+    Lines(u32),
+}
+
 /// Queue sizing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QueueConfig {
@@ -252,6 +267,8 @@ pub struct Queue {
     /// The last launch was a command buffer's, possibly chained to the launches before it: a
     /// concurrent launch after it still waits for idle (it must not overlap those).
     after_replay: bool,
+    /// How copies on a copy queue go to the copy engine.
+    copy_split: CopySplit,
 }
 
 impl std::fmt::Debug for Queue {
@@ -299,7 +316,22 @@ fn ring(dev: &Device, bytes: u64, unit: u64) -> Result<Ring> {
 
 impl Queue {
     pub(crate) fn new(dev: &Device, kind: QueueKind, config: QueueConfig) -> Result<Queue> {
+        Self::new_on(dev, kind, config, CopyEngine::Auto)
+    }
+
+    /// A queue whose channel, for a copy queue, runs on `copy_engine`.
+    pub(crate) fn new_on(
+        dev: &Device,
+        kind: QueueKind,
+        config: QueueConfig,
+        copy_engine: CopyEngine,
+    ) -> Result<Queue> {
         let depth = config.depth;
+        if kind == QueueKind::Compute && copy_engine != CopyEngine::Auto {
+            return Err(Error::invalid(format!(
+                "tg_queue_create: a copy engine ({copy_engine}) was named for a compute queue"
+            )));
+        }
         if !depth.is_power_of_two() || !(16..=65536).contains(&depth) {
             return Err(Error::invalid(format!(
                 "tg_queue_create: depth {depth} must be a power of two from 16 to 65536"
@@ -328,7 +360,10 @@ impl Queue {
         } else {
             true
         };
-        let channel = dev.backend().create_channel(engine, depth, idle)?;
+        let channel = match copy_engine {
+            CopyEngine::Auto => dev.backend().create_channel(engine, depth, idle)?,
+            other => dev.backend().create_copy_channel(other, depth, idle)?,
+        };
         let ring_start = channel.ring_start();
         let raw = channel.raw();
         let timeline = dev.create_signal(0)?;
@@ -432,6 +467,7 @@ impl Queue {
             staging: VecDeque::new(),
             replayed: false,
             after_replay: false,
+            copy_split: CopySplit::Whole,
         };
         q.record_init()?;
         q.submit()?;
@@ -440,6 +476,46 @@ impl Queue {
 
     pub fn kind(&self) -> QueueKind {
         self.kind
+    }
+
+    /// The engine this queue's work runs on, in words: `SMs` for a compute queue; for a copy
+    /// queue the copy engine (RM: `LCE4 (12 PCEs, PCE mask 0xfff)`, or the GR copy engine with
+    /// the reason the engine asked for was not used).
+    pub fn engine(&self) -> String {
+        match self.kind {
+            QueueKind::Compute => "SMs".to_string(),
+            QueueKind::Copy => {
+                let l = self.track.channel.engine_label();
+                if l.is_empty() {
+                    "copy engine".to_string()
+                } else {
+                    l
+                }
+            }
+        }
+    }
+
+    /// How later copies on this copy queue go to the copy engine (default
+    /// [`CopySplit::Whole`]); a tuning knob for finding what the engine runs fastest.
+    pub fn set_copy_split(&mut self, split: CopySplit) -> Result<()> {
+        if self.kind != QueueKind::Copy {
+            return Err(Error::invalid(format!(
+                "tg_queue_set_copy_split: {split:?} applies to copy queues; this is a compute queue (its copies run on the SMs)"
+            )));
+        }
+        let ok = |b: u64| (4096..=1 << 30).contains(&b);
+        match split {
+            CopySplit::Whole => {}
+            CopySplit::Pieces(b) if ok(b) => {}
+            CopySplit::Lines(b) if ok(u64::from(b)) => {}
+            _ => {
+                return Err(Error::invalid(format!(
+                    "tg_queue_set_copy_split: {split:?}: pieces and lines are 4 KiB ..= 1 GiB"
+                )))
+            }
+        }
+        self.copy_split = split;
+        Ok(())
     }
 
     pub fn device(&self) -> &Device {
