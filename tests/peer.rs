@@ -565,6 +565,9 @@ fn rm_two_gpus_copy_and_share_memory() {
     // access was enabled, one after), then reads what A's kernel wrote. B must not run before
     // A's release: its copy stays pending while A has not started.
     let early = sa.sig.value() + 1;
+    // A's own kernel: a kernel is launched on the device whose module holds it.
+    let ma = fixtures(&a);
+    let fill_a = ma.kernel("fill_u32").unwrap();
     for (sig, label) in [
         (&sa.sig, "made before enabling"),
         (&a.create_signal(0).unwrap(), "made after"),
@@ -588,8 +591,10 @@ fn rm_two_gpus_copy_and_share_memory() {
             sb.sig.value() < sb.v,
             "B's copy ran before A released the signal it waits on ({label})"
         );
-        let p = params_of(&fill, &[va.gpu_va(), seed as u64, n as u64]);
-        sa.kq.launch(&fill, &cfg(n.div_ceil(256), 256), &p).unwrap();
+        let p = params_of(&fill_a, &[va.gpu_va(), seed as u64, n as u64]);
+        sa.kq
+            .launch(&fill_a, &cfg(n.div_ceil(256), 256), &p)
+            .unwrap();
         sa.kq.signal(sig, want).unwrap();
         sa.kq.submit().unwrap();
         if std::ptr::eq(sig, &sa.sig) {

@@ -45,6 +45,12 @@ pub unsafe extern "C" fn cuDeviceCanAccessPeer(
 ) -> CUresult {
     guard("cuDeviceCanAccessPeer", || {
         let c = out(can, "canAccessPeer")?;
+        if device == peer {
+            // A device is not its own peer: NVIDIA's driver answers 0 with CUDA_SUCCESS.
+            dev(device)?;
+            *c = 0;
+            return Ok(());
+        }
         let (a, b) = pair(device, peer)?;
         *c = a.can_access_peer(b)? as i32;
         Ok(())
