@@ -666,6 +666,20 @@ def test_transfer_between_devices_without_peer_access_goes_through_host(dev, dev
     np.testing.assert_array_equal(t.numpy(), data)
 
 
+def test_peer_copy_lane_defaults_to_the_sms(monkeypatch):
+    # Copies between devices run on the source's SMs unless TEGRA_PEER_COPY=ce asks for its
+    # copy engine; any other value is refused, naming the variable and the value.
+    from tegragpu.tinygrad_device import _peer
+    monkeypatch.delenv("TEGRA_PEER_COPY", raising=False)
+    assert _peer.peer_copy_lane() == "compute"
+    for v, lane in (("sm", "compute"), ("SM", "compute"), ("ce", "copy"), (" CE ", "copy")):
+        monkeypatch.setenv("TEGRA_PEER_COPY", v)
+        assert _peer.peer_copy_lane() == lane, v
+    monkeypatch.setenv("TEGRA_PEER_COPY", "dma")
+    with pytest.raises(ValueError, match="TEGRA_PEER_COPY='dma'"):
+        _peer.peer_copy_lane()
+
+
 @pytest.mark.parametrize("engine", ["ce", "sm"])
 def test_transfer_between_devices_is_ordered_on_the_gpus(dev, dev2, monkeypatch, engine):
     # With peer access (faked), a transfer TEGRA -> TEGRA:5 runs on TEGRA's copy queue (ce) or

@@ -45,8 +45,8 @@ Environment: ``TEGRAGPU_DEVICE`` (which device), ``TEGRA_GRAPH=0`` (no TinyJit g
 ``TEGRA_SYNC=1`` (wait after every launch: exact fault attribution), ``TEGRA_TIMEOUT_S``
 (GPU wait limit, default 300), ``TEGRAGPU_NVRTC`` (used as tinygrad's ``NVRTC_PATH`` when that
 is unset), ``TEGRA_STAGED_COPIES=1`` (the desktop copy path on unified memory too; for tests),
-``TEGRA_PEER=0`` (copies between GPUs through the host), ``TEGRA_PEER_COPY=sm`` (copies between
-GPUs on the SMs), ``TEGRA_MULTIGRAPH=0`` (TinyJit batches of one device's kernels only).
+``TEGRA_PEER=0`` (copies between GPUs through the host), ``TEGRA_PEER_COPY=ce`` (copies between
+GPUs on the copy engine; default ``sm``: on the SMs), ``TEGRA_MULTIGRAPH=0`` (TinyJit batches of one device's kernels only).
 """
 
 from __future__ import annotations

@@ -366,8 +366,8 @@ class TegraDevice(Compiled):
 
     def _peer_copy(self, dest, src, sz, dest_dev):
         """``sz`` bytes from ``src`` (this device's) to ``dest`` (``dest_dev``'s, which this
-        device has peer access to), on this device's GPU, by its copy engine
-        (``TEGRA_PEER_COPY=sm``: its SMs, on the compute queue). Ordered on the GPU: after this
+        device has peer access to), on this device's GPU, by its SMs on the compute queue
+        (``TEGRA_PEER_COPY=ce``: by its copy engine, on the copy queue). Ordered on the GPU: after this
         device's work recorded so far (it may write ``src``) and after ``dest_dev``'s (it may
         still use ``dest``); ``dest_dev``'s next work waits for the copy, and so does this
         device's next kernel (``src`` is not overwritten before the copy has read it)."""

@@ -353,7 +353,7 @@ class TegraGraph(MultiGraphRunner):
                         raise TegraError(f"TegraGraph: a copy {src.device} -> {dest.device} "
                                          "is not between TEGRA devices")
                 c.direct = c.dev is c.dest_dev or _peer.graph_ready(c.dev, c.dest_dev)
-                # Between devices: the source's copy engine (or its SMs, TEGRA_PEER_COPY=sm);
+                # Between devices: the source's SMs (or its copy engine, TEGRA_PEER_COPY=ce);
                 # within one device: its SMs, in order with its kernels.
                 c.lane = _peer.peer_copy_lane() if c.direct and c.dev is not c.dest_dev else \
                     "compute"

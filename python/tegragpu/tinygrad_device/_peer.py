@@ -12,10 +12,17 @@ _log = logging.getLogger("tegragpu.tinygrad_device")
 
 
 def peer_copy_lane():
-    """The queue copies between two devices run on: "copy" (the source's copy engine,
-    default) or "compute" (its SMs' copy kernel, in order with its kernels;
-    ``TEGRA_PEER_COPY=sm``)."""
-    return "compute" if os.environ.get("TEGRA_PEER_COPY", "ce").lower() == "sm" else "copy"
+    """The queue copies between two devices run on: "compute" (the source's SMs, a copy
+    kernel in order with its kernels; the default, ``TEGRA_PEER_COPY=sm``) or "copy" (the
+    source's copy queue, on the engine the library picks for it; ``TEGRA_PEER_COPY=ce``)."""
+    v = os.environ.get("TEGRA_PEER_COPY", "sm").strip().lower()
+    if v in ("", "sm"):
+        return "compute"
+    if v == "ce":
+        return "copy"
+    raise ValueError(f"TEGRA_PEER_COPY={os.environ.get('TEGRA_PEER_COPY')!r}: expected "
+                     "'sm' (the default: copies between devices on the SMs) or 'ce' (on the "
+                     "copy engine)")
 
 
 class PeerLink:

@@ -47,6 +47,26 @@ pub struct RmChannel {
     label: String,
 }
 
+/// `NV_CHANNEL_ALLOC_PARAMS::engineType` for a channel in the TSG of `tsg_engine`: the LCE's
+/// engine type in an LCE TSG (RM requires it to equal the TSG's: `kchannelConstruct`), 0 in
+/// the GR TSG (the channel takes the TSG's engine).
+pub(super) fn gpfifo_engine_type(tsg_engine: u32) -> u32 {
+    if tsg_engine == NV2080_ENGINE_TYPE_GRAPHICS {
+        0
+    } else {
+        tsg_engine
+    }
+}
+
+/// The copy object's allocation parameters in a channel of the TSG of `tsg_engine`: version 1
+/// naming the LCE on an async LCE, none on the GR runlist (the GRCE partnered with GR).
+pub(super) fn copy_object_params(tsg_engine: u32) -> Option<NVB0B5_ALLOCATION_PARAMETERS> {
+    (tsg_engine != NV2080_ENGINE_TYPE_GRAPHICS).then_some(NVB0B5_ALLOCATION_PARAMETERS {
+        version: NVB0B5_ALLOCATION_PARAMETERS_VERSION_1,
+        engineType: tsg_engine,
+    })
+}
+
 impl RmChannel {
     /// A channel of `engine`; copy channels on `copy` ([`CopyEngine::Auto`]: the
     /// [`COPY_ENGINE_ENV`] choice or the async LCE with the most PCEs, falling back to the GR
@@ -237,9 +257,7 @@ impl RmChannel {
         };
         p.hUserdMemory[0] = ring_handle;
         p.userdOffset[0] = userd_off;
-        if st.engine_type != NV2080_ENGINE_TYPE_GRAPHICS {
-            p.engineType = st.engine_type;
-        }
+        p.engineType = gpfifo_engine_type(st.engine_type);
         self.handle = inner.api.alloc(st.tsg, classes.gpfifo, Some(&mut p))?;
         self.tsg = st.tsg;
         self.counted = true;
@@ -251,12 +269,8 @@ impl RmChannel {
         );
 
         let async_ce = st.engine_type != NV2080_ENGINE_TYPE_GRAPHICS;
-        if async_ce {
+        if let Some(mut cp) = copy_object_params(st.engine_type) {
             // An async LCE: the copy object names its engine.
-            let mut cp = NVB0B5_ALLOCATION_PARAMETERS {
-                version: NVB0B5_ALLOCATION_PARAMETERS_VERSION_1,
-                engineType: st.engine_type,
-            };
             self.engine_obj = inner
                 .api
                 .alloc(self.handle, self.raw.class, Some(&mut cp))?;
@@ -488,5 +502,48 @@ impl Drop for RmChannel {
         if let Some(r) = self.ring.take() {
             let _ = inner.free_record(r);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tsg::{ctxshare_flags, tsg_alloc_params};
+    use super::*;
+
+    #[test]
+    fn gr_channels_use_an_async_subcontext_in_the_graphics_tsg() {
+        let (tp, cp) = tsg_alloc_params(NV2080_ENGINE_TYPE_GRAPHICS, 0x55);
+        assert_eq!(tp.engineType, NV2080_ENGINE_TYPE_GRAPHICS);
+        assert_eq!(cp.hVASpace, 0x55);
+        assert_eq!(cp.flags, NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC);
+        assert_eq!(gpfifo_engine_type(NV2080_ENGINE_TYPE_GRAPHICS), 0);
+        assert_eq!(copy_object_params(NV2080_ENGINE_TYPE_GRAPHICS), None);
+    }
+
+    #[test]
+    fn lce_channels_name_the_lce_everywhere_with_a_sync_subcontext() {
+        for n in 0..NV2080_ENGINE_TYPE_COPY_SIZE {
+            let t = NV2080_ENGINE_TYPE_COPY(n).unwrap();
+            let (tp, cp) = tsg_alloc_params(t, 0x77);
+            assert_eq!(tp.engineType, t, "LCE{n}: TSG engine type");
+            assert_eq!(tp.hObjectError, 0);
+            assert_eq!(tp.hVASpace, 0);
+            // RM refuses an ASYNC subcontext for any engine but GR and a GRCE.
+            assert_eq!(
+                cp.flags, NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_SYNC,
+                "LCE{n}"
+            );
+            assert_eq!(
+                ctxshare_flags(t),
+                NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_SYNC
+            );
+            assert_eq!(cp.hVASpace, 0x77);
+            assert_eq!(gpfifo_engine_type(t), t, "LCE{n}: channel engine type");
+            let o = copy_object_params(t).expect("an LCE copy object has parameters");
+            assert_eq!(o.version, NVB0B5_ALLOCATION_PARAMETERS_VERSION_1);
+            assert_eq!(o.engineType, t);
+        }
+        // LCE4 is engine type 0x0d.
+        assert_eq!(copy_object_params(0x0d).unwrap().engineType, 0x0d);
     }
 }

@@ -9,7 +9,8 @@
 //! demand (`Backend::create_channel`).
 //!
 //! **Copy channels** run on an asynchronous logical copy engine (LCE) in a TSG of their own
-//! (`engineType = NV2080_ENGINE_TYPE_COPY(n)`, own ASYNC context share on the same VA space,
+//! (`engineType = NV2080_ENGINE_TYPE_COPY(n)`, own SYNC context share on the same VA space:
+//! RM allows an ASYNC subcontext only on GR and a GRCE,
 //! `HOPPER_DMA_COPY_A` allocated with `NVB0B5_ALLOCATION_PARAMETERS { version 1, engineType }`).
 //! At open the LCEs are listed (`NV2080_CTRL_CMD_GPU_GET_ENGINES_V2`) with their caps
 //! (`CE_GET_CAPS_V2`) and PCE masks (`CE_GET_CE_PCE_MASK`); [`select_copy_engine`] picks the

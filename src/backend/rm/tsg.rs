@@ -6,21 +6,51 @@ use crate::error::Result;
 use crate::log::debug;
 use crate::sys::rm::*;
 
-impl Inner {
-    /// Allocate the TSG (engine `st.engine_type`) and its context share (ASYNC) into `st`.
-    pub(super) fn alloc_tsg(&self, st: &mut TsgState) -> Result<()> {
-        let mut tp = NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS {
-            engineType: st.engine_type,
+/// The subcontext type of a TSG's context share: ASYNC for the GR engine (compute channels and
+/// GR-copy-engine channels), SYNC for any other engine. RM binds a channel to its engine's
+/// runlist when the first engine object is allocated, and refuses an ASYNC subcontext on any
+/// engine but GR and a GRCE (`kfifoValidateEngineAndSubctxType_GP102`, called from
+/// `kfifoRunlistSetIdByEngine_GM107` in `chandesConstruct`): the copy object of an async-LCE
+/// channel in an ASYNC context share fails with `NV_ERR_INVALID_ARGUMENT`.
+pub(super) fn ctxshare_flags(engine_type: u32) -> u32 {
+    if engine_type == NV2080_ENGINE_TYPE_GRAPHICS {
+        NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC
+    } else {
+        NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_SYNC
+    }
+}
+
+/// The allocation parameters of a TSG for `engine_type` (`NV2080_ENGINE_TYPE_*`) and of its
+/// context share on `vaspace`. A TSG serves one runlist: the GR engine's (compute and the GR
+/// copy engine) or one async LCE's, so an LCE channel needs a TSG of that LCE's engine type.
+pub(super) fn tsg_alloc_params(
+    engine_type: u32,
+    vaspace: u32,
+) -> (
+    NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS,
+    NV_CTXSHARE_ALLOCATION_PARAMETERS,
+) {
+    (
+        NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS {
+            engineType: engine_type,
             ..Default::default()
-        };
+        },
+        NV_CTXSHARE_ALLOCATION_PARAMETERS {
+            hVASpace: vaspace,
+            flags: ctxshare_flags(engine_type),
+            subctxId: 0,
+        },
+    )
+}
+
+impl Inner {
+    /// Allocate the TSG (engine `st.engine_type`) and its context share (ASYNC for GR, SYNC
+    /// for an async LCE: [`ctxshare_flags`]) into `st`.
+    pub(super) fn alloc_tsg(&self, st: &mut TsgState) -> Result<()> {
+        let (mut tp, mut cp) = tsg_alloc_params(st.engine_type, self.vaspace);
         st.tsg = self
             .api
             .alloc(self.device, KEPLER_CHANNEL_GROUP_A, Some(&mut tp))?;
-        let mut cp = NV_CTXSHARE_ALLOCATION_PARAMETERS {
-            hVASpace: self.vaspace,
-            flags: NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC,
-            subctxId: 0,
-        };
         st.ctxshare = self
             .api
             .alloc(st.tsg, FERMI_CONTEXT_SHARE_A, Some(&mut cp))?;
@@ -28,8 +58,16 @@ impl Inner {
         st.used = false;
         st.scheduled = false;
         debug!(
-            "TSG {:#x} (engine type {:#x}), context share {:#x} (subctx {})",
-            st.tsg, st.engine_type, st.ctxshare, st.subctx_id
+            "TSG {:#x} (engine type {:#x}), context share {:#x} ({}, subctx {})",
+            st.tsg,
+            st.engine_type,
+            st.ctxshare,
+            if cp.flags == NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC {
+                "ASYNC"
+            } else {
+                "SYNC"
+            },
+            st.subctx_id
         );
         Ok(())
     }
