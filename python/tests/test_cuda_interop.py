@@ -107,10 +107,20 @@ def fake_libcuda(tmp_path_factory):
     return str(lib)
 
 
+def _child_env():
+    """The child finds the package this test imports (pytest may have put it on sys.path only
+    for this process) and opens the emulated Orin."""
+    import tegragpu
+    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(tegragpu.__file__)))
+    path = os.environ.get("PYTHONPATH")
+    return dict(os.environ, TEGRAGPU_DEVICE="emu",
+                PYTHONPATH=pkg_root + (os.pathsep + path if path else ""))
+
+
 def _run(lib, body):
     code = PRELUDE + textwrap.dedent(body)
     r = subprocess.run([sys.executable, "-c", code, lib], capture_output=True, text=True,
-                       timeout=120, env=dict(os.environ, TEGRAGPU_DEVICE="emu"))
+                       timeout=120, env=_child_env())
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout
 
@@ -162,7 +172,8 @@ def test_what_is_not_cuda_memory_or_cannot_be_shared(fake_libcuda):
 
 def test_without_libcuda_nothing_is_cuda_memory():
     code = "from tegragpu import cuda_interop as c\nprint(c.cuda_pointer_export(0x7f0000000000))"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env=_child_env())
     assert r.returncode == 0 and r.stdout.strip() == "None", r.stdout + r.stderr
 
 
