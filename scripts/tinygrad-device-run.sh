@@ -211,9 +211,9 @@ log "preflight"
 from tinygrad import Device, Tensor
 d = Device["CUDA"]
 print("CUDA", d.arch, type(d.renderer).__name__, (Tensor([1, 2, 3]) * 2 + 1).tolist())' 2>&1; echo "rc=$?"
-  echo "--- python/tests/test_tinygrad_device.py (TEGRAGPU_DEVICE=${TEGRAGPU_DEVICE:-rm})"
+  echo "--- python/tests/test_tinygrad_device.py python/tests/test_tinygrad_multi.py (TEGRAGPU_DEVICE=${TEGRAGPU_DEVICE:-rm})"
   TEGRAGPU_DEVICE="${TEGRAGPU_DEVICE:-rm}" timeout -k 5 180 "$PY" -m pytest -q -rfEs \
-    -p no:cacheprovider python/tests/test_tinygrad_device.py 2>&1 | tail -n 40
+    -p no:cacheprovider python/tests/test_tinygrad_device.py python/tests/test_tinygrad_multi.py 2>&1 | tail -n 40
 } > "$OUT/preflight.txt" 2>&1
 cat "$OUT/preflight.txt"
 

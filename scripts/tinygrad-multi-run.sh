@@ -8,7 +8,7 @@
 #      GPU waits), a 256 MiB copy TEGRA -> TEGRA:1 and back (correct bytes, time beside CUDA's),
 #      a sharded all-reduce, and a TinyJit whose batch holds copies between the GPUs (the graph
 #      must be TegraGraph with copy steps, the results equal to CUDA's); then the two-GPU tests
-#      of python/tests/test_tinygrad_device.py (transfers and a batch with fixture kernels);
+#      of python/tests/test_tinygrad_multi.py (transfers and a batch with fixture kernels);
 #   3. tinygrad's test/backend/test_multitensor.py and test/backend/test_graph.py on both
 #      devices through scripts/tinygrad-device-run.sh (every test that passes on CUDA must pass
 #      on TEGRA);
@@ -174,9 +174,9 @@ sys.exit(1 if fails else 0)
 PYEOF
   rc=$?
   # the TEGRA device's own two-GPU tests (fixture kernels, no tinygrad kernels)
-  echo "--- python/tests/test_tinygrad_device.py -k two_gpus (TEGRAGPU_DEVICE=rm)" >> "$OUT/multi_check.txt"
+  echo "--- python/tests/test_tinygrad_multi.py -k two_gpus (TEGRAGPU_DEVICE=rm)" >> "$OUT/multi_check.txt"
   TEGRAGPU_DEVICE="${TEGRAGPU_DEVICE:-rm}" timeout -k 5 240 "$PY" -m pytest -q -s -rfEs \
-    -p no:cacheprovider -k "two_gpus or plan_steps" python/tests/test_tinygrad_device.py \
+    -p no:cacheprovider -k "two_gpus or plan_steps" python/tests/test_tinygrad_multi.py \
     >> "$OUT/multi_check.txt" 2>&1 || rc=1
   cat "$OUT/multi_check.txt"
   if [ $rc = 0 ]; then note "2. multi-GPU check: passed (multi_check.txt)"
