@@ -734,7 +734,7 @@ fn rm_two_gpus_copy_and_share_memory() {
     // 8. Drop A (every object of it) while B lives; B keeps working; a new device of GPU 0
     // can get peer access again.
     let keep = b_dst;
-    drop((sa, a_src, a_dst, va, fa, a_small, ab, ba, a));
+    drop((sa, a_src, a_dst, va, fa, a_small, ab, ba, fill_a, ma, a));
     let mut sb2 = sb;
     let b_local = sb2.filled(1 << 20, 0x51);
     sb2.cq.copy(&keep, 0, &b_local, 0, 1 << 20).unwrap();
