@@ -2,10 +2,11 @@
 # libtegragpu's libcuda.so.1 (the cuda/ crate) on the device machine (x86_64, NVIDIA driver 580,
 # H100/H200, nvcc, gcc, python3):
 #   1. the differential test: cuda/tests/c/difftest.c, built here with gcc against the toolkit's
-#      cuda.h, runs once on NVIDIA's libcuda and once on ours (two processes: the two drivers do
-#      not share a process), each printing one `key value` line per observation (result codes,
-#      device facts, every attribute, hashes of copy, memset, launch and graph results); the
-#      outputs are compared line by line: `N compared, N equal, N differ` and every difference;
+#      cuda.h, runs NVIDIA's libcuda and then ours in one process (both loaded RTLD_LOCAL), each
+#      printing one `key value` line per observation (result codes, device facts, every
+#      attribute, hashes of copy, memset, launch and graph results); the outputs are compared
+#      line by line: `N compared, N equal, N differ` and every difference. Each library also
+#      runs alone in a process of its own, and the script says whether its observations match;
 #   2. the Rust tests of the driver API (cuda/tests/driver/, .device/tests/driver) and the
 #      launch hot-path test (cuda/tests/cuda_hot_path.rs) on this GPU;
 #   3. with CF_TINYGRAD=1 and tinygrad carried in .device/tinygrad: tinygrad's test_ops and
@@ -62,15 +63,30 @@ if ! gcc -O1 -I"$CUDA_HOME/include" "$ROOT/cuda/tests/c/difftest.c" -o "$WORK/di
   cat "$WORK/gcc.err"; echo "FAIL: gcc"; rc=1
 fi
 if [ -x "$WORK/difftest" ]; then
+  # The comparison: both libraries in one process (NVIDIA's first, then ours beside it).
+  (unset TEGRAGPU_DEVICE; timeout -k 5 300 "$WORK/difftest" "$NVIDIA" "$OURS" "$WORK/k.cubin" "$WORK/k.ptx" \
+     "$WORK/k.fatbin" "$OUT/difftest.nvidia.txt" "$OUT/difftest.ours.txt" 2>"$WORK/difftest.err")
+  r=$?
+  echo "difftest, both libraries in one process: exit $r, $(wc -l <"$OUT/difftest.nvidia.txt") and $(wc -l <"$OUT/difftest.ours.txt") lines"
+  [ $r = 0 ] || { tail -n 20 "$WORK/difftest.err"; rc=1; }
+  # A cross-check: each library alone in its own process gives the same observations.
   run_dt() { # library, output
     (unset TEGRAGPU_DEVICE; timeout -k 5 300 "$WORK/difftest" "$1" "$WORK/k.cubin" "$WORK/k.ptx" "$WORK/k.fatbin" >"$2" 2>"$2.err")
     local r=$?
-    echo "difftest on $1: exit $r, $(wc -l <"$2") lines"
+    echo "difftest on $1 alone: exit $r, $(wc -l <"$2") lines"
     [ $r = 0 ] || { tail -n 20 "$2.err"; }
     return $r
   }
-  run_dt "$NVIDIA" "$OUT/difftest.nvidia.txt" || rc=1
-  run_dt "$OURS" "$OUT/difftest.ours.txt" || rc=1
+  run_dt "$NVIDIA" "$WORK/alone.nvidia.txt" || rc=1
+  run_dt "$OURS" "$WORK/alone.ours.txt" || rc=1
+  for who in nvidia ours; do
+    if cmp -s "$WORK/alone.$who.txt" "$OUT/difftest.$who.txt"; then
+      echo "$who: the same observations alone as beside the other library"
+    else
+      echo "$who: observations differ between one process and two:"
+      diff "$WORK/alone.$who.txt" "$OUT/difftest.$who.txt" | head -n 20
+    fi
+  done
   python3 - "$OUT/difftest.nvidia.txt" "$OUT/difftest.ours.txt" "$OUT/difftest.diff.txt" <<'PYEOF'
 import sys
 def load(p):

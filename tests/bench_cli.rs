@@ -172,3 +172,66 @@ fn peer_only_needs_a_device() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.starts_with("tegragpu-bench: "), "{stderr}");
 }
+
+/// The libcuda.so.1 of the workspace's `cuda/` crate (`cargo test --workspace` builds it):
+/// `$TEGRAGPU_CUDA_LIB`, else next to this test's executable's directory.
+fn facade_path() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("TEGRAGPU_CUDA_LIB").filter(|v| !v.is_empty()) {
+        return p.into();
+    }
+    let exe = std::env::current_exe().expect("the test's path");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target/<profile>");
+    let p = dir.join("libcuda.so");
+    assert!(
+        p.exists(),
+        "{} is missing: build the workspace's cuda crate (cargo build --release -p tegragpu-cuda) or set TEGRAGPU_CUDA_LIB",
+        p.display()
+    );
+    p
+}
+
+/// `--cuda-facade` on the emulated Orin: the facade's four rows (launch + sync, CPU per launch,
+/// a 100-node graph's CPU and wall time) with figures, no libcuda column (NVIDIA's is not
+/// loaded with `--no-cuda`), and the graph's counter checked (a wrong count exits 1).
+#[test]
+fn cuda_facade_rows_on_the_emulated_orin() {
+    let lib = facade_path();
+    let out = Command::new(BENCH)
+        .args(["--cuda-facade", lib.to_str().unwrap(), "--quick", "--no-cuda"])
+        .env("TEGRAGPU_DEVICE", "emu")
+        .output()
+        .expect("tegragpu-bench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    for name in [
+        "facade: cuLaunchKernel + cuStreamSynchronize, p50 [us]",
+        "facade: CPU per cuLaunchKernel [us]",
+        "facade: cuGraphLaunch (100 nodes), CPU [us]",
+        "facade: cuGraphLaunch (100 nodes) + sync, p50 [us]",
+    ] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no row {name:?} in\n{stdout}"));
+        let ours: f64 = line[name.len()..]
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no figure in {line:?}"));
+        assert!(ours.is_finite() && ours > 0.0, "{line}");
+    }
+}
+
+/// `--cuda-facade` with a path that is no library: exit 1 and the path in the message.
+#[test]
+fn cuda_facade_names_a_bad_path() {
+    let out = Command::new(BENCH)
+        .args(["--cuda-facade", "/nonexistent/libcuda.so.1", "--no-cuda"])
+        .env("TEGRAGPU_DEVICE", "emu")
+        .output()
+        .expect("tegragpu-bench runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/nonexistent/libcuda.so.1"), "{stderr}");
+}

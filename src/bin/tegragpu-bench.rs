@@ -2,7 +2,7 @@
 //! libtegragpu, side by side with libcuda (loaded at run time with libloading) when present;
 //! with two GPUs of the desktop driver, peer copies between them (`bench/peer.rs`).
 //!
-//! Usage: tegragpu-bench [--device SPEC] [--json] [--quick] [--no-cuda] [--peer-only] [--record-only N [--replay] [--capi [--owned]]]
+//! Usage: tegragpu-bench [--device SPEC] [--json] [--quick] [--no-cuda] [--peer-only] [--cuda-facade PATH] [--record-only N [--replay] [--capi [--owned]]]
 //! (see `USAGE`; parsed with lexopt).
 //!
 //! `--record-only N` records and submits N empty-kernel launches and exits (used by
@@ -11,7 +11,8 @@
 //!
 //! The parts, in `bench/`: `cli.rs` (the command line), `ours.rs` (the rows), `record_only.rs`
 //! (`--record-only`), `report.rs` (the table and `--json`), `capi.rs` (the C API side),
-//! `replay.rs` (command replay), `peer.rs` (peer copies), `cuda.rs` (libcuda, loaded at run time).
+//! `replay.rs` (command replay), `peer.rs` (peer copies), `cuda.rs` (libcuda, loaded at run time),
+//! `facade.rs` (`--cuda-facade`: libtegragpu's libcuda.so.1 against NVIDIA's).
 
 use tegragpu::core::Device;
 
@@ -21,6 +22,8 @@ mod capi;
 mod cli;
 #[path = "bench/cuda.rs"]
 mod cuda;
+#[path = "bench/facade.rs"]
+mod facade;
 #[path = "bench/ours.rs"]
 mod ours;
 #[path = "bench/peer.rs"]
@@ -93,6 +96,16 @@ fn main() {
         if let Err(e) = record_only::run(&o, n) {
             eprintln!("tegragpu-bench: {e}");
             std::process::exit(1)
+        }
+        return;
+    }
+    if let Some(path) = o.cuda_facade.clone() {
+        match facade::run(&path, o.quick, o.cuda) {
+            Ok(rows) => report::print_rows(&rows),
+            Err(e) => {
+                eprintln!("tegragpu-bench: {e}");
+                std::process::exit(1)
+            }
         }
         return;
     }

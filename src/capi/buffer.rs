@@ -95,7 +95,9 @@ pub unsafe extern "C" fn tg_buf_free(buf: *mut tg_buf) -> tg_status {
 /// address.
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`; `TG_ERROR_OS` or
-/// `TG_ERROR_OUT_OF_MEMORY` when the CPU mapping cannot be made (BAR1 space exhausted).
+/// `TG_ERROR_OUT_OF_MEMORY` when the CPU mapping cannot be made (BAR1 space exhausted);
+/// `TG_ERROR_NOT_SUPPORTED` for an import (`tg_buf_import_fd()`) of another buffer's host memory
+/// on desktop GPUs, which the driver maps only for GPUs.
 /// Thread safety: any thread.
 ///
 /// # Safety

@@ -1,7 +1,10 @@
 // Differential test of a libcuda: `difftest <libcuda path> <kernels.cubin> <kernels.ptx>
-// <kernels.fatbin>` loads the library by path, drives the CUDA driver API and prints one line per
-// observation (`key value`). scripts/cuda-facade-device-run.sh runs it on NVIDIA's libcuda and on
-// libtegragpu's and compares the two outputs line by line. Values that legitimately differ
+// <kernels.fatbin>` loads the library by path (RTLD_LOCAL), drives the CUDA driver API and prints
+// one line per observation (`key value`). `difftest <libcuda A> <libcuda B> <kernels.cubin>
+// <kernels.ptx> <kernels.fatbin> <out A> <out B>` does the same for both libraries in one process,
+// A first, then B while A stays loaded, writing A's observations to <out A> and B's to <out B>.
+// scripts/cuda-facade-device-run.sh runs it with NVIDIA's libcuda as A and libtegragpu's as B
+// (and once more as two processes) and compares the outputs line by line. Values that legitimately differ
 // between two runs of one driver (addresses, times) are printed as facts about them (non-zero,
 // non-negative) instead.
 //
@@ -38,7 +41,8 @@ static unsigned long long fnv(const void *p, size_t n) {
     return h;
 }
 
-#define OUT(key, fmt, ...) printf("%s " fmt "\n", key, __VA_ARGS__)
+static FILE *g_out;
+#define OUT(key, fmt, ...) fprintf(g_out, "%s " fmt "\n", key, __VA_ARGS__)
 #define R(key, call) OUT(key, "%d", (int)(call))
 
 static void *read_file(const char *path, size_t *len) {
@@ -55,12 +59,11 @@ static void *read_file(const char *path, size_t *len) {
     return b;
 }
 
-int main(int argc, char **argv) {
-    if (argc != 5) {
-        fprintf(stderr, "usage: difftest <libcuda> <kernels.cubin> <kernels.ptx> <kernels.fatbin>\n");
-        return 2;
-    }
-    lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+// One library's observations into g_out. The library stays loaded (NVIDIA's libcuda does not
+// support being unloaded).
+static int run(const char *libpath, const char *cubin_path, const char *ptx_path,
+               const char *fatbin_path) {
+    lib = dlopen(libpath, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         fprintf(stderr, "difftest: %s\n", dlerror());
         return 2;
@@ -211,7 +214,7 @@ int main(int argc, char **argv) {
     R("cuMemFree.inside", F(cuMemFree)(d + 4));
 
     // Modules and launches.
-    const char *paths[3] = {argv[2], argv[3], argv[4]};
+    const char *paths[3] = {cubin_path, ptx_path, fatbin_path};
     const char *kinds[3] = {"cubin", "ptx", "fatbin"};
     CUmodule mods[3] = {0};
     for (int k = 0; k < 3; k++) {
@@ -223,7 +226,7 @@ int main(int argc, char **argv) {
     }
     CUmodule m = mods[0];
     CUmodule mf = NULL;
-    R("cuModuleLoad.file", F(cuModuleLoad)(&mf, argv[2]));
+    R("cuModuleLoad.file", F(cuModuleLoad)(&mf, cubin_path));
     R("cuModuleLoad.missing", F(cuModuleLoad)(&mf, "/nonexistent/x.cubin"));
     CUfunction axpy = NULL, inc = NULL, iota = NULL, bsum = NULL, rt = NULL, nf = NULL;
     R("cuModuleGetFunction.axpy", F(cuModuleGetFunction)(&axpy, m, "axpy"));
@@ -517,7 +520,7 @@ int main(int argc, char **argv) {
     // The CUDA 12 loading API.
     {
         size_t len = 0;
-        void *img = read_file(argv[2], &len);
+        void *img = read_file(cubin_path, &len);
         CUlibrary lib = NULL;
         R("library.cuLibraryLoadData", img ? F(cuLibraryLoadData)(&lib, img, NULL, NULL, 0, NULL, NULL, 0) : -1);
         free(img);
@@ -558,7 +561,7 @@ int main(int argc, char **argv) {
     // The JIT linker on the PTX.
     {
         size_t plen = 0;
-        char *ptx = read_file(argv[3], &plen);
+        char *ptx = read_file(ptx_path, &plen);
         char elog[4096] = {0};
         CUjit_option lo[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
         void *lv[] = {elog, (void *)(uintptr_t)sizeof elog};
@@ -725,4 +728,31 @@ int main(int argc, char **argv) {
     R("cuMemFree.second", F(cuMemFree)(d2));
     R("cuCtxDestroy", F(cuCtxDestroy)(c0));
     return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 5) {
+        g_out = stdout;
+        return run(argv[1], argv[2], argv[3], argv[4]);
+    }
+    if (argc == 8) {
+        for (int i = 0; i < 2; i++) {
+            g_out = fopen(argv[6 + i], "w");
+            if (!g_out) {
+                perror(argv[6 + i]);
+                return 2;
+            }
+            fprintf(stderr, "difftest: %s (in this process: %s)\n", argv[1 + i],
+                    i ? argv[1] : "nothing else");
+            int r = run(argv[1 + i], argv[3], argv[4], argv[5]);
+            fclose(g_out);
+            if (r) return r;
+        }
+        return 0;
+    }
+    fprintf(stderr,
+            "usage: difftest <libcuda> <kernels.cubin> <kernels.ptx> <kernels.fatbin>\n"
+            "       difftest <libcuda A> <libcuda B> <kernels.cubin> <kernels.ptx> <kernels.fatbin> "
+            "<out A> <out B>\n");
+    return 2;
 }

@@ -320,7 +320,20 @@ impl Inner {
         rec.map_fd = open_node(self.sys(), "/dev/nvidiactl")?;
         rec.linear = self
             .api
-            .map_memory(self.device, rec.handle, rec.size, 0, rec.map_fd)?;
+            .map_memory(self.device, rec.handle, rec.size, 0, rec.map_fd)
+            .map_err(|mut e| {
+                // RM CPU-maps no page-locked user memory (NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, what
+                // libtegragpu's and cuMemHostRegister's host buffers are), imported or not:
+                // mapping_cpu.c:memMap_IMPL answers NV_ERR_NOT_SUPPORTED unless the descriptor
+                // is a dma-buf (os_desc_mem.c:osdescConstruct_IMPL).
+                if e.status == Status::NotSupported {
+                    e.message = format!(
+                        "the system memory imported at {:#x} is page-locked user memory of the exporter, which the NVIDIA driver does not map for the CPU (only for GPUs): read and write it on a queue (tg_queue_read / tg_queue_write) or through the exporter's CPU pointer ({})",
+                        rec.va, e.message
+                    );
+                }
+                e
+            })?;
         rec.rm_mapped = true;
         rec.cpu = self.mmap_cpu(rec.va, rec.size, rec.map_fd, libc::MAP_SHARED)?;
         Ok(())

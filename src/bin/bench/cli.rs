@@ -11,10 +11,11 @@ pub struct Opts {
     pub owned: bool,
     pub replay: bool,
     pub peer_only: bool,
+    pub cuda_facade: Option<String>,
 }
 
 const USAGE: &str = "\
-usage: tegragpu-bench [--device emu|nvgpu|rm|rm:N] [--json] [--quick] [--no-cuda] [--peer-only] [--record-only N [--replay] [--capi [--owned]]]
+usage: tegragpu-bench [--device emu|nvgpu|rm|rm:N] [--json] [--quick] [--no-cuda] [--peer-only] [--cuda-facade PATH] [--record-only N [--replay] [--capi [--owned]]]
 
 Launch latency, CPU cost per launch, copy bandwidth and more, side by side with libcuda
 when it is present (docs/performance.md).
@@ -33,6 +34,10 @@ when it is present (docs/performance.md).
                    copies between them (each copy engine the driver lets a queue use, split
                    launches, several queues, the SM copy kernel at several grids, both
                    directions) beside cuMemcpyPeerAsync, one line each, then the peer rows
+  --cuda-facade P  libtegragpu's libcuda.so.1 at P against NVIDIA's libcuda, both in this
+                   process: cuLaunchKernel + cuStreamSynchronize, CPU per cuLaunchKernel,
+                   cuGraphLaunch of 100 dependent kernel nodes (CPU, and with a sync); NVIDIA's
+                   is found as libcuda.so.1 on the library path, so P must not be there
   --record-only N  only record + submit N launches (for instruction counts)
   --replay         with --record-only: N replays of a 10-launch command buffer, each submitted
   --capi           with --record-only: through the C API (tg_launch + tg_queue_submit;
@@ -65,6 +70,7 @@ pub fn parse_args() -> Result<Opts, String> {
         owned: false,
         replay: false,
         peer_only: false,
+        cuda_facade: None,
     };
     let mut parser = lexopt::Parser::from_env();
     loop {
@@ -92,6 +98,12 @@ pub fn parse_args() -> Result<Opts, String> {
             Long("owned") => o.owned = true,
             Long("replay") => o.replay = true,
             Long("peer-only") => o.peer_only = true,
+            Long("cuda-facade") => {
+                let v = parser
+                    .value()
+                    .map_err(|_| "--cuda-facade needs the path of a libcuda.so.1")?;
+                o.cuda_facade = Some(v.string().map_err(|e| format!("--cuda-facade: {e}"))?);
+            }
             Long("record-only") => {
                 let n = parser.value().map_err(|_| "--record-only needs N")?;
                 let n = n.string().map_err(|e| format!("--record-only: {e}"))?;

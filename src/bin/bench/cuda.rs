@@ -31,6 +31,7 @@ pub type CuLaunchKernel = unsafe extern "C" fn(
 
 pub struct Cuda {
     _lib: Library,
+    major: i32,
     ctx: CUcontext,
     func: CUfunction,
     stream: CUstream,
@@ -53,11 +54,44 @@ unsafe fn sym<T: Copy>(lib: &Library, name: &[u8]) -> Option<T> {
 impl Cuda {
     /// Load libcuda and set up a context, the fixture module and a stream; None if absent or failing.
     pub fn load() -> Option<Cuda> {
+        // SAFETY: loading NVIDIA's library runs only its initialisers.
+        let lib = unsafe { Library::new("libcuda.so.1").or_else(|_| Library::new("libcuda.so")) };
+        Self::with_library(lib.ok()?)
+    }
+
+    /// The same with the library at `path` (`--cuda-facade`: libtegragpu's libcuda.so.1).
+    pub fn load_from(path: &str) -> Option<Cuda> {
+        // SAFETY: as above.
+        let lib = unsafe { Library::new(path) };
+        match lib {
+            Ok(l) => Self::with_library(l),
+            Err(e) => {
+                eprintln!("tegragpu-bench: loading {path}: {e}");
+                None
+            }
+        }
+    }
+
+    /// The address of `cuInit` in this library (tells two loaded libraries apart).
+    pub fn cu_init_address(&self) -> usize {
+        // SAFETY: only the symbol's address is read.
+        unsafe { sym::<unsafe extern "C" fn(u32) -> CUresult>(&self._lib, b"cuInit\0") }
+            .map_or(0, |f| f as usize)
+    }
+
+    /// The device's compute capability major number.
+    pub fn sm_major(&self) -> i32 {
+        self.major
+    }
+
+    /// The loaded library (for the graph rows, which look up more of its functions).
+    pub fn library(&self) -> &Library {
+        &self._lib
+    }
+
+    fn with_library(lib: Library) -> Option<Cuda> {
         // SAFETY: calling the CUDA driver API with the documented signatures.
         unsafe {
-            let lib = Library::new("libcuda.so.1")
-                .or_else(|_| Library::new("libcuda.so"))
-                .ok()?;
             let init: unsafe extern "C" fn(u32) -> CUresult = sym(&lib, b"cuInit\0")?;
             let dev_get: unsafe extern "C" fn(*mut CUdevice, i32) -> CUresult =
                 sym(&lib, b"cuDeviceGet\0")?;
@@ -108,6 +142,7 @@ impl Cuda {
                 return None;
             }
             Some(Cuda {
+                major: maj,
                 ctx,
                 func: f,
                 stream,
