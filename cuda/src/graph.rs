@@ -1,8 +1,12 @@
 //! Graphs: kernel, memcpy (device to device) and empty nodes with dependencies. Instantiation
-//! records the nodes in dependency order into a libtegragpu command buffer (written to GPU memory
-//! once); a launch replays it on the stream's queue with one GPFIFO entry. Updating a kernel
-//! node of an executable graph rewrites its parameters (and launch shape) in the command buffer
-//! in place; updating a memcpy node records the command buffer again.
+//! records the nodes in dependency order into libtegragpu command buffers (written to GPU memory
+//! once): one per run of consecutive nodes on one device (a kernel node runs on its function's
+//! device; a memcpy node on its source's device, or its destination's when only that one
+//! reaches both). A launch replays them in order: those of the stream's device on the stream's
+//! queue, the others on a queue of their device that the executable graph owns, each waiting
+//! on the GPU for the one before (the first for the stream's earlier work, the stream for the
+//! last). Updating a kernel node of an executable graph rewrites its parameters (and launch
+//! shape) in its command buffer in place; updating a memcpy node records them again.
 
 use crate::context::current;
 use crate::device::out;
@@ -13,7 +17,7 @@ use crate::types::*;
 use parking_lot::Mutex;
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
-use tegragpu::core::{Buffer, CmdBuf, LaunchConfig};
+use tegragpu::core::{Buffer, CmdBuf, LaunchConfig, Queue, QueueKind, Signal};
 
 const GRAPH_MAGIC: u64 = 0x7467_6375_6772_6170;
 const NODE_MAGIC: u64 = 0x7467_6375_6e6f_6465;
@@ -440,18 +444,33 @@ pub unsafe extern "C" fn cuGraphNodeGetType(h: *mut c_void, ty: *mut u32) -> CUr
 
 pub struct Exec {
     magic: u64,
-    dev: tegragpu::core::Device,
     /// The nodes as instantiated (their parameters updated by the exec updates).
     nodes: Mutex<ExecState>,
+}
+
+/// The command buffer of a run of consecutive nodes (in recording order) on one device.
+struct Segment {
+    dev: tegragpu::core::Device,
+    cb: CmdBuf,
+}
+
+/// A queue of a device other than the launching stream's, owned by the executable graph, with
+/// the signal it releases after each segment it runs.
+struct Aux {
+    dev: tegragpu::core::Device,
+    q: Queue,
+    sig: Signal,
+    value: u64,
 }
 
 struct ExecState {
     kinds: Vec<NodeKind>,
     /// Recording order (dependencies first).
     order: Vec<usize>,
-    /// Per node: its command index in `cb`.
-    cmd: Vec<Option<usize>>,
-    cb: Option<CmdBuf>,
+    /// Per node: its segment and its command index in that segment's command buffer.
+    cmd: Vec<Option<(usize, usize)>>,
+    segs: Vec<Segment>,
+    aux: Vec<Aux>,
     /// The graph the exec was made from (node handles are checked against it).
     graph: *const Graph,
 }
@@ -486,51 +505,79 @@ fn topo_order(nodes: &[NodeData]) -> R<Vec<usize>> {
     Ok(order)
 }
 
-fn record(dev: &tegragpu::core::Device, st: &mut ExecState) -> R {
-    st.cmd = vec![None; st.kinds.len()];
-    if st
-        .order
-        .iter()
-        .all(|&i| matches!(st.kinds[i], NodeKind::Empty))
-    {
-        st.cb = None;
-        return Ok(());
-    }
-    let mut cb = dev.create_cmdbuf()?;
-    for &i in &st.order {
-        match &st.kinds[i] {
-            NodeKind::Kernel { func, cfg, params } => {
-                st.cmd[i] = Some(cb.launch(&func.kernel, cfg, params)?);
+/// The device a node runs on (`None`: an empty node).
+fn node_device(kind: &NodeKind) -> R<Option<tegragpu::core::Device>> {
+    Ok(match kind {
+        NodeKind::Kernel { func, .. } => Some(func.kernel.device().clone()),
+        NodeKind::Copy { dst, src, .. } => {
+            let (d, s) = (dst.0.device(), src.0.device());
+            let reaches = |a: &tegragpu::core::Device, b: &tegragpu::core::Device| {
+                a.is(b) || a.peer_access_enabled(b)
+            };
+            if reaches(s, d) {
+                Some(s.clone())
+            } else if reaches(d, s) {
+                Some(d.clone())
+            } else {
+                return Err(fail(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    format!(
+                        "a memcpy node between {} and {}: neither device has peer access to the other (cuCtxEnablePeerAccess)",
+                        s.info().name,
+                        d.info().name
+                    ),
+                ));
             }
-            NodeKind::Copy { dst, src, bytes } => {
-                st.cmd[i] = Some(cb.copy(&dst.0, dst.1, &src.0, src.1, *bytes)?);
-            }
-            NodeKind::Empty => {}
         }
+        NodeKind::Empty => None,
+    })
+}
+
+fn record(st: &mut ExecState) -> R {
+    st.cmd = vec![None; st.kinds.len()];
+    let mut segs: Vec<Segment> = Vec::new();
+    for &i in &st.order {
+        let Some(dev) = node_device(&st.kinds[i])? else {
+            continue;
+        };
+        if !segs.last().is_some_and(|g| g.dev.is(&dev)) {
+            let cb = dev.create_cmdbuf()?;
+            segs.push(Segment { dev, cb });
+        }
+        let si = segs.len() - 1;
+        let cb = &mut segs[si].cb;
+        let idx = match &st.kinds[i] {
+            NodeKind::Kernel { func, cfg, params } => cb.launch(&func.kernel, cfg, params)?,
+            NodeKind::Copy { dst, src, bytes } => cb.copy(&dst.0, dst.1, &src.0, src.1, *bytes)?,
+            NodeKind::Empty => continue,
+        };
+        st.cmd[i] = Some((si, idx));
     }
-    cb.finish()?;
-    st.cb = Some(cb);
+    for g in &mut segs {
+        g.cb.finish()?;
+    }
+    st.segs = segs;
     Ok(())
 }
 
 unsafe fn instantiate(pexec: *mut *mut c_void, h: *mut c_void) -> R {
     let p = out(pexec, "phGraphExec")?;
     let g = graph_ref(h)?;
-    let c = current()?;
+    current()?;
     let nodes = g.nodes.lock();
     let order = topo_order(&nodes.0)?;
     let mut st = ExecState {
         kinds: nodes.0.iter().map(|d| d.kind.clone()).collect(),
         order,
         cmd: Vec::new(),
-        cb: None,
+        segs: Vec::new(),
+        aux: Vec::new(),
         graph: g,
     };
     drop(nodes);
-    record(&c.core, &mut st)?;
+    record(&mut st)?;
     let e = Box::new(Exec {
         magic: EXEC_MAGIC,
-        dev: c.core.clone(),
         nodes: Mutex::new(st),
     });
     *p = Box::into_raw(e) as *mut c_void;
@@ -635,11 +682,84 @@ pub unsafe extern "C" fn cuGraphExecDestroy(h: *mut c_void) -> CUresult {
 unsafe fn graph_launch(h: *mut c_void, s: *mut c_void, ptds: bool) -> R {
     let e = exec_ref(h)?;
     let s = stream_of(s, ptds)?;
-    let mut st = e.nodes.lock();
-    match st.cb.as_mut() {
-        Some(cb) => s.record(|q| q.replay(cb)),
-        None => s.record(|_| Ok(())),
+    let mut guard = e.nodes.lock();
+    let st = &mut *guard;
+    // One segment on the stream's device (or none): one replay in the stream's order.
+    if st.segs.len() <= 1 && st.segs.iter().all(|g| g.dev.is(&s.ctx.core)) {
+        return match st.segs.first_mut() {
+            Some(g) => s.record(|q| q.replay(&mut g.cb)),
+            None => s.record(|_| Ok(())),
+        };
     }
+    // Several devices. `after`: what the next segment waits for (None: the stream's own
+    // order), an aux queue's index and value, or the stream's mark.
+    enum After {
+        Stream(u64),
+        Aux(usize, u64),
+    }
+    let mut after: Option<After> = None;
+    let ExecState { segs, aux, .. } = st;
+    for g in segs.iter_mut() {
+        if g.dev.is(&s.ctx.core) {
+            let wait = match after {
+                Some(After::Aux(i, v)) => Some((i, v)),
+                _ => None,
+            };
+            s.record(|q| {
+                if let Some((i, v)) = wait {
+                    q.wait(&aux[i].sig, v)?;
+                }
+                q.replay(&mut g.cb)
+            })?;
+            after = None;
+            continue;
+        }
+        let ai = match aux.iter().position(|a| a.dev.is(&g.dev)) {
+            Some(i) => i,
+            None => {
+                let q = g.dev.create_queue(QueueKind::Compute)?;
+                let sig = g.dev.create_signal(0)?;
+                aux.push(Aux {
+                    dev: g.dev.clone(),
+                    q,
+                    sig,
+                    value: 0,
+                });
+                aux.len() - 1
+            }
+        };
+        let wait = match after {
+            None => After::Stream(s.mark()?),
+            Some(a) => a,
+        };
+        let (before, rest) = aux.split_at_mut(ai);
+        let (a, later) = rest.split_first_mut().expect("ai < aux.len()");
+        match wait {
+            After::Stream(v) => {
+                if v > 0 {
+                    a.q.wait(s.signal(), v)?;
+                }
+            }
+            After::Aux(i, v) if i != ai => {
+                let other = if i < ai {
+                    &before[i]
+                } else {
+                    &later[i - ai - 1]
+                };
+                a.q.wait(&other.sig, v)?;
+            }
+            After::Aux(..) => {}
+        }
+        a.q.replay(&mut g.cb)?;
+        a.value += 1;
+        a.q.signal(&a.sig, a.value)?;
+        a.q.submit()?;
+        after = Some(After::Aux(ai, a.value));
+    }
+    if let Some(After::Aux(i, v)) = after {
+        s.record(|q| q.wait(&aux[i].sig, v))?;
+    }
+    Ok(())
 }
 
 #[no_mangle]
@@ -702,16 +822,17 @@ unsafe fn exec_kernel_set(h: *mut c_void, node: *mut c_void, p: &CUDA_KERNEL_NOD
     };
     if !std::ptr::eq(old_f, *func) {
         st.kinds[i] = kind;
-        return record(&e.dev, &mut st);
+        return record(&mut st);
     }
-    let idx =
+    let (si, idx) =
         st.cmd[i].ok_or_else(|| fail(CUDA_ERROR_UNKNOWN, "the kernel node has no command"))?;
     let k = &func.kernel;
     {
-        let cb = st
-            .cb
-            .as_mut()
-            .ok_or_else(|| fail(CUDA_ERROR_UNKNOWN, "no command buffer"))?;
+        let cb = &mut st
+            .segs
+            .get_mut(si)
+            .ok_or_else(|| fail(CUDA_ERROR_UNKNOWN, "no command buffer"))?
+            .cb;
         if *cfg != old_cfg {
             cb.set_launch(idx, k, cfg)?;
         }
@@ -784,6 +905,6 @@ pub unsafe extern "C" fn cuGraphExecMemcpyNodeSetParams(
         st.kinds[i] = kind;
         // Earlier replays may still read the old command buffer; libtegragpu keeps its memory
         // until they complete.
-        record(&e.dev, &mut st)
+        record(&mut st)
     })
 }

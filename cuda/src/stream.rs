@@ -200,6 +200,17 @@ impl Stream {
         Ok(r)
     }
 
+    /// Release the stream's signal after the work recorded so far; the value that marks it
+    /// (another queue waits for it on the GPU with [`Stream::signal`]).
+    pub(crate) fn mark(&'static self) -> R<u64> {
+        self.mark_locked(&mut self.st.lock())
+    }
+
+    /// The signal [`Stream::mark`] releases.
+    pub(crate) fn signal(&self) -> &Signal {
+        &self.sig
+    }
+
     /// Wait until the work recorded so far is complete.
     pub fn synchronize(&'static self) -> R {
         let v = {

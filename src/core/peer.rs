@@ -81,7 +81,7 @@ pub(crate) struct PeerState {
 
 impl Device {
     /// The same device (not merely the same GPU).
-    pub(crate) fn is(&self, other: &Device) -> bool {
+    pub fn is(&self, other: &Device) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
