@@ -6,6 +6,7 @@
 //! See docs/cuda-driver-api.md.
 #![allow(non_snake_case, non_upper_case_globals, clippy::missing_safety_doc)]
 
+mod arrays;
 mod attributes;
 mod capture;
 mod context;

@@ -1,6 +1,7 @@
 //! Pitched copies: `cuMemcpy2D`, `cuMemcpy2DUnaligned`, `cuMemcpy3D` and their `Async` forms,
 //! between device memory, pinned host memory and any other host memory, in stream order.
-//! Arrays are refused (`CUDA_ERROR_NOT_SUPPORTED`).
+//! Arrays (`CU_MEMORYTYPE_ARRAY`, crate::arrays) are pitch-linear device memory: their rows are
+//! copied as device rows.
 //!
 //! Rows between memory the stream's queue reaches (device memory, pinned host memory of the
 //! stream's device) are copied on the GPU, one copy per row (one for the whole block when both
@@ -9,7 +10,7 @@
 //! temporary device buffer, so each direction is one staged transfer plus GPU row copies.
 
 use crate::context::Context;
-use crate::error::{fail, guard, invalid, R};
+use crate::error::{guard, invalid, R};
 use crate::memory::{check_range, find_host, find_va};
 use crate::stream::{stream_of, Stream};
 use crate::transfer::{drain, owner, pinned_va, reaches, read_owned, write_owned};
@@ -79,16 +80,32 @@ unsafe fn side(
     sh: Shape,
     s: &Stream,
 ) -> R<Side> {
+    // An array: pitch-linear device memory of its context's device (crate::arrays), whose
+    // pitch and rows replace the copy's.
+    let arr = if ty == CU_MEMORYTYPE_ARRAY {
+        let a = crate::arrays::lookup(&format!("{what}Array"), array)?;
+        if x + sh.width > a.row_bytes || y + sh.height > a.rows() || z + sh.depth > 1 {
+            return Err(invalid(format!(
+                "{what}: [{x}, +{}) bytes x [{y}, +{}) rows x [{z}, +{}) slices runs past the array ({} bytes x {} rows)",
+                sh.width,
+                sh.height,
+                sh.depth,
+                a.row_bytes,
+                a.rows()
+            )));
+        }
+        Some(a)
+    } else {
+        None
+    };
+    let (pitch, rows_per_slice) = match &arr {
+        Some(a) => (a.pitch, a.rows()),
+        None => (pitch, rows_per_slice),
+    };
     let base = match ty {
         CU_MEMORYTYPE_HOST => host as u64,
         CU_MEMORYTYPE_DEVICE | CU_MEMORYTYPE_UNIFIED => device,
-        CU_MEMORYTYPE_ARRAY => {
-            let _ = array;
-            return Err(fail(
-                CUDA_ERROR_NOT_SUPPORTED,
-                format!("{what}: arrays (CU_MEMORYTYPE_ARRAY) are not supported by this library"),
-            ));
-        }
+        CU_MEMORYTYPE_ARRAY => arr.as_ref().map_or(0, |a| a.buf.gpu_va()),
         t => {
             return Err(invalid(format!(
                 "{what}MemoryType {t} is not a memory type"
@@ -124,6 +141,7 @@ unsafe fn side(
             None => Mem::Host,
         },
         CU_MEMORYTYPE_DEVICE => Mem::Device(owner(&check_range(what, start, span)?)),
+        CU_MEMORYTYPE_ARRAY => Mem::Device(arr.map(|a| a.ctx)),
         // Unified: the address says which.
         _ => {
             if find_va(start).is_some() {

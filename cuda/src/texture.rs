@@ -1,7 +1,8 @@
 //! Texture objects (`cuTexObjectCreate`, `Destroy`, `GetResourceDesc`, `GetTextureDesc`,
 //! `GetResourceViewDesc`) on libtegragpu's `Texture`: linear and pitch-2D resources over device
-//! memory of this library, 1, 2 or 4 channels of 8-, 16- or 32-bit integers, half or float.
-//! Arrays, mipmapped arrays and resource views are refused (`CUDA_ERROR_NOT_SUPPORTED`).
+//! memory of this library and arrays (crate::arrays: pitch-linear memory), 1, 2 or 4 channels of
+//! 8-, 16- or 32-bit integers, half or float. Mipmapped arrays and resource views are refused
+//! (`CUDA_ERROR_NOT_SUPPORTED`).
 //!
 //! The handle (`CUtexObject`) is the value kernels receive; handles are per device, so
 //! `cuTexObjectDestroy` and the queries look the handle up on the current context's device.
@@ -105,58 +106,75 @@ unsafe fn create(
         ));
     }
     let r = &res.res;
-    let (dptr, fmt, channels) = (r[0], r[1] as u32, (r[1] >> 32) as u32);
-    let layout = match res.res_type {
-        CU_RESOURCE_TYPE_ARRAY | CU_RESOURCE_TYPE_MIPMAPPED_ARRAY => {
-            return Err(fail(
-                CUDA_ERROR_NOT_SUPPORTED,
-                "arrays and mipmapped arrays are not supported by this library: use a linear or pitch-2D resource",
-            ))
+    let (buf, layout, fmt, channels) = if res.res_type == CU_RESOURCE_TYPE_ARRAY {
+        // An array (crate::arrays) is pitch-linear memory of its own buffer.
+        let a = crate::arrays::lookup("res.array.hArray", r[0] as *mut c_void)?;
+        if !std::ptr::eq(a.ctx.dev, c.dev) {
+            return Err(invalid(format!(
+                "res.array.hArray is an array of device {}, not of the current context's device {}",
+                a.ctx.dev.ordinal, c.dev.ordinal
+            )));
         }
-        CU_RESOURCE_TYPE_LINEAR => {
-            let elem = format(fmt)?.bytes() * u64::from(channels.max(1));
-            TexLayout::Linear {
-                address: 0,
-                width: r[2] / elem,
+        let layout = TexLayout::Pitch2d {
+            address: 0,
+            width: a.desc.width as u64,
+            height: a.rows(),
+            pitch: a.pitch,
+        };
+        (a.buf.clone(), layout, a.desc.format, a.desc.channels)
+    } else {
+        let (dptr, fmt, channels) = (r[0], r[1] as u32, (r[1] >> 32) as u32);
+        let layout = match res.res_type {
+            CU_RESOURCE_TYPE_MIPMAPPED_ARRAY => {
+                return Err(fail(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    "mipmapped arrays are not supported by this library: use an array, a linear or a pitch-2D resource",
+                ))
             }
-        }
-        CU_RESOURCE_TYPE_PITCH2D => {
-            TexLayout::Pitch2d {
+            CU_RESOURCE_TYPE_LINEAR => {
+                let elem = format(fmt)?.bytes() * u64::from(channels.max(1));
+                TexLayout::Linear {
+                    address: 0,
+                    width: r[2] / elem,
+                }
+            }
+            CU_RESOURCE_TYPE_PITCH2D => TexLayout::Pitch2d {
                 address: 0,
                 width: r[2],
                 height: r[3],
                 pitch: r[4],
-            }
+            },
+            t => return Err(invalid(format!("resource type {t}"))),
+        };
+        let (alloc, off) = find_va(dptr).ok_or_else(|| {
+            invalid(format!(
+                "devPtr {dptr:#x} is not device memory allocated by this library"
+            ))
+        })?;
+        if !std::ptr::eq(alloc.ctx.dev, c.dev) {
+            return Err(invalid(format!(
+                "devPtr {dptr:#x} is memory of device {}, not of the current context's device {}",
+                alloc.ctx.dev.ordinal, c.dev.ordinal
+            )));
         }
-        t => return Err(invalid(format!("resource type {t}"))),
-    };
-    let (alloc, off) = find_va(dptr).ok_or_else(|| {
-        invalid(format!(
-            "devPtr {dptr:#x} is not device memory allocated by this library"
-        ))
-    })?;
-    if !std::ptr::eq(alloc.ctx.dev, c.dev) {
-        return Err(invalid(format!(
-            "devPtr {dptr:#x} is memory of device {}, not of the current context's device {}",
-            alloc.ctx.dev.ordinal, c.dev.ordinal
-        )));
-    }
-    let layout = match layout {
-        TexLayout::Linear { width, .. } => TexLayout::Linear {
-            address: off,
-            width,
-        },
-        TexLayout::Pitch2d {
-            width,
-            height,
-            pitch,
-            ..
-        } => TexLayout::Pitch2d {
-            address: off,
-            width,
-            height,
-            pitch,
-        },
+        let layout = match layout {
+            TexLayout::Linear { width, .. } => TexLayout::Linear {
+                address: off,
+                width,
+            },
+            TexLayout::Pitch2d {
+                width,
+                height,
+                pitch,
+                ..
+            } => TexLayout::Pitch2d {
+                address: off,
+                width,
+                height,
+                pitch,
+            },
+        };
+        (alloc.buf.clone(), layout, fmt, channels)
     };
     let fm = format(fmt)?;
     let small_int = !matches!(fm, TexFormat::F16 | TexFormat::F32) && fm.bytes() < 4;
@@ -177,7 +195,7 @@ unsafe fn create(
         ],
         border: desc.border_color,
     };
-    let tex = c.core.create_texture(alloc.buf.clone(), &td)?;
+    let tex = c.core.create_texture(buf, &td)?;
     let h = tex.handle();
     TEXTURES.lock().get_or_insert_with(HashMap::new).insert(
         (c.dev.ordinal, h),

@@ -1,5 +1,5 @@
 //! Pitched copies: `cuMemcpy2D(Async)`, `cuMemcpy3D(Async)` between device memory, pageable and
-//! pinned host memory; arrays refused.
+//! pinned host memory (arrays: arrays.rs).
 
 use crate::*;
 use std::ffi::c_void;
@@ -197,13 +197,14 @@ fn pitched_2d_copies_between_every_kind_of_memory() {
         "unaligned",
     );
     assert_eq!(dtoh::<u8>(d_dst, dst_len), want, "unaligned");
-    // Refusals: arrays, a pitch smaller than the row, rows past the allocation.
+    // Refusals: a handle that is not an array (CUDA_ERROR_INVALID_HANDLE), a pitch smaller than
+    // the row, rows past the allocation.
     let arr = Memcpy2D {
         src_type: ARRAY,
         src_array: std::ptr::without_provenance_mut(16),
         ..dd
     };
-    assert_eq!(copy2d(&arr), 801);
+    assert_eq!(copy2d(&arr), 400);
     let narrow = Memcpy2D {
         src_pitch: 200,
         ..dd

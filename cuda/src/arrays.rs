@@ -1,0 +1,166 @@
+//! CUDA arrays of one and two dimensions (`cuArrayCreate_v2`, `cuArrayGetDescriptor_v2`,
+//! `cuArrayDestroy`), as the driver-API samples use them: filled with `cuMemcpy2D` /
+//! `cuMemcpy3D` (`CU_MEMORYTYPE_ARRAY`) and read through texture objects
+//! (`CU_RESOURCE_TYPE_ARRAY`).
+//!
+//! An array's layout is opaque to programs; here it is pitch-linear device memory of the
+//! context's device (rows of `Width * NumChannels * element size` bytes at a pitch of a multiple
+//! of 512 bytes, as `cuMemAllocPitch`), so copies are row copies on the stream's queue and a
+//! texture over it is a pitch-2D texture. Arrays are not device pointers: `find_va` does not see
+//! them. Layered, cubemap, surface and 3D arrays (`cuArray3DCreate`) are not supported.
+
+use crate::context::{current, Context};
+use crate::device::out;
+use crate::error::{fail, guard, invalid, R};
+use crate::types::*;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::Arc;
+use tegragpu::core::{Buffer, MemFlags};
+
+/// `CUDA_ARRAY_DESCRIPTOR_v2`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ArrayDescriptor {
+    pub width: usize,
+    pub height: usize,
+    pub format: u32,
+    pub channels: u32,
+}
+
+/// One array of this library.
+#[derive(Clone)]
+pub struct Array {
+    pub buf: Arc<Buffer>,
+    pub ctx: &'static Context,
+    /// The descriptor it was created with (height 0: one-dimensional).
+    pub desc: ArrayDescriptor,
+    /// Bytes of one row of elements.
+    pub row_bytes: u64,
+    /// Bytes from one row to the next.
+    pub pitch: u64,
+}
+
+impl Array {
+    /// Rows of the array (1 for a one-dimensional array).
+    pub fn rows(&self) -> u64 {
+        (self.desc.height as u64).max(1)
+    }
+}
+
+/// The live arrays, by handle (the address of a heap cell that identifies the array).
+static ARRAYS: Mutex<Option<HashMap<usize, Array>>> = Mutex::new(None);
+
+/// Bytes of one channel of `CUarray_format` `f`.
+pub fn format_bytes(f: u32) -> Option<u64> {
+    Some(match f {
+        0x01 | 0x08 => 1,        // UNSIGNED_INT8, SIGNED_INT8
+        0x02 | 0x09 | 0x10 => 2, // UNSIGNED_INT16, SIGNED_INT16, HALF
+        0x03 | 0x0a | 0x20 => 4, // UNSIGNED_INT32, SIGNED_INT32, FLOAT
+        _ => return None,
+    })
+}
+
+/// The array `h` names, if it is a live array of this library.
+pub fn find(h: *mut c_void) -> Option<Array> {
+    ARRAYS.lock().as_ref()?.get(&(h as usize)).cloned()
+}
+
+/// The array `h` names, or `CUDA_ERROR_INVALID_HANDLE` naming `what`.
+pub fn lookup(what: &str, h: *mut c_void) -> R<Array> {
+    find(h).ok_or_else(|| {
+        fail(
+            CUDA_ERROR_INVALID_HANDLE,
+            format!("{what} {h:?} is not an array of this library"),
+        )
+    })
+}
+
+unsafe fn create(ph: *mut *mut c_void, d: *const ArrayDescriptor) -> R {
+    let o = out(ph, "pHandle")?;
+    let d = *d
+        .as_ref()
+        .ok_or_else(|| invalid("pAllocateArray is NULL"))?;
+    let c = current()?;
+    let elem = format_bytes(d.format).ok_or_else(|| {
+        invalid(format!(
+            "Format {:#x} is not a CUarray_format this library knows",
+            d.format
+        ))
+    })?;
+    if !matches!(d.channels, 1 | 2 | 4) {
+        return Err(invalid(format!(
+            "NumChannels {}: must be 1, 2 or 4",
+            d.channels
+        )));
+    }
+    if d.width == 0 {
+        return Err(invalid("Width is 0"));
+    }
+    let row_bytes = (d.width as u64)
+        .checked_mul(elem * u64::from(d.channels))
+        .ok_or_else(|| invalid(format!("Width {} is too large", d.width)))?;
+    let pitch = row_bytes.div_ceil(512) * 512;
+    let size = pitch.checked_mul((d.height as u64).max(1)).ok_or_else(|| {
+        invalid(format!(
+            "Width {} x Height {} is too large",
+            d.width, d.height
+        ))
+    })?;
+    let buf = Arc::new(c.core.alloc(size, MemFlags::default())?);
+    let a = Array {
+        buf,
+        ctx: c,
+        desc: d,
+        row_bytes,
+        pitch,
+    };
+    // The handle is the address of a heap cell that lives as long as the array.
+    let h = Box::into_raw(Box::new(0u8)) as usize;
+    ARRAYS.lock().get_or_insert_with(HashMap::new).insert(h, a);
+    *o = h as *mut c_void;
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayCreate_v2(
+    ph: *mut *mut c_void,
+    desc: *const ArrayDescriptor,
+) -> CUresult {
+    guard("cuArrayCreate_v2", || create(ph, desc))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetDescriptor_v2(
+    pdesc: *mut ArrayDescriptor,
+    h: *mut c_void,
+) -> CUresult {
+    guard("cuArrayGetDescriptor_v2", || {
+        let o = out(pdesc, "pArrayDescriptor")?;
+        *o = lookup("hArray", h)?.desc;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayDestroy(h: *mut c_void) -> CUresult {
+    guard("cuArrayDestroy", || {
+        let a = ARRAYS
+            .lock()
+            .as_mut()
+            .and_then(|m| m.remove(&(h as usize)))
+            .ok_or_else(|| {
+                fail(
+                    CUDA_ERROR_INVALID_HANDLE,
+                    format!("hArray {h:?} is not an array of this library"),
+                )
+            })?;
+        // Copies and texture reads recorded before may still use the memory: wait for them
+        // (CUDA's cuArrayDestroy synchronizes the same way).
+        let r = a.ctx.synchronize();
+        drop(Box::from_raw(h as *mut u8));
+        drop(a);
+        r
+    })
+}

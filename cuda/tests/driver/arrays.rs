@@ -1,0 +1,285 @@
+//! CUDA arrays: `cuArrayCreate_v2`, `cuArrayGetDescriptor_v2`, `cuArrayDestroy`; copies to and
+//! from them (`cuMemcpy2D` with `CU_MEMORYTYPE_ARRAY`) and texture objects over them, as the
+//! driver-API sample simpleTextureDrv uses them.
+
+use crate::*;
+use std::ffi::c_void;
+use std::ptr::null_mut;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct ArrayDesc {
+    width: usize,
+    height: usize,
+    format: u32,
+    channels: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Memcpy2D {
+    src_x: usize,
+    src_y: usize,
+    src_type: u32,
+    src_host: *const c_void,
+    src_device: u64,
+    src_array: *mut c_void,
+    src_pitch: usize,
+    dst_x: usize,
+    dst_y: usize,
+    dst_type: u32,
+    dst_host: *mut c_void,
+    dst_device: u64,
+    dst_array: *mut c_void,
+    dst_pitch: usize,
+    width: usize,
+    height: usize,
+}
+
+impl Default for Memcpy2D {
+    fn default() -> Self {
+        // SAFETY: all-zero is a valid value of every field (integers and null pointers).
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ResourceDesc {
+    res_type: u32,
+    res: [u64; 16],
+    flags: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct TextureDesc {
+    address_mode: [u32; 3],
+    filter_mode: u32,
+    flags: u32,
+    max_anisotropy: u32,
+    mipmap_filter_mode: u32,
+    mipmap_level_bias: f32,
+    min_mipmap_level_clamp: f32,
+    max_mipmap_level_clamp: f32,
+    border_color: [f32; 4],
+    reserved: [i32; 12],
+}
+
+const HOST: u32 = 1;
+const DEVICE: u32 = 2;
+const ARRAY: u32 = 3;
+const FLOAT: u32 = 0x20;
+
+fn create(d: &ArrayDesc) -> (CUresult, *mut c_void) {
+    let mut a = null_mut();
+    let r = cu!(cuArrayCreate_v2(&mut a, d): *mut *mut c_void, *const ArrayDesc);
+    (r, a)
+}
+
+fn copy2d(p: &Memcpy2D) -> CUresult {
+    cu!(cuMemcpy2D_v2(p): *const Memcpy2D)
+}
+
+#[test]
+fn arrays_copies_and_textures() {
+    setup();
+    let (w, h) = (40usize, 12usize);
+    let desc = ArrayDesc {
+        width: w,
+        height: h,
+        format: FLOAT,
+        channels: 1,
+    };
+    let (r, a) = create(&desc);
+    check(r, "cuArrayCreate_v2");
+    assert!(!a.is_null());
+    let mut back = ArrayDesc {
+        width: 0,
+        height: 0,
+        format: 0,
+        channels: 0,
+    };
+    check(
+        cu!(cuArrayGetDescriptor_v2(&mut back, a): *mut ArrayDesc, *mut c_void),
+        "cuArrayGetDescriptor_v2",
+    );
+    assert_eq!(back, desc);
+
+    // Host (packed rows) to the array, then a block of it back to the host and to the device.
+    let img: Vec<f32> = (0..w * h).map(|i| ((i * 37) % 991) as f32 + 0.25).collect();
+    let up = Memcpy2D {
+        src_type: HOST,
+        src_host: img.as_ptr() as *const c_void,
+        src_pitch: w * 4,
+        dst_type: ARRAY,
+        dst_array: a,
+        width: w * 4,
+        height: h,
+        ..Default::default()
+    };
+    check(copy2d(&up), "host to array");
+    let (bx, by, bw, bh) = (3usize, 2usize, 17usize, 9usize);
+    let mut got = vec![0f32; bw * bh];
+    let down = Memcpy2D {
+        src_x: bx * 4,
+        src_y: by,
+        src_type: ARRAY,
+        src_array: a,
+        dst_type: HOST,
+        dst_host: got.as_mut_ptr() as *mut c_void,
+        dst_pitch: bw * 4,
+        width: bw * 4,
+        height: bh,
+        ..Default::default()
+    };
+    check(copy2d(&down), "array to host");
+    for y in 0..bh {
+        for x in 0..bw {
+            assert_eq!(got[y * bw + x], img[(by + y) * w + bx + x], "({x}, {y})");
+        }
+    }
+    let d = alloc(w * h * 4);
+    let todev = Memcpy2D {
+        src_type: ARRAY,
+        src_array: a,
+        dst_type: DEVICE,
+        dst_device: d,
+        dst_pitch: w * 4,
+        width: w * 4,
+        height: h,
+        ..Default::default()
+    };
+    check(copy2d(&todev), "array to device");
+    assert_eq!(dtoh::<f32>(d, w * h), img, "array to device");
+
+    // A texture over the array, clamped at the edges.
+    let m = load_fixture("kernels");
+    let mut res = ResourceDesc {
+        res_type: 0,
+        res: [0; 16],
+        flags: 0,
+    };
+    res.res[0] = a as u64;
+    let tdesc = TextureDesc {
+        address_mode: [1, 1, 1],
+        ..Default::default()
+    };
+    let mut t = 0u64;
+    check(
+        cu!(cuTexObjectCreate(&mut t, &res, &tdesc, std::ptr::null()): *mut u64, *const ResourceDesc, *const TextureDesc, *const c_void),
+        "texture over an array",
+    );
+    let out = alloc(w * h * 4);
+    let k = function(m, "tex_fetch_2d");
+    let l: Launch = f("cuLaunchKernel");
+    let (mut th, mut op, mut ww, mut hh) = (t, out, w as u32, h as u32);
+    let mut args = [ptr(&mut th), ptr(&mut op), ptr(&mut ww), ptr(&mut hh)];
+    check(
+        unsafe {
+            l(
+                k,
+                1,
+                h as u32,
+                1,
+                64,
+                1,
+                1,
+                0,
+                null_mut(),
+                args.as_mut_ptr(),
+                null_mut(),
+            )
+        },
+        "tex_fetch_2d",
+    );
+    let got = dtoh::<f32>(out, w * h);
+    let texel = |x: i64, y: i64| {
+        let (x, y) = (x.clamp(0, w as i64 - 1), y.clamp(0, h as i64 - 1));
+        img[y as usize * w + x as usize]
+    };
+    for y in 0..h as i64 {
+        for x in 0..w as i64 {
+            let want = texel(x, y) + 2.0 * texel(x - 3, y + 2);
+            assert_eq!(got[y as usize * w + x as usize], want, "({x}, {y})");
+        }
+    }
+    check(cu!(cuTexObjectDestroy(t): u64), "texture destroy");
+
+    // Refusals: bad descriptors, a copy past the array, a destroyed array.
+    for bad in [
+        ArrayDesc {
+            format: 0x7,
+            ..desc
+        },
+        ArrayDesc {
+            channels: 3,
+            ..desc
+        },
+        ArrayDesc { width: 0, ..desc },
+    ] {
+        assert_eq!(create(&bad).0, 1, "{bad:?}");
+    }
+    assert_eq!(
+        cu!(cuArrayCreate_v2(null_mut(), &desc): *mut *mut c_void, *const ArrayDesc),
+        1
+    );
+    let past = Memcpy2D {
+        src_y: h - 1,
+        height: 2,
+        ..down
+    };
+    assert_eq!(copy2d(&past), 1, "rows past the array");
+    let wide = Memcpy2D {
+        src_x: 4,
+        width: w * 4,
+        height: 1,
+        ..down
+    };
+    assert_eq!(copy2d(&wide), 1, "bytes past the row");
+    check(cu!(cuArrayDestroy(a): *mut c_void), "cuArrayDestroy");
+    assert_eq!(cu!(cuArrayDestroy(a): *mut c_void), 400);
+    assert_eq!(copy2d(&up), 400, "copy into a destroyed array");
+    assert_eq!(
+        cu!(cuArrayGetDescriptor_v2(&mut back, a): *mut ArrayDesc, *mut c_void),
+        400
+    );
+
+    // A one-dimensional array (Height 0) of two-channel 16-bit integers: host to array and back.
+    let d1 = ArrayDesc {
+        width: 100,
+        height: 0,
+        format: 0x02,
+        channels: 2,
+    };
+    let (r, a1) = create(&d1);
+    check(r, "1D array");
+    let v: Vec<u16> = (0..200u16).map(|i| i.wrapping_mul(331)).collect();
+    let mut v2 = vec![0u16; 200];
+    check(
+        copy2d(&Memcpy2D {
+            src_type: HOST,
+            src_host: v.as_ptr() as *const c_void,
+            dst_type: ARRAY,
+            dst_array: a1,
+            width: 400,
+            height: 1,
+            ..Default::default()
+        }),
+        "host to 1D array",
+    );
+    check(
+        copy2d(&Memcpy2D {
+            src_type: ARRAY,
+            src_array: a1,
+            dst_type: HOST,
+            dst_host: v2.as_mut_ptr() as *mut c_void,
+            width: 400,
+            height: 1,
+            ..Default::default()
+        }),
+        "1D array to host",
+    );
+    assert_eq!(v2, v);
+    check(cu!(cuArrayDestroy(a1): *mut c_void), "destroy 1D");
+}

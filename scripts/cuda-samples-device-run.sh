@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# NVIDIA's driver-API cuda-samples on NVIDIA's libcuda and on libtegragpu's libcuda.so.1 (the
+# cuda/ crate), on the device machine (x86_64, NVIDIA driver, CUDA 13 toolkit: nvcc, g++, nvrtc,
+# nvJitLink, libNVVM):
+#   1. builds each sample copied by scripts/cuda-samples-prep.sh into .device/cuda-samples/
+#      directly (no CMake): kernels with nvcc to the fatbin the sample loads, for this GPU's
+#      architecture; host code with g++/gcc against the toolkit's headers and Common/, linked with
+#      -lcuda (the toolkit's stub) and without the CUDA runtime (no sample here uses it);
+#   2. runs each sample twice, with NVIDIA's libcuda and with ours (its directory first on
+#      LD_LIBRARY_PATH), from a directory holding the executable, its kernel files and data (the
+#      samples look for them next to the executable), under `timeout -k 5 60`. The dynamic
+#      linker's trace (LD_DEBUG=files) names the libcuda.so.1 each run initialized; a run that
+#      loaded the other library counts as failed;
+#   3. a run passes when the sample exits with 0 and prints its own pass line where it has one
+#      (`Result = PASS`, `Test passed`, ...).
+# Needs from scripts/device-build.sh: .device/lib/cuda/libcuda.so.1.
+#
+#   OUT=/some/dir bash scripts/cuda-samples-device-run.sh
+#
+# Output ($OUT, default build/cuda-samples-run): cuda-samples.log (every build and run with its
+# output), cuda-samples.summary.txt (the table and the summary line
+# `cuda-samples: N built; NVIDIA passed P1; ours passed P2; passed on NVIDIA but failed on ours: F (names)`).
+# Exit status 0 when every sample built and every sample that passed on NVIDIA's libcuda passed on
+# ours; 1 otherwise; 2 when something needed is missing.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+OUT="${OUT:-$ROOT/build/cuda-samples-run}"
+mkdir -p "$OUT"
+D="$ROOT/.device"
+S="$D/cuda-samples"
+OURS="${CS_LIBCUDA:-$D/lib/cuda/libcuda.so.1}"
+CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
+NVCC="${NVCC:-$CUDA_HOME/bin/nvcc}"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/cuda-samples.XXXXXX")"
+LOG="$OUT/cuda-samples.log"
+SUM="$OUT/cuda-samples.summary.txt"
+: >"$LOG"
+say() { echo "$*" | tee -a "$LOG"; }
+
+[ -f "$S/SAMPLES" ] || { echo "no $S (run scripts/cuda-samples-prep.sh)"; exit 2; }
+[ -f "$OURS" ] || { echo "no $OURS (run scripts/device-build.sh)"; exit 2; }
+[ -x "$NVCC" ] || { echo "no nvcc at $NVCC (set CUDA_HOME or NVCC)"; exit 2; }
+NVIDIA="${CS_NVIDIA_LIBCUDA:-}"
+if [ -z "$NVIDIA" ]; then
+  NVIDIA="$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 .*x86-64/ {print $NF; exit}')"
+fi
+[ -n "$NVIDIA" ] && [ -f "$NVIDIA" ] || NVIDIA="$(ls /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/lib64/libcuda.so.1 2>/dev/null | head -n1)"
+[ -f "$NVIDIA" ] || { echo "NVIDIA's libcuda.so.1 not found (set CS_NVIDIA_LIBCUDA)"; exit 2; }
+NVIDIA="$(readlink -f "$NVIDIA")"
+OURS="$(readlink -f "$OURS")"
+OURDIR="$WORK/ourlib"
+mkdir -p "$OURDIR" && ln -sf "$OURS" "$OURDIR/libcuda.so.1"
+say "cuda-samples revision: $(cat "$S/REVISION" 2>/dev/null)"
+say "NVIDIA's libcuda: $NVIDIA"
+say "ours:             $OURS"
+ARCH="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d ' .')"
+ARCH="${ARCH:-90}"
+say "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n1), sm_$ARCH"
+
+CXXFLAGS=(-O2 -std=c++17 -I"$S/Common" -I"$CUDA_HOME/include")
+# Link against the toolkit's stub (soname libcuda.so.1): which libcuda.so.1 runs is decided at
+# run time by the library path. Toolkit libraries (nvrtc, nvJitLink, libNVVM) by rpath.
+LDCUDA=(-L"$CUDA_HOME/lib64/stubs" -L"$CUDA_HOME/lib64" -lcuda
+        -Wl,-rpath,"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/nvvm/lib64")
+FATBIN=(-fatbin -gencode "arch=compute_$ARCH,code=[sm_$ARCH,compute_$ARCH]" -I"$S/Common")
+
+# The pass line a sample prints on success (empty: its exit status alone decides).
+marker() {
+  case "$1" in
+    vectorAddDrv | matrixMulDrv | matrixMul_nvrtc | deviceQueryDrv) echo 'Result = PASS' ;;
+    vectorAdd_nvrtc) echo 'Test PASSED' ;;
+    BlackScholes_nvrtc | binomialOptions_nvrtc) echo 'Test passed' ;;
+    jitLto) echo 'PASSED!' ;;
+    inlinePTX_nvrtc) echo 'Successful' ;;
+    matrixMulDynlinkJIT) echo 'Test run success!' ;;
+    simpleAtomicIntrinsics_nvrtc) echo 'completed, returned OK' ;;
+    simpleAssert_nvrtc) echo 'Device assert failed as expected' ;;
+    uvmlite) echo 'The final value checked in the host' ;; # else it skipped (no managed memory)
+    *) echo '' ;;
+  esac
+}
+
+# Builds sample $1 (group/name) into run directory $2; returns the build's status.
+build() {
+  local rel="$1" dir="$2" name src
+  name="$(basename "$rel")"
+  src="$S/Samples/$rel"
+  cp -r "$src/." "$dir/"
+  (
+    set -e
+    cd "$dir"
+    case "$name" in
+      vectorAddDrv)
+        "$NVCC" "${FATBIN[@]}" -o vectorAdd_kernel64.fatbin vectorAdd_kernel.cu
+        g++ "${CXXFLAGS[@]}" vectorAddDrv.cpp -o "$name" "${LDCUDA[@]}" ;;
+      matrixMulDrv)
+        "$NVCC" "${FATBIN[@]}" -o matrixMul_kernel64.fatbin matrixMul_kernel.cu
+        g++ "${CXXFLAGS[@]}" matrixMulDrv.cpp -o "$name" "${LDCUDA[@]}" ;;
+      simpleTextureDrv)
+        "$NVCC" "${FATBIN[@]}" -o simpleTexture_kernel64.fatbin simpleTexture_kernel.cu
+        g++ "${CXXFLAGS[@]}" simpleTextureDrv.cpp -o "$name" "${LDCUDA[@]}" ;;
+      threadMigration)
+        "$NVCC" "${FATBIN[@]}" -o threadMigration_kernel64.fatbin threadMigration_kernel.cu
+        g++ "${CXXFLAGS[@]}" threadMigration.cpp -o "$name" "${LDCUDA[@]}" -lpthread ;;
+      deviceQueryDrv)
+        g++ "${CXXFLAGS[@]}" deviceQueryDrv.cpp -o "$name" "${LDCUDA[@]}" ;;
+      matrixMulDynlinkJIT)
+        # Loads libcuda.so.1 itself (dlopen) and resolves every function by name.
+        gcc -O2 -I. -I"$S/Common" -c cuda_drvapi_dynlink.c -o dynlink.o
+        gcc -O2 -I. -c matrixMul_kernel_32_ptxdump.c -o ptx32.o
+        gcc -O2 -I. -c matrixMul_kernel_64_ptxdump.c -o ptx64.o
+        g++ -O2 -std=c++17 -I. -I"$S/Common" matrixMulDynlinkJIT.cpp matrixMul_gold.cpp dynlink.o ptx32.o ptx64.o \
+          -o "$name" -ldl ;;
+      *_nvrtc)
+        # The kernel source is compiled at run time by nvrtc; it is found next to the executable.
+        local cpps
+        cpps="$(ls ./*.cpp)"
+        # shellcheck disable=SC2086
+        g++ "${CXXFLAGS[@]}" -I. $cpps -o "$name" "${LDCUDA[@]}" -lnvrtc
+        if [ "$name" = matrixMul_nvrtc ]; then
+          cp "$CUDA_HOME/include/cooperative_groups.h" .
+          cp -r "$CUDA_HOME/include/cooperative_groups" .
+          cp -r "$CUDA_HOME/include/cccl/nv" nv
+          cp -r "$CUDA_HOME/include/cccl/cuda" cuda
+        fi ;;
+      jitLto)
+        g++ "${CXXFLAGS[@]}" jitLto.cpp -o "$name" "${LDCUDA[@]}" -lnvrtc -lnvJitLink ;;
+      simple | uvmlite | device-side-launch)
+        local c defs=(-DLIBDEVICE_MAJOR_VERSION=1 -DLIBDEVICE_MINOR_VERSION=0)
+        c="$(ls ./*.c)"
+        [ "$name" = device-side-launch ] && defs+=("-DLIBCUDADEVRT=\"$CUDA_HOME/lib64/libcudadevrt.a\"")
+        # shellcheck disable=SC2086
+        gcc -O2 "${defs[@]}" -I"$CUDA_HOME/nvvm/include" -I"$CUDA_HOME/include" \
+          -I"$S/Samples/7_libNVVM/common/include" $c -o "$name" \
+          -L"$CUDA_HOME/nvvm/lib64" -lnvvm "${LDCUDA[@]}" -lm ;;
+      *) echo "no build recipe for $name"; exit 1 ;;
+    esac
+  )
+}
+
+# Runs the sample in $2 with library directory $3 ("" for NVIDIA's), output $4; prints the verdict
+# (pass/fail: reason) and which libcuda.so.1 it initialized.
+run_one() {
+  local name="$1" dir="$2" libdir="$3" out="$4" expect="$5" r m trace lib
+  trace="$WORK/ld.$name.$RANDOM"
+  (
+    cd "$dir"
+    unset TEGRAGPU_DEVICE
+    if [ -n "$libdir" ]; then export LD_LIBRARY_PATH="$libdir:${LD_LIBRARY_PATH:-}"; fi
+    LD_DEBUG=files LD_DEBUG_OUTPUT="$trace" timeout -k 5 60 "./$name"
+  ) >"$out" 2>&1
+  r=$?
+  lib="$(cat "$trace".* 2>/dev/null | sed -n 's/.*calling init: \(.*libcuda\.so[.0-9]*\)$/\1/p' | head -n1)"
+  rm -f "$trace".*
+  if [ -n "$lib" ]; then lib="$(readlink -f "$lib")"; else lib="no libcuda.so.1"; fi
+  m="$(marker "$name")"
+  if [ "$lib" != "$expect" ]; then
+    echo "fail: loaded $lib"
+  elif [ $r = 124 ] || [ $r = 137 ]; then
+    echo "fail: timed out (60 s)"
+  elif [ $r != 0 ]; then
+    echo "fail: exit $r"
+  elif [ -n "$m" ] && ! grep -qF "$m" "$out"; then
+    echo "fail: no '$m' in the output"
+  else
+    echo "pass"
+  fi
+}
+
+mapfile -t SAMPLES <"$S/SAMPLES"
+built=0 p_nv=0 p_ours=0 regress=()
+rows=()
+for rel in "${SAMPLES[@]}"; do
+  name="$(basename "$rel")"
+  dir="$WORK/run/$name"
+  mkdir -p "$dir"
+  say ""
+  say "=== $rel: build"
+  # Called as a plain command (not in an `if`), so `set -e` inside build's subshell applies.
+  build "$rel" "$dir" >>"$LOG" 2>&1
+  st=$?
+  if [ $st != 0 ]; then
+    say "build failed"
+    rows+=("$(printf '%-30s %-8s %-40s %s' "$name" no - -)")
+    continue
+  fi
+  built=$((built + 1))
+  v_nv="$(run_one "$name" "$dir" "" "$WORK/$name.nvidia.txt" "$NVIDIA")"
+  say "=== $rel on NVIDIA's libcuda: $v_nv"
+  tail -n 40 "$WORK/$name.nvidia.txt" >>"$LOG"
+  v_ours="$(run_one "$name" "$dir" "$OURDIR" "$WORK/$name.ours.txt" "$OURS")"
+  say "=== $rel on ours: $v_ours"
+  tail -n 40 "$WORK/$name.ours.txt" >>"$LOG"
+  [ "$v_nv" = pass ] && p_nv=$((p_nv + 1))
+  [ "$v_ours" = pass ] && p_ours=$((p_ours + 1))
+  [ "$v_nv" = pass ] && [ "$v_ours" != pass ] && regress+=("$name")
+  rows+=("$(printf '%-30s %-8s %-40s %s' "$name" yes "$v_nv" "$v_ours")")
+done
+
+{
+  printf '%-30s %-8s %-40s %s\n' sample built "NVIDIA's libcuda" ours
+  printf '%s\n' "${rows[@]}"
+  echo
+  f="${#regress[@]}"
+  names=""
+  [ "$f" -gt 0 ] && names=" (${regress[*]})"
+  echo "cuda-samples: $built built; NVIDIA passed $p_nv; ours passed $p_ours; passed on NVIDIA but failed on ours: $f$names"
+} | tee "$SUM" | tee -a "$LOG"
+rc=0
+[ "$built" = "${#SAMPLES[@]}" ] || rc=1
+[ "${#regress[@]}" = 0 ] || rc=1
+rm -rf "$WORK"
+exit $rc
