@@ -180,7 +180,10 @@ fn facade_path() -> std::path::PathBuf {
         return p.into();
     }
     let exe = std::env::current_exe().expect("the test's path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target/<profile>");
+    let dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target/<profile>");
     let p = dir.join("libcuda.so");
     assert!(
         p.exists(),
@@ -197,7 +200,12 @@ fn facade_path() -> std::path::PathBuf {
 fn cuda_facade_rows_on_the_emulated_orin() {
     let lib = facade_path();
     let out = Command::new(BENCH)
-        .args(["--cuda-facade", lib.to_str().unwrap(), "--quick", "--no-cuda"])
+        .args([
+            "--cuda-facade",
+            lib.to_str().unwrap(),
+            "--quick",
+            "--no-cuda",
+        ])
         .env("TEGRAGPU_DEVICE", "emu")
         .output()
         .expect("tegragpu-bench runs");
