@@ -11,6 +11,7 @@
 mod common;
 pub(crate) use common::*;
 
+mod capture;
 mod devices;
 mod exports;
 mod extras;
