@@ -1,12 +1,13 @@
-//! Graphs: kernel, memcpy (device to device) and empty nodes with dependencies. Instantiation
-//! records the nodes in dependency order into libtegragpu command buffers (written to GPU memory
-//! once): one per run of consecutive nodes on one device (a kernel node runs on its function's
-//! device; a memcpy node on its source's device, or its destination's when only that one
-//! reaches both). A launch replays them in order: those of the stream's device on the stream's
-//! queue, the others on a queue of their device that the executable graph owns, each waiting
-//! on the GPU for the one before (the first for the stream's earlier work, the stream for the
-//! last). Updating a kernel node of an executable graph rewrites its parameters (and launch
-//! shape) in its command buffer in place; updating a memcpy node records them again.
+//! Graphs: kernel, memcpy (device to device), memset and empty nodes with dependencies (built
+//! by the graph API or by stream capture, capture.rs). Instantiation records the nodes in
+//! dependency order into libtegragpu command buffers (written to GPU memory once): one per run of
+//! consecutive nodes on one device (a kernel node runs on its function's device; a memset node
+//! on its memory's; a memcpy node on its source's device, or its destination's when only that
+//! one reaches both). A launch replays them in order: those of the stream's device on the
+//! stream's queue, the others on a queue of their device that the executable graph owns, each
+//! waiting on the GPU for the one before (the first for the stream's earlier work, the stream
+//! for the last). Updating a kernel node of an executable graph rewrites its parameters (and
+//! launch shape) in its command buffer in place; updating a memcpy node records them again.
 
 use crate::context::current;
 use crate::device::out;
@@ -24,7 +25,7 @@ const NODE_MAGIC: u64 = 0x7467_6375_6e6f_6465;
 const EXEC_MAGIC: u64 = 0x7467_6375_6578_6563;
 
 #[derive(Clone)]
-enum NodeKind {
+pub(crate) enum NodeKind {
     Kernel {
         func: &'static Func,
         cfg: LaunchConfig,
@@ -34,6 +35,15 @@ enum NodeKind {
         dst: (Arc<Buffer>, u64),
         src: (Arc<Buffer>, u64),
         bytes: u64,
+    },
+    Memset {
+        dst: (Arc<Buffer>, u64),
+        value: u32,
+        elem: u32,
+        /// Bytes per row, rows and the distance between rows.
+        width: u64,
+        height: u64,
+        pitch: u64,
     },
     Empty,
 }
@@ -94,11 +104,7 @@ pub unsafe extern "C" fn cuGraphCreate(ph: *mut *mut c_void, flags: u32) -> CUre
             return Err(invalid(format!("flags {flags:#x}: must be 0")));
         }
         current()?;
-        let g = Box::new(Graph {
-            magic: GRAPH_MAGIC,
-            nodes: Mutex::new((Vec::new(), Vec::new())),
-        });
-        *p = Box::into_raw(g) as *mut c_void;
+        *p = new_graph();
         Ok(())
     })
 }
@@ -117,8 +123,44 @@ pub unsafe extern "C" fn cuGraphDestroy(h: *mut c_void) -> CUresult {
     })
 }
 
+/// A new empty graph (`cuGraphCreate`, `cuStreamBeginCapture`).
+pub(crate) fn new_graph() -> *mut c_void {
+    Box::into_raw(Box::new(Graph {
+        magic: GRAPH_MAGIC,
+        nodes: Mutex::new((Vec::new(), Vec::new())),
+    })) as *mut c_void
+}
+
+/// Whether node `n` belongs to graph `g`.
+pub(crate) unsafe fn node_in(n: *mut c_void, g: *mut c_void) -> R<bool> {
+    Ok(std::ptr::eq(node_ref(n)?.graph, graph_ref(g)?))
+}
+
+/// Whether every node of `nodes` is one of `of` or a node they depend on (directly or not);
+/// all are nodes of graph `g`.
+pub(crate) unsafe fn reached_from(g: *mut c_void, nodes: &[usize], of: &[usize]) -> R<bool> {
+    let g = graph_ref(g)?;
+    let list = g.nodes.lock();
+    let mut seen = vec![false; list.0.len()];
+    let mut todo: Vec<usize> = of
+        .iter()
+        .map(|&h| node_ref(h as *mut c_void).map(|n| n.index))
+        .collect::<R<_>>()?;
+    while let Some(i) = todo.pop() {
+        if !std::mem::replace(&mut seen[i], true) {
+            todo.extend(list.0[i].deps.iter().copied());
+        }
+    }
+    for &h in nodes {
+        if !seen[node_ref(h as *mut c_void)?.index] {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// Add a node with dependencies `deps[..n]` to graph `h`.
-unsafe fn add_node(
+pub(crate) unsafe fn add_node(
     ph: *mut *mut c_void,
     h: *mut c_void,
     deps: *const *mut c_void,
@@ -161,7 +203,7 @@ unsafe fn add_node(
 }
 
 /// A kernel node's function, launch shape and packed parameters.
-unsafe fn kernel_kind(p: &CUDA_KERNEL_NODE_PARAMS_v1) -> R<NodeKind> {
+pub(crate) unsafe fn kernel_kind(p: &CUDA_KERNEL_NODE_PARAMS_v1) -> R<NodeKind> {
     let func = func_ref(p.func)?;
     let cfg = LaunchConfig {
         grid: [p.gridDimX, p.gridDimY, p.gridDimZ],
@@ -196,6 +238,33 @@ unsafe fn kernel_kind(p: &CUDA_KERNEL_NODE_PARAMS_v1) -> R<NodeKind> {
         )));
     }
     Ok(NodeKind::Kernel { func, cfg, params })
+}
+
+/// A kernel node of a captured launch: `f` with `cfg` (its cooperative and cluster settings
+/// kept) and `kernelParams` or `extra`.
+pub(crate) unsafe fn launch_kind(
+    f: *mut c_void,
+    cfg: &LaunchConfig,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> R<NodeKind> {
+    let p = CUDA_KERNEL_NODE_PARAMS_v1 {
+        func: f,
+        gridDimX: cfg.grid[0],
+        gridDimY: cfg.grid[1],
+        gridDimZ: cfg.grid[2],
+        blockDimX: cfg.block[0],
+        blockDimY: cfg.block[1],
+        blockDimZ: cfg.block[2],
+        sharedMemBytes: cfg.dynamic_shared_bytes,
+        kernelParams: params,
+        extra,
+    };
+    let mut kind = kernel_kind(&p)?;
+    if let NodeKind::Kernel { cfg: c, .. } = &mut kind {
+        *c = *cfg;
+    }
+    Ok(kind)
 }
 
 unsafe fn v1_of(p: *const c_void) -> R<&'static CUDA_KERNEL_NODE_PARAMS_v1> {
@@ -252,6 +321,110 @@ pub unsafe extern "C" fn cuGraphAddEmptyNode(
 ) -> CUresult {
     guard("cuGraphAddEmptyNode", || {
         add_node(ph, g, deps, n, NodeKind::Empty)
+    })
+}
+
+/// A memset node (`CUDA_MEMSET_NODE_PARAMS`): `height` rows of `width` elements of
+/// `elementSize` (1, 2 or 4) bytes, `pitch` bytes apart, in memory allocated by this library.
+pub(crate) unsafe fn memset_kind(p: &CUDA_MEMSET_NODE_PARAMS) -> R<NodeKind> {
+    let elem = p.elementSize;
+    if !matches!(elem, 1 | 2 | 4) {
+        return Err(invalid(format!("elementSize {elem}: must be 1, 2 or 4")));
+    }
+    if p.width == 0 || p.height == 0 {
+        return Err(invalid(format!(
+            "width {} and height {}: neither may be 0",
+            p.width, p.height
+        )));
+    }
+    let width = (p.width as u64)
+        .checked_mul(elem as u64)
+        .ok_or_else(|| invalid(format!("width {} overflows", p.width)))?;
+    let height = p.height as u64;
+    let pitch = if height > 1 { p.pitch as u64 } else { width };
+    if pitch < width {
+        return Err(invalid(format!(
+            "pitch {pitch} is less than the row's {width} bytes"
+        )));
+    }
+    if p.dst % elem as u64 != 0 || (height > 1 && pitch % elem as u64 != 0) {
+        return Err(invalid(format!(
+            "dst {:#x} (pitch {pitch}) is not aligned to the {elem}-byte elements",
+            p.dst
+        )));
+    }
+    let extent = pitch
+        .checked_mul(height - 1)
+        .and_then(|x| x.checked_add(width))
+        .ok_or_else(|| invalid("the memset's extent overflows"))?;
+    let (a, off) = crate::memory::find_va(p.dst).ok_or_else(|| {
+        invalid(format!(
+            "dst {:#x} is not memory allocated by this library",
+            p.dst
+        ))
+    })?;
+    if off + extent > a.size {
+        return Err(invalid(format!(
+            "{extent} bytes at {:#x} run past its allocation",
+            p.dst
+        )));
+    }
+    Ok(NodeKind::Memset {
+        dst: (a.buf, off),
+        value: p.value,
+        elem,
+        width,
+        height,
+        pitch,
+    })
+}
+
+/// A copy node of `n` bytes between two addresses of memory allocated by this library (stream
+/// capture of `cuMemcpyDtoDAsync`).
+pub(crate) fn copy_va_kind(dst: u64, src: u64, n: u64) -> R<NodeKind> {
+    let find = |va: u64, what: &str| -> R<(Arc<Buffer>, u64)> {
+        let (a, off) = crate::memory::find_va(va).ok_or_else(|| {
+            invalid(format!(
+                "{what} {va:#x} is not memory allocated by this library"
+            ))
+        })?;
+        if off + n > a.size {
+            return Err(invalid(format!(
+                "{what}: {n} bytes at {va:#x} run past its allocation"
+            )));
+        }
+        Ok((a.buf, off))
+    };
+    if n == 0 {
+        return Err(invalid("the copy has 0 bytes"));
+    }
+    if dst < src + n && src < dst + n {
+        return Err(fail(
+            CUDA_ERROR_NOT_SUPPORTED,
+            format!("overlapping copy [{src:#x}, +{n}) to [{dst:#x}, +{n}) in a graph"),
+        ));
+    }
+    Ok(NodeKind::Copy {
+        dst: find(dst, "dstDevice")?,
+        src: find(src, "srcDevice")?,
+        bytes: n,
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddMemsetNode(
+    ph: *mut *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    n: usize,
+    params: *const CUDA_MEMSET_NODE_PARAMS,
+    _ctx: *mut c_void,
+) -> CUresult {
+    guard("cuGraphAddMemsetNode", || {
+        let p = params
+            .as_ref()
+            .ok_or_else(|| invalid("memsetParams is NULL"))?;
+        add_node(ph, g, deps, n, memset_kind(p)?)
     })
 }
 
@@ -430,10 +603,11 @@ pub unsafe extern "C" fn cuGraphNodeGetType(h: *mut c_void, ty: *mut u32) -> CUr
         let t = out(ty, "type")?;
         let n = node_ref(h)?;
         let nodes = (*n.graph).nodes.lock();
-        // CUgraphNodeType: KERNEL 0, MEMCPY 1, EMPTY 5.
+        // CUgraphNodeType: KERNEL 0, MEMCPY 1, MEMSET 2, EMPTY 5.
         *t = match nodes.0[n.index].kind {
             NodeKind::Kernel { .. } => 0,
             NodeKind::Copy { .. } => 1,
+            NodeKind::Memset { .. } => 2,
             NodeKind::Empty => 5,
         };
         Ok(())
@@ -529,6 +703,7 @@ fn node_device(kind: &NodeKind) -> R<Option<tegragpu::core::Device>> {
                 ));
             }
         }
+        NodeKind::Memset { dst, .. } => Some(dst.0.device().clone()),
         NodeKind::Empty => None,
     })
 }
@@ -545,10 +720,28 @@ fn record(st: &mut ExecState) -> R {
             segs.push(Segment { dev, cb });
         }
         let si = segs.len() - 1;
-        let cb = &mut segs[si].cb;
+        let Segment { dev, cb } = &mut segs[si];
         let idx = match &st.kinds[i] {
             NodeKind::Kernel { func, cfg, params } => cb.launch(&func.kernel, cfg, params)?,
             NodeKind::Copy { dst, src, bytes } => cb.copy(&dst.0, dst.1, &src.0, src.1, *bytes)?,
+            NodeKind::Memset {
+                dst,
+                value,
+                elem,
+                width,
+                height,
+                pitch,
+            } => {
+                let mut first = None;
+                for r in 0..*height {
+                    let c = record_fill(dev, cb, &dst.0, dst.1 + r * pitch, *value, *elem, *width)?;
+                    first.get_or_insert(c);
+                }
+                match first {
+                    Some(c) => c,
+                    None => continue,
+                }
+            }
             NodeKind::Empty => continue,
         };
         st.cmd[i] = Some((si, idx));
@@ -558,6 +751,44 @@ fn record(st: &mut ExecState) -> R {
     }
     st.segs = segs;
     Ok(())
+}
+
+/// Bytes of the fill pattern a memset node stages in host memory.
+const FILL_PATTERN_BYTES: u64 = 64 * 1024;
+
+/// Record a fill of `bytes` at `dst` + `off` with `elem`-byte elements of `value`: the first
+/// (up to 64 KiB) bytes copied from a pattern in pinned host memory the command buffer holds,
+/// then the written bytes doubled by copies within `dst` until the range is covered (the
+/// command buffer runs its commands one after another). Returns the first command's index.
+fn record_fill(
+    dev: &tegragpu::core::Device,
+    cb: &mut CmdBuf,
+    dst: &Arc<Buffer>,
+    off: u64,
+    value: u32,
+    elem: u32,
+    bytes: u64,
+) -> R<usize> {
+    let first = bytes.min(FILL_PATTERN_BYTES);
+    let flags = tegragpu::core::MemFlags {
+        cpu_cached: true,
+        ..Default::default()
+    };
+    let pat = Arc::new(dev.alloc(first, flags)?);
+    let p = pat.map_cpu()?;
+    for i in 0..first {
+        let b = (value >> (8 * (i % elem as u64))) as u8;
+        // SAFETY: the pattern buffer has `first` bytes mapped at `p`.
+        unsafe { *p.add(i as usize) = b };
+    }
+    let c = cb.copy(dst, off, &pat, 0, first)?;
+    let mut done = first;
+    while done < bytes {
+        let n = done.min(bytes - done);
+        cb.copy(dst, off + done, dst, off, n)?;
+        done += n;
+    }
+    Ok(c)
 }
 
 unsafe fn instantiate(pexec: *mut *mut c_void, h: *mut c_void) -> R {
@@ -659,14 +890,31 @@ pub unsafe extern "C" fn cuGraphInstantiateWithFlags(
     flags: u64,
 ) -> CUresult {
     guard("cuGraphInstantiateWithFlags", || {
-        if flags & !1 != 0 {
-            return Err(fail(
-                CUDA_ERROR_NOT_SUPPORTED,
-                format!("instantiate flags {flags:#x}"),
-            ));
-        }
+        check_instantiate_flags(flags)?;
         instantiate(pexec, g)
     })
+}
+
+/// `CUgraphInstantiate_flags`: AUTO_FREE_ON_LAUNCH (1; graphs here allocate no memory),
+/// UPLOAD (2) and USE_NODE_PRIORITY (8; the nodes run one after another) are accepted;
+/// DEVICE_LAUNCH (4) is refused (`CUDA_ERROR_NOT_SUPPORTED`; with AUTO_FREE_ON_LAUNCH, which it
+/// excludes, `CUDA_ERROR_INVALID_VALUE`); other bits are `CUDA_ERROR_INVALID_VALUE`.
+fn check_instantiate_flags(flags: u64) -> R {
+    if flags & !0xf != 0 {
+        return Err(invalid(format!("instantiate flags {flags:#x}")));
+    }
+    if flags & 4 != 0 {
+        if flags & 1 != 0 {
+            return Err(invalid(format!(
+                "instantiate flags {flags:#x}: DEVICE_LAUNCH excludes AUTO_FREE_ON_LAUNCH"
+            )));
+        }
+        return Err(fail(
+            CUDA_ERROR_NOT_SUPPORTED,
+            "CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH: graphs launch from the host only",
+        ));
+    }
+    Ok(())
 }
 
 #[no_mangle]

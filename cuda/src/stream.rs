@@ -62,6 +62,8 @@ pub struct Stream {
     seen_by_legacy: AtomicU64,
     /// The stream has its queue (cleared when it or its context is destroyed).
     alive: AtomicBool,
+    /// The stream takes part in a stream capture (capture.rs): its work becomes graph nodes.
+    capturing: AtomicBool,
     pub st: Mutex<StreamState>,
 }
 
@@ -102,6 +104,7 @@ impl Stream {
             legacy_seen: AtomicU64::new(0),
             seen_by_legacy: AtomicU64::new(0),
             alive: AtomicBool::new(true),
+            capturing: AtomicBool::new(false),
             st: Mutex::new(StreamState {
                 q: Some(q),
                 signaled: 0,
@@ -120,6 +123,16 @@ impl Stream {
 
     pub fn handle(&'static self) -> *mut c_void {
         self as *const Stream as *mut c_void
+    }
+
+    /// The stream takes part in a stream capture.
+    #[inline]
+    pub fn is_capturing(&self) -> bool {
+        self.capturing.load(Ordering::Acquire)
+    }
+
+    pub fn set_capturing(&self, on: bool) {
+        self.capturing.store(on, Ordering::Release);
     }
 
     fn blocking(&self) -> bool {
@@ -145,6 +158,12 @@ impl Stream {
     /// recorded work since it last looked: no allocation, no system call beyond the queue's.
     #[inline]
     pub fn record<T>(&'static self, f: impl FnOnce(&mut Queue) -> tegragpu::Result<T>) -> R<T> {
+        if self.is_capturing() {
+            return Err(crate::capture::refuse(
+                self,
+                "work other than kernel launches, memsets and device-to-device copies",
+            ));
+        }
         // A blocking stream waits for the legacy stream's work: its value, marked under the
         // legacy stream's lock (taken before this stream's: the legacy stream takes the
         // blocking streams' locks under its own), only when it has new work.
@@ -213,6 +232,9 @@ impl Stream {
 
     /// Wait until the work recorded so far is complete.
     pub fn synchronize(&'static self) -> R {
+        if self.is_capturing() {
+            return Err(crate::capture::refuse(self, "synchronizing the stream"));
+        }
         let v = {
             let mut st = self.st.lock();
             if st.q.is_none() {
@@ -228,6 +250,9 @@ impl Stream {
 
     /// Whether the work recorded so far is complete.
     pub fn query(&'static self) -> R<bool> {
+        if self.is_capturing() {
+            return Err(crate::capture::refuse(self, "querying the stream"));
+        }
         let v = {
             let mut st = self.st.lock();
             self.mark_locked(&mut st)?
@@ -479,6 +504,9 @@ unsafe fn stream_wait_event(h: *mut c_void, ev: *mut c_void, flags: u32, ptds: b
     }
     let e = event_ref(ev)?;
     let s = stream_of(h, ptds)?;
+    if let Some(r) = crate::capture::wait_event(s, ev as usize) {
+        return r;
+    }
     let v = e.target.load(Ordering::Acquire);
     if v == 0 {
         return Ok(());
@@ -558,6 +586,7 @@ unsafe fn event_destroy(h: *mut c_void) -> R {
     let e = event_ref(h)?;
     // Work recorded to release the event's signal keeps the slot (libtegragpu holds a dropped
     // signal's slot until queued work no longer uses it).
+    crate::capture::event_released(h as usize);
     let b = Box::from_raw(e as *const Event as *mut Event);
     let mut b = b;
     b.magic = 0;
@@ -578,12 +607,17 @@ pub unsafe extern "C" fn cuEventDestroy_v2(h: *mut c_void) -> CUresult {
 unsafe fn event_record(ev: *mut c_void, h: *mut c_void, ptds: bool) -> R {
     let e = event_ref(ev)?;
     let s = stream_of(h, ptds)?;
+    if s.is_capturing() {
+        return crate::capture::record_event(s, ev as usize);
+    }
     s.record(|q| {
         let v = e.next.fetch_add(1, Ordering::AcqRel) + 1;
         q.signal(&e.sig, v)?;
         e.target.store(v, Ordering::Release);
         Ok(())
-    })
+    })?;
+    crate::capture::event_released(ev as usize);
+    Ok(())
 }
 
 #[no_mangle]
@@ -628,6 +662,7 @@ pub unsafe extern "C" fn cuEventRecordWithFlags_ptsz(
 pub unsafe extern "C" fn cuEventQuery(ev: *mut c_void) -> CUresult {
     guard("cuEventQuery", || {
         let e = event_ref(ev)?;
+        crate::capture::check_event(ev as usize)?;
         if e.sig.value() >= e.target.load(Ordering::Acquire) {
             Ok(())
         } else {
@@ -640,6 +675,7 @@ pub unsafe extern "C" fn cuEventQuery(ev: *mut c_void) -> CUresult {
 pub unsafe extern "C" fn cuEventSynchronize(ev: *mut c_void) -> CUresult {
     guard("cuEventSynchronize", || {
         let e = event_ref(ev)?;
+        crate::capture::check_event(ev as usize)?;
         let v = e.target.load(Ordering::Acquire);
         if v > 0 {
             e.sig.wait(v, WAIT_NS)?;
@@ -732,6 +768,9 @@ pub unsafe fn launch_cfg(
     let func = crate::module::func_ref(f)?;
     func.check_shared(cfg.dynamic_shared_bytes)?;
     let s = stream_of(h, ptds)?;
+    if s.is_capturing() {
+        return crate::capture::add(s, || crate::graph::launch_kind(f, cfg, params, extra));
+    }
     let k = &func.kernel;
     let n = k.attributes().params.len();
     if !params.is_null() {

@@ -165,6 +165,9 @@ pub fn copy_d2d_between(
             "dstDevice {dst:#x}, srcDevice {src:#x}: NULL"
         )));
     }
+    if s.is_capturing() {
+        return crate::capture::add(s, || crate::graph::copy_va_kind(dst, src, n));
+    }
     let d = owner(&check_range("dstDevice", dst, n)?).unwrap_or(dst_ctx);
     let sr = owner(&check_range("srcDevice", src, n)?).unwrap_or(src_ctx);
     let overlap = dst < src + n && src < dst + n;
@@ -193,6 +196,17 @@ pub fn fill(s: &'static Stream, dst: u64, value: u32, elem: u32, count: u64, syn
     }
     if dst == 0 {
         return Err(invalid("dstDevice is NULL"));
+    }
+    if s.is_capturing() {
+        let p = CUDA_MEMSET_NODE_PARAMS {
+            dst,
+            pitch: 0,
+            value,
+            elementSize: elem,
+            width: count as usize,
+            height: 1,
+        };
+        return crate::capture::add(s, || unsafe { crate::graph::memset_kind(&p) });
     }
     if dst % elem as u64 != 0 {
         return Err(invalid(format!(

@@ -65,7 +65,7 @@ fn soname(file: &object::File<'_>) -> Option<String> {
 
 /// The families this library refuses, one or two names each: virtual memory management,
 /// memory pools and stream-ordered allocation, IPC, managed memory, graphics interop, stream
-/// capture, the CUDA runtime's private interface.
+/// capture into an existing graph, the CUDA runtime's private interface.
 const REFUSED: [&str; 14] = [
     "cuMemCreate",
     "cuMemAddressReserve",
@@ -79,7 +79,7 @@ const REFUSED: [&str; 14] = [
     "cuMemAllocManaged",
     "cuGraphicsMapResources",
     "cuGraphicsUnregisterResource",
-    "cuStreamBeginCapture_v2",
+    "cuStreamBeginCaptureToGraph",
     "cuGetExportTable",
 ];
 
@@ -128,7 +128,8 @@ fn refused_families_answer_not_supported_and_log_their_name_once() {
     }
 }
 
-/// No stream is ever capturing: the capture queries say so; the thread's capture mode is kept.
+/// A stream that is not capturing: the capture queries say so; the thread's capture mode is
+/// kept; the legacy default stream cannot capture.
 #[test]
 fn stream_capture_queries_answer_none() {
     setup();
@@ -163,7 +164,7 @@ fn stream_capture_queries_answer_none() {
     assert_eq!(mode, 2);
     assert_eq!(
         cu!(cuStreamBeginCapture_v2(std::ptr::null_mut(), 0): *mut std::ffi::c_void, u32),
-        801
+        900
     );
 }
 

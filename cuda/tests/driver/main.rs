@@ -12,6 +12,7 @@ mod common;
 pub(crate) use common::*;
 
 mod arrays;
+mod capture;
 mod devices;
 mod exports;
 mod extras;
