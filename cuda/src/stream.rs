@@ -235,16 +235,14 @@ impl Stream {
         if self.is_capturing() {
             return Err(crate::capture::refuse(self, "synchronizing the stream"));
         }
-        let v = {
-            let mut st = self.st.lock();
-            if st.q.is_none() {
-                return Ok(());
-            }
-            self.mark_locked(&mut st)?
+        // Every record submits, and the queue's own timeline passes each submit once its work
+        // (host functions included: the queue waits for them) is done: wait for that, with no
+        // release of `sig` to add and submit.
+        let point = match self.st.lock().q.as_ref() {
+            None => return Ok(()),
+            Some(q) => q.submitted_point(),
         };
-        if v > 0 {
-            self.sig.wait(v, WAIT_NS)?;
-        }
+        point.wait(WAIT_NS)?;
         Ok(())
     }
 
@@ -253,14 +251,14 @@ impl Stream {
         if self.is_capturing() {
             return Err(crate::capture::refuse(self, "querying the stream"));
         }
-        let v = {
-            let mut st = self.st.lock();
-            self.mark_locked(&mut st)?
+        let point = match self.st.lock().q.as_ref() {
+            None => return Ok(true),
+            Some(q) => q.submitted_point(),
         };
         if let Some(f) = self.ctx.core.fault_report() {
             return Err(fail(CUDA_ERROR_LAUNCH_FAILED, f.what));
         }
-        Ok(self.sig.value() >= v)
+        Ok(point.reached())
     }
 
     /// Drop the stream's queue (its context is destroyed).

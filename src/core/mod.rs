@@ -30,7 +30,9 @@ pub use module::{
 pub use properties::DeviceAttribute;
 /// For the curated API (`crate::api`): per-buffer use tracking waits on queue timelines.
 pub(crate) use queue::{wait_fence, QueueTrack};
-pub use queue::{CopySplit, LaunchConfig, Queue, QueueConfig, QueueKind, STAGING_CHUNK};
+pub use queue::{
+    CopySplit, LaunchConfig, Queue, QueueConfig, QueueKind, QueuePoint, STAGING_CHUNK,
+};
 pub use signal::Signal;
 pub use texture::{Texture, TEXTURE_POOL_ENTRIES};
 

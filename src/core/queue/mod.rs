@@ -575,6 +575,17 @@ impl Queue {
         Ok(())
     }
 
+    /// The point everything submitted on this queue so far has completed by, as a value that
+    /// outlives the borrow of the queue: wait for it ([`QueuePoint::wait`]) from any thread
+    /// while others go on recording on the queue (behind their own lock). No allocation.
+    pub fn submitted_point(&self) -> QueuePoint {
+        QueuePoint {
+            dev: self.dev.clone(),
+            track: self.track.clone(),
+            value: self.track.submitted(),
+        }
+    }
+
     /// Whether this is a compute queue.
     pub(crate) fn is_compute(&self) -> bool {
         self.kind == QueueKind::Compute
@@ -613,5 +624,28 @@ impl Drop for Queue {
         for (a, _) in self.staging.drain(..) {
             self.dev.free_when_idle(a);
         }
+    }
+}
+
+/// A point of a queue's timeline ([`Queue::submitted_point`]).
+pub struct QueuePoint {
+    dev: Device,
+    track: Arc<QueueTrack>,
+    value: u64,
+}
+
+impl QueuePoint {
+    /// Wait until the queue's work up to this point has completed (as
+    /// [`Queue::wait_submitted`]).
+    pub fn wait(&self, timeout_ns: u64) -> Result<()> {
+        self.track
+            .wait_timeline(&self.dev, self.value, timeout_ns, "tg_queue_synchronize")?;
+        self.dev.flush_printf();
+        Ok(())
+    }
+
+    /// Whether the queue's work up to this point has completed.
+    pub fn reached(&self) -> bool {
+        self.track.completed() >= self.value
     }
 }
