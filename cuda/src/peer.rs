@@ -85,7 +85,8 @@ pub unsafe extern "C" fn cuDeviceGetP2PAttribute(
             P2P_ACCESS_SUPPORTED => info.can_access as i32,
             P2P_NATIVE_ATOMIC_SUPPORTED => (info.can_access && info.atomics) as i32,
             // Arrays are not supported by this library.
-            P2P_CUDA_ARRAY_ACCESS_SUPPORTED => 0,
+            // Arrays are pitch-linear device memory here (arrays.rs): reached as any memory.
+            P2P_CUDA_ARRAY_ACCESS_SUPPORTED => info.can_access as i32,
             _ => 0,
         };
         Ok(())

@@ -143,6 +143,13 @@ fn two_devices_copy_with_and_without_peer_access() {
         "P2P access attribute",
     );
     assert_eq!(access, can);
+    // Arrays are reached as any device memory: array access follows peer access.
+    let mut arrays = -1;
+    check(
+        cu!(cuDeviceGetP2PAttribute(&mut arrays, 4, 0, 1): *mut i32, i32, i32, i32),
+        "P2P array access attribute",
+    );
+    assert_eq!(arrays, can);
     eprintln!("device 0 can access device 1: {can}");
     if can == 0 {
         assert_eq!(cu!(cuCtxEnablePeerAccess(c1, 0): *mut c_void, u32), 217);
