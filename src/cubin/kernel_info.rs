@@ -321,7 +321,12 @@ impl Module {
                  {param_bytes:#x}, section {cbank0_section:#x}), more than 64 KiB"
             )));
         }
-        let local = minfo.min_stack.get(&symbol_index).copied().unwrap_or(0);
+        // ptxas writes 0xffffffff when it cannot bound the stack (recursion): such a kernel
+        // gets the device's stack limit, as one whose minimum is 0.
+        let local = match minfo.min_stack.get(&symbol_index).copied() {
+            Some(u32::MAX) | None => 0,
+            Some(v) => v,
+        };
         let frame_size = minfo.frame_size.get(&symbol_index).copied().unwrap_or(0);
 
         Ok(KernelInfo {

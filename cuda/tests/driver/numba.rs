@@ -1,7 +1,7 @@
-//! What numba-cuda needs: the profiler controls, and cubins whose kernel register count in
+//! What numba-cuda needs: the profiler controls; cubins whose kernel register count in
 //! `.nv.info` (`EIATTR_REGCOUNT`) differs from the one in the kernel's `.text` section header
 //! (nvJitLink writes such cubins when a kernel calls functions of another input, and with
-//! debug information).
+//! debug information); kernels whose stack ptxas cannot bound (recursion).
 
 use crate::*;
 use std::ffi::c_void;
@@ -140,6 +140,94 @@ fn a_kernel_gets_the_larger_of_its_two_register_counts() {
     );
     assert!(
         host.iter().all(|&x| x == 0x5eed),
+        "fill_u32 wrote {host:x?}"
+    );
+}
+
+/// The file offsets of the values of every `EIATTR_MIN_STACK_SIZE` (0x12, `EIFMT_SVAL`: symbol
+/// index, bytes) in the module's `.nv.info`.
+fn min_stack_values(elf: &[u8]) -> Vec<usize> {
+    let shoff = u64_at(elf, 0x28);
+    let shentsize = u16_at(elf, 0x3a);
+    let shnum = u16_at(elf, 0x3c);
+    let shstrndx = u16_at(elf, 0x3e);
+    let strtab = u64_at(elf, shoff + shstrndx * shentsize + 24);
+    let mut v = Vec::new();
+    for i in 0..shnum {
+        let sh = shoff + i * shentsize;
+        let n = strtab + u32_at(elf, sh) as usize;
+        if !elf[n..].starts_with(b".nv.info\0") {
+            continue;
+        }
+        let (off, size) = (u64_at(elf, sh + 24), u64_at(elf, sh + 32));
+        let mut o = off;
+        while o + 4 <= off + size {
+            let (fmt, attr) = (elf[o], elf[o + 1]);
+            match fmt {
+                4 => {
+                    let len = u16_at(elf, o + 2);
+                    if attr == 0x12 && len == 8 {
+                        v.push(o + 8);
+                    }
+                    o += 4 + len;
+                }
+                1 => o += 2,
+                _ => o += 4,
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn a_kernel_whose_stack_ptxas_cannot_bound_gets_the_stack_limit() {
+    setup();
+    let (a, b) = sm();
+    let p = repo().join(format!("tests/fixtures/cubin/kernels.sm_{a}{b}.cubin"));
+    let mut img = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    // What ptxas writes for recursion: a minimum stack of 0xffffffff, for every kernel here.
+    let at = min_stack_values(&img);
+    assert!(
+        !at.is_empty(),
+        "the fixture has EIATTR_MIN_STACK_SIZE entries"
+    );
+    for o in at {
+        img[o..o + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    }
+    let mut m = null_mut();
+    check(
+        cu!(cuModuleLoadData(&mut m, img.as_ptr() as *const c_void): *mut *mut c_void, *const c_void),
+        "cuModuleLoadData",
+    );
+    let fill = function(m, "fill_u32");
+    // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: the kernel's own bound, none.
+    let mut local = -1;
+    check(
+        cu!(cuFuncGetAttribute(&mut local, 3, fill): *mut i32, i32, *mut c_void),
+        "CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES",
+    );
+    assert_eq!(local, 0);
+    let d = alloc(32 * 4);
+    let mut dp = d;
+    let mut v = 0xabcd_u32;
+    let mut n = 32u32;
+    let mut params = [
+        &mut dp as *mut u64 as *mut c_void,
+        &mut v as *mut u32 as *mut c_void,
+        &mut n as *mut u32 as *mut c_void,
+    ];
+    check(
+        cu!(cuLaunchKernel(fill, 1, 1, 1, 32, 1, 1, 0, null_mut(), params.as_mut_ptr(), null_mut()):
+            *mut c_void, u32, u32, u32, u32, u32, u32, u32, *mut c_void, *mut *mut c_void, *mut *mut c_void),
+        "cuLaunchKernel",
+    );
+    let mut host = vec![0u32; 32];
+    check(
+        cu!(cuMemcpyDtoH_v2(host.as_mut_ptr() as *mut c_void, d, 32 * 4): *mut c_void, u64, usize),
+        "cuMemcpyDtoH_v2",
+    );
+    assert!(
+        host.iter().all(|&x| x == 0xabcd),
         "fill_u32 wrote {host:x?}"
     );
 }
