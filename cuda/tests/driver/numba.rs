@@ -1,7 +1,8 @@
 //! What numba-cuda needs: the profiler controls; cubins whose kernel register count in
 //! `.nv.info` (`EIATTR_REGCOUNT`) differs from the one in the kernel's `.text` section header
 //! (nvJitLink writes such cubins when a kernel calls functions of another input, and with
-//! debug information); kernels whose stack ptxas cannot bound (recursion).
+//! debug information); kernels whose stack ptxas cannot bound (recursion); the constant memory
+//! size of a function.
 
 use crate::*;
 use std::ffi::c_void;
@@ -230,4 +231,26 @@ fn a_kernel_whose_stack_ptxas_cannot_bound_gets_the_stack_limit() {
         host.iter().all(|&x| x == 0xabcd),
         "fill_u32 wrote {host:x?}"
     );
+}
+
+/// `CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES`: the module's user constant data (`__constant__`,
+/// `.nv.constant3`), numba-cuda's `get_const_mem_size`.
+#[test]
+fn const_size_bytes_is_the_modules_user_constant_data() {
+    setup();
+    let attr = |m: *mut c_void, name: &str| {
+        let f = function(m, name);
+        let mut v = -1;
+        check(
+            cu!(cuFuncGetAttribute(&mut v, 2, f): *mut i32, i32, *mut c_void),
+            "CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES",
+        );
+        v
+    };
+    // globals.cu: `__constant__ unsigned c_table[8]`.
+    let g = load_fixture("globals");
+    assert_eq!(attr(g, "use_globals"), 32);
+    // kernels.cu declares no constant data.
+    let k = load_fixture("kernels");
+    assert_eq!(attr(k, "fill_u32"), 0);
 }
