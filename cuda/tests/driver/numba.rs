@@ -2,7 +2,7 @@
 //! `.nv.info` (`EIATTR_REGCOUNT`) differs from the one in the kernel's `.text` section header
 //! (nvJitLink writes such cubins when a kernel calls functions of another input, and with
 //! debug information); kernels whose stack ptxas cannot bound (recursion); the constant memory
-//! size of a function.
+//! size of a function; the result of a launch past the launch bounds.
 
 use crate::*;
 use std::ffi::c_void;
@@ -253,4 +253,25 @@ fn const_size_bytes_is_the_modules_user_constant_data() {
     // kernels.cu declares no constant data.
     let k = load_fixture("kernels");
     assert_eq!(attr(k, "fill_u32"), 0);
+}
+
+/// A block past the kernel's launch bounds (`__launch_bounds__(128)`, `.maxntid`) is
+/// `CUDA_ERROR_INVALID_VALUE` (numba-cuda's `launch_bounds` tests), not
+/// `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES` (a block the kernel's registers do not fit).
+#[test]
+fn a_block_past_the_launch_bounds_is_an_invalid_value() {
+    setup();
+    let m = load_fixture("kernels");
+    let bounded = function(m, "bounded_128");
+    let d = alloc(1 << 12);
+    let mut dp = d;
+    let mut params = [&mut dp as *mut u64 as *mut c_void];
+    let launch = |threads: u32, params: &mut [*mut c_void]| {
+        cu!(cuLaunchKernel(bounded, 1, 1, 1, threads, 1, 1, 0, null_mut(), params.as_mut_ptr(), null_mut()):
+            *mut c_void, u32, u32, u32, u32, u32, u32, u32, *mut c_void, *mut *mut c_void, *mut *mut c_void)
+    };
+    assert_eq!(launch(256, &mut params), 1, "256 threads");
+    assert_eq!(launch(129, &mut params), 1, "129 threads");
+    check(launch(128, &mut params), "128 threads");
+    check(cu!(cuCtxSynchronize(): ), "cuCtxSynchronize");
 }
