@@ -19,13 +19,15 @@
 # at all), benchmarks, and NB_DESELECT (pytest -k): test_fork (a test of fork detection whose
 # result does not depend on the driver), the IPC tests (they start processes that each take a
 # context: slow, and IPC is refused by ours). Tests that use what ours refuses by design run and
-# are reported: managed memory, IPC, host memory registered with CU_MEMHOSTREGISTER_DEVICEMAP,
-# stream capture (cuda.core's GraphBuilder), grid synchronization of cooperative groups.
+# are reported: managed memory, host memory registered with CU_MEMHOSTREGISTER_DEVICEMAP, stream
+# capture (cuda.core's GraphBuilder), grid synchronization of cooperative groups (the driver's
+# __cuda_syscall_CGS_sync, which ours does not provide).
 #
 # Needs: .device/lib/cuda/libcuda.so.1 (scripts/device-build.sh; NB_LIBCUDA names another);
 # pytest (>= 8.1) and filecheck importable by $PYTHON, else in NB_PYDEPS (default .device/pydeps,
 # put first on PYTHONPATH when it exists; pure-Python wheels, made where there is a network with
-#   python3 -m pip install --target .device/pydeps pytest filecheck
+#   python3 -m pip install --target .device/pydeps --python-version 3.12 --only-binary=:all: \
+#     pytest filecheck
 # and carried); cffi where installed (test_cuda_driver imports it).
 #
 #   OUT=/some/dir bash scripts/numba-cuda-device-run.sh
@@ -33,7 +35,7 @@
 # Environment: NB_LIBS (default "nvidia ours": which runs; one at a time fits a shorter command,
 # the comparison uses the results kept in NB_STATE from an earlier call), NB_PARALLEL (default 1:
 # the two runs at once, in separate processes; 0: one after the other), NB_TIMEOUT (seconds per
-# library, default 480), NB_TEST_TIMEOUT (seconds per test, default 120: a test that runs longer
+# library, default 480), NB_TEST_TIMEOUT (seconds per test, default 60: a test that runs longer
 # ends its process, is counted as failed, and the run goes on from the next module),
 # NB_TESTS, NB_DESELECT, PYTHON (default python3).
 #
@@ -54,7 +56,7 @@ OURS="${NB_LIBCUDA:-$D/lib/cuda/libcuda.so.1}"
 LIBS="${NB_LIBS:-nvidia ours}"
 PARALLEL="${NB_PARALLEL:-1}"
 TMO="${NB_TIMEOUT:-480}"
-TEST_TMO="${NB_TEST_TIMEOUT:-120}"
+TEST_TMO="${NB_TEST_TIMEOUT:-60}"
 TESTS="${NB_TESTS:-numba.cuda.tests.cudadrv numba.cuda.tests.cudapy numba.cuda.tests.nrt numba.cuda.tests.doc_examples}"
 DESELECT="${NB_DESELECT:-not test_fork and not TestIpc and not test_ipc}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/numba-cuda.XXXXXX")"
@@ -117,7 +119,7 @@ def _numba_cuda_module(path, *args, **kwargs):
 
 
 _pl.resolve_pkg_root_and_module_name = _numba_cuda_module
-_TIMEOUT = float(os.environ.get("NB_TEST_TIMEOUT", "120"))
+_TIMEOUT = float(os.environ.get("NB_TEST_TIMEOUT", "60"))
 
 
 def pytest_addoption(parser):
