@@ -19,9 +19,9 @@
 # at all), benchmarks, and NB_DESELECT (pytest -k): test_fork (a test of fork detection whose
 # result does not depend on the driver), the IPC tests (they start processes that each take a
 # context: slow, and IPC is refused by ours). Tests that use what ours refuses by design run and
-# are reported: managed memory, host memory registered with CU_MEMHOSTREGISTER_DEVICEMAP, stream
-# capture (cuda.core's GraphBuilder), grid synchronization of cooperative groups (the driver's
-# __cuda_syscall_CGS_sync, which ours does not provide).
+# are reported: managed memory, host memory registered with CU_MEMHOSTREGISTER_DEVICEMAP, grid
+# synchronization of cooperative groups (the driver's __cuda_syscall_CGS_sync, which ours does
+# not provide).
 #
 # Needs: .device/lib/cuda/libcuda.so.1 (scripts/device-build.sh; NB_LIBCUDA names another);
 # pytest (>= 8.1) and filecheck importable by $PYTHON, else in NB_PYDEPS (default .device/pydeps,
