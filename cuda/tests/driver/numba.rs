@@ -2,7 +2,7 @@
 //! `.nv.info` (`EIATTR_REGCOUNT`) differs from the one in the kernel's `.text` section header
 //! (nvJitLink writes such cubins when a kernel calls functions of another input, and with
 //! debug information); kernels whose stack ptxas cannot bound (recursion); the constant memory
-//! size of a function; the result of a launch past the launch bounds.
+//! size of a function; the result of a launch past the launch bounds; user objects.
 
 use crate::*;
 use std::ffi::c_void;
@@ -274,4 +274,131 @@ fn a_block_past_the_launch_bounds_is_an_invalid_value() {
     assert_eq!(launch(129, &mut params), 1, "129 threads");
     check(launch(128, &mut params), "128 threads");
     check(cu!(cuCtxSynchronize(): ), "cuCtxSynchronize");
+}
+
+static DESTROYED: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+unsafe extern "C" fn destroy_user_object(p: *mut c_void) {
+    DESTROYED.lock().unwrap().push(p as usize);
+}
+
+/// Waits (up to 10 s) until the destructor of the object made with `tag` has run; whether it ran.
+fn destroyed(tag: usize) -> bool {
+    for _ in 0..1000 {
+        if DESTROYED.lock().unwrap().contains(&tag) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    false
+}
+
+fn user_object(tag: usize, refs: u32) -> *mut c_void {
+    let mut o = null_mut();
+    let d: unsafe extern "C" fn(*mut c_void) = destroy_user_object;
+    check(
+        cu!(cuUserObjectCreate(&mut o, tag as *mut c_void, Some(d), refs, 1):
+            *mut *mut c_void, *mut c_void, Option<unsafe extern "C" fn(*mut c_void)>, u32, u32),
+        "cuUserObjectCreate",
+    );
+    assert!(!o.is_null());
+    o
+}
+
+/// User objects (cuda.core keeps a captured graph's Python objects alive with them): counted
+/// references of the caller, of graphs and of the executable graphs instantiated from them; the
+/// destructor runs once the last is released.
+#[test]
+fn user_objects_live_until_their_last_reference() {
+    setup();
+    let create = |flags: u32, refs: u32, d: Option<unsafe extern "C" fn(*mut c_void)>| {
+        let mut o = null_mut();
+        cu!(cuUserObjectCreate(&mut o, null_mut(), d, refs, flags):
+            *mut *mut c_void, *mut c_void, Option<unsafe extern "C" fn(*mut c_void)>, u32, u32)
+    };
+    let d: unsafe extern "C" fn(*mut c_void) = destroy_user_object;
+    // The flag is required; the count is 1..=INT_MAX; the destructor is required.
+    assert_eq!(create(0, 1, Some(d)), 1, "flags 0");
+    assert_eq!(create(1, 0, Some(d)), 1, "initial count 0");
+    assert_eq!(create(1, 1, None), 1, "no destructor");
+
+    // The caller's references.
+    let a = user_object(0xa1, 2);
+    check(cu!(cuUserObjectRetain(a, 3): *mut c_void, u32), "retain 3");
+    assert_eq!(
+        cu!(cuUserObjectRetain(a, 0): *mut c_void, u32),
+        1,
+        "retain 0"
+    );
+    check(
+        cu!(cuUserObjectRelease(a, 4): *mut c_void, u32),
+        "release 4",
+    );
+    assert!(
+        !DESTROYED.lock().unwrap().contains(&0xa1),
+        "1 reference left"
+    );
+    check(
+        cu!(cuUserObjectRelease(a, 1): *mut c_void, u32),
+        "release the last",
+    );
+    assert!(destroyed(0xa1), "the destructor ran");
+
+    // A graph's references: new ones, and the caller's moved to it.
+    let mut g = null_mut();
+    check(
+        cu!(cuGraphCreate(&mut g, 0): *mut *mut c_void, u32),
+        "cuGraphCreate",
+    );
+    let b = user_object(0xb2, 1);
+    check(
+        cu!(cuGraphRetainUserObject(g, b, 2, 0): *mut c_void, *mut c_void, u32, u32),
+        "graph retains 2",
+    );
+    let c = user_object(0xc3, 1);
+    check(
+        cu!(cuGraphRetainUserObject(g, c, 1, 1): *mut c_void, *mut c_void, u32, u32),
+        "graph takes the caller's reference (CU_GRAPH_USER_OBJECT_MOVE)",
+    );
+    assert_eq!(
+        cu!(cuGraphRetainUserObject(g, c, 1, 2): *mut c_void, *mut c_void, u32, u32),
+        1,
+        "unknown flag"
+    );
+    // The graph releases what it owns, no more.
+    assert_eq!(
+        cu!(cuGraphReleaseUserObject(g, b, 3): *mut c_void, *mut c_void, u32),
+        1,
+        "the graph owns 2"
+    );
+    check(
+        cu!(cuGraphReleaseUserObject(g, b, 1): *mut c_void, *mut c_void, u32),
+        "graph releases 1",
+    );
+    check(
+        cu!(cuUserObjectRelease(b, 1): *mut c_void, u32),
+        "caller's b",
+    );
+    assert!(
+        !DESTROYED.lock().unwrap().contains(&0xb2),
+        "the graph holds one of b"
+    );
+    // An executable graph holds the graph's references after the graph is gone.
+    let mut e = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut e, g, 0): *mut *mut c_void, *mut c_void, u64),
+        "cuGraphInstantiateWithFlags",
+    );
+    check(cu!(cuGraphDestroy(g): *mut c_void), "cuGraphDestroy");
+    assert!(
+        !DESTROYED.lock().unwrap().contains(&0xb2) && !DESTROYED.lock().unwrap().contains(&0xc3),
+        "the executable graph holds b and c"
+    );
+    check(
+        cu!(cuGraphExecDestroy(e): *mut c_void),
+        "cuGraphExecDestroy",
+    );
+    assert!(destroyed(0xb2) && destroyed(0xc3), "b and c destroyed");
+    let n = DESTROYED.lock().unwrap().len();
+    assert_eq!(n, 3, "each destructor ran once");
 }
