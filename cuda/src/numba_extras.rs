@@ -259,3 +259,53 @@ pub(crate) fn owner_destroyed(owner: *mut c_void) {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// `cuGraphInstantiateWithParams` (cuda.core instantiates with it): `cuGraphInstantiateWithFlags`
+// with the flags of the parameters, then the upload they ask for; the result and the error node
+// are written back.
+
+/// `CUDA_GRAPH_INSTANTIATE_PARAMS`.
+#[repr(C)]
+pub struct InstantiateParams {
+    flags: u64,
+    upload_stream: *mut c_void,
+    err_node_out: *mut c_void,
+    /// `CUgraphInstantiateResult`.
+    result_out: u32,
+}
+
+/// `CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD`.
+const INSTANTIATE_FLAG_UPLOAD: u64 = 2;
+/// `CUDA_GRAPH_INSTANTIATE_SUCCESS`, `CUDA_GRAPH_INSTANTIATE_ERROR`.
+const INSTANTIATE_SUCCESS: u32 = 0;
+const INSTANTIATE_ERROR: u32 = 1;
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiateWithParams(
+    pexec: *mut *mut c_void,
+    graph: *mut c_void,
+    params: *mut InstantiateParams,
+) -> CUresult {
+    guard("cuGraphInstantiateWithParams", || {
+        let p = params
+            .as_mut()
+            .ok_or_else(|| invalid("instantiateParams is NULL"))?;
+        p.err_node_out = std::ptr::null_mut();
+        p.result_out = INSTANTIATE_ERROR;
+        let r = crate::graph::cuGraphInstantiateWithFlags(pexec, graph, p.flags);
+        if r != CUDA_SUCCESS {
+            return Err(crate::error::Fail(r, None));
+        }
+        if p.flags & INSTANTIATE_FLAG_UPLOAD != 0 {
+            let r = crate::graph::cuGraphUpload(*pexec, p.upload_stream);
+            if r != CUDA_SUCCESS {
+                crate::graph::cuGraphExecDestroy(*pexec);
+                *pexec = std::ptr::null_mut();
+                return Err(crate::error::Fail(r, None));
+            }
+        }
+        p.result_out = INSTANTIATE_SUCCESS;
+        Ok(())
+    })
+}

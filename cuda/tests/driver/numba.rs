@@ -2,7 +2,8 @@
 //! `.nv.info` (`EIATTR_REGCOUNT`) differs from the one in the kernel's `.text` section header
 //! (nvJitLink writes such cubins when a kernel calls functions of another input, and with
 //! debug information); kernels whose stack ptxas cannot bound (recursion); the constant memory
-//! size of a function; the result of a launch past the launch bounds; user objects.
+//! size of a function; the result of a launch past the launch bounds; user objects;
+//! `cuGraphInstantiateWithParams`.
 
 use crate::*;
 use std::ffi::c_void;
@@ -401,4 +402,74 @@ fn user_objects_live_until_their_last_reference() {
     assert!(destroyed(0xb2) && destroyed(0xc3), "b and c destroyed");
     let n = DESTROYED.lock().unwrap().len();
     assert_eq!(n, 3, "each destructor ran once");
+}
+
+/// `cuGraphInstantiateWithParams` (cuda.core's graph builder): the flags of the parameters, the
+/// upload they ask for, the result written back.
+#[test]
+fn instantiate_with_params_writes_the_result() {
+    setup();
+    #[repr(C)]
+    struct Params {
+        flags: u64,
+        upload_stream: *mut c_void,
+        err_node_out: *mut c_void,
+        result_out: u32,
+    }
+    let mut g = null_mut();
+    check(
+        cu!(cuGraphCreate(&mut g, 0): *mut *mut c_void, u32),
+        "cuGraphCreate",
+    );
+    let mut n = null_mut();
+    check(
+        cu!(cuGraphAddEmptyNode(&mut n, g, std::ptr::null(), 0): *mut *mut c_void, *mut c_void, *const *mut c_void, usize),
+        "cuGraphAddEmptyNode",
+    );
+    let mut s = null_mut();
+    check(
+        cu!(cuStreamCreate(&mut s, 0): *mut *mut c_void, u32),
+        "cuStreamCreate",
+    );
+    let inst = |flags: u64, e: &mut *mut c_void| {
+        let mut p = Params {
+            flags,
+            upload_stream: s,
+            err_node_out: 1 as *mut c_void,
+            result_out: 99,
+        };
+        let r = cu!(cuGraphInstantiateWithParams(e, g, &mut p): *mut *mut c_void, *mut c_void, *mut Params);
+        assert!(p.err_node_out.is_null(), "flags {flags:#x}: no error node");
+        (r, p.result_out)
+    };
+    for flags in [0u64, 2 /* UPLOAD */] {
+        let mut e = null_mut();
+        assert_eq!(inst(flags, &mut e), (0, 0), "flags {flags:#x}");
+        assert!(!e.is_null());
+        check(
+            cu!(cuGraphLaunch(e, s): *mut c_void, *mut c_void),
+            "cuGraphLaunch",
+        );
+        check(
+            cu!(cuStreamSynchronize(s): *mut c_void),
+            "cuStreamSynchronize",
+        );
+        check(
+            cu!(cuGraphExecDestroy(e): *mut c_void),
+            "cuGraphExecDestroy",
+        );
+    }
+    // An unknown flag: CUDA_ERROR_INVALID_VALUE and CUDA_GRAPH_INSTANTIATE_ERROR.
+    let mut e = null_mut();
+    assert_eq!(inst(0x100, &mut e), (1, 1));
+    assert_eq!(
+        cu!(cuGraphInstantiateWithParams(&mut e, g, null_mut()): *mut *mut c_void, *mut c_void, *mut Params),
+        1,
+        "NULL parameters"
+    );
+    check(cu!(cuGraphDestroy(g): *mut c_void), "cuGraphDestroy");
+    check(
+        cu!(cuStreamDestroy_v2(s): *mut c_void),
+        "cuStreamDestroy_v2",
+    );
 }
