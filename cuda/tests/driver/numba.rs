@@ -435,7 +435,7 @@ fn instantiate_with_params_writes_the_result() {
         let mut p = Params {
             flags,
             upload_stream: s,
-            err_node_out: 1 as *mut c_void,
+            err_node_out: std::ptr::dangling_mut::<c_void>(),
             result_out: 99,
         };
         let r = cu!(cuGraphInstantiateWithParams(e, g, &mut p): *mut *mut c_void, *mut c_void, *mut Params);
