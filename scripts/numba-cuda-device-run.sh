@@ -89,6 +89,21 @@ print("python", sys.version.split()[0], "numba", numba.__version__, "numba-cuda"
       "cuda-bindings", cuda.bindings.__version__, "cuda-core", cuda.core.__version__, "pytest", pytest.__version__)' |
   tee "$OUT/precheck.txt"
 SITE="$("$PY" -c 'import numba_cuda, os; print(os.path.dirname(os.path.dirname(numba_cuda.__file__)))')"
+# The packages of the selection this numba-cuda has (pytest stops at one it cannot find).
+TESTS="$("$PY" - $TESTS <<'PYEOF'
+import importlib.util, sys
+have = []
+for name in sys.argv[1:]:
+    try:
+        spec = importlib.util.find_spec(name)
+    except ImportError:
+        spec = None
+    (have.append(name) if spec else print(f"not in this numba-cuda: {name}", file=sys.stderr))
+print(" ".join(have))
+PYEOF
+)"
+[ -n "$TESTS" ] || { echo "FAIL: none of the selected test packages is installed"; exit 2; }
+echo "selection: $TESTS (deselected: $DESELECT)" | tee -a "$OUT/precheck.txt"
 
 # A pytest plugin: the installed tests need the option and fixture of numba-cuda's own conftest;
 # their modules are named numba.cuda.tests.* (numba_cuda/numba has no __init__.py: pytest would
@@ -202,7 +217,7 @@ run_lib() { # lib
     # Ended early: the last test started is counted as failed (crashed); go on after its module.
     local next
     next="$("$PY" - "$st/part$part.txt" "$SITE" $TESTS <<'PYEOF'
-import os, re, sys, importlib.util
+import os, re, sys
 log, site, pkgs = sys.argv[1], sys.argv[2], sys.argv[3:]
 started = [m.group(1) for m in re.finditer(r"^(\S+\.py::\S+)", open(log, errors="replace").read(), re.M)]
 if not started:
