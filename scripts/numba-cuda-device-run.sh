@@ -229,6 +229,8 @@ mod = os.path.join(site, path[path.index("numba_cuda/"):]) if "numba_cuda/" in p
 files = []
 for p in pkgs:
     d = os.path.join(site, "numba_cuda", *p.split("."))
+    if not os.path.isdir(d):
+        continue
     files += sorted(os.path.join(d, f) for f in os.listdir(d) if f.startswith("test_") and f.endswith(".py"))
 if mod in files:
     for f in files[files.index(mod) + 1:]:
