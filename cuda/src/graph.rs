@@ -69,7 +69,7 @@ pub struct Graph {
 unsafe impl Send for Graph {}
 unsafe impl Sync for Graph {}
 
-unsafe fn graph_ref(h: *mut c_void) -> R<&'static Graph> {
+pub(crate) unsafe fn graph_ref(h: *mut c_void) -> R<&'static Graph> {
     crate::device::check_init()?;
     let g = (h as *const Graph)
         .as_ref()
@@ -113,6 +113,7 @@ pub unsafe extern "C" fn cuGraphCreate(ph: *mut *mut c_void, flags: u32) -> CUre
 pub unsafe extern "C" fn cuGraphDestroy(h: *mut c_void) -> CUresult {
     guard("cuGraphDestroy", || {
         let g = graph_ref(h)?;
+        crate::numba_extras::owner_destroyed(h);
         let mut b = Box::from_raw(g as *const Graph as *mut Graph);
         b.magic = 0;
         for n in b.nodes.get_mut().1.drain(..) {
@@ -812,6 +813,7 @@ unsafe fn instantiate(pexec: *mut *mut c_void, h: *mut c_void) -> R {
         nodes: Mutex::new(st),
     });
     *p = Box::into_raw(e) as *mut c_void;
+    crate::numba_extras::exec_created(h, *p);
     Ok(())
 }
 
@@ -923,6 +925,8 @@ pub unsafe extern "C" fn cuGraphExecDestroy(h: *mut c_void) -> CUresult {
         let e = exec_ref(h)?;
         let mut b = Box::from_raw(e as *const Exec as *mut Exec);
         b.magic = 0;
+        drop(b);
+        crate::numba_extras::owner_destroyed(h);
         Ok(())
     })
 }

@@ -20,6 +20,7 @@ mod link;
 mod memcpy2d;
 mod memory;
 mod module;
+mod numba_extras;
 mod peer;
 mod procaddr;
 mod stream;

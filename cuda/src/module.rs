@@ -399,7 +399,9 @@ pub fn func_attribute(f: &Func, attrib: i32) -> R<i32> {
         Ok(match attrib {
             CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK => a.max_threads_per_block as i32,
             CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES => a.static_shared_bytes as i32,
-            CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES => 0,
+            CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES => {
+                i32::try_from(f.kernel.constant_bytes()).unwrap_or(i32::MAX)
+            }
             CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES => a.local_bytes_per_thread as i32,
             CU_FUNC_ATTRIBUTE_NUM_REGS => a.registers as i32,
             CU_FUNC_ATTRIBUTE_PTX_VERSION | CU_FUNC_ATTRIBUTE_BINARY_VERSION => sm,

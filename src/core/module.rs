@@ -450,6 +450,13 @@ impl Kernel {
         &self.attrs
     }
 
+    /// Bytes of user constant data (`__constant__`, constant bank 3) of the kernel's module,
+    /// which the kernel may read: what `cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES)`
+    /// reports.
+    pub fn constant_bytes(&self) -> u64 {
+        self.module.cubin.cbank3().map_or(0, |(_, size)| size)
+    }
+
     pub(crate) fn info(&self) -> &cubin::KernelInfo {
         &self.module.cubin.kernels()[self.index]
     }

@@ -89,15 +89,9 @@ impl Module {
         // Registers.
         let sh_info_regs = tsec.sh_info >> 24;
         let register_count = match minfo.regcount.get(&symbol_index) {
-            Some(&r) => {
-                if sh_info_regs != 0 && sh_info_regs != r {
-                    return Err(bad(format!(
-                        "kernel {name}: EIATTR_REGCOUNT {r} disagrees with {} sh_info bits 31:24 ({sh_info_regs})",
-                        names[ti]
-                    )));
-                }
-                r
-            }
+            // The two differ in code built with debug information (EIATTR_REGCOUNT counts the
+            // registers of the functions the kernel calls); the kernel needs the larger.
+            Some(&r) => r.max(sh_info_regs),
             None if sh_info_regs != 0 => sh_info_regs,
             None => {
                 return Err(bad(format!(
@@ -327,7 +321,12 @@ impl Module {
                  {param_bytes:#x}, section {cbank0_section:#x}), more than 64 KiB"
             )));
         }
-        let local = minfo.min_stack.get(&symbol_index).copied().unwrap_or(0);
+        // ptxas writes 0xffffffff when it cannot bound the stack (recursion): such a kernel
+        // gets the device's stack limit, as one whose minimum is 0.
+        let local = match minfo.min_stack.get(&symbol_index).copied() {
+            Some(u32::MAX) | None => 0,
+            Some(v) => v,
+        };
         let frame_size = minfo.frame_size.get(&symbol_index).copied().unwrap_or(0);
 
         Ok(KernelInfo {

@@ -22,6 +22,7 @@ mod link;
 mod memcpy2d;
 mod memory;
 mod modules;
+mod numba;
 mod peer;
 mod streams;
 mod texture;

@@ -591,6 +591,20 @@ pub(crate) fn check_launch(dev: &Device, kernel: &Kernel, cfg: &LaunchConfig) ->
     }
     let threads = bx as u64 * by as u64 * bz as u64;
     if threads > a.max_threads_per_block as u64 {
+        // Past the kernel's launch bounds (.maxntid / .reqntid) the launch is invalid
+        // (CUDA_ERROR_INVALID_VALUE); within them, out of registers (the message names them:
+        // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).
+        let info = kernel.info();
+        let bound = [info.max_threads, info.reqntid]
+            .into_iter()
+            .flatten()
+            .map(|[x, y, z]| u64::from(x) * u64::from(y) * u64::from(z))
+            .min();
+        if let Some(bound) = bound.filter(|&b| threads > b) {
+            return bad(format!(
+                "block ({bx},{by},{bz}) = {threads} threads exceeds the kernel's launch bound of {bound} threads (.maxntid / .reqntid)"
+            ));
+        }
         return bad(format!(
                 "block ({bx},{by},{bz}) = {threads} threads exceeds the kernel's limit of {} threads ({} registers per thread)",
                 a.max_threads_per_block, a.registers
