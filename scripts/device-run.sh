@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the device machine (H100/H200, driver 580): the contract suite and kernel tests on the
 # RM backend, every C example, the Python tests, libtegragpu's libcuda.so.1 against NVIDIA's
-# (scripts/cuda-facade-device-run.sh; CUDA_FACADE=0 skips it), the differential conformance suite against
+# (scripts/cuda-facade-device-run.sh; CUDA_FACADE=0 skips it) with cudarc's tests, the driver-API
+# cuda-samples and numba-cuda's tests on it (CLIENTS=0 skips them), the differential conformance suite against
 # libcuda, directly on a queue and through command buffers (tests/conformance; NO_CONFORMANCE=1
 # skips it), the foreign-module sweep
 # (tests/conformance/foreign.py; FOREIGN=0 skips it), tegragpu-info and tegragpu-bench (BENCH=1), the
@@ -62,6 +63,15 @@ step() { # name, timeout, command...
   # API tests on this GPU (scripts/cuda-facade-device-run.sh); CUDA_FACADE=0 skips it.
   if [ "${CUDA_FACADE:-1}" != 0 ] && [ -f "$D/lib/cuda/libcuda.so.1" ]; then
     step cuda_facade 700 env OUT="${OUT:-/tmp}/cuda-facade" bash scripts/cuda-facade-device-run.sh
+    # Other people's programs on it, each beside NVIDIA's libcuda (CLIENTS=0 skips them): cudarc's
+    # tests (.device/cudarc from scripts/cudarc-build.sh), the driver-API cuda-samples
+    # (.device/cuda-samples from scripts/cuda-samples-prep.sh) and numba-cuda's tests (the
+    # machine's numba-cuda). Each prints its `N tests; NVIDIA passed ...; ours passed ...` line.
+    if [ "${CLIENTS:-1}" != 0 ]; then
+      [ -d "$D/cudarc" ] && step cudarc 600 env OUT="${OUT:-/tmp}/cudarc" bash scripts/cudarc-device-run.sh
+      [ -d "$D/cuda-samples" ] && step cuda_samples 600 env OUT="${OUT:-/tmp}/cuda-samples" bash scripts/cuda-samples-device-run.sh
+      step numba_cuda 1100 env OUT="${OUT:-/tmp}/numba-cuda" bash scripts/numba-cuda-device-run.sh
+    fi
   fi
   [ -n "${BENCH:-}" ] && step bench 300 "$D/bin/tegragpu-bench" --device rm
   # Research probes (tools/probes/README.md; tegragpu-rmprobe and rmperf_probe are run by hand).
