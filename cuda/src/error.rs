@@ -47,7 +47,10 @@ pub fn code_of(e: &Error) -> CUresult {
         Status::NotSupported => CUDA_ERROR_NOT_SUPPORTED,
         Status::Timeout => CUDA_ERROR_LAUNCH_TIMEOUT,
         Status::DeviceFault | Status::DeviceLost => {
-            if e.message.contains("MMU") || e.message.contains("error code 31") {
+            // A failed device-side assert (core/device.rs names it in the fault's message).
+            if e.message.contains("device-side assertion failed") {
+                CUDA_ERROR_ASSERT
+            } else if e.message.contains("MMU") || e.message.contains("error code 31") {
                 CUDA_ERROR_ILLEGAL_ADDRESS
             } else {
                 CUDA_ERROR_LAUNCH_FAILED
@@ -241,5 +244,24 @@ pub unsafe extern "C" fn cuGetErrorString(error: CUresult, pstr: *mut *const c_c
             *pstr = std::ptr::null();
             CUDA_ERROR_INVALID_VALUE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_faults_map_to_cuda_codes() {
+        let f = |m: &str| code_of(&Error::new(Status::DeviceFault, m.to_string()));
+        assert_eq!(
+            f("device fault: device-side assertion failed: k.cu:3: void k(): block: [0,0,0], thread: [0,0,0] Assertion `x` failed. (error code 13)"),
+            CUDA_ERROR_ASSERT
+        );
+        assert_eq!(
+            f("compute queue: error code 31 at GPU address 0x0: MMU fault"),
+            CUDA_ERROR_ILLEGAL_ADDRESS
+        );
+        assert_eq!(f("compute queue: error code 13"), CUDA_ERROR_LAUNCH_FAILED);
     }
 }
