@@ -174,10 +174,11 @@ fn peer_only_needs_a_device() {
 }
 
 /// The libcuda.so.1 of the workspace's `cuda/` crate (`cargo test --workspace` builds it):
-/// `$TEGRAGPU_CUDA_LIB`, else next to this test's executable's directory.
-fn facade_path() -> std::path::PathBuf {
+/// `$TEGRAGPU_CUDA_LIB`, else next to this test's executable's directory; `None` when this
+/// build has none (a build of the root package alone, as the aarch64 run under qemu makes).
+fn facade_path() -> Option<std::path::PathBuf> {
     if let Some(p) = std::env::var_os("TEGRAGPU_CUDA_LIB").filter(|v| !v.is_empty()) {
-        return p.into();
+        return Some(p.into());
     }
     let exe = std::env::current_exe().expect("the test's path");
     let dir = exe
@@ -185,12 +186,7 @@ fn facade_path() -> std::path::PathBuf {
         .and_then(|d| d.parent())
         .expect("target/<profile>");
     let p = dir.join("libcuda.so");
-    assert!(
-        p.exists(),
-        "{} is missing: build the workspace's cuda crate (cargo build --release -p tegragpu-cuda) or set TEGRAGPU_CUDA_LIB",
-        p.display()
-    );
-    p
+    p.exists().then_some(p)
 }
 
 /// `--cuda-facade` on the emulated Orin: the facade's four rows (launch + sync, CPU per launch,
@@ -198,7 +194,12 @@ fn facade_path() -> std::path::PathBuf {
 /// loaded with `--no-cuda`), and the graph's counter checked (a wrong count exits 1).
 #[test]
 fn cuda_facade_rows_on_the_emulated_orin() {
-    let lib = facade_path();
+    let Some(lib) = facade_path() else {
+        eprintln!(
+            "NOTICE: cuda_facade_rows_on_the_emulated_orin skipped: this build has no libcuda.so (build the workspace's cuda crate: cargo build --release -p tegragpu-cuda)"
+        );
+        return;
+    };
     let out = Command::new(BENCH)
         .args([
             "--cuda-facade",
