@@ -452,24 +452,11 @@ unsafe fn copy_kind(p: *const CUDA_MEMCPY3D) -> R<NodeKind> {
     if n == 0 {
         return Err(invalid("WidthInBytes is 0"));
     }
-    let find = |va: u64, what: &str| -> R<(Arc<Buffer>, u64)> {
-        let (a, off) = crate::memory::find_va(va).ok_or_else(|| {
-            invalid(format!(
-                "{what} {va:#x} is not memory allocated by this library"
-            ))
-        })?;
-        if off + n > a.size {
-            return Err(invalid(format!(
-                "{what}: {n} bytes at {va:#x} run past its allocation"
-            )));
-        }
-        Ok((a.buf, off))
-    };
-    Ok(NodeKind::Copy {
-        dst: find(p.dstDevice + p.dstXInBytes as u64, "dstDevice")?,
-        src: find(p.srcDevice + p.srcXInBytes as u64, "srcDevice")?,
-        bytes: n,
-    })
+    copy_va_kind(
+        p.dstDevice + p.dstXInBytes as u64,
+        p.srcDevice + p.srcXInBytes as u64,
+        n,
+    )
 }
 
 #[no_mangle]
