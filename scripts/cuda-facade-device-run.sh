@@ -8,7 +8,8 @@
 #      line by line: `N compared, N equal, N differ` and every difference. Each library also
 #      runs alone in a process of its own, and the script says whether its observations match;
 #   2. the Rust tests of the driver API (cuda/tests/driver/, .device/tests/driver) and the
-#      launch hot-path test (cuda/tests/cuda_hot_path.rs) on this GPU;
+#      launch hot-path test (cuda/tests/cuda_hot_path.rs) and the free-memory accounting test
+#      (cuda/tests/mem_accounting.rs) on this GPU;
 #   3. with CF_TINYGRAD=1 and tinygrad carried in .device/tinygrad: tinygrad's test_ops and
 #      test_jit with DEV=CUDA through our libcuda (scripts/tinygrad-device-run.sh with TG_DEVS=CUDA
 #      and our library first on the library path); CF_TINYGRAD_BASELINE=1 also runs them on
@@ -18,8 +19,9 @@
 #   OUT=/some/dir bash scripts/cuda-facade-device-run.sh
 #
 # Output ($OUT, default build/cuda-facade-run): difftest.nvidia.txt, difftest.ours.txt,
-# difftest.diff.txt (the summary line, then `key: nvidia | ours` per difference), driver.txt,
-# cuda_hot_path.txt,
+# difftest.diff.txt (the summary line, then `key: nvidia | ours` per difference),
+# difftest.notes.txt (the raw numbers behind some observations), driver.txt,
+# cuda_hot_path.txt, mem_accounting.txt,
 # tinygrad-ours/ and tinygrad-nvidia/ (with CF_TINYGRAD). Exit status 0 when every step ran and the
 # Rust tests passed (differences are reported, not fatal: the summary says how many).
 set -uo pipefail
@@ -69,6 +71,7 @@ if [ -x "$WORK/difftest" ]; then
   r=$?
   echo "difftest, both libraries in one process: exit $r, $(wc -l <"$OUT/difftest.nvidia.txt") and $(wc -l <"$OUT/difftest.ours.txt") lines"
   [ $r = 0 ] || { tail -n 20 "$WORK/difftest.err"; rc=1; }
+  grep -a '^difftest: ' "$WORK/difftest.err" >"$OUT/difftest.notes.txt" 2>/dev/null
   # A cross-check: each library alone in its own process gives the same observations.
   run_dt() { # library, output
     (unset TEGRAGPU_DEVICE; timeout -k 5 300 "$WORK/difftest" "$1" "$WORK/k.cubin" "$WORK/k.ptx" "$WORK/k.fatbin" >"$2" 2>"$2.err")
@@ -129,6 +132,15 @@ if [ -x "$D/tests/cuda_hot_path" ]; then
   r=$?
   tail -n 3 "$OUT/cuda_hot_path.txt"
   [ $r = 0 ] || { echo "FAIL: cuda_hot_path (exit $r)"; grep -E "panicked|FAILED" "$OUT/cuda_hot_path.txt" | head; rc=1; }
+fi
+# Free memory after a free and a synchronize is what it was before the allocation (its own
+# process: the figure is device-wide).
+if [ -x "$D/tests/mem_accounting" ]; then
+  (unset TEGRAGPU_DEVICE; TEGRAGPU_CUDA_LIB="$OURS" TEGRAGPU_REPO_ROOT="$ROOT" \
+    timeout -k 5 120 "$D/tests/mem_accounting") >"$OUT/mem_accounting.txt" 2>&1
+  r=$?
+  tail -n 3 "$OUT/mem_accounting.txt"
+  [ $r = 0 ] || { echo "FAIL: mem_accounting (exit $r)"; grep -E -A3 "panicked|FAILED" "$OUT/mem_accounting.txt" | head; rc=1; }
 fi
 
 # --------------------------------------------------------------------------------------------

@@ -39,6 +39,10 @@ position and name.
 them (A B, B A, A B, ...), each step timed as in the JIT benchmark; prints both medians, the
 median of the per-pair ratios and its 95% bootstrap interval. Drift of the machine (clocks,
 other tenants) then hits both devices alike, which separate processes cannot guarantee.
+Device CUDB (with --interleave) is tinygrad's CUDA backend bound to the libcuda that
+TG_BENCH_CUDB names: `--interleave --devs CUDA,CUDB` with TG_BENCH_CUDB=<libtegragpu's
+libcuda.so.1> compares NVIDIA's libcuda and libtegragpu's under the same tinygrad code, in one
+process (with JIT=0: tinygrad's per-kernel path).
 
 Environment: everything tinygrad reads (BS, JIT_BATCH_SIZE, DEBUG, ...), TEGRAGPU_LIBRARY
 (default: .device/lib/libtegragpu.so.0 when it exists), TEGRAGPU_DEVICE. Without an importable
@@ -154,6 +158,29 @@ def _tiny(steps_for_losses):
     return lambda: step(X, Y), "tiny MLP train step (smoke test)"
 
 
+def _mlp(steps_for_losses):
+    # Launch-bound: an 8-layer MLP of width 64 trained with Adam on a batch of 32. Every tensor
+    # is a few KiB, so each kernel runs for a few microseconds and a step is many small launches.
+    from tinygrad import Tensor, TinyJit, nn
+    from tinygrad.helpers import Context
+    Tensor.manual_seed(0)
+    layers = [nn.Linear(64, 64) for _ in range(7)] + [nn.Linear(64, 10)]
+    opt = nn.optim.Adam(nn.state.get_parameters(layers))
+    X, Y = Tensor.randn(32, 64).realize(), Tensor.randint(32, high=10).realize()
+
+    @TinyJit
+    @Context(TRAINING=1)
+    def step(X, Y):
+        opt.zero_grad()
+        x = X
+        for i, l in enumerate(layers):
+            x = l(x) if i == len(layers) - 1 else l(x).relu()
+        loss = x.sparse_categorical_crossentropy(Y).backward()
+        return loss.realize(*opt.schedule_step())
+
+    return lambda: step(X, Y), "8-layer MLP (width 64) Adam train step, batch 32 (launch-bound)"
+
+
 def _allreduce(steps_for_losses, devs):
     # An all-reduce (sum) across the devices: tinygrad's allreduce of a tensor sharded on its
     # first axis (one row per device), reduced over that axis; the result is on every device.
@@ -214,7 +241,7 @@ def _mnist_dp(steps_for_losses, devs):
                                 f"over {len(devs)} devices")
 
 
-MODELS = {"mnist": _mnist, "gpt": _gpt, "tiny": _tiny}
+MODELS = {"mnist": _mnist, "gpt": _gpt, "tiny": _tiny, "mlp": _mlp}
 # Models over several devices of one kind: f(steps, devices).
 MULTI = {"allreduce": _allreduce, "dp": _mnist_dp}
 
@@ -273,10 +300,81 @@ def child_kernels(model, dev, reps):
             "step_us": [sum(t for _, t in s) * 1e6 for s in steps]}
 
 
-def child_interleave(model, devs, steps):
+def register_cudb(path):
+    """Registers tinygrad device CUDB: tinygrad's own CUDA backend (ops_cuda) bound to the
+    libcuda at `path` instead of the one DEV=CUDA loads, so that two libcudas (NVIDIA's and
+    libtegragpu's) run the same backend code side by side in one process (--interleave
+    --devs CUDA,CUDB with TG_BENCH_CUDB=path)."""
+    import importlib.util
+    import types
+    import tinygrad.runtime
+    from tinygrad.device import Device as _TinyDevice
+    import tinygrad.runtime.ops_cuda  # noqa: F401  (DEV=CUDA's binding stays as it is)
+    pkg = os.path.dirname(tinygrad.runtime.__file__)
+
+    def load(name, file):
+        spec = importlib.util.spec_from_file_location(name, os.path.join(pkg, file))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    from tinygrad.helpers import getenv
+    saved = os.environ.get("CUDA_PATH")
+    os.environ["CUDA_PATH"] = path  # tinygrad's DLL loader takes <NAME>_PATH first
+    getenv.cache_clear()  # tinygrad caches what it read from the environment
+    try:
+        cuda = load("tinygrad_bench_cudb_binding", "autogen/cuda.py")
+    finally:
+        if saved is None:
+            os.environ.pop("CUDA_PATH")
+        else:
+            os.environ["CUDA_PATH"] = saved
+        getenv.cache_clear()
+    if os.path.realpath(cuda.dll._name) != os.path.realpath(path):
+        raise RuntimeError(f"CUDB bound {cuda.dll._name}, not {path}")
+    autogen = sys.modules["tinygrad.runtime.autogen"]
+    orig = autogen.cuda
+    sys.modules["tinygrad.runtime.autogen.cuda"], autogen.cuda = cuda, cuda
+    try:
+        ops = load("tinygrad.runtime.ops_cudb", "ops_cuda.py")
+        graph = load("tinygrad_bench_cudb_graph", "graph/cuda.py")
+    finally:
+        sys.modules["tinygrad.runtime.autogen.cuda"], autogen.cuda = orig, orig
+
+    def init(self, device):
+        # CUDADevice imports its graph class when it is made: give it the one on this binding.
+        key = "tinygrad.runtime.graph.cuda"
+        saved = sys.modules.get(key)
+        sys.modules[key] = graph
+        try:
+            ops.CUDADevice.__init__(self, device)
+        finally:
+            if saved is None:
+                sys.modules.pop(key)
+            else:
+                sys.modules[key] = saved
+    mod = types.ModuleType("tinygrad.runtime.ops_cudb")
+    mod.CudbDevice = type("CudbDevice", (ops.CUDADevice,), {"__init__": init})
+    mod.binding = cuda
+    sys.modules["tinygrad.runtime.ops_cudb"] = mod
+    setattr(tinygrad.runtime, "ops_cudb", mod)
+    if "CUDB" not in _TinyDevice._devices:
+        _TinyDevice._devices.append("CUDB")
+
+
+def child_interleave(model, devs, steps, lib_times=False):
     """Step times of `model` on every device of `devs`, alternating in one process."""
     import tegragpu.tinygrad_device as _td  # registers TEGRA
     assert _td.DEVICE_NAME == "TEGRA"
+    if "CUDB" in devs:
+        register_cudb(os.environ["TG_BENCH_CUDB"])
+    lts = {}
+    if lib_times:
+        for d in devs:
+            if d.split(":")[0] == "CUDA":
+                lts[d] = LibTimes()
+            elif d.split(":")[0] == "CUDB":
+                lts[d] = LibTimes(sys.modules["tinygrad.runtime.ops_cudb"].binding)
     from tinygrad import Device
     from tinygrad.helpers import Context
     fns = {}
@@ -292,14 +390,19 @@ def child_interleave(model, devs, steps):
     for i in range(steps):
         for d in (devs if i % 2 == 0 else devs[::-1]):
             with Context(DEV=d):
+                if d in lts:
+                    lts[d].on = True
                 t = time.perf_counter()
                 fns[d]()
                 t1 = time.perf_counter()
                 Device[d].synchronize()
                 times[d].append(time.perf_counter() - t)
                 issue[d].append(t1 - t)
+                if d in lts:
+                    lts[d].on = False
     return {"model": model, "desc": desc, "devs": devs, "steps": steps,
-            "step_s": times, "issue_s": issue}
+            "step_s": times, "issue_s": issue,
+            "lib": {d: lt.summary(steps) for d, lt in lts.items()}}
 
 
 def interleave_summary(res):
@@ -347,7 +450,42 @@ def compare_kernels(model, a, b, top):
             "by_name": by_name}
 
 
-def child(model, dev, steps):
+class LibTimes:
+    """--lib-times (DEV=CUDA): wraps every function of tinygrad's libcuda binding and adds up
+    the calls and the wall time spent inside the library, per function."""
+
+    def __init__(self, cuda=None):
+        if cuda is None:
+            from tinygrad.runtime.autogen import cuda
+        self.calls, self.secs, self.on = {}, {}, False
+        for name in dir(cuda):
+            f = getattr(cuda, name)
+            if name.startswith("cu") and callable(f) and hasattr(f, "argtypes"):
+                setattr(cuda, name, self._wrap(name, f))
+
+    def _wrap(self, name, f):
+        clock, calls, secs = time.perf_counter, self.calls, self.secs
+
+        def wrapper(*args):
+            if not self.on:
+                return f(*args)
+            t = clock()
+            try:
+                return f(*args)
+            finally:
+                secs[name] = secs.get(name, 0.0) + clock() - t
+                calls[name] = calls.get(name, 0) + 1
+        return wrapper
+
+    def summary(self, steps):
+        top = sorted(self.secs, key=self.secs.get, reverse=True)[:10]
+        return {"lib_ms_per_step": sum(self.secs.values()) * 1e3 / steps,
+                "lib_calls_per_step": sum(self.calls.values()) / steps,
+                "lib_top": [(n, self.calls[n] / steps, self.secs[n] * 1e3 / steps) for n in top]}
+
+
+def child(model, dev, steps, lib_times=False):
+    lt = LibTimes() if lib_times and dev.split(":")[0] == "CUDA" else None
     if dev.split(":")[0] == "TEGRA":
         import tegragpu.tinygrad_device as _td  # registers TEGRA
         assert _td.DEVICE_NAME == "TEGRA"
@@ -392,11 +530,15 @@ def child(model, dev, steps):
     device.synchronize()
     kernels = GlobalCounters.kernel_count
     times = []
+    if lt:
+        lt.on = True
     for _ in range(steps):
         t = time.perf_counter()
         out = fn()
         device.synchronize()
         times.append(time.perf_counter() - t)
+    if lt:
+        lt.on = False
     losses.append(item(out))
     t = time.perf_counter()
     for _ in range(steps):
@@ -416,6 +558,7 @@ def child(model, dev, steps):
         "graph": getattr(g, "__name__", None), "graph_notes": notes,
         "renderer": type(devices[0].renderer).__name__,
         "arch": getattr(devices[0], "arch", None), "losses": losses, "devices": devs,
+        **(lt.summary(steps) if lt else {}),
     }
 
 
@@ -454,7 +597,7 @@ def tinygrad_site():
     return site
 
 
-def run_child(model, dev, steps, timeout, kernel_times=False, interleave=False):
+def run_child(model, dev, steps, timeout, kernel_times=False, interleave=False, lib_times=False):
     env = dict(os.environ)
     env["DEV"] = dev.split(",")[0]
     if kernel_times:
@@ -472,6 +615,8 @@ def run_child(model, dev, steps, timeout, kernel_times=False, interleave=False):
         cmd.append("--kernel-times")
     if interleave:
         cmd.append("--interleave")
+    if lib_times:
+        cmd.append("--lib-times")
     t = time.perf_counter()
     try:
         r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -501,15 +646,17 @@ def main():
     ap.add_argument("--interleave", action="store_true",
                     help="alternate the devices' steps in one process (--steps pairs)")
     ap.add_argument("--top", type=int, default=15, help="--kernel-times: kernels listed")
+    ap.add_argument("--lib-times", action="store_true",
+                    help="DEV=CUDA: add up the calls into libcuda and the time inside them")
     ap.add_argument("--child", nargs=2, metavar=("MODEL", "DEV"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         if a.kernel_times:
             res = child_kernels(a.child[0], a.child[1], a.steps)
         elif a.interleave:
-            res = child_interleave(a.child[0], a.child[1].split(","), a.steps)
+            res = child_interleave(a.child[0], a.child[1].split(","), a.steps, a.lib_times)
         else:
-            res = child(a.child[0], a.child[1], a.steps)
+            res = child(a.child[0], a.child[1], a.steps, a.lib_times)
         print("BENCH_RESULT " + json.dumps(res), flush=True)
         return 0
 
@@ -525,7 +672,8 @@ def main():
     if a.interleave:
         results, summary = [], []
         for m in models:
-            r = run_child(m, ",".join(devs), a.steps, a.timeout, interleave=True)
+            r = run_child(m, ",".join(devs), a.steps, a.timeout, interleave=True,
+                          lib_times=a.lib_times)
             results.append(r)
             if "error" in r:
                 print(f"{m}: FAILED ({r['error']})\n{r['log_tail']}", flush=True)
@@ -539,6 +687,10 @@ def main():
                   f"(95% interval {s['ci95'][0]:.4f}-{s['ci95'][1]:.4f}; target <= 1.0); "
                   f"CPU time of the call before the synchronize, median: "
                   f"{d0} {s['issue_ms'][d0]:.3f} ms, {d1} {s['issue_ms'][d1]:.3f} ms", flush=True)
+            for d, lt in r.get("lib", {}).items():
+                top = ", ".join(f"{n} {c:g}x {ms:.3f} ms" for n, c, ms in lt["lib_top"][:6])
+                print(f"  {d} in libcuda: {lt['lib_ms_per_step']:.3f} ms/step over "
+                      f"{lt['lib_calls_per_step']:g} calls ({top})", flush=True)
         out = os.environ.get("OUT")
         if out:
             with open(os.path.join(out, "interleave.json"), "w") as f:
@@ -562,7 +714,7 @@ def main():
     results = []
     for m in models:
         for d in devs:
-            r = run_child(m, d, a.steps, a.timeout)
+            r = run_child(m, d, a.steps, a.timeout, lib_times=a.lib_times)
             results.append(r)
             if "error" in r:
                 print(f"{m} on {d}: FAILED ({r['error']})\n{r['log_tail']}", flush=True)
@@ -575,6 +727,10 @@ def main():
                       f"{r['calls_per_step']} calls/step (a graph batch counts once), "
                       f"graph {r['graph']} {r.get('graph_notes') or ''}, "
                       f"{r['renderer']} {r['arch']}, warm-up {r['warmup_s']:.1f} s", flush=True)
+                if "lib_ms_per_step" in r:
+                    top = ", ".join(f"{n} {c:g}x {ms:.3f} ms" for n, c, ms in r["lib_top"][:6])
+                    print(f"  in libcuda: {r['lib_ms_per_step']:.3f} ms/step over "
+                          f"{r['lib_calls_per_step']:g} calls ({top})", flush=True)
 
     print("\nmodel     " + "".join(f"{d:>14}" for d in devs) + "   ratio (ms/step, " +
           f"{devs[-1]}/{devs[0]}; target <= 1.0)")

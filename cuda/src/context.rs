@@ -54,6 +54,10 @@ impl Context {
         // The legacy stream's queue now, while the device is likely idle (some backends make
         // channels only then); if that fails it is made at first use.
         let _ = c.legacy_stream();
+        // libcuda reserves the kernels' local memory (stack) and its staging memory with the
+        // context; without this the first launch or copy would take them, and the free figure
+        // of `cuMemGetInfo` would drop then.
+        let _ = c.core.reserve_working_memory();
         Ok(c)
     }
 

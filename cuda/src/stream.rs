@@ -92,6 +92,11 @@ impl Stream {
             }
             Err(e) => return Err(e.into()),
         };
+        // The copy kernel now, not at the first copy (whose free-memory figure would drop):
+        // CUDA allocates what a stream needs when it is created. A device without one fails
+        // the copies themselves, saying why.
+        let mut q = q;
+        let _ = q.prepare_copies();
         let sig = ctx.core.create_signal(0)?;
         let s: &'static Stream = Box::leak(Box::new(Stream {
             magic: MAGIC,

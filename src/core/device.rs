@@ -727,6 +727,24 @@ impl Device {
         self.inner.stack_lm.load(Ordering::Acquire)
     }
 
+    /// Allocate now what the first launch and the first host copy would otherwise allocate:
+    /// the local-memory store for the current stack limit and one staging buffer. libcuda
+    /// reserves both when a context is created, so its free-memory figure does not drop at a
+    /// program's first launch or copy (on Jetson, staging buffers are memory the GPU's heap
+    /// counts too).
+    pub fn reserve_working_memory(&self) -> Result<()> {
+        self.check_usable()?;
+        {
+            let _serial = self.inner.limit_lock.lock();
+            self.ensure_local_memory(self.stack_lm())?;
+        }
+        if self.inner.staging.lock().is_empty() {
+            let a = self.staging_take()?;
+            self.staging_give(a);
+        }
+        Ok(())
+    }
+
     /// Set the per-thread stack size (bytes), like `cuCtxSetLimit(CU_LIMIT_STACK_SIZE)`. Every
     /// launch recorded afterwards, of any kernel, gets the larger of this and the stack its
     /// code needs (`EIATTR_MIN_STACK_SIZE`); recursion and other calls whose depth the compiler

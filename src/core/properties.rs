@@ -403,6 +403,9 @@ impl Device {
     /// emulated Orin: `TEGRAGPU_EMU_MEMORY_BYTES` less what its buffers hold); RM: the video
     /// memory heap (FB info `HEAP_FREE`, `HEAP_SIZE`).
     pub fn memory_info(&self) -> Result<(u64, u64)> {
+        // Memory freed while queued work could still use it is released once that work is
+        // done; release what has become free so that it counts.
+        self.collect_deferred();
         self.backend().memory_info()
     }
 }

@@ -196,6 +196,23 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
     size_t mfree = 0, mtotal = 0;
     R("cuMemGetInfo", F(cuMemGetInfo)(&mfree, &mtotal));
     OUT("mem_info", "%d %d", mtotal == total, mfree > 0 && mfree <= mtotal);
+    // A small allocation's free (after a synchronize) gives back what it took (cudarc's
+    // test_post_alloc_memory; whether the allocation itself lowers the figure depends on the
+    // allocator: NVIDIA's carves small ones out of 2 MiB it may already hold).
+    {
+        size_t f1 = 0, f2 = 0, f3 = 0, t = 0;
+        CUdeviceptr s = 0;
+        R("cuMemGetInfo.before_small", F(cuMemGetInfo)(&f1, &t));
+        R("cuMemAlloc.small", F(cuMemAlloc)(&s, 20));
+        R("cuMemcpyHtoDAsync.small", F(cuMemcpyHtoDAsync)(s, h, 20, 0));
+        R("cuMemGetInfo.small", F(cuMemGetInfo)(&f2, &t));
+        R("cuMemFree.small", F(cuMemFree)(s));
+        R("cuCtxSynchronize.small", F(cuCtxSynchronize)());
+        R("cuMemGetInfo.after_small", F(cuMemGetInfo)(&f3, &t));
+        OUT("mem_info.small_alloc_free", "%d %d", f2 <= f1, f3 == f1);
+        fprintf(stderr, "difftest: %s: small allocation: free %zu, %zu after, %zu after its free\n",
+                libpath, f1, f2, f3);
+    }
     void *pinned = NULL;
     R("cuMemHostAlloc", F(cuMemHostAlloc)(&pinned, N * 4, 0));
     memcpy(pinned, h, N * 4);

@@ -97,28 +97,41 @@ impl Queue {
         Ok(())
     }
 
+    /// Load what this queue's copies run on now (compute queues copy with the built-in
+    /// `tg_copy` kernel, loaded at the first copy otherwise), so that the first copy allocates
+    /// nothing. Copy queues need nothing.
+    pub fn prepare_copies(&mut self) -> Result<()> {
+        if self.kind == QueueKind::Compute {
+            self.copy_kernel()?;
+        }
+        Ok(())
+    }
+
+    /// The built-in `tg_copy` kernel of this queue (loaded on first use).
+    fn copy_kernel(&mut self) -> Result<Kernel> {
+        if let Some(k) = &self.copy_kernel {
+            return Ok(k.clone());
+        }
+        let info = self.dev.info();
+        let cubin = crate::builtin::copy_cubin(info.sm_major, info.sm_minor).ok_or_else(|| {
+            Error::new(
+                Status::NotSupported,
+                format!(
+                    "tg_queue_copy on a compute queue: no built-in copy kernel for sm_{}{}; use a copy queue",
+                    info.sm_major, info.sm_minor
+                ),
+            )
+        })?;
+        let m = self.dev.load_module(cubin)?;
+        let k = m.kernel(crate::builtin::COPY_KERNEL)?;
+        self.copy_kernel = Some(k.clone());
+        Ok(k)
+    }
+
     /// A copy on the SMs: one launch of the built-in `tg_copy` kernel.
     fn sm_copy(&mut self, dst_va: u64, src_va: u64, n: u64) -> Result<()> {
         self.dev.check_usable()?;
-        let kernel = match &self.copy_kernel {
-            Some(k) => k.clone(),
-            None => {
-                let info = self.dev.info();
-                let cubin = crate::builtin::copy_cubin(info.sm_major, info.sm_minor).ok_or_else(|| {
-                    Error::new(
-                        Status::NotSupported,
-                        format!(
-                            "tg_queue_copy on a compute queue: no built-in copy kernel for sm_{}{}; use a copy queue",
-                            info.sm_major, info.sm_minor
-                        ),
-                    )
-                })?;
-                let m = self.dev.load_module(cubin)?;
-                let k = m.kernel(crate::builtin::COPY_KERNEL)?;
-                self.copy_kernel = Some(k.clone());
-                k
-            }
-        };
+        let kernel = self.copy_kernel()?;
         let grid = crate::builtin::copy_grid(n);
         let mut params = [0u8; 24];
         params[0..8].copy_from_slice(&dst_va.to_le_bytes());
