@@ -12,6 +12,8 @@ each and the ratio TEGRA/CUDA (target: <= 1.0). Models (random data, no download
   backward, Adam) on a batch of BS=512 28x28 images drawn with Tensor.randint inside the JIT.
 * gpt: inference of a 4-layer GPT-style transformer block stack (d=512, 8 heads, T=256,
   batch 8, causal attention), output reduced to a scalar (TG_BENCH_GPT="d,heads,T,B,layers").
+* mlp: a launch-bound training step (an 8-layer MLP of width 64, Adam, batch 32): about 100
+  kernels of a few microseconds each.
 
 Multi-GPU models, on DEV, DEV:1, ... (TG_BENCH_GPUS devices, default 2; a SKIP row naming the
 device that cannot be opened where there are fewer):
