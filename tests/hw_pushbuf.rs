@@ -3,7 +3,7 @@
 
 use tegragpu::hw::arch;
 use tegragpu::hw::method;
-use tegragpu::hw::pushbuf::PushBuf;
+use tegragpu::hw::pushbuf::{PushBuf, SemCond};
 use tegragpu::Status;
 
 #[test]
@@ -107,6 +107,25 @@ fn host_methods() {
         build(|p| p.host_sem_acquire_geq(0x2000, 0x5_0000_0006)),
         [0x2005_0017, 0x2000, 0, 6, 5, 0x0100_1002]
     );
+    // Any comparison: the operation in bits 2:0, 64-bit in bit 24, ACQUIRE_SWITCH_TSG.
+    for (cond, op) in [
+        (SemCond::Eq, 0),
+        (SemCond::Geq, 2),
+        (SemCond::CircGeq, 3),
+        (SemCond::And, 4),
+        (SemCond::Nor, 5),
+    ] {
+        assert_eq!(
+            build(|p| p.host_sem_acquire(0x2000, 0x5_0000_0006, true, cond)),
+            [0x2005_0017, 0x2000, 0, 6, 5, 0x0100_1000 | op],
+            "{cond:?}"
+        );
+        assert_eq!(
+            build(|p| p.host_sem_acquire(0x2004, 7, false, cond))[5],
+            0x0000_1000 | op,
+            "{cond:?}, 32-bit"
+        );
+    }
     assert_eq!(build(|p| p.host_wfi()), [0x2001_001E, 1]);
     assert_eq!(
         build(|p| p.host_membar_sys()),
@@ -137,6 +156,18 @@ fn host_sem_checks() {
         "c76f SEM_ADDR_HI is 8 bits"
     );
     assert!(pb.host_sem_acquire_geq(0x1004, 1).is_err());
+    assert!(
+        pb.host_sem_acquire(0x1004, 1, true, SemCond::Eq).is_err(),
+        "64-bit acquire needs 8-byte alignment"
+    );
+    assert!(
+        pb.host_sem_acquire(0x1002, 1, false, SemCond::Eq).is_err(),
+        "32-bit acquire needs 4-byte alignment"
+    );
+    assert!(
+        pb.host_sem_acquire(0x1000, 1 << 32, false, SemCond::Nor).is_err(),
+        "32-bit acquire value overflow"
+    );
     assert!(pb.is_empty(), "failed helpers write nothing");
     let mut mem = [0u32; 64];
     let mut pb = PushBuf::for_arch(&mut mem, &arch::GH100);

@@ -3,7 +3,8 @@
 //! architectures it knows, the library's own limits); the others, and those it does not know for
 //! the device, come from the facts of the device's architecture and product below. Features this
 //! library refuses (managed memory, virtual memory management, memory pools, IPC, DMA-BUF
-//! export) read 0.
+//! export) read 0; the stream memory operations (`cuStreamWaitValue*`, `cuStreamWriteValue*`,
+//! `cuStreamBatchMemOp`) are implemented, with 64-bit values and the NOR wait.
 
 use tegragpu::core::{self, DeviceAttribute as A};
 
@@ -285,8 +286,12 @@ fn table(d: &core::Device, attrib: i32) -> Option<i32> {
         }
         119 => 0,
         120 => b(a.clusters),
-        // Deferred-mapping arrays, stream memory operations, DMA-BUF, IPC events: refused.
-        121..=125 => 0,
+        // Deferred-mapping arrays: refused.
+        121 => 0,
+        // Stream memory operations (memops.rs): 64-bit values and the NOR wait.
+        122 | 123 => 1,
+        // DMA-BUF export, IPC events: refused.
+        124 | 125 => 0,
         126 => {
             if a.clusters {
                 4

@@ -18,6 +18,7 @@ mod hostreg;
 mod library;
 mod link;
 mod memcpy2d;
+mod memops;
 mod memory;
 mod module;
 mod numba_extras;

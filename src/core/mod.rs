@@ -31,7 +31,7 @@ pub use properties::DeviceAttribute;
 /// For the curated API (`crate::api`): per-buffer use tracking waits on queue timelines.
 pub(crate) use queue::{wait_fence, QueueTrack};
 pub use queue::{
-    CopySplit, LaunchConfig, Queue, QueueConfig, QueueKind, QueuePoint, STAGING_CHUNK,
+    CopySplit, LaunchConfig, Queue, QueueConfig, QueueKind, QueuePoint, ValueCond, STAGING_CHUNK,
 };
 pub use signal::Signal;
 pub use texture::{Texture, TEXTURE_POOL_ENTRIES};

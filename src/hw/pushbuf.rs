@@ -220,6 +220,51 @@ impl<'a> PushBuf<'a> {
         )
     }
 
+    /// Host semaphore acquire with any comparison: wait until the 32-bit (or, with
+    /// `payload64`, 64-bit) value at `va` satisfies `cond` against `value` (SEM_EXECUTE
+    /// OPERATION ACQUIRE (equal), ACQ_STRICT_GEQ, ACQ_CIRC_GEQ, ACQ_AND, ACQ_NOR), letting the
+    /// scheduler switch TSGs meanwhile. 4- or 8-byte alignment.
+    pub fn host_sem_acquire(
+        &mut self,
+        va: u64,
+        value: u64,
+        payload64: bool,
+        cond: SemCond,
+    ) -> Result<()> {
+        self.check_sem("host_sem_acquire", va, if payload64 { 8 } else { 4 })?;
+        if !payload64 && value > u64::from(u32::MAX) {
+            return Err(Error::invalid(format!(
+                "hw::pushbuf::host_sem_acquire(va={va:#x}, value={value:#x}): a 32-bit acquire cannot compare with this value"
+            )));
+        }
+        let op = match cond {
+            SemCond::Eq => NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE,
+            SemCond::Geq => NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ,
+            SemCond::CircGeq => NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ,
+            SemCond::And => NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND,
+            SemCond::Nor => NVC56F_SEM_EXECUTE_OPERATION_ACQ_NOR,
+        };
+        let exec = NVC56F_SEM_EXECUTE_OPERATION.val(op)
+            | NVC56F_SEM_EXECUTE_ACQUIRE_SWITCH_TSG.val(NVC56F_SEM_EXECUTE_ACQUIRE_SWITCH_TSG_EN)
+            | NVC56F_SEM_EXECUTE_PAYLOAD_SIZE.val(u32::from(payload64));
+        self.run(
+            "host_sem_acquire",
+            header(
+                NVC56F_DMA_SEC_OP_INC_METHOD,
+                5,
+                SUBCH_HOST,
+                NVC56F_SEM_ADDR_LO,
+            ),
+            &[
+                va as u32,
+                (va >> 32) as u32,
+                value as u32,
+                (value >> 32) as u32,
+                exec,
+            ],
+        )
+    }
+
     /// Host WFI with SCOPE = ALL: Host waits until the engine it last fed is idle.
     pub fn host_wfi(&mut self) -> Result<()> {
         self.run(
@@ -766,4 +811,21 @@ impl<'a> PushBuf<'a> {
         }
         Ok(())
     }
+}
+
+/// The comparison of a host semaphore acquire ([`PushBuf::host_sem_acquire`]); the GPU waits
+/// until it holds for the value in memory `v` and the acquire's `value`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SemCond {
+    /// `v == value` (OPERATION ACQUIRE).
+    Eq,
+    /// `v >= value`, unsigned (ACQ_STRICT_GEQ).
+    Geq,
+    /// `(signed)(v - value) >= 0` in the payload's width: greater or equal across wrap-around
+    /// (ACQ_CIRC_GEQ).
+    CircGeq,
+    /// `v & value != 0` (ACQ_AND).
+    And,
+    /// `!(v | value) != 0` in the payload's width (ACQ_NOR).
+    Nor,
 }

@@ -657,6 +657,54 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         free(tf);
     }
 
+    // Stream memory operations (on the legacy stream; every wait below is already satisfied).
+    {
+        typedef CUresult (*wv32_t)(CUstream, CUdeviceptr, cuuint32_t, unsigned);
+        typedef CUresult (*wv64_t)(CUstream, CUdeviceptr, cuuint64_t, unsigned);
+        typedef CUresult (*batch_t)(CUstream, unsigned, CUstreamBatchMemOpParams *, unsigned);
+        wv32_t w32 = (wv32_t)sym("cuStreamWriteValue32_v2"), q32 = (wv32_t)sym("cuStreamWaitValue32_v2");
+        wv64_t w64 = (wv64_t)sym("cuStreamWriteValue64_v2"), q64 = (wv64_t)sym("cuStreamWaitValue64_v2");
+        batch_t bm = (batch_t)sym("cuStreamBatchMemOp_v2");
+        CUdeviceptr m = 0;
+        R("memops.alloc", F(cuMemAlloc)(&m, 64));
+        R("memops.memset", F(cuMemsetD8)(m, 0, 64));
+        R("memops.write32", w32(0, m, 7, 0));
+        R("memops.write64_no_barrier", w64(0, m + 8, 0x100000002ull, CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER));
+        R("memops.wait32_geq", q32(0, m, 7, CU_STREAM_WAIT_VALUE_GEQ));
+        R("memops.wait64_eq", q64(0, m + 8, 0x100000002ull, CU_STREAM_WAIT_VALUE_EQ));
+        R("memops.wait32_and", q32(0, m, 3, CU_STREAM_WAIT_VALUE_AND));
+        R("memops.wait32_nor", q32(0, m + 16, 1, CU_STREAM_WAIT_VALUE_NOR));
+        CUstreamBatchMemOpParams ops[3];
+        memset(ops, 0, sizeof ops);
+        ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+        ops[0].writeValue.address = m + 20;
+        ops[0].writeValue.value = 9;
+        ops[1].memoryBarrier.operation = CU_STREAM_MEM_OP_BARRIER;
+        ops[1].memoryBarrier.flags = CU_STREAM_MEMORY_BARRIER_TYPE_SYS;
+        ops[2].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+        ops[2].waitValue.address = m + 20;
+        ops[2].waitValue.value = 9;
+        ops[2].waitValue.flags = CU_STREAM_WAIT_VALUE_EQ;
+        R("memops.batch", bm(0, 3, ops, 0));
+        R("memops.sync", F(cuCtxSynchronize)());
+        unsigned got[8] = {0};
+        R("memops.read", F(cuMemcpyDtoH)(got, m, sizeof got));
+        OUT("memops.values", "%u %u %u %u %u %u", got[0], got[1], got[2], got[3], got[4], got[5]);
+        R("memops.write32.unaligned", w32(0, m + 2, 1, 0));
+        R("memops.write64.unaligned", w64(0, m + 4, 1, 0));
+        R("memops.write32.bad_flags", w32(0, m, 1, 2));
+        R("memops.wait32.bad_flags", q32(0, m, 1, 4));
+        R("memops.wait32.flush", q32(0, m, 1, CU_STREAM_WAIT_VALUE_FLUSH));
+        R("memops.batch.flags", bm(0, 1, ops, 1));
+        R("memops.batch.empty", bm(0, 0, ops, 0));
+        CUstreamBatchMemOpParams flush;
+        memset(&flush, 0, sizeof flush);
+        flush.flushRemoteWrites.operation = CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES;
+        R("memops.batch.flush_remote_writes", bm(0, 1, &flush, 0));
+        R("memops.sync.after", F(cuCtxSynchronize)());
+        R("memops.free", F(cuMemFree)(m));
+    }
+
     // Registered host memory.
     {
         unsigned *reg = aligned_alloc(4096, N * 4);

@@ -20,6 +20,7 @@ mod graphs;
 mod library;
 mod link;
 mod memcpy2d;
+mod memops;
 mod memory;
 mod modules;
 mod numba;

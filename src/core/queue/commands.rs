@@ -1,6 +1,7 @@
 //! Recording copies, signals, waits and barriers.
 
 use super::*;
+use crate::hw::pushbuf::SemCond;
 
 impl Queue {
     /// Record a copy of `size_bytes` from `src` at `src_offset` to `dst` at `dst_offset`. On a
@@ -177,6 +178,38 @@ impl Queue {
         Ok(())
     }
 
+    /// Record a GPU write of `value` to the 32-bit word (`wide`: the 64-bit word) at GPU
+    /// address `va` of this device's memory, like `cuStreamWriteValue32/64`. With `barrier` the
+    /// write happens once earlier work on this queue is complete and its writes are visible;
+    /// without it the write may pass that work (`CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER`).
+    /// `va` must be 4-byte (`wide`: 8-byte) aligned; an address the device has not mapped is a
+    /// fault of the queue, reported when it is synchronized.
+    pub fn write_value(&mut self, va: u64, value: u64, wide: bool, barrier: bool) -> Result<()> {
+        self.dev.check_usable()?;
+        self.with_cmd(|pb| pb.host_sem_release(va, value, wide, false, barrier))?;
+        if barrier {
+            // The release waited for the engine to be idle: the next launch need not.
+            self.last_was_launch = false;
+        }
+        Ok(())
+    }
+
+    /// Record a GPU wait, before later work on this queue starts, until the 32-bit word
+    /// (`wide`: the 64-bit word) at GPU address `va` satisfies `cond` against `value`, like
+    /// `cuStreamWaitValue32/64` (the GPU polls the word; the queue's other work waits, other
+    /// queues run). Alignment and unmapped addresses as for [`Queue::write_value`].
+    pub fn wait_value(&mut self, va: u64, value: u64, wide: bool, cond: ValueCond) -> Result<()> {
+        self.dev.check_usable()?;
+        let c = match cond {
+            ValueCond::Equal => SemCond::Eq,
+            ValueCond::GreaterOrEqual => SemCond::Geq,
+            ValueCond::GreaterOrEqualWrapping => SemCond::CircGeq,
+            ValueCond::AnyBitSet => SemCond::And,
+            ValueCond::NorAnyBitSet => SemCond::Nor,
+        };
+        self.with_cmd(|pb| pb.host_sem_acquire(va, value, wide, c))
+    }
+
     /// Record a full barrier: earlier work completes and its writes are visible (to the CPU and
     /// other engines) before later work starts.
     pub fn barrier(&mut self) -> Result<()> {
@@ -192,4 +225,20 @@ impl Queue {
         self.last_was_launch = false;
         Ok(())
     }
+}
+
+/// The condition of [`Queue::wait_value`] between the word in memory `v` and the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueCond {
+    /// `v == value`.
+    Equal,
+    /// `v >= value`, unsigned.
+    GreaterOrEqual,
+    /// `(signed)(v - value) >= 0` in the word's width: greater or equal across wrap-around
+    /// (CUDA's `CU_STREAM_WAIT_VALUE_GEQ`).
+    GreaterOrEqualWrapping,
+    /// `v & value != 0`.
+    AnyBitSet,
+    /// `!(v | value) != 0` in the word's width (CUDA's `CU_STREAM_WAIT_VALUE_NOR`).
+    NorAnyBitSet,
 }

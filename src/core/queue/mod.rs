@@ -30,6 +30,7 @@ mod transfer;
 
 use submit::release_template;
 
+pub use commands::ValueCond;
 pub(crate) use launch::{build_launch_cbank, build_launch_qmd, check_launch, launch_cluster};
 pub(crate) use track::{
     fence_now, fence_now_submitted, fence_passed, next_queue_serial, wait_fence, Fence, QueueTrack,
