@@ -165,7 +165,8 @@ fn host_sem_checks() {
         "32-bit acquire needs 4-byte alignment"
     );
     assert!(
-        pb.host_sem_acquire(0x1000, 1 << 32, false, SemCond::Nor).is_err(),
+        pb.host_sem_acquire(0x1000, 1 << 32, false, SemCond::Nor)
+            .is_err(),
         "32-bit acquire value overflow"
     );
     assert!(pb.is_empty(), "failed helpers write nothing");
