@@ -75,6 +75,45 @@
 #define TG_BUF_DEVICE_LOCAL 8
 
 /**
+ * `tg_queue_write_value()` / `tg_queue_wait_value()` flag: the word is 64 bits wide (8-byte
+ * aligned); without it, 32 bits (4-byte aligned).
+ */
+#define TG_VALUE_64 1
+
+/**
+ * `tg_queue_write_value()` flag: the write may pass earlier work of the queue (no wait for it
+ * to complete, no memory barrier), like `CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER`.
+ */
+#define TG_VALUE_NO_BARRIER 2
+
+/**
+ * `tg_queue_wait_value()` condition: the word equals the value.
+ */
+#define TG_VALUE_EQ 0
+
+/**
+ * `tg_queue_wait_value()` condition: the word is at least the value (unsigned).
+ */
+#define TG_VALUE_GEQ 1
+
+/**
+ * `tg_queue_wait_value()` condition: `(signed)(word - value) >= 0` in the word's width, i.e.
+ * at least the value across wrap-around (`CU_STREAM_WAIT_VALUE_GEQ`).
+ */
+#define TG_VALUE_GEQ_WRAPPING 2
+
+/**
+ * `tg_queue_wait_value()` condition: `word & value` is not 0.
+ */
+#define TG_VALUE_AND 3
+
+/**
+ * `tg_queue_wait_value()` condition: `~(word | value)` is not 0 in the word's width
+ * (`CU_STREAM_WAIT_VALUE_NOR`).
+ */
+#define TG_VALUE_NOR 4
+
+/**
  * `tg_launch_config.flags`: launch the grid cooperatively (`cuLaunchCooperativeKernel`), for
  * kernels that synchronise the whole grid (`cooperative_groups::this_grid().sync()`). Every
  * block must be resident at once: a grid larger than `tg_kernel_max_active_blocks()` × the SM
@@ -1725,6 +1764,50 @@ enum tg_status tg_queue_signal(const struct tg_queue *queue,
 enum tg_status tg_queue_wait(const struct tg_queue *queue,
                              const struct tg_signal *signal,
                              uint64_t value);
+
+/**
+ * Record a GPU write of `value` to the 32-bit word (`TG_VALUE_64`: the 64-bit word) at
+ * `offset` of `buf`, in order with the queue's other commands (like `cuStreamWriteValue32` /
+ * `64`): once earlier work on the queue is complete and its writes are visible, unless
+ * `TG_VALUE_NO_BARRIER` lets it pass them. The CPU, or another queue with
+ * `tg_queue_wait_value()`, can wait for the word.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (unknown flags, an
+ * offset not aligned to the word's width, a word outside the buffer, a buffer of another
+ * device, a value wider than a 32-bit word); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`.
+ * Thread safety: any thread; serialized per queue.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_queue_write_value(const struct tg_queue *queue,
+                                    const struct tg_buf *buf,
+                                    uint64_t offset,
+                                    uint64_t value,
+                                    uint32_t flags);
+
+/**
+ * Record a GPU wait, before later work on the queue starts, until the 32-bit word
+ * (`TG_VALUE_64`: the 64-bit word) at `offset` of `buf` satisfies `cond` against `value`
+ * (`TG_VALUE_EQ`, `TG_VALUE_GEQ`, `TG_VALUE_GEQ_WRAPPING`, `TG_VALUE_AND`, `TG_VALUE_NOR`;
+ * like `cuStreamWaitValue32` / `64`). The GPU polls the word; the queue's later work waits,
+ * other queues run. A word that never satisfies it holds the queue until
+ * `tg_queue_synchronize()` times out.
+ *
+ * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (unknown `cond` or
+ * flags, an offset not aligned to the word's width, a word outside the buffer, a buffer of
+ * another device, a value wider than a 32-bit word); `TG_ERROR_DEVICE_FAULT`;
+ * `TG_ERROR_TIMEOUT`. Thread safety: any thread; serialized per queue.
+ *
+ * # Safety
+ * None beyond the handle contract.
+ */
+enum tg_status tg_queue_wait_value(const struct tg_queue *queue,
+                                   const struct tg_buf *buf,
+                                   uint64_t offset,
+                                   uint64_t value,
+                                   uint32_t cond,
+                                   uint32_t flags);
 
 /**
  * Record a full barrier: earlier work on the queue completes and its writes are visible to the

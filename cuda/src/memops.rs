@@ -5,7 +5,8 @@
 //!
 //! The address is memory this library allocated on the stream's device (`cuMemAlloc`, or
 //! `cuMemHostAlloc` memory through its device pointer); anything else is
-//! `CUDA_ERROR_INVALID_VALUE`. `CU_STREAM_WAIT_VALUE_FLUSH` and the batch's
+//! `CUDA_ERROR_INVALID_VALUE`, as is `CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER` (NVIDIA's libcuda
+//! answers so on the H100). `CU_STREAM_WAIT_VALUE_FLUSH` and the batch's
 //! `FLUSH_REMOTE_WRITES` and `ATOMIC_REDUCTION` are refused (`CUDA_ERROR_NOT_SUPPORTED`;
 //! `CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES` reads 0, as on NVIDIA's libcuda for these GPUs).
 //! On a capturing stream they are refused like other work that is not captured.
@@ -142,7 +143,13 @@ fn wait_op(what: &str, addr: u64, value: u64, wide: bool, flags: u32, device: i3
 }
 
 fn write_op(what: &str, addr: u64, value: u64, wide: bool, flags: u32, device: i32) -> R<Op> {
-    if flags & !CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER != 0 {
+    if flags == CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER {
+        // Refused with this code by the driver of the GPUs it was compared on (H100).
+        return Err(invalid(format!(
+            "{what}: CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER (flags {flags:#x}) is not accepted: the write always follows the stream's earlier work"
+        )));
+    }
+    if flags != 0 {
         return Err(invalid(format!("{what}: flags {flags:#x}")));
     }
     check_addr(what, addr, wide, device)?;
@@ -150,7 +157,7 @@ fn write_op(what: &str, addr: u64, value: u64, wide: bool, flags: u32, device: i
         va: addr,
         value,
         wide,
-        barrier: flags & CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER == 0,
+        barrier: true,
     })
 }
 

@@ -155,6 +155,8 @@ SIGNATURES = {
     "tg_queue_submit": (_st, [_H]),
     "tg_queue_synchronize": (_st, [_H, _u64]),
     "tg_queue_fill": (_st, [_H, _H, _u64, _u32, _u32, _u64]),
+    "tg_queue_write_value": (_st, [_H, _H, _u64, _u64, _u32]),
+    "tg_queue_wait_value": (_st, [_H, _H, _u64, _u64, _u32, _u32]),
     "tg_queue_write": (_st, [_H, _H, _u64, ctypes.c_void_p, _u64]),
     "tg_queue_read": (_st, [_H, ctypes.c_void_p, _H, _u64, _u64]),
     "tg_signal_create": (_st, [_H, _u64, _P(_H)]),

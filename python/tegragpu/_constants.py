@@ -17,6 +17,11 @@ LAUNCH_CONCURRENT = 2
 LAUNCH_SUBMIT = 4
 LIMIT_STACK_SIZE = 0
 LIMIT_MALLOC_HEAP_SIZE = 2
+#: ``tg_queue_write_value`` / ``tg_queue_wait_value`` flags and conditions (see
+#: :meth:`Queue.write_value` and :meth:`Queue.wait_value`).
+VALUE_64 = 1
+VALUE_NO_BARRIER = 2
+VALUE_CONDS = {"eq": 0, "geq": 1, "geq_wrapping": 2, "and": 3, "nor": 4}
 #: ``tg_texture_desc.kind``, ``.format``, ``.address_mode[i]`` and ``.flags`` values.
 TEXTURE_LINEAR = 1
 TEXTURE_PITCH2D = 2

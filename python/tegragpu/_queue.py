@@ -5,7 +5,7 @@ import ctypes
 
 from ._cdefs import CLaunchConfig
 from ._constants import (DEFAULT_TIMEOUT_NS, LAUNCH_CONCURRENT, LAUNCH_COOPERATIVE, LAUNCH_SUBMIT,
-                         Status)
+                         VALUE_64, VALUE_CONDS, VALUE_NO_BARRIER, Status)
 from ._errors import InvalidArgument, check
 from ._handle import _Handle
 from ._library import lib
@@ -19,6 +19,14 @@ def _dims(v):
     if len(t) != 3:
         raise InvalidArgument(Status.INVALID_ARGUMENT, f"dimensions {v!r}: at most 3")
     return t
+
+
+def _bool_arg(v, name, where):
+    """``v`` as a bool: True, False (or 0 / 1); anything else is refused naming it."""
+    if isinstance(v, bool) or v in (0, 1) and isinstance(v, int):
+        return bool(v)
+    raise InvalidArgument(Status.INVALID_ARGUMENT,
+                          f"{where}: {name} must be True or False, not {v!r}")
 
 
 def _queue_region(where, dst, offset, size):
@@ -176,6 +184,36 @@ class Queue(_Handle):
 
     def wait(self, signal, value):
         check(lib.tg_queue_wait(self.handle, signal.handle, value))
+
+    def write_value(self, dst, value, offset=0, wide=False, barrier=True):
+        """Record a GPU write of ``value`` to the 32-bit word (``wide``: the 64-bit word) at byte
+        ``offset`` of ``dst`` (a Buffer or BufferView; ``tg_queue_write_value``, like
+        ``cuStreamWriteValue32/64``), once earlier work on the queue is complete and visible;
+        ``barrier=False`` lets it pass that work."""
+        where = "Queue.write_value"
+        wide = _bool_arg(wide, "wide", where)
+        buf, off = _queue_region(where, dst, offset, 8 if wide else 4)
+        flags = (VALUE_64 if wide else 0) | \
+            (0 if _bool_arg(barrier, "barrier", where) else VALUE_NO_BARRIER)
+        check(lib.tg_queue_write_value(self.handle, buf.handle, off,
+                                       _int_arg(value, "value", where), flags))
+
+    def wait_value(self, buf, value, cond="geq", offset=0, wide=False):
+        """Record a GPU wait, before the queue's later work, until the 32-bit word (``wide``:
+        the 64-bit word) at byte ``offset`` of ``buf`` satisfies ``cond`` against ``value``:
+        "eq", "geq" (unsigned), "geq_wrapping" (across wrap-around), "and" (a bit in common),
+        "nor" (``~(word | value)`` not 0) (``tg_queue_wait_value``, like
+        ``cuStreamWaitValue32/64``)."""
+        where = "Queue.wait_value"
+        if cond not in VALUE_CONDS:
+            raise InvalidArgument(Status.INVALID_ARGUMENT, f"{where}: cond {cond!r}: expected "
+                                  f"one of {sorted(VALUE_CONDS)}")
+        wide = _bool_arg(wide, "wide", where)
+        b, off = _queue_region(where, buf, offset, 8 if wide else 4)
+        check(lib.tg_queue_wait_value(self.handle, b.handle, off,
+                                      _int_arg(value, "value", where),
+                                      VALUE_CONDS[cond],
+                                      VALUE_64 if wide else 0))
 
     def barrier(self):
         check(lib.tg_queue_barrier(self.handle))

@@ -323,6 +323,13 @@ for _n, _v in [("U8", 0), ("S8", 1), ("U16", 2), ("S16", 3), ("U32", 4), ("S32",
                ("F32", 7)]:
     _DEFINES[f"TG_TEXTURE_FORMAT_{_n}"] = f"_TEXTURE_FORMAT_{_n}"
     setattr(tg, f"_TEXTURE_FORMAT_{_n}", tg.TEXTURE_FORMATS[_n.lower()])
+_DEFINES["TG_VALUE_64"] = "_VALUE_64"
+_DEFINES["TG_VALUE_NO_BARRIER"] = "_VALUE_NO_BARRIER"
+setattr(tg, "_VALUE_64", tg._constants.VALUE_64)
+setattr(tg, "_VALUE_NO_BARRIER", tg._constants.VALUE_NO_BARRIER)
+for _n, _v in tg._constants.VALUE_CONDS.items():
+    _DEFINES[f"TG_VALUE_{_n.upper()}"] = f"_VALUE_{_n.upper()}"
+    setattr(tg, f"_VALUE_{_n.upper()}", _v)
 for _n in ("WRAP", "CLAMP", "MIRROR", "BORDER"):
     _DEFINES[f"TG_ADDRESS_{_n}"] = f"_ADDRESS_{_n}"
     setattr(tg, f"_ADDRESS_{_n}", tg.ADDRESS_MODES[_n.lower()])

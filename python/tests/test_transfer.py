@@ -99,3 +99,33 @@ def test_attributes_and_memory_info(dev):
         dev.attribute(999)
     free, total = dev.memory_info()
     assert 0 < free <= total == i.memory_bytes
+
+
+@pytest.mark.parametrize("kind", [tg.QueueKind.COMPUTE, tg.QueueKind.COPY])
+def test_write_and_wait_value(dev, kind):
+    # Writes of 32- and 64-bit words; a queue that waits for a word the CPU then writes.
+    with dev.alloc(64, tg.BUF_ZEROED) as buf, dev.create_queue(kind) as q, \
+            dev.create_queue(kind) as q2:
+        q.write_value(buf, 7)
+        q.write_value(buf, 0x1_0000_0002, offset=8, wide=True, barrier=False)
+        q.synchronize()
+        assert np.frombuffer(buf.read(size=16), dtype="<u4").tolist() == [7, 0, 2, 1]
+        q2.wait_value(buf, 5, cond="geq", offset=16)
+        q2.wait_value(buf, 0b100, cond="and", offset=24, wide=True)
+        q2.write_value(buf, 9, offset=32)
+        q2.submit()
+        buf.write((5).to_bytes(4, "little"), offset=16)
+        buf.write((0b110).to_bytes(8, "little"), offset=24)
+        q2.synchronize()
+        assert buf.read(size=4, offset=32) == (9).to_bytes(4, "little")
+        # Refusals name the call and the value.
+        with pytest.raises(tg.InvalidArgument, match="Queue.wait_value: cond 'gt'"):
+            q.wait_value(buf, 1, cond="gt")
+        with pytest.raises(tg.InvalidArgument, match="wide must be True or False"):
+            q.write_value(buf, 1, wide="yes")
+        with pytest.raises(tg.InvalidArgument, match="tg_queue_write_value.*offset 2"):
+            q.write_value(buf, 1, offset=2)
+        with pytest.raises(tg.InvalidArgument, match="does not fit the 32-bit word"):
+            q.write_value(buf, 1 << 32)
+        with pytest.raises(tg.Error):
+            q.write_value(buf, 1, offset=64)

@@ -249,6 +249,25 @@ pub const TG_BUF_ZEROED: u32 = 4;
 /// fast, reads very slow); allocation is fastest. On Orin the same as `TG_BUF_CPU_CACHED`.
 pub const TG_BUF_DEVICE_LOCAL: u32 = 8;
 
+/// `tg_queue_write_value()` / `tg_queue_wait_value()` flag: the word is 64 bits wide (8-byte
+/// aligned); without it, 32 bits (4-byte aligned).
+pub const TG_VALUE_64: u32 = 1;
+/// `tg_queue_write_value()` flag: the write may pass earlier work of the queue (no wait for it
+/// to complete, no memory barrier), like `CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER`.
+pub const TG_VALUE_NO_BARRIER: u32 = 2;
+/// `tg_queue_wait_value()` condition: the word equals the value.
+pub const TG_VALUE_EQ: u32 = 0;
+/// `tg_queue_wait_value()` condition: the word is at least the value (unsigned).
+pub const TG_VALUE_GEQ: u32 = 1;
+/// `tg_queue_wait_value()` condition: `(signed)(word - value) >= 0` in the word's width, i.e.
+/// at least the value across wrap-around (`CU_STREAM_WAIT_VALUE_GEQ`).
+pub const TG_VALUE_GEQ_WRAPPING: u32 = 2;
+/// `tg_queue_wait_value()` condition: `word & value` is not 0.
+pub const TG_VALUE_AND: u32 = 3;
+/// `tg_queue_wait_value()` condition: `~(word | value)` is not 0 in the word's width
+/// (`CU_STREAM_WAIT_VALUE_NOR`).
+pub const TG_VALUE_NOR: u32 = 4;
+
 /// Static facts about a device (`tg_device_get_info()`).
 ///
 /// Set `struct_size = sizeof(tg_device_info)` before the call; on success the library sets it to

@@ -492,6 +492,98 @@ pub unsafe extern "C" fn tg_queue_wait(
     })
 }
 
+/// Record a GPU write of `value` to the 32-bit word (`TG_VALUE_64`: the 64-bit word) at
+/// `offset` of `buf`, in order with the queue's other commands (like `cuStreamWriteValue32` /
+/// `64`): once earlier work on the queue is complete and its writes are visible, unless
+/// `TG_VALUE_NO_BARRIER` lets it pass them. The CPU, or another queue with
+/// `tg_queue_wait_value()`, can wait for the word.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (unknown flags, an
+/// offset not aligned to the word's width, a word outside the buffer, a buffer of another
+/// device, a value wider than a 32-bit word); `TG_ERROR_DEVICE_FAULT`; `TG_ERROR_TIMEOUT`.
+/// Thread safety: any thread; serialized per queue.
+///
+/// # Safety
+/// None beyond the handle contract.
+#[no_mangle]
+pub unsafe extern "C" fn tg_queue_write_value(
+    queue: *const tg_queue,
+    buf: *const tg_buf,
+    offset: u64,
+    value: u64,
+    flags: u32,
+) -> tg_status {
+    run("tg_queue_write_value", || {
+        let known = super::TG_VALUE_64 | super::TG_VALUE_NO_BARRIER;
+        if flags & !known != 0 {
+            return Err(Error::invalid(format!(
+                "tg_queue_write_value: unknown flags {:#x} (known: TG_VALUE_64, TG_VALUE_NO_BARRIER)",
+                flags & !known
+            )));
+        }
+        with_queue(queue, "queue", None, |g, _| {
+            let b = buffer(buf, "buf")?;
+            g.write_buffer_value(
+                &b,
+                offset,
+                value,
+                flags & super::TG_VALUE_64 != 0,
+                flags & super::TG_VALUE_NO_BARRIER == 0,
+            )
+        })
+    })
+}
+
+/// Record a GPU wait, before later work on the queue starts, until the 32-bit word
+/// (`TG_VALUE_64`: the 64-bit word) at `offset` of `buf` satisfies `cond` against `value`
+/// (`TG_VALUE_EQ`, `TG_VALUE_GEQ`, `TG_VALUE_GEQ_WRAPPING`, `TG_VALUE_AND`, `TG_VALUE_NOR`;
+/// like `cuStreamWaitValue32` / `64`). The GPU polls the word; the queue's later work waits,
+/// other queues run. A word that never satisfies it holds the queue until
+/// `tg_queue_synchronize()` times out.
+///
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (unknown `cond` or
+/// flags, an offset not aligned to the word's width, a word outside the buffer, a buffer of
+/// another device, a value wider than a 32-bit word); `TG_ERROR_DEVICE_FAULT`;
+/// `TG_ERROR_TIMEOUT`. Thread safety: any thread; serialized per queue.
+///
+/// # Safety
+/// None beyond the handle contract.
+#[no_mangle]
+pub unsafe extern "C" fn tg_queue_wait_value(
+    queue: *const tg_queue,
+    buf: *const tg_buf,
+    offset: u64,
+    value: u64,
+    cond: u32,
+    flags: u32,
+) -> tg_status {
+    run("tg_queue_wait_value", || {
+        use crate::core::ValueCond as C;
+        let c = match cond {
+            super::TG_VALUE_EQ => C::Equal,
+            super::TG_VALUE_GEQ => C::GreaterOrEqual,
+            super::TG_VALUE_GEQ_WRAPPING => C::GreaterOrEqualWrapping,
+            super::TG_VALUE_AND => C::AnyBitSet,
+            super::TG_VALUE_NOR => C::NorAnyBitSet,
+            _ => {
+                return Err(Error::invalid(format!(
+                    "tg_queue_wait_value: unknown condition {cond} (TG_VALUE_EQ, _GEQ, _GEQ_WRAPPING, _AND, _NOR)"
+                )))
+            }
+        };
+        if flags & !super::TG_VALUE_64 != 0 {
+            return Err(Error::invalid(format!(
+                "tg_queue_wait_value: unknown flags {:#x} (known: TG_VALUE_64)",
+                flags & !super::TG_VALUE_64
+            )));
+        }
+        with_queue(queue, "queue", None, |g, _| {
+            let b = buffer(buf, "buf")?;
+            g.wait_buffer_value(&b, offset, value, flags & super::TG_VALUE_64 != 0, c)
+        })
+    })
+}
+
 /// Record a full barrier: earlier work on the queue completes and its writes are visible to the
 /// CPU and other engines before later work starts.
 ///

@@ -210,6 +210,59 @@ impl Queue {
         self.with_cmd(|pb| pb.host_sem_acquire(va, value, wide, c))
     }
 
+    /// [`Queue::write_value`] on the word at `offset` of `buf` (a buffer of this queue's
+    /// device; the word must lie inside it, aligned to its width).
+    pub fn write_buffer_value(
+        &mut self,
+        buf: &Buffer,
+        offset: u64,
+        value: u64,
+        wide: bool,
+        barrier: bool,
+    ) -> Result<()> {
+        let va = self.value_word("tg_queue_write_value", buf, offset, value, wide)?;
+        self.write_value(va, value, wide, barrier)
+    }
+
+    /// [`Queue::wait_value`] on the word at `offset` of `buf` (a buffer of this queue's device;
+    /// the word must lie inside it, aligned to its width).
+    pub fn wait_buffer_value(
+        &mut self,
+        buf: &Buffer,
+        offset: u64,
+        value: u64,
+        wide: bool,
+        cond: ValueCond,
+    ) -> Result<()> {
+        let va = self.value_word("tg_queue_wait_value", buf, offset, value, wide)?;
+        self.wait_value(va, value, wide, cond)
+    }
+
+    /// The GPU address of the 4- or 8-byte word at `offset` of `buf`, checked.
+    fn value_word(
+        &self,
+        call: &str,
+        buf: &Buffer,
+        offset: u64,
+        value: u64,
+        wide: bool,
+    ) -> Result<u64> {
+        self.check_own_buffer(call, buf)?;
+        let width = if wide { 8 } else { 4 };
+        if offset % width != 0 {
+            return Err(Error::invalid(format!(
+                "{call}: offset {offset} is not a multiple of the word's {width} bytes"
+            )));
+        }
+        if !wide && value > u64::from(u32::MAX) {
+            return Err(Error::invalid(format!(
+                "{call}: value {value:#x} does not fit the 32-bit word (TG_VALUE_64 selects a 64-bit one)"
+            )));
+        }
+        buf.check_range(call, offset, width)?;
+        Ok(buf.gpu_va() + offset)
+    }
+
     /// Record a full barrier: earlier work completes and its writes are visible (to the CPU and
     /// other engines) before later work starts.
     pub fn barrier(&mut self) -> Result<()> {

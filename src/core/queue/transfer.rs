@@ -245,7 +245,7 @@ impl Queue {
         unsafe { self.read_to_host(dst.as_mut_ptr(), src.gpu_va() + offset, dst.len() as u64) }
     }
 
-    fn check_own_buffer(&self, call: &str, b: &Buffer) -> Result<()> {
+    pub(super) fn check_own_buffer(&self, call: &str, b: &Buffer) -> Result<()> {
         if !Arc::ptr_eq(&b.device().inner, &self.dev.inner) {
             return Err(Error::invalid(format!(
                 "{call}: the buffer belongs to another device than the queue"
