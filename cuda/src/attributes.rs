@@ -252,8 +252,9 @@ fn table(d: &core::Device, attrib: i32) -> Option<i32> {
         88 => 0,
         89 => 0,
         90 => 1,
-        // Registered host memory has no device address here (it is copied through staging).
-        91 => 0,
+        // Registered host memory is mapped for the GPU at its own addresses on desktop GPUs
+        // (hostreg.rs); on Jetson it is only recorded.
+        91 => dgpu,
         92..=94 => 0,
         95 => 1,
         96 => dgpu,

@@ -1,13 +1,15 @@
 //! Registered host memory (`cuMemHostRegister`, `cuMemHostUnregister`).
 //!
-//! libtegragpu cannot pin memory it did not allocate, so registering does not map the range
-//! for the GPU. It is recorded, and copies to and from it work as from any host memory: a copy
-//! from it stages the bytes at the call (what the GPU would read, since CUDA forbids changing
-//! the range before the copy completes), a copy into it returns once the bytes are there (an
-//! `Async` form may complete before it returns). What needs a device address of the range is
-//! refused, naming the reason: `CU_MEMHOSTREGISTER_DEVICEMAP` and `IOMEMORY`,
-//! `cuMemHostGetDevicePointer` of registered memory; `CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_
-//! FOR_REGISTERED_MEM` reads 0.
+//! On desktop GPUs the range's pages are pinned and mapped for the GPU at the GPU address equal
+//! to their CPU address (libtegragpu's `Device::register_host`), so the host pointer is also the
+//! device pointer (`CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM` reads 1 there)
+//! and `cuMemHostGetDevicePointer` answers it. Where that mapping cannot be made (Jetson, whose
+//! nvmap this library does not ask to map foreign pages; pages another registration already
+//! maps; addresses the GPU reserves) the range is only recorded: copies to and from it work as
+//! from any host memory (a copy from it stages the bytes at the call, which CUDA forbids
+//! changing before the copy completes; a copy into it returns once the bytes are there), and
+//! what needs a device address is refused naming the reason: `CU_MEMHOSTREGISTER_DEVICEMAP`,
+//! `cuMemHostGetDevicePointer` of the range. `CU_MEMHOSTREGISTER_IOMEMORY` is refused.
 
 use crate::context::{current, Context};
 use crate::error::{fail, guard, invalid, R};
@@ -15,6 +17,8 @@ use crate::types::*;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::ffi::c_void;
+use std::sync::Arc;
+use tegragpu::core::Buffer;
 
 pub const CU_MEMHOSTREGISTER_PORTABLE: u32 = 1;
 pub const CU_MEMHOSTREGISTER_DEVICEMAP: u32 = 2;
@@ -28,9 +32,13 @@ pub struct Registered {
     pub len: usize,
     pub flags: u32,
     pub ctx: &'static Context,
+    /// The GPU reaches the range at its own addresses (the host pointer is the device pointer).
+    pub mapped: bool,
 }
 
 static REGISTERED: Mutex<BTreeMap<usize, Registered>> = Mutex::new(BTreeMap::new());
+/// The buffers that map registered ranges for the GPU, by start.
+static MAPPINGS: Mutex<BTreeMap<usize, Arc<Buffer>>> = Mutex::new(BTreeMap::new());
 
 /// The registered range holding host address `p`.
 pub fn find_registered(p: usize) -> Option<Registered> {
@@ -39,8 +47,8 @@ pub fn find_registered(p: usize) -> Option<Registered> {
     (p - r.start < r.len).then_some(*r)
 }
 
-/// Why registered memory has no device address.
-pub const NO_DEVICE_ADDRESS: &str = "registered host memory is not mapped for the GPU by this library (it cannot pin memory it did not allocate; copies to and from the range go through staging buffers): allocate mapped memory with cuMemHostAlloc instead";
+/// Why a registered range has no device address.
+pub const NO_DEVICE_ADDRESS: &str = "this registered host memory is not mapped for the GPU (the library could not map it at its own addresses when it was registered; copies to and from the range go through staging buffers): allocate mapped memory with cuMemHostAlloc instead";
 
 unsafe fn register(p: *mut c_void, bytes: usize, flags: u32) -> R {
     let ctx = current()?;
@@ -58,12 +66,6 @@ unsafe fn register(p: *mut c_void, bytes: usize, flags: u32) -> R {
         return Err(fail(
             CUDA_ERROR_NOT_SUPPORTED,
             "CU_MEMHOSTREGISTER_IOMEMORY: I/O memory cannot be registered with this library",
-        ));
-    }
-    if flags & CU_MEMHOSTREGISTER_DEVICEMAP != 0 {
-        return Err(fail(
-            CUDA_ERROR_NOT_SUPPORTED,
-            format!("CU_MEMHOSTREGISTER_DEVICEMAP: {NO_DEVICE_ADDRESS}"),
         ));
     }
     let start = p as usize;
@@ -93,6 +95,33 @@ unsafe fn register(p: *mut c_void, bytes: usize, flags: u32) -> R {
             ),
         ));
     }
+    // Map it for the GPU at its own addresses where the device can.
+    let mapped = match ctx.core.register_host(p as *const u8, bytes as u64) {
+        Ok(b) => {
+            MAPPINGS.lock().insert(start, Arc::new(b));
+            true
+        }
+        Err(e) if flags & CU_MEMHOSTREGISTER_DEVICEMAP != 0 => {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!(
+                    "CU_MEMHOSTREGISTER_DEVICEMAP: [{p:?}, +{bytes}) cannot be mapped for the GPU: {}",
+                    e.message
+                ),
+            ));
+        }
+        Err(e) => {
+            tegragpu::log::emit(
+                tegragpu::log::Level::Debug,
+                "tegragpu::cuda",
+                format_args!(
+                    "cuMemHostRegister: [{p:?}, +{bytes}) is recorded, not mapped for the GPU: {}",
+                    e.message
+                ),
+            );
+            false
+        }
+    };
     m.insert(
         start,
         Registered {
@@ -100,6 +129,7 @@ unsafe fn register(p: *mut c_void, bytes: usize, flags: u32) -> R {
             len: bytes,
             flags,
             ctx,
+            mapped,
         },
     );
     Ok(())
@@ -130,6 +160,8 @@ pub unsafe extern "C" fn cuMemHostUnregister(p: *mut c_void) -> CUresult {
                 format!("{p:?} is not the start of a registered range"),
             ));
         }
+        // Unmapped and unpinned once the GPU work recorded so far is done (the buffer's drop).
+        MAPPINGS.lock().remove(&(p as usize));
         Ok(())
     })
 }

@@ -270,11 +270,19 @@ pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
             *o = a.buf.gpu_va() + off;
             return Ok(());
         }
-        if crate::hostreg::find_registered(p as usize).is_some() {
-            return Err(fail(
-                CUDA_ERROR_NOT_SUPPORTED,
-                crate::hostreg::NO_DEVICE_ADDRESS,
-            ));
+        match crate::hostreg::find_registered(p as usize) {
+            // Mapped at its own addresses: the host pointer is the device pointer.
+            Some(r) if r.mapped => {
+                *o = p as u64;
+                return Ok(());
+            }
+            Some(_) => {
+                return Err(fail(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    crate::hostreg::NO_DEVICE_ADDRESS,
+                ))
+            }
+            None => {}
         }
         Err(invalid(format!(
             "{p:?} is not pinned host memory of this library"
@@ -384,12 +392,14 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: i32, ptr: CUdeviceptr) -> R
     Ok(())
 }
 
-/// A pointer attribute of registered host memory (which has no device address).
+/// A pointer attribute of registered host memory (whose device address, where it has one, is
+/// its host address).
 unsafe fn registered_attribute(data: *mut c_void, attr: i32, ptr: CUdeviceptr) -> R {
     let r = crate::hostreg::find_registered(ptr as usize).expect("registered");
     match attr {
         1 => *(data as *mut *mut c_void) = r.ctx.handle(),
         2 => *(data as *mut u32) = CU_MEMORYTYPE_HOST,
+        3 if r.mapped => *(data as *mut u64) = ptr,
         3 => {
             return Err(fail(
                 CUDA_ERROR_NOT_SUPPORTED,

@@ -242,6 +242,19 @@ pub trait Backend: Send + Sync {
             format!("tg_buf_import_fd: {} cannot import memory", self.label()),
         ))
     }
+    /// Map the process's own memory `[ptr, ptr + size)` (whole 4 KiB pages) for the GPU at the
+    /// GPU address equal to `ptr`, pinning it (`cuMemHostRegister`): an allocation whose `cpu`
+    /// is `ptr` and which [`Backend::free`] unmaps and unpins without touching the memory.
+    fn register_host(&self, ptr: u64, size: u64) -> Result<Allocation> {
+        let _ = (ptr, size);
+        Err(crate::error::Error::new(
+            crate::error::Status::NotSupported,
+            format!(
+                "{} cannot map memory the library did not allocate for the GPU",
+                self.label()
+            ),
+        ))
+    }
     /// The backend as `Any`, so that a backend can recognise a peer of its own kind.
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         None

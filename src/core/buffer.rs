@@ -82,6 +82,34 @@ impl Buffer {
         })
     }
 
+    /// The process's own memory `[ptr, ptr + len)` mapped for the GPU (whole pages around it),
+    /// see [`Device::register_host`].
+    pub(crate) fn register(dev: &Device, ptr: usize, len: u64) -> Result<Buffer> {
+        const PAGE: u64 = 4096;
+        let p = ptr as u64;
+        let end = p
+            .checked_add(len)
+            .and_then(|e| e.checked_next_multiple_of(PAGE))
+            .filter(|_| p != 0 && len != 0)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "tg_device_register_host: pointer {ptr:#x} and length {len} are not a range of memory"
+                ))
+            })?;
+        let start = p - p % PAGE;
+        let alloc = dev.backend().register_host(start, end - start)?;
+        // Peers that cannot map foreign memory leave it unmapped, as host buffers.
+        if let Err(e) = dev.peer_add_buffer(&alloc, true) {
+            let _ = dev.backend().free(&alloc);
+            return Err(e);
+        }
+        Ok(Buffer {
+            dev: dev.clone(),
+            size: alloc.size,
+            alloc: Some(alloc),
+        })
+    }
+
     fn a(&self) -> &Allocation {
         // Invariant: `alloc` is Some until drop.
         self.alloc

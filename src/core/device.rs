@@ -289,6 +289,20 @@ impl Device {
         Buffer::new(self, size_bytes, flags)
     }
 
+    /// Map the process's own memory `[ptr, ptr + len)` for the GPU (pinning it; like
+    /// `cuMemHostRegister`): a buffer over the whole 4 KiB pages around the range, at the GPU
+    /// address equal to its CPU address, so kernels can use pointers into it as they are. The
+    /// memory stays the caller's: it must stay allocated until the buffer is dropped, and
+    /// dropping the buffer unmaps and unpins it without touching its contents. Desktop GPUs
+    /// (RM) only; elsewhere `Status::NotSupported`, saying why; also where the address is
+    /// not free for the GPU (the library's own window, the shader windows, or pages another
+    /// registration already maps).
+    pub fn register_host(&self, ptr: *const u8, len: u64) -> Result<Buffer> {
+        self.check_usable()?;
+        self.collect_deferred();
+        Buffer::register(self, ptr as usize, len)
+    }
+
     /// Import memory another driver or process exported as `fd` (a dma-buf on Jetson, an RM
     /// export fd on desktop GPUs; see [`Buffer::export_fd`]): a buffer of `size` bytes of it,
     /// or of all of it when `size` is 0. The caller keeps `fd` (close it when it likes; the

@@ -276,24 +276,91 @@ fn registered_host_memory() {
         .iter()
         .enumerate()
         .all(|(i, &x)| x == (i as u32 + 10) * 3 + 1));
-    // No device address: refused with the reason.
     let mut dp = 0u64;
-    assert_eq!(
-        cu!(cuMemHostGetDevicePointer_v2(&mut dp, p, 0): *mut u64, *mut c_void, u32),
-        801
-    );
     let mut t = 0u32;
     check(
         cu!(cuPointerGetAttribute(ptr(&mut t), 2, p as u64 + 40): *mut c_void, i32, u64),
         "memory type",
     );
     assert_eq!(t, 1, "host memory");
-    let mut other = vec![0u8; 64];
-    assert_eq!(
-        cu!(cuMemHostRegister_v2(other.as_mut_ptr() as *mut c_void, 64, 2): *mut c_void, usize, u32),
-        801,
-        "DEVICEMAP"
+    let mut can = -1;
+    check(
+        cu!(cuDeviceGetAttribute(&mut can, 91, 0): *mut i32, i32, i32),
+        "CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM",
     );
+    // A page-aligned range of its own (a registration maps whole pages).
+    let layout = std::alloc::Layout::from_size_align(8192, 4096).unwrap();
+    let other = unsafe { std::alloc::alloc_zeroed(layout) };
+    if emulated() {
+        // Jetson: recorded only. No device address: refused with the reason.
+        assert_eq!(can, 0);
+        assert_eq!(
+            cu!(cuMemHostGetDevicePointer_v2(&mut dp, p, 0): *mut u64, *mut c_void, u32),
+            801
+        );
+        assert_eq!(
+            cu!(cuMemHostRegister_v2(other as *mut c_void, 8192, 2): *mut c_void, usize, u32),
+            801,
+            "DEVICEMAP"
+        );
+    } else {
+        // Desktop GPUs: mapped at its own addresses; a kernel writes through the host pointer.
+        assert_eq!(can, 1);
+        check(
+            cu!(cuMemHostGetDevicePointer_v2(&mut dp, p, 0): *mut u64, *mut c_void, u32),
+            "device pointer",
+        );
+        assert_eq!(dp, p as u64, "the device pointer is the host pointer");
+        let mut va = 0u64;
+        check(
+            cu!(cuPointerGetAttribute(ptr(&mut va), 3, p as u64 + 40): *mut c_void, i32, u64),
+            "device pointer attribute",
+        );
+        assert_eq!(va, p as u64 + 40);
+        check(
+            cu!(cuMemHostRegister_v2(other as *mut c_void, 8192, 2): *mut c_void, usize, u32),
+            "DEVICEMAP",
+        );
+        let m = load_fixture("kernels");
+        let fill = function(m, "fill_u32");
+        let (mut a, mut v, mut cnt) = (p as u64 + 400, 77u32, 16u32);
+        launch(
+            fill,
+            1,
+            32,
+            s,
+            &mut [ptr(&mut a), ptr(&mut v), ptr(&mut cnt)],
+        );
+        let (mut a2, mut v2) = (other as u64 + 4096, 78u32);
+        launch(
+            fill,
+            1,
+            32,
+            s,
+            &mut [ptr(&mut a2), ptr(&mut v2), ptr(&mut cnt)],
+        );
+        check(cu!(cuStreamSynchronize(s): *mut c_void), "sync");
+        let hp = host.as_ptr();
+        let h: Vec<u32> = (0..n)
+            .map(|i| unsafe { hp.add(i).read_volatile() })
+            .collect();
+        assert!(
+            h[100..116].iter().all(|&x| x == 77),
+            "the kernel wrote the host memory"
+        );
+        assert_eq!(h[116], 116 * 3 + 1, "and nothing after it");
+        let op = unsafe { other.add(4096) } as *const u32;
+        let o: Vec<u32> = (0..17)
+            .map(|i| unsafe { op.add(i).read_volatile() })
+            .collect();
+        assert!(o[..16].iter().all(|&x| x == 78) && o[16] == 0);
+        check(
+            cu!(cuMemHostUnregister(other as *mut c_void): *mut c_void),
+            "unregister other",
+        );
+        check(cu!(cuModuleUnload(m): *mut c_void), "unload");
+    }
+    unsafe { std::alloc::dealloc(other, layout) };
     check(cu!(cuMemHostUnregister(p): *mut c_void), "unregister");
     assert_eq!(cu!(cuMemHostUnregister(p): *mut c_void), 713);
     assert_eq!(

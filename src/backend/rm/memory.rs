@@ -50,6 +50,10 @@ pub(super) fn eager_cpu_map() -> bool {
 }
 
 /// `size` bytes (aligned to `align`) of the GPU VA window.
+/// The Hopper shared- and local-memory windows of the GPU address space ([start, end)): no
+/// buffer can be reached there.
+const SHADER_WINDOWS: (u64, u64) = (0x7293_0000_0000, 0x7295_0000_0000);
+
 pub(super) fn window_alloc(size: u64, align: u64) -> Result<u64> {
     let mut w = va::low_va().lock();
     w.alloc(size, align).ok_or_else(|| {
@@ -290,7 +294,7 @@ impl Inner {
             let mapped = match rec.kind {
                 MemKind::Vidmem | MemKind::ImportedVidmem => self.map_bar1(rec, bar1_kib),
                 MemKind::ImportedSysmem => self.map_sysmem(rec),
-                MemKind::Host | MemKind::Notifier => {
+                MemKind::Host | MemKind::Notifier | MemKind::Registered => {
                     return Err(Error::new(
                         Status::Internal,
                         format!(
@@ -339,6 +343,51 @@ impl Inner {
                 .alloc_os_descriptor(self.dev_fd, self.device, handle, rec.cpu as u64, size)?;
             rec.handle = handle;
             self.uvm_map(rec.va, size, rec.handle)?;
+            rec.uvm_mapped = true;
+            Ok(())
+        })();
+        match res {
+            Ok(()) => Ok(rec),
+            Err(e) => {
+                let _ = self.free_record(rec);
+                Err(e)
+            }
+        }
+    }
+
+    /// The process's own memory `[start, start + size)` (whole 4 KiB pages) for the GPU:
+    /// pinned through an OS descriptor (RM takes the pages at their CPU address,
+    /// `os_desc_mem.c:osdescConstruct_IMPL`) and mapped by UVM at the GPU address equal to the
+    /// CPU address, so that kernels use the host pointer itself. Refused where that address is
+    /// not free for the GPU: inside the library's own window, the shader windows, beyond the
+    /// GPU's 49-bit addresses, or a range UVM already has (a registration sharing a page).
+    pub(super) fn register_host(&self, start: u64, size: u64) -> Result<MemRecord> {
+        let end = start.checked_add(size).filter(|e| *e <= 1 << 47);
+        let Some(end) = end else {
+            return Err(Error::invalid(format!(
+                "register: [{start:#x}, +{size:#x}) is not user memory"
+            )));
+        };
+        let overlaps = |a: u64, b: u64| start < b && a < end;
+        if overlaps(va::LOW_VA_BASE, va::LOW_VA_END) || overlaps(SHADER_WINDOWS.0, SHADER_WINDOWS.1)
+        {
+            return Err(Error::new(
+                Status::NotSupported,
+                format!(
+                    "register: [{start:#x}, {end:#x}) lies where the GPU's addresses are taken (the library's window [{:#x}, {:#x}) or the shader windows [{:#x}, {:#x}))",
+                    va::LOW_VA_BASE, va::LOW_VA_END, SHADER_WINDOWS.0, SHADER_WINDOWS.1
+                ),
+            ));
+        }
+        let mut rec = MemRecord::new(MemKind::Registered);
+        let res = (|| -> Result<()> {
+            rec.va = start;
+            rec.size = size;
+            let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
+            self.api
+                .alloc_os_descriptor(self.dev_fd, self.device, handle, start, size)?;
+            rec.handle = handle;
+            self.uvm_map(start, size, handle)?;
             rec.uvm_mapped = true;
             Ok(())
         })();

@@ -267,6 +267,25 @@ impl Backend for RmBackend {
         Ok(a)
     }
 
+    fn register_host(&self, ptr: u64, size: u64) -> Result<Allocation> {
+        if size == 0 || ptr % 4096 != 0 || size % 4096 != 0 {
+            return Err(Error::invalid(format!(
+                "register: [{ptr:#x}, +{size:#x}) is not whole 4 KiB pages"
+            )));
+        }
+        let rec = self.inner.register_host(ptr, size)?;
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let a = Allocation {
+            gpu_va: rec.va,
+            cpu: ptr as *mut u8,
+            size: rec.size,
+            id,
+        };
+        debug!("register {size:#x} bytes of the process's memory at {ptr:#x} id {id}");
+        self.inner.mem.lock().insert(id, rec);
+        Ok(a)
+    }
+
     fn free(&self, alloc: &Allocation) -> Result<()> {
         let rec = {
             let mut m = self.inner.mem.lock();

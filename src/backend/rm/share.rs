@@ -348,6 +348,7 @@ fn kind_words(kind: MemKind) -> &'static str {
         MemKind::Notifier => "notifier",
         MemKind::ImportedVidmem => "imported video memory",
         MemKind::ImportedSysmem => "imported system memory",
+        MemKind::Registered => "registered host memory",
     }
 }
 

@@ -51,6 +51,9 @@ pub(super) enum MemKind {
     /// System memory imported from an export fd, CPU-mapped through a fresh control fd on first
     /// CPU access.
     ImportedSysmem,
+    /// The process's own pages (`cuMemHostRegister`), pinned through an OS descriptor and
+    /// GPU-mapped at their CPU address; the record holds no CPU mapping of its own.
+    Registered,
 }
 
 /// One RM memory object and its mappings. Every field that is set is undone by
