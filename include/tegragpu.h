@@ -1314,6 +1314,36 @@ enum tg_status tg_buf_import_fd(const struct tg_device *dev,
                                 struct tg_buf **out);
 
 /**
+ * Map `size` bytes of the caller's own memory at `ptr` for the GPU of `dev`, pinning it (like
+ * `cuMemHostRegister`): a buffer over the whole 4 KiB pages around the range, mapped at the
+ * GPU address equal to its CPU address, so that kernels use pointers into the range as they
+ * are (`tg_buf_gpu_address()` and `tg_buf_cpu_ptr()` both give the first page's address).
+ * The memory stays the caller's: keep it allocated until `tg_buf_free()`, which unmaps and
+ * unpins it (once the GPU work recorded so far is done) without touching its contents.
+ *
+ * - `flags`: 0 (no flags are defined yet).
+ * - `out`: receives the new buffer handle.
+ *
+ * Desktop GPUs (RM) only. Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`
+ * (`ptr`, `out`); `TG_ERROR_INVALID_ARGUMENT` (`size` 0, a range past the end of the address
+ * space, unknown `flags`); `TG_ERROR_NOT_SUPPORTED` (Jetson, where nvmap is not asked to map
+ * foreign pages; a range whose addresses the GPU reserves; pages another registration
+ * already maps), with the reason; `TG_ERROR_OS`.
+ *
+ * Ownership: the caller owns `*out` and releases it with `tg_buf_free()`.
+ * Thread safety: any thread.
+ *
+ * # Safety
+ * `ptr..ptr + size` is memory of this process that stays allocated while the buffer lives;
+ * `out` is NULL or writable.
+ */
+enum tg_status tg_buf_register_host(const struct tg_device *dev,
+                                    const void *ptr,
+                                    uint64_t size,
+                                    uint32_t flags,
+                                    struct tg_buf **out);
+
+/**
  * Load GPU code from memory: what `cuModuleLoadData` takes.
  *
  * - `data`, `size_bytes`: a cubin (`nvcc -cubin`, nvrtc, `nvlink`); a fatbin (`nvcc -fatbin`),

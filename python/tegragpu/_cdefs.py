@@ -128,6 +128,7 @@ SIGNATURES = {
     "tg_buf_export_dmabuf": (_st, [_H, _P(_int)]),
     "tg_buf_export_fd": (_st, [_H, _P(_int), _P(_u64)]),
     "tg_buf_import_fd": (_st, [_H, _int, _u64, _u32, _P(_H)]),
+    "tg_buf_register_host": (_st, [_H, ctypes.c_void_p, _u64, _u32, _P(_H)]),
     "tg_module_load": (_st, [_H, ctypes.c_void_p, _size, _P(_H)]),
     "tg_module_load_file": (_st, [_H, ctypes.c_char_p, _P(_H)]),
     "tg_module_compile_cuda": (_st, [_H, ctypes.c_char_p, _P(ctypes.c_char_p), _size, _P(_H)]),

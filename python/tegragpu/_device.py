@@ -195,6 +195,34 @@ class Device(_Handle):
         check(lib.tg_buf_import_fd(self.handle, fd, size, 0, ctypes.byref(h)))
         return Buffer(h.value)
 
+    def register_host(self, obj):
+        """Map the memory of ``obj`` (any writable, contiguous buffer: a numpy array, a
+        bytearray, a ctypes array) for the GPU, pinning it (``tg_buf_register_host``, like
+        ``cuMemHostRegister``): a :class:`Buffer` over the whole 4 KiB pages around it, at the
+        GPU address equal to its CPU address, so kernels take the address of ``obj`` itself
+        (``Buffer.gpu_address`` is that of the first page). The buffer keeps ``obj`` alive;
+        freeing it unmaps and unpins the memory. Desktop GPUs only; elsewhere
+        :class:`NotSupported` with the reason."""
+        where = "Device.register_host"
+        try:
+            mv = memoryview(obj)
+        except TypeError:
+            raise InvalidArgument(Status.INVALID_ARGUMENT,
+                                  f"{where}: {type(obj).__name__} does not expose its memory "
+                                  "(buffer protocol)") from None
+        if mv.readonly or not mv.contiguous or mv.nbytes == 0:
+            raise InvalidArgument(Status.INVALID_ARGUMENT,
+                                  f"{where}: the memory must be writable, contiguous and not "
+                                  f"empty (readonly={mv.readonly}, contiguous={mv.contiguous}, "
+                                  f"{mv.nbytes} bytes)")
+        addr = ctypes.addressof(ctypes.c_char.from_buffer(mv.cast("B")))
+        h = _H()
+        check(lib.tg_buf_register_host(self.handle, ctypes.c_void_p(addr), mv.nbytes, 0,
+                                       ctypes.byref(h)))
+        b = Buffer(h.value)
+        b._registered = obj  # the memory must outlive the mapping
+        return b
+
     def load_module(self, cubin):
         """Load a cubin (or fatbin, or PTX) from bytes."""
         data = bytes(cubin)

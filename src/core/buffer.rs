@@ -93,7 +93,7 @@ impl Buffer {
             .filter(|_| p != 0 && len != 0)
             .ok_or_else(|| {
                 Error::invalid(format!(
-                    "tg_device_register_host: pointer {ptr:#x} and length {len} are not a range of memory"
+                    "tg_buf_register_host: pointer {ptr:#x} and length {len} are not a range of memory"
                 ))
             })?;
         let start = p - p % PAGE;

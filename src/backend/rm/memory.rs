@@ -387,7 +387,15 @@ impl Inner {
             self.api
                 .alloc_os_descriptor(self.dev_fd, self.device, handle, start, size)?;
             rec.handle = handle;
-            self.uvm_map(start, size, handle)?;
+            self.uvm_map(start, size, handle).map_err(|e| {
+                Error::new(
+                    Status::NotSupported,
+                    format!(
+                        "register: the pages [{start:#x}, {end:#x}) cannot be mapped for the GPU at their own addresses (pages another registration already maps cannot be registered again): {}",
+                        e.message
+                    ),
+                )
+            })?;
             rec.uvm_mapped = true;
             Ok(())
         })();
