@@ -48,11 +48,17 @@ pub(crate) fn reaching(
     }
 }
 
-/// Pinned host memory of this library at `p` for `n` bytes, whose GPU address the queue of `s`
-/// can use (memory of `s`'s device): that address.
+/// Pinned host memory at `p` for `n` bytes whose GPU address the queue of `s` can use (memory
+/// of `s`'s device): that address. Pinned memory of this library, and registered host memory
+/// mapped for the GPU (at its own address).
 pub(crate) fn pinned_va(s: &Stream, p: usize, n: u64) -> Option<u64> {
-    let (h, off) = find_host(p)?;
-    (off + n <= h.size && std::ptr::eq(h.ctx.dev, s.ctx.dev)).then(|| h.buf.gpu_va() + off)
+    if let Some((h, off)) = find_host(p) {
+        return (off + n <= h.size && std::ptr::eq(h.ctx.dev, s.ctx.dev))
+            .then(|| h.buf.gpu_va() + off);
+    }
+    let r = crate::hostreg::find_registered(p)?;
+    let inside = (p - r.start) as u64 + n <= r.len as u64;
+    (r.mapped && inside && std::ptr::eq(r.ctx.dev, s.ctx.dev)).then_some(p as u64)
 }
 
 /// Host → device on stream `s`. From pinned host memory the queue copies on the GPU (`sync`:
