@@ -198,26 +198,7 @@ impl<'a> PushBuf<'a> {
     /// `u64::MAX` satisfies every wait), letting the scheduler switch TSGs meanwhile.
     /// SEM_EXECUTE = 0x0100_1002.
     pub fn host_sem_acquire_geq(&mut self, va: u64, value: u64) -> Result<()> {
-        self.check_sem("host_sem_acquire_geq", va, 8)?;
-        let exec = NVC56F_SEM_EXECUTE_OPERATION.val(NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ)
-            | NVC56F_SEM_EXECUTE_ACQUIRE_SWITCH_TSG.val(NVC56F_SEM_EXECUTE_ACQUIRE_SWITCH_TSG_EN)
-            | NVC56F_SEM_EXECUTE_PAYLOAD_SIZE.val(NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT);
-        self.run(
-            "host_sem_acquire_geq",
-            header(
-                NVC56F_DMA_SEC_OP_INC_METHOD,
-                5,
-                SUBCH_HOST,
-                NVC56F_SEM_ADDR_LO,
-            ),
-            &[
-                va as u32,
-                (va >> 32) as u32,
-                value as u32,
-                (value >> 32) as u32,
-                exec,
-            ],
-        )
+        self.host_sem_acquire(va, value, true, SemCond::Geq)
     }
 
     /// Host semaphore acquire with any comparison: wait until the 32-bit (or, with
