@@ -70,6 +70,23 @@ pub(super) fn window_alloc(size: u64, align: u64) -> Result<u64> {
 }
 
 impl Inner {
+    /// A record of `kind` built by `f`; where `f` fails, what it set up is freed
+    /// ([`Inner::free_record`] undoes every field that is set) and its error returned.
+    fn build_record(
+        &self,
+        kind: MemKind,
+        f: impl FnOnce(&mut MemRecord) -> Result<()>,
+    ) -> Result<MemRecord> {
+        let mut rec = MemRecord::new(kind);
+        match f(&mut rec) {
+            Ok(()) => Ok(rec),
+            Err(e) => {
+                let _ = self.free_record(rec);
+                Err(e)
+            }
+        }
+    }
+
     pub(super) fn uvm_map(&self, va: u64, size: u64, handle: u32) -> Result<()> {
         let t = timing_start();
         let mut r = UVM_CREATE_EXTERNAL_RANGE_PARAMS {
@@ -225,8 +242,7 @@ impl Inner {
         let size = size
             .checked_next_multiple_of(page)
             .ok_or_else(|| Error::invalid(format!("allocation size {size:#x} overflows")))?;
-        let mut rec = MemRecord::new(MemKind::Vidmem);
-        let res = (|| -> Result<()> {
+        self.build_record(MemKind::Vidmem, |rec| {
             rec.va = window_alloc(size, page)?;
             rec.va_owned = true;
             rec.size = size;
@@ -237,19 +253,12 @@ impl Inner {
                 .alloc(self.device, NV01_MEMORY_LOCAL_USER, Some(&mut p))?;
             timing_step(t, "RM_ALLOC(NV01_MEMORY_LOCAL_USER)", size);
             if cpu_map {
-                self.map_bar1(&mut rec, bar1_kib)?;
+                self.map_bar1(rec, bar1_kib)?;
             }
             self.uvm_map(rec.va, size, rec.handle)?;
             rec.uvm_mapped = true;
             Ok(())
-        })();
-        match res {
-            Ok(()) => Ok(rec),
-            Err(e) => {
-                let _ = self.free_record(rec);
-                Err(e)
-            }
-        }
+        })
     }
 
     /// The BAR1 CPU mapping of a video-memory record (a fresh `/dev/nvidiaN` fd,
@@ -331,8 +340,7 @@ impl Inner {
         } else {
             PAGE_4K
         };
-        let mut rec = MemRecord::new(MemKind::Host);
-        let res = (|| -> Result<()> {
+        self.build_record(MemKind::Host, |rec| {
             rec.va = window_alloc(size, align)?;
             rec.va_owned = true;
             rec.size = size;
@@ -345,14 +353,7 @@ impl Inner {
             self.uvm_map(rec.va, size, rec.handle)?;
             rec.uvm_mapped = true;
             Ok(())
-        })();
-        match res {
-            Ok(()) => Ok(rec),
-            Err(e) => {
-                let _ = self.free_record(rec);
-                Err(e)
-            }
-        }
+        })
     }
 
     /// The process's own memory `[start, start + size)` (whole 4 KiB pages) for the GPU:
@@ -379,8 +380,7 @@ impl Inner {
                 ),
             ));
         }
-        let mut rec = MemRecord::new(MemKind::Registered);
-        let res = (|| -> Result<()> {
+        self.build_record(MemKind::Registered, |rec| {
             rec.va = start;
             rec.size = size;
             let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
@@ -398,21 +398,13 @@ impl Inner {
             })?;
             rec.uvm_mapped = true;
             Ok(())
-        })();
-        match res {
-            Ok(()) => Ok(rec),
-            Err(e) => {
-                let _ = self.free_record(rec);
-                Err(e)
-            }
-        }
+        })
     }
 
     /// A small NV01_MEMORY_SYSTEM buffer for RM to write notifications into, CPU-mapped
     /// through a fresh control fd (it needs no GPU mapping).
     pub(super) fn alloc_notifier(&self) -> Result<MemRecord> {
-        let mut rec = MemRecord::new(MemKind::Notifier);
-        let res = (|| -> Result<()> {
+        self.build_record(MemKind::Notifier, |rec| {
             rec.size = NOTIFIER_SIZE;
             let mut p = self.mem_params(NOTIFIER_SIZE, PAGE_4K, false, false);
             rec.handle = self
@@ -442,14 +434,7 @@ impl Inner {
             })?;
             rec.cpu = p as usize;
             Ok(())
-        })();
-        match res {
-            Ok(()) => Ok(rec),
-            Err(e) => {
-                let _ = self.free_record(rec);
-                Err(e)
-            }
-        }
+        })
     }
 
     /// The CPU mapping of a buffer whose GPU address is `va`: at `va` when the process has
