@@ -2177,10 +2177,14 @@ enum tg_status tg_cmdbuf_launch(const struct tg_cmdbuf *cmdbuf,
 /**
  * Record a copy of `size_bytes` from `src` at `src_offset` to `dst` at `dst_offset`, done by
  * the SMs as on a compute queue. The command buffer holds both buffers until it is destroyed
- * and its replays have completed.
+ * and its replays have completed. The buffers belong to the command buffer's device, or to a
+ * device it has peer access to (`tg_device_enable_peer_access()`): the copy then runs on this
+ * device's SMs over NVLink or PCIe, like `tg_queue_copy()` on a compute queue.
  *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (range outside a
- * buffer, overlap, size 0, buffers of another device, finished command buffer).
+ * buffer, overlap, size 0, finished command buffer, buffer of another device without peer
+ * access enabled: the message names both GPUs); `TG_ERROR_NOT_SUPPORTED` (buffer of a device
+ * this device can have no peer access to: the message names both GPUs and the reason).
  * Thread safety: any thread.
  *
  * # Safety

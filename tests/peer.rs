@@ -14,6 +14,7 @@ mod common;
 use common::{cfg, data_flags, fixtures, params_of};
 use std::ffi::CStr;
 use std::ptr::null_mut;
+use std::sync::Arc;
 use std::time::Instant;
 use tegragpu::core::{Buffer, Device, MemFlags, Queue, QueueKind, Signal};
 use tegragpu::Status;
@@ -102,6 +103,31 @@ fn emulated_orin_refuses_peer_access_with_the_reason() {
             q.submitted_value(),
             before,
             "a refused copy recorded something"
+        );
+    }
+
+    // A command buffer refuses the copy the same way, naming the command buffer's device.
+    {
+        let mut g = a.create_cmdbuf().unwrap();
+        let (mine, theirs) = (
+            Arc::new(a.alloc(4096, data_flags()).unwrap()),
+            Arc::new(b.alloc(4096, data_flags()).unwrap()),
+        );
+        for (dst, src, what) in [(&mine, &theirs, "src"), (&theirs, &mine, "dst")] {
+            let e = g.copy(dst, 0, src, 0, 64).unwrap_err();
+            assert_eq!(e.status, Status::NotSupported, "{e}");
+            assert!(
+                e.message
+                    .starts_with(&format!("tg_cmdbuf_copy: {what} (buffer at "))
+                    && e.message.contains("not to the command buffer's device")
+                    && e.message.contains("no peer access"),
+                "{e}"
+            );
+        }
+        let e = g.finish().unwrap_err();
+        assert!(
+            e.message.contains("nothing was recorded"),
+            "a refused copy was recorded: {e}"
         );
     }
 
@@ -503,6 +529,47 @@ fn rm_two_gpus_copy_and_share_memory() {
     println!("peer: A SM copy kernel, A -> B (write): {}", gbs(N, t));
     let got = sb.read(&b_dst, 0, N);
     check_pattern("A's SM copy kernel A -> B", &got, 0xA1, 0);
+
+    // 3b. A command buffer of A holding copies into B's memory and out of it (the SMs of A),
+    // after a launch that overwrites the destination, replayed twice: each replay moves the
+    // bytes anew.
+    {
+        const M: u64 = (4 << 20) + 36;
+        let a_in = Arc::new(sa.filled(M, 0xC1));
+        let b_mid = Arc::new(b.alloc(M, MemFlags::default()).unwrap());
+        let a_out = Arc::new(a.alloc(M, MemFlags::default()).unwrap());
+        let ma = fixtures(&a);
+        let fill = ma.kernel("fill_u32").unwrap();
+        let mut g = a.create_cmdbuf().unwrap();
+        let p = params_of(&fill, &[a_out.gpu_va(), 0xDEAD_BEEF, M / 4]);
+        g.launch(&fill, &cfg((M / 4).div_ceil(256) as u32, 256), &p)
+            .unwrap();
+        g.copy(&b_mid, 0, &a_in, 0, M).unwrap();
+        g.copy(&a_out, 0, &b_mid, 0, M).unwrap();
+        g.finish().unwrap();
+        for round in 0..2u64 {
+            // New bytes in A's source each round (staged through a host buffer of A).
+            let seed = 0xC1 + round;
+            let h = a.alloc(M, host_flags()).unwrap();
+            fill_pattern(&h, seed);
+            sa.cq.copy(&a_in, 0, &h, 0, M).unwrap();
+            sa.finish(true);
+            sa.kq.replay(&mut g).unwrap();
+            let t = sa.finish(false);
+            let got = sa.read(&a_out, 0, M);
+            check_pattern("A's command buffer: A -> B -> A", &got, seed, 0);
+            check_pattern(
+                "A's command buffer: A -> B",
+                &sb.read(&b_mid, 0, M),
+                seed,
+                0,
+            );
+            println!(
+                "peer: A's command buffer with copies A -> B -> A, replay {round}: correct ({})",
+                gbs(2 * M, t)
+            );
+        }
+    }
 
     // 4. Kernels on B over A's memory: vector_add(a = A's floats, b = B's floats, c = B) and
     // fill_u32 writing into A.

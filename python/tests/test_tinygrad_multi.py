@@ -94,11 +94,25 @@ def test_plan_steps_keeps_every_dependency():
         devs, kinds, deps = _plan_case(rng, ndev, n)
         for concurrency in (True, False):
             levels, steps = td._graph.plan_steps(devs, kinds, deps, concurrency)
+            targets = {k for j in range(n) for k in deps[j] if devs[k] != devs[j]}
             assert sorted(j for s in steps for j in s.items) == list(range(n))
             for s in steps:
                 assert all(devs[j] == s.dev for j in s.items)
                 assert all(w < s.index and steps[w].dev != s.dev for w in s.waits), s
-                assert s.kind == "kernels" or len(s.items) == 1
+                ks = {"copy" if kinds[j] == "copy" else "kernels" for j in s.items}
+                assert s.kind == (ks.pop() if len(ks) == 1 else "mixed"), s
+                # what a step's calls need from other queues has a lower level than its first
+                # call; from the first call another queue depends on, the step signals and
+                # takes calls of higher levels only if other queues depend on them too
+                lv0 = levels[s.items[0]]
+                assert all(levels[k] < lv0 for j in s.items for k in deps[j]
+                           if devs[k] != s.dev), s
+                first = [i for i, j in enumerate(s.items) if j in targets]
+                assert s.signal == bool(first), s
+                if first:
+                    after = s.items[first[0]:]
+                    assert all(j in targets or levels[j] == levels[p]
+                               for p, j in zip(after, after[1:])), s
                 for j in s.items:
                     for k in deps[j]:
                         assert levels[k] < levels[j]
@@ -126,9 +140,9 @@ def test_plan_steps_of_an_exchange_between_two_devices():
     levels, steps = td._graph.plan_steps(devs, kinds, deps)
     assert levels == [0, 1, 2, 3, 4, 0]
     got = [(s.dev, s.kind, s.items, s.waits, s.signal) for s in steps]
-    assert got == [(0, "kernels", [0], [], False), (1, "kernels", [5], [], False),
-                   (0, "copy", [1], [], True), (1, "kernels", [2], [2], False),
-                   (1, "copy", [3], [], True), (0, "kernels", [4], [4], False)], got
+    # each copy joins the kernel before it on its queue, and that step signals
+    assert got == [(0, "mixed", [0, 1], [], True), (1, "kernels", [5], [], False),
+                   (1, "mixed", [2, 3], [0], True), (0, "kernels", [4], [2], False)], got
     with pytest.raises(ValueError, match="not earlier"):
         td._graph.plan_steps([0, 0], ["kernel", "kernel"], [[1], []])
 
@@ -211,6 +225,12 @@ def test_peer_copy_lane_defaults_to_the_sms(monkeypatch):
     for v, lane in (("sm", "compute"), ("SM", "compute"), ("ce", "copy"), (" CE ", "copy")):
         monkeypatch.setenv("TEGRA_PEER_COPY", v)
         assert _peer.peer_copy_lane() == lane, v
+        assert _peer.peer_copy_lane(1 << 30) == lane, v
+    # auto: by size, the copy engine from AUTO_CE_MIN_BYTES
+    monkeypatch.setenv("TEGRA_PEER_COPY", "auto")
+    big = _peer.AUTO_CE_MIN_BYTES
+    assert [_peer.peer_copy_lane(x) for x in (None, 4, big - 1, big, 1 << 30)] == \
+        ["compute", "compute", "compute", "copy", "copy"]
     monkeypatch.setenv("TEGRA_PEER_COPY", "dma")
     with pytest.raises(ValueError, match="TEGRA_PEER_COPY='dma'"):
         _peer.peer_copy_lane()
@@ -306,14 +326,20 @@ def test_graph_over_two_devices(dev, dev2, monkeypatch, engine):
     assert g.steps is not None and {id(d) for d in g.devices} == {id(dev), id(dev2)}
     # lanes: each device's compute queue (kernels) and, with ce, its copy queue (the copies
     # between the devices)
-    assert [(s.dev[0].device, s.dev[1], s.kind) for s in g.steps] == [
-        ("TEGRA", "compute", "kernels"), ("TEGRA", cl, "copy"),
-        ("TEGRA:5", "compute", "kernels"), ("TEGRA:5", cl, "copy"),
-        ("TEGRA", "compute", "kernels")], g.steps
+    # (sm: a copy shares its step with the kernel before it on the compute queue)
     if cl == "copy":
+        assert [(s.dev[0].device, s.dev[1], s.kind) for s in g.steps] == [
+            ("TEGRA", "compute", "kernels"), ("TEGRA", cl, "copy"),
+            ("TEGRA:5", "compute", "kernels"), ("TEGRA:5", cl, "copy"),
+            ("TEGRA", "compute", "kernels")], g.steps
         assert [s.waits for s in g.steps] == [[], [0], [1], [2], [3]], g.steps
     else:
-        assert [s.waits for s in g.steps] == [[], [], [1], [], [3]], g.steps
+        assert [(s.dev[0].device, s.dev[1], s.kind) for s in g.steps] == [
+            ("TEGRA", "compute", "mixed"), ("TEGRA:5", "compute", "mixed"),
+            ("TEGRA", "compute", "kernels")], g.steps
+        assert [s.waits for s in g.steps] == [[], [0], [1]], g.steps
+    # the emulated Orins have no real peer access: the library refuses the second copy in a
+    # command buffer, so it is recorded on the queue (the first copy's source is an input)
     assert len(g.segments) == 3 and "3 kernel runs" in g.cmdbuf_note, g.cmdbuf_note
     if td.cmdbuf_supported():
         assert all(s.cmdbuf is not None for s in g.segments), g.cmdbuf_note
@@ -420,7 +446,12 @@ def test_graph_with_copies_on_one_device(dev, monkeypatch):
     g.launch_dims_replace, g.launch_dims_base, g.symbolic_dims = {}, {}, []
     g._build()
     assert g.levels[:3] == [0, 1, 1], g.levels  # the kernel does not wait for the second copy
-    assert [s.kind for s in g.steps].count("copy") == 4 and all(s.waits == [] for s in g.steps)
+    # one queue: one step; the copies between distinct buffers go into the command buffer with
+    # the kernel, those within one buffer (a no-op, and overlapping halves) onto the queue
+    assert [(s.kind, s.items, s.waits) for s in g.steps] == [("mixed", [0, 1, 2, 3, 4], [])]
+    if td.cmdbuf_supported():
+        assert "1 kernel runs in command buffers, 4 copies (2 in command buffers)" in \
+            g.cmdbuf_note, g.cmdbuf_note
     for _ in range(3):
         copyin(base, bytearray(np.zeros(2 * n, np.float32).tobytes()))
         copyin(out, bytearray(np.zeros(n, np.float32).tobytes()))

@@ -1,8 +1,8 @@
 //! Command buffers: `tg_cmdbuf_*` and `tg_queue_replay`.
 
 use super::boundary::{
-    buffer, destroy_cmdbuf, device, out_ptr, register_cmdbuf, run, same_device, signal,
-    with_cmdbuf, with_queue_cmdbuf, CmdBufCell,
+    buffer, destroy_cmdbuf, device, out_ptr, register_cmdbuf, run, signal, with_cmdbuf,
+    with_queue_cmdbuf, CmdBufCell,
 };
 use super::handles::{self, Kind, Object};
 use super::queue::launch_config;
@@ -191,10 +191,14 @@ pub unsafe extern "C" fn tg_cmdbuf_launch(
 
 /// Record a copy of `size_bytes` from `src` at `src_offset` to `dst` at `dst_offset`, done by
 /// the SMs as on a compute queue. The command buffer holds both buffers until it is destroyed
-/// and its replays have completed.
+/// and its replays have completed. The buffers belong to the command buffer's device, or to a
+/// device it has peer access to (`tg_device_enable_peer_access()`): the copy then runs on this
+/// device's SMs over NVLink or PCIe, like `tg_queue_copy()` on a compute queue.
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (range outside a
-/// buffer, overlap, size 0, buffers of another device, finished command buffer).
+/// buffer, overlap, size 0, finished command buffer, buffer of another device without peer
+/// access enabled: the message names both GPUs); `TG_ERROR_NOT_SUPPORTED` (buffer of a device
+/// this device can have no peer access to: the message names both GPUs and the reason).
 /// Thread safety: any thread.
 ///
 /// # Safety
@@ -213,11 +217,8 @@ pub unsafe extern "C" fn tg_cmdbuf_copy(
         let i = with_cmdbuf(cmdbuf, "cmdbuf", None, self::cmdbuf, |g, _| {
             let d = buffer(dst, "dst")?;
             let s = buffer(src, "src")?;
-            if !same_device(g.device(), d.device()) || !same_device(g.device(), s.device()) {
-                return Err(Error::invalid(
-                    "dst and src must belong to the command buffer's device",
-                ));
-            }
+            // Buffers of another device: peer access must be enabled (checked by the copy,
+            // which names both GPUs and the reason when it is not).
             g.copy(&d, dst_offset, &s, src_offset, size_bytes)
         })?;
         put_node(node_out, i)

@@ -358,10 +358,15 @@ impl Device {
     #[cold]
     fn peer_refusal(&self, owner: &Device, call: &str, what: &str, desc: &str) -> Error {
         let (me, them) = (self.backend().label(), owner.backend().label());
-        let head = format!("{call}: {desc} belongs to {them}, not to the queue's device {me}");
+        let user = if call.starts_with("tg_cmdbuf") {
+            "command buffer"
+        } else {
+            "queue"
+        };
+        let head = format!("{call}: {desc} belongs to {them}, not to the {user}'s device {me}");
         match self.peer_info(owner) {
             Ok(i) if i.can_access => Error::invalid(format!(
-                "{head}; peer access from {me} to {them} is not enabled: call tg_device_enable_peer_access(queue's device, {what}'s device) first ({})",
+                "{head}; peer access from {me} to {them} is not enabled: call tg_device_enable_peer_access({user}'s device, {what}'s device) first ({})",
                 i.summary()
             )),
             Ok(i) => Error::new(

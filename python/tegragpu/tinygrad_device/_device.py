@@ -299,9 +299,11 @@ class TegraDevice(Compiled):
                 self._raise_status(st, "submitting")
         return None
 
-    def _replay(self, graph, wait):
+    def _replay(self, graph, wait, fence=True):
         """Replay ``graph``'s command buffer (one ``tg_queue_replay`` + submit); with ``wait``,
-        return its GPU time in seconds."""
+        return its GPU time in seconds. ``fence``: release the timeline after it (its value is
+        ``graph.cb_fence``, when the command buffer is idle again); else only record it: the
+        caller submits it with a later release and sets ``cb_fence``."""
         if self._faulted is not None:
             raise TegraError(f"{self.device}: the device faulted earlier: {self._faulted}")
         lib, qh = tg.lib, self.qh
@@ -317,7 +319,8 @@ class TegraDevice(Compiled):
                                list(graph.names))
         self.inflight.extend(graph.names)
         self.unsignaled = True
-        graph.cb_fence = self._fence()  # submits; tells when the command buffer is idle again
+        if fence or wait:
+            graph.cb_fence = self._fence()  # submits; tells when the command buffer is idle
         if wait:
             st = lib.tg_queue_signal(qh, self.ts[1].handle, self.ts_value)
             if st == 0:
@@ -357,12 +360,13 @@ class TegraDevice(Compiled):
         """Record a copy from ``src`` (this device's memory) to ``dest`` (``dest_dev``'s: this
         device's or a peer's) on queue ``lane``: the compute queue (the SMs; ordered with the
         launches) or the copy queue (the copy engine)."""
-        try:
-            q = self.q if lane == "compute" else self._copy_queue()
-            q.copy(dest.region, 0, src.region, 0, sz)
-        except tg.Error as e:
-            raise self._error(f"copying {sz} bytes from {self.device} to {dest_dev.device} on "
-                              f"the {lane} queue", e) from e
+        # The library checks the ranges against the buffers (tinygrad's views lie inside them)
+        qh = self.qh if lane == "compute" else self._copy_queue().handle
+        st = tg.lib.tg_queue_copy(qh, dest.base.handle, dest.offset, src.base.handle,
+                                  src.offset, sz)
+        if st:
+            self._raise_status(st, f"copying {sz} bytes from {self.device} to "
+                                   f"{dest_dev.device} on the {lane} queue")
 
     def _peer_copy(self, dest, src, sz, dest_dev):
         """``sz`` bytes from ``src`` (this device's) to ``dest`` (``dest_dev``'s, which this
@@ -371,7 +375,7 @@ class TegraDevice(Compiled):
         device's work recorded so far (it may write ``src``) and after ``dest_dev``'s (it may
         still use ``dest``); ``dest_dev``'s next work waits for the copy, and so does this
         device's next kernel (``src`` is not overwritten before the copy has read it)."""
-        lane = _peer.peer_copy_lane()
+        lane = _peer.peer_copy_lane(sz)
         self._before_compute()
         if lane == "copy":
             self._copy_queue()

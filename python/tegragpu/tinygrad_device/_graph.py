@@ -53,10 +53,10 @@ def set_launch_supported():
 
 class PlanStep:
     """One step of a batch: ``items`` (indexes of the batch's calls, in launch order) run by
-    queue ``dev`` (a lane: the graph uses (device, "compute"|"copy")): consecutive kernels
-    (``kind`` "kernels") or one copy ("copy"). Before it, its queue waits for the steps
-    ``waits`` (indexes into the plan) of other queues; after it, ``signal``: its queue releases
-    its timeline (other queues wait for that)."""
+    queue ``dev`` (a lane: the graph uses (device, "compute"|"copy")), ``kind`` "kernels",
+    "copy" or "mixed" (kernels and copies, in order on one queue). Before it, its queue waits
+    for the steps ``waits`` (indexes into the plan) of other queues; after it, ``signal``: its
+    queue releases its timeline (other queues wait for that)."""
     __slots__ = ("dev", "kind", "items", "waits", "signal", "index", "key")
 
     def __repr__(self):
@@ -72,11 +72,18 @@ def plan_steps(devs, kinds, deps, concurrency=True):
     what they read or wrote). Returns ``(levels, steps)``: a call's level is one more than its
     dependencies' highest (0 without); each queue runs its calls by (level, index), calls of
     one level being independent; the steps, in the order they are recorded, come by the level
-    of their first call. A call that depends on a call of another queue starts a step that
-    waits for that call's step; a call another queue depends on ends a step that signals; a
-    copy is a step of its own. Every wait names an earlier step, so recording the steps in
-    order knows each value waited for, and the queues cannot wait on each other in a circle
-    (a step waits only for lower levels, which come first on every queue)."""
+    of their first call.
+
+    A step waits, before its first call, for the steps of other queues that its calls depend
+    on; a call that another queue depends on makes its step signal. Within a level a queue
+    runs first the calls that depend on other queues, then the others, then those other
+    queues depend on, so that one step holds a level's calls. A step takes a call only where
+    everything that call needs from other queues has a lower level than the step's first call:
+    those steps come earlier, so every wait names an earlier step, recording the steps in
+    order knows each value waited for, and the queues cannot wait on each other in a circle.
+    After a call other queues depend on, a step takes calls of a higher level only if other
+    queues depend on them too (copies of one result to several devices share one signal), so
+    a waiting queue waits for little more than what it needs."""
     n = len(devs)
     levels = [0] * n
     for j in range(n):
@@ -93,14 +100,18 @@ def plan_steps(devs, kinds, deps, concurrency=True):
     steps, step_of = [], [None] * n
     for di, (d, calls) in enumerate(per_dev.items()):
         cur = None
-        for j in sorted(calls, key=lambda j: (levels[j], j)):
-            cross = [k for k in deps[j] if devs[k] != d]
-            if cur is None or cur.kind == "copy" or kinds[j] == "copy" or cross or cur.signal:
+        crosses = {j: [k for k in deps[j] if devs[k] != d] for j in calls}
+        for j in sorted(calls, key=lambda j: (levels[j], 0 if crosses[j] else
+                                              1 if j not in targets else 2, j)):
+            cross = crosses[j]
+            if cur is None or any(levels[k] >= cur.key[0] for k in cross) or \
+                    (cur.signal and j not in targets and levels[j] > levels[cur.items[-1]]):
                 cur = PlanStep()
-                cur.dev, cur.kind, cur.items, cur.waits, cur.signal = \
-                    d, ("copy" if kinds[j] == "copy" else "kernels"), [], [], False
+                cur.dev, cur.kind, cur.items, cur.waits, cur.signal = d, None, [], [], False
                 cur.key = (levels[j], di, j)
                 steps.append(cur)
+            kind = "copy" if kinds[j] == "copy" else "kernels"
+            cur.kind = kind if cur.kind in (None, kind) else "mixed"
             cur.items.append(j)
             cur.waits.extend(cross)
             step_of[j] = cur
@@ -133,17 +144,23 @@ def plan_steps(devs, kinds, deps, concurrency=True):
 class _Segment:
     """Kernels of one device launched together: recorded into one command buffer, or launched
     from their prepacked parameter blocks. ``js``: the graph's entry indexes, in launch
-    order."""
+    order. ``copies`` (graph indexes to :class:`_Copy`): copies among ``js``, recorded into
+    the command buffer as copy nodes (the device's SMs; into or out of a peer's memory where
+    peer access allows); a segment with copies exists only with its command buffer
+    (:func:`_make_runs` splits it otherwise)."""
 
-    def __init__(self, graph, dev, js):
+    def __init__(self, graph, dev, js, copies=None):
         # No reference to the graph: a cycle would leave the graph's buffers to the garbage
         # collector, which may finalize their libtegragpu buffers before tinygrad caches them.
+        copies = copies or {}
         self.entries, self.dev, self.js = graph.entries, dev, js
-        ordered = [graph.entries[j] for j in js]
+        kjs = [j for j in js if j not in copies]
+        ordered = [graph.entries[j] for j in kjs]
         self.launches = tuple((e.prg, e.pbuf, e.cfg_ref) for e in ordered)
-        self.names = tuple(e.prg.name for e in ordered)
-        self.updatable = [j for j in js if j in graph.updatable_set]
-        self.dims_updatable = [j for j in js if j in graph.launch_dims_replace]
+        self.names = tuple(f"copy {copies[j].dev.device} -> {copies[j].dest_dev.device}"
+                           if j in copies else graph.entries[j].prg.name for j in js)
+        self.updatable = [j for j in kjs if j in graph.updatable_set]
+        self.dims_updatable = [j for j in kjs if j in graph.launch_dims_replace]
         self.cmdbuf, self.cmdbuf_note, self.cb_fence = None, None, 0
         self.cb_params, self.cb_dims = {}, {}
         if dev is None or (self.dims_updatable and not set_launch_supported()) or \
@@ -154,7 +171,12 @@ class _Segment:
         cb = None
         try:
             cb = dev.tdev.create_cmdbuf()
-            for e in ordered:
+            for j in js:
+                c = copies.get(j)
+                if c is not None:
+                    cb.copy(c.dest.region, 0, c.src.region, 0, c.size)
+                    continue
+                e = graph.entries[j]
                 # Symbolic dimensions were evaluated with the variables at 0 here; a replay
                 # sets the real ones (tg_cmdbuf_set_launch) before it runs.
                 g, b = (tuple(max(int(x), 1) for x in d) for d in _dims(e))
@@ -169,17 +191,20 @@ class _Segment:
             return
         self.cmdbuf = cb
         self.cb_params = {j: bytes(graph.entries[j].pbuf)[:graph.entries[j].prg.param_bytes]
-                          for j in js}
+                          for j in kjs}
         self.cb_dims = {j: None if j in graph.launch_dims_replace else _dims(graph.entries[j])
-                        for j in js}
-        self.cmdbuf_note = f"command buffer of {len(js)} launches"
+                        for j in kjs}
+        self.cmdbuf_note = f"command buffer of {len(kjs)} launches" + \
+            (f" and {len(js) - len(kjs)} copies" if len(kjs) < len(js) else "")
 
     def idle(self):
         dev = self.dev
         return self.cb_fence <= dev.tl_done or dev.tl.value >= self.cb_fence
 
-    def run(self, wait):
-        """Replay (or launch) the kernels with the entries' current parameters."""
+    def run(self, wait, fence=True):
+        """Replay (or launch) the kernels with the entries' current parameters (``fence``:
+        release the device's timeline after a replay, which tells when the command buffer is
+        idle again; else the caller sets ``cb_fence``)."""
         cb, entries = self.cmdbuf, self.entries
         if cb is not None:
             changed = []
@@ -209,8 +234,53 @@ class _Segment:
                             f"setting the launch dimensions of kernel {e.prg.name} (grid {g}, "
                             f"block {b}) in the command buffer", err, [e.prg.name]) from err
                     self.cb_dims[j] = (g, b)
-                return self.dev._replay(self, wait)
+                return self.dev._replay(self, wait, fence)
         return self.dev._launch_packed(self.launches, wait, None)
+
+
+def _make_runs(graph, dev, js):
+    """The runs of a step's calls ``js`` on ``dev``'s compute queue, in order: segments
+    (:class:`_Segment`: kernels, and the copies a command buffer can hold) and copies recorded
+    on the queue (:class:`_Copy`). A copy goes into the segment's command buffer unless its
+    buffers change between replays (an input of the batch), it would go through the host, or
+    the library refuses it there (then the segment is split around its copies)."""
+    runs, group, held = [], [], {}
+
+    def flush():
+        if not group:
+            return
+        seg = _Segment(graph, dev, list(group), dict(held))
+        if held and seg.cmdbuf is None:
+            # no command buffer with these copies: kernels in segments, copies on the queue
+            part = []
+            for j in group:
+                if j in held:
+                    if part:
+                        runs.append(_Segment(graph, dev, part))
+                        part = []
+                    runs.append(held[j])
+                else:
+                    part.append(j)
+            if part:
+                runs.append(_Segment(graph, dev, part))
+        else:
+            runs.append(seg)
+        group.clear()
+        held.clear()
+
+    for j in js:
+        c = graph.copies.get(j)
+        if c is not None and (j in graph.updatable_set or not c.direct or c.lane != "compute"
+                              or c.dest.region is None or c.src.region is None or
+                              (c.dev is c.dest_dev and c.dest.base is c.src.base)):
+            flush()
+            runs.append(c)
+            continue
+        if c is not None:
+            held[j] = c
+        group.append(j)
+    flush()
+    return runs
 
 
 class TegraGraph(MultiGraphRunner):
@@ -353,10 +423,10 @@ class TegraGraph(MultiGraphRunner):
                         raise TegraError(f"TegraGraph: a copy {src.device} -> {dest.device} "
                                          "is not between TEGRA devices")
                 c.direct = c.dev is c.dest_dev or _peer.graph_ready(c.dev, c.dest_dev)
-                # Between devices: the source's SMs (or its copy engine, TEGRA_PEER_COPY=ce);
+                # Between devices: the source's SMs or its copy engine (TEGRA_PEER_COPY);
                 # within one device: its SMs, in order with its kernels.
-                c.lane = _peer.peer_copy_lane() if c.direct and c.dev is not c.dest_dev else \
-                    "compute"
+                between = c.direct and c.dev is not c.dest_dev
+                c.lane = _peer.peer_copy_lane(c.size) if between else "compute"
                 self.copies[j] = c
                 e = None
                 d, kind, write = c.dev, "copy", [0]
@@ -366,6 +436,8 @@ class TegraGraph(MultiGraphRunner):
             deps.append(sorted(x[0] for x in tracker.access_resources(bufs, write, (j,))))
         self.dev = devs[0][0]
         # The plan's lanes: (device, "compute") and (device, "copy"), one queue each.
+        # what the plan was made from, by device name (for --info and tests)
+        self.plan_input = ([(d.device, lane) for d, lane in devs], kinds, deps)
         self.levels, self.steps = plan_steps(devs, kinds, deps, concurrency)
         self.devices = list({id(d): d for d, _ in devs}.values())
         self.copy_lanes = list({id(d): d for d, lane in devs if lane == "copy"}.values())
@@ -375,21 +447,26 @@ class TegraGraph(MultiGraphRunner):
         self.pairs = tuple({(id(c.dev), c.lane, id(c.dest_dev)): (c.dev, c.lane, c.dest_dev)
                             for c in self.copies.values()
                             if c.dev is not c.dest_dev}.values())
-        self.segments, self.step_seg = [], []
+        # Each step's runs: on a compute lane, segments (command buffers with the kernels and
+        # the copies they can hold) and copies on the queue; on a copy lane, copies.
+        self.segments, self.step_runs = [], []
         for s in self.steps:
-            if s.kind == "kernels":
-                prev = None
-                for j in s.items:
-                    e = self.entries[j]
-                    e.concurrent = prev is not None and self.levels[prev] == self.levels[j] \
-                        and concurrency
-                    e.cfg.flags = tg.LAUNCH_CONCURRENT if e.concurrent else 0
-                    prev = j
-                seg = _Segment(self, s.dev[0], list(s.items))
-                self.segments.append(seg)
-                self.step_seg.append(seg)
+            prev = None
+            for j in s.items:
+                e = self.entries[j]
+                if e is None:
+                    prev = None
+                    continue
+                e.concurrent = prev is not None and self.levels[prev] == self.levels[j] \
+                    and concurrency
+                e.cfg.flags = tg.LAUNCH_CONCURRENT if e.concurrent else 0
+                prev = j
+            if s.dev[1] == "compute":
+                runs = _make_runs(self, s.dev[0], list(s.items))
             else:
-                self.step_seg.append(None)
+                runs = [self.copies[j] for j in s.items]
+            self.segments.extend(r for r in runs if isinstance(r, _Segment))
+            self.step_runs.append(runs)
 
     # ---- what tests and --info look at (one-device batches)
 
@@ -401,9 +478,12 @@ class TegraGraph(MultiGraphRunner):
     def cmdbuf_note(self):
         if len(self.segments) == 1 and self.steps is None:
             return self.segments[0].cmdbuf_note
+        copies = getattr(self, "copies", {})
+        held = sum(len(s.js) - len(s.launches) for s in self.segments)
         return (f"{len(self.steps or ())} steps on {len(self.devices)} devices: "
                 f"{sum(s.cmdbuf is not None for s in self.segments)} of {len(self.segments)} "
-                f"kernel runs in command buffers, {len(getattr(self, 'copies', {}))} copies")
+                f"kernel runs in command buffers, {len(copies)} copies"
+                f"{f' ({held} in command buffers)' if held else ''}")
 
     @property
     def launches(self):
@@ -494,17 +574,20 @@ class TegraGraph(MultiGraphRunner):
         for x, lane, z in self.pairs:
             x._wait_for_device(z, f"{z.device}'s work before a batch", lane)
         steps, values, copied = self.steps, [0] * len(self.steps), set()
-        for s, seg in zip(steps, self.step_seg):
+        for s, runs in zip(steps, self.step_runs):
             d, lane = s.dev
             for w in s.waits:
                 od, olane = steps[w].dev
                 d._wait_on(lane, od, olane, values[w], "a step of the batch")
-            if seg is not None:
-                seg.run(False)
-            else:
-                self._run_copy(self.copies[s.items[0]])
-                if lane == "copy":
-                    copied.add(d)
+            for r in runs:
+                if type(r) is _Segment:
+                    # recorded, submitted with the queue's next release (a step's signal, or
+                    # the release after the batch, which also tells when it is idle again)
+                    r.run(False, False)
+                else:
+                    self._run_copy(r)
+                    if lane == "copy":
+                        copied.add(d)
             if s.signal:
                 if lane == "compute":
                     values[s.index] = d._fence()
@@ -512,7 +595,10 @@ class TegraGraph(MultiGraphRunner):
                     values[s.index] = d._release_copy()
                     copied.discard(d)
         for d in self.devices:
-            d._fence()
+            v = d._fence()
+            for seg in self.segments:
+                if seg.dev is d:
+                    seg.cb_fence = v
         for d in copied:
             d._release_copy()
         for d in self.copy_lanes:

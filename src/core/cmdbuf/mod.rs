@@ -217,7 +217,9 @@ impl CmdBuf {
 
     /// Record a copy of `size_bytes` from `src` at `src_offset` to `dst` at `dst_offset` (the
     /// built-in copy kernel on the SMs, as on a compute queue); returns the node index. The
-    /// command buffer holds both buffers.
+    /// command buffer holds both buffers. Either may belong to another device that this
+    /// device has peer access to ([`crate::core::Device::enable_peer_access`]): the copy runs
+    /// on this device's SMs over the peer link.
     pub fn copy(
         &mut self,
         dst: &Arc<Buffer>,
@@ -227,6 +229,10 @@ impl CmdBuf {
         size_bytes: u64,
     ) -> Result<usize> {
         self.recording("tg_cmdbuf_copy")?;
+        if !self.dev.is(dst.device()) || !self.dev.is(src.device()) {
+            self.dev.check_buffer_access(dst, "tg_cmdbuf_copy", "dst")?;
+            self.dev.check_buffer_access(src, "tg_cmdbuf_copy", "src")?;
+        }
         dst.check_range("tg_cmdbuf_copy: dst", dst_offset, size_bytes)?;
         src.check_range("tg_cmdbuf_copy: src", src_offset, size_bytes)?;
         if size_bytes == 0 {
