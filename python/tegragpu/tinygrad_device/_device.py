@@ -375,7 +375,7 @@ class TegraDevice(Compiled):
         device's work recorded so far (it may write ``src``) and after ``dest_dev``'s (it may
         still use ``dest``); ``dest_dev``'s next work waits for the copy, and so does this
         device's next kernel (``src`` is not overwritten before the copy has read it)."""
-        lane = _peer.peer_copy_lane(sz)
+        lane = _peer.peer_copy_lane()
         self._before_compute()
         if lane == "copy":
             self._copy_queue()

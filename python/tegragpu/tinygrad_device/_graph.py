@@ -426,7 +426,7 @@ class TegraGraph(MultiGraphRunner):
                 # Between devices: the source's SMs or its copy engine (TEGRA_PEER_COPY);
                 # within one device: its SMs, in order with its kernels.
                 between = c.direct and c.dev is not c.dest_dev
-                c.lane = _peer.peer_copy_lane(c.size) if between else "compute"
+                c.lane = _peer.peer_copy_lane() if between else "compute"
                 self.copies[j] = c
                 e = None
                 d, kind, write = c.dev, "copy", [0]

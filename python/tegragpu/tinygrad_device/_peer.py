@@ -11,28 +11,18 @@ import tegragpu as tg
 _log = logging.getLogger("tegragpu.tinygrad_device")
 
 
-# TEGRA_PEER_COPY=auto: copies of at least this many bytes run on the copy engine
-AUTO_CE_MIN_BYTES = 32 << 20
-
-
-def peer_copy_lane(size=None):
-    """The queue a copy of ``size`` bytes between two devices runs on: "compute" (the source's
-    SMs, a copy kernel in order with its kernels; ``TEGRA_PEER_COPY=sm``, the default) or
-    "copy" (the source's copy queue, on the engine the library picks for it;
-    ``TEGRA_PEER_COPY=ce``). ``TEGRA_PEER_COPY=auto``: the copy engine for copies of
-    :data:`AUTO_CE_MIN_BYTES` or more, the SMs for smaller ones (and where ``size`` is not
-    known)."""
+def peer_copy_lane():
+    """The queue copies between two devices run on: "compute" (the source's SMs, a copy
+    kernel in order with its kernels; the default, ``TEGRA_PEER_COPY=sm``) or "copy" (the
+    source's copy queue, on the engine the library picks for it; ``TEGRA_PEER_COPY=ce``)."""
     v = os.environ.get("TEGRA_PEER_COPY", "sm").strip().lower()
     if v in ("", "sm"):
         return "compute"
     if v == "ce":
         return "copy"
-    if v == "auto":
-        return "copy" if size is not None and size >= AUTO_CE_MIN_BYTES else "compute"
     raise ValueError(f"TEGRA_PEER_COPY={os.environ.get('TEGRA_PEER_COPY')!r}: expected "
-                     "'sm' (the default: copies between devices on the SMs), 'ce' (on the "
-                     "copy engine) or 'auto' (the copy engine for copies of "
-                     f"{AUTO_CE_MIN_BYTES >> 20} MiB or more)")
+                     "'sm' (the default: copies between devices on the SMs) or 'ce' (on the "
+                     "copy engine)")
 
 
 class PeerLink:
