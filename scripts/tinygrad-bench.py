@@ -41,6 +41,7 @@ position and name.
 them (A B, B A, A B, ...), each step timed as in the JIT benchmark; prints both medians, the
 median of the per-pair ratios and its 95% bootstrap interval. Drift of the machine (clocks,
 other tenants) then hits both devices alike, which separate processes cannot guarantee.
+Multi-GPU models too: each device kind opens its TG_BENCH_GPUS devices in the one process.
 Device CUDB (with --interleave) is tinygrad's CUDA backend bound to the libcuda that
 TG_BENCH_CUDB names: `--interleave --devs CUDA,CUDB` with TG_BENCH_CUDB=<libtegragpu's
 libcuda.so.1> compares NVIDIA's libcuda and libtegragpu's under the same tinygrad code, in one
@@ -379,13 +380,20 @@ def child_interleave(model, devs, steps, lib_times=False):
                 lts[d] = LibTimes(sys.modules["tinygrad.runtime.ops_cudb"].binding)
     from tinygrad import Device
     from tinygrad.helpers import Context
-    fns = {}
+    fns, groups = {}, {}
     for d in devs:
         with Context(DEV=d):
-            fn, desc = MODELS[model](steps)
+            if model in MULTI:  # d, d:1, ...: TG_BENCH_GPUS devices of each kind
+                group = multi_devices(d)
+                fn, desc = MULTI[model](steps, group)
+            else:
+                group = [d]
+                fn, desc = MODELS[model](steps)
+            groups[d] = [Device[x] for x in group]
             for _ in range(3):
                 fn()
-            Device[d].synchronize()
+            for x in groups[d]:
+                x.synchronize()
         fns[d] = fn
     times = {d: [] for d in devs}
     issue = {d: [] for d in devs}
@@ -397,7 +405,8 @@ def child_interleave(model, devs, steps, lib_times=False):
                 t = time.perf_counter()
                 fns[d]()
                 t1 = time.perf_counter()
-                Device[d].synchronize()
+                for x in groups[d]:
+                    x.synchronize()
                 times[d].append(time.perf_counter() - t)
                 issue[d].append(t1 - t)
                 if d in lts:
@@ -667,9 +676,9 @@ def main():
     unknown = [m for m in models if m not in MODELS and m not in MULTI]
     if unknown:
         raise SystemExit(f"unknown models {unknown}; known: {sorted(MODELS) + sorted(MULTI)}")
-    if a.kernel_times or a.interleave:
+    if a.kernel_times:
         for m in [m for m in models if m in MULTI]:
-            print(f"{m}: SKIP (--kernel-times and --interleave take one-device models)")
+            print(f"{m}: SKIP (--kernel-times takes one-device models)")
         models = [m for m in models if m not in MULTI]
     if a.interleave:
         results, summary = [], []
