@@ -124,6 +124,15 @@ fn emulated_orin_refuses_peer_access_with_the_reason() {
                 "{e}"
             );
         }
+        // ... and a wait on the other device's signal.
+        let sig = Arc::new(b.create_signal(0).unwrap());
+        let e = g.wait(&sig, 1).unwrap_err();
+        assert_eq!(e.status, Status::NotSupported, "{e}");
+        assert!(
+            e.message.starts_with("tg_cmdbuf_wait: signal (at ")
+                && e.message.contains("not to the command buffer's device"),
+            "{e}"
+        );
         let e = g.finish().unwrap_err();
         assert!(
             e.message.contains("nothing was recorded"),
@@ -683,6 +692,51 @@ fn rm_two_gpus_copy_and_share_memory() {
             );
         }
         println!("peer: B's queue waited on A's signal ({label}) on the GPU: correct");
+    }
+
+    // 5b'. The same through a command buffer of B: a wait node on a signal of A, then a copy
+    // of A's buffer that A's kernel fills before it releases the signal.
+    {
+        const W: u64 = 1 << 16;
+        let sig = Arc::new(a.create_signal(0).unwrap());
+        let src = Arc::new(a.alloc(W * 4, MemFlags::default()).unwrap());
+        let dst = Arc::new(b.alloc(W * 4, MemFlags::default()).unwrap());
+        let mut g = b.create_cmdbuf().unwrap();
+        match g.wait(&sig, 1) {
+            Ok(_) => {
+                g.copy(&dst, 0, &src, 0, W * 4).unwrap();
+                g.finish().unwrap();
+                sb.kq.replay(&mut g).unwrap();
+                sb.v += 1;
+                sb.kq.signal(&sb.sig, sb.v).unwrap();
+                sb.kq.submit().unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                assert!(
+                    sb.sig.value() < sb.v,
+                    "B's command buffer ran before A released the signal it waits on"
+                );
+                let p = params_of(&fill_a, &[src.gpu_va(), 0x0B0E_CAFE, W]);
+                sa.kq
+                    .launch(&fill_a, &cfg(W.div_ceil(256) as u32, 256), &p)
+                    .unwrap();
+                sa.kq.signal(&sig, 1).unwrap();
+                sa.kq.submit().unwrap();
+                sb.sig.wait(sb.v, 60 * SEC).unwrap();
+                let got = sb.read(&dst, 0, W * 4);
+                for i in 0..W as usize {
+                    let v = u32::from_le_bytes(got[i * 4..i * 4 + 4].try_into().unwrap());
+                    assert_eq!(
+                        v, 0x0B0E_CAFE,
+                        "B's command buffer copied early: element {i}"
+                    );
+                }
+                println!("peer: B's command buffer waited on A's signal on the GPU: correct");
+            }
+            Err(e) => {
+                assert_eq!(e.status, Status::NotSupported, "{e}");
+                println!("peer: B's command buffer cannot wait on A's signal: {e}");
+            }
+        }
     }
 
     // 5c. A signal of A dropped while B's queue still waits on it: the slot is held until B's

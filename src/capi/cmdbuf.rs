@@ -249,9 +249,14 @@ pub unsafe extern "C" fn tg_cmdbuf_signal(
 }
 
 /// Record a GPU wait until `signal` ≥ `value` (unsigned 64-bit) before later commands start.
-/// `tg_cmdbuf_set_value()` changes the value for later replays.
+/// `tg_cmdbuf_set_value()` changes the value for later replays. The signal belongs to the
+/// command buffer's device, or to a device it has peer access to (`tg_device_enable_peer_access()`),
+/// as for `tg_queue_wait()`.
 ///
-/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT`.
+/// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_INVALID_ARGUMENT` (signal of another
+/// device without peer access enabled: the message names both GPUs); `TG_ERROR_NOT_SUPPORTED`
+/// (signal of a device this device can have no peer access to, or whose signal memory could
+/// not be mapped here: the message says why).
 /// Thread safety: any thread.
 ///
 /// # Safety

@@ -297,10 +297,13 @@ impl CmdBuf {
     }
 
     /// Record a GPU wait until `signal` ≥ `value` (unsigned) before later commands start;
-    /// returns the node index.
+    /// returns the node index. `signal` may belong to another device that this device has peer
+    /// access to, as for [`crate::core::Queue::wait`].
     pub fn wait(&mut self, signal: &Arc<Signal>, value: u64) -> Result<usize> {
         self.recording("tg_cmdbuf_wait")?;
-        self.same_device(signal.device(), "tg_cmdbuf_wait")?;
+        if !self.dev.is(signal.device()) {
+            self.dev.check_signal_access(signal, "tg_cmdbuf_wait")?;
+        }
         Ok(self.push(Node::Wait {
             signal: signal.clone(),
             value,
