@@ -298,9 +298,10 @@ class TegraGraph(MultiGraphRunner):
 
     Several devices, or copies (a ``MultiGraphRunner``, as tinygrad's CUDA graph): the batch is
     split into steps per queue (:func:`plan_steps`; each device's compute queue and copy
-    queue): runs of kernels (one command buffer each) and copies (``tg_queue_copy``: between
-    devices on the source's copy queue, into the memory of a peer; within a device on its
-    compute queue). A step that depends on another queue's step waits for it on the GPU
+    queue). On a compute queue a step is a command buffer of its kernels and copies (the
+    device's SMs; into or out of a peer's memory too), with copies whose buffers change between
+    replays recorded on the queue (``tg_queue_copy``); on a copy queue (``TEGRA_PEER_COPY=ce``)
+    its copies. A step that depends on another queue's step waits for it on the GPU
     (``tg_queue_wait`` on that queue's timeline, released after the step); nothing waits on
     the CPU. Copies between two devices are taken into a batch only where both have peer
     access to each other and GPU waits on each other's signals (:func:`_peer.graph_ready`);
