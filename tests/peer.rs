@@ -16,7 +16,7 @@ use std::ffi::CStr;
 use std::ptr::null_mut;
 use std::sync::Arc;
 use std::time::Instant;
-use tegragpu::core::{Buffer, Device, MemFlags, Queue, QueueKind, Signal};
+use tegragpu::core::{Buffer, Device, Kernel, MemFlags, Queue, QueueKind, Signal};
 use tegragpu::Status;
 
 const SEC: u64 = 1_000_000_000;
@@ -44,6 +44,18 @@ fn fill_pattern(b: &Buffer, seed: u64) {
 
 // ---------------------------------------------------------------------------------------------
 // The emulated Orin: refusals
+
+/// `e` refuses a buffer or signal of a device without a peer path: `NotSupported`, the message
+/// starting with `head` and naming the reason and `also`.
+fn assert_no_peer_path(e: &tegragpu::Error, head: &str, also: &str) {
+    assert_eq!(e.status, Status::NotSupported, "{e}");
+    assert!(
+        e.message.starts_with(head)
+            && e.message.contains("no peer access")
+            && e.message.contains(also),
+        "{e}"
+    );
+}
 
 #[test]
 fn emulated_orin_refuses_peer_access_with_the_reason() {
@@ -89,14 +101,7 @@ fn emulated_orin_refuses_peer_access_with_the_reason() {
         let before = q.submitted_value();
         for (dst, src, what) in [(&mine, &theirs, "src"), (&theirs, &mine, "dst")] {
             let e = q.copy(dst, 0, src, 0, 64).unwrap_err();
-            assert_eq!(e.status, Status::NotSupported, "{e}");
-            assert!(
-                e.message
-                    .starts_with(&format!("tg_queue_copy: {what} (buffer at "))
-                    && e.message.contains("no peer access")
-                    && e.message.contains("nvgpu"),
-                "{e}"
-            );
+            assert_no_peer_path(&e, &format!("tg_queue_copy: {what} (buffer at "), "nvgpu");
         }
         q.submit().unwrap();
         assert_eq!(
@@ -113,26 +118,15 @@ fn emulated_orin_refuses_peer_access_with_the_reason() {
             Arc::new(a.alloc(4096, data_flags()).unwrap()),
             Arc::new(b.alloc(4096, data_flags()).unwrap()),
         );
+        let cb_dev = "not to the command buffer's device";
         for (dst, src, what) in [(&mine, &theirs, "src"), (&theirs, &mine, "dst")] {
             let e = g.copy(dst, 0, src, 0, 64).unwrap_err();
-            assert_eq!(e.status, Status::NotSupported, "{e}");
-            assert!(
-                e.message
-                    .starts_with(&format!("tg_cmdbuf_copy: {what} (buffer at "))
-                    && e.message.contains("not to the command buffer's device")
-                    && e.message.contains("no peer access"),
-                "{e}"
-            );
+            assert_no_peer_path(&e, &format!("tg_cmdbuf_copy: {what} (buffer at "), cb_dev);
         }
         // ... and a wait on the other device's signal.
         let sig = Arc::new(b.create_signal(0).unwrap());
         let e = g.wait(&sig, 1).unwrap_err();
-        assert_eq!(e.status, Status::NotSupported, "{e}");
-        assert!(
-            e.message.starts_with("tg_cmdbuf_wait: signal (at ")
-                && e.message.contains("not to the command buffer's device"),
-            "{e}"
-        );
+        assert_no_peer_path(&e, "tg_cmdbuf_wait: signal (at ", cb_dev);
         let e = g.finish().unwrap_err();
         assert!(
             e.message.contains("nothing was recorded"),
@@ -147,13 +141,7 @@ fn emulated_orin_refuses_peer_access_with_the_reason() {
     for kind in [QueueKind::Copy, QueueKind::Compute] {
         let mut q = a.create_queue(kind).unwrap();
         let e = q.wait(&their_sig, 1).unwrap_err();
-        assert_eq!(e.status, Status::NotSupported, "{e}");
-        assert!(
-            e.message.starts_with("tg_queue_wait: signal (at ")
-                && e.message.contains("no peer access")
-                && e.message.contains("nvgpu"),
-            "{e}"
-        );
+        assert_no_peer_path(&e, "tg_queue_wait: signal (at ", "nvgpu");
         q.wait(&my_sig, 5).unwrap();
         q.synchronize(30 * SEC).unwrap();
     }
@@ -309,6 +297,53 @@ fn c_api_refuses_peer_access_on_the_emulated_orin() {
 /// The RM tests run one at a time: a GPU opened twice takes a second UVM address space, and a
 /// device of another GPU opened meanwhile could join that one instead of its peer's.
 static RM_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// B has recorded a wait on `sig` (a signal of A) reaching `want`, then a copy of A's `src` to
+/// its `dst` (`bufs`): B must stay blocked until A's kernel (`fill_a` on `a_queue`) has filled
+/// `src` with `seed` and released `sig`; then `dst` holds `seed` everywhere.
+#[allow(clippy::too_many_arguments)]
+fn a_releases_b(
+    a_queue: &mut Queue,
+    sb: &mut Side,
+    fill_a: &Kernel,
+    sig: &Signal,
+    want: u64,
+    bufs: (&Buffer, &Buffer),
+    seed: u32,
+    label: &str,
+) {
+    let (src, dst) = bufs;
+    let n = src.size() / 4;
+    sb.v += 1;
+    sb.kq.signal(&sb.sig, sb.v).unwrap();
+    sb.kq.submit().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(
+        sb.sig.value() < sb.v,
+        "B ran before A released the signal it waits on ({label})"
+    );
+    let p = params_of(fill_a, &[src.gpu_va(), seed as u64, n]);
+    a_queue
+        .launch(fill_a, &cfg(n.div_ceil(256) as u32, 256), &p)
+        .unwrap();
+    a_queue.signal(sig, want).unwrap();
+    a_queue.submit().unwrap();
+    sb.sig.wait(sb.v, 60 * SEC).unwrap_or_else(|e| {
+        panic!(
+            "B waiting on A's signal ({label}): {e}; faults {:?} {:?}",
+            fill_a.device().fault_report(),
+            sb.dev.fault_report()
+        )
+    });
+    let got = sb.read(dst, 0, n * 4);
+    for i in 0..n as usize {
+        let v = u32::from_le_bytes(got[i * 4..i * 4 + 4].try_into().unwrap());
+        assert_eq!(
+            v, seed,
+            "B read A's buffer before A's kernel finished ({label}): element {i}"
+        );
+    }
+}
 
 /// `rm:0` and `rm:1`, or why not (printed by the caller).
 fn two_rm_gpus() -> Result<(Device, Device), String> {
@@ -659,37 +694,18 @@ fn rm_two_gpus_copy_and_share_memory() {
         }
         let seed = 0x5EED_0000 | want as u32;
         sb.kq.copy(&vb, 0, &va, 0, n as u64 * 4).unwrap();
-        sb.v += 1;
-        sb.kq.signal(&sb.sig, sb.v).unwrap();
-        sb.kq.submit().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        assert!(
-            sb.sig.value() < sb.v,
-            "B's copy ran before A released the signal it waits on ({label})"
+        a_releases_b(
+            &mut sa.kq,
+            &mut sb,
+            &fill_a,
+            sig,
+            want,
+            (&va, &vb),
+            seed,
+            label,
         );
-        let p = params_of(&fill_a, &[va.gpu_va(), seed as u64, n as u64]);
-        sa.kq
-            .launch(&fill_a, &cfg(n.div_ceil(256), 256), &p)
-            .unwrap();
-        sa.kq.signal(sig, want).unwrap();
-        sa.kq.submit().unwrap();
         if std::ptr::eq(sig, &sa.sig) {
             sa.v = want;
-        }
-        sb.sig.wait(sb.v, 60 * SEC).unwrap_or_else(|e| {
-            panic!(
-                "B waiting on A's signal ({label}): {e}; faults {:?} {:?}",
-                a.fault_report(),
-                b.fault_report()
-            )
-        });
-        let got = sb.read(&vb, 0, n as u64 * 4);
-        for i in 0..n as usize {
-            let v = u32::from_le_bytes(got[i * 4..i * 4 + 4].try_into().unwrap());
-            assert_eq!(
-                v, seed,
-                "B read A's buffer before A's kernel finished: element {i}"
-            );
         }
         println!("peer: B's queue waited on A's signal ({label}) on the GPU: correct");
     }
@@ -707,29 +723,17 @@ fn rm_two_gpus_copy_and_share_memory() {
                 g.copy(&dst, 0, &src, 0, W * 4).unwrap();
                 g.finish().unwrap();
                 sb.kq.replay(&mut g).unwrap();
-                sb.v += 1;
-                sb.kq.signal(&sb.sig, sb.v).unwrap();
-                sb.kq.submit().unwrap();
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                assert!(
-                    sb.sig.value() < sb.v,
-                    "B's command buffer ran before A released the signal it waits on"
+                let label = "command buffer";
+                a_releases_b(
+                    &mut sa.kq,
+                    &mut sb,
+                    &fill_a,
+                    &sig,
+                    1,
+                    (&src, &dst),
+                    0x0B0E_CAFE,
+                    label,
                 );
-                let p = params_of(&fill_a, &[src.gpu_va(), 0x0B0E_CAFE, W]);
-                sa.kq
-                    .launch(&fill_a, &cfg(W.div_ceil(256) as u32, 256), &p)
-                    .unwrap();
-                sa.kq.signal(&sig, 1).unwrap();
-                sa.kq.submit().unwrap();
-                sb.sig.wait(sb.v, 60 * SEC).unwrap();
-                let got = sb.read(&dst, 0, W * 4);
-                for i in 0..W as usize {
-                    let v = u32::from_le_bytes(got[i * 4..i * 4 + 4].try_into().unwrap());
-                    assert_eq!(
-                        v, 0x0B0E_CAFE,
-                        "B's command buffer copied early: element {i}"
-                    );
-                }
                 println!("peer: B's command buffer waited on A's signal on the GPU: correct");
             }
             Err(e) => {
