@@ -154,7 +154,28 @@ impl Queue {
     pub fn signal(&mut self, signal: &Signal, value: u64) -> Result<()> {
         self.dev.check_usable()?;
         let va = signal.gpu_va();
-        self.with_cmd(|pb| pb.host_sem_release(va, value, true, true, true))?;
+        match self.overlap.as_ref() {
+            Some(o) if o.ordered => {
+                // After the queue's own launches only (see `Overlap`): no wait for idle.
+                let acquire = o.launched.then(|| (o.counter.gpu_va(), o.seq));
+                self.with_cmd(|pb| {
+                    if let Some((cva, seq)) = acquire {
+                        pb.host_sem_acquire_geq(cva, seq)?;
+                    }
+                    pb.host_sem_release(va, value, true, true, false)
+                })?;
+                if let Some(o) = self.overlap.as_mut() {
+                    o.launched = false;
+                }
+            }
+            _ => {
+                self.with_cmd(|pb| pb.host_sem_release(va, value, true, true, true))?;
+                if let Some(o) = self.overlap.as_mut() {
+                    o.ordered = true;
+                    o.launched = false;
+                }
+            }
+        }
         // After the command is in the ring: the submit that carries it is the next one (an
         // earlier automatic submit for ring space has already happened). Plain stores: no locked
         // instruction between ring writes and the submit's fence.

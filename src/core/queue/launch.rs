@@ -195,6 +195,17 @@ impl Queue {
             }
             self.slot_qmd[slot] = if in_slot { id } else { 0 };
         }
+        if let Some(o) = &self.overlap {
+            // The image's QMD carries the release to the counter; this launch's number is new.
+            let seq = o.seq + 1;
+            let (lo, hi) = o.payload_dwords;
+            let dst = self.qmd_cpu(qmd_va);
+            // SAFETY: the slot holds QMD_STRIDE bytes; lo and hi are dwords of the QMD.
+            unsafe {
+                dst.add(lo).write(seq as u32);
+                dst.add(hi).write((seq >> 32) as u32);
+            }
+        }
         self.record_send(qmd_va, concurrent)
     }
 
@@ -240,6 +251,10 @@ impl Queue {
             (karg_va, cb_size as u32),
             &mut words,
         )?;
+        if let Some(o) = &self.overlap {
+            let r = crate::hw::qmd::QmdRelease::new(o.counter.gpu_va(), o.seq + 1);
+            kernel.qmd.set_release0(&mut words, r)?;
+        }
         let dst = self.qmd_cpu(qmd_va);
         // SAFETY: the QMD slot (QMD_STRIDE bytes) was just reserved in the CPU-mapped ring.
         unsafe { crate::core::wcmem::copy_dwords(dst, words.as_ptr(), kernel.qmd.dwords()) };
@@ -297,8 +312,7 @@ impl Queue {
                 self.qmd.as_ref().map(|r| r.head).unwrap_or(0),
                 self.karg.as_ref().map(|r| r.head).unwrap_or(0),
             );
-            self.last_was_launch = true;
-            self.after_replay = false;
+            self.note_launch(serialize);
             return Ok(());
         }
         self.record_send_slow(qmd_va, concurrent, gen, code_gen)
@@ -347,9 +361,24 @@ impl Queue {
             self.qmd.as_ref().map(|r| r.head).unwrap_or(0),
             self.karg.as_ref().map(|r| r.head).unwrap_or(0),
         );
+        self.note_launch(serialize);
+        Ok(())
+    }
+
+    /// A launch was recorded (`serialize`: after a wait for idle): it is the last one, and its
+    /// QMD releases the next launch number to the counter.
+    #[inline(always)]
+    fn note_launch(&mut self, serialize: bool) {
+        if let Some(o) = self.overlap.as_mut() {
+            o.seq += 1;
+            o.launched = true;
+            if self.last_was_launch && !serialize {
+                // It may run beside the launch before it and complete first.
+                o.ordered = false;
+            }
+        }
         self.last_was_launch = true;
         self.after_replay = false;
-        Ok(())
     }
 
     /// GPU address of this queue's grid-sync workspace, made (zeroed) on first use.

@@ -273,7 +273,64 @@ pub struct Queue {
     after_replay: bool,
     /// How copies on a copy queue go to the copy engine.
     copy_split: CopySplit,
+    /// Compute queues: completion without waiting for the engine to be idle (see `Overlap`).
+    overlap: Option<Overlap>,
 }
+
+/// How a compute queue learns that its own work is done without waiting for the whole engine
+/// to be idle (which would also wait for the other queues' kernels, so queues could not run side
+/// by side): each launch's QMD releases the launch's number to `counter` when its grid
+/// completes (FE_SYSMEMBAR first, so its writes are visible); a release that must follow the
+/// queue's work (the closing release of a submit, [`Queue::signal`]) first has the channel
+/// acquire `counter` ≥ the last launch's number and then releases without wait-for-idle. The
+/// launches of a queue run one after another (a wait for idle between two of them), so the last
+/// launch's completion is everything's. After a concurrent launch or a command buffer's
+/// launches (which may complete out of order or carry no release), such a release waits for
+/// idle as before. Opt-in (`TEGRAGPU_QUEUE_OVERLAP=1` when the queue is created): on an H100
+/// the channel's acquire notices a completed launch later than a wait for idle does, so a
+/// launch + synchronize takes about 13 µs instead of about 5 µs.
+struct Overlap {
+    counter: Signal,
+    /// The closing/timeline release without wait-for-idle, payload at dwords 3 and 4.
+    release: [u32; RELEASE_DW],
+    /// The acquire of `counter` ≥ payload (dwords 3 and 4).
+    acquire: [u32; RELEASE_DW],
+    /// The number of the last launch recorded (its QMD releases it).
+    seq: u64,
+    /// Every launch since the last release that waited for the queue's work ran after the one
+    /// before it (no concurrent launch, no command buffer).
+    ordered: bool,
+    /// A launch was recorded since that release.
+    launched: bool,
+    /// QMD dwords of release slot 0's payload (low, high).
+    payload_dwords: (usize, usize),
+}
+
+impl Overlap {
+    /// The counter and the two methods for a compute queue whose timeline is at `timeline_va`;
+    /// `None` where the QMD's release payload is not in whole dwords.
+    fn new(dev: &Device, timeline_va: u64) -> Result<Option<Overlap>> {
+        let Some(payload_dwords) = crate::hw::qmd::release0_payload_dwords(dev.arch().qmd_version)
+        else {
+            return Ok(None);
+        };
+        let counter = dev.create_signal(0)?;
+        let cva = counter.gpu_va();
+        Ok(Some(Overlap {
+            release: submit::sem_template(dev, |pb, v| {
+                pb.host_sem_release(timeline_va, v, true, true, false)
+            })?,
+            acquire: submit::sem_template(dev, |pb, v| pb.host_sem_acquire_geq(cva, v))?,
+            counter,
+            seq: 0,
+            ordered: true,
+            launched: false,
+            payload_dwords,
+        }))
+    }
+}
+
+const _: () = assert!(SUBMIT_RESERVE_DW as usize >= 2 * RELEASE_DW);
 
 impl std::fmt::Debug for Queue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -472,7 +529,13 @@ impl Queue {
             replayed: false,
             after_replay: false,
             copy_split: CopySplit::Whole,
+            overlap: None,
         };
+        if kind == QueueKind::Compute
+            && std::env::var("TEGRAGPU_QUEUE_OVERLAP").as_deref() == Ok("1")
+        {
+            q.overlap = Overlap::new(dev, timeline_va)?;
+        }
         q.record_init()?;
         q.submit()?;
         Ok(q)

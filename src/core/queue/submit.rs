@@ -199,21 +199,19 @@ impl Queue {
             self.reclaim();
         }
         let value = self.track.submitted() + 1;
-        let mut rel = self.release;
-        rel[3] = value as u32;
-        rel[4] = (value >> 32) as u32;
-        // The reserve (SUBMIT_RESERVE_DW >= RELEASE_DW) guarantees room for the release at the
-        // head without waiting.
+        // The reserve (SUBMIT_RESERVE_DW >= 2 * RELEASE_DW) guarantees room for the closing
+        // acquire and release at the head without waiting.
+        let (words, n) = self.closing_words(value, self.release);
         let pos = self.cmd.pos() as usize;
         // SAFETY: SUBMIT_RESERVE_DW dwords at the head are always free, contiguous and mapped.
         unsafe {
             std::ptr::copy_nonoverlapping(
-                rel.as_ptr(),
+                words.as_ptr(),
                 (self.cmd.alloc.cpu as *mut u32).add(pos),
-                RELEASE_DW,
+                n,
             )
         };
-        self.cmd.head += RELEASE_DW as u64;
+        self.cmd.head += n as u64;
         self.close_segment()?;
         self.log.push_back(Submission {
             value,
@@ -231,6 +229,54 @@ impl Queue {
         self.last_was_launch = false;
         self.replayed = false;
         Ok(())
+    }
+
+    /// A compute queue's launch counter: (the value its launches' QMDs have released so far,
+    /// the number of the last launch recorded, whether every launch since the last release
+    /// that waited for the queue's work ran after the one before it). `None` for copy queues
+    /// and without `TEGRAGPU_QUEUE_OVERLAP=1`. For tests; not part of the API.
+    #[doc(hidden)]
+    pub fn launch_counter(&self) -> Option<(u64, u64, bool)> {
+        self.overlap
+            .as_ref()
+            .map(|o| (o.counter.value(), o.seq, o.ordered))
+    }
+
+    /// The methods of a release of `value` that follows all of this queue's work so far:
+    /// `wfi_release` (a release after wait-for-idle, payload at dwords 3 and 4) where the queue
+    /// cannot tell its own work's completion otherwise; else an acquire of its launch counter
+    /// (when something was launched since the last such release) and a release without
+    /// wait-for-idle (see `Overlap`). Returns the words and their count.
+    #[inline]
+    pub(super) fn closing_words(
+        &mut self,
+        value: u64,
+        wfi_release: [u32; RELEASE_DW],
+    ) -> ([u32; 2 * RELEASE_DW], usize) {
+        let mut w = [0u32; 2 * RELEASE_DW];
+        let mut n = 0;
+        let mut put = |t: [u32; RELEASE_DW], payload: u64| {
+            w[n..n + RELEASE_DW].copy_from_slice(&t);
+            w[n + 3] = payload as u32;
+            w[n + 4] = (payload >> 32) as u32;
+            n += RELEASE_DW;
+        };
+        match self.overlap.as_mut() {
+            Some(o) if o.ordered => {
+                if o.launched {
+                    put(o.acquire, o.seq);
+                }
+                put(o.release, value);
+                o.launched = false;
+            }
+            Some(o) => {
+                put(wfi_release, value);
+                o.ordered = true;
+                o.launched = false;
+            }
+            None => put(wfi_release, value),
+        }
+        (w, n)
     }
 
     /// Record the replay of a command stream that lives outside this queue's rings (a finished
@@ -287,6 +333,10 @@ impl Queue {
         self.track.pending.store(true, Ordering::Release);
         self.last_was_launch = ends_with_launch;
         self.after_replay = ends_with_launch;
+        if let Some(o) = self.overlap.as_mut() {
+            // The command buffer's launches release nothing to the counter.
+            o.ordered = false;
+        }
         Ok(self.track.submitted() + 1)
     }
 }
@@ -294,15 +344,27 @@ impl Queue {
 /// The closing release of a submit (the queue's timeline at `va`, 64-bit payload with PTIMER
 /// timestamp, after wait-for-idle), encoded once with payload 0: a submit patches dwords 3 and 4.
 pub(super) fn release_template(dev: &Device, va: u64) -> Result<[u32; RELEASE_DW]> {
+    sem_template(dev, |pb, payload| {
+        pb.host_sem_release(va, payload, true, true, true)
+    })
+}
+
+/// A 6-dword semaphore method (header, address, payload, SEM_EXECUTE) encoded by `enc1` once
+/// with payload 0, checked to carry the payload at dwords 3 and 4 and nothing else that depends
+/// on it.
+pub(super) fn sem_template(
+    dev: &Device,
+    enc1: impl Fn(&mut PushBuf<'_>, u64) -> Result<()>,
+) -> Result<[u32; RELEASE_DW]> {
     let enc = |payload: u64| -> Result<[u32; RELEASE_DW]> {
         let mut w = [0u32; RELEASE_DW];
         let mut pb = PushBuf::for_arch(&mut w, dev.arch());
-        pb.host_sem_release(va, payload, true, true, true)?;
+        enc1(&mut pb, payload)?;
         if pb.len() != RELEASE_DW {
             return Err(Error::new(
                 Status::Internal,
                 format!(
-                    "the timeline release takes {} dwords, expected {RELEASE_DW}",
+                    "a queue's semaphore method takes {} dwords, expected {RELEASE_DW}",
                     pb.len()
                 ),
             ));
@@ -317,7 +379,7 @@ pub(super) fn release_template(dev: &Device, va: u64) -> Result<[u32; RELEASE_DW
     if !payload_at_3_4 {
         return Err(Error::new(
             Status::Internal,
-            "the timeline release's payload is not at dwords 3 and 4",
+            "a queue's semaphore method does not carry its payload at dwords 3 and 4",
         ));
     }
     Ok(zero)

@@ -475,42 +475,7 @@ fn encode(l: &Layout, d: &LaunchDesc, q: &mut [u32]) -> Result<()> {
 
     // --- release slot 0 ---------------------------------------------------------------------
     if let Some(r) = d.release {
-        let (structure, align) = if r.timestamp {
-            (RELEASE_STRUCTURE_SIZE_FOUR_WORDS, 16)
-        } else if r.payload64 {
-            (RELEASE_STRUCTURE_SIZE_TWO_WORDS, 8)
-        } else {
-            (RELEASE_STRUCTURE_SIZE_ONE_WORD, 4)
-        };
-        if r.va & (align - 1) != 0 {
-            return Err(bad(
-                l,
-                format_args!("release address {:#x} is not {align}-byte aligned", r.va),
-            ));
-        }
-        if !r.payload64 && r.payload > u64::from(u32::MAX) {
-            return Err(bad(
-                l,
-                format_args!("release payload {:#x} needs payload64", r.payload),
-            ));
-        }
-        let Some((lo, hi)) = split(r.va, width(l.rel_addr_hi)) else {
-            return Err(bad(
-                l,
-                format_args!(
-                    "release address {:#x} exceeds the RELEASE address field",
-                    r.va
-                ),
-            ));
-        };
-        put(q, l.rel_enable, 1);
-        put(q, l.rel_structure, structure);
-        put(q, l.rel_membar, u32::from(r.membar_sys));
-        put(q, l.rel_payload64, u32::from(r.payload64));
-        put(q, l.rel_addr_lo, lo);
-        put(q, l.rel_addr_hi, hi);
-        put(q, l.rel_payload_lo, r.payload as u32);
-        put(q, l.rel_payload_hi, (r.payload >> 32) as u32);
+        put_release0(l, q, &r)?;
     }
 
     // --- dependent QMD ----------------------------------------------------------------------
@@ -527,6 +492,61 @@ fn encode(l: &Layout, d: &LaunchDesc, q: &mut [u32]) -> Result<()> {
         put(q, l.dep_prefetch, 1);
     }
     Ok(())
+}
+
+/// Release slot 0 of a QMD: `r` written into `q` (layout `l`), enabled.
+fn put_release0(l: &Layout, q: &mut [u32], r: &QmdRelease) -> Result<()> {
+    let (structure, align) = if r.timestamp {
+        (RELEASE_STRUCTURE_SIZE_FOUR_WORDS, 16)
+    } else if r.payload64 {
+        (RELEASE_STRUCTURE_SIZE_TWO_WORDS, 8)
+    } else {
+        (RELEASE_STRUCTURE_SIZE_ONE_WORD, 4)
+    };
+    if r.va & (align - 1) != 0 {
+        return Err(bad(
+            l,
+            format_args!("release address {:#x} is not {align}-byte aligned", r.va),
+        ));
+    }
+    if !r.payload64 && r.payload > u64::from(u32::MAX) {
+        return Err(bad(
+            l,
+            format_args!("release payload {:#x} needs payload64", r.payload),
+        ));
+    }
+    let Some((lo, hi)) = split(r.va, width(l.rel_addr_hi)) else {
+        return Err(bad(
+            l,
+            format_args!(
+                "release address {:#x} exceeds the RELEASE address field",
+                r.va
+            ),
+        ));
+    };
+    put(q, l.rel_enable, 1);
+    put(q, l.rel_structure, structure);
+    put(q, l.rel_membar, u32::from(r.membar_sys));
+    put(q, l.rel_payload64, u32::from(r.payload64));
+    put(q, l.rel_addr_lo, lo);
+    put(q, l.rel_addr_hi, hi);
+    put(q, l.rel_payload_lo, r.payload as u32);
+    put(q, l.rel_payload_hi, (r.payload >> 32) as u32);
+    Ok(())
+}
+
+/// The dwords of a `version` QMD holding the low and high 32 bits of release slot 0's payload,
+/// where each is a whole dword (every supported version): a QMD that already carries the release
+/// (same address) gets a new payload by writing these two dwords alone, without reading it.
+pub fn release0_payload_dwords(version: QmdVersion) -> Option<(usize, usize)> {
+    let l: &Layout = match version {
+        QmdVersion::V03 => &V03,
+        QmdVersion::V04 => &V04,
+        QmdVersion::V05 => &V05,
+    };
+    let whole = |f: F| f.1 % 32 == 0 && f.0 == f.1 + 31;
+    let (lo, hi) = (l.rel_payload_lo, l.rel_payload_hi);
+    (whole(lo) && whole(hi)).then_some(((lo.1 / 32) as usize, (hi.1 / 32) as usize))
 }
 
 /// Encode a QMD V03_00 (Ampere/Ada: c6c0, c7c0, c9c0).

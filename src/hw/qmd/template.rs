@@ -3,7 +3,9 @@
 //! chaining to a dependent QMD, constant bank 0's address.
 
 use super::layout::{self, Layout, F, V03, V04, V05};
-use super::{bad, encode, fits, get, put, split, width, LaunchDesc, SmemConfig};
+use super::{
+    bad, encode, fits, get, put, put_release0, split, width, LaunchDesc, QmdRelease, SmemConfig,
+};
 use super::{
     CONSTANT_BUFFER_PREFETCH_POST, CWD_MEMBAR_TYPE_L1_MEMBAR, DEPENDENT_QMD_ACTION_QMD_SCHEDULE,
     PROGRAM_PREFETCH_TYPE_PREFETCH_POST, QMD_TYPE_GRID_GPC_CGA,
@@ -173,6 +175,18 @@ impl QmdTemplate {
         put(out, l.dep_action, DEPENDENT_QMD_ACTION_QMD_SCHEDULE);
         put(out, l.dep_prefetch, 1);
         Ok(())
+    }
+
+    /// Give a QMD written by [`QmdTemplate::write`] release slot 0: when its grid completes
+    /// (after the release's membar), the GPU writes `r.payload` to `r.va`.
+    pub fn set_release0(&self, out: &mut [u32], r: QmdRelease) -> Result<()> {
+        if out.len() < self.layout.dwords {
+            return Err(bad(
+                self.layout,
+                format_args!("set_release0: QMD too short"),
+            ));
+        }
+        put_release0(self.layout, out, &r)
     }
 
     /// Whether [`QmdTemplate::chain`] gives a predecessor more than DEPENDENT_QMD0 (the

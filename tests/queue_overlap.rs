@@ -1,0 +1,89 @@
+//! With `TEGRAGPU_QUEUE_OVERLAP=1`, a compute queue tells that its own work is done without
+//! waiting for the whole engine to be idle (so the queues of a device can run side by side):
+//! every launch's QMD releases the launch's number to the queue's launch counter, and the
+//! release closing a submit first acquires that counter. On the emulated Orin (or `TEGRAGPU_TEST_DEVICE`): the counter reaches
+//! the number of every launch, through both ways a launch is built (a new QMD, and a launch
+//! image whose QMD is reused with a new payload), the work is correct and in order, and a
+//! concurrent launch makes the queue fall back to waiting for idle once.
+
+mod common;
+use common::{cfg, data_flags, fixtures, params_of, SEC};
+use tegragpu::core::{Device, LaunchConfig, QueueKind};
+
+/// A device whose compute queues take the launch counter (`TEGRAGPU_QUEUE_OVERLAP=1`, read
+/// when a queue is created; both tests set the same value).
+fn open() -> Device {
+    std::env::set_var("TEGRAGPU_QUEUE_OVERLAP", "1");
+    Device::open(Some(
+        &std::env::var("TEGRAGPU_TEST_DEVICE").unwrap_or_else(|_| "emu".into()),
+    ))
+    .unwrap()
+}
+
+#[test]
+fn launches_release_their_numbers_and_submits_wait_for_them() {
+    let dev = open();
+    let m = fixtures(&dev);
+    let inc = m.kernel("increment").unwrap();
+    let fill = m.kernel("fill_u32").unwrap();
+    let counter = dev.alloc(4096, data_flags()).unwrap();
+    let out = dev.alloc(4096 * 4, data_flags()).unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    assert_eq!(q.launch_counter(), Some((0, 0, true)));
+
+    // 25 launches of one kernel and configuration (the launch image path after the first),
+    // then one of another kernel (a new QMD), a submit after each fifth.
+    for i in 1..=25u64 {
+        let p = params_of(&inc, &[counter.gpu_va(), i]);
+        q.launch(&inc, &cfg(1, 1), &p).unwrap();
+        if i % 5 == 0 {
+            q.submit().unwrap();
+        }
+    }
+    let p = params_of(&fill, &[out.gpu_va(), 7, 4096]);
+    q.launch(&fill, &cfg(16, 256), &p).unwrap();
+    q.synchronize(30 * SEC).unwrap();
+    assert_eq!(q.launch_counter(), Some((26, 26, true)));
+    let sum = u64::from_le_bytes(unsafe { counter.as_slice() }[..8].try_into().unwrap());
+    assert_eq!(sum, (1..=25).sum::<u64>(), "increments lost or reordered");
+    assert!(unsafe { out.as_slice() }
+        .chunks(4)
+        .all(|w| u32::from_le_bytes(w.try_into().unwrap()) == 7));
+
+    // A signal after a launch follows it (acquire, then release without wait-for-idle).
+    let sig = dev.create_signal(0).unwrap();
+    let p = params_of(&inc, &[counter.gpu_va(), 100]);
+    q.launch(&inc, &cfg(1, 1), &p).unwrap();
+    q.signal(&sig, 1).unwrap();
+    q.submit().unwrap();
+    sig.wait(1, 30 * SEC).unwrap();
+    let sum = u64::from_le_bytes(unsafe { counter.as_slice() }[..8].try_into().unwrap());
+    assert_eq!(
+        sum,
+        (1..=25).sum::<u64>() + 100,
+        "the signal passed its launch"
+    );
+    assert_eq!(q.launch_counter().map(|c| c.1), Some(27));
+
+    // A concurrent launch may complete before the one before it: the queue is not ordered
+    // until the next release waits for idle, then it is again.
+    let conc = LaunchConfig {
+        concurrent: true,
+        ..cfg(1, 1)
+    };
+    let p = params_of(&inc, &[counter.gpu_va(), 1]);
+    q.launch(&inc, &cfg(1, 1), &p).unwrap();
+    q.launch(&inc, &conc, &p).unwrap();
+    assert_eq!(q.launch_counter().map(|c| (c.1, c.2)), Some((29, false)));
+    q.synchronize(30 * SEC).unwrap();
+    assert_eq!(q.launch_counter().map(|c| c.2), Some(true));
+    let sum = u64::from_le_bytes(unsafe { counter.as_slice() }[..8].try_into().unwrap());
+    assert_eq!(sum, (1..=25).sum::<u64>() + 102);
+}
+
+#[test]
+fn copy_queues_have_no_launch_counter() {
+    let dev = open();
+    let q = dev.create_queue(QueueKind::Copy).unwrap();
+    assert_eq!(q.launch_counter(), None);
+}
