@@ -1,7 +1,8 @@
 //! With `TEGRAGPU_QUEUE_OVERLAP=1`, a compute queue tells that its own work is done without
 //! waiting for the whole engine to be idle (so the queues of a device can run side by side):
-//! every launch's QMD releases the launch's number to the queue's launch counter, and the
-//! release closing a submit first acquires that counter. On the emulated Orin (or `TEGRAGPU_TEST_DEVICE`): the counter reaches
+//! every launch's QMD releases the launch's number to the queue's launch counter, except that
+//! a submit ending with a launch has that launch's QMD release the queue's timeline itself; a
+//! release or launch after it first acquires what the last launch releases. On the emulated Orin (or `TEGRAGPU_TEST_DEVICE`): the counter reaches
 //! the number of every launch, through both ways a launch is built (a new QMD, and a launch
 //! image whose QMD is reused with a new payload), the work is correct and in order, and a
 //! concurrent launch makes the queue fall back to waiting for idle once.
@@ -43,7 +44,9 @@ fn launches_release_their_numbers_and_submits_wait_for_them() {
     let p = params_of(&fill, &[out.gpu_va(), 7, 4096]);
     q.launch(&fill, &cfg(16, 256), &p).unwrap();
     q.synchronize(30 * SEC).unwrap();
-    assert_eq!(q.launch_counter(), Some((26, 26, true)));
+    // Launches 5, 10, ..., 25 and 26 ended their submits: their QMDs released the timeline
+    // instead of the counter (the submit added no method), so the counter holds 24.
+    assert_eq!(q.launch_counter(), Some((24, 26, true)));
     let sum = u64::from_le_bytes(unsafe { counter.as_slice() }[..8].try_into().unwrap());
     assert_eq!(sum, (1..=25).sum::<u64>(), "increments lost or reordered");
     assert!(unsafe { out.as_slice() }
@@ -65,20 +68,46 @@ fn launches_release_their_numbers_and_submits_wait_for_them() {
     );
     assert_eq!(q.launch_counter().map(|c| c.1), Some(27));
 
+    // A signal in a submit of its own, after a submit its launch's QMD closed, still follows
+    // the launch; so does the next launch.
+    let p = params_of(&inc, &[counter.gpu_va(), 1000]);
+    q.launch(&inc, &cfg(1, 1), &p).unwrap();
+    q.submit().unwrap();
+    q.signal(&sig, 2).unwrap();
+    q.submit().unwrap();
+    sig.wait(2, 30 * SEC).unwrap();
+    let sum = u64::from_le_bytes(unsafe { counter.as_slice() }[..8].try_into().unwrap());
+    assert_eq!(
+        sum,
+        (1..=25).sum::<u64>() + 1100,
+        "the signal passed its launch"
+    );
+    let p = params_of(&inc, &[counter.gpu_va(), 10_000]);
+    q.launch(&inc, &cfg(1, 1), &p).unwrap();
+    q.submit().unwrap();
+    q.synchronize(30 * SEC).unwrap();
+    let sum = u64::from_le_bytes(unsafe { counter.as_slice() }[..8].try_into().unwrap());
+    assert_eq!(sum, (1..=25).sum::<u64>() + 11_100);
+    assert_eq!(q.launch_counter().map(|c| c.1), Some(29));
+
     // A concurrent launch may complete before the one before it: the queue is not ordered
     // until the next release waits for idle, then it is again.
     let conc = LaunchConfig {
         concurrent: true,
         ..cfg(1, 1)
     };
+    // (The two launches add to different words: they may run at the same time.)
     let p = params_of(&inc, &[counter.gpu_va(), 1]);
     q.launch(&inc, &cfg(1, 1), &p).unwrap();
+    let p = params_of(&inc, &[counter.gpu_va() + 8, 1]);
     q.launch(&inc, &conc, &p).unwrap();
-    assert_eq!(q.launch_counter().map(|c| (c.1, c.2)), Some((29, false)));
+    assert_eq!(q.launch_counter().map(|c| (c.1, c.2)), Some((31, false)));
     q.synchronize(30 * SEC).unwrap();
     assert_eq!(q.launch_counter().map(|c| c.2), Some(true));
     let sum = u64::from_le_bytes(unsafe { counter.as_slice() }[..8].try_into().unwrap());
-    assert_eq!(sum, (1..=25).sum::<u64>() + 102);
+    assert_eq!(sum, (1..=25).sum::<u64>() + 11_101);
+    let other = u64::from_le_bytes(unsafe { counter.as_slice() }[8..16].try_into().unwrap());
+    assert_eq!(other, 1);
 }
 
 #[test]

@@ -243,6 +243,8 @@ pub const NVC56F_SEM_EXECUTE_OPERATION_ACQ_NOR: u32 = 5;
 pub const NVC56F_SEM_EXECUTE_OPERATION_REDUCTION: u32 = 6;
 /// SEM_EXECUTE ACQUIRE_SWITCH_TSG field (bit 12).
 pub const NVC56F_SEM_EXECUTE_ACQUIRE_SWITCH_TSG: Field = Field::new(12, 12);
+/// ACQUIRE_SWITCH_TSG disabled.
+pub const NVC56F_SEM_EXECUTE_ACQUIRE_SWITCH_TSG_DIS: u32 = 0;
 /// ACQUIRE_SWITCH_TSG enabled.
 pub const NVC56F_SEM_EXECUTE_ACQUIRE_SWITCH_TSG_EN: u32 = 1;
 /// SEM_EXECUTE RELEASE_WFI field (bit 20): wait for idle + sysmembar before the release.

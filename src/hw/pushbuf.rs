@@ -212,6 +212,21 @@ impl<'a> PushBuf<'a> {
         payload64: bool,
         cond: SemCond,
     ) -> Result<()> {
+        self.host_sem_acquire_switch(va, value, payload64, cond, true)
+    }
+
+    /// [`PushBuf::host_sem_acquire`] with ACQUIRE_SWITCH_TSG chosen: with `switch_tsg` false,
+    /// a failed acquire keeps the TSG on the engine (Host switches to the TSG's other channels
+    /// with pending work, and polls again) rather than letting the scheduler leave the TSG once
+    /// every channel of it waits.
+    pub fn host_sem_acquire_switch(
+        &mut self,
+        va: u64,
+        value: u64,
+        payload64: bool,
+        cond: SemCond,
+        switch_tsg: bool,
+    ) -> Result<()> {
         self.check_sem("host_sem_acquire", va, if payload64 { 8 } else { 4 })?;
         if !payload64 && value > u64::from(u32::MAX) {
             return Err(Error::invalid(format!(
@@ -226,7 +241,11 @@ impl<'a> PushBuf<'a> {
             SemCond::Nor => NVC56F_SEM_EXECUTE_OPERATION_ACQ_NOR,
         };
         let exec = NVC56F_SEM_EXECUTE_OPERATION.val(op)
-            | NVC56F_SEM_EXECUTE_ACQUIRE_SWITCH_TSG.val(NVC56F_SEM_EXECUTE_ACQUIRE_SWITCH_TSG_EN)
+            | NVC56F_SEM_EXECUTE_ACQUIRE_SWITCH_TSG.val(if switch_tsg {
+                NVC56F_SEM_EXECUTE_ACQUIRE_SWITCH_TSG_EN
+            } else {
+                NVC56F_SEM_EXECUTE_ACQUIRE_SWITCH_TSG_DIS
+            })
             | NVC56F_SEM_EXECUTE_PAYLOAD_SIZE.val(u32::from(payload64));
         self.run(
             "host_sem_acquire",

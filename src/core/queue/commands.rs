@@ -157,15 +157,17 @@ impl Queue {
         match self.overlap.as_ref() {
             Some(o) if o.ordered => {
                 // After the queue's own launches only (see `Overlap`): no wait for idle.
-                let acquire = o.launched.then(|| (o.counter.gpu_va(), o.seq));
+                let acquire =
+                    (o.launched && !o.reached(&self.track.timeline)).then(|| o.acquire_target());
                 self.with_cmd(|pb| {
-                    if let Some((cva, seq)) = acquire {
-                        pb.host_sem_acquire_geq(cva, seq)?;
+                    if let Some(a) = acquire {
+                        pb.push_words(&a)?;
                     }
                     pb.host_sem_release(va, value, true, true, false)
                 })?;
                 if let Some(o) = self.overlap.as_mut() {
                     o.launched = false;
+                    o.closed = false;
                 }
             }
             _ => {

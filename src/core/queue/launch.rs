@@ -199,11 +199,17 @@ impl Queue {
             // The image's QMD carries the release to the counter; this launch's number is new.
             let seq = o.seq + 1;
             let (lo, hi) = o.payload_dwords;
+            let addr = o.addr_lo;
             let dst = self.qmd_cpu(qmd_va);
-            // SAFETY: the slot holds QMD_STRIDE bytes; lo and hi are dwords of the QMD.
+            // SAFETY: the slot holds QMD_STRIDE bytes; lo, hi and the address dword are dwords
+            // of the QMD.
             unsafe {
                 dst.add(lo).write(seq as u32);
                 dst.add(hi).write((seq >> 32) as u32);
+                // A submit may have moved this slot's release to the timeline.
+                if let Some((a, counter_lo, _)) = addr {
+                    dst.add(a).write(counter_lo);
+                }
             }
         }
         self.record_send(qmd_va, concurrent)
@@ -289,33 +295,69 @@ impl Queue {
         let gen = self.dev.inner.local_generation.load(Ordering::Acquire);
         let code_gen = self.dev.inner.code_generation.load(Ordering::Acquire);
         if gen == self.local_generation && code_gen == self.code_generation {
-            // The common case: [WAIT_FOR_IDLE,] SEND_PCAS_A, SEND_SIGNALING_PCAS2_B, from the
-            // words encoded at queue creation (the QMD ring lies below 2^40, 256-byte aligned).
-            self.ensure_cmd_space(4)?;
+            // The common case: [WAIT_FOR_IDLE or the acquire of `Overlap`,] SEND_PCAS_A,
+            // SEND_SIGNALING_PCAS2_B, from words encoded at queue creation (the QMD ring lies
+            // below 2^40, 256-byte aligned).
+            self.ensure_cmd_space(3 + RELEASE_DW as u64)?;
             let w = self.launch_words;
             let pos = self.cmd.pos() as usize;
-            let serialize = self.last_was_launch && (!concurrent || self.after_replay);
-            // SAFETY: ensure_cmd_space made 4 dwords at the head free, contiguous and mapped.
+            let serialize = (self.last_was_launch && (!concurrent || self.after_replay))
+                || Overlap::pending(&self.overlap);
+            // After ensure_cmd_space: a submit it made may have moved the target.
+            let order = if serialize {
+                self.serial_order()
+            } else {
+                Serial::Done
+            };
+            let mut n = 3;
+            // SAFETY: ensure_cmd_space made 3 + RELEASE_DW dwords at the head free, contiguous
+            // and mapped.
             unsafe {
                 let mut p = (self.cmd.alloc.cpu as *mut u32).add(pos);
-                if serialize {
-                    p.write(w.wait_for_idle);
-                    p = p.add(1);
+                match order {
+                    Serial::Acquire(a) => {
+                        std::ptr::copy_nonoverlapping(a.as_ptr(), p, RELEASE_DW);
+                        p = p.add(RELEASE_DW);
+                        n += RELEASE_DW as u64;
+                    }
+                    Serial::Wfi => {
+                        p.write(w.wait_for_idle);
+                        p = p.add(1);
+                        n += 1;
+                    }
+                    Serial::Done => {}
                 }
                 p.write(w.send_pcas[0]);
                 p.add(1).write((qmd_va >> 8) as u32);
                 p.add(2).write(w.send_pcas[1]);
             }
-            self.cmd.head += 3 + u64::from(serialize);
+            self.cmd.head += n;
             self.track.pending.store(true, Ordering::Release);
             self.committed = (
                 self.qmd.as_ref().map(|r| r.head).unwrap_or(0),
                 self.karg.as_ref().map(|r| r.head).unwrap_or(0),
             );
-            self.note_launch(serialize);
+            self.note_launch(serialize, qmd_va);
             return Ok(());
         }
         self.record_send_slow(qmd_va, concurrent, gen, code_gen)
+    }
+
+    /// How a launch that must follow the queue's last one waits for it: an acquire of what that
+    /// launch releases, or nothing once the CPU sees it released (see `Overlap`); a wait for
+    /// idle without the launch counter, after concurrent launches or a replay.
+    #[inline(always)]
+    fn serial_order(&self) -> Serial {
+        match &self.overlap {
+            Some(o) if o.ordered && !self.after_replay => {
+                if o.reached(&self.track.timeline) {
+                    Serial::Done
+                } else {
+                    Serial::Acquire(o.acquire_target())
+                }
+            }
+            _ => Serial::Wfi,
+        }
     }
 
     #[cold]
@@ -332,17 +374,26 @@ impl Queue {
         } else {
             None
         };
-        let serialize = self.last_was_launch && (!concurrent || self.after_replay);
+        let serialize = (self.last_was_launch && (!concurrent || self.after_replay))
+            || Overlap::pending(&self.overlap);
         // Instruction/constant/global caches: invalidated when code was loaded since this
         // queue's last invalidate (each QMD also invalidates its constant bank 0 and the L1 data
         // caches itself).
         let invalidate = code_gen != self.code_generation;
+        self.ensure_cmd_space(MAX_CMD_DW)?;
+        let order = if serialize {
+            self.serial_order()
+        } else {
+            Serial::Done
+        };
         self.with_cmd(|pb| {
             if let Some((base, per_tpc)) = local {
                 pb.set_local_memory(base, per_tpc)?;
             }
-            if serialize {
-                pb.wait_for_idle()?;
+            match order {
+                Serial::Acquire(a) => pb.push_words(&a)?,
+                Serial::Wfi => pb.wait_for_idle()?,
+                Serial::Done => {}
             }
             if invalidate {
                 pb.invalidate_shader_caches_no_wfi(INVALIDATE_BEFORE_LAUNCH)?;
@@ -361,17 +412,22 @@ impl Queue {
             self.qmd.as_ref().map(|r| r.head).unwrap_or(0),
             self.karg.as_ref().map(|r| r.head).unwrap_or(0),
         );
-        self.note_launch(serialize);
+        self.note_launch(serialize, qmd_va);
         Ok(())
     }
 
-    /// A launch was recorded (`serialize`: after a wait for idle): it is the last one, and its
-    /// QMD releases the next launch number to the counter.
+    /// A launch was recorded (`serialize`: after a wait for idle) with its QMD at `qmd_va`: it
+    /// is the last one, and its QMD releases the next launch number to the counter.
     #[inline(always)]
-    fn note_launch(&mut self, serialize: bool) {
+    fn note_launch(&mut self, serialize: bool, qmd_va: u64) {
         if let Some(o) = self.overlap.as_mut() {
             o.seq += 1;
             o.launched = true;
+            o.last_qmd_va = qmd_va;
+            o.closed = false;
+            if o.ordered {
+                o.target = (false, o.seq);
+            }
             if self.last_was_launch && !serialize {
                 // It may run beside the launch before it and complete first.
                 o.ordered = false;
@@ -672,4 +728,14 @@ pub(crate) fn check_launch(dev: &Device, kernel: &Kernel, cfg: &LaunchConfig) ->
         }
     }
     Ok(())
+}
+
+/// How a launch that must follow the queue's previous one waits for it.
+enum Serial {
+    /// An acquire of what the previous launch releases (see `Overlap`).
+    Acquire([u32; RELEASE_DW]),
+    /// Wait for the engine to be idle.
+    Wfi,
+    /// Nothing: it is complete (or the launch need not follow it).
+    Done,
 }

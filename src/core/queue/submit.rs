@@ -255,6 +255,9 @@ impl Queue {
     ) -> ([u32; 2 * RELEASE_DW], usize) {
         let mut w = [0u32; 2 * RELEASE_DW];
         let mut n = 0;
+        if self.close_in_last_launch(value) {
+            return (w, 0);
+        }
         let mut put = |t: [u32; RELEASE_DW], payload: u64| {
             w[n..n + RELEASE_DW].copy_from_slice(&t);
             w[n + 3] = payload as u32;
@@ -263,11 +266,12 @@ impl Queue {
         };
         match self.overlap.as_mut() {
             Some(o) if o.ordered => {
-                if o.launched {
-                    put(o.acquire, o.seq);
+                if o.launched && !o.reached(&self.track.timeline) {
+                    put(o.acquire_target(), o.target.1);
                 }
                 put(o.release, value);
                 o.launched = false;
+                o.closed = false;
             }
             Some(o) => {
                 put(wfi_release, value);
@@ -277,6 +281,41 @@ impl Queue {
             None => put(wfi_release, value),
         }
         (w, n)
+    }
+
+    /// Where the last thing recorded is an ordered launch still in this segment: have its QMD
+    /// release timeline `value` itself when its grid completes, so the submit needs no method
+    /// of its own (see `Overlap`). Whether it did.
+    #[inline(always)]
+    fn close_in_last_launch(&mut self, value: u64) -> bool {
+        let last_launch = self.last_was_launch;
+        let Some(r) = self.qmd.as_ref() else {
+            return false;
+        };
+        let (cpu, base) = (r.alloc.cpu, r.alloc.gpu_va);
+        let Some(o) = self.overlap.as_mut() else {
+            return false;
+        };
+        let Some((lo, _, tl)) = o.addr_lo else {
+            return false;
+        };
+        if !(o.ordered && o.launched && last_launch) {
+            return false;
+        }
+        let (plo, phi) = o.payload_dwords;
+        // SAFETY: last_qmd_va is a slot of the QMD ring holding the last launch's QMD, not yet
+        // submitted (the segment is open); lo, plo and phi are dwords of it.
+        unsafe {
+            let dst = cpu.add((o.last_qmd_va - base) as usize) as *mut u32;
+            dst.add(lo).write(tl);
+            dst.add(plo).write(value as u32);
+            dst.add(phi).write((value >> 32) as u32);
+        }
+        o.target = (true, value);
+        // A later release and the next launch still have to wait for that launch: `launched`
+        // stays set.
+        o.closed = true;
+        true
     }
 
     /// Record the replay of a command stream that lives outside this queue's rings (a finished
@@ -306,7 +345,7 @@ impl Queue {
         } else {
             None
         };
-        let serialize = self.last_was_launch;
+        let serialize = self.last_was_launch || Overlap::pending(&self.overlap);
         let code_gen = self.dev.inner.code_generation.load(Ordering::Acquire);
         let invalidate = code_gen != self.code_generation;
         if local.is_some() || serialize || invalidate {

@@ -549,6 +549,19 @@ pub fn release0_payload_dwords(version: QmdVersion) -> Option<(usize, usize)> {
     (whole(lo) && whole(hi)).then_some(((lo.1 / 32) as usize, (hi.1 / 32) as usize))
 }
 
+/// The dword of a `version` QMD holding the low 32 bits of release slot 0's address, where it
+/// is a whole dword (every supported version): a QMD whose release goes to an address with the
+/// same high bits is moved to another semaphore by writing this dword alone.
+pub fn release0_addr_lo_dword(version: QmdVersion) -> Option<usize> {
+    let l: &Layout = match version {
+        QmdVersion::V03 => &V03,
+        QmdVersion::V04 => &V04,
+        QmdVersion::V05 => &V05,
+    };
+    let f = l.rel_addr_lo;
+    (f.1 % 32 == 0 && f.0 == f.1 + 31).then_some((f.1 / 32) as usize)
+}
+
 /// Encode a QMD V03_00 (Ampere/Ada: c6c0, c7c0, c9c0).
 pub fn encode_v03(d: &LaunchDesc, out: &mut [u32; 64]) -> Result<()> {
     encode(&V03, d, out)
