@@ -126,6 +126,12 @@ fn host_methods() {
             "{cond:?}, 32-bit"
         );
     }
+    // Without ACQUIRE_SWITCH_TSG (a queue's own launch counter, TEGRAGPU_QUEUE_OVERLAP):
+    // bit 12 clear, the rest as above.
+    assert_eq!(
+        build(|p| p.host_sem_acquire_switch(0x2000, 0x5_0000_0006, true, SemCond::Geq, false)),
+        [0x2005_0017, 0x2000, 0, 6, 5, 0x0100_0002]
+    );
     assert_eq!(build(|p| p.host_wfi()), [0x2001_001E, 1]);
     assert_eq!(
         build(|p| p.host_membar_sys()),
@@ -156,6 +162,9 @@ fn host_sem_checks() {
         "c76f SEM_ADDR_HI is 8 bits"
     );
     assert!(pb.host_sem_acquire_geq(0x1004, 1).is_err());
+    assert!(pb
+        .host_sem_acquire_switch(0x1004, 1, true, SemCond::Geq, false)
+        .is_err());
     assert!(
         pb.host_sem_acquire(0x1004, 1, true, SemCond::Eq).is_err(),
         "64-bit acquire needs 8-byte alignment"

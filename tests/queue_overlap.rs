@@ -116,3 +116,27 @@ fn copy_queues_have_no_launch_counter() {
     let q = dev.create_queue(QueueKind::Copy).unwrap();
     assert_eq!(q.launch_counter(), None);
 }
+
+/// A signal released on two queues keeps the newest value whichever queue finishes first:
+/// queue P's release of 1 waits for a gate the CPU opens later, queue Q then records a release
+/// of 2. Q's release must wait for P's (else P's 1 would land after Q's 2 and the signal would go
+/// back, as an event recorded again on a second stream would under CUDA).
+#[test]
+fn a_signal_released_on_two_queues_does_not_go_back() {
+    let dev = open();
+    let gate = dev.create_signal(0).unwrap();
+    let s = dev.create_signal(0).unwrap();
+    let mut p = dev.create_queue(QueueKind::Compute).unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    p.wait(&gate, 1).unwrap();
+    p.signal(&s, 1).unwrap();
+    p.submit().unwrap();
+    q.signal(&s, 2).unwrap();
+    q.submit().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(s.value(), 0, "Q's release passed P's earlier one");
+    gate.set(1);
+    p.synchronize(30 * SEC).unwrap();
+    q.synchronize(30 * SEC).unwrap();
+    assert_eq!(s.value(), 2);
+}

@@ -290,6 +290,22 @@ impl Signal {
         self.rel_queue.store(queue, Ordering::Release);
     }
 
+    /// The value of the last release recorded for this signal on a queue other than the one with
+    /// serial `queue`, where the CPU does not yet see the signal at that value (0 otherwise).
+    #[inline(always)]
+    pub(crate) fn pending_release_elsewhere(&self, queue: u64) -> u64 {
+        let q = self.rel_queue.load(Ordering::Acquire);
+        if q == 0 || q == queue {
+            return 0;
+        }
+        let v = self.rel_value.load(Ordering::Relaxed);
+        if reached(self.value(), v) {
+            0
+        } else {
+            v
+        }
+    }
+
     /// The last recorded release, if it is of a value ≥ `value`: (its queue, the timeline value
     /// of its submit).
     fn recorded_release(

@@ -151,9 +151,19 @@ impl Queue {
 
     /// Record a GPU write of `value` (and a timestamp) to `signal` once all earlier work on this
     /// queue is complete and visible.
+    ///
+    /// The signal's value never goes back because of the order in which queues finish: where
+    /// the last release recorded for it was of a smaller value on another queue and has not
+    /// happened yet, this queue first waits for that release (queues that run side by side may
+    /// otherwise finish in either order, and CUDA's events, recorded again on another stream,
+    /// rely on the newest value).
     pub fn signal(&mut self, signal: &Signal, value: u64) -> Result<()> {
         self.dev.check_usable()?;
         let va = signal.gpu_va();
+        let before = signal.pending_release_elsewhere(self.track.serial);
+        if before != 0 && before < value {
+            self.with_cmd(|pb| pb.host_sem_acquire_geq(va, before))?;
+        }
         match self.overlap.as_ref() {
             Some(o) if o.ordered => {
                 // After the queue's own launches only (see `Overlap`): no wait for idle.

@@ -11,14 +11,32 @@ impl Queue {
         let tex_v2 = self.dev.inner.tex_header_v2;
         let class = self.raw.class;
         let sub = self.raw.subchannel;
+        // With `Overlap`, the device's local-memory store as of now is set here, before any
+        // launch: the engine waits for idle before that state changes, which at the first
+        // launch would hold it back behind the other queues' kernels.
+        let local = if sub == crate::hw::method::SUBCH_COMPUTE && self.overlap.is_some() {
+            let lm = self.dev.inner.local.lock();
+            lm.buf
+                .as_ref()
+                .map(|b| (b.gpu_va, lm.bytes_per_tpc, lm.generation))
+        } else {
+            None
+        };
         self.with_cmd(|pb| {
             pb.set_object(sub, class)?;
             if sub == crate::hw::method::SUBCH_COMPUTE {
                 pb.compute_init(info.shared_window, info.local_window)?;
                 pb.texture_pools(tex_headers, tex_samplers, TEXTURE_POOL_ENTRIES - 1, tex_v2)?;
+                if let Some((base, per_tpc, _)) = local {
+                    pb.set_local_memory(base, per_tpc)?;
+                }
             }
             Ok(())
-        })
+        })?;
+        if let Some((_, _, generation)) = local {
+            self.local_generation = generation;
+        }
+        Ok(())
     }
 
     /// Reserve room for one command (≤ MAX_CMD_DW dwords) and record it with `f`.
