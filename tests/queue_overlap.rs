@@ -140,3 +140,19 @@ fn a_signal_released_on_two_queues_does_not_go_back() {
     q.synchronize(30 * SEC).unwrap();
     assert_eq!(s.value(), 2);
 }
+
+/// A release recorded on another queue but not submitted there is not waited for: that queue
+/// may never submit it, and the second queue must still finish.
+#[test]
+fn a_release_only_recorded_elsewhere_is_not_waited_for() {
+    let dev = open();
+    let s = dev.create_signal(0).unwrap();
+    let mut p = dev.create_queue(QueueKind::Compute).unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    p.signal(&s, 1).unwrap();
+    q.signal(&s, 2).unwrap();
+    q.submit().unwrap();
+    q.synchronize(30 * SEC).unwrap();
+    assert_eq!(s.value(), 2);
+    p.abort();
+}

@@ -454,6 +454,18 @@ impl Device {
         ))
     }
 
+    /// How far the live queue with serial `serial` has submitted (its timeline value), `None`
+    /// when it is gone. No allocation.
+    pub(crate) fn queue_submitted(&self, serial: u64) -> Option<u64> {
+        self.inner
+            .queues
+            .lock()
+            .iter()
+            .filter_map(|w| w.upgrade())
+            .find(|t| t.serial == serial)
+            .map(|t| t.submitted())
+    }
+
     /// The queues of this device that still exist.
     pub(crate) fn live_queues(&self) -> Vec<Arc<QueueTrack>> {
         self.inner

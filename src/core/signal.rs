@@ -291,7 +291,9 @@ impl Signal {
     }
 
     /// The value of the last release recorded for this signal on a queue other than the one with
-    /// serial `queue`, where the CPU does not yet see the signal at that value (0 otherwise).
+    /// serial `queue`, where that queue has submitted it and the CPU does not yet see the signal
+    /// at that value (0 otherwise: a release still only recorded is not waited for, since its
+    /// queue may never submit it).
     #[inline(always)]
     pub(crate) fn pending_release_elsewhere(&self, queue: u64) -> u64 {
         let q = self.rel_queue.load(Ordering::Acquire);
@@ -300,9 +302,17 @@ impl Signal {
         }
         let v = self.rel_value.load(Ordering::Relaxed);
         if reached(self.value(), v) {
-            0
-        } else {
-            v
+            return 0;
+        }
+        self.pending_release_submitted(q, v)
+    }
+
+    #[cold]
+    fn pending_release_submitted(&self, queue: u64, value: u64) -> u64 {
+        let seq = self.rel_seq.load(Ordering::Relaxed);
+        match self.dev.queue_submitted(queue) {
+            Some(s) if s >= seq => value,
+            _ => 0,
         }
     }
 

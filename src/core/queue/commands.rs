@@ -153,10 +153,10 @@ impl Queue {
     /// queue is complete and visible.
     ///
     /// The signal's value never goes back because of the order in which queues finish: where
-    /// the last release recorded for it was of a smaller value on another queue and has not
-    /// happened yet, this queue first waits for that release (queues that run side by side may
-    /// otherwise finish in either order, and CUDA's events, recorded again on another stream,
-    /// rely on the newest value).
+    /// the last release recorded for it was of a smaller value on another queue, submitted there
+    /// and not yet seen, this queue first waits for that release (queues that run side by side
+    /// may otherwise finish in either order, and CUDA's events, recorded again on another
+    /// stream, rely on the newest value).
     pub fn signal(&mut self, signal: &Signal, value: u64) -> Result<()> {
         self.dev.check_usable()?;
         let va = signal.gpu_va();
