@@ -339,6 +339,114 @@ fn release_structure_sizes() {
     );
 }
 
+/// Release slot 1 as a patch of a QMD already in memory (a signal after a launch): applied to
+/// a QMD whose control dword holds other bits, it equals that QMD with slot 1 set at the
+/// headers' positions (V03 RELEASE1_* at 896..1023; V04 RELEASE_*(1) at 320 + 16 and
+/// RELEASE_SEMAPHORE1_* at 768..895; V05 RELEASE_*(1) at 288 + 16, RELEASE_SEMAPHORE1_* at
+/// 768..895), with nothing else changed.
+#[test]
+fn release_slot_1_patch() {
+    let va: u64 = 0xAB_CDEF_0120;
+    let payload: u64 = 0x1122_3344_5566_7788;
+    let r = QmdRelease {
+        va,
+        payload,
+        payload64: true,
+        timestamp: true,
+        membar_sys: true,
+    };
+    // Slot 1's positions in each version's header.
+    struct Slot1 {
+        v: QmdVersion,
+        n: usize,
+        en: u32,
+        st: (u32, u32),
+        mb: u32,
+        p64: u32,
+        alo: u32,
+        ahi: (u32, u32),
+        plo: u32,
+    }
+    let cases = [
+        Slot1 {
+            v: QmdVersion::V03,
+            n: 64,
+            en: 951,
+            st: (959, 958),
+            mb: 947,
+            p64: 957,
+            alo: 896,
+            ahi: (935, 928),
+            plo: 960,
+        },
+        Slot1 {
+            v: QmdVersion::V04,
+            n: 96,
+            en: 336,
+            st: (338, 337),
+            mb: 339,
+            p64: 348,
+            alo: 768,
+            ahi: (824, 800),
+            plo: 832,
+        },
+        Slot1 {
+            v: QmdVersion::V05,
+            n: 96,
+            en: 304,
+            st: (306, 305),
+            mb: 307,
+            p64: 316,
+            alo: 768,
+            ahi: (824, 800),
+            plo: 832,
+        },
+    ];
+    for c in cases {
+        let Slot1 {
+            v,
+            n,
+            en,
+            st,
+            mb,
+            p64,
+            alo,
+            ahi,
+            plo,
+        } = c;
+        // A QMD with every bit of the control dword set except slot 1's own fields.
+        let mut before = [0u32; 96];
+        let ctl = (en / 32) as usize;
+        before[ctl] = u32::MAX;
+        for (hi, lo) in [(en, en), st, (mb, mb), (p64, p64)] {
+            mw(&mut before, hi, lo, 0);
+        }
+        if v == QmdVersion::V03 {
+            mw(&mut before, ahi.0, ahi.1, 0);
+        }
+        let mut expect = before;
+        mw(&mut expect, en, en, 1);
+        mw(&mut expect, st.0, st.1, 0); // FOUR_WORDS: payload + timestamp
+        mw(&mut expect, mb, mb, 1);
+        mw(&mut expect, p64, p64, 1);
+        mw(&mut expect, alo + 31, alo, va & 0xffff_ffff);
+        mw(&mut expect, ahi.0, ahi.1, va >> 32);
+        mw(&mut expect, plo + 31, plo, payload & 0xffff_ffff);
+        mw(&mut expect, plo + 63, plo + 32, payload >> 32);
+        let p = qmd::release1_patch(v, &r).unwrap();
+        assert_eq!(p.ctl, ctl, "{v:?}");
+        assert_eq!(qmd::release1_ctl_dword(v), ctl, "{v:?}");
+        let mut got = before;
+        for &(d, w) in &p.words[..p.len] {
+            got[d] = if d == p.ctl { w | before[d] } else { w };
+        }
+        assert_eq!(got[..n], expect[..n], "{v:?}");
+    }
+    // A timestamped release needs 16-byte alignment.
+    let bad = QmdRelease { va: va + 8, ..r };
+    assert!(qmd::release1_patch(QmdVersion::V04, &bad).is_err());
+}
+
 fn expect_launch_err(r: tegragpu::Result<()>, what: &str) {
     match r {
         Err(e) => assert_eq!(e.status, Status::InvalidLaunch, "{what}: {e:?}"),

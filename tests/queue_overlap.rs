@@ -9,7 +9,7 @@
 
 mod common;
 use common::{cfg, data_flags, fixtures, params_of, SEC};
-use tegragpu::core::{Device, LaunchConfig, QueueKind};
+use tegragpu::core::{Device, LaunchConfig, QueueConfig, QueueKind};
 
 /// A device whose compute queues take the launch counter (`TEGRAGPU_QUEUE_OVERLAP=1`, read
 /// when a queue is created; both tests set the same value).
@@ -155,4 +155,93 @@ fn a_release_only_recorded_elsewhere_is_not_waited_for() {
     q.synchronize(30 * SEC).unwrap();
     assert_eq!(s.value(), 2);
     p.abort();
+}
+
+/// A signal directly after a launch adds no method: the launch's QMD releases it (release slot
+/// 1, with a timestamp) when its grid completes. The QMD slot keeps its QMD for later launches
+/// of the same kernel, which must not release the signal again.
+#[test]
+fn a_signal_after_a_launch_rides_on_its_qmd_once() {
+    let dev = open();
+    let m = fixtures(&dev);
+    let inc = m.kernel("increment").unwrap();
+    let counter = dev.alloc(4096, data_flags()).unwrap();
+    // 16 QMD slots: the launches below come back to the signal's slot.
+    let mut q = dev
+        .create_queue_with(QueueKind::Compute, QueueConfig { depth: 16 })
+        .unwrap();
+    let early = dev.create_signal(0).unwrap();
+    let s = dev.create_signal(0).unwrap();
+    q.signal(&early, 1).unwrap();
+    q.submit().unwrap();
+    early.wait(1, 30 * SEC).unwrap();
+    let sum = || u64::from_le_bytes(unsafe { counter.as_slice() }[..8].try_into().unwrap());
+    for i in 1..=3u64 {
+        let p = params_of(&inc, &[counter.gpu_va(), 1]);
+        q.launch(&inc, &cfg(1, 1), &p).unwrap();
+        let before = q.command_dwords();
+        q.signal(&s, 10 * i).unwrap();
+        assert_eq!(q.command_dwords(), before, "the signal added methods");
+        q.submit().unwrap();
+        s.wait(10 * i, 30 * SEC).unwrap();
+        assert_eq!(sum(), i, "the signal came before its launch's work");
+        assert!(
+            s.timestamp() >= early.timestamp() && s.timestamp() != 0,
+            "no timestamp: {} (an earlier release: {})",
+            s.timestamp(),
+            early.timestamp()
+        );
+    }
+    // A second signal after the same launch takes the method path (slot 1 is taken).
+    let p = params_of(&inc, &[counter.gpu_va(), 1]);
+    q.launch(&inc, &cfg(1, 1), &p).unwrap();
+    q.signal(&s, 40).unwrap();
+    let before = q.command_dwords();
+    q.signal(&early, 2).unwrap();
+    assert!(q.command_dwords() > before);
+    q.synchronize(30 * SEC).unwrap();
+    assert_eq!((s.value(), early.value(), sum()), (40, 2, 4));
+    // Every slot again, the same kernel and configuration (the QMDs are reused): none may
+    // release the signal.
+    s.set(0);
+    for _ in 0..40 {
+        let p = params_of(&inc, &[counter.gpu_va(), 1]);
+        q.launch(&inc, &cfg(1, 1), &p).unwrap();
+        q.submit().unwrap();
+    }
+    q.synchronize(30 * SEC).unwrap();
+    assert_eq!(sum(), 44);
+    assert_eq!(s.value(), 0, "a reused QMD released the signal again");
+}
+
+/// A wait recorded after a launch is passed before what follows it counts as done: a signal
+/// or a submit after the wait must not ride on the launch's QMD.
+#[test]
+fn a_wait_after_a_launch_holds_back_the_signal_and_the_submit() {
+    let dev = open();
+    let m = fixtures(&dev);
+    let inc = m.kernel("increment").unwrap();
+    let counter = dev.alloc(4096, data_flags()).unwrap();
+    let gate = dev.create_signal(0).unwrap();
+    let s = dev.create_signal(0).unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let mut r = dev.create_queue(QueueKind::Compute).unwrap();
+    let p = params_of(&inc, &[counter.gpu_va(), 1]);
+    q.launch(&inc, &cfg(1, 1), &p).unwrap();
+    q.wait(&gate, 1).unwrap();
+    q.signal(&s, 1).unwrap();
+    q.submit().unwrap();
+    r.launch(&inc, &cfg(1, 1), &p).unwrap();
+    r.wait(&gate, 2).unwrap();
+    r.submit().unwrap();
+    let done = r.submitted_point();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(s.value(), 0, "the signal passed the wait before it");
+    assert!(!done.reached(), "the submit passed the wait before it");
+    gate.set(2);
+    q.synchronize(30 * SEC).unwrap();
+    r.synchronize(30 * SEC).unwrap();
+    assert_eq!(s.value(), 1);
+    let sum = u64::from_le_bytes(unsafe { counter.as_slice() }[..8].try_into().unwrap());
+    assert_eq!(sum, 2);
 }

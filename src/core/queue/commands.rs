@@ -164,6 +164,11 @@ impl Queue {
         if before != 0 && before < value {
             self.with_cmd(|pb| pb.host_sem_acquire_geq(va, before))?;
         }
+        if self.signal_in_last_launch(va, value) {
+            // Nothing was added to the command ring: the launch is still the last command.
+            signal.note_release(self.track.serial, value, self.track.submitted() + 1);
+            return Ok(());
+        }
         match self.overlap.as_ref() {
             Some(o) if o.ordered => {
                 // After the queue's own launches only (see `Overlap`): no wait for idle.
@@ -194,6 +199,56 @@ impl Queue {
         signal.note_release(self.track.serial, value, self.track.submitted() + 1);
         self.last_was_launch = false;
         Ok(())
+    }
+
+    /// Where the last thing recorded is an ordered launch still in this segment (nothing
+    /// recorded after it) whose QMD's release slot 1 is free: have that QMD release `value`,
+    /// with its timestamp, to the signal at `va` when the grid completes, after its grid-end
+    /// membar (see `Overlap`). The launch ran after all of the queue's earlier work, so its completion
+    /// is the signal's condition; no method is added. Whether it did.
+    #[inline]
+    fn signal_in_last_launch(&mut self, va: u64, value: u64) -> bool {
+        if !self.last_was_launch {
+            return false;
+        }
+        let Some(r) = self.qmd.as_ref() else {
+            return false;
+        };
+        let (cpu, base) = (r.alloc.cpu, r.alloc.gpu_va);
+        let version = self.dev.arch().qmd_version;
+        let head = self.cmd.head;
+        let Some(o) = self.overlap.as_mut() else {
+            return false;
+        };
+        if !(o.ordered && o.launched && !o.rel1_used && head == o.launch_end) {
+            return false;
+        }
+        let rel = crate::hw::qmd::QmdRelease {
+            va,
+            payload: value,
+            payload64: true,
+            timestamp: true,
+            // As for the launch's own release (`Queue::record_launch`): the grid-end
+            // CWD_MEMBAR_TYPE L1_SYSMEMBAR makes its writes visible first.
+            membar_sys: false,
+        };
+        let Ok(p) = crate::hw::qmd::release1_patch(version, &rel) else {
+            return false;
+        };
+        let off = o.last_qmd_va - base;
+        // SAFETY: last_qmd_va is a slot of the QMD ring holding the last launch's QMD, not yet
+        // submitted (the segment is open: a submit clears last_was_launch); the patch's dwords
+        // are dwords of that QMD.
+        unsafe {
+            let dst = cpu.add(off as usize) as *mut u32;
+            for &(d, v) in &p.words[..p.len] {
+                dst.add(d)
+                    .write(if d == p.ctl { v | o.last_ctl } else { v });
+            }
+        }
+        o.rel1_used = true;
+        o.rel1_slots[(off / QMD_STRIDE) as usize] = true;
+        true
     }
 
     /// Record a GPU wait until `signal` ≥ `value` before later work on this queue starts. The

@@ -195,20 +195,26 @@ impl Queue {
             }
             self.slot_qmd[slot] = if in_slot { id } else { 0 };
         }
-        if let Some(o) = &self.overlap {
+        let dst = self.qmd_cpu(qmd_va);
+        if let Some(o) = self.overlap.as_mut() {
             // The image's QMD carries the release to the counter; this launch's number is new.
             let seq = o.seq + 1;
             let (lo, hi) = o.payload_dwords;
-            let addr = o.addr_lo;
-            let dst = self.qmd_cpu(qmd_va);
-            // SAFETY: the slot holds QMD_STRIDE bytes; lo, hi and the address dword are dwords
-            // of the QMD.
+            let ctl = self.images[way].qmd[o.rel1_ctl];
+            o.last_ctl = ctl;
+            // SAFETY: the slot holds QMD_STRIDE bytes; lo, hi, rel1_ctl and the address dword
+            // are dwords of the QMD.
             unsafe {
                 dst.add(lo).write(seq as u32);
                 dst.add(hi).write((seq >> 32) as u32);
                 // A submit may have moved this slot's release to the timeline.
-                if let Some((a, counter_lo, _)) = addr {
+                if let Some((a, counter_lo, _)) = o.addr_lo {
                     dst.add(a).write(counter_lo);
+                }
+                if o.rel1_slots[slot] {
+                    // A signal gave this slot's QMD release slot 1: disable it again.
+                    dst.add(o.rel1_ctl).write(ctl);
+                    o.rel1_slots[slot] = false;
                 }
             }
         }
@@ -257,9 +263,17 @@ impl Queue {
             (karg_va, cb_size as u32),
             &mut words,
         )?;
-        if let Some(o) = &self.overlap {
-            let r = crate::hw::qmd::QmdRelease::new(o.counter.gpu_va(), o.seq + 1);
+        if let Some(o) = self.overlap.as_mut() {
+            // No FE_SYSMEMBAR on the release: the QMD's CWD_MEMBAR_TYPE L1_SYSMEMBAR already
+            // makes the grid's writes visible when it completes (a release membar would add one
+            // more, about 0.5 us per launch on an H100).
+            let r = crate::hw::qmd::QmdRelease {
+                membar_sys: false,
+                ..crate::hw::qmd::QmdRelease::new(o.counter.gpu_va(), o.seq + 1)
+            };
             kernel.qmd.set_release0(&mut words, r)?;
+            o.last_ctl = words[o.rel1_ctl];
+            o.rel1_slots[slot] = false;
         }
         let dst = self.qmd_cpu(qmd_va);
         // SAFETY: the QMD slot (QMD_STRIDE bytes) was just reserved in the CPU-mapped ring.
@@ -425,6 +439,8 @@ impl Queue {
             o.launched = true;
             o.last_qmd_va = qmd_va;
             o.closed = false;
+            o.launch_end = self.cmd.head;
+            o.rel1_used = false;
             if o.ordered {
                 o.target = (false, o.seq);
             }

@@ -280,18 +280,20 @@ pub struct Queue {
 /// How a compute queue learns that its own work is done, and keeps its launches in order,
 /// without waiting for the whole engine to be idle (which would also wait for the other queues'
 /// kernels, so queues could not run side by side). Each launch's QMD releases the launch's
-/// number to `counter` when its grid completes (FE_SYSMEMBAR first, so its writes are visible).
-/// A submit whose last command is that launch moves the launch's release to the queue's
-/// timeline with the submit's value (the QMD is not yet submitted) and adds no method. Work
-/// that must follow the last launch (the next launch, a [`Queue::signal`], a submit's closing
-/// release) has the channel acquire what that launch releases, unless the CPU already sees it
-/// released; the acquire does not let the scheduler leave the TSG (ACQUIRE_SWITCH_TSG off: with
-/// it on, a launch + synchronize took about 13 µs on an H100). Releases go out without
-/// wait-for-idle. After a concurrent launch or a command buffer's launches (which may complete
-/// out of order or carry no release) the queue waits for idle as before. Opt-in
-/// (`TEGRAGPU_QUEUE_OVERLAP=1` when the queue is created): on an H100 a launch followed by a
-/// signal and a wait takes about 7 µs this way against about 5 µs with wait-for-idle, while a
-/// launch + synchronize of the queue's timeline gets faster (docs/design.md).
+/// number to `counter` when its grid completes (after the grid-end CWD_MEMBAR_TYPE
+/// L1_SYSMEMBAR every queue launch carries, so its writes are visible; the release itself has
+/// no FE_SYSMEMBAR). A submit whose last command is that launch moves the launch's release to
+/// the queue's timeline with the submit's value (the QMD is not yet submitted) and adds no
+/// method; a [`Queue::signal`] directly after the launch has the QMD's release slot 1 release
+/// the signal, with a timestamp, and adds no method either. Work that must follow the last
+/// launch (the next launch, a later signal, a submit's closing release) has the channel
+/// acquire what that launch releases, unless the CPU already sees it released; the acquire
+/// does not let the scheduler leave the TSG (ACQUIRE_SWITCH_TSG off: with it on, a launch +
+/// synchronize took about 13 µs on an H100). Releases go out without wait-for-idle. After a
+/// concurrent launch or a command buffer's launches (which may complete out of order or carry
+/// no release) the queue waits for idle as before. On by default; `TEGRAGPU_QUEUE_OVERLAP=0`
+/// when the queue is created turns it off (every launch after a launch, every signal and
+/// submit then waits for the engine to be idle, as do other queues' kernels).
 struct Overlap {
     counter: Signal,
     /// The closing/timeline release without wait-for-idle, payload at dwords 3 and 4.
@@ -321,12 +323,25 @@ struct Overlap {
     /// The last submit was closed by its last launch's QMD release (nothing in the channel
     /// waits for that launch): the next launch waits for it as if it followed it directly.
     closed: bool,
+    /// The command ring's head right after the last launch's methods: while it has not moved,
+    /// nothing was recorded after that launch, and its QMD (not yet submitted) can release
+    /// what follows it.
+    launch_end: u64,
+    /// The QMD version's dword holding release slot 1's enable bit, and the last launch's QMD's
+    /// value of it (slot 1 disabled).
+    rel1_ctl: usize,
+    last_ctl: u32,
+    /// A [`Queue::signal`] directly after the last launch took that launch's release slot 1.
+    rel1_used: bool,
+    /// Per QMD slot: its QMD's release slot 1 was enabled by a signal (a launch reusing the
+    /// slot's QMD must disable it again).
+    rel1_slots: Vec<bool>,
 }
 
 impl Overlap {
     /// The counter and the two methods for a compute queue whose timeline is at `timeline_va`;
     /// `None` where the QMD's release payload is not in whole dwords.
-    fn new(dev: &Device, timeline_va: u64) -> Result<Option<Overlap>> {
+    fn new(dev: &Device, timeline_va: u64, depth: usize) -> Result<Option<Overlap>> {
         let Some(payload_dwords) = crate::hw::qmd::release0_payload_dwords(dev.arch().qmd_version)
         else {
             return Ok(None);
@@ -356,6 +371,11 @@ impl Overlap {
             target: (false, 0),
             last_qmd_va: 0,
             closed: false,
+            launch_end: 0,
+            rel1_ctl: crate::hw::qmd::release1_ctl_dword(dev.arch().qmd_version),
+            last_ctl: 0,
+            rel1_used: false,
+            rel1_slots: vec![false; depth],
         }))
     }
 
@@ -595,9 +615,9 @@ impl Queue {
             overlap: None,
         };
         if kind == QueueKind::Compute
-            && std::env::var("TEGRAGPU_QUEUE_OVERLAP").as_deref() == Ok("1")
+            && std::env::var("TEGRAGPU_QUEUE_OVERLAP").as_deref() != Ok("0")
         {
-            q.overlap = Overlap::new(dev, timeline_va)?;
+            q.overlap = Overlap::new(dev, timeline_va, depth as usize)?;
         }
         q.record_init()?;
         q.submit()?;

@@ -260,6 +260,13 @@ impl Queue {
             .map(|o| (o.counter.value(), o.seq, o.ordered))
     }
 
+    /// Dwords recorded into the command ring since the queue was created. For tests; not part
+    /// of the API.
+    #[doc(hidden)]
+    pub fn command_dwords(&self) -> u64 {
+        self.cmd.head
+    }
+
     /// The methods of a release of `value` that follows all of this queue's work so far:
     /// `wfi_release` (a release after wait-for-idle, payload at dwords 3 and 4) where the queue
     /// cannot tell its own work's completion otherwise; else an acquire of its launch counter
@@ -307,6 +314,7 @@ impl Queue {
     #[inline(always)]
     fn close_in_last_launch(&mut self, value: u64) -> bool {
         let last_launch = self.last_was_launch;
+        let head = self.cmd.head;
         let Some(r) = self.qmd.as_ref() else {
             return false;
         };
@@ -317,7 +325,9 @@ impl Queue {
         let Some((lo, _, tl)) = o.addr_lo else {
             return false;
         };
-        if !(o.ordered && o.launched && last_launch) {
+        // Only where nothing was recorded after the launch (a wait, say, must be passed before
+        // the timeline counts the submit as complete).
+        if !(o.ordered && o.launched && last_launch && head == o.launch_end) {
             return false;
         }
         let (plo, phi) = o.payload_dwords;

@@ -496,6 +496,12 @@ fn encode(l: &Layout, d: &LaunchDesc, q: &mut [u32]) -> Result<()> {
 
 /// Release slot 0 of a QMD: `r` written into `q` (layout `l`), enabled.
 fn put_release0(l: &Layout, q: &mut [u32], r: &QmdRelease) -> Result<()> {
+    put_release(l, 0, q, r)
+}
+
+/// Release slot `slot` (0 or 1) of a QMD: `r` written into `q` (layout `l`), enabled.
+fn put_release(l: &Layout, slot: usize, q: &mut [u32], r: &QmdRelease) -> Result<()> {
+    let f = &l.rel[slot];
     let (structure, align) = if r.timestamp {
         (RELEASE_STRUCTURE_SIZE_FOUR_WORDS, 16)
     } else if r.payload64 {
@@ -515,7 +521,7 @@ fn put_release0(l: &Layout, q: &mut [u32], r: &QmdRelease) -> Result<()> {
             format_args!("release payload {:#x} needs payload64", r.payload),
         ));
     }
-    let Some((lo, hi)) = split(r.va, width(l.rel_addr_hi)) else {
+    let Some((lo, hi)) = split(r.va, width(f.addr_hi)) else {
         return Err(bad(
             l,
             format_args!(
@@ -524,15 +530,68 @@ fn put_release0(l: &Layout, q: &mut [u32], r: &QmdRelease) -> Result<()> {
             ),
         ));
     };
-    put(q, l.rel_enable, 1);
-    put(q, l.rel_structure, structure);
-    put(q, l.rel_membar, u32::from(r.membar_sys));
-    put(q, l.rel_payload64, u32::from(r.payload64));
-    put(q, l.rel_addr_lo, lo);
-    put(q, l.rel_addr_hi, hi);
-    put(q, l.rel_payload_lo, r.payload as u32);
-    put(q, l.rel_payload_hi, (r.payload >> 32) as u32);
+    put(q, f.enable, 1);
+    put(q, f.structure, structure);
+    put(q, f.membar, u32::from(r.membar_sys));
+    put(q, f.payload64, u32::from(r.payload64));
+    put(q, f.addr_lo, lo);
+    put(q, f.addr_hi, hi);
+    put(q, f.payload_lo, r.payload as u32);
+    put(q, f.payload_hi, (r.payload >> 32) as u32);
     Ok(())
+}
+
+/// The dwords of a QMD that give it release slot 1 (`r`), for a QMD already in memory whose
+/// slot 1 is disabled: up to 5 (dword index, value) pairs in `words[..len]`. The dword holding
+/// slot 1's enable bit (`ctl`) also holds other fields (V04/V05: release slot 0's controls), so
+/// its value here carries slot 1's bits only: OR it into the QMD's own value of that dword.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Release1Patch {
+    pub words: [(usize, u32); 5],
+    pub len: usize,
+    pub ctl: usize,
+}
+
+/// [`Release1Patch`] for a `version` QMD and release `r` (alignment and range checked as for
+/// any QMD release).
+pub fn release1_patch(version: QmdVersion, r: &QmdRelease) -> Result<Release1Patch> {
+    let l = layout(version);
+    let mut q = [0u32; 96];
+    put_release(l, 1, &mut q, r)?;
+    let f = &l.rel[1];
+    let ctl = (f.enable.1 / 32) as usize;
+    let mut p = Release1Patch {
+        words: [(0, 0); 5],
+        len: 0,
+        ctl,
+    };
+    for field in [f.enable, f.addr_lo, f.addr_hi, f.payload_lo, f.payload_hi] {
+        let d = (field.1 / 32) as usize;
+        if !p.words[..p.len].iter().any(|&(w, _)| w == d) {
+            p.words[p.len] = (d, q[d]);
+            p.len += 1;
+        }
+    }
+    // Every field of the slot lies in one of these dwords.
+    debug_assert!([f.structure, f.membar, f.payload64]
+        .iter()
+        .all(|x| p.words[..p.len]
+            .iter()
+            .any(|&(w, _)| w == (x.1 / 32) as usize)));
+    Ok(p)
+}
+
+/// The dword of a `version` QMD holding release slot 1's enable bit (see [`Release1Patch`]).
+pub fn release1_ctl_dword(version: QmdVersion) -> usize {
+    (layout(version).rel[1].enable.1 / 32) as usize
+}
+
+fn layout(version: QmdVersion) -> &'static Layout {
+    match version {
+        QmdVersion::V03 => &V03,
+        QmdVersion::V04 => &V04,
+        QmdVersion::V05 => &V05,
+    }
 }
 
 /// The dwords of a `version` QMD holding the low and high 32 bits of release slot 0's payload,
@@ -545,7 +604,7 @@ pub fn release0_payload_dwords(version: QmdVersion) -> Option<(usize, usize)> {
         QmdVersion::V05 => &V05,
     };
     let whole = |f: F| f.1 % 32 == 0 && f.0 == f.1 + 31;
-    let (lo, hi) = (l.rel_payload_lo, l.rel_payload_hi);
+    let (lo, hi) = (l.rel[0].payload_lo, l.rel[0].payload_hi);
     (whole(lo) && whole(hi)).then_some(((lo.1 / 32) as usize, (hi.1 / 32) as usize))
 }
 
@@ -558,7 +617,7 @@ pub fn release0_addr_lo_dword(version: QmdVersion) -> Option<usize> {
         QmdVersion::V04 => &V04,
         QmdVersion::V05 => &V05,
     };
-    let f = l.rel_addr_lo;
+    let f = l.rel[0].addr_lo;
     (f.1 % 32 == 0 && f.0 == f.1 + 31).then_some((f.1 / 32) as usize)
 }
 
