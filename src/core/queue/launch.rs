@@ -208,8 +208,8 @@ impl Queue {
                 dst.add(lo).write(seq as u32);
                 dst.add(hi).write((seq >> 32) as u32);
                 // A submit may have moved this slot's release to the timeline.
-                if let Some((a, counter_lo, _)) = o.addr_lo {
-                    dst.add(a).write(counter_lo);
+                for (d, counter, _) in o.addr {
+                    dst.add(d).write(counter);
                 }
                 if o.rel1_slots[slot] {
                     // A signal gave this slot's QMD release slot 1: disable it again.
@@ -265,12 +265,9 @@ impl Queue {
         )?;
         if let Some(o) = self.overlap.as_mut() {
             // No FE_SYSMEMBAR on the release: the QMD's CWD_MEMBAR_TYPE L1_SYSMEMBAR already
-            // makes the grid's writes visible when it completes (a release membar would add one
-            // more, about 0.5 us per launch on an H100).
-            let r = crate::hw::qmd::QmdRelease {
-                membar_sys: false,
-                ..crate::hw::qmd::QmdRelease::new(o.counter.gpu_va(), o.seq + 1)
-            };
+            // makes the grid's writes visible when it completes (a release membar would add
+            // about 0.5 us per launch on an H100).
+            let r = Overlap::release0(o.counter.gpu_va, o.seq + 1);
             kernel.qmd.set_release0(&mut words, r)?;
             o.last_ctl = words[o.rel1_ctl];
             o.rel1_slots[slot] = false;

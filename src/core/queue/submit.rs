@@ -257,7 +257,7 @@ impl Queue {
     pub fn launch_counter(&self) -> Option<(u64, u64, bool)> {
         self.overlap
             .as_ref()
-            .map(|o| (o.counter.value(), o.seq, o.ordered))
+            .map(|o| (o.counter_value(), o.seq, o.ordered))
     }
 
     /// Dwords recorded into the command ring since the queue was created. For tests; not part
@@ -322,9 +322,6 @@ impl Queue {
         let Some(o) = self.overlap.as_mut() else {
             return false;
         };
-        let Some((lo, _, tl)) = o.addr_lo else {
-            return false;
-        };
         // Only where nothing was recorded after the launch (a wait, say, must be passed before
         // the timeline counts the submit as complete).
         if !(o.ordered && o.launched && last_launch && head == o.launch_end) {
@@ -332,10 +329,12 @@ impl Queue {
         }
         let (plo, phi) = o.payload_dwords;
         // SAFETY: last_qmd_va is a slot of the QMD ring holding the last launch's QMD, not yet
-        // submitted (the segment is open); lo, plo and phi are dwords of it.
+        // submitted (the segment is open); the address dwords, plo and phi are dwords of it.
         unsafe {
             let dst = cpu.add((o.last_qmd_va - base) as usize) as *mut u32;
-            dst.add(lo).write(tl);
+            for (d, _, timeline) in o.addr {
+                dst.add(d).write(timeline);
+            }
             dst.add(plo).write(value as u32);
             dst.add(phi).write((value >> 32) as u32);
         }

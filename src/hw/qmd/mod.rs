@@ -608,17 +608,18 @@ pub fn release0_payload_dwords(version: QmdVersion) -> Option<(usize, usize)> {
     (whole(lo) && whole(hi)).then_some(((lo.1 / 32) as usize, (hi.1 / 32) as usize))
 }
 
-/// The dword of a `version` QMD holding the low 32 bits of release slot 0's address, where it
-/// is a whole dword (every supported version): a QMD whose release goes to an address with the
-/// same high bits is moved to another semaphore by writing this dword alone.
-pub fn release0_addr_lo_dword(version: QmdVersion) -> Option<usize> {
-    let l: &Layout = match version {
-        QmdVersion::V03 => &V03,
-        QmdVersion::V04 => &V04,
-        QmdVersion::V05 => &V05,
-    };
-    let f = l.rel[0].addr_lo;
-    (f.1 % 32 == 0 && f.0 == f.1 + 31).then_some((f.1 / 32) as usize)
+/// The two dwords of a `version` QMD holding release slot 0's address, with their values for
+/// release `r`: (dword, value) for the low and the high part. The high dword also holds slot
+/// 0's other fields on V03 (enable, membar, structure, payload size): its value is right for a
+/// QMD whose release 0 has `r`'s flags, so a QMD carrying such a release is moved to another
+/// semaphore by writing these two dwords alone.
+pub fn release0_addr_words(version: QmdVersion, r: &QmdRelease) -> Result<[(usize, u32); 2]> {
+    let l = layout(version);
+    let mut q = [0u32; 96];
+    put_release(l, 0, &mut q, r)?;
+    let f = &l.rel[0];
+    let (lo, hi) = ((f.addr_lo.1 / 32) as usize, (f.addr_hi.1 / 32) as usize);
+    Ok([(lo, q[lo]), (hi, q[hi])])
 }
 
 /// Encode a QMD V03_00 (Ampere/Ada: c6c0, c7c0, c9c0).
