@@ -573,6 +573,53 @@ fn signal_timestamps_come_from_gpu_releases_in_order() {
     }
 }
 
+/// A command buffer's signal node, replayed through the C API (`tg_queue_replay` and
+/// `tg_queue_replay_submit`, on a shared and an owned queue), waits as `tg_queue_signal` does
+/// for another queue's submitted release of a smaller value of the same signal: the queues run
+/// side by side, and the older value must not land after the newer one.
+#[test]
+fn c_replayed_signal_nodes_keep_the_newest_value() {
+    unsafe {
+        let dev = open_emu();
+        for owned in [false, true] {
+            let (mut gate, mut s, mut cb) = (null_mut(), null_mut(), null_mut());
+            assert_eq!(tg_signal_create(dev, 0, &mut gate), tg_status::TG_OK);
+            assert_eq!(tg_signal_create(dev, 0, &mut s), tg_status::TG_OK);
+            assert_eq!(tg_cmdbuf_create(dev, &mut cb), tg_status::TG_OK);
+            let mut n = 0u32;
+            assert_eq!(tg_cmdbuf_signal(cb, s, 2, &mut n), tg_status::TG_OK);
+            assert_eq!(tg_cmdbuf_finish(cb), tg_status::TG_OK);
+            let p = compute_queue(dev, false);
+            let q = compute_queue(dev, owned);
+            assert_eq!(tg_queue_wait(p, gate, 1), tg_status::TG_OK);
+            assert_eq!(tg_queue_signal(p, s, 1), tg_status::TG_OK);
+            assert_eq!(tg_queue_submit(p), tg_status::TG_OK);
+            if owned {
+                assert_eq!(tg_queue_replay_submit(q, cb), tg_status::TG_OK);
+            } else {
+                assert_eq!(tg_queue_replay(q, cb), tg_status::TG_OK);
+                assert_eq!(tg_queue_submit(q), tg_status::TG_OK);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert_eq!(
+                signal_value(s),
+                0,
+                "owned {owned}: the replay passed P's release"
+            );
+            assert_eq!(tg_signal_set(gate, 1), tg_status::TG_OK);
+            assert_eq!(tg_queue_synchronize(p, 30_000_000_000), tg_status::TG_OK);
+            assert_eq!(tg_queue_synchronize(q, 30_000_000_000), tg_status::TG_OK);
+            assert_eq!(signal_value(s), 2, "owned {owned}");
+            tg_queue_destroy(q);
+            tg_queue_destroy(p);
+            tg_cmdbuf_destroy(cb);
+            tg_signal_destroy(s);
+            tg_signal_destroy(gate);
+        }
+        tg_device_close(dev);
+    }
+}
+
 #[test]
 fn command_buffers_through_the_c_api() {
     let dev = open_emu();

@@ -245,3 +245,29 @@ fn a_wait_after_a_launch_holds_back_the_signal_and_the_submit() {
     let sum = u64::from_le_bytes(unsafe { counter.as_slice() }[..8].try_into().unwrap());
     assert_eq!(sum, 2);
 }
+
+/// The same for a command buffer's signal node: a replay whose node releases 2 waits for
+/// another queue's submitted release of 1 (queues run side by side, so the replay could
+/// otherwise finish first and the older 1 land after its 2).
+#[test]
+fn a_replayed_signal_node_does_not_go_back() {
+    let dev = open();
+    let gate = dev.create_signal(0).unwrap();
+    let s = std::sync::Arc::new(dev.create_signal(0).unwrap());
+    let mut cb = dev.create_cmdbuf().unwrap();
+    cb.signal(&s, 2).unwrap();
+    cb.finish().unwrap();
+    let mut p = dev.create_queue(QueueKind::Compute).unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    p.wait(&gate, 1).unwrap();
+    p.signal(&s, 1).unwrap();
+    p.submit().unwrap();
+    q.replay(&mut cb).unwrap();
+    q.submit().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(s.value(), 0, "the replay's release passed P's earlier one");
+    gate.set(1);
+    p.synchronize(30 * SEC).unwrap();
+    q.synchronize(30 * SEC).unwrap();
+    assert_eq!(s.value(), 2);
+}

@@ -427,8 +427,8 @@ pub unsafe extern "C" fn tg_queue_replay(
         with_queue_cmdbuf(queue, "queue", cmdbuf, "cmdbuf", self::cmdbuf, |q, c| {
             // A shared command buffer's lock is released before the replay is written to the
             // rings (see CmdBuf::begin_replay).
-            let (va, dwords, ends) = c.with(cmdbuf as usize, "cmdbuf", |c| c.begin_replay(q))?;
-            q.push_external(va, dwords, ends).map(|_| ())
+            let r = c.with(cmdbuf as usize, "cmdbuf", |c| c.begin_replay(q))?;
+            q.push_replay(&r).map(|_| ())
         })
     })
 }
@@ -451,8 +451,8 @@ pub unsafe extern "C" fn tg_queue_replay_submit(
 ) -> tg_status {
     run("tg_queue_replay_submit", || {
         with_queue_cmdbuf(queue, "queue", cmdbuf, "cmdbuf", self::cmdbuf, |q, c| {
-            let (va, dwords, ends) = c.with(cmdbuf as usize, "cmdbuf", |c| c.begin_replay(q))?;
-            q.push_external(va, dwords, ends)?;
+            let r = c.with(cmdbuf as usize, "cmdbuf", |c| c.begin_replay(q))?;
+            q.push_replay(&r)?;
             q.submit()
         })
     })

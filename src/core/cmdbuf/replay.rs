@@ -3,6 +3,7 @@
 
 use super::{CmdBuf, Node};
 use crate::core::queue::{Queue, QueueTrack};
+use crate::core::Signal;
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
@@ -16,8 +17,13 @@ impl Queue {
         }
         let img = cb.finished(REPLAY)?;
         let (va, dwords, ends) = (img.alloc.gpu_va, img.dwords, img.ends_with_launch);
+        let signals = img.signals;
         if img.cooperative {
             cb.check_no_replay_elsewhere(self.track())?;
+        }
+        if signals {
+            let waits = cb.signal_waits(self.track());
+            self.wait_for_releases(&waits)?;
         }
         let value = self.push_external(va, dwords, ends)?;
         cb.note_replay(self.track(), value);
@@ -26,6 +32,36 @@ impl Queue {
 }
 
 const REPLAY: &str = "tg_queue_replay";
+
+/// What [`CmdBuf::begin_replay`] hands to the queue: the image to push, and the releases of
+/// other queues to wait for first ([`CmdBuf::signal_waits`]).
+pub(crate) struct ReplayStart {
+    pub(crate) va: u64,
+    pub(crate) dwords: u32,
+    pub(crate) ends_with_launch: bool,
+    pub(crate) waits: Vec<(Arc<Signal>, u64)>,
+}
+
+impl Queue {
+    /// Record a GPU wait for each (signal, value) of `waits`, ahead of a replay
+    /// ([`CmdBuf::signal_waits`]).
+    #[cold]
+    pub(crate) fn wait_for_releases(&mut self, waits: &[(Arc<Signal>, u64)]) -> Result<()> {
+        for (s, v) in waits {
+            self.wait(s, *v)?;
+        }
+        Ok(())
+    }
+
+    /// Record the replay [`CmdBuf::begin_replay`] prepared (see [`Queue::push_external`]).
+    #[inline(always)]
+    pub(crate) fn push_replay(&mut self, r: &ReplayStart) -> Result<u64> {
+        if !r.waits.is_empty() {
+            self.wait_for_releases(&r.waits)?;
+        }
+        self.push_external(r.va, r.dwords, r.ends_with_launch)
+    }
+}
 
 impl CmdBuf {
     /// A command buffer with cooperative launches replays on one queue at a time: each such
@@ -69,6 +105,25 @@ impl CmdBuf {
         }
     }
 
+    /// The releases a replay on `track`'s queue must wait for first: for each signal node of
+    /// value v whose signal another queue has submitted a release u < v of that the CPU does not
+    /// yet see, (the signal, u), as [`Queue::signal`] waits for one. Else the replay's release
+    /// could land first and the other's older value after it. Empty (no allocation) in the
+    /// common case.
+    #[cold]
+    pub(crate) fn signal_waits(&self, track: &Arc<QueueTrack>) -> Vec<(Arc<Signal>, u64)> {
+        let mut waits = Vec::new();
+        for n in &self.nodes {
+            if let Node::Signal { signal, value } = n {
+                let before = signal.pending_release_elsewhere(track.serial);
+                if before != 0 && before < *value {
+                    waits.push((signal.clone(), before));
+                }
+            }
+        }
+        waits
+    }
+
     /// Tell each signal the replay releases which queue carries the release (for waits that
     /// submit it).
     #[cold]
@@ -89,14 +144,24 @@ impl CmdBuf {
     /// write-combining buffers). A later `set_params` waits for that submission like for any
     /// recorded replay.
     #[inline(always)]
-    pub(crate) fn begin_replay(&mut self, q: &Queue) -> Result<(u64, u32, bool)> {
+    pub(crate) fn begin_replay(&mut self, q: &Queue) -> Result<ReplayStart> {
         if !Arc::ptr_eq(&self.dev.inner, &q.device().inner) {
             return Err(self.other_device());
         }
         let img = self.finished(REPLAY)?;
-        let out = (img.alloc.gpu_va, img.dwords, img.ends_with_launch);
+        let mut out = ReplayStart {
+            va: img.alloc.gpu_va,
+            dwords: img.dwords,
+            ends_with_launch: img.ends_with_launch,
+            waits: Vec::new(),
+        };
+        let signals = img.signals;
         if img.cooperative {
             self.check_no_replay_elsewhere(q.track())?;
+        }
+        if signals && q.is_compute() {
+            // Before note_replay marks this queue as the signals' last releaser.
+            out.waits = self.signal_waits(q.track());
         }
         if q.is_compute() {
             // (A copy queue is refused by push_external; nothing is noted for it.)
