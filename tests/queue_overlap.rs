@@ -271,3 +271,45 @@ fn a_replayed_signal_node_does_not_go_back() {
     q.synchronize(30 * SEC).unwrap();
     assert_eq!(s.value(), 2);
 }
+
+/// A cooperative launch needs all of its blocks resident at once: it is sent after a wait for
+/// the engine to be idle (which also waits for the other queues' kernels), not after the
+/// acquire a plain launch after a launch gets.
+#[test]
+fn a_cooperative_launch_starts_on_an_idle_engine() {
+    let dev = open();
+    let m = fixtures(&dev);
+    let inc = m.kernel("increment").unwrap();
+    let counter = dev.alloc(4096, data_flags()).unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    let mut w = [0u32; 4];
+    let mut pb = tegragpu::hw::pushbuf::PushBuf::for_arch(&mut w, dev.arch());
+    pb.wait_for_idle().unwrap();
+    let n = pb.len();
+    let wfi = w[..n].to_vec();
+    let has_wfi = |words: &[u32]| words.windows(wfi.len()).any(|x| x == &wfi[..]);
+    let p = params_of(&inc, &[counter.gpu_va(), 1]);
+    q.launch(&inc, &cfg(1, 1), &p).unwrap();
+    // A plain launch after a launch: no wait for idle.
+    let before = q.command_dwords();
+    q.launch(&inc, &cfg(1, 1), &p).unwrap();
+    let words = q.recent_command_words(q.command_dwords() - before);
+    assert!(!has_wfi(&words), "plain launch: {words:x?}");
+    // A cooperative one: a wait for idle, also as the first command after a submit.
+    let coop = LaunchConfig {
+        cooperative: true,
+        ..cfg(1, 1)
+    };
+    for submit_first in [false, true] {
+        if submit_first {
+            q.submit().unwrap();
+        }
+        let before = q.command_dwords();
+        q.launch(&inc, &coop, &p).unwrap();
+        let words = q.recent_command_words(q.command_dwords() - before);
+        assert!(has_wfi(&words), "cooperative launch: {words:x?}");
+    }
+    q.synchronize(30 * SEC).unwrap();
+    let sum = u64::from_le_bytes(unsafe { counter.as_slice() }[..8].try_into().unwrap());
+    assert_eq!(sum, 4);
+}

@@ -295,6 +295,13 @@ impl Queue {
         let id = if in_slot { id } else { 0 };
         self.slot_qmd[slot] = id;
         self.slot_cbank[slot] = id;
+        if cfg.cooperative {
+            // All of its blocks must be resident at once: it starts on an idle engine, after a
+            // wait for idle that also waits for the other queues' kernels.
+            let gen = self.dev.inner.local_generation.load(Ordering::Acquire);
+            let code_gen = self.dev.inner.code_generation.load(Ordering::Acquire);
+            return self.record_send_slow(qmd_va, false, gen, code_gen, true);
+        }
         self.record_send(qmd_va, cfg.concurrent)
     }
 
@@ -351,7 +358,7 @@ impl Queue {
             self.note_launch(serialize, qmd_va);
             return Ok(());
         }
-        self.record_send_slow(qmd_va, concurrent, gen, code_gen)
+        self.record_send_slow(qmd_va, concurrent, gen, code_gen, false)
     }
 
     /// How a launch that must follow the queue's last one waits for it: an acquire of what that
@@ -371,6 +378,9 @@ impl Queue {
         }
     }
 
+    /// `record_send` when the local-memory window or the code changed, and for launches that
+    /// start on an idle engine (`idle`: a cooperative launch, after a wait for idle whatever
+    /// came before it).
     #[cold]
     fn record_send_slow(
         &mut self,
@@ -378,6 +388,7 @@ impl Queue {
         concurrent: bool,
         gen: u64,
         code_gen: u64,
+        idle: bool,
     ) -> Result<()> {
         let local = if gen != self.local_generation {
             let lm = self.dev.inner.local.lock();
@@ -385,14 +396,17 @@ impl Queue {
         } else {
             None
         };
-        let serialize = (self.last_was_launch && (!concurrent || self.after_replay))
+        let serialize = idle
+            || (self.last_was_launch && (!concurrent || self.after_replay))
             || Overlap::pending(&self.overlap);
         // Instruction/constant/global caches: invalidated when code was loaded since this
         // queue's last invalidate (each QMD also invalidates its constant bank 0 and the L1 data
         // caches itself).
         let invalidate = code_gen != self.code_generation;
         self.ensure_cmd_space(MAX_CMD_DW)?;
-        let order = if serialize {
+        let order = if idle {
+            Serial::Wfi
+        } else if serialize {
             self.serial_order()
         } else {
             Serial::Done

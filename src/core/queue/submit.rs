@@ -267,6 +267,24 @@ impl Queue {
         self.cmd.head
     }
 
+    /// The last `n` dwords recorded into the command ring (at most the ring's size), oldest
+    /// first. For tests; not part of the API.
+    #[doc(hidden)]
+    pub fn recent_command_words(&self, n: u64) -> Vec<u32> {
+        let n = n.min(self.cmd.cap).min(self.cmd.head);
+        (self.cmd.head - n..self.cmd.head)
+            .map(|i| {
+                // SAFETY: the command ring is CPU-mapped for the queue's life; i & (cap - 1)
+                // is a dword inside it.
+                unsafe {
+                    std::ptr::read_volatile(
+                        (self.cmd.alloc.cpu as *const u32).add((i & (self.cmd.cap - 1)) as usize),
+                    )
+                }
+            })
+            .collect()
+    }
+
     /// The methods of a release of `value` that follows all of this queue's work so far:
     /// `wfi_release` (a release after wait-for-idle, payload at dwords 3 and 4) where the queue
     /// cannot tell its own work's completion otherwise; else an acquire of its launch counter
