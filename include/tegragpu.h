@@ -1231,6 +1231,10 @@ enum tg_status tg_buf_size(const struct tg_buf *buf, uint64_t *out);
 
 /**
  * Export the buffer as a dma-buf file descriptor (for sharing with other drivers/processes).
+ * On Jetson the dma-buf is nvmap's; on desktop GPUs the NVIDIA driver makes it
+ * (`NV_ESC_EXPORT_TO_DMABUF_FD`) over the buffer's whole memory object (`tg_buf_size()`
+ * rounded up to whole pages), and refuses memory it does not export that way with the
+ * driver's status in the message.
  *
  * Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
  * `TG_ERROR_NOT_SUPPORTED` (backend without dma-buf export); `TG_ERROR_OS`.

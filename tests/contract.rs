@@ -840,3 +840,54 @@ fn concurrent_launches_wait_for_the_group_before_them() {
     assert_eq!(e.status, Status::InvalidLaunch);
     assert!(e.message.contains("cooperative"), "{}", e.message);
 }
+
+/// Buffers export as dma-bufs: the whole buffer everywhere; on desktop GPUs (the NVIDIA
+/// driver's `NV_ESC_EXPORT_TO_DMABUF_FD`) also any 4 KiB-aligned range of it, and a range that
+/// is empty, unaligned or past the buffer is refused, naming the call. Jetson exports whole
+/// buffers only: a part is `NotSupported`. (On the emulated Orin the fds are the emulated
+/// kernel's, so only the refusals are checked there.)
+#[test]
+fn buffers_export_as_dma_bufs() {
+    let dev = device();
+    let info = dev.info().clone();
+    let desktop = info.backend == tegragpu::backend::BackendKind::Rm;
+    let buf = dev.alloc(3 * 4096, Default::default()).unwrap();
+    let dmabuf_size = |fd: i32| -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).unwrap();
+        assert!(s.contains("exp_name:"), "fd {fd} is not a dma-buf: {s}");
+        let line = s.lines().find(|l| l.starts_with("size:")).unwrap();
+        line[5..].trim().parse().unwrap()
+    };
+    if !info.emulated {
+        let fd = buf.export_dmabuf().unwrap();
+        assert_eq!(dmabuf_size(fd), buf.allocated_size());
+        unsafe { libc::close(fd) };
+    }
+    let part = buf.export_dmabuf_range("test_export", 4096, 4096, false);
+    if desktop {
+        let fd = part.unwrap();
+        assert_eq!(dmabuf_size(fd), 4096);
+        unsafe { libc::close(fd) };
+        // The PCIe mapping type: a dma-buf where the platform maps it so, else the driver's
+        // NV_ERR_NOT_SUPPORTED (an H100 in a virtual machine), as NotSupported.
+        match buf.export_dmabuf_range("test_export", 0, 8192, true) {
+            Ok(fd) => {
+                assert_eq!(dmabuf_size(fd), 8192);
+                unsafe { libc::close(fd) };
+            }
+            Err(e) => assert_eq!(e.status, Status::NotSupported, "{e:?}"),
+        }
+        let total = buf.allocated_size();
+        for (off, size) in [(1, 4096), (0, 0), (0, 100), (total, 4096)] {
+            let e = buf
+                .export_dmabuf_range("test_export", off, size, false)
+                .unwrap_err();
+            assert_eq!(e.status, Status::InvalidArgument, "{off} + {size}: {e:?}");
+            assert!(e.message.starts_with("test_export: "), "{}", e.message);
+        }
+    } else {
+        let e = part.unwrap_err();
+        assert_eq!(e.status, Status::NotSupported, "{e:?}");
+        assert!(e.message.starts_with("test_export: "), "{}", e.message);
+    }
+}

@@ -2,8 +2,8 @@
 //! `Device::attribute` knows answers with its value (what the driver reports, the products and
 //! architectures it knows, the library's own limits); the others, and those it does not know for
 //! the device, come from the facts of the device's architecture and product below. Features this
-//! library refuses (managed memory, virtual memory management, memory pools, IPC, DMA-BUF
-//! export) read 0; the stream memory operations (`cuStreamWaitValue*`, `cuStreamWriteValue*`,
+//! library refuses (managed memory, virtual memory management, memory pools, IPC) read 0, and
+//! DMA-BUF export of address ranges reads 1 on desktop GPUs only; the stream memory operations (`cuStreamWaitValue*`, `cuStreamWriteValue*`,
 //! `cuStreamBatchMemOp`) are implemented, with 64-bit values and the NOR wait.
 
 use tegragpu::core::{self, DeviceAttribute as A};
@@ -291,8 +291,10 @@ fn table(d: &core::Device, attrib: i32) -> Option<i32> {
         121 => 0,
         // Stream memory operations (memops.rs): 64-bit values and the NOR wait.
         122 | 123 => 1,
-        // DMA-BUF export, IPC events: refused.
-        124 | 125 => 0,
+        // DMA-BUF export (cuMemGetHandleForAddressRange): any page-aligned range on desktop
+        // GPUs; Jetson exports whole allocations only, so it reads 0 there. IPC events: refused.
+        124 => dgpu,
+        125 => 0,
         126 => {
             if a.clusters {
                 4

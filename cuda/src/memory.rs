@@ -334,6 +334,64 @@ pub unsafe extern "C" fn cuMemGetAddressRange_v2(
     })
 }
 
+/// `CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD`.
+const CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD: i32 = 1;
+/// `CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE`.
+const CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE: u64 = 1;
+
+/// A dma-buf fd for `[dptr, dptr + size)` of one device allocation (desktop GPUs: any range
+/// aligned to the host page size; Jetson: whole allocations, `CUDA_ERROR_NOT_SUPPORTED`
+/// otherwise).
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetHandleForAddressRange(
+    handle: *mut c_void,
+    dptr: CUdeviceptr,
+    size: usize,
+    handle_type: i32,
+    flags: u64,
+) -> CUresult {
+    const CALL: &str = "cuMemGetHandleForAddressRange";
+    guard(CALL, || {
+        current()?;
+        if handle.is_null() {
+            return Err(invalid("handle is NULL"));
+        }
+        if handle_type != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD {
+            return Err(invalid(format!(
+                "handleType {handle_type} is not CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD (1)"
+            )));
+        }
+        if flags & !CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE != 0 {
+            return Err(invalid(format!("flags {flags:#x} has unknown bits")));
+        }
+        let (a, off) = find_va(dptr)
+            .filter(|(a, _)| a.host.is_none())
+            .ok_or_else(|| {
+                invalid(format!(
+                    "{dptr:#x} is not in a device allocation of this library"
+                ))
+            })?;
+        let page = 4096u64;
+        let size = size as u64;
+        let end = a.size.div_ceil(page) * page;
+        if size == 0 || off % page != 0 || size % page != 0 || off + size > end {
+            return Err(invalid(format!(
+                "range {dptr:#x} + {size:#x} is empty, not aligned to the host page size (4 KiB) or beyond its allocation ({:#x} bytes from {:#x})",
+                a.size,
+                dptr - off
+            )));
+        }
+        let fd = a.buf.export_dmabuf_range(
+            CALL,
+            off,
+            size,
+            flags & CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE != 0,
+        )?;
+        *(handle as *mut i32) = fd;
+        Ok(())
+    })
+}
+
 #[allow(dead_code)]
 fn _unused(_: Fail) {}
 

@@ -221,6 +221,29 @@ pub trait Backend: Send + Sync {
     fn free(&self, alloc: &Allocation) -> Result<()>;
     /// Export an allocation as a new dma-buf fd owned by the caller.
     fn export_dmabuf(&self, alloc: &Allocation) -> Result<RawFd>;
+    /// Export `size` bytes from `offset` of an allocation as a new dma-buf fd owned by the
+    /// caller (`pcie`: importers map it over PCIe). By default only the whole allocation,
+    /// without `pcie`; `call` names the API call in errors.
+    fn export_dmabuf_range(
+        &self,
+        call: &str,
+        alloc: &Allocation,
+        offset: u64,
+        size: u64,
+        pcie: bool,
+    ) -> Result<RawFd> {
+        if offset == 0 && size == alloc.size && !pcie {
+            return self.export_dmabuf(alloc);
+        }
+        Err(crate::error::Error::new(
+            crate::error::Status::NotSupported,
+            format!(
+                "{call}: this device exports whole allocations only, with the driver's mapping type (asked for {size:#x} bytes from {offset:#x} of {:#x}{})",
+                alloc.size,
+                if pcie { ", mapped over PCIe" } else { "" }
+            ),
+        ))
+    }
     /// Export an allocation for another driver (CUDA) or process: a new fd owned by the caller
     /// (nvgpu: a dma-buf; RM: an export fd of `/dev/nvidiactl`) and the size of the memory
     /// object it carries (the allocation's size).

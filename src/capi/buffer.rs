@@ -148,6 +148,10 @@ pub unsafe extern "C" fn tg_buf_size(buf: *const tg_buf, out: *mut u64) -> tg_st
 }
 
 /// Export the buffer as a dma-buf file descriptor (for sharing with other drivers/processes).
+/// On Jetson the dma-buf is nvmap's; on desktop GPUs the NVIDIA driver makes it
+/// (`NV_ESC_EXPORT_TO_DMABUF_FD`) over the buffer's whole memory object (`tg_buf_size()`
+/// rounded up to whole pages), and refuses memory it does not export that way with the
+/// driver's status in the message.
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
 /// `TG_ERROR_NOT_SUPPORTED` (backend without dma-buf export); `TG_ERROR_OS`.

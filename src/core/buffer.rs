@@ -158,6 +158,22 @@ impl Buffer {
         self.dev.backend().export_dmabuf(self.a())
     }
 
+    /// Export `size` bytes from `offset` of the buffer as a dma-buf fd (owned by the caller;
+    /// `pcie`: importers map it over PCIe). Desktop GPUs take any 4 KiB-aligned range of the
+    /// buffer's memory object ([`Buffer::allocated_size`]); Jetson only the whole buffer.
+    /// `call` names the API call in errors.
+    pub fn export_dmabuf_range(
+        &self,
+        call: &str,
+        offset: u64,
+        size: u64,
+        pcie: bool,
+    ) -> Result<RawFd> {
+        self.dev
+            .backend()
+            .export_dmabuf_range(call, self.a(), offset, size, pcie)
+    }
+
     /// Export the buffer for another driver (CUDA) or process: a new fd owned by the caller
     /// (nvgpu: a dma-buf; RM: an export fd of `/dev/nvidiactl`) and the size of the memory
     /// object it carries (the buffer's size rounded up to whole pages).

@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -193,6 +194,36 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
     size_t size = 0;
     R("cuMemGetAddressRange", F(cuMemGetAddressRange)(&base, &size, d + 100));
     OUT("address_range", "%d %zu", base == d, size);
+    // dma-buf fds of device memory (cuMemGetHandleForAddressRange): bad arguments, then a page,
+    // the whole 2 MiB allocation and a page with the PCIe mapping type.
+    {
+        CUdeviceptr dd = 0;
+        int fd = -1;
+        const size_t two_mib = 2u << 20;
+        R("cuMemAlloc.dmabuf", F(cuMemAlloc)(&dd, two_mib));
+        OUT("dmabuf.base_aligned", "%d", (int)(dd % 4096 == 0));
+        R("dmabuf.null_handle", F(cuMemGetHandleForAddressRange)(NULL, dd, 4096, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+        R("dmabuf.type2", F(cuMemGetHandleForAddressRange)(&fd, dd, 4096, (CUmemRangeHandleType)2, 0));
+        R("dmabuf.flags2", F(cuMemGetHandleForAddressRange)(&fd, dd, 4096, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 2));
+        R("dmabuf.unaligned", F(cuMemGetHandleForAddressRange)(&fd, dd + 1, 4096, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+        R("dmabuf.size100", F(cuMemGetHandleForAddressRange)(&fd, dd, 100, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+        R("dmabuf.size0", F(cuMemGetHandleForAddressRange)(&fd, dd, 0, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+        R("dmabuf.past_end", F(cuMemGetHandleForAddressRange)(&fd, dd, two_mib + 4096, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+        R("dmabuf.not_allocated", F(cuMemGetHandleForAddressRange)(&fd, 0x1000, 4096, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+        OUT("dmabuf.untouched", "%d", fd == -1);
+        R("dmabuf.page", F(cuMemGetHandleForAddressRange)(&fd, dd + 4096, 4096, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+        OUT("dmabuf.page_fd", "%d", fd >= 0);
+        if (fd >= 0) close(fd);
+        fd = -1;
+        R("dmabuf.whole", F(cuMemGetHandleForAddressRange)(&fd, dd, two_mib, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+        OUT("dmabuf.whole_fd", "%d", fd >= 0);
+        if (fd >= 0) close(fd);
+        fd = -1;
+        R("dmabuf.pcie", F(cuMemGetHandleForAddressRange)(&fd, dd, 4096, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE));
+        OUT("dmabuf.pcie_fd", "%d", fd >= 0);
+        if (fd >= 0) close(fd);
+        R("cuMemFree.dmabuf", F(cuMemFree)(dd));
+    }
     size_t mfree = 0, mtotal = 0;
     R("cuMemGetInfo", F(cuMemGetInfo)(&mfree, &mtotal));
     OUT("mem_info", "%d %d", mtotal == total, mfree > 0 && mfree <= mtotal);

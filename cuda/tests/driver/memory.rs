@@ -369,3 +369,80 @@ fn registered_host_memory() {
     );
     check(cu!(cuStreamDestroy_v2(s): *mut c_void), "destroy");
 }
+
+/// cuMemGetHandleForAddressRange: a dma-buf fd for a page-aligned range of a device allocation.
+/// `CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED` (124) says whether ranges work (desktop GPUs); where
+/// it reads 0 (Jetson, the emulated Orin) the whole allocation still exports and a part of it
+/// is CUDA_ERROR_NOT_SUPPORTED. Bad arguments are CUDA_ERROR_INVALID_VALUE (1).
+#[test]
+fn dma_buf_handles_for_address_ranges() {
+    setup();
+    const INVALID: CUresult = 1;
+    const NOT_SUPPORTED: CUresult = 801;
+    let mut supported = -1;
+    check(
+        cu!(cuDeviceGetAttribute(&mut supported, 124, 0): *mut i32, i32, i32),
+        "DMA_BUF_SUPPORTED",
+    );
+    assert!(supported == 0 || supported == 1, "{supported}");
+    let d = alloc(3 * 4096);
+    let mut base = 0u64;
+    let mut size = 0usize;
+    check(
+        cu!(cuMemGetAddressRange_v2(&mut base, &mut size, d): *mut u64, *mut usize, u64),
+        "range",
+    );
+    let get = |h: *mut c_void, p: u64, n: usize, t: i32, fl: u64| -> CUresult {
+        cu!(cuMemGetHandleForAddressRange(h, p, n, t, fl): *mut c_void, u64, usize, i32, u64)
+    };
+    let mut fd: i32 = -1;
+    let h = &mut fd as *mut i32 as *mut c_void;
+    // Bad arguments, nothing written.
+    assert_eq!(get(null_mut(), d, 4096, 1, 0), INVALID, "NULL handle");
+    assert_eq!(get(h, d, 4096, 2, 0), INVALID, "handle type 2");
+    assert_eq!(get(h, d, 4096, 1, 2), INVALID, "flags 2");
+    assert_eq!(get(h, d + 1, 4096, 1, 0), INVALID, "unaligned address");
+    assert_eq!(get(h, d, 100, 1, 0), INVALID, "unaligned size");
+    assert_eq!(get(h, d, 0, 1, 0), INVALID, "size 0");
+    assert_eq!(get(h, 0x10, 4096, 1, 0), INVALID, "not an allocation");
+    assert_eq!(get(h, d, size + 4096, 1, 0), INVALID, "past the allocation");
+    assert_eq!(fd, -1, "a failed call wrote the handle");
+    let is_dmabuf = |fd: i32, bytes: usize| {
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).unwrap_or_default();
+        assert!(
+            info.contains("exp_name:") && info.contains(&format!("size:\t{bytes}")),
+            "fd {fd} is not a dma-buf of {bytes} bytes: {info}"
+        );
+    };
+    let whole = get(h, base, size, 1, 0);
+    if emulated() {
+        // The emulated kernel's dma-buf fds are not the kernel's.
+        assert_eq!(whole, OK, "whole allocation");
+        assert!(fd >= 0);
+    } else {
+        check(whole, "whole allocation");
+        is_dmabuf(fd, size);
+    }
+    unsafe { libc::close(fd) };
+    fd = -1;
+    let part = get(h, base + 4096, 4096, 1, 0);
+    if supported == 1 {
+        check(part, "one page");
+        is_dmabuf(fd, 4096);
+        unsafe { libc::close(fd) };
+        fd = -1;
+        // The PCIe mapping type: a dma-buf where the platform maps it so, else
+        // CUDA_ERROR_NOT_SUPPORTED (NVIDIA's libcuda answers the same on an H100 in a virtual
+        // machine).
+        match get(h, base, 2 * 4096, 1, 1) {
+            OK => {
+                is_dmabuf(fd, 2 * 4096);
+                unsafe { libc::close(fd) };
+            }
+            r => assert_eq!(r, NOT_SUPPORTED, "PCIe mapping type"),
+        }
+    } else {
+        assert_eq!(part, NOT_SUPPORTED, "a part of the allocation");
+        assert_eq!(fd, -1);
+    }
+}

@@ -316,11 +316,28 @@ impl Backend for RmBackend {
             .map_cpu(alloc.id, alloc.gpu_va, alloc.size, self.details.bar1_kib)
     }
 
-    fn export_dmabuf(&self, _alloc: &Allocation) -> Result<RawFd> {
-        Err(Error::new(
-            Status::NotSupported,
-            "tg_buf_export_dmabuf: the RM backend shares memory through tg_buf_export_fd (an RM export fd), not dma-bufs",
-        ))
+    /// `NV_ESC_EXPORT_TO_DMABUF_FD` of the whole allocation (`share.rs`).
+    fn export_dmabuf(&self, alloc: &Allocation) -> Result<RawFd> {
+        self.inner.export_dmabuf(
+            "tg_buf_export_dmabuf",
+            alloc.id,
+            alloc.gpu_va,
+            0,
+            alloc.size,
+            false,
+        )
+    }
+
+    fn export_dmabuf_range(
+        &self,
+        call: &str,
+        alloc: &Allocation,
+        offset: u64,
+        size: u64,
+        pcie: bool,
+    ) -> Result<RawFd> {
+        self.inner
+            .export_dmabuf(call, alloc.id, alloc.gpu_va, offset, size, pcie)
     }
 
     /// A fresh `/dev/nvidiactl` fd carrying the allocation's memory object (`share.rs`).

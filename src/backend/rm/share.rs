@@ -122,6 +122,79 @@ impl Inner {
         Ok((fd, size))
     }
 
+    /// A dma-buf fd of `size` bytes from `offset` of allocation `id` at `va`:
+    /// `NV_ESC_EXPORT_TO_DMABUF_FD` on the GPU's device fd (`kernel-open/nvidia/nv-dmabuf.c:
+    /// nv_dma_buf_export`: the driver dups the memory handle into the dma-buf, which keeps the
+    /// memory alive until its last fd and importer are gone). `pcie`: importers map it over PCIe
+    /// (`NV_DMABUF_EXPORT_MAPPING_TYPE_FORCE_PCIE`). `call` names the API call in errors.
+    pub(super) fn export_dmabuf(
+        &self,
+        call: &str,
+        id: u64,
+        va: u64,
+        offset: u64,
+        size: u64,
+        pcie: bool,
+    ) -> Result<RawFd> {
+        let (handle, total, kind) = {
+            let m = self.mem.lock();
+            match m.get(&id) {
+                Some(r) if r.va == va && r.handle != 0 => (r.handle, r.size, r.kind),
+                _ => {
+                    return Err(Error::new(
+                        Status::InvalidHandle,
+                        format!("{call}: no allocation id {id} at {va:#x}"),
+                    ))
+                }
+            }
+        };
+        if size == 0
+            || offset % PAGE_4K != 0
+            || size % PAGE_4K != 0
+            || offset.checked_add(size).is_none_or(|e| e > total)
+        {
+            return Err(Error::invalid(format!(
+                "{call}: range {offset:#x} + {size:#x} of the allocation at {va:#x} ({total:#x} bytes) is empty, not 4 KiB aligned or outside it"
+            )));
+        }
+        let mut p: nv_ioctl_export_to_dma_buf_fd_t = bytemuck::Zeroable::zeroed();
+        p.fd = -1;
+        p.hClient = self.api.client;
+        p.totalObjects = 1;
+        p.numObjects = 1;
+        p.totalSize = size;
+        p.mappingType = if pcie {
+            NV_DMABUF_EXPORT_MAPPING_TYPE_FORCE_PCIE
+        } else {
+            NV_DMABUF_EXPORT_MAPPING_TYPE_DEFAULT
+        };
+        p.handles[0] = handle;
+        p.offsets[0] = offset;
+        p.sizes[0] = size;
+        let what = || {
+            format!(
+                "{call}: NV_ESC_EXPORT_TO_DMABUF_FD(hMemory={handle:#x} ({}), offset={offset:#x}, size={size:#x})",
+                kind_words(kind)
+            )
+        };
+        // SAFETY: p is the 2608-byte nv_ioctl_export_to_dma_buf_fd_t the request number names.
+        unsafe {
+            super::rmapi::ioctl_with(
+                self.sys(),
+                self.dev_fd,
+                NV_ESC_EXPORT_TO_DMABUF_FD_REQUEST,
+                &mut p,
+                &what,
+                Some(|p: &nv_ioctl_export_to_dma_buf_fd_t| p.status),
+            )?
+        };
+        if p.status != NV_OK {
+            return Err(super::rmapi::rm_status_error(&what(), p.status));
+        }
+        debug!("{} -> dma-buf fd {}", what(), p.fd);
+        Ok(p.fd)
+    }
+
     /// `NV0000_CTRL_CMD_OS_UNIX_GET_EXPORT_OBJECT_INFO` of `fd`.
     pub(super) fn export_info(&self, fd: RawFd) -> Result<ExportInfo> {
         let mut info = NV0000_CTRL_OS_UNIX_GET_EXPORT_OBJECT_INFO_PARAMS {

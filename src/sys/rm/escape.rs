@@ -389,6 +389,45 @@ pub struct nv_ioctl_alloc_os_event_t {
 }
 const _: () = assert!(core::mem::size_of::<nv_ioctl_alloc_os_event_t>() == 16);
 
+/// Most memory objects one `NV_ESC_EXPORT_TO_DMABUF_FD` call takes (`NV_DMABUF_EXPORT_MAX_HANDLES`).
+pub const NV_DMABUF_EXPORT_MAX_HANDLES: usize = 128;
+/// `nv_ioctl_export_to_dma_buf_fd_t.mappingType`: the driver's choice.
+pub const NV_DMABUF_EXPORT_MAPPING_TYPE_DEFAULT: u8 = 0;
+/// `nv_ioctl_export_to_dma_buf_fd_t.mappingType`: importers map over PCIe.
+pub const NV_DMABUF_EXPORT_MAPPING_TYPE_FORCE_PCIE: u8 = 1;
+
+/// `NV_ESC_EXPORT_TO_DMABUF_FD` argument (`nv-ioctl.h`, 2608 bytes; issued on the GPU's device
+/// fd): a new dma-buf fd (`fd`, or the dma-buf to add objects to with `index` > 0) of
+/// `totalSize` bytes made of `numObjects` of `totalObjects` memory objects of `hClient`
+/// (`handles`), each from `offsets[i]`, `sizes[i]` bytes (`kernel-open/nvidia/nv-dmabuf.c:
+/// nv_dma_buf_export`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[allow(non_snake_case)]
+pub struct nv_ioctl_export_to_dma_buf_fd_t {
+    pub fd: i32,
+    pub hClient: u32,
+    pub totalObjects: u32,
+    pub numObjects: u32,
+    pub index: u32,
+    pub _pad0: u32,
+    pub totalSize: u64,
+    pub mappingType: u8,
+    pub bAllowMmap: u8,
+    pub _pad1: [u8; 2],
+    pub handles: [u32; NV_DMABUF_EXPORT_MAX_HANDLES],
+    pub _pad2: u32,
+    pub offsets: [u64; NV_DMABUF_EXPORT_MAX_HANDLES],
+    pub sizes: [u64; NV_DMABUF_EXPORT_MAX_HANDLES],
+    pub status: u32,
+    pub _pad3: u32,
+}
+const _: () = assert!(core::mem::size_of::<nv_ioctl_export_to_dma_buf_fd_t>() == 2608);
+const _: () = assert!(core::mem::offset_of!(nv_ioctl_export_to_dma_buf_fd_t, totalSize) == 24);
+const _: () = assert!(core::mem::offset_of!(nv_ioctl_export_to_dma_buf_fd_t, handles) == 36);
+const _: () = assert!(core::mem::offset_of!(nv_ioctl_export_to_dma_buf_fd_t, offsets) == 552);
+const _: () = assert!(core::mem::offset_of!(nv_ioctl_export_to_dma_buf_fd_t, status) == 2600);
+
 /// Request numbers (x86_64; the size is part of the number).
 pub const NV_ESC_RM_ALLOC_REQUEST: u64 =
     nv_ioctl_request(NV_ESC_RM_ALLOC, core::mem::size_of::<NVOS21_PARAMETERS>());
@@ -427,4 +466,9 @@ pub const NV_ESC_REGISTER_FD_REQUEST: u64 = nv_ioctl_request(
 pub const NV_ESC_CHECK_VERSION_STR_REQUEST: u64 = nv_ioctl_request(
     NV_ESC_CHECK_VERSION_STR,
     core::mem::size_of::<nv_ioctl_rm_api_version_t>(),
+);
+/// `NV_ESC_EXPORT_TO_DMABUF_FD` request.
+pub const NV_ESC_EXPORT_TO_DMABUF_FD_REQUEST: u64 = nv_ioctl_request(
+    NV_ESC_EXPORT_TO_DMABUF_FD,
+    core::mem::size_of::<nv_ioctl_export_to_dma_buf_fd_t>(),
 );
