@@ -73,21 +73,22 @@ pub struct ExportInfo {
 }
 
 impl Inner {
+    /// The RM memory handle, size and kind of allocation `id` at `va`, for an export (`call`
+    /// names the API call in the error).
+    fn exportable(&self, call: &str, id: u64, va: u64) -> Result<(u32, u64, MemKind)> {
+        match self.mem.lock().get(&id) {
+            Some(r) if r.va == va && r.handle != 0 => Ok((r.handle, r.size, r.kind)),
+            _ => Err(Error::new(
+                Status::InvalidHandle,
+                format!("{call}: no allocation id {id} at {va:#x}"),
+            )),
+        }
+    }
+
     /// Export allocation `id` (at `va`) into a fresh `/dev/nvidiactl` fd. Returns the fd and
     /// the size of the memory object it carries.
     pub(super) fn export_fd(&self, id: u64, va: u64) -> Result<(RawFd, u64)> {
-        let (handle, size, kind) = {
-            let m = self.mem.lock();
-            match m.get(&id) {
-                Some(r) if r.va == va && r.handle != 0 => (r.handle, r.size, r.kind),
-                _ => {
-                    return Err(Error::new(
-                        Status::InvalidHandle,
-                        format!("tg_buf_export_fd: no allocation id {id} at {va:#x}"),
-                    ))
-                }
-            }
-        };
+        let (handle, size, kind) = self.exportable("tg_buf_export_fd", id, va)?;
         let metadata = match std::env::var(EXPORT_METADATA_ENV) {
             Ok(v) if !v.trim().is_empty() => parse_export_metadata(&v)?,
             _ => [0; NV0000_OS_UNIX_EXPORT_OBJECT_FD_BUFFER_SIZE],
@@ -136,18 +137,7 @@ impl Inner {
         size: u64,
         pcie: bool,
     ) -> Result<RawFd> {
-        let (handle, total, kind) = {
-            let m = self.mem.lock();
-            match m.get(&id) {
-                Some(r) if r.va == va && r.handle != 0 => (r.handle, r.size, r.kind),
-                _ => {
-                    return Err(Error::new(
-                        Status::InvalidHandle,
-                        format!("{call}: no allocation id {id} at {va:#x}"),
-                    ))
-                }
-            }
-        };
+        let (handle, total, kind) = self.exportable(call, id, va)?;
         if size == 0
             || offset % PAGE_4K != 0
             || size % PAGE_4K != 0
