@@ -244,13 +244,14 @@ fn table(d: &core::Device, attrib: i32) -> Option<i32> {
         79 | 80 => 1,
         81 => a.shared_per_sm,
         82 => 65536,
-        // Managed memory: refused.
-        83 => 0,
+        // Managed memory (managed.rs): the CPU and the GPU reach it at the same address, at any
+        // time on desktop GPUs; on Jetson not while a kernel runs, as NVIDIA's reports there.
+        83 => 1,
         84 | 85 => 0,
         86 => 0,
         87 => a.fp64_ratio,
         88 => 0,
-        89 => 0,
+        89 => dgpu,
         90 => 1,
         // Registered host memory is mapped for the GPU at its own addresses on desktop GPUs
         // (hostreg.rs); on Jetson it is only recorded.

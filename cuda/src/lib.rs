@@ -17,6 +17,7 @@ mod graph;
 mod hostreg;
 mod library;
 mod link;
+mod managed;
 mod memcpy2d;
 mod memops;
 mod memory;

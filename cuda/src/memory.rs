@@ -18,9 +18,19 @@ pub struct Alloc {
     pub buf: Arc<Buffer>,
     pub size: u64,
     pub ctx: &'static Context,
-    /// Pinned host memory (`cuMemHostAlloc`): its host address.
+    /// Pinned host memory (`cuMemHostAlloc`) and managed memory: its host address.
     pub host: Option<usize>,
     pub host_flags: u32,
+    /// Managed memory (`cuMemAllocManaged`, managed.rs): the host address is the device
+    /// address, and the pages the allocation owns (desktop GPUs), unmapped after the buffer.
+    pub managed: Option<Arc<crate::managed::Managed>>,
+}
+
+impl Alloc {
+    /// Pinned host memory of `cuMemHostAlloc` / `cuMemAllocHost` (not managed memory).
+    pub fn pinned_host(&self) -> bool {
+        self.host.is_some() && self.managed.is_none()
+    }
 }
 
 #[derive(Default)]
@@ -80,7 +90,6 @@ fn alloc_device(
         return Err(invalid("bytesize is 0"));
     }
     let buf = Arc::new(ctx.core.alloc(size, flags)?);
-    let va = buf.gpu_va();
     let host_ptr = if host {
         let p = buf.map_cpu()?;
         if p.is_null() {
@@ -99,13 +108,21 @@ fn alloc_device(
         ctx,
         host: host_ptr,
         host_flags,
+        managed: None,
     };
+    insert(a.clone());
+    Ok(a)
+}
+
+/// Record allocation `a` (by its GPU address, and by its host address where it has one).
+pub(crate) fn insert(a: Alloc) {
+    let va = a.buf.gpu_va();
+    let host_ptr = a.host;
     let mut m = MAPS.lock();
-    m.by_va.insert(va, a.clone());
+    m.by_va.insert(va, a);
     if let Some(h) = host_ptr {
         m.by_host.insert(h, va);
     }
-    Ok(a)
 }
 
 #[no_mangle]
@@ -150,7 +167,7 @@ pub unsafe extern "C" fn cuMemAllocPitch_v2(
 fn free_va(va: u64, host: bool) -> R {
     let mut m = MAPS.lock();
     match m.by_va.get(&va) {
-        Some(a) if a.host.is_some() == host => {}
+        Some(a) if a.pinned_host() == host => {}
         Some(_) => {
             return Err(invalid(format!(
                 "{va:#x} is {} memory; free it with {}",
@@ -169,6 +186,11 @@ fn free_va(va: u64, host: bool) -> R {
         m.by_host.remove(&h);
     }
     drop(m);
+    if a.managed.is_some() {
+        // Managed memory is unmapped for the CPU with the allocation: the device's work that
+        // may still use it completes first, as CUDA's cuMemFree waits for it.
+        a.ctx.synchronize()?;
+    }
     // CUDA's cuMemFree waits for the device: work that still uses the memory has completed
     // when it returns. libtegragpu holds freed memory until queued work is done, so the
     // buffer can be dropped now.
@@ -245,6 +267,7 @@ pub unsafe extern "C" fn cuMemFreeHost(p: *mut c_void) -> CUresult {
     guard("cuMemFreeHost", || {
         current()?;
         let (a, off) = find_host(p as usize)
+            .filter(|(a, _)| a.pinned_host())
             .ok_or_else(|| invalid(format!("{p:?} is not pinned host memory of this library")))?;
         if off != 0 {
             return Err(invalid(format!(
@@ -266,7 +289,7 @@ pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
         if flags != 0 {
             return Err(invalid(format!("flags {flags:#x}: must be 0")));
         }
-        if let Some((a, off)) = find_host(p as usize) {
+        if let Some((a, off)) = find_host(p as usize).filter(|(a, _)| a.pinned_host()) {
             *o = a.buf.gpu_va() + off;
             return Ok(());
         }
@@ -294,7 +317,7 @@ pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
 pub unsafe extern "C" fn cuMemHostGetFlags(pflags: *mut u32, p: *mut c_void) -> CUresult {
     guard("cuMemHostGetFlags", || {
         let o = out(pflags, "pFlags")?;
-        if let Some((a, _)) = find_host(p as usize) {
+        if let Some((a, _)) = find_host(p as usize).filter(|(a, _)| a.pinned_host()) {
             *o = a.host_flags | CU_MEMHOSTALLOC_DEVICEMAP;
             return Ok(());
         }
@@ -415,7 +438,7 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: i32, ptr: CUdeviceptr) -> R
     match attr {
         1 => *(data as *mut *mut c_void) = a.ctx.handle(),
         2 => {
-            *(data as *mut u32) = if a.host.is_some() {
+            *(data as *mut u32) = if a.pinned_host() {
                 CU_MEMORYTYPE_HOST
             } else {
                 CU_MEMORYTYPE_DEVICE
@@ -434,7 +457,7 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: i32, ptr: CUdeviceptr) -> R
         }
         6 => *(data as *mut u32) = 1,
         7 => *(data as *mut u64) = a.buf.gpu_va(),
-        8 => *(data as *mut u32) = 0,
+        8 => *(data as *mut u32) = a.managed.is_some() as u32,
         9 => *(data as *mut i32) = a.ctx.dev.ordinal,
         10 => *(data as *mut u32) = 0,
         11 => *(data as *mut u64) = a.buf.gpu_va(),

@@ -763,6 +763,149 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         free(reg);
     }
 
+    // Managed memory: one address for the CPU and the GPU.
+    {
+        enum { MN = 3000 };
+        CUdeviceptr md = 0, mbad = 0;
+        R("managed.size0", F(cuMemAllocManaged)(&mbad, 0, CU_MEM_ATTACH_GLOBAL));
+        R("managed.flags0", F(cuMemAllocManaged)(&mbad, 64, 0));
+        R("managed.flags3", F(cuMemAllocManaged)(&mbad, 64, 3));
+        R("managed.flags_single", F(cuMemAllocManaged)(&mbad, 64, CU_MEM_ATTACH_SINGLE));
+        R("managed.null", F(cuMemAllocManaged)(NULL, 64, CU_MEM_ATTACH_GLOBAL));
+        OUT("managed.bad_left_alone", "%d", (int)(mbad == 0));
+        R("managed.cuMemAllocManaged", F(cuMemAllocManaged)(&md, MN * 4, CU_MEM_ATTACH_GLOBAL));
+        unsigned *mh = (unsigned *)(uintptr_t)md;
+        if (md) {
+            for (unsigned i = 0; i < MN; i++) mh[i] = i * 7u;
+            OUT("managed.cpu_written", "%016llx", fnv(mh, MN * 4));
+            CUdeviceptr mp = md + 400;
+            unsigned base = 1000, cnt = 256;
+            void *ma[] = {&mp, &base, &cnt};
+            R("managed.launch", F(cuLaunchKernel)(iota, 2, 1, 1, 128, 1, 1, 0, 0, ma, NULL));
+            R("managed.cuCtxSynchronize", F(cuCtxSynchronize)());
+            OUT("managed.after_kernel", "%016llx", fnv(mh, MN * 4));
+            memset(h2, 0, N * 4);
+            R("managed.dtoh", F(cuMemcpyDtoH)(h2, md + 396, 16));
+            OUT("managed.dtoh.result", "%u %u %u %u", h2[0], h2[1], h2[2], h2[3]);
+            R("managed.memset", F(cuMemsetD32)(md, 5, 4));
+            OUT("managed.memset.cpu", "%u %u %u %u %u", mh[0], mh[1], mh[2], mh[3], mh[4]);
+            unsigned u = 9;
+            int iv = 9;
+            unsigned long long pv = 0;
+            for (int a = 1; a <= 13; a++) {
+                if (a == 5 || a == 7 || a == 10) continue;
+                pv = 0;
+                int r = F(cuPointerGetAttribute)(&pv, (CUpointer_attribute)a, md + 8);
+                snprintf(key, sizeof key, "managed.pointer_attribute.%d", a);
+                if (a == 1)
+                    OUT(key, "%d %d", r, (int)((CUcontext)(uintptr_t)pv == c0));
+                else if (a == 3 || a == 4)
+                    OUT(key, "%d %d", r, (int)(pv == md + 8));
+                else if (a == 11)
+                    OUT(key, "%d %d", r, (int)(pv == md));
+                else
+                    OUT(key, "%d %llu", r, pv);
+            }
+            CUdeviceptr mdp = 0;
+            R("managed.cuMemHostGetDevicePointer", F(cuMemHostGetDevicePointer)(&mdp, mh, 0));
+            R("managed.cuMemHostGetFlags", F(cuMemHostGetFlags)(&u, mh));
+            R("managed.cuMemFreeHost", F(cuMemFreeHost)(mh));
+            CUdeviceptr gb = 0;
+            size_t gs = 0;
+            R("managed.cuMemGetAddressRange", F(cuMemGetAddressRange)(&gb, &gs, md + 100));
+            OUT("managed.address_range", "%d %zu", (int)(gb == md), gs);
+            // Advice and the range attributes.
+            typedef CUresult (*adv1_t)(CUdeviceptr, size_t, CUmem_advise, CUdevice);
+            typedef CUresult (*adv2_t)(CUdeviceptr, size_t, CUmem_advise, CUmemLocation);
+            typedef CUresult (*pf1_t)(CUdeviceptr, size_t, CUdevice, CUstream);
+            typedef CUresult (*pf2_t)(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream);
+            adv1_t adv1 = (adv1_t)sym("cuMemAdvise");
+            adv2_t adv2 = (adv2_t)sym("cuMemAdvise_v2");
+            pf1_t pf1 = (pf1_t)sym("cuMemPrefetchAsync");
+            pf2_t pf2 = (pf2_t)sym("cuMemPrefetchAsync_v2");
+            CUmemLocation lhost = {0}, ldev = {0}, lbad = {0};
+            lhost.type = CU_MEM_LOCATION_TYPE_HOST;
+            ldev.type = CU_MEM_LOCATION_TYPE_DEVICE, ldev.id = dev;
+            lbad.type = CU_MEM_LOCATION_TYPE_DEVICE, lbad.id = 99;
+#define RANGE_INT(k, attr, p, n) \
+    (iv = 12345, OUT(k, "%d %d", (int)F(cuMemRangeGetAttribute)(&iv, 4, attr, p, n), iv))
+            RANGE_INT("managed.range.read_mostly.none", CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, md, MN * 4);
+            RANGE_INT("managed.range.preferred.none", CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, md, MN * 4);
+            RANGE_INT("managed.range.preferred_type.none", CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE, md, MN * 4);
+            RANGE_INT("managed.range.preferred_id.none", CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID, md, MN * 4);
+            RANGE_INT("managed.range.last_prefetch.none", CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, md, MN * 4);
+            R("managed.advise.read_mostly", adv1(md, 4096, CU_MEM_ADVISE_SET_READ_MOSTLY, dev));
+            RANGE_INT("managed.range.read_mostly.first_page", CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, md, 4096);
+            RANGE_INT("managed.range.read_mostly.all", CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, md, MN * 4);
+            R("managed.advise.unset_read_mostly", adv1(md, 4096, CU_MEM_ADVISE_UNSET_READ_MOSTLY, dev));
+            RANGE_INT("managed.range.read_mostly.unset", CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, md, 4096);
+            R("managed.advise.preferred_cpu", adv1(md, MN * 4, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, CU_DEVICE_CPU));
+            RANGE_INT("managed.range.preferred.cpu", CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, md, MN * 4);
+            RANGE_INT("managed.range.preferred_type.cpu", CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE, md, MN * 4);
+            R("managed.advise_v2.preferred_device", adv2(md, 4096, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, ldev));
+            RANGE_INT("managed.range.preferred.device", CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, md, 4096);
+            RANGE_INT("managed.range.preferred_id.device", CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID, md, 4096);
+            RANGE_INT("managed.range.preferred.mixed", CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, md, MN * 4);
+            R("managed.advise.unset_preferred", adv1(md, MN * 4, CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, dev));
+            RANGE_INT("managed.range.preferred.unset", CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, md, MN * 4);
+            R("managed.advise.accessed_by", adv1(md, MN * 4, CU_MEM_ADVISE_SET_ACCESSED_BY, dev));
+            int by[3] = {7, 7, 7};
+            R("managed.range.accessed_by", F(cuMemRangeGetAttribute)(by, sizeof by, CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, md, MN * 4));
+            OUT("managed.range.accessed_by.values", "%d %d %d", by[0], by[1], by[2]);
+            R("managed.advise.unset_accessed_by", adv1(md, MN * 4, CU_MEM_ADVISE_UNSET_ACCESSED_BY, dev));
+            R("managed.advise.device_memory", adv1(dy, 64, CU_MEM_ADVISE_SET_READ_MOSTLY, dev));
+            R("managed.advise.count0", adv1(md, 0, CU_MEM_ADVISE_SET_READ_MOSTLY, dev));
+            R("managed.advise.past_end", adv1(md, MN * 4 + 1, CU_MEM_ADVISE_SET_READ_MOSTLY, dev));
+            R("managed.advise.bad_advice", adv1(md, 64, (CUmem_advise)7, dev));
+            R("managed.advise.bad_device", adv1(md, 64, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, 99));
+            R("managed.advise_v2.bad_device", adv2(md, 64, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, lbad));
+            R("managed.range.size8", F(cuMemRangeGetAttribute)(&pv, 8, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, md, 64));
+            R("managed.range.null", F(cuMemRangeGetAttribute)(NULL, 4, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, md, 64));
+            R("managed.range.bad_attribute", F(cuMemRangeGetAttribute)(&iv, 4, (CUmem_range_attribute)99, md, 64));
+            // Prefetches.
+            R("managed.prefetch.cpu", pf1(md, MN * 4, CU_DEVICE_CPU, 0));
+            RANGE_INT("managed.range.last_prefetch.cpu", CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, md, MN * 4);
+            R("managed.prefetch.device", pf1(md, 4096, dev, s1));
+            F(cuStreamSynchronize)(s1);
+            RANGE_INT("managed.range.last_prefetch.device", CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, md, 4096);
+            RANGE_INT("managed.range.last_prefetch.mixed", CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, md, MN * 4);
+            R("managed.prefetch_v2.host", pf2(md, MN * 4, lhost, 0, 0));
+            RANGE_INT("managed.range.last_prefetch_type.host", CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE, md, MN * 4);
+            R("managed.prefetch_v2.device", pf2(md, MN * 4, ldev, 0, 0));
+            F(cuCtxSynchronize)();
+            RANGE_INT("managed.range.last_prefetch_id.device", CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID, md, MN * 4);
+            OUT("managed.after_prefetch", "%016llx", fnv(mh, MN * 4));
+            R("managed.prefetch.device_memory", pf1(dy, 64, CU_DEVICE_CPU, 0));
+            R("managed.prefetch.count0", pf1(md, 0, CU_DEVICE_CPU, 0));
+            R("managed.prefetch.bad_device", pf1(md, 64, 99, 0));
+            R("managed.prefetch_v2.flags1", pf2(md, 64, lhost, 1, 0));
+            R("managed.prefetch_v2.bad_device", pf2(md, 64, lbad, 0, 0));
+            // Stream attachment.
+            R("managed.attach.single", F(cuStreamAttachMemAsync)(s1, md, 0, CU_MEM_ATTACH_SINGLE));
+            R("managed.attach.host_whole", F(cuStreamAttachMemAsync)(s1, md, MN * 4, CU_MEM_ATTACH_HOST));
+            R("managed.attach.single_legacy", F(cuStreamAttachMemAsync)(0, md, 0, CU_MEM_ATTACH_SINGLE));
+            R("managed.attach.inside", F(cuStreamAttachMemAsync)(s1, md + 4, 0, CU_MEM_ATTACH_GLOBAL));
+            R("managed.attach.part", F(cuStreamAttachMemAsync)(s1, md, 8, CU_MEM_ATTACH_GLOBAL));
+            R("managed.attach.flags8", F(cuStreamAttachMemAsync)(s1, md, 0, 8));
+            R("managed.attach.device_memory", F(cuStreamAttachMemAsync)(s1, dy, 0, CU_MEM_ATTACH_GLOBAL));
+            R("managed.attach.global", F(cuStreamAttachMemAsync)(s1, md, 0, CU_MEM_ATTACH_GLOBAL));
+            F(cuStreamSynchronize)(s1);
+#undef RANGE_INT
+        }
+        R("managed.cuMemFree.inside", F(cuMemFree)(md + 4));
+        R("managed.cuMemFree", F(cuMemFree)(md));
+        R("managed.cuMemFree.again", F(cuMemFree)(md));
+        CUdeviceptr mh2 = 0;
+        R("managed.host_attached", F(cuMemAllocManaged)(&mh2, 100000, CU_MEM_ATTACH_HOST));
+        if (mh2) {
+            ((unsigned *)(uintptr_t)mh2)[1000] = 77;
+            unsigned got = 0;
+            F(cuMemcpyDtoH)(&got, mh2 + 4000, 4);
+            OUT("managed.host_attached.read", "%u", got);
+        }
+        R("managed.host_attached.free", F(cuMemFree)(mh2));
+    }
+
     // Stream capture is never active here.
     {
         CUstreamCaptureStatus cs = (CUstreamCaptureStatus)9;

@@ -19,6 +19,7 @@ mod extras;
 mod graphs;
 mod library;
 mod link;
+mod managed;
 mod memcpy2d;
 mod memops;
 mod memory;
