@@ -275,8 +275,9 @@ fn table(d: &core::Device, attrib: i32) -> Option<i32> {
         // Arrays: refused.
         112 => 0,
         113 => 1,
-        // Graphics interop, memory pools: refused.
-        114 | 115 => 0,
+        // Timeline semaphore interop: refused. Device memory pools (pools.rs).
+        114 => 0,
+        115 => 1,
         116 => dgpu,
         117 => dgpu,
         118 => {

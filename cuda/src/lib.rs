@@ -24,6 +24,7 @@ mod memory;
 mod module;
 mod numba_extras;
 mod peer;
+mod pools;
 mod procaddr;
 mod stream;
 mod texture;

@@ -184,6 +184,7 @@ fn alloc_managed(ctx: &'static Context, size: u64) -> R<Alloc> {
                 host: Some(p as usize),
                 host_flags: 0,
                 managed: Some(managed),
+                pool: None,
             })
         }
         BackendKind::Nvgpu => {
@@ -209,6 +210,7 @@ fn alloc_managed(ctx: &'static Context, size: u64) -> R<Alloc> {
                 host: Some(p as usize),
                 host_flags: 0,
                 managed: Some(fresh((0, 0))),
+                pool: None,
             })
         }
     }

@@ -24,6 +24,8 @@ pub struct Alloc {
     /// Managed memory (`cuMemAllocManaged`, managed.rs): the host address is the device
     /// address, and the pages the allocation owns (desktop GPUs), unmapped after the buffer.
     pub managed: Option<Arc<crate::managed::Managed>>,
+    /// Stream-ordered allocations (`cuMemAllocAsync`, pools.rs): the pool.
+    pub pool: Option<&'static crate::pools::Pool>,
 }
 
 impl Alloc {
@@ -109,9 +111,20 @@ fn alloc_device(
         host: host_ptr,
         host_flags,
         managed: None,
+        pool: None,
     };
     insert(a.clone());
     Ok(a)
+}
+
+/// Take the allocation that starts at `va` out of the records.
+pub(crate) fn remove(va: u64) -> Option<Alloc> {
+    let mut m = MAPS.lock();
+    let a = m.by_va.remove(&va)?;
+    if let Some(h) = a.host {
+        m.by_host.remove(&h);
+    }
+    Some(a)
 }
 
 /// Record allocation `a` (by its GPU address, and by its host address where it has one).
@@ -193,7 +206,8 @@ fn free_va(va: u64, host: bool) -> R {
     }
     // CUDA's cuMemFree waits for the device: work that still uses the memory has completed
     // when it returns. libtegragpu holds freed memory until queued work is done, so the
-    // buffer can be dropped now.
+    // buffer can be dropped now (a pool's allocation goes back to its pool's accounts).
+    crate::pools::free_now(&a);
     drop(a);
     Ok(())
 }
@@ -463,6 +477,12 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: i32, ptr: CUdeviceptr) -> R
         11 => *(data as *mut u64) = a.buf.gpu_va(),
         12 => *(data as *mut usize) = a.size as usize,
         13 => *(data as *mut u32) = 1,
+        17 => {
+            *(data as *mut *mut c_void) = match a.pool {
+                Some(p) => p.handle(),
+                None => std::ptr::null_mut(),
+            }
+        }
         _ => {
             return Err(fail(
                 CUDA_ERROR_NOT_SUPPORTED,

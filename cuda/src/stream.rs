@@ -248,6 +248,7 @@ impl Stream {
             Some(q) => q.submitted_point(),
         };
         point.wait(WAIT_NS)?;
+        crate::pools::after_sync();
         Ok(())
     }
 
@@ -683,6 +684,7 @@ pub unsafe extern "C" fn cuEventSynchronize(ev: *mut c_void) -> CUresult {
         if v > 0 {
             e.sig.wait(v, WAIT_NS)?;
         }
+        crate::pools::after_sync();
         Ok(())
     })
 }

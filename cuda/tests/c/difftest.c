@@ -906,6 +906,125 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         R("managed.host_attached.free", F(cuMemFree)(mh2));
     }
 
+    // Memory pools and stream-ordered allocation.
+    {
+        CUmemoryPool def = NULL, cur = NULL, pool = NULL, small = NULL, bad = NULL;
+        R("pools.cuDeviceGetDefaultMemPool", F(cuDeviceGetDefaultMemPool)(&def, dev));
+        R("pools.cuDeviceGetMemPool", F(cuDeviceGetMemPool)(&cur, dev));
+        OUT("pools.current_is_default", "%d", (int)(def != NULL && def == cur));
+        int pa = -1;
+        for (int a = 1; a <= 3; a++) {
+            pa = -1;
+            int r = F(cuMemPoolGetAttribute)(def, (CUmemPool_attribute)a, &pa);
+            snprintf(key, sizeof key, "pools.default_attribute.%d", a);
+            OUT(key, "%d %d", r, pa);
+        }
+        cuuint64_t th = 99;
+        R("pools.default_threshold", F(cuMemPoolGetAttribute)(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &th));
+        OUT("pools.default_threshold.value", "%llu", (unsigned long long)th);
+        CUdeviceptr pd = 0, pz = 1;
+        R("pools.cuMemAllocAsync", F(cuMemAllocAsync)(&pd, N * 4, s1));
+        unsigned base = 77, cnt = N;
+        void *pargs[] = {&pd, &base, &cnt};
+        R("pools.launch", F(cuLaunchKernel)(iota, N / 128, 1, 1, 128, 1, 1, 0, s1, pargs, NULL));
+        R("pools.dtoh", F(cuMemcpyDtoHAsync)(h2, pd, N * 4, s1));
+        F(cuStreamSynchronize)(s1);
+        OUT("pools.iota", "%016llx", fnv(h2, N * 4));
+        CUmemoryPool owner = NULL;
+        R("pools.pointer_attribute.mempool", F(cuPointerGetAttribute)(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, pd + 8));
+        OUT("pools.pointer_attribute.mempool.is_default", "%d", (int)(owner == def));
+        R("pools.free_inside", F(cuMemFreeAsync)(pd + 4, s1));
+        R("pools.cuMemFreeAsync", F(cuMemFreeAsync)(pd, s1));
+        R("pools.zero_bytes", F(cuMemAllocAsync)(&pz, 0, s1));
+        OUT("pools.zero_bytes.pointer", "%llu", (unsigned long long)pz);
+        R("pools.free_null", F(cuMemFreeAsync)(0, s1));
+        R("pools.null_dptr", F(cuMemAllocAsync)(NULL, 64, s1));
+        F(cuStreamSynchronize)(s1);
+        CUdeviceptr plain = 0;
+        F(cuMemAlloc)(&plain, 4096);
+        R("pools.free_async_of_cuMemAlloc", F(cuMemFreeAsync)(plain, s1));
+        F(cuStreamSynchronize)(s1);
+        CUmemPoolProps pp;
+        memset(&pp, 0, sizeof pp);
+        pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        pp.location.id = dev;
+        R("pools.cuMemPoolCreate", F(cuMemPoolCreate)(&pool, &pp));
+        cuuint64_t big = ~0ull, v64 = 0;
+        R("pools.set_threshold", F(cuMemPoolSetAttribute)(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &big));
+        CUdeviceptr a = 0, b = 0;
+        R("pools.from_pool", F(cuMemAllocFromPoolAsync)(&a, 100000, pool, s1));
+        cuuint64_t used = 0, resv = 0;
+        F(cuMemPoolGetAttribute)(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
+        F(cuMemPoolGetAttribute)(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &resv);
+        OUT("pools.used_covers", "%d %d", (int)(used >= 100000), (int)(resv >= used));
+        R("pools.free_to_pool", F(cuMemFreeAsync)(a, s1));
+        F(cuMemPoolGetAttribute)(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
+        F(cuMemPoolGetAttribute)(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &resv);
+        OUT("pools.kept", "%llu %d", (unsigned long long)used, (int)(resv >= 100000));
+        R("pools.again_same_stream", F(cuMemAllocFromPoolAsync)(&b, 100000, pool, s1));
+        OUT("pools.reused_in_stream_order", "%d", (int)(a == b));
+        R("pools.free_again", F(cuMemFreeAsync)(b, s1));
+        F(cuStreamSynchronize)(s1);
+        F(cuMemPoolGetAttribute)(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &resv);
+        OUT("pools.kept_after_sync", "%d", (int)(resv > 0));
+        R("pools.cuMemPoolTrimTo", F(cuMemPoolTrimTo)(pool, 0));
+        F(cuMemPoolGetAttribute)(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &resv);
+        OUT("pools.trimmed", "%llu", (unsigned long long)resv);
+        v64 = 5;
+        R("pools.set_high_nonzero", F(cuMemPoolSetAttribute)(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &v64));
+        v64 = 0;
+        R("pools.set_high_zero", F(cuMemPoolSetAttribute)(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &v64));
+        R("pools.set_reserved_current", F(cuMemPoolSetAttribute)(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v64));
+        R("pools.get_bad_attribute", F(cuMemPoolGetAttribute)(pool, (CUmemPool_attribute)99, &v64));
+        CUmemAccess_flags af = (CUmemAccess_flags)9;
+        CUmemLocation here = {0};
+        here.type = CU_MEM_LOCATION_TYPE_DEVICE, here.id = dev;
+        R("pools.cuMemPoolGetAccess", F(cuMemPoolGetAccess)(&af, pool, &here));
+        OUT("pools.access", "%d", (int)af);
+        CUmemAccessDesc ad = {0};
+        ad.location = here, ad.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        R("pools.set_access_rw", F(cuMemPoolSetAccess)(pool, &ad, 1));
+        ad.flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        R("pools.set_access_none", F(cuMemPoolSetAccess)(pool, &ad, 1));
+        R("pools.cuDeviceSetMemPool", F(cuDeviceSetMemPool)(dev, pool));
+        CUdeviceptr c = 0;
+        R("pools.from_current", F(cuMemAllocAsync)(&c, 256, s1));
+        owner = NULL;
+        F(cuPointerGetAttribute)(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, c);
+        OUT("pools.from_current.owner", "%d", (int)(owner == pool));
+        R("pools.cuMemFree_of_pool_memory", F(cuMemFree)(c));
+        R("pools.destroy_default", F(cuMemPoolDestroy)(def));
+        R("pools.cuMemPoolDestroy", F(cuMemPoolDestroy)(pool));
+        F(cuDeviceGetMemPool)(&cur, dev);
+        OUT("pools.current_after_destroy_is_default", "%d", (int)(cur == def));
+        pp.maxSize = 4 << 20;
+        R("pools.create_max", F(cuMemPoolCreate)(&small, &pp));
+        CUdeviceptr m1 = 0, m2 = 0;
+        R("pools.max.first", F(cuMemAllocFromPoolAsync)(&m1, 3 << 20, small, s1));
+        R("pools.max.second", F(cuMemAllocFromPoolAsync)(&m2, 3 << 20, small, s1));
+        F(cuMemFreeAsync)(m1, s1);
+        if (m2) F(cuMemFreeAsync)(m2, s1);
+        F(cuStreamSynchronize)(s1);
+        R("pools.destroy_max", F(cuMemPoolDestroy)(small));
+        pp.maxSize = 0;
+        pp.allocType = (CUmemAllocationType)0;
+        R("pools.create.type0", F(cuMemPoolCreate)(&bad, &pp));
+        pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        pp.location.id = 99;
+        R("pools.create.device99", F(cuMemPoolCreate)(&bad, &pp));
+        R("pools.create.null_props", F(cuMemPoolCreate)(&bad, NULL));
+        CUmemLocation d99 = {0};
+        d99.type = CU_MEM_LOCATION_TYPE_DEVICE, d99.id = 99;
+        // CUDA 13's location forms.
+        typedef CUresult (*getpool_t)(CUmemoryPool *, CUmemLocation *, CUmemAllocationType);
+        getpool_t gdef = (getpool_t)sym("cuMemGetDefaultMemPool"), gcur = (getpool_t)sym("cuMemGetMemPool");
+        R("pools.cuMemGetDefaultMemPool", gdef(&cur, &here, CU_MEM_ALLOCATION_TYPE_PINNED));
+        OUT("pools.cuMemGetDefaultMemPool.is_default", "%d", (int)(cur == def));
+        R("pools.cuMemGetMemPool", gcur(&cur, &here, CU_MEM_ALLOCATION_TYPE_PINNED));
+        R("pools.cuMemGetDefaultMemPool.device99", gdef(&cur, &d99, CU_MEM_ALLOCATION_TYPE_PINNED));
+    }
+
     // Stream capture is never active here.
     {
         CUstreamCaptureStatus cs = (CUstreamCaptureStatus)9;

@@ -64,19 +64,19 @@ fn soname(file: &object::File<'_>) -> Option<String> {
 }
 
 /// The families this library refuses, one or two names each: virtual memory management,
-/// memory pools and stream-ordered allocation, IPC, managed memory, graphics interop, stream
+/// shareable memory pools, IPC, batched prefetches of managed memory, graphics interop, stream
 /// capture into an existing graph, the CUDA runtime's private interface.
 const REFUSED: [&str; 14] = [
     "cuMemCreate",
     "cuMemAddressReserve",
     "cuMemMap",
-    "cuMemPoolCreate",
-    "cuMemAllocAsync",
-    "cuMemAllocFromPoolAsync",
+    "cuMemPoolExportToShareableHandle",
+    "cuMemPoolImportFromShareableHandle",
+    "cuMemPoolExportPointer",
     "cuIpcGetMemHandle",
     "cuIpcOpenMemHandle_v2",
     "cuIpcGetEventHandle",
-    "cuMemAllocManaged",
+    "cuMemPrefetchBatchAsync",
     "cuGraphicsMapResources",
     "cuGraphicsUnregisterResource",
     "cuStreamBeginCaptureToGraph",

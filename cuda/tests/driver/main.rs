@@ -26,5 +26,6 @@ mod memory;
 mod modules;
 mod numba;
 mod peer;
+mod pools;
 mod streams;
 mod texture;

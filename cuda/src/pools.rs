@@ -1,0 +1,739 @@
+//! Memory pools and stream-ordered allocation (`cuMemAllocAsync`, `cuMemFreeAsync`,
+//! `cuMemPool*`, `cuDeviceGetDefaultMemPool` / `GetMemPool` / `SetMemPool` and the CUDA 13
+//! `cuMemGetDefaultMemPool` / `GetMemPool` / `SetMemPool`).
+//!
+//! A pool hands out device memory (one libtegragpu buffer per allocation) and keeps what is
+//! freed for later allocations:
+//! - `cuMemFreeAsync` takes the allocation away at once (later use of the address is refused)
+//!   and keeps its buffer with the point of the freeing stream's work it follows.
+//! - An allocation on that same stream may take it back at once (stream order covers the
+//!   earlier work); an allocation on another stream takes it once that point is reached.
+//!   Otherwise a new buffer is allocated.
+//! - What is kept beyond the pool's release threshold (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`,
+//!   0 by default) is freed at the next synchronization of a stream, a context or an event,
+//!   and by `cuMemPoolTrimTo`. Freed buffers are released by libtegragpu once the device's
+//!   queued work no longer needs them.
+//!
+//! Device pools only: host pools (`CU_MEM_LOCATION_TYPE_HOST*`), shareable handles
+//! (`handleTypes` other than none, `cuMemPoolExport*` / `Import*`) and the managed allocation
+//! type are refused with `CUDA_ERROR_NOT_SUPPORTED`, so
+//! `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES` and the host pool attributes read 0.
+
+use crate::context::Context;
+use crate::device::{dev, out};
+use crate::error::{fail, guard, invalid, R};
+use crate::managed::CUmemLocation;
+use crate::memory::{find_va, Alloc};
+use crate::stream::{stream_of, Stream};
+use crate::types::*;
+use parking_lot::Mutex;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tegragpu::core::{Buffer, MemFlags, QueuePoint};
+
+const CU_MEM_ALLOCATION_TYPE_PINNED: i32 = 1;
+const CU_MEM_ALLOCATION_TYPE_MANAGED: i32 = 2;
+const CU_MEM_LOCATION_TYPE_DEVICE: i32 = 1;
+const CU_MEM_ACCESS_FLAGS_PROT_NONE: i32 = 0;
+const CU_MEM_ACCESS_FLAGS_PROT_READWRITE: i32 = 3;
+/// Granularity of the pools' buffers.
+const GRAIN: u64 = 4096;
+
+/// `CUmemPoolProps` (CUDA 12.2 and later: 88 bytes).
+#[repr(C)]
+pub struct CUmemPoolProps {
+    pub alloc_type: i32,
+    pub handle_types: i32,
+    pub location: CUmemLocation,
+    pub win32_security_attributes: *mut c_void,
+    pub max_size: usize,
+    pub usage: u16,
+    pub reserved: [u8; 54],
+}
+
+/// `CUmemAccessDesc`.
+#[repr(C)]
+pub struct CUmemAccessDesc {
+    pub location: CUmemLocation,
+    pub flags: i32,
+}
+
+/// A freed buffer kept for reuse.
+struct Kept {
+    buf: Arc<Buffer>,
+    /// The stream that freed it (by address) and the point of its work the free follows.
+    stream: usize,
+    after: QueuePoint,
+}
+
+#[derive(Default)]
+struct PoolState {
+    kept: Vec<Kept>,
+    /// Bytes of the live allocations' buffers, and the most there were.
+    used: u64,
+    used_high: u64,
+    /// Bytes of live and kept buffers, and the most there were.
+    reserved: u64,
+    reserved_high: u64,
+    release_threshold: u64,
+    follow_event_dependencies: bool,
+    allow_opportunistic: bool,
+    allow_internal_dependencies: bool,
+    destroyed: bool,
+}
+
+pub struct Pool {
+    pub ordinal: i32,
+    /// `CUmemPoolProps::maxSize` (0: no limit).
+    max_size: u64,
+    st: Mutex<PoolState>,
+}
+
+/// Some pool keeps more than its release threshold: the next synchronization trims.
+static OVER: AtomicBool = AtomicBool::new(false);
+/// Every pool made (they stay allocated: a handle used after destroy is refused, not freed
+/// memory).
+static POOLS: Mutex<Vec<&'static Pool>> = Mutex::new(Vec::new());
+/// Per device: (default pool, current pool).
+static DEVICE_POOLS: Mutex<Vec<(Option<&'static Pool>, Option<&'static Pool>)>> =
+    Mutex::new(Vec::new());
+
+impl Pool {
+    fn new(ordinal: i32, max_size: u64) -> &'static Pool {
+        let p: &'static Pool = Box::leak(Box::new(Pool {
+            ordinal,
+            max_size,
+            st: Mutex::new(PoolState {
+                follow_event_dependencies: true,
+                allow_opportunistic: true,
+                allow_internal_dependencies: true,
+                ..PoolState::default()
+            }),
+        }));
+        POOLS.lock().push(p);
+        p
+    }
+
+    pub fn handle(&'static self) -> *mut c_void {
+        self as *const Pool as *mut c_void
+    }
+
+    /// A buffer of at least `size` bytes for stream `s`: a kept one the stream may use, else a
+    /// new one.
+    fn take(&'static self, ctx: &'static Context, s: &'static Stream, size: u64) -> R<Arc<Buffer>> {
+        let cap = size.next_multiple_of(GRAIN);
+        let mut st = self.st.lock();
+        if st.destroyed {
+            return Err(invalid(format!("pool {:p} was destroyed", self)));
+        }
+        let here = s as *const Stream as usize;
+        let fits = |k: &Kept| {
+            let c = k.buf.size();
+            c >= cap
+                && c <= cap.saturating_mul(2).max(cap + 16 * GRAIN)
+                && (k.stream == here || (st.allow_opportunistic && k.after.reached()))
+        };
+        if let Some(i) = st.kept.iter().position(fits) {
+            let k = st.kept.swap_remove(i);
+            st.used += k.buf.size();
+            st.used_high = st.used_high.max(st.used);
+            return Ok(k.buf);
+        }
+        if self.max_size != 0 && st.reserved + cap > self.max_size {
+            // Give back what is kept before refusing.
+            let freed: u64 = st.kept.drain(..).map(|k| k.buf.size()).sum();
+            st.reserved -= freed;
+            if st.reserved + cap > self.max_size {
+                return Err(fail(
+                    CUDA_ERROR_OUT_OF_MEMORY,
+                    format!(
+                        "{size} bytes: the pool's maxSize is {} bytes and {} are in use",
+                        self.max_size, st.reserved
+                    ),
+                ));
+            }
+        }
+        drop(st);
+        let buf = Arc::new(ctx.core.alloc(cap, MemFlags::default())?);
+        let c = buf.size();
+        let mut st = self.st.lock();
+        st.used += c;
+        st.used_high = st.used_high.max(st.used);
+        st.reserved += c;
+        st.reserved_high = st.reserved_high.max(st.reserved);
+        Ok(buf)
+    }
+
+    /// A live allocation's buffer comes back: kept after `after` of stream `stream`, or freed
+    /// (`None`: the device's work that used it is complete or will be waited for by
+    /// libtegragpu before the memory is reused).
+    fn give_back(&self, buf: Arc<Buffer>, kept: Option<(usize, QueuePoint)>) {
+        let mut st = self.st.lock();
+        let c = buf.size();
+        st.used -= c;
+        match kept {
+            Some((stream, after)) if !st.destroyed => {
+                st.kept.push(Kept { buf, stream, after });
+                if st.reserved > st.release_threshold {
+                    OVER.store(true, Ordering::Release);
+                }
+            }
+            _ => st.reserved -= c,
+        }
+    }
+
+    /// Free kept buffers until the pool reserves at most `keep` bytes (or nothing is kept).
+    fn trim(&self, keep: u64) {
+        let mut st = self.st.lock();
+        while st.reserved > keep {
+            let Some(k) = st.kept.pop() else { break };
+            st.reserved -= k.buf.size();
+        }
+    }
+}
+
+/// After a stream, context or event synchronization: pools give back what they keep beyond
+/// their release thresholds.
+#[inline]
+pub fn after_sync() {
+    if OVER.load(Ordering::Acquire) && OVER.swap(false, Ordering::AcqRel) {
+        let pools: Vec<&'static Pool> = POOLS.lock().clone();
+        for p in pools {
+            let t = p.st.lock().release_threshold;
+            p.trim(t);
+        }
+    }
+}
+
+unsafe fn pool_ref(h: *mut c_void) -> R<&'static Pool> {
+    crate::device::check_init()?;
+    let p = h as *const Pool;
+    let ok = !p.is_null() && POOLS.lock().iter().any(|q| std::ptr::eq(*q, p));
+    if !ok {
+        return Err(invalid(format!("{h:?} is not a memory pool")));
+    }
+    let p = &*p;
+    if p.st.lock().destroyed {
+        return Err(invalid(format!("memory pool {h:?} was destroyed")));
+    }
+    Ok(p)
+}
+
+/// The default pool of device `ordinal` (made on first use), and the slot of its current one.
+fn device_pools(ordinal: i32) -> R<(&'static Pool, &'static Pool)> {
+    dev(ordinal)?;
+    let mut d = DEVICE_POOLS.lock();
+    let i = ordinal as usize;
+    if d.len() <= i {
+        d.resize(i + 1, (None, None));
+    }
+    let def = *d[i].0.get_or_insert_with(|| Pool::new(ordinal, 0));
+    let cur = *d[i].1.get_or_insert(def);
+    Ok((def, cur))
+}
+
+/// A device location of the CUDA 13 pool calls; host locations are refused.
+unsafe fn device_location(l: *const CUmemLocation, ty: i32) -> R<i32> {
+    let l = l.as_ref().ok_or_else(|| invalid("location is NULL"))?;
+    match ty {
+        CU_MEM_ALLOCATION_TYPE_PINNED => {}
+        CU_MEM_ALLOCATION_TYPE_MANAGED => {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                "CU_MEM_ALLOCATION_TYPE_MANAGED: managed memory pools are not supported",
+            ))
+        }
+        _ => {
+            return Err(invalid(format!(
+                "allocation type {ty} is not a CUmemAllocationType"
+            )))
+        }
+    }
+    if l.type_ != CU_MEM_LOCATION_TYPE_DEVICE {
+        return Err(fail(
+            CUDA_ERROR_NOT_SUPPORTED,
+            format!(
+                "location type {}: only device memory pools are supported (host pools are not)",
+                l.type_
+            ),
+        ));
+    }
+    dev(l.id)?;
+    Ok(l.id)
+}
+
+// --- Allocation ---------------------------------------------------------------------------
+
+unsafe fn alloc_async(
+    what: &str,
+    dptr: *mut CUdeviceptr,
+    size: usize,
+    pool: Option<&'static Pool>,
+    stream: *mut c_void,
+    ptsz: bool,
+) -> R {
+    let o = out(dptr, "dptr")?;
+    let s = stream_of(stream, ptsz)?;
+    let ctx = s.ctx;
+    let pool = match pool {
+        Some(p) => p,
+        None => device_pools(ctx.dev.ordinal)?.1,
+    };
+    if pool.ordinal != ctx.dev.ordinal {
+        return Err(fail(
+            CUDA_ERROR_NOT_SUPPORTED,
+            format!(
+                "{what}: the pool is device {}'s and the stream device {}'s; allocate on a stream of the pool's device",
+                pool.ordinal, ctx.dev.ordinal
+            ),
+        ));
+    }
+    if s.is_capturing() {
+        return Err(crate::capture::refuse(s, what));
+    }
+    if size == 0 {
+        *o = 0;
+        return Ok(());
+    }
+    let buf = pool.take(ctx, s, size as u64)?;
+    let va = buf.gpu_va();
+    crate::memory::insert(Alloc {
+        buf,
+        size: size as u64,
+        ctx,
+        host: None,
+        host_flags: 0,
+        managed: None,
+        pool: Some(pool),
+    });
+    *o = va;
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAllocAsync(
+    dptr: *mut CUdeviceptr,
+    bytesize: usize,
+    h_stream: *mut c_void,
+) -> CUresult {
+    guard("cuMemAllocAsync", || {
+        alloc_async("cuMemAllocAsync", dptr, bytesize, None, h_stream, false)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAllocAsync_ptsz(
+    dptr: *mut CUdeviceptr,
+    bytesize: usize,
+    h_stream: *mut c_void,
+) -> CUresult {
+    guard("cuMemAllocAsync_ptsz", || {
+        alloc_async("cuMemAllocAsync_ptsz", dptr, bytesize, None, h_stream, true)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAllocFromPoolAsync(
+    dptr: *mut CUdeviceptr,
+    bytesize: usize,
+    pool: *mut c_void,
+    h_stream: *mut c_void,
+) -> CUresult {
+    guard("cuMemAllocFromPoolAsync", || {
+        let p = pool_ref(pool)?;
+        alloc_async(
+            "cuMemAllocFromPoolAsync",
+            dptr,
+            bytesize,
+            Some(p),
+            h_stream,
+            false,
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAllocFromPoolAsync_ptsz(
+    dptr: *mut CUdeviceptr,
+    bytesize: usize,
+    pool: *mut c_void,
+    h_stream: *mut c_void,
+) -> CUresult {
+    guard("cuMemAllocFromPoolAsync_ptsz", || {
+        let p = pool_ref(pool)?;
+        alloc_async(
+            "cuMemAllocFromPoolAsync_ptsz",
+            dptr,
+            bytesize,
+            Some(p),
+            h_stream,
+            true,
+        )
+    })
+}
+
+unsafe fn free_async(what: &str, dptr: CUdeviceptr, stream: *mut c_void, ptsz: bool) -> R {
+    let s = stream_of(stream, ptsz)?;
+    if dptr == 0 {
+        return Ok(());
+    }
+    if s.is_capturing() {
+        return Err(crate::capture::refuse(s, what));
+    }
+    match find_va(dptr) {
+        Some((a, 0)) if !a.pinned_host() && a.managed.is_none() => {}
+        _ => {
+            return Err(invalid(format!(
+                "{what}: {dptr:#x} is not the start of a device allocation"
+            )))
+        }
+    }
+    // The implicit ordering of the default streams first, so that the point covers it.
+    s.record(|_| Ok(()))?;
+    let point = s.st.lock().q.as_ref().map(|q| q.submitted_point());
+    let a = crate::memory::remove(dptr).ok_or_else(|| {
+        invalid(format!(
+            "{what}: {dptr:#x} is not the start of a device allocation"
+        ))
+    })?;
+    match a.pool {
+        Some(p) => p.give_back(
+            a.buf.clone(),
+            point.map(|pt| (s as *const Stream as usize, pt)),
+        ),
+        // Memory of cuMemAlloc: libtegragpu frees it once the queued work is done.
+        None => drop(a),
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemFreeAsync(dptr: CUdeviceptr, h_stream: *mut c_void) -> CUresult {
+    guard("cuMemFreeAsync", || {
+        free_async("cuMemFreeAsync", dptr, h_stream, false)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemFreeAsync_ptsz(dptr: CUdeviceptr, h_stream: *mut c_void) -> CUresult {
+    guard("cuMemFreeAsync_ptsz", || {
+        free_async("cuMemFreeAsync_ptsz", dptr, h_stream, true)
+    })
+}
+
+/// `cuMemFree` of a pool's allocation (after the device's work: the buffer can be reused).
+pub fn free_now(a: &Alloc) {
+    if let Some(p) = a.pool {
+        p.give_back(a.buf.clone(), None);
+    }
+}
+
+// --- Pools --------------------------------------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolCreate(
+    pool: *mut *mut c_void,
+    props: *const CUmemPoolProps,
+) -> CUresult {
+    guard("cuMemPoolCreate", || {
+        let o = out(pool, "pool")?;
+        let p = props.as_ref().ok_or_else(|| invalid("poolProps is NULL"))?;
+        crate::device::check_init()?;
+        let ordinal = device_location(&p.location, p.alloc_type)?;
+        if p.handle_types != 0 {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!("handleTypes {:#x}: pools with shareable handles (IPC) are not supported; use CU_MEM_HANDLE_TYPE_NONE", p.handle_types),
+            ));
+        }
+        if p.usage != 0 {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!("usage {:#x}: no pool usage flags are supported", p.usage),
+            ));
+        }
+        if p.reserved.iter().any(|&b| b != 0) {
+            return Err(invalid("poolProps.reserved must be zero"));
+        }
+        *o = Pool::new(ordinal, p.max_size as u64).handle();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolDestroy(pool: *mut c_void) -> CUresult {
+    guard("cuMemPoolDestroy", || {
+        let p = pool_ref(pool)?;
+        {
+            let d = DEVICE_POOLS.lock();
+            if let Some((def, cur)) = d.get(p.ordinal as usize) {
+                if def.is_some_and(|x| std::ptr::eq(x, p)) {
+                    return Err(invalid(
+                        "the default memory pool of a device cannot be destroyed",
+                    ));
+                }
+                let _ = cur;
+            }
+        }
+        // A device whose current pool it was goes back to its default pool.
+        {
+            let mut d = DEVICE_POOLS.lock();
+            for (def, cur) in d.iter_mut() {
+                if cur.is_some_and(|x| std::ptr::eq(x, p)) {
+                    *cur = *def;
+                }
+            }
+        }
+        let mut st = p.st.lock();
+        st.destroyed = true;
+        let freed: u64 = st.kept.drain(..).map(|k| k.buf.size()).sum();
+        st.reserved -= freed;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolTrimTo(pool: *mut c_void, min_bytes_to_keep: usize) -> CUresult {
+    guard("cuMemPoolTrimTo", || {
+        pool_ref(pool)?.trim(min_bytes_to_keep as u64);
+        Ok(())
+    })
+}
+
+const ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES: i32 = 1;
+const ATTR_REUSE_ALLOW_OPPORTUNISTIC: i32 = 2;
+const ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: i32 = 3;
+const ATTR_RELEASE_THRESHOLD: i32 = 4;
+const ATTR_RESERVED_MEM_CURRENT: i32 = 5;
+const ATTR_RESERVED_MEM_HIGH: i32 = 6;
+const ATTR_USED_MEM_CURRENT: i32 = 7;
+const ATTR_USED_MEM_HIGH: i32 = 8;
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolSetAttribute(
+    pool: *mut c_void,
+    attr: i32,
+    value: *mut c_void,
+) -> CUresult {
+    guard("cuMemPoolSetAttribute", || {
+        let p = pool_ref(pool)?;
+        if value.is_null() {
+            return Err(invalid("value is NULL"));
+        }
+        let mut st = p.st.lock();
+        let flag = || *(value as *const i32) != 0;
+        match attr {
+            ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES => st.follow_event_dependencies = flag(),
+            ATTR_REUSE_ALLOW_OPPORTUNISTIC => st.allow_opportunistic = flag(),
+            ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES => st.allow_internal_dependencies = flag(),
+            ATTR_RELEASE_THRESHOLD => {
+                st.release_threshold = *(value as *const u64);
+                if st.reserved > st.release_threshold {
+                    OVER.store(true, Ordering::Release);
+                }
+            }
+            ATTR_RESERVED_MEM_HIGH | ATTR_USED_MEM_HIGH => {
+                let v = *(value as *const u64);
+                if v != 0 {
+                    return Err(invalid(format!(
+                        "attribute {attr} can only be reset to 0, not {v}"
+                    )));
+                }
+                if attr == ATTR_RESERVED_MEM_HIGH {
+                    st.reserved_high = st.reserved;
+                } else {
+                    st.used_high = st.used;
+                }
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "attribute {attr} is not a settable CUmemPool_attribute"
+                )))
+            }
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolGetAttribute(
+    pool: *mut c_void,
+    attr: i32,
+    value: *mut c_void,
+) -> CUresult {
+    guard("cuMemPoolGetAttribute", || {
+        let p = pool_ref(pool)?;
+        if value.is_null() {
+            return Err(invalid("value is NULL"));
+        }
+        let st = p.st.lock();
+        let int = |v: bool| *(value as *mut i32) = v as i32;
+        let u64_ = |v: u64| *(value as *mut u64) = v;
+        match attr {
+            ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES => int(st.follow_event_dependencies),
+            ATTR_REUSE_ALLOW_OPPORTUNISTIC => int(st.allow_opportunistic),
+            ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES => int(st.allow_internal_dependencies),
+            ATTR_RELEASE_THRESHOLD => u64_(st.release_threshold),
+            ATTR_RESERVED_MEM_CURRENT => u64_(st.reserved),
+            ATTR_RESERVED_MEM_HIGH => u64_(st.reserved_high),
+            ATTR_USED_MEM_CURRENT => u64_(st.used),
+            ATTR_USED_MEM_HIGH => u64_(st.used_high),
+            _ => {
+                return Err(invalid(format!(
+                    "attribute {attr} is not a CUmemPool_attribute"
+                )))
+            }
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolSetAccess(
+    pool: *mut c_void,
+    map: *const CUmemAccessDesc,
+    count: usize,
+) -> CUresult {
+    guard("cuMemPoolSetAccess", || {
+        let p = pool_ref(pool)?;
+        if count > 0 && map.is_null() {
+            return Err(invalid("map is NULL"));
+        }
+        for i in 0..count {
+            let d = &*map.add(i);
+            if d.location.type_ != CU_MEM_LOCATION_TYPE_DEVICE {
+                return Err(invalid(format!(
+                    "entry {i}: location type {} is not a device",
+                    d.location.type_
+                )));
+            }
+            dev(d.location.id)?;
+            if !matches!(d.flags, 0 | 1 | 3) {
+                return Err(invalid(format!("entry {i}: flags {}", d.flags)));
+            }
+            if d.location.id == p.ordinal {
+                if d.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
+                    return Err(invalid(format!(
+                        "entry {i}: the pool's own device {} keeps read-write access",
+                        p.ordinal
+                    )));
+                }
+            } else if d.flags != CU_MEM_ACCESS_FLAGS_PROT_NONE {
+                return Err(fail(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    format!(
+                        "entry {i}: access to pool memory of device {} from device {} is not supported",
+                        p.ordinal, d.location.id
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolGetAccess(
+    flags: *mut i32,
+    pool: *mut c_void,
+    location: *mut CUmemLocation,
+) -> CUresult {
+    guard("cuMemPoolGetAccess", || {
+        let o = out(flags, "flags")?;
+        let p = pool_ref(pool)?;
+        let l = location
+            .as_ref()
+            .ok_or_else(|| invalid("location is NULL"))?;
+        if l.type_ != CU_MEM_LOCATION_TYPE_DEVICE {
+            return Err(invalid(format!(
+                "location type {} is not a device",
+                l.type_
+            )));
+        }
+        dev(l.id)?;
+        *o = if l.id == p.ordinal {
+            CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+        } else {
+            CU_MEM_ACCESS_FLAGS_PROT_NONE
+        };
+        Ok(())
+    })
+}
+
+// --- A device's pools ---------------------------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetDefaultMemPool(pool: *mut *mut c_void, d: i32) -> CUresult {
+    guard("cuDeviceGetDefaultMemPool", || {
+        let o = out(pool, "pool_out")?;
+        *o = device_pools(d)?.0.handle();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetMemPool(pool: *mut *mut c_void, d: i32) -> CUresult {
+    guard("cuDeviceGetMemPool", || {
+        let o = out(pool, "pool")?;
+        *o = device_pools(d)?.1.handle();
+        Ok(())
+    })
+}
+
+fn set_pool(d: i32, p: &'static Pool) -> R {
+    device_pools(d)?;
+    if p.ordinal != d {
+        return Err(invalid(format!(
+            "the pool is device {}'s, not device {d}'s",
+            p.ordinal
+        )));
+    }
+    DEVICE_POOLS.lock()[d as usize].1 = Some(p);
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceSetMemPool(d: i32, pool: *mut c_void) -> CUresult {
+    guard("cuDeviceSetMemPool", || set_pool(d, pool_ref(pool)?))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetDefaultMemPool(
+    pool: *mut *mut c_void,
+    location: *mut CUmemLocation,
+    ty: i32,
+) -> CUresult {
+    guard("cuMemGetDefaultMemPool", || {
+        let o = out(pool, "pool_out")?;
+        let d = device_location(location, ty)?;
+        *o = device_pools(d)?.0.handle();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetMemPool(
+    pool: *mut *mut c_void,
+    location: *mut CUmemLocation,
+    ty: i32,
+) -> CUresult {
+    guard("cuMemGetMemPool", || {
+        let o = out(pool, "pool")?;
+        let d = device_location(location, ty)?;
+        *o = device_pools(d)?.1.handle();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemSetMemPool(
+    location: *mut CUmemLocation,
+    ty: i32,
+    pool: *mut c_void,
+) -> CUresult {
+    guard("cuMemSetMemPool", || {
+        let d = device_location(location, ty)?;
+        set_pool(d, pool_ref(pool)?)
+    })
+}
