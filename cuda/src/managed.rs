@@ -456,7 +456,8 @@ pub unsafe extern "C" fn cuMemAdvise_v2(
             dptr,
             count,
             advice,
-            self::location(location),
+            // A location naming no device is an invalid value here (NVIDIA's answer).
+            self::location(location).map_err(|e| crate::error::Fail(CUDA_ERROR_INVALID_VALUE, e.1)),
         )
     })
 }

@@ -331,7 +331,8 @@ pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
 pub unsafe extern "C" fn cuMemHostGetFlags(pflags: *mut u32, p: *mut c_void) -> CUresult {
     guard("cuMemHostGetFlags", || {
         let o = out(pflags, "pFlags")?;
-        if let Some((a, _)) = find_host(p as usize).filter(|(a, _)| a.pinned_host()) {
+        if let Some((a, _)) = find_host(p as usize) {
+            // Managed memory answers CU_MEMHOSTALLOC_DEVICEMAP, as NVIDIA's does.
             *o = a.host_flags | CU_MEMHOSTALLOC_DEVICEMAP;
             return Ok(());
         }

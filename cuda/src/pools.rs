@@ -39,6 +39,9 @@ const CU_MEM_ACCESS_FLAGS_PROT_NONE: i32 = 0;
 const CU_MEM_ACCESS_FLAGS_PROT_READWRITE: i32 = 3;
 /// Granularity of the pools' buffers.
 const GRAIN: u64 = 4096;
+/// A pool's `maxSize` counts in steps of this many bytes: NVIDIA's libcuda reserves pool memory
+/// in 32 MiB pieces on an H100 and lets a pool of `maxSize` 4 MiB hold 14 MiB of allocations.
+const MAX_SIZE_STEP: u64 = 32 << 20;
 
 /// `CUmemPoolProps` (CUDA 12.2 and later: 88 bytes).
 #[repr(C)]
@@ -85,7 +88,7 @@ struct PoolState {
 
 pub struct Pool {
     pub ordinal: i32,
-    /// `CUmemPoolProps::maxSize` (0: no limit).
+    /// `CUmemPoolProps::maxSize` rounded up to [`MAX_SIZE_STEP`] (0: no limit).
     max_size: u64,
     st: Mutex<PoolState>,
 }
@@ -259,7 +262,8 @@ unsafe fn device_location(l: *const CUmemLocation, ty: i32) -> R<i32> {
             ),
         ));
     }
-    dev(l.id)?;
+    // A location naming no device is an invalid value here (NVIDIA's answer).
+    dev(l.id).map_err(|e| crate::error::Fail(CUDA_ERROR_INVALID_VALUE, e.1))?;
     Ok(l.id)
 }
 
@@ -456,7 +460,10 @@ pub unsafe extern "C" fn cuMemPoolCreate(
         if p.reserved.iter().any(|&b| b != 0) {
             return Err(invalid("poolProps.reserved must be zero"));
         }
-        *o = Pool::new(ordinal, p.max_size as u64).handle();
+        let max = (p.max_size as u64)
+            .checked_next_multiple_of(MAX_SIZE_STEP)
+            .unwrap_or(u64::MAX);
+        *o = Pool::new(ordinal, max).handle();
         Ok(())
     })
 }
@@ -614,10 +621,13 @@ pub unsafe extern "C" fn cuMemPoolSetAccess(
             }
             if d.location.id == p.ordinal {
                 if d.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
-                    return Err(invalid(format!(
-                        "entry {i}: the pool's own device {} keeps read-write access",
-                        p.ordinal
-                    )));
+                    return Err(fail(
+                        CUDA_ERROR_INVALID_DEVICE,
+                        format!(
+                            "entry {i}: the pool's own device {} keeps read-write access",
+                            p.ordinal
+                        ),
+                    ));
                 }
             } else if d.flags != CU_MEM_ACCESS_FLAGS_PROT_NONE {
                 return Err(fail(

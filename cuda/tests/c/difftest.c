@@ -62,6 +62,13 @@ static void *read_file(const char *path, size_t *len) {
 
 // One library's observations into g_out. The library stays loaded (NVIDIA's libcuda does not
 // support being unloaded).
+/// One int-sized range attribute of managed memory: the result and the value.
+static void range_int(const char *k, CUmem_range_attribute attr, CUdeviceptr p, size_t n) {
+    int v = 12345;
+    int r = F(cuMemRangeGetAttribute)(&v, 4, attr, p, n);
+    OUT(k, "%d %d", r, v);
+}
+
 static int run(const char *libpath, const char *cubin_path, const char *ptx_path,
                const char *fatbin_path) {
     lib = dlopen(libpath, RTLD_NOW | RTLD_LOCAL);
@@ -808,7 +815,9 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
             }
             CUdeviceptr mdp = 0;
             R("managed.cuMemHostGetDevicePointer", F(cuMemHostGetDevicePointer)(&mdp, mh, 0));
+            u = 12345;
             R("managed.cuMemHostGetFlags", F(cuMemHostGetFlags)(&u, mh));
+            OUT("managed.cuMemHostGetFlags.value", "%u", u);
             R("managed.cuMemFreeHost", F(cuMemFreeHost)(mh));
             CUdeviceptr gb = 0;
             size_t gs = 0;
@@ -827,8 +836,7 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
             lhost.type = CU_MEM_LOCATION_TYPE_HOST;
             ldev.type = CU_MEM_LOCATION_TYPE_DEVICE, ldev.id = dev;
             lbad.type = CU_MEM_LOCATION_TYPE_DEVICE, lbad.id = 99;
-#define RANGE_INT(k, attr, p, n) \
-    (iv = 12345, OUT(k, "%d %d", (int)F(cuMemRangeGetAttribute)(&iv, 4, attr, p, n), iv))
+#define RANGE_INT(k, attr, p, n) range_int(k, attr, p, n)
             RANGE_INT("managed.range.read_mostly.none", CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, md, MN * 4);
             RANGE_INT("managed.range.preferred.none", CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, md, MN * 4);
             RANGE_INT("managed.range.preferred_type.none", CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE, md, MN * 4);
@@ -1003,10 +1011,25 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         CUdeviceptr m1 = 0, m2 = 0;
         R("pools.max.first", F(cuMemAllocFromPoolAsync)(&m1, 3 << 20, small, s1));
         R("pools.max.second", F(cuMemAllocFromPoolAsync)(&m2, 3 << 20, small, s1));
+        F(cuMemPoolGetAttribute)(small, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &resv);
+        fprintf(stderr, "difftest: pools.max: RESERVED_MEM_CURRENT %llu after two 3 MiB allocations (maxSize 4 MiB)\n",
+                (unsigned long long)resv);
+        CUdeviceptr m3 = 0;
+        R("pools.max.over", F(cuMemAllocFromPoolAsync)(&m3, 8 << 20, small, s1));
+        F(cuMemFreeAsync)(m1, s1);
+        if (m2) F(cuMemFreeAsync)(m2, s1);
+        if (m3) F(cuMemFreeAsync)(m3, s1);
+        F(cuStreamSynchronize)(s1);
+        R("pools.destroy_max", F(cuMemPoolDestroy)(small));
+        pp.maxSize = 32 << 20;
+        R("pools.create_max32", F(cuMemPoolCreate)(&small, &pp));
+        m1 = m2 = 0;
+        R("pools.max32.first", F(cuMemAllocFromPoolAsync)(&m1, 20 << 20, small, s1));
+        R("pools.max32.second", F(cuMemAllocFromPoolAsync)(&m2, 20 << 20, small, s1));
         F(cuMemFreeAsync)(m1, s1);
         if (m2) F(cuMemFreeAsync)(m2, s1);
         F(cuStreamSynchronize)(s1);
-        R("pools.destroy_max", F(cuMemPoolDestroy)(small));
+        R("pools.destroy_max32", F(cuMemPoolDestroy)(small));
         pp.maxSize = 0;
         pp.allocType = (CUmemAllocationType)0;
         R("pools.create.type0", F(cuMemPoolCreate)(&bad, &pp));

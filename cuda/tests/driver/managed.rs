@@ -130,6 +130,12 @@ fn managed_memory_is_one_address_for_cpu_and_gpu() {
         1
     );
     assert_eq!(cu!(cuMemFreeHost(d as *mut c_void): *mut c_void), 1);
+    let mut hf = 0u32;
+    check(
+        cu!(cuMemHostGetFlags(&mut hf, d as *mut c_void): *mut u32, *mut c_void),
+        "host flags",
+    );
+    assert_eq!(hf, 2, "CU_MEMHOSTALLOC_DEVICEMAP");
 
     // Advice, per byte range.
     let half = n * 2;

@@ -228,7 +228,8 @@ fn stream_ordered_allocation_from_pools() {
     let none = [1i32, 0, 0];
     assert_eq!(
         cu!(cuMemPoolSetAccess(pool, none.as_ptr() as *const c_void, 1): *mut c_void, *const c_void, usize),
-        1
+        101,
+        "the pool's own device keeps its access (CUDA_ERROR_INVALID_DEVICE)"
     );
 
     // Destroying the current pool puts the default pool back; the default one stays.
@@ -242,17 +243,19 @@ fn stream_ordered_allocation_from_pools() {
     assert_eq!(cu!(cuMemPoolDestroy(def): *mut c_void), 1);
     assert_eq!(set_u64(pool, 4, 0), 1, "a destroyed pool");
 
-    // maxSize bounds what a pool holds.
-    let (r, small) = create(&props(64 << 10));
+    // maxSize bounds what a pool holds, in steps of 32 MiB: 4 MiB holds 6 MiB.
+    let (r, small) = create(&props(4 << 20));
     assert_eq!(r, 0);
-    let h = alloc_from(small, 40 << 10, s);
+    let h = alloc_from(small, 3 << 20, s);
+    let h2 = alloc_from(small, 3 << 20, s);
     let mut x = 0u64;
     assert_eq!(
-        cu!(cuMemAllocFromPoolAsync(&mut x, 40 << 10, small, s): *mut u64, usize, *mut c_void, *mut c_void),
+        cu!(cuMemAllocFromPoolAsync(&mut x, 30 << 20, small, s): *mut u64, usize, *mut c_void, *mut c_void),
         2,
         "CUDA_ERROR_OUT_OF_MEMORY beyond maxSize"
     );
     free_async(h, s);
+    free_async(h2, s);
     check(cu!(cuStreamSynchronize(s): *mut c_void), "sync");
     check(cu!(cuMemPoolDestroy(small): *mut c_void), "destroy");
 
@@ -268,7 +271,7 @@ fn stream_ordered_allocation_from_pools() {
     assert_eq!(create(&bad).0, 1, "allocation type 0");
     let mut bad = props(0);
     bad.loc_id = 99;
-    assert_eq!(create(&bad).0, 101, "no device 99");
+    assert_eq!(create(&bad).0, 1, "no device 99: CUDA_ERROR_INVALID_VALUE");
     let mut p0 = null_mut();
     assert_eq!(
         cu!(cuMemPoolCreate(&mut p0, std::ptr::null::<Props>()): *mut *mut c_void, *const Props),
