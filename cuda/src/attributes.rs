@@ -263,8 +263,9 @@ fn table(d: &core::Device, attrib: i32) -> Option<i32> {
         98 => 0,
         99 => 1,
         100 | 101 => 0,
-        // Virtual memory management and its shareable handles: refused.
-        102 | 103 => 0,
+        // Virtual memory management (vmm.rs); its shareable handles are refused.
+        102 => 1,
+        103 => 0,
         104 | 105 => 0,
         106 => a.blocks_per_sm,
         107 => dgpu,

@@ -107,6 +107,20 @@ pub struct MemFlags {
     pub zeroed: bool,
 }
 
+/// The granularity of reservations, physical allocations and their mappings (2 MiB, the
+/// large page of every GPU the library drives).
+pub const VMM_GRANULE: u64 = 2 << 20;
+
+fn vmm_unsupported(info: &DeviceInfo) -> crate::error::Error {
+    crate::error::Error::new(
+        crate::error::Status::NotSupported,
+        format!(
+            "{}: this backend does not map memory at reserved GPU addresses",
+            info.name
+        ),
+    )
+}
+
 /// One GPU allocation. `cpu` is a CPU pointer to the whole allocation, or null where the
 /// backend maps it lazily (then [`Backend::map_cpu`] maps it).
 #[derive(Debug)]
@@ -219,6 +233,34 @@ pub trait Backend: Send + Sync {
     }
     /// Free an allocation made by `alloc` (unmaps GPU and CPU views).
     fn free(&self, alloc: &Allocation) -> Result<()>;
+    /// Reserve `size` bytes of GPU virtual addresses aligned to `align` (both multiples of
+    /// [`VMM_GRANULE`]), with no memory behind them; the start. Default: not supported.
+    fn reserve_va(&self, size: u64, align: u64) -> Result<u64> {
+        let _ = (size, align);
+        Err(vmm_unsupported(self.info()))
+    }
+    /// Give back a reservation of [`Backend::reserve_va`] (its mappings are gone).
+    fn release_va(&self, va: u64, size: u64) -> Result<()> {
+        let _ = (va, size);
+        Err(vmm_unsupported(self.info()))
+    }
+    /// Device memory with no GPU or CPU mapping (`gpu_va` 0, `cpu` null), for
+    /// [`Backend::map_physical`]; `size` a multiple of [`VMM_GRANULE`]. Freed by `free`.
+    fn alloc_physical(&self, size: u64) -> Result<Allocation> {
+        let _ = size;
+        Err(vmm_unsupported(self.info()))
+    }
+    /// Map `[offset, offset + size)` of physical allocation `alloc` at `va`, inside a
+    /// reservation, read-write for this device's queues.
+    fn map_physical(&self, alloc: &Allocation, offset: u64, va: u64, size: u64) -> Result<()> {
+        let _ = (alloc, offset, va, size);
+        Err(vmm_unsupported(self.info()))
+    }
+    /// Undo one [`Backend::map_physical`] (the one made at `va`, `size` bytes).
+    fn unmap_physical(&self, va: u64, size: u64) -> Result<()> {
+        let _ = (va, size);
+        Err(vmm_unsupported(self.info()))
+    }
     /// Export an allocation as a new dma-buf fd owned by the caller.
     fn export_dmabuf(&self, alloc: &Allocation) -> Result<RawFd>;
     /// Export `size` bytes from `offset` of an allocation as a new dma-buf fd owned by the

@@ -16,6 +16,7 @@ mod queue;
 mod signal;
 pub mod syscalls;
 mod texture;
+mod vmm;
 mod wcmem;
 
 pub use crate::hw::texture::{AddressMode, TexDesc, TexFormat, TexLayout};
@@ -35,6 +36,7 @@ pub use queue::{
 };
 pub use signal::Signal;
 pub use texture::{Texture, TEXTURE_POOL_ENTRIES};
+pub use vmm::{Mapping, PhysicalMemory, VaRange, VMM_GRANULE};
 
 pub use crate::backend::rm::CopyEngineInfo;
 pub use crate::backend::{BackendKind, CopyEngine, DeviceInfo, MemFlags, PeerInfo, PeerLink};

@@ -29,3 +29,4 @@ mod peer;
 mod pools;
 mod streams;
 mod texture;
+mod vmm;

@@ -29,6 +29,9 @@ pub(crate) struct Device {
     pub chars: nvgpu_gpu_characteristics,
     /// Live allocations by id.
     pub buffers: Mutex<HashMap<u64, NvBuf>>,
+    /// Reservations of `reserve_va`: their aligned start → (the ALLOC_SPACE area's start, its
+    /// pages).
+    pub vmm_areas: Mutex<HashMap<u64, (u64, u64)>>,
     pub next_id: AtomicU64,
 }
 // SAFETY: `usermode` is a device mapping that lives as long as Device; writes to it are
@@ -49,6 +52,7 @@ impl Device {
             areas: Vec::new(),
             chars: nvgpu_gpu_characteristics::default(),
             buffers: Mutex::new(HashMap::new()),
+            vmm_areas: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
         }
     }
@@ -87,6 +91,20 @@ impl Device {
         })
     }
 
+    /// `NVGPU_AS_IOCTL_FREE_SPACE` of the area at `offset` (`pages` 4 KiB pages).
+    pub(super) fn free_space(&self, offset: u64, pages: u64) -> Result<()> {
+        let mut f = nvgpu_as_free_space_args {
+            offset,
+            pages,
+            page_size: PAGE_SIZE as u32,
+            padding: [0; 3],
+        };
+        self.ioctl(self.as_fd, NVGPU_AS_IOCTL_FREE_SPACE, &mut f, || {
+            format!("NVGPU_AS_IOCTL_FREE_SPACE(offset={offset:#x}, pages={pages:#x})")
+        })
+        .map(|_| ())
+    }
+
     pub(super) fn close_fd(&self, fd: RawFd, what: &str) -> Result<()> {
         self.sys
             .close(fd)
@@ -104,6 +122,10 @@ impl Drop for Device {
         let leftovers: Vec<NvBuf> = self.buffers.lock().drain().map(|(_, b)| b).collect();
         for mut b in leftovers {
             let _ = self.release_buffer(&mut b);
+        }
+        let vmm: Vec<(u64, u64)> = self.vmm_areas.lock().drain().map(|(_, a)| a).collect();
+        for (off, pages) in vmm {
+            let _ = self.free_space(off, pages);
         }
         for off in std::mem::take(&mut self.areas) {
             let mut f = nvgpu_as_free_space_args {

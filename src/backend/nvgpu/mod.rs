@@ -33,6 +33,11 @@ use std::sync::Arc;
 use crate::backend::{Allocation, Backend, Channel, DeviceInfo, Engine, MemFlags};
 use crate::error::{Error, Result, Status};
 use crate::os::KernelFaultRecord;
+use crate::sys::nvgpu::{
+    nvgpu_as_alloc_space_args, nvgpu_as_map_buffer_ex_args, nvgpu_as_unmap_buffer_args,
+    NVGPU_AS_IOCTL_ALLOC_SPACE, NVGPU_AS_IOCTL_MAP_BUFFER_EX, NVGPU_AS_IOCTL_UNMAP_BUFFER,
+    NVGPU_AS_MAP_BUFFER_FLAGS_FIXED_OFFSET, NV_KIND_INVALID, NV_KIND_PITCH,
+};
 use crate::sys::nvmap::*;
 
 pub use channel::NvgpuChannel;
@@ -174,7 +179,7 @@ impl Backend for NvgpuBackend {
     fn free(&self, alloc: &Allocation) -> Result<()> {
         let mut map = self.dev.buffers.lock();
         match map.get(&alloc.id) {
-            Some(b) if b.gpu_va == Some(alloc.gpu_va) && b.cpu == alloc.cpu => {}
+            Some(b) if b.gpu_va.unwrap_or(0) == alloc.gpu_va && b.cpu == alloc.cpu => {}
             Some(b) => {
                 return Err(Error::new(
                     Status::InvalidHandle,
@@ -203,6 +208,105 @@ impl Backend for NvgpuBackend {
         };
         drop(map);
         self.dev.release_buffer(&mut b)
+    }
+
+    /// `NVGPU_AS_IOCTL_ALLOC_SPACE` of `size + align - 4 KiB` (nvgpu takes no alignment:
+    /// `o_a` is the offset only with FIXED_OFFSET), the aligned part handed out.
+    fn reserve_va(&self, size: u64, align: u64) -> Result<u64> {
+        let align = align.max(crate::backend::VMM_GRANULE);
+        let span = size
+            .checked_add(align - PAGE_SIZE)
+            .filter(|_| size > 0 && size % PAGE_SIZE == 0 && align.is_power_of_two())
+            .ok_or_else(|| {
+                Error::invalid(format!("reserve_va: size {size:#x}, alignment {align:#x}"))
+            })?;
+        let pages = span / PAGE_SIZE;
+        let mut s = nvgpu_as_alloc_space_args {
+            pages,
+            page_size: PAGE_SIZE as u32,
+            flags: 0,
+            o_a: 0,
+            padding: [0; 2],
+        };
+        self.dev
+            .ioctl(self.dev.as_fd, NVGPU_AS_IOCTL_ALLOC_SPACE, &mut s, || {
+                format!(
+                    "NVGPU_AS_IOCTL_ALLOC_SPACE(pages={pages:#x}, page_size={PAGE_SIZE}, flags=0)"
+                )
+            })?;
+        let va = s.o_a.next_multiple_of(align);
+        self.dev.vmm_areas.lock().insert(va, (s.o_a, pages));
+        Ok(va)
+    }
+
+    fn release_va(&self, va: u64, size: u64) -> Result<()> {
+        let (off, pages) = self.dev.vmm_areas.lock().remove(&va).ok_or_else(|| {
+            Error::new(
+                Status::InvalidHandle,
+                format!("release_va: no reservation at {va:#x} ({size:#x} bytes)"),
+            )
+        })?;
+        self.dev.free_space(off, pages)
+    }
+
+    /// An nvmap buffer (CACHEABLE, as `alloc` makes them) with no GPU or CPU mapping; its
+    /// dma-buf fd is kept for the fixed mappings.
+    fn alloc_physical(&self, size: u64) -> Result<Allocation> {
+        if size == 0 || size % PAGE_SIZE != 0 || size > MAX_ALLOC {
+            return Err(Error::invalid(format!("alloc_physical: size {size:#x}")));
+        }
+        let b = self
+            .dev
+            .create_buffer(size, NVMAP_HANDLE_CACHEABLE, false, false, false, true)?;
+        let id = self.dev.next_id.fetch_add(1, Ordering::Relaxed);
+        self.dev.buffers.lock().insert(id, b);
+        Ok(Allocation {
+            gpu_va: 0,
+            cpu: std::ptr::null_mut(),
+            size,
+            id,
+        })
+    }
+
+    /// `NVGPU_AS_IOCTL_MAP_BUFFER_EX` with `FIXED_OFFSET` at `va`, `buffer_offset` and
+    /// `mapping_size` naming the part (nvgpu-kernel-interface.md §4.3).
+    fn map_physical(&self, alloc: &Allocation, offset: u64, va: u64, size: u64) -> Result<()> {
+        let fd = match self.dev.buffers.lock().get(&alloc.id) {
+            Some(b) if b.gpu_va.is_none() && b.fd >= 0 => b.fd,
+            _ => {
+                return Err(Error::new(
+                    Status::InvalidHandle,
+                    format!("map_physical: no physical allocation id {}", alloc.id),
+                ))
+            }
+        };
+        let flags = MAP_FLAGS | NVGPU_AS_MAP_BUFFER_FLAGS_FIXED_OFFSET;
+        let mut m = nvgpu_as_map_buffer_ex_args {
+            flags,
+            compr_kind: NV_KIND_INVALID,
+            incompr_kind: NV_KIND_PITCH,
+            dmabuf_fd: fd as u32,
+            page_size: PAGE_SIZE as u32,
+            buffer_offset: offset,
+            mapping_size: size,
+            offset: va,
+        };
+        self.dev
+            .ioctl(self.dev.as_fd, NVGPU_AS_IOCTL_MAP_BUFFER_EX, &mut m, || {
+                format!(
+                    "NVGPU_AS_IOCTL_MAP_BUFFER_EX(dmabuf_fd={fd}, flags={flags:#x}, offset={va:#x}, buffer_offset={offset:#x}, mapping_size={size:#x})"
+                )
+            })?;
+        Ok(())
+    }
+
+    fn unmap_physical(&self, va: u64, size: u64) -> Result<()> {
+        let mut u = nvgpu_as_unmap_buffer_args { offset: va };
+        self.dev
+            .ioctl(self.dev.as_fd, NVGPU_AS_IOCTL_UNMAP_BUFFER, &mut u, || {
+                format!("NVGPU_AS_IOCTL_UNMAP_BUFFER(offset={va:#x}, {size:#x} bytes)")
+            })
+            .map(|_| ())
     }
 
     fn export_dmabuf(&self, alloc: &Allocation) -> Result<RawFd> {

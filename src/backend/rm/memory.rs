@@ -88,6 +88,13 @@ impl Inner {
     }
 
     pub(super) fn uvm_map(&self, va: u64, size: u64, handle: u32) -> Result<()> {
+        self.uvm_map_at(va, size, handle, 0)
+    }
+
+    /// `[offset, offset + size)` of RM memory `handle` mapped at `va` through a UVM external
+    /// range of its own (`UVM_CREATE_EXTERNAL_RANGE`, `UVM_MAP_EXTERNAL_ALLOCATION` with that
+    /// offset; kernel-open/nvidia-uvm/uvm_map_external.c: uvm_api_map_external_allocation).
+    pub(super) fn uvm_map_at(&self, va: u64, size: u64, handle: u32, offset: u64) -> Result<()> {
         let t = timing_start();
         let mut r = UVM_CREATE_EXTERNAL_RANGE_PARAMS {
             base: va,
@@ -107,7 +114,7 @@ impl Inner {
         let mut m = Box::<UVM_MAP_EXTERNAL_ALLOCATION_PARAMS>::default();
         m.base = va;
         m.length = size;
-        m.offset = 0;
+        m.offset = offset;
         m.perGpuAttributes[0] = UvmGpuMappingAttributes {
             gpuUuid: self.uuid,
             gpuMappingType: UvmGpuMappingTypeReadWriteAtomic,
@@ -124,7 +131,7 @@ impl Inner {
             &mut *m,
             |p| p.rmStatus,
             &|| {
-                format!("UVM_MAP_EXTERNAL_ALLOCATION(base={va:#x}, length={size:#x}, hMemory={handle:#x})")
+                format!("UVM_MAP_EXTERNAL_ALLOCATION(base={va:#x}, length={size:#x}, offset={offset:#x}, hMemory={handle:#x})")
             },
         );
         timing_step(t, "UVM_MAP_EXTERNAL_ALLOCATION", size);
@@ -257,6 +264,18 @@ impl Inner {
             }
             self.uvm_map(rec.va, size, rec.handle)?;
             rec.uvm_mapped = true;
+            Ok(())
+        })
+    }
+
+    /// Video memory in 2 MiB pages with no mapping at all (for `map_physical`).
+    pub(super) fn alloc_vidmem_unmapped(&self, size: u64) -> Result<MemRecord> {
+        self.build_record(MemKind::Vidmem, |rec| {
+            rec.size = size;
+            let mut p = self.mem_params(size, PAGE_2M, true, false);
+            rec.handle = self
+                .api
+                .alloc(self.device, NV01_MEMORY_LOCAL_USER, Some(&mut p))?;
             Ok(())
         })
     }

@@ -306,6 +306,56 @@ impl Backend for RmBackend {
         self.inner.free_record(rec)
     }
 
+    /// Addresses of the library's GPU VA window (`va.rs`); no UVM range until a mapping.
+    fn reserve_va(&self, size: u64, align: u64) -> Result<u64> {
+        if size == 0 || size > va::LOW_VA_END - va::LOW_VA_BASE {
+            return Err(Error::new(
+                Status::OutOfMemory,
+                format!(
+                    "reserve_va: {size:#x} bytes (the GPU VA window holds {} GiB)",
+                    (va::LOW_VA_END - va::LOW_VA_BASE) >> 30
+                ),
+            ));
+        }
+        memory::window_alloc(size, align.max(crate::backend::VMM_GRANULE))
+    }
+
+    fn release_va(&self, va: u64, size: u64) -> Result<()> {
+        va::low_va().lock().free(va, size);
+        Ok(())
+    }
+
+    /// `NV01_MEMORY_LOCAL_USER` in 2 MiB pages, mapped nowhere.
+    fn alloc_physical(&self, size: u64) -> Result<Allocation> {
+        let rec = self.inner.alloc_vidmem_unmapped(size)?;
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let a = Allocation {
+            gpu_va: 0,
+            cpu: std::ptr::null_mut(),
+            size: rec.size,
+            id,
+        };
+        self.inner.mem.lock().insert(id, rec);
+        Ok(a)
+    }
+
+    fn map_physical(&self, alloc: &Allocation, offset: u64, va: u64, size: u64) -> Result<()> {
+        let handle = match self.inner.mem.lock().get(&alloc.id) {
+            Some(r) if r.va == 0 && r.size == alloc.size => r.handle,
+            _ => {
+                return Err(Error::new(
+                    Status::InvalidHandle,
+                    format!("map_physical: no physical allocation id {}", alloc.id),
+                ))
+            }
+        };
+        self.inner.uvm_map_at(va, size, handle, offset)
+    }
+
+    fn unmap_physical(&self, va: u64, size: u64) -> Result<()> {
+        self.inner.uvm_free(va, size)
+    }
+
     /// The CPU pointer (equal to the GPU VA where the process had room there); video memory
     /// allocated with default flags gets its BAR1 mapping here on first use.
     fn map_cpu(&self, alloc: &Allocation) -> Result<*mut u8> {

@@ -1,0 +1,548 @@
+//! Virtual memory management (`cuMemCreate`, `cuMemRelease`, `cuMemAddressReserve`,
+//! `cuMemAddressFree`, `cuMemMap`, `cuMemUnmap`, `cuMemSetAccess`, `cuMemGetAccess`,
+//! `cuMemGetAllocationGranularity`, `cuMemGetAllocationPropertiesFromHandle`,
+//! `cuMemRetainAllocationHandle`) on libtegragpu's `Device::reserve_va`, `alloc_physical` and
+//! `map_physical` (core/vmm.rs).
+//!
+//! Device memory only (`CU_MEM_LOCATION_TYPE_DEVICE`, `CU_MEM_ALLOCATION_TYPE_PINNED`), in
+//! multiples of 2 MiB (the granularity reported, minimum and recommended alike). A mapping is
+//! made read-write for its device when `cuMemMap` places it; `cuMemSetAccess` accepts read-write
+//! access for that device (what `cuMemGetAccess` then reports) and refuses access for other
+//! devices and read-only access with `CUDA_ERROR_NOT_SUPPORTED`. Refused as well: host memory
+//! locations, shareable handle types, compression and usage flags. A reservation is made on the
+//! current context's device and holds mappings of that device's memory.
+
+use crate::context::current;
+use crate::device::{dev, out};
+use crate::error::{fail, guard, invalid, Fail, R};
+use crate::managed::CUmemLocation;
+use crate::pools::CUmemAccessDesc;
+use crate::types::*;
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::c_void;
+use std::sync::Arc;
+use tegragpu::core::{Mapping, PhysicalMemory, VaRange, VMM_GRANULE};
+
+const CU_MEM_ALLOCATION_TYPE_PINNED: i32 = 1;
+const CU_MEM_LOCATION_TYPE_DEVICE: i32 = 1;
+const CU_MEM_ACCESS_FLAGS_PROT_NONE: i32 = 0;
+const CU_MEM_ACCESS_FLAGS_PROT_READWRITE: i32 = 3;
+
+/// `CUmemAllocationProp` (32 bytes).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CUmemAllocationProp {
+    pub type_: i32,
+    pub requested_handle_types: i32,
+    pub location: CUmemLocation,
+    pub win32_handle_meta_data: *mut c_void,
+    pub compression_type: u8,
+    pub gpu_direct_rdma_capable: u8,
+    pub usage: u16,
+    pub reserved: [u8; 4],
+}
+
+struct Handle {
+    phys: Arc<PhysicalMemory>,
+    prop: CUmemAllocationProp,
+    ordinal: i32,
+    /// `cuMemCreate` and each `cuMemRetainAllocationHandle` count one; `cuMemRelease` drops one.
+    refs: u32,
+}
+
+struct Reservation {
+    range: VaRange,
+    ordinal: i32,
+}
+
+struct Mapped {
+    mapping: Mapping,
+    handle: u64,
+    ordinal: i32,
+    /// `cuMemSetAccess` gave the device read-write access.
+    access: bool,
+}
+
+#[derive(Default)]
+struct State {
+    next: u64,
+    handles: HashMap<u64, Handle>,
+    reserved: BTreeMap<u64, Reservation>,
+    mapped: BTreeMap<u64, Mapped>,
+}
+
+// SAFETY: the raw pointer in a stored `CUmemAllocationProp` is the caller's Windows metadata
+// pointer, kept only to be handed back.
+unsafe impl Send for State {}
+
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+
+fn with<T>(f: impl FnOnce(&mut State) -> T) -> T {
+    f(STATE.lock().get_or_insert_with(State::default))
+}
+
+fn granular(what: &str, v: u64) -> R {
+    if v % VMM_GRANULE != 0 {
+        return Err(invalid(format!(
+            "{what} {v:#x} is not a multiple of the allocation granularity ({VMM_GRANULE:#x} bytes)"
+        )));
+    }
+    Ok(())
+}
+
+/// The device an allocation property names (device memory only).
+unsafe fn prop_device(p: *const CUmemAllocationProp) -> R<(CUmemAllocationProp, i32)> {
+    let p = *p.as_ref().ok_or_else(|| invalid("prop is NULL"))?;
+    crate::device::check_init()?;
+    if p.type_ != CU_MEM_ALLOCATION_TYPE_PINNED {
+        return Err(invalid(format!(
+            "prop.type {}: only CU_MEM_ALLOCATION_TYPE_PINNED (1)",
+            p.type_
+        )));
+    }
+    if p.location.type_ != CU_MEM_LOCATION_TYPE_DEVICE {
+        return Err(fail(
+            CUDA_ERROR_NOT_SUPPORTED,
+            format!(
+                "prop.location.type {}: only device memory (CU_MEM_LOCATION_TYPE_DEVICE) is supported",
+                p.location.type_
+            ),
+        ));
+    }
+    dev(p.location.id).map_err(|e| Fail(CUDA_ERROR_INVALID_DEVICE, e.1))?;
+    Ok((p, p.location.id))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetAllocationGranularity(
+    granularity: *mut usize,
+    prop: *const CUmemAllocationProp,
+    option: i32,
+) -> CUresult {
+    guard("cuMemGetAllocationGranularity", || {
+        let o = out(granularity, "granularity")?;
+        prop_device(prop)?;
+        if !matches!(option, 0 | 1) {
+            return Err(invalid(format!(
+                "option {option}: CU_MEM_ALLOC_GRANULARITY_MINIMUM (0) or _RECOMMENDED (1)"
+            )));
+        }
+        *o = VMM_GRANULE as usize;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemCreate(
+    handle: *mut u64,
+    size: usize,
+    prop: *const CUmemAllocationProp,
+    flags: u64,
+) -> CUresult {
+    guard("cuMemCreate", || {
+        let o = out(handle, "handle")?;
+        let (p, ordinal) = prop_device(prop)?;
+        if flags != 0 {
+            return Err(invalid(format!("flags {flags:#x}: must be 0")));
+        }
+        if size == 0 {
+            return Err(invalid("size is 0"));
+        }
+        granular("size", size as u64)?;
+        if p.requested_handle_types != 0 {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!(
+                    "prop.requestedHandleTypes {:#x}: shareable handles are not supported (CU_MEM_HANDLE_TYPE_NONE only)",
+                    p.requested_handle_types
+                ),
+            ));
+        }
+        if p.compression_type != 0 || p.usage != 0 {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!(
+                    "prop.allocFlags: compressionType {}, usage {:#x}: compressed memory and usage flags are not supported",
+                    p.compression_type, p.usage
+                ),
+            ));
+        }
+        let core = dev(ordinal)?.core()?;
+        let phys = Arc::new(core.alloc_physical(size as u64)?);
+        *o = with(|s| {
+            s.next += 1;
+            let h = 0x7467_0000_0000_0000 | s.next;
+            s.handles.insert(
+                h,
+                Handle {
+                    phys,
+                    prop: p,
+                    ordinal,
+                    refs: 1,
+                },
+            );
+            h
+        });
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemRelease(handle: u64) -> CUresult {
+    guard("cuMemRelease", || {
+        crate::device::check_init()?;
+        with(|s| {
+            let h = s
+                .handles
+                .get_mut(&handle)
+                .ok_or_else(|| invalid(format!("{handle:#x} is not an allocation handle")))?;
+            h.refs -= 1;
+            if h.refs == 0 {
+                // The memory stays while mappings of it remain.
+                s.handles.remove(&handle);
+            }
+            Ok(())
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAddressReserve(
+    ptr: *mut CUdeviceptr,
+    size: usize,
+    alignment: usize,
+    addr: CUdeviceptr,
+    flags: u64,
+) -> CUresult {
+    guard("cuMemAddressReserve", || {
+        let o = out(ptr, "ptr")?;
+        let ctx = current()?;
+        if flags != 0 {
+            return Err(invalid(format!("flags {flags:#x}: must be 0")));
+        }
+        if size == 0 {
+            return Err(invalid("size is 0"));
+        }
+        granular("size", size as u64)?;
+        if alignment != 0 && !alignment.is_power_of_two() {
+            return Err(invalid(format!(
+                "alignment {alignment:#x} is not a power of two"
+            )));
+        }
+        // `addr` is a hint: the range is placed where the library's allocator has room.
+        let _ = addr;
+        let range = ctx.core.reserve_va(size as u64, alignment as u64)?;
+        let start = range.start();
+        with(|s| {
+            s.reserved.insert(
+                start,
+                Reservation {
+                    range,
+                    ordinal: ctx.dev.ordinal,
+                },
+            )
+        });
+        *o = start;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAddressFree(ptr: CUdeviceptr, size: usize) -> CUresult {
+    guard("cuMemAddressFree", || {
+        crate::device::check_init()?;
+        let r = with(|s| {
+            match s.reserved.get(&ptr) {
+                Some(r) if r.range.size() == size as u64 => {}
+                _ => {
+                    return Err(invalid(format!(
+                        "[{ptr:#x}, +{size:#x}) is not a reserved range"
+                    )))
+                }
+            }
+            if s.mapped.range(ptr..ptr + size as u64).next().is_some() {
+                return Err(invalid(format!(
+                    "[{ptr:#x}, +{size:#x}) still has mappings: cuMemUnmap them first"
+                )));
+            }
+            Ok(s.reserved.remove(&ptr).expect("present"))
+        })?;
+        drop(r);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemMap(
+    ptr: CUdeviceptr,
+    size: usize,
+    offset: usize,
+    handle: u64,
+    flags: u64,
+) -> CUresult {
+    guard("cuMemMap", || {
+        crate::device::check_init()?;
+        if flags != 0 {
+            return Err(invalid(format!("flags {flags:#x}: must be 0")));
+        }
+        let (size, offset) = (size as u64, offset as u64);
+        if size == 0 {
+            return Err(invalid("size is 0"));
+        }
+        granular("ptr", ptr)?;
+        granular("size", size)?;
+        granular("offset", offset)?;
+        let (phys, ordinal) = with(|s| {
+            let h = s
+                .handles
+                .get(&handle)
+                .ok_or_else(|| invalid(format!("{handle:#x} is not an allocation handle")))?;
+            let (base, r) = s
+                .reserved
+                .range(..=ptr)
+                .next_back()
+                .filter(|(b, r)| ptr + size <= **b + r.range.size())
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "[{ptr:#x}, +{size:#x}) is not inside a reserved range"
+                    ))
+                })?;
+            if r.ordinal != h.ordinal {
+                return Err(fail(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    format!(
+                        "the range at {base:#x} was reserved on device {} and the memory is device {}'s",
+                        r.ordinal, h.ordinal
+                    ),
+                ));
+            }
+            let clash = s
+                .mapped
+                .range(..ptr + size)
+                .next_back()
+                .filter(|(v, m)| **v + m.mapping.size() > ptr);
+            if let Some((v, m)) = clash {
+                return Err(invalid(format!(
+                    "[{ptr:#x}, +{size:#x}) overlaps the mapping [{v:#x}, +{:#x})",
+                    m.mapping.size()
+                )));
+            }
+            if offset + size > h.phys.size() {
+                return Err(invalid(format!(
+                    "offset {offset:#x} + size {size:#x} runs past the {:#x}-byte allocation",
+                    h.phys.size()
+                )));
+            }
+            Ok((h.phys.clone(), h.ordinal))
+        })?;
+        let core = dev(ordinal)?.core()?;
+        let mapping = core.map_physical(&phys, offset, ptr, size)?;
+        with(|s| {
+            s.mapped.insert(
+                ptr,
+                Mapped {
+                    mapping,
+                    handle,
+                    ordinal,
+                    access: false,
+                },
+            )
+        });
+        Ok(())
+    })
+}
+
+/// The mappings covering all of `[ptr, ptr + size)`, each entirely inside it.
+fn covering(s: &State, ptr: u64, size: u64) -> R<Vec<u64>> {
+    let mut at = ptr;
+    let mut vas = Vec::new();
+    for (v, m) in s.mapped.range(ptr..ptr + size) {
+        if *v != at || v + m.mapping.size() > ptr + size {
+            break;
+        }
+        vas.push(*v);
+        at = v + m.mapping.size();
+    }
+    if at != ptr + size || size == 0 {
+        return Err(invalid(format!(
+            "[{ptr:#x}, +{size:#x}) is not a run of whole mappings"
+        )));
+    }
+    Ok(vas)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemUnmap(ptr: CUdeviceptr, size: usize) -> CUresult {
+    guard("cuMemUnmap", || {
+        crate::device::check_init()?;
+        let gone: Vec<Mapped> = with(|s| {
+            let vas = covering(s, ptr, size as u64)?;
+            Ok::<_, Fail>(
+                vas.into_iter()
+                    .map(|v| s.mapped.remove(&v).expect("present"))
+                    .collect(),
+            )
+        })?;
+        // Each unmaps once the device's queued work is done.
+        drop(gone);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemSetAccess(
+    ptr: CUdeviceptr,
+    size: usize,
+    desc: *const CUmemAccessDesc,
+    count: usize,
+) -> CUresult {
+    guard("cuMemSetAccess", || {
+        crate::device::check_init()?;
+        if count == 0 || desc.is_null() {
+            return Err(invalid(format!("desc {desc:?}, count {count}")));
+        }
+        let descs = std::slice::from_raw_parts(desc, count);
+        with(|s| {
+            let vas = covering(s, ptr, size as u64)?;
+            for (i, d) in descs.iter().enumerate() {
+                if d.location.type_ != CU_MEM_LOCATION_TYPE_DEVICE {
+                    return Err(fail(
+                        CUDA_ERROR_NOT_SUPPORTED,
+                        format!(
+                            "desc[{i}]: location type {}: access from the host is not supported",
+                            d.location.type_
+                        ),
+                    ));
+                }
+                dev(d.location.id).map_err(|e| Fail(CUDA_ERROR_INVALID_DEVICE, e.1))?;
+                if !matches!(d.flags, 0 | 1 | 3) {
+                    return Err(invalid(format!("desc[{i}]: flags {}", d.flags)));
+                }
+                for v in &vas {
+                    let m = &s.mapped[v];
+                    if d.location.id != m.ordinal {
+                        return Err(fail(
+                            CUDA_ERROR_NOT_SUPPORTED,
+                            format!(
+                                "desc[{i}]: access from device {} to device {}'s memory is not supported",
+                                d.location.id, m.ordinal
+                            ),
+                        ));
+                    }
+                    if d.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
+                        return Err(fail(
+                            CUDA_ERROR_NOT_SUPPORTED,
+                            format!(
+                                "desc[{i}]: flags {}: only read-write access (CU_MEM_ACCESS_FLAGS_PROT_READWRITE) is supported",
+                                d.flags
+                            ),
+                        ));
+                    }
+                }
+            }
+            for v in &vas {
+                s.mapped.get_mut(v).expect("present").access = true;
+            }
+            Ok(())
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetAccess(
+    flags: *mut u64,
+    location: *const CUmemLocation,
+    ptr: CUdeviceptr,
+) -> CUresult {
+    guard("cuMemGetAccess", || {
+        let o = out(flags, "flags")?;
+        crate::device::check_init()?;
+        let l = *location
+            .as_ref()
+            .ok_or_else(|| invalid("location is NULL"))?;
+        if l.type_ != CU_MEM_LOCATION_TYPE_DEVICE {
+            return Err(invalid(format!("location type {}", l.type_)));
+        }
+        dev(l.id).map_err(|e| Fail(CUDA_ERROR_INVALID_DEVICE, e.1))?;
+        with(|s| {
+            let (_, m) = s
+                .mapped
+                .range(..=ptr)
+                .next_back()
+                .filter(|(v, m)| ptr < **v + m.mapping.size())
+                .ok_or_else(|| invalid(format!("{ptr:#x} is not mapped")))?;
+            *o = if m.access && m.ordinal == l.id {
+                CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+            } else {
+                CU_MEM_ACCESS_FLAGS_PROT_NONE
+            } as u64;
+            Ok(())
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetAllocationPropertiesFromHandle(
+    prop: *mut CUmemAllocationProp,
+    handle: u64,
+) -> CUresult {
+    guard("cuMemGetAllocationPropertiesFromHandle", || {
+        let o = out(prop, "prop")?;
+        crate::device::check_init()?;
+        *o = with(|s| {
+            s.handles
+                .get(&handle)
+                .map(|h| h.prop)
+                .ok_or_else(|| invalid(format!("{handle:#x} is not an allocation handle")))
+        })?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemRetainAllocationHandle(
+    handle: *mut u64,
+    addr: *mut c_void,
+) -> CUresult {
+    guard("cuMemRetainAllocationHandle", || {
+        let o = out(handle, "handle")?;
+        crate::device::check_init()?;
+        let ptr = addr as u64;
+        *o = with(|s| {
+            let (_, m) = s
+                .mapped
+                .range(..=ptr)
+                .next_back()
+                .filter(|(v, m)| ptr < **v + m.mapping.size())
+                .ok_or_else(|| invalid(format!("{addr:?} is not mapped")))?;
+            let (h, ordinal) = (m.handle, m.ordinal);
+            let phys = m.mapping.physical().clone();
+            // A released handle comes back with the memory its mapping holds.
+            let prop = CUmemAllocationProp {
+                type_: CU_MEM_ALLOCATION_TYPE_PINNED,
+                requested_handle_types: 0,
+                location: CUmemLocation {
+                    type_: CU_MEM_LOCATION_TYPE_DEVICE,
+                    id: ordinal,
+                },
+                win32_handle_meta_data: std::ptr::null_mut(),
+                compression_type: 0,
+                gpu_direct_rdma_capable: 0,
+                usage: 0,
+                reserved: [0; 4],
+            };
+            s.handles
+                .entry(h)
+                .or_insert(Handle {
+                    phys,
+                    prop,
+                    ordinal,
+                    refs: 0,
+                })
+                .refs += 1;
+            Ok::<_, Fail>(h)
+        })?;
+        Ok(())
+    })
+}
