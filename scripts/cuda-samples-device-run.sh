@@ -68,7 +68,7 @@ FATBIN=(-fatbin -gencode "arch=compute_$ARCH,code=[sm_$ARCH,compute_$ARCH]" -I"$
 # The pass line a sample prints on success (empty: its exit status alone decides).
 marker() {
   case "$1" in
-    vectorAddDrv | matrixMulDrv | matrixMul_nvrtc | deviceQueryDrv) echo 'Result = PASS' ;;
+    vectorAddDrv | vectorAddMMAP | matrixMulDrv | matrixMul_nvrtc | deviceQueryDrv) echo 'Result = PASS' ;;
     vectorAdd_nvrtc) echo 'Test PASSED' ;;
     BlackScholes_nvrtc | binomialOptions_nvrtc) echo 'Test passed' ;;
     jitLto) echo 'PASSED!' ;;
@@ -94,6 +94,9 @@ build() {
       vectorAddDrv)
         "$NVCC" "${FATBIN[@]}" -o vectorAdd_kernel64.fatbin vectorAdd_kernel.cu
         g++ "${CXXFLAGS[@]}" vectorAddDrv.cpp -o "$name" "${LDCUDA[@]}" ;;
+      vectorAddMMAP)
+        "$NVCC" "${FATBIN[@]}" -o vectorAdd_kernel64.fatbin vectorAdd_kernel.cu
+        g++ "${CXXFLAGS[@]}" vectorAddMMAP.cpp multidevicealloc_memmap.cpp -o "$name" "${LDCUDA[@]}" ;;
       matrixMulDrv)
         "$NVCC" "${FATBIN[@]}" -o matrixMul_kernel64.fatbin matrixMul_kernel.cu
         g++ "${CXXFLAGS[@]}" matrixMulDrv.cpp -o "$name" "${LDCUDA[@]}" ;;
@@ -105,6 +108,10 @@ build() {
         g++ "${CXXFLAGS[@]}" threadMigration.cpp -o "$name" "${LDCUDA[@]}" -lpthread ;;
       deviceQueryDrv)
         g++ "${CXXFLAGS[@]}" deviceQueryDrv.cpp -o "$name" "${LDCUDA[@]}" ;;
+      memMapIPCDrv)
+        # A parent process hands POSIX fds of cuMemCreate memory to child processes (itself).
+        "$NVCC" -ptx -arch="compute_$ARCH" -o memMapIpc_kernel64.ptx memMapIpc_kernel.cu
+        g++ "${CXXFLAGS[@]}" memMapIpc.cpp "$S/Common/helper_multiprocess.cpp" -o "$name" "${LDCUDA[@]}" -lrt ;;
       matrixMulDynlinkJIT)
         # Loads libcuda.so.1 itself (dlopen) and resolves every function by name.
         gcc -O2 -I. -I"$S/Common" -c cuda_drvapi_dynlink.c -o dynlink.o

@@ -21,6 +21,7 @@ DEST="$ROOT/.device/cuda-samples"
 # The samples scripts/cuda-samples-device-run.sh runs (docs/cuda-driver-api.md lists them).
 SAMPLES=(
   0_Introduction/vectorAddDrv
+  0_Introduction/vectorAddMMAP
   0_Introduction/matrixMulDrv
   0_Introduction/simpleTextureDrv
   0_Introduction/matrixMulDynlinkJIT
@@ -32,6 +33,7 @@ SAMPLES=(
   1_Utilities/deviceQueryDrv
   2_Concepts_and_Techniques/inlinePTX_nvrtc
   2_Concepts_and_Techniques/threadMigration
+  3_CUDA_Features/memMapIPCDrv
   4_CUDA_Libraries/jitLto
   5_Domain_Specific/BlackScholes_nvrtc
   5_Domain_Specific/binomialOptions_nvrtc
@@ -78,9 +80,9 @@ list() { # folder inside the repository: its files, recursively
   fi
 }
 
-# Common/: the helper headers (not its libraries, data or GL headers).
+# Common/: the helper headers and helper_multiprocess.cpp (not its libraries, data or GL headers).
 while IFS= read -r f; do
-  case "$f" in Common/*/*) ;; Common/*.h) copy_path "$f" ;; esac
+  case "$f" in Common/*/*) ;; Common/*.h | Common/helper_multiprocess.cpp) copy_path "$f" ;; esac
 done < <(list Common)
 # The libNVVM samples' shared headers.
 while IFS= read -r f; do copy_path "$f"; done < <(list Samples/7_libNVVM/common)

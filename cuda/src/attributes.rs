@@ -263,9 +263,8 @@ fn table(d: &core::Device, attrib: i32) -> Option<i32> {
         98 => 0,
         99 => 1,
         100 | 101 => 0,
-        // Virtual memory management (vmm.rs); its shareable handles are refused.
-        102 => 1,
-        103 => 0,
+        // Virtual memory management (vmm.rs), with POSIX file descriptors as shareable handles.
+        102 | 103 => 1,
         104 | 105 => 0,
         106 => a.blocks_per_sm,
         107 => dgpu,

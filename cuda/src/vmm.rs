@@ -5,11 +5,16 @@
 //! `map_physical` (core/vmm.rs).
 //!
 //! Device memory only (`CU_MEM_LOCATION_TYPE_DEVICE`, `CU_MEM_ALLOCATION_TYPE_PINNED`), in
-//! multiples of 2 MiB (the granularity reported, minimum and recommended alike). A mapping is
+//! multiples of 2 MiB (the granularity reported, minimum and recommended alike). `cuMemMap`
+//! maps from offset 0 of an allocation and refuses a range over another mapping with
+//! `CUDA_ERROR_NOT_SUPPORTED`, as NVIDIA's libcuda does; an allocation may be mapped at several
+//! addresses. A mapping is
 //! made read-write for its device when `cuMemMap` places it; `cuMemSetAccess` accepts read-write
 //! access for that device (what `cuMemGetAccess` then reports) and refuses access for other
-//! devices and read-only access with `CUDA_ERROR_NOT_SUPPORTED`. Refused as well: host memory
-//! locations, shareable handle types, compression and usage flags. A reservation is made on the
+//! devices and read-only access with `CUDA_ERROR_NOT_SUPPORTED`. Shareable handles: POSIX file
+//! descriptors (`cuMemExportToShareableHandle`, `cuMemImportFromShareableHandle`: a dma-buf on
+//! Jetson, an RM export fd on desktop GPUs, for another process of the same machine). Refused
+//! as well: host memory locations, the other handle types, compression and usage flags. A reservation is made on the
 //! current context's device and holds mappings of that device's memory.
 
 use crate::context::current;
@@ -28,6 +33,7 @@ const CU_MEM_ALLOCATION_TYPE_PINNED: i32 = 1;
 const CU_MEM_LOCATION_TYPE_DEVICE: i32 = 1;
 const CU_MEM_ACCESS_FLAGS_PROT_NONE: i32 = 0;
 const CU_MEM_ACCESS_FLAGS_PROT_READWRITE: i32 = 3;
+const CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: i32 = 1;
 
 /// `CUmemAllocationProp` (32 bytes).
 #[repr(C)]
@@ -150,11 +156,11 @@ pub unsafe extern "C" fn cuMemCreate(
             return Err(invalid("size is 0"));
         }
         granular("size", size as u64)?;
-        if p.requested_handle_types != 0 {
+        if p.requested_handle_types & !CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR != 0 {
             return Err(fail(
                 CUDA_ERROR_NOT_SUPPORTED,
                 format!(
-                    "prop.requestedHandleTypes {:#x}: shareable handles are not supported (CU_MEM_HANDLE_TYPE_NONE only)",
+                    "prop.requestedHandleTypes {:#x}: of the shareable handles only CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR (1) is supported",
                     p.requested_handle_types
                 ),
             ));
@@ -292,7 +298,14 @@ pub unsafe extern "C" fn cuMemMap(
         }
         granular("ptr", ptr)?;
         granular("size", size)?;
-        granular("offset", offset)?;
+        if offset != 0 {
+            // NVIDIA's libcuda maps whole allocations from their start only (CUDA 13.0 on an
+            // H100 answers CUDA_ERROR_NOT_SUPPORTED); libtegragpu's core maps any part.
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!("offset {offset:#x}: mappings start at offset 0 of the allocation"),
+            ));
+        }
         let (phys, ordinal) = with(|s| {
             let h = s
                 .handles
@@ -323,10 +336,13 @@ pub unsafe extern "C" fn cuMemMap(
                 .next_back()
                 .filter(|(v, m)| **v + m.mapping.size() > ptr);
             if let Some((v, m)) = clash {
-                return Err(invalid(format!(
-                    "[{ptr:#x}, +{size:#x}) overlaps the mapping [{v:#x}, +{:#x})",
-                    m.mapping.size()
-                )));
+                return Err(fail(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    format!(
+                        "[{ptr:#x}, +{size:#x}) overlaps the mapping [{v:#x}, +{:#x})",
+                        m.mapping.size()
+                    ),
+                ));
             }
             if offset + size > h.phys.size() {
                 return Err(invalid(format!(
@@ -543,6 +559,102 @@ pub unsafe extern "C" fn cuMemRetainAllocationHandle(
                 .refs += 1;
             Ok::<_, Fail>(h)
         })?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemExportToShareableHandle(
+    shareable: *mut c_void,
+    handle: u64,
+    handle_type: i32,
+    flags: u64,
+) -> CUresult {
+    guard("cuMemExportToShareableHandle", || {
+        crate::device::check_init()?;
+        if shareable.is_null() {
+            return Err(invalid("shareableHandle is NULL"));
+        }
+        if flags != 0 {
+            return Err(invalid(format!("flags {flags:#x}: must be 0")));
+        }
+        let (phys, requested) = with(|s| {
+            s.handles
+                .get(&handle)
+                .map(|h| (h.phys.clone(), h.prop.requested_handle_types))
+                .ok_or_else(|| invalid(format!("{handle:#x} is not an allocation handle")))
+        })?;
+        if handle_type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!(
+                    "handleType {handle_type}: only CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR (1)"
+                ),
+            ));
+        }
+        if requested & handle_type == 0 {
+            return Err(invalid(format!(
+                "the allocation was created without CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR in prop.requestedHandleTypes ({requested:#x})"
+            )));
+        }
+        *(shareable as *mut i32) = phys.export_fd()?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemImportFromShareableHandle(
+    handle: *mut u64,
+    os_handle: *mut c_void,
+    handle_type: i32,
+) -> CUresult {
+    guard("cuMemImportFromShareableHandle", || {
+        let o = out(handle, "handle")?;
+        crate::device::check_init()?;
+        if handle_type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!(
+                    "shHandleType {handle_type}: only CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR (1)"
+                ),
+            ));
+        }
+        let fd = os_handle as usize as i32;
+        // The current context's device (the memory must be that GPU's), else device 0.
+        let ordinal = current().map(|c| c.dev.ordinal).unwrap_or(0);
+        let phys = Arc::new(
+            dev(ordinal)?
+                .core()?
+                .import_physical(fd)
+                .map_err(|e| Fail(CUDA_ERROR_INVALID_VALUE, Some(e.message)))?,
+        );
+        let prop = CUmemAllocationProp {
+            type_: CU_MEM_ALLOCATION_TYPE_PINNED,
+            requested_handle_types: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            location: CUmemLocation {
+                type_: CU_MEM_LOCATION_TYPE_DEVICE,
+                id: ordinal,
+            },
+            win32_handle_meta_data: std::ptr::null_mut(),
+            compression_type: 0,
+            gpu_direct_rdma_capable: 0,
+            usage: 0,
+            reserved: [0; 4],
+        };
+        *o = with(|s| {
+            s.next += 1;
+            let h = 0x7467_0000_0000_0000 | s.next;
+            s.handles.insert(
+                h,
+                Handle {
+                    phys,
+                    prop,
+                    ordinal,
+                    refs: 1,
+                },
+            );
+            h
+        });
         Ok(())
     })
 }

@@ -256,6 +256,12 @@ pub trait Backend: Send + Sync {
         let _ = (alloc, offset, va, size);
         Err(vmm_unsupported(self.info()))
     }
+    /// Memory another allocation exported with [`Backend::export_fd`] (the caller keeps `fd`)
+    /// as physical memory for [`Backend::map_physical`]. Default: not supported.
+    fn import_physical(&self, fd: RawFd) -> Result<Allocation> {
+        let _ = fd;
+        Err(vmm_unsupported(self.info()))
+    }
     /// Undo one [`Backend::map_physical`] (the one made at `va`, `size` bytes).
     fn unmap_physical(&self, va: u64, size: u64) -> Result<()> {
         let _ = (va, size);

@@ -56,6 +56,12 @@ impl PhysicalMemory {
     pub fn size(&self) -> u64 {
         self.a().size
     }
+    /// A new fd carrying the memory for another process or driver (Jetson: a dma-buf;
+    /// desktop GPUs: an RM export fd), owned by the caller; [`Device::import_physical`] takes
+    /// it back.
+    pub fn export_fd(&self) -> Result<std::os::fd::RawFd> {
+        self.dev.backend().export_fd(self.a()).map(|(fd, _)| fd)
+    }
     fn a(&self) -> &Allocation {
         self.alloc.as_ref().expect("allocation present until drop")
     }
@@ -131,6 +137,25 @@ impl Device {
             dev: self.clone(),
             alloc: Some(alloc),
         })
+    }
+
+    /// Memory exported as `fd` ([`PhysicalMemory::export_fd`], here or in another process;
+    /// the caller keeps `fd`) as physical memory of this device. Its size must be a multiple of
+    /// [`VMM_GRANULE`].
+    pub fn import_physical(&self, fd: std::os::fd::RawFd) -> Result<PhysicalMemory> {
+        self.check_usable()?;
+        if fd < 0 {
+            return Err(Error::invalid(format!(
+                "import_physical: fd {fd} is not a file descriptor"
+            )));
+        }
+        let alloc = self.backend().import_physical(fd)?;
+        let p = PhysicalMemory {
+            dev: self.clone(),
+            alloc: Some(alloc),
+        };
+        granular("import_physical: the memory's size", p.size())?;
+        Ok(p)
     }
 
     /// Map `[offset, offset + size)` of `phys` at GPU address `va` (all multiples of

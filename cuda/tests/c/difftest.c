@@ -1048,6 +1048,118 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         R("pools.cuMemGetDefaultMemPool.device99", gdef(&cur, &d99, CU_MEM_ALLOCATION_TYPE_PINNED));
     }
 
+    // Virtual memory management.
+    {
+        const size_t MB2 = 2u << 20;
+        CUmemAllocationProp vp;
+        memset(&vp, 0, sizeof vp);
+        vp.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+        vp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        vp.location.id = dev;
+        size_t gmin = 0, grec = 0, gbad = 0;
+        R("vmm.granularity.minimum", F(cuMemGetAllocationGranularity)(&gmin, &vp, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+        R("vmm.granularity.recommended", F(cuMemGetAllocationGranularity)(&grec, &vp, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+        OUT("vmm.granularity", "%zu %zu", gmin, grec);
+        R("vmm.granularity.option2", F(cuMemGetAllocationGranularity)(&gbad, &vp, (CUmemAllocationGranularity_flags)2));
+        R("vmm.granularity.null_prop", F(cuMemGetAllocationGranularity)(&gbad, NULL, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+        CUmemGenericAllocationHandle vh = 0, vbad = 0, vh2 = 0;
+        R("vmm.cuMemCreate", F(cuMemCreate)(&vh, 2 * MB2, &vp, 0));
+        R("vmm.create.unaligned", F(cuMemCreate)(&vbad, MB2 / 2, &vp, 0));
+        R("vmm.create.size0", F(cuMemCreate)(&vbad, 0, &vp, 0));
+        R("vmm.create.flags", F(cuMemCreate)(&vbad, MB2, &vp, 1));
+        CUmemAllocationProp vp2 = vp;
+        vp2.location.id = 99;
+        R("vmm.create.device99", F(cuMemCreate)(&vbad, MB2, &vp2, 0));
+        vp2 = vp;
+        vp2.type = (CUmemAllocationType)0;
+        R("vmm.create.type0", F(cuMemCreate)(&vbad, MB2, &vp2, 0));
+        CUmemAllocationProp back;
+        memset(&back, 0x5a, sizeof back);
+        R("vmm.properties", F(cuMemGetAllocationPropertiesFromHandle)(&back, vh));
+        OUT("vmm.properties.values", "%d %d %d %d", (int)back.type, (int)back.requestedHandleTypes,
+            (int)back.location.type, back.location.id);
+        CUdeviceptr vr = 0, vbadr = 0;
+        R("vmm.cuMemAddressReserve", F(cuMemAddressReserve)(&vr, 6 * MB2, 0, 0, 0));
+        OUT("vmm.reserve.aligned", "%d", (int)(vr % MB2 == 0));
+        R("vmm.reserve.unaligned", F(cuMemAddressReserve)(&vbadr, MB2 / 2, 0, 0, 0));
+        R("vmm.reserve.size0", F(cuMemAddressReserve)(&vbadr, 0, 0, 0, 0));
+        R("vmm.cuMemMap", F(cuMemMap)(vr, 2 * MB2, 0, vh, 0));
+        R("vmm.map.overlap", F(cuMemMap)(vr + MB2, 2 * MB2, 0, vh, 0));
+        R("vmm.map.offset", F(cuMemMap)(vr + 2 * MB2, MB2, MB2, vh, 0));
+        R("vmm.map.past_allocation", F(cuMemMap)(vr + 2 * MB2, 3 * MB2, 0, vh, 0));
+        R("vmm.map.past_reservation", F(cuMemMap)(vr + 5 * MB2, 2 * MB2, 0, vh, 0));
+        R("vmm.map.flags", F(cuMemMap)(vr + 2 * MB2, 2 * MB2, 0, vh, 1));
+        R("vmm.map.alias", F(cuMemMap)(vr + 2 * MB2, 2 * MB2, 0, vh, 0));
+        CUmemLocation vloc = {0};
+        vloc.type = CU_MEM_LOCATION_TYPE_DEVICE, vloc.id = dev;
+        unsigned long long vflags = 99;
+        R("vmm.get_access.before", F(cuMemGetAccess)(&vflags, &vloc, vr));
+        OUT("vmm.get_access.before.value", "%llu", vflags);
+        CUmemAccessDesc vad = {0};
+        vad.location = vloc, vad.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        R("vmm.cuMemSetAccess", F(cuMemSetAccess)(vr, 2 * MB2, &vad, 1));
+        R("vmm.set_access.alias", F(cuMemSetAccess)(vr + 2 * MB2, 2 * MB2, &vad, 1));
+        R("vmm.set_access.part", F(cuMemSetAccess)(vr, MB2, &vad, 1));
+        R("vmm.set_access.unmapped", F(cuMemSetAccess)(vr + 4 * MB2, MB2, &vad, 1));
+        R("vmm.set_access.both", F(cuMemSetAccess)(vr, 4 * MB2, &vad, 1));
+        R("vmm.set_access.count0", F(cuMemSetAccess)(vr, 2 * MB2, &vad, 0));
+        vflags = 99;
+        R("vmm.cuMemGetAccess", F(cuMemGetAccess)(&vflags, &vloc, vr + 100));
+        OUT("vmm.get_access.value", "%llu", vflags);
+        R("vmm.get_access.unmapped", F(cuMemGetAccess)(&vflags, &vloc, vr + 4 * MB2));
+        R("vmm.memset", F(cuMemsetD32)(vr + MB2, 0xabcd, N));
+        unsigned base = 5, cnt = N;
+        CUdeviceptr vp0 = vr + MB2 + 4096;
+        void *vargs[] = {&vp0, &base, &cnt};
+        R("vmm.launch", F(cuLaunchKernel)(iota, N / 128, 1, 1, 128, 1, 1, 0, 0, vargs, NULL));
+        R("vmm.dtoh.alias", F(cuMemcpyDtoH)(h2, vr + 3 * MB2 + 4096, N * 4));
+        OUT("vmm.alias.result", "%016llx", fnv(h2, N * 4));
+        R("vmm.dtoh.alias_memset", F(cuMemcpyDtoH)(h2, vr + 3 * MB2, 16));
+        OUT("vmm.alias_memset.result", "%u %u", h2[0], h2[3]);
+        R("vmm.cuMemRetainAllocationHandle", F(cuMemRetainAllocationHandle)(&vh2, (void *)(uintptr_t)(vr + 100)));
+        OUT("vmm.retained_same", "%d", (int)(vh2 == vh));
+        R("vmm.release.retained", F(cuMemRelease)(vh2));
+        R("vmm.cuMemRelease", F(cuMemRelease)(vh));
+        R("vmm.dtoh.after_release", F(cuMemcpyDtoH)(h2, vr + MB2 + 4096, 16));
+        OUT("vmm.after_release.result", "%u %u", h2[0], h2[3]);
+        R("vmm.unmap.part", F(cuMemUnmap)(vr, MB2));
+        R("vmm.cuMemUnmap", F(cuMemUnmap)(vr, 2 * MB2));
+        R("vmm.unmap.alias", F(cuMemUnmap)(vr + 2 * MB2, 2 * MB2));
+        R("vmm.address_free.size", F(cuMemAddressFree)(vr, MB2));
+        R("vmm.cuMemAddressFree", F(cuMemAddressFree)(vr, 6 * MB2));
+        // A POSIX file descriptor of the memory, imported in the same process.
+        CUmemAllocationProp vps = vp;
+        vps.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+        CUmemGenericAllocationHandle hs = 0, hp = 0, hi = 0;
+        int vfd = -1;
+        R("vmm.create.posix", F(cuMemCreate)(&hs, MB2, &vps, 0));
+        R("vmm.create.plain", F(cuMemCreate)(&hp, MB2, &vp, 0));
+        R("vmm.export.plain", F(cuMemExportToShareableHandle)(&vfd, hp, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+        R("vmm.cuMemExportToShareableHandle", F(cuMemExportToShareableHandle)(&vfd, hs, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+        OUT("vmm.export.fd", "%d", (int)(vfd >= 0));
+        R("vmm.cuMemImportFromShareableHandle",
+          F(cuMemImportFromShareableHandle)(&hi, (void *)(uintptr_t)vfd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+        if (vfd >= 0) close(vfd);
+        memset(&back, 0x5a, sizeof back);
+        R("vmm.import.properties", F(cuMemGetAllocationPropertiesFromHandle)(&back, hi));
+        OUT("vmm.import.properties.values", "%d %d %d %d", (int)back.type, (int)back.requestedHandleTypes,
+            (int)back.location.type, back.location.id);
+        CUdeviceptr vs = 0;
+        R("vmm.share.reserve", F(cuMemAddressReserve)(&vs, 2 * MB2, 0, 0, 0));
+        R("vmm.share.map", F(cuMemMap)(vs, MB2, 0, hs, 0));
+        R("vmm.share.map_import", F(cuMemMap)(vs + MB2, MB2, 0, hi, 0));
+        R("vmm.share.access", F(cuMemSetAccess)(vs, 2 * MB2, &vad, 1));
+        R("vmm.share.memset", F(cuMemsetD32)(vs + 64, 0x1234, 16));
+        memset(h2, 0, 64);
+        R("vmm.share.dtoh", F(cuMemcpyDtoH)(h2, vs + MB2 + 64, 64));
+        OUT("vmm.share.result", "%u %u", h2[0], h2[15]);
+        R("vmm.share.unmap", F(cuMemUnmap)(vs, 2 * MB2));
+        R("vmm.share.free", F(cuMemAddressFree)(vs, 2 * MB2));
+        R("vmm.share.release", F(cuMemRelease)(hs));
+        R("vmm.share.release_import", F(cuMemRelease)(hi));
+        R("vmm.share.release_plain", F(cuMemRelease)(hp));
+    }
+
     // Stream capture is never active here.
     {
         CUstreamCaptureStatus cs = (CUstreamCaptureStatus)9;

@@ -207,12 +207,12 @@ fn devices_agree_with_libtegragpu() {
         }
     }
     assert!(compared >= 15, "only {compared} attributes compared");
-    // Features the library refuses read 0 (shareable handles of virtual memory and of pools,
-    // IPC events); managed memory, device memory pools and virtual memory management read 1.
-    for attr in [103, 119, 125] {
+    // Features the library refuses read 0 (shareable handles of pools, IPC events); managed
+    // memory, device memory pools, virtual memory management and its POSIX fd handles read 1.
+    for attr in [119, 125] {
         assert_eq!(get(attr), 0, "attribute {attr}");
     }
-    for attr in [83, 102, 115] {
+    for attr in [83, 102, 103, 115] {
         assert_eq!(get(attr), 1, "attribute {attr}");
     }
     let mut mem = 0usize;

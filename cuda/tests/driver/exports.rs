@@ -63,13 +63,13 @@ fn soname(file: &object::File<'_>) -> Option<String> {
         .map(|s| String::from_utf8_lossy(s).into_owned())
 }
 
-/// The families this library refuses, one or two names each: shareable handles of virtual
-/// memory and of memory pools, sparse mappings, IPC, batched prefetches of managed memory,
-/// graphics interop, stream capture into an existing graph, the CUDA runtime's private
-/// interface.
+/// The families this library refuses, one or two names each: multicast objects, external
+/// semaphores, sparse mappings, shareable handles of memory pools, IPC, batched prefetches of
+/// managed memory, graphics interop, stream capture into an existing graph, the CUDA runtime's
+/// private interface.
 const REFUSED: [&str; 14] = [
-    "cuMemExportToShareableHandle",
-    "cuMemImportFromShareableHandle",
+    "cuMulticastCreate",
+    "cuImportExternalSemaphore",
     "cuMemMapArrayAsync",
     "cuMemPoolExportToShareableHandle",
     "cuMemPoolImportFromShareableHandle",

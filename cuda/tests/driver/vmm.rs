@@ -40,6 +40,13 @@ fn create(size: usize, p: &Prop) -> (u32, u64) {
     (r, h)
 }
 
+/// A fresh 2 MiB allocation without shareable handle types.
+fn h_plain() -> u64 {
+    let (r, h) = create(2 * MIB, &prop());
+    assert_eq!(r, 0);
+    h
+}
+
 fn set_access(ptr: u64, size: usize, flags: i32) -> u32 {
     let desc = [1i32, 0, flags];
     cu!(cuMemSetAccess(ptr, size, desc.as_ptr() as *const c_void, 1): u64, usize, *const c_void, usize)
@@ -93,9 +100,9 @@ fn memory_mapped_at_reserved_addresses() {
         "not a multiple of the granularity"
     );
     assert_eq!(create(0, &prop()).0, 1);
-    let mut fd = prop();
-    fd.handle_types = 1;
-    assert_eq!(create(2 * MIB, &fd).0, 801, "shareable handles");
+    let mut fabric = prop();
+    fabric.handle_types = 8;
+    assert_eq!(create(2 * MIB, &fabric).0, 801, "fabric handles");
     let mut got = host;
     check(
         cu!(cuMemGetAllocationPropertiesFromHandle(&mut got, h): *mut Prop, u64),
@@ -103,11 +110,10 @@ fn memory_mapped_at_reserved_addresses() {
     );
     assert_eq!((got.type_, got.loc_type, got.loc_id), (1, 1, 0));
 
-    // A reserved range, with the allocation mapped at its start and its second half again
-    // 6 MiB in.
+    // A reserved range, with the allocation mapped at its start and again 4 MiB in.
     let mut p = 0u64;
     check(
-        cu!(cuMemAddressReserve(&mut p, 8 * MIB, 0, 0, 0): *mut u64, usize, usize, u64, u64),
+        cu!(cuMemAddressReserve(&mut p, 12 * MIB, 0, 0, 0): *mut u64, usize, usize, u64, u64),
         "reserve",
     );
     assert_eq!(p % (2 * MIB as u64), 0);
@@ -120,33 +126,39 @@ fn memory_mapped_at_reserved_addresses() {
         cu!(cuMemMap(p, 4 * MIB, 0, h, 0): u64, usize, usize, u64, u64),
         "map",
     );
+    let alias = p + 4 * MIB as u64;
     assert_eq!(
-        cu!(cuMemMap(p + 2 * MIB as u64, 2 * MIB, 0, h, 0): u64, usize, usize, u64, u64),
-        1,
+        cu!(cuMemMap(p + 2 * MIB as u64, 4 * MIB, 0, h, 0): u64, usize, usize, u64, u64),
+        801,
         "overlaps the first mapping"
     );
     assert_eq!(
-        cu!(cuMemMap(p + 6 * MIB as u64, 4 * MIB, 0, h, 0): u64, usize, usize, u64, u64),
+        cu!(cuMemMap(alias, 2 * MIB, 2 * MIB, h, 0): u64, usize, usize, u64, u64),
+        801,
+        "an offset into the allocation"
+    );
+    assert_eq!(
+        cu!(cuMemMap(p + 10 * MIB as u64, 4 * MIB, 0, h, 0): u64, usize, usize, u64, u64),
         1,
         "past the reservation"
     );
     assert_eq!(
-        cu!(cuMemMap(p + 6 * MIB as u64, 2 * MIB, 4 * MIB, h, 0): u64, usize, usize, u64, u64),
+        cu!(cuMemMap(alias, 6 * MIB, 0, h, 0): u64, usize, usize, u64, u64),
         1,
         "past the allocation"
     );
-    let alias = p + 6 * MIB as u64;
     check(
-        cu!(cuMemMap(alias, 2 * MIB, 2 * MIB, h, 0): u64, usize, usize, u64, u64),
-        "map the second half again",
+        cu!(cuMemMap(alias, 4 * MIB, 0, h, 0): u64, usize, usize, u64, u64),
+        "map the allocation again",
     );
     assert_eq!(get_access(p), (0, 0), "no access granted yet");
-    check(set_access(p, 4 * MIB, 3), "set access");
-    check(set_access(alias, 2 * MIB, 3), "set access");
+    check(set_access(p, 8 * MIB, 3), "set access over both mappings");
     assert_eq!(get_access(p + 100), (0, 3));
-    assert_eq!(get_access(p + 4 * MIB as u64).0, 1, "not mapped");
+    assert_eq!(get_access(alias + 100), (0, 3));
+    assert_eq!(get_access(p + 8 * MIB as u64).0, 1, "not mapped");
     assert_eq!(set_access(p, 4 * MIB, 1), 801, "read-only access");
     assert_eq!(set_access(p, 2 * MIB, 3), 1, "part of a mapping");
+    assert_eq!(set_access(p, 10 * MIB, 3), 1, "beyond the mappings");
 
     // The GPU writes through one address and reads through the other.
     let words = 2 * MIB / 4;
@@ -154,10 +166,12 @@ fn memory_mapped_at_reserved_addresses() {
         cu!(cuMemsetD32_v2(p + 2 * MIB as u64, 0xabcd, words): u64, u32, usize),
         "memset",
     );
-    assert!(dtoh::<u32>(alias, words).iter().all(|&x| x == 0xabcd));
+    assert!(dtoh::<u32>(alias + 2 * MIB as u64, words)
+        .iter()
+        .all(|&x| x == 0xabcd));
     let src: Vec<u32> = (0..4096u32).map(|i| i.wrapping_mul(2654435761)).collect();
     htod(alias + 4096, &src);
-    assert_eq!(dtoh::<u32>(p + 2 * MIB as u64 + 4096, 4096), src);
+    assert_eq!(dtoh::<u32>(p + 4096, 4096), src);
     let m = load_fixture("kernels");
     let fill = function(m, "fill_u32");
     let (mut fp, mut fv, mut fnn) = (p + 2 * MIB as u64, 7u32, 256u32);
@@ -169,7 +183,7 @@ fn memory_mapped_at_reserved_addresses() {
         &mut [ptr(&mut fp), ptr(&mut fv), ptr(&mut fnn)],
     );
     check(cu!(cuCtxSynchronize(): ), "sync");
-    let back = dtoh::<u32>(alias, 260);
+    let back = dtoh::<u32>(alias + 2 * MIB as u64, 260);
     assert!(back[..256].iter().all(|&x| x == 7));
     assert_eq!(&back[256..], &[0xabcd; 4]);
 
@@ -183,16 +197,70 @@ fn memory_mapped_at_reserved_addresses() {
     check(cu!(cuMemRelease(h2): u64), "release the retained handle");
     check(cu!(cuMemRelease(h): u64), "release");
     assert_eq!(cu!(cuMemRelease(h): u64), 1, "released twice");
-    assert_eq!(dtoh::<u32>(alias, 1), vec![7], "still mapped");
+    assert_eq!(
+        dtoh::<u32>(alias + 2 * MIB as u64, 1),
+        vec![7],
+        "still mapped"
+    );
 
     // Unmapping whole mappings only; the range is freed once empty.
     assert_eq!(cu!(cuMemUnmap(p, 2 * MIB): u64, usize), 1);
-    assert_eq!(cu!(cuMemAddressFree(p, 8 * MIB): u64, usize), 1, "mapped");
-    check(cu!(cuMemUnmap(p, 4 * MIB): u64, usize), "unmap");
-    check(cu!(cuMemUnmap(alias, 2 * MIB): u64, usize), "unmap");
+    assert_eq!(cu!(cuMemAddressFree(p, 12 * MIB): u64, usize), 1, "mapped");
+    check(cu!(cuMemUnmap(p, 8 * MIB): u64, usize), "unmap both");
+    assert_eq!(cu!(cuMemUnmap(alias, 4 * MIB): u64, usize), 1, "unmapped");
     assert_eq!(cu!(cuMemAddressFree(p, 4 * MIB): u64, usize), 1, "size");
-    check(cu!(cuMemAddressFree(p, 8 * MIB): u64, usize), "free");
-    assert_eq!(cu!(cuMemAddressFree(p, 8 * MIB): u64, usize), 1, "twice");
+    check(cu!(cuMemAddressFree(p, 12 * MIB): u64, usize), "free");
+    assert_eq!(cu!(cuMemAddressFree(p, 12 * MIB): u64, usize), 1, "twice");
+
+    // Shareable as a POSIX file descriptor: imported, mapped elsewhere, the same memory.
+    let mut shared = prop();
+    shared.handle_types = 1;
+    let (r, hs) = create(2 * MIB, &shared);
+    assert_eq!(r, 0);
+    let mut fd = -1i32;
+    assert_eq!(
+        cu!(cuMemExportToShareableHandle(ptr(&mut fd), h_plain(), 1, 0): *mut c_void, u64, i32, u64),
+        1,
+        "created without the POSIX fd type"
+    );
+    check(
+        cu!(cuMemExportToShareableHandle(ptr(&mut fd), hs, 1, 0): *mut c_void, u64, i32, u64),
+        "export",
+    );
+    assert!(fd >= 0);
+    let mut hi = 0u64;
+    check(
+        cu!(cuMemImportFromShareableHandle(&mut hi, fd as usize as *mut c_void, 1): *mut u64, *mut c_void, i32),
+        "import",
+    );
+    unsafe { libc::close(fd) };
+    assert_ne!(hi, hs);
+    let mut pa = 0u64;
+    check(
+        cu!(cuMemAddressReserve(&mut pa, 4 * MIB, 0, 0, 0): *mut u64, usize, usize, u64, u64),
+        "reserve",
+    );
+    check(
+        cu!(cuMemMap(pa, 2 * MIB, 0, hs, 0): u64, usize, usize, u64, u64),
+        "map the original",
+    );
+    check(
+        cu!(cuMemMap(pa + 2 * MIB as u64, 2 * MIB, 0, hi, 0): u64, usize, usize, u64, u64),
+        "map the import",
+    );
+    check(set_access(pa, 4 * MIB, 3), "access");
+    htod(pa + 4096, &src);
+    assert_eq!(dtoh::<u32>(pa + 2 * MIB as u64 + 4096, 4096), src);
+    check(cu!(cuMemRelease(hs): u64), "release");
+    check(cu!(cuMemRelease(hi): u64), "release the import");
+    check(cu!(cuMemUnmap(pa, 4 * MIB): u64, usize), "unmap");
+    check(cu!(cuMemAddressFree(pa, 4 * MIB): u64, usize), "free");
+    let mut bad = 0u64;
+    assert_ne!(
+        cu!(cuMemImportFromShareableHandle(&mut bad, 987654usize as *mut c_void, 1): *mut u64, *mut c_void, i32),
+        0,
+        "not a file descriptor"
+    );
 
     // Again, many times: nothing leaks.
     for i in 0..10u32 {

@@ -260,6 +260,29 @@ impl Device {
         }
     }
 
+    /// An nvmap dma-buf `fd` (the caller keeps it) as physical memory: `NVMAP_IOC_FROM_FD` for
+    /// a handle reference and `NVMAP_IOC_GET_FD` for a dma-buf fd of its own for later
+    /// `MAP_BUFFER_EX` calls; no GPU or CPU mapping. Another exporter's dma-buf is refused.
+    pub fn import_physical(&self, fd: RawFd) -> Result<NvBuf> {
+        let size = dmabuf_size(fd)?;
+        let mut b = NvBuf::empty(size);
+        let mut f = nvmap_create_handle::from_fd(fd);
+        self.ioctl(self.nvmap_fd, NVMAP_IOC_FROM_FD, &mut f, || {
+            format!("NVMAP_IOC_FROM_FD(fd={fd})")
+        })?;
+        b.handle = f.handle;
+        let h = b.handle;
+        let mut g = nvmap_create_handle::get_fd(h);
+        if let Err(e) = self.ioctl(self.nvmap_fd, NVMAP_IOC_GET_FD, &mut g, || {
+            format!("NVMAP_IOC_GET_FD(handle={h:#x})")
+        }) {
+            let _ = self.release_buffer(&mut b);
+            return Err(e);
+        }
+        b.fd = g.fd();
+        Ok(b)
+    }
+
     /// (free, total) bytes of the IOVMM heap (`NVMAP_IOC_QUERY_HEAP_PARAMS`).
     pub fn iovmm_heap(&self) -> Result<(u64, u64)> {
         let mut q = nvmap_query_heap_params {

@@ -373,6 +373,18 @@ impl Backend for NvgpuBackend {
         Ok((a, reported))
     }
 
+    fn import_physical(&self, fd: RawFd) -> Result<Allocation> {
+        let b = self.dev.import_physical(fd)?;
+        let a = Allocation {
+            gpu_va: 0,
+            cpu: std::ptr::null_mut(),
+            size: b.size,
+            id: self.dev.next_id.fetch_add(1, Ordering::Relaxed),
+        };
+        self.dev.buffers.lock().insert(a.id, b);
+        Ok(a)
+    }
+
     /// The CPU view made at allocation or import; an imported dma-buf that could not be
     /// mapped has none.
     fn map_cpu(&self, alloc: &Allocation) -> Result<*mut u8> {

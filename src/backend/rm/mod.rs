@@ -356,6 +356,20 @@ impl Backend for RmBackend {
         self.inner.uvm_free(va, size)
     }
 
+    /// Slot 0 of an RM export fd duplicated into this device, mapped nowhere (`share.rs`).
+    fn import_physical(&self, fd: RawFd) -> Result<Allocation> {
+        let (rec, _) = self.inner.import_fd_as(fd, 0, &self.gpu_label(), false)?;
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let a = Allocation {
+            gpu_va: 0,
+            cpu: std::ptr::null_mut(),
+            size: rec.size,
+            id,
+        };
+        self.inner.mem.lock().insert(id, rec);
+        Ok(a)
+    }
+
     /// The CPU pointer (equal to the GPU VA where the process had room there); video memory
     /// allocated with default flags gets its BAR1 mapping here on first use.
     fn map_cpu(&self, alloc: &Allocation) -> Result<*mut u8> {

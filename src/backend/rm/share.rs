@@ -217,6 +217,18 @@ impl Inner {
     /// Import slot 0 of export fd `fd` and map `size` bytes of it (0 = all) into the GPU.
     /// Returns the record (not yet in `mem`) and the size the buffer reports.
     pub(super) fn import_fd(&self, fd: RawFd, size: u64, label: &str) -> Result<(MemRecord, u64)> {
+        self.import_fd_as(fd, size, label, true)
+    }
+
+    /// [`Inner::import_fd`]; without `map`, the record holds the RM handle only (physical
+    /// memory for `map_physical`).
+    pub(super) fn import_fd_as(
+        &self,
+        fd: RawFd,
+        size: u64,
+        label: &str,
+        map: bool,
+    ) -> Result<(MemRecord, u64)> {
         if fd < 0 {
             return Err(Error::invalid(format!(
                 "tg_buf_import_fd: fd {fd} is not a file descriptor"
@@ -294,9 +306,12 @@ impl Inner {
             } else {
                 PAGE_4K
             };
+            rec.size = map_size;
+            if !map {
+                return Ok(phys);
+            }
             rec.va = window_alloc(map_size, align)?;
             rec.va_owned = true;
-            rec.size = map_size;
             self.uvm_map(rec.va, map_size, handle)?;
             rec.uvm_mapped = true;
             debug!(
