@@ -6,9 +6,9 @@
 //!
 //! Device memory only (`CU_MEM_LOCATION_TYPE_DEVICE`, `CU_MEM_ALLOCATION_TYPE_PINNED`), in
 //! multiples of 2 MiB (the granularity reported, minimum and recommended alike). `cuMemMap`
-//! maps from offset 0 of an allocation and refuses a range over another mapping with
-//! `CUDA_ERROR_NOT_SUPPORTED`, as NVIDIA's libcuda does; an allocation may be mapped at several
-//! addresses. A mapping is
+//! maps whole allocations (offset 0, the allocation's size; otherwise
+//! `CUDA_ERROR_NOT_SUPPORTED`, as NVIDIA's libcuda answers), inside one reservation and over no
+//! other mapping; an allocation may be mapped at several addresses. A mapping is
 //! made read-write for its device when `cuMemMap` places it; `cuMemSetAccess` accepts read-write
 //! access for that device (what `cuMemGetAccess` then reports) and refuses access for other
 //! devices and read-only access with `CUDA_ERROR_NOT_SUPPORTED`. Shareable handles: POSIX file
@@ -311,6 +311,16 @@ pub unsafe extern "C" fn cuMemMap(
                 .handles
                 .get(&handle)
                 .ok_or_else(|| invalid(format!("{handle:#x} is not an allocation handle")))?;
+            if size != h.phys.size() {
+                // NVIDIA's libcuda maps whole allocations only (CUDA 13.0 on an H100).
+                return Err(fail(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    format!(
+                        "size {size:#x}: a mapping covers its whole allocation ({:#x} bytes)",
+                        h.phys.size()
+                    ),
+                ));
+            }
             let (base, r) = s
                 .reserved
                 .range(..=ptr)
@@ -336,18 +346,9 @@ pub unsafe extern "C" fn cuMemMap(
                 .next_back()
                 .filter(|(v, m)| **v + m.mapping.size() > ptr);
             if let Some((v, m)) = clash {
-                return Err(fail(
-                    CUDA_ERROR_NOT_SUPPORTED,
-                    format!(
-                        "[{ptr:#x}, +{size:#x}) overlaps the mapping [{v:#x}, +{:#x})",
-                        m.mapping.size()
-                    ),
-                ));
-            }
-            if offset + size > h.phys.size() {
                 return Err(invalid(format!(
-                    "offset {offset:#x} + size {size:#x} runs past the {:#x}-byte allocation",
-                    h.phys.size()
+                    "[{ptr:#x}, +{size:#x}) overlaps the mapping [{v:#x}, +{:#x})",
+                    m.mapping.size()
                 )));
             }
             Ok((h.phys.clone(), h.ordinal))
@@ -628,9 +629,10 @@ pub unsafe extern "C" fn cuMemImportFromShareableHandle(
                 .import_physical(fd)
                 .map_err(|e| Fail(CUDA_ERROR_INVALID_VALUE, Some(e.message)))?,
         );
+        // An imported allocation reports no handle types (NVIDIA's answer).
         let prop = CUmemAllocationProp {
             type_: CU_MEM_ALLOCATION_TYPE_PINNED,
-            requested_handle_types: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            requested_handle_types: 0,
             location: CUmemLocation {
                 type_: CU_MEM_LOCATION_TYPE_DEVICE,
                 id: ordinal,

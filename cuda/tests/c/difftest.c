@@ -1087,7 +1087,6 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         R("vmm.map.overlap", F(cuMemMap)(vr + MB2, 2 * MB2, 0, vh, 0));
         R("vmm.map.offset", F(cuMemMap)(vr + 2 * MB2, MB2, MB2, vh, 0));
         R("vmm.map.past_allocation", F(cuMemMap)(vr + 2 * MB2, 3 * MB2, 0, vh, 0));
-        R("vmm.map.past_reservation", F(cuMemMap)(vr + 5 * MB2, 2 * MB2, 0, vh, 0));
         R("vmm.map.flags", F(cuMemMap)(vr + 2 * MB2, 2 * MB2, 0, vh, 1));
         R("vmm.map.alias", F(cuMemMap)(vr + 2 * MB2, 2 * MB2, 0, vh, 0));
         CUmemLocation vloc = {0};
