@@ -95,11 +95,14 @@ struct Advice {
     prefetched: Loc,
 }
 
-/// Per-allocation state of managed memory, shared by the allocation's records.
+/// Per-allocation state of memory the CPU and the GPU reach at one address: managed memory,
+/// and the allocations of host memory pools (pools.rs), shared by the allocation's records.
 pub struct Managed {
     /// Pages this library mapped for the allocation (desktop GPUs), unmapped when the last
     /// record of the allocation goes; `(0, 0)` when the buffer's own CPU view serves.
     pages: (usize, usize),
+    /// Managed memory (`cuMemAllocManaged`); else memory of a host pool.
+    pub managed: bool,
     /// Advice by start offset: each entry holds up to the next one (or the end).
     advice: Mutex<BTreeMap<u64, Advice>>,
 }
@@ -143,11 +146,58 @@ impl Managed {
     }
 }
 
-/// Memory the CPU and the GPU reach at the same address (see the module's comment).
-fn alloc_managed(ctx: &'static Context, size: u64) -> R<Alloc> {
+/// `MPOL_BIND` of `[p, p + len)` to host NUMA node `node` (`mbind(2)`).
+fn bind_to_node(p: *mut c_void, len: usize, node: i32) -> R {
+    const MPOL_BIND: libc::c_long = 2;
+    if !(0..1024).contains(&node)
+        || !std::path::Path::new(&format!("/sys/devices/system/node/node{node}")).exists()
+    {
+        return Err(invalid(format!("host NUMA node {node} does not exist")));
+    }
+    let mut mask = [0u64; 16];
+    mask[node as usize / 64] |= 1 << (node % 64);
+    // SAFETY: mbind reads `mask` (1024 bits) and changes the policy of our own mapping.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mbind,
+            p,
+            len,
+            MPOL_BIND,
+            mask.as_ptr(),
+            1025 as libc::c_ulong,
+            0 as libc::c_uint,
+        )
+    };
+    if r != 0 {
+        return Err(fail(
+            CUDA_ERROR_OUT_OF_MEMORY,
+            format!(
+                "mbind of {len} bytes to host NUMA node {node}: {}",
+                std::io::Error::last_os_error()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Memory the CPU and the GPU reach at the same address (see the module's comment):
+/// managed memory (`managed`), else memory of a host pool; `numa`: the host NUMA node its
+/// pages come from (desktop GPUs; Jetson has one node, 0).
+pub(crate) fn alloc_shared(
+    ctx: &'static Context,
+    size: u64,
+    managed: bool,
+    numa: Option<i32>,
+) -> R<Alloc> {
+    let what = if managed {
+        "managed memory"
+    } else {
+        "host pool memory"
+    };
     let fresh = |pages| {
         Arc::new(Managed {
             pages,
+            managed,
             advice: Mutex::new(BTreeMap::from([(0, Advice::default())])),
         })
     };
@@ -170,12 +220,15 @@ fn alloc_managed(ctx: &'static Context, size: u64) -> R<Alloc> {
                 return Err(fail(
                     CUDA_ERROR_OUT_OF_MEMORY,
                     format!(
-                        "mmap of {len} bytes for managed memory: {}",
+                        "mmap of {len} bytes for {what}: {}",
                         std::io::Error::last_os_error()
                     ),
                 ));
             }
-            let managed = fresh((p as usize, len));
+            let pages = fresh((p as usize, len));
+            if let Some(node) = numa {
+                bind_to_node(p, len, node)?;
+            }
             let buf = ctx.core.register_host(p as *const u8, len as u64)?;
             Ok(Alloc {
                 buf: Arc::new(buf),
@@ -183,11 +236,17 @@ fn alloc_managed(ctx: &'static Context, size: u64) -> R<Alloc> {
                 ctx,
                 host: Some(p as usize),
                 host_flags: 0,
-                managed: Some(managed),
+                managed: Some(pages),
                 pool: None,
             })
         }
         BackendKind::Nvgpu => {
+            if numa.is_some_and(|n| n != 0) {
+                return Err(invalid(format!(
+                    "host NUMA node {}: Jetson has node 0 only",
+                    numa.unwrap_or(0)
+                )));
+            }
             let mf = MemFlags {
                 cpu_cached: true,
                 ..MemFlags::default()
@@ -198,7 +257,7 @@ fn alloc_managed(ctx: &'static Context, size: u64) -> R<Alloc> {
                 return Err(fail(
                     CUDA_ERROR_OUT_OF_MEMORY,
                     format!(
-                        "managed memory: the CPU view of the {size}-byte allocation at GPU address {:#x} could not be placed at that address (it is at {p:#x})",
+                        "{what}: the CPU view of the {size}-byte allocation at GPU address {:#x} could not be placed at that address (it is at {p:#x})",
                         buf.gpu_va()
                     ),
                 ));
@@ -233,7 +292,7 @@ pub unsafe extern "C" fn cuMemAllocManaged(
                 "flags {flags:#x}: must be CU_MEM_ATTACH_GLOBAL (1) or CU_MEM_ATTACH_HOST (2)"
             )));
         }
-        let a = alloc_managed(ctx, bytesize as u64)?;
+        let a = alloc_shared(ctx, bytesize as u64, true, None)?;
         let va = a.buf.gpu_va();
         crate::memory::insert(a);
         *p = va;
@@ -244,7 +303,7 @@ pub unsafe extern "C" fn cuMemAllocManaged(
 /// The managed allocation holding all of `[dptr, dptr + count)` and the range's offset in it.
 fn managed_range(what: &str, dptr: u64, count: usize) -> R<(Alloc, Arc<Managed>, u64)> {
     let (a, off) = find_va(dptr)
-        .filter(|(a, _)| a.managed.is_some())
+        .filter(|(a, _)| a.is_managed())
         .ok_or_else(|| invalid(format!("{what}: {dptr:#x} is not managed memory")))?;
     if count == 0 || off + count as u64 > a.size {
         return Err(invalid(format!(
@@ -580,7 +639,7 @@ unsafe fn attach(
         )));
     }
     let (a, off) = find_va(dptr)
-        .filter(|(a, _)| a.managed.is_some())
+        .filter(|(a, _)| a.is_managed())
         .ok_or_else(|| invalid(format!("{what}: {dptr:#x} is not managed memory")))?;
     if off != 0 || (length != 0 && length as u64 != a.size) {
         return Err(invalid(format!(

@@ -21,17 +21,23 @@ pub struct Alloc {
     /// Pinned host memory (`cuMemHostAlloc`) and managed memory: its host address.
     pub host: Option<usize>,
     pub host_flags: u32,
-    /// Managed memory (`cuMemAllocManaged`, managed.rs): the host address is the device
-    /// address, and the pages the allocation owns (desktop GPUs), unmapped after the buffer.
+    /// Managed memory (`cuMemAllocManaged`, managed.rs) and host pool memory (pools.rs): the
+    /// host address is the device address, and the pages the allocation owns (desktop GPUs),
+    /// unmapped after the buffer.
     pub managed: Option<Arc<crate::managed::Managed>>,
     /// Stream-ordered allocations (`cuMemAllocAsync`, pools.rs): the pool.
     pub pool: Option<&'static crate::pools::Pool>,
 }
 
 impl Alloc {
-    /// Pinned host memory of `cuMemHostAlloc` / `cuMemAllocHost` (not managed memory).
+    /// Pinned host memory of `cuMemHostAlloc` / `cuMemAllocHost` (not managed memory, not a
+    /// host pool's).
     pub fn pinned_host(&self) -> bool {
-        self.host.is_some() && self.managed.is_none()
+        self.host.is_some() && self.managed.is_none() && self.pool.is_none()
+    }
+    /// Managed memory (`cuMemAllocManaged`).
+    pub fn is_managed(&self) -> bool {
+        self.managed.as_ref().is_some_and(|m| m.managed)
     }
 }
 
@@ -453,7 +459,7 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: i32, ptr: CUdeviceptr) -> R
     match attr {
         1 => *(data as *mut *mut c_void) = a.ctx.handle(),
         2 => {
-            *(data as *mut u32) = if a.pinned_host() {
+            *(data as *mut u32) = if a.host.is_some() && !a.is_managed() {
                 CU_MEMORYTYPE_HOST
             } else {
                 CU_MEMORYTYPE_DEVICE
@@ -472,7 +478,7 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: i32, ptr: CUdeviceptr) -> R
         }
         6 => *(data as *mut u32) = 1,
         7 => *(data as *mut u64) = a.buf.gpu_va(),
-        8 => *(data as *mut u32) = a.managed.is_some() as u32,
+        8 => *(data as *mut u32) = a.is_managed() as u32,
         9 => *(data as *mut i32) = a.ctx.dev.ordinal,
         10 => *(data as *mut u32) = 0,
         11 => *(data as *mut u64) = a.buf.gpu_va(),

@@ -14,10 +14,13 @@
 //!   and by `cuMemPoolTrimTo`. Freed buffers are released by libtegragpu once the device's
 //!   queued work no longer needs them.
 //!
-//! Device pools only: host pools (`CU_MEM_LOCATION_TYPE_HOST*`), shareable handles
-//! (`handleTypes` other than none, `cuMemPoolExport*` / `Import*`) and the managed allocation
-//! type are refused with `CUDA_ERROR_NOT_SUPPORTED`, so
-//! `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES` and the host pool attributes read 0.
+//! Device pools, and host pools (`cuMemPoolCreate` with `CU_MEM_LOCATION_TYPE_HOST`, `_HOST_NUMA`
+//! bound to that node with `mbind`, `_HOST_NUMA_CURRENT`): their allocations are memory the CPU
+//! and the GPU reach at the same address, made as managed memory is (managed.rs) on the device
+//! of the allocating stream; devices are given access with `cuMemPoolSetAccess` (read-write).
+//! Shareable handles (`handleTypes` other than none, `cuMemPoolExport*` / `Import*`), the managed
+//! allocation type and default host pools are refused with `CUDA_ERROR_NOT_SUPPORTED`, so
+//! `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES` reads 0.
 
 use crate::context::Context;
 use crate::device::{dev, out};
@@ -35,6 +38,9 @@ use tegragpu::core::{Buffer, MemFlags, QueuePoint};
 const CU_MEM_ALLOCATION_TYPE_PINNED: i32 = 1;
 const CU_MEM_ALLOCATION_TYPE_MANAGED: i32 = 2;
 const CU_MEM_LOCATION_TYPE_DEVICE: i32 = 1;
+const CU_MEM_LOCATION_TYPE_HOST: i32 = 2;
+const CU_MEM_LOCATION_TYPE_HOST_NUMA: i32 = 3;
+const CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: i32 = 4;
 const CU_MEM_ACCESS_FLAGS_PROT_NONE: i32 = 0;
 const CU_MEM_ACCESS_FLAGS_PROT_READWRITE: i32 = 3;
 /// Granularity of the pools' buffers.
@@ -65,6 +71,9 @@ pub struct CUmemAccessDesc {
 /// A freed buffer kept for reuse.
 struct Kept {
     buf: Arc<Buffer>,
+    /// Host pools: the pages behind the buffer and their address.
+    pages: Option<Arc<crate::managed::Managed>>,
+    host: Option<usize>,
     /// The stream that freed it (by address) and the point of its work the free follows.
     stream: usize,
     after: QueuePoint,
@@ -87,7 +96,12 @@ struct PoolState {
 }
 
 pub struct Pool {
+    /// The device of a device pool; -1 for a host pool.
     pub ordinal: i32,
+    /// Host pools: the host NUMA node the memory comes from (`None`: any).
+    numa: Option<i32>,
+    /// Host pools: the devices given access (`cuMemPoolSetAccess`), a bit each.
+    access: std::sync::atomic::AtomicU64,
     /// `CUmemPoolProps::maxSize` rounded up to [`MAX_SIZE_STEP`] (0: no limit).
     max_size: u64,
     st: Mutex<PoolState>,
@@ -104,8 +118,14 @@ static DEVICE_POOLS: Mutex<Vec<(Option<&'static Pool>, Option<&'static Pool>)>> 
 
 impl Pool {
     fn new(ordinal: i32, max_size: u64) -> &'static Pool {
+        Pool::with_numa(ordinal, None, max_size)
+    }
+
+    fn with_numa(ordinal: i32, numa: Option<i32>, max_size: u64) -> &'static Pool {
         let p: &'static Pool = Box::leak(Box::new(Pool {
             ordinal,
+            numa,
+            access: std::sync::atomic::AtomicU64::new(0),
             max_size,
             st: Mutex::new(PoolState {
                 follow_event_dependencies: true,
@@ -122,9 +142,23 @@ impl Pool {
         self as *const Pool as *mut c_void
     }
 
+    fn is_host(&self) -> bool {
+        self.ordinal < 0
+    }
+
     /// A buffer of at least `size` bytes for stream `s`: a kept one the stream may use, else a
     /// new one.
-    fn take(&'static self, ctx: &'static Context, s: &'static Stream, size: u64) -> R<Arc<Buffer>> {
+    #[allow(clippy::type_complexity)]
+    fn take(
+        &'static self,
+        ctx: &'static Context,
+        s: &'static Stream,
+        size: u64,
+    ) -> R<(
+        Arc<Buffer>,
+        Option<Arc<crate::managed::Managed>>,
+        Option<usize>,
+    )> {
         let cap = size.next_multiple_of(GRAIN);
         let mut st = self.st.lock();
         if st.destroyed {
@@ -141,7 +175,7 @@ impl Pool {
             let k = st.kept.swap_remove(i);
             st.used += k.buf.size();
             st.used_high = st.used_high.max(st.used);
-            return Ok(k.buf);
+            return Ok((k.buf, k.pages, k.host));
         }
         if self.max_size != 0 && st.reserved + cap > self.max_size {
             // Give back what is kept before refusing.
@@ -158,26 +192,42 @@ impl Pool {
             }
         }
         drop(st);
-        let buf = Arc::new(ctx.core.alloc(cap, MemFlags::default())?);
+        let (buf, pages, host) = if self.is_host() {
+            let a = crate::managed::alloc_shared(ctx, cap, false, self.numa)?;
+            (a.buf.clone(), a.managed.clone(), a.host)
+        } else {
+            (
+                Arc::new(ctx.core.alloc(cap, MemFlags::default())?),
+                None,
+                None,
+            )
+        };
         let c = buf.size();
         let mut st = self.st.lock();
         st.used += c;
         st.used_high = st.used_high.max(st.used);
         st.reserved += c;
         st.reserved_high = st.reserved_high.max(st.reserved);
-        Ok(buf)
+        Ok((buf, pages, host))
     }
 
     /// A live allocation's buffer comes back: kept after `after` of stream `stream`, or freed
     /// (`None`: the device's work that used it is complete or will be waited for by
     /// libtegragpu before the memory is reused).
-    fn give_back(&self, buf: Arc<Buffer>, kept: Option<(usize, QueuePoint)>) {
+    fn give_back(&self, a: &Alloc, kept: Option<(usize, QueuePoint)>) {
         let mut st = self.st.lock();
+        let buf = a.buf.clone();
         let c = buf.size();
         st.used -= c;
         match kept {
             Some((stream, after)) if !st.destroyed => {
-                st.kept.push(Kept { buf, stream, after });
+                st.kept.push(Kept {
+                    buf,
+                    pages: a.managed.clone(),
+                    host: a.host,
+                    stream,
+                    after,
+                });
                 if st.reserved > st.release_threshold {
                     OVER.store(true, Ordering::Release);
                 }
@@ -236,23 +286,45 @@ fn device_pools(ordinal: i32) -> R<(&'static Pool, &'static Pool)> {
     Ok((def, cur))
 }
 
+/// Pools of pinned memory only.
+fn alloc_type(ty: i32) -> R {
+    match ty {
+        CU_MEM_ALLOCATION_TYPE_PINNED => Ok(()),
+        CU_MEM_ALLOCATION_TYPE_MANAGED => Err(fail(
+            CUDA_ERROR_NOT_SUPPORTED,
+            "CU_MEM_ALLOCATION_TYPE_MANAGED: managed memory pools are not supported",
+        )),
+        _ => Err(invalid(format!(
+            "allocation type {ty} is not a CUmemAllocationType"
+        ))),
+    }
+}
+
+/// The location of a new pool: (device, -1 for the host; the host NUMA node).
+fn pool_location(l: &CUmemLocation, ty: i32) -> R<(i32, Option<i32>)> {
+    match l.type_ {
+        CU_MEM_LOCATION_TYPE_HOST | CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT => {
+            alloc_type(ty)?;
+            Ok((-1, None))
+        }
+        CU_MEM_LOCATION_TYPE_HOST_NUMA => {
+            alloc_type(ty)?;
+            if l.id < 0
+                || !std::path::Path::new(&format!("/sys/devices/system/node/node{}", l.id)).exists()
+            {
+                return Err(invalid(format!("host NUMA node {} does not exist", l.id)));
+            }
+            Ok((-1, Some(l.id)))
+        }
+        // SAFETY: `l` is a valid reference.
+        _ => Ok((unsafe { device_location(l, ty) }?, None)),
+    }
+}
+
 /// A device location of the CUDA 13 pool calls; host locations are refused.
 unsafe fn device_location(l: *const CUmemLocation, ty: i32) -> R<i32> {
     let l = l.as_ref().ok_or_else(|| invalid("location is NULL"))?;
-    match ty {
-        CU_MEM_ALLOCATION_TYPE_PINNED => {}
-        CU_MEM_ALLOCATION_TYPE_MANAGED => {
-            return Err(fail(
-                CUDA_ERROR_NOT_SUPPORTED,
-                "CU_MEM_ALLOCATION_TYPE_MANAGED: managed memory pools are not supported",
-            ))
-        }
-        _ => {
-            return Err(invalid(format!(
-                "allocation type {ty} is not a CUmemAllocationType"
-            )))
-        }
-    }
+    alloc_type(ty)?;
     if l.type_ != CU_MEM_LOCATION_TYPE_DEVICE {
         return Err(fail(
             CUDA_ERROR_NOT_SUPPORTED,
@@ -284,7 +356,7 @@ unsafe fn alloc_async(
         Some(p) => p,
         None => device_pools(ctx.dev.ordinal)?.1,
     };
-    if pool.ordinal != ctx.dev.ordinal {
+    if !pool.is_host() && pool.ordinal != ctx.dev.ordinal {
         return Err(fail(
             CUDA_ERROR_NOT_SUPPORTED,
             format!(
@@ -300,15 +372,15 @@ unsafe fn alloc_async(
         *o = 0;
         return Ok(());
     }
-    let buf = pool.take(ctx, s, size as u64)?;
+    let (buf, pages, host) = pool.take(ctx, s, size as u64)?;
     let va = buf.gpu_va();
     crate::memory::insert(Alloc {
         buf,
         size: size as u64,
         ctx,
-        host: None,
+        host,
         host_flags: 0,
-        managed: None,
+        managed: pages,
         pool: Some(pool),
     });
     *o = va;
@@ -386,7 +458,7 @@ unsafe fn free_async(what: &str, dptr: CUdeviceptr, stream: *mut c_void, ptsz: b
         return Err(crate::capture::refuse(s, what));
     }
     match find_va(dptr) {
-        Some((a, 0)) if !a.pinned_host() && a.managed.is_none() => {}
+        Some((a, 0)) if !a.pinned_host() && !a.is_managed() => {}
         _ => {
             return Err(invalid(format!(
                 "{what}: {dptr:#x} is not the start of a device allocation"
@@ -402,10 +474,7 @@ unsafe fn free_async(what: &str, dptr: CUdeviceptr, stream: *mut c_void, ptsz: b
         ))
     })?;
     match a.pool {
-        Some(p) => p.give_back(
-            a.buf.clone(),
-            point.map(|pt| (s as *const Stream as usize, pt)),
-        ),
+        Some(p) => p.give_back(&a, point.map(|pt| (s as *const Stream as usize, pt))),
         // Memory of cuMemAlloc: libtegragpu frees it once the queued work is done.
         None => drop(a),
     }
@@ -429,7 +498,7 @@ pub unsafe extern "C" fn cuMemFreeAsync_ptsz(dptr: CUdeviceptr, h_stream: *mut c
 /// `cuMemFree` of a pool's allocation (after the device's work: the buffer can be reused).
 pub fn free_now(a: &Alloc) {
     if let Some(p) = a.pool {
-        p.give_back(a.buf.clone(), None);
+        p.give_back(a, None);
     }
 }
 
@@ -444,7 +513,7 @@ pub unsafe extern "C" fn cuMemPoolCreate(
         let o = out(pool, "pool")?;
         let p = props.as_ref().ok_or_else(|| invalid("poolProps is NULL"))?;
         crate::device::check_init()?;
-        let ordinal = device_location(&p.location, p.alloc_type)?;
+        let (ordinal, numa) = pool_location(&p.location, p.alloc_type)?;
         if p.handle_types != 0 {
             return Err(fail(
                 CUDA_ERROR_NOT_SUPPORTED,
@@ -463,7 +532,7 @@ pub unsafe extern "C" fn cuMemPoolCreate(
         let max = (p.max_size as u64)
             .checked_next_multiple_of(MAX_SIZE_STEP)
             .unwrap_or(u64::MAX);
-        *o = Pool::new(ordinal, max).handle();
+        *o = Pool::with_numa(ordinal, numa, max).handle();
         Ok(())
     })
 }
@@ -619,7 +688,23 @@ pub unsafe extern "C" fn cuMemPoolSetAccess(
             if !matches!(d.flags, 0 | 1 | 3) {
                 return Err(invalid(format!("entry {i}: flags {}", d.flags)));
             }
-            if d.location.id == p.ordinal {
+            if p.is_host() {
+                let bit = 1u64 << (d.location.id as u32 % 64);
+                match d.flags {
+                    CU_MEM_ACCESS_FLAGS_PROT_READWRITE => {
+                        p.access.fetch_or(bit, Ordering::AcqRel);
+                    }
+                    CU_MEM_ACCESS_FLAGS_PROT_NONE => {
+                        p.access.fetch_and(!bit, Ordering::AcqRel);
+                    }
+                    f => {
+                        return Err(fail(
+                            CUDA_ERROR_NOT_SUPPORTED,
+                            format!("entry {i}: flags {f}: read-only access to host pool memory is not supported"),
+                        ))
+                    }
+                }
+            } else if d.location.id == p.ordinal {
                 if d.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
                     return Err(fail(
                         CUDA_ERROR_INVALID_DEVICE,
@@ -662,7 +747,9 @@ pub unsafe extern "C" fn cuMemPoolGetAccess(
             )));
         }
         dev(l.id)?;
-        *o = if l.id == p.ordinal {
+        let host_rw =
+            p.is_host() && p.access.load(Ordering::Acquire) & (1 << (l.id as u32 % 64)) != 0;
+        *o = if l.id == p.ordinal || host_rw {
             CU_MEM_ACCESS_FLAGS_PROT_READWRITE
         } else {
             CU_MEM_ACCESS_FLAGS_PROT_NONE

@@ -1046,6 +1046,67 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         OUT("pools.cuMemGetDefaultMemPool.is_default", "%d", (int)(cur == def));
         R("pools.cuMemGetMemPool", gcur(&cur, &here, CU_MEM_ALLOCATION_TYPE_PINNED));
         R("pools.cuMemGetDefaultMemPool.device99", gdef(&cur, &d99, CU_MEM_ALLOCATION_TYPE_PINNED));
+        // Host pools.
+        CUmemLocation hloc = {0};
+        hloc.type = CU_MEM_LOCATION_TYPE_HOST;
+        R("pools.cuMemGetDefaultMemPool.host", gdef(&cur, &hloc, CU_MEM_ALLOCATION_TYPE_PINNED));
+        for (int lt = 2; lt <= 3; lt++) {
+            CUmemoryPool hp = NULL;
+            CUmemPoolProps hpp;
+            memset(&hpp, 0, sizeof hpp);
+            hpp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+            hpp.location.type = (CUmemLocationType)lt;
+            hpp.location.id = 0;
+            snprintf(key, sizeof key, "pools.host%d.create", lt);
+            R(key, F(cuMemPoolCreate)(&hp, &hpp));
+            if (!hp) continue;
+            CUmemAccess_flags hf = (CUmemAccess_flags)9;
+            snprintf(key, sizeof key, "pools.host%d.get_access", lt);
+            int r = F(cuMemPoolGetAccess)(&hf, hp, &here);
+            OUT(key, "%d %d", r, (int)hf);
+            CUmemAccessDesc had = {0};
+            had.location = here, had.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+            snprintf(key, sizeof key, "pools.host%d.set_access", lt);
+            R(key, F(cuMemPoolSetAccess)(hp, &had, 1));
+            hf = (CUmemAccess_flags)9;
+            r = F(cuMemPoolGetAccess)(&hf, hp, &here);
+            snprintf(key, sizeof key, "pools.host%d.get_access_after", lt);
+            OUT(key, "%d %d", r, (int)hf);
+            CUdeviceptr hd = 0;
+            snprintf(key, sizeof key, "pools.host%d.alloc", lt);
+            R(key, F(cuMemAllocFromPoolAsync)(&hd, N * 4, hp, s1));
+            F(cuStreamSynchronize)(s1);
+            if (hd) {
+                unsigned *hh = (unsigned *)(uintptr_t)hd;
+                for (unsigned i = 0; i < N; i++) hh[i] = 3 * i;
+                CUdeviceptr hk = hd + 256;
+                unsigned b2 = 40, c2 = 128;
+                void *ha[] = {&hk, &b2, &c2};
+                snprintf(key, sizeof key, "pools.host%d.launch", lt);
+                R(key, F(cuLaunchKernel)(iota, 1, 1, 1, 128, 1, 1, 0, s1, ha, NULL));
+                F(cuStreamSynchronize)(s1);
+                snprintf(key, sizeof key, "pools.host%d.cpu_sees", lt);
+                OUT(key, "%016llx", fnv(hh, N * 4));
+                unsigned mt = 0;
+                snprintf(key, sizeof key, "pools.host%d.memory_type", lt);
+                r = F(cuPointerGetAttribute)(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, hd);
+                OUT(key, "%d %u", r, mt);
+                snprintf(key, sizeof key, "pools.host%d.free", lt);
+                R(key, F(cuMemFreeAsync)(hd, s1));
+                F(cuStreamSynchronize)(s1);
+            }
+            snprintf(key, sizeof key, "pools.host%d.destroy", lt);
+            R(key, F(cuMemPoolDestroy)(hp));
+        }
+        {
+            CUmemoryPool hp = NULL;
+            CUmemPoolProps hpp;
+            memset(&hpp, 0, sizeof hpp);
+            hpp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+            hpp.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+            hpp.location.id = 999;
+            R("pools.host_numa999.create", F(cuMemPoolCreate)(&hp, &hpp));
+        }
     }
 
     // Virtual memory management.

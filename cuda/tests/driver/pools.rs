@@ -264,8 +264,8 @@ fn stream_ordered_allocation_from_pools() {
     bad.handle_types = 1;
     assert_eq!(create(&bad).0, 801, "shareable handles");
     let mut bad = props(0);
-    bad.loc_type = 2;
-    assert_eq!(create(&bad).0, 801, "a host pool");
+    bad.alloc_type = 2;
+    assert_eq!(create(&bad).0, 801, "a managed pool");
     let mut bad = props(0);
     bad.alloc_type = 0;
     assert_eq!(create(&bad).0, 1, "allocation type 0");
@@ -281,4 +281,87 @@ fn stream_ordered_allocation_from_pools() {
     check(cu!(cuStreamDestroy_v2(s): *mut c_void), "destroy");
     check(cu!(cuStreamDestroy_v2(s2): *mut c_void), "destroy");
     check(cu!(cuMemFreeHost(flag): *mut c_void), "free flag");
+}
+
+/// Host pools: memory the CPU and the kernels reach at one address, from a pool of host
+/// memory (any node, or one NUMA node).
+#[test]
+fn host_memory_pools() {
+    setup();
+    for attr in [142, 144] {
+        let mut v = -1;
+        check(
+            cu!(cuDeviceGetAttribute(&mut v, attr, 0): *mut i32, i32, i32),
+            "attribute",
+        );
+        assert_eq!(v, 1, "attribute {attr}");
+    }
+    let m = load_fixture("kernels");
+    let fill = function(m, "fill_u32");
+    let mut s = null_mut();
+    check(
+        cu!(cuStreamCreate(&mut s, 1): *mut *mut c_void, u32),
+        "stream",
+    );
+    for (loc_type, loc_id) in [(2, 0), (3, 0)] {
+        let mut p = props(0);
+        (p.loc_type, p.loc_id) = (loc_type, loc_id);
+        let (r, pool) = create(&p);
+        assert_eq!(r, 0, "location type {loc_type}");
+        let mut acc = -1i32;
+        let mut loc = [1i32, 0];
+        check(
+            cu!(cuMemPoolGetAccess(&mut acc, pool, loc.as_mut_ptr() as *mut c_void): *mut i32, *mut c_void, *mut c_void),
+            "get access",
+        );
+        assert_eq!(acc, 0, "no device has access yet");
+        let desc = [1i32, 0, 3];
+        check(
+            cu!(cuMemPoolSetAccess(pool, desc.as_ptr() as *const c_void, 1): *mut c_void, *const c_void, usize),
+            "set access",
+        );
+        check(
+            cu!(cuMemPoolGetAccess(&mut acc, pool, loc.as_mut_ptr() as *mut c_void): *mut i32, *mut c_void, *mut c_void),
+            "get access",
+        );
+        assert_eq!(acc, 3);
+        let n = 3000usize;
+        let d = alloc_from(pool, n * 4, s);
+        let host = unsafe { std::slice::from_raw_parts_mut(d as *mut u32, n) };
+        for (i, x) in host.iter_mut().enumerate() {
+            *x = i as u32;
+        }
+        let (mut pp, mut v, mut k) = (d + 40, 9u32, 100u32);
+        launch(
+            fill,
+            1,
+            128,
+            s,
+            &mut [ptr(&mut pp), ptr(&mut v), ptr(&mut k)],
+        );
+        check(cu!(cuStreamSynchronize(s): *mut c_void), "sync");
+        for (i, &x) in host.iter().enumerate() {
+            let want = if (10..110).contains(&i) { 9 } else { i as u32 };
+            assert_eq!(x, want, "element {i}");
+        }
+        let mut t = 0u32;
+        check(
+            cu!(cuPointerGetAttribute(ptr(&mut t), 2, d): *mut c_void, i32, u64),
+            "memory type",
+        );
+        assert_eq!(t, 1, "host memory");
+        let mut owner = null_mut::<c_void>();
+        check(
+            cu!(cuPointerGetAttribute(ptr(&mut owner), 17, d): *mut c_void, i32, u64),
+            "MEMPOOL_HANDLE",
+        );
+        assert_eq!(owner, pool);
+        free_async(d, s);
+        check(cu!(cuStreamSynchronize(s): *mut c_void), "sync");
+        check(cu!(cuMemPoolDestroy(pool): *mut c_void), "destroy");
+    }
+    let mut p = props(0);
+    (p.loc_type, p.loc_id) = (3, 999);
+    assert_eq!(create(&p).0, 1, "no NUMA node 999");
+    check(cu!(cuStreamDestroy_v2(s): *mut c_void), "destroy");
 }
