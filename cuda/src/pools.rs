@@ -18,8 +18,10 @@
 //! bound to that node with `mbind`, `_HOST_NUMA_CURRENT`): their allocations are memory the CPU
 //! and the GPU reach at the same address, made as managed memory is (managed.rs) on the device
 //! of the allocating stream; devices are given access with `cuMemPoolSetAccess` (read-write).
-//! Shareable handles (`handleTypes` other than none, `cuMemPoolExport*` / `Import*`), the managed
-//! allocation type and default host pools are refused with `CUDA_ERROR_NOT_SUPPORTED`, so
+//! The host has a default pool of its own (`cuMemGetDefaultMemPool` with
+//! `CU_MEM_LOCATION_TYPE_HOST`). Shareable handles (`handleTypes` other than none,
+//! `cuMemPoolExport*` / `Import*`) and the managed allocation type are refused with
+//! `CUDA_ERROR_NOT_SUPPORTED`, so
 //! `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES` reads 0.
 
 use crate::context::Context;
@@ -115,6 +117,33 @@ static POOLS: Mutex<Vec<&'static Pool>> = Mutex::new(Vec::new());
 /// Per device: (default pool, current pool).
 static DEVICE_POOLS: Mutex<Vec<(Option<&'static Pool>, Option<&'static Pool>)>> =
     Mutex::new(Vec::new());
+/// The host's (default pool, current pool) of `CU_MEM_LOCATION_TYPE_HOST`.
+static HOST_POOLS: Mutex<(Option<&'static Pool>, Option<&'static Pool>)> = Mutex::new((None, None));
+
+/// The host's default pool (made on first use) and its current one.
+fn host_pools() -> (&'static Pool, &'static Pool) {
+    let mut h = HOST_POOLS.lock();
+    let def = *h.0.get_or_insert_with(|| Pool::new(-1, 0));
+    let cur = *h.1.get_or_insert(def);
+    (def, cur)
+}
+
+/// The (default, current) pools of a location of the CUDA 13 calls: a device's, or the host's
+/// (`None` as the device).
+unsafe fn location_pools(
+    l: *const CUmemLocation,
+    ty: i32,
+) -> R<(&'static Pool, &'static Pool, Option<i32>)> {
+    let r = l.as_ref().ok_or_else(|| invalid("location is NULL"))?;
+    if r.type_ == CU_MEM_LOCATION_TYPE_HOST {
+        alloc_type(ty)?;
+        let (d, c) = host_pools();
+        return Ok((d, c, None));
+    }
+    let d = device_location(l, ty)?;
+    let (def, cur) = device_pools(d)?;
+    Ok((def, cur, Some(d)))
+}
 
 impl Pool {
     fn new(ordinal: i32, max_size: u64) -> &'static Pool {
@@ -329,7 +358,7 @@ unsafe fn device_location(l: *const CUmemLocation, ty: i32) -> R<i32> {
         return Err(fail(
             CUDA_ERROR_NOT_SUPPORTED,
             format!(
-                "location type {}: only device memory pools are supported (host pools are not)",
+                "location type {}: a device (or the host, CU_MEM_LOCATION_TYPE_HOST)",
                 l.type_
             ),
         ));
@@ -550,6 +579,17 @@ pub unsafe extern "C" fn cuMemPoolDestroy(pool: *mut c_void) -> CUresult {
                     ));
                 }
                 let _ = cur;
+            }
+        }
+        {
+            let mut h = HOST_POOLS.lock();
+            if h.0.is_some_and(|x| std::ptr::eq(x, p)) {
+                return Err(invalid(
+                    "the host's default memory pool cannot be destroyed",
+                ));
+            }
+            if h.1.is_some_and(|x| std::ptr::eq(x, p)) {
+                h.1 = h.0;
             }
         }
         // A device whose current pool it was goes back to its default pool.
@@ -803,8 +843,7 @@ pub unsafe extern "C" fn cuMemGetDefaultMemPool(
 ) -> CUresult {
     guard("cuMemGetDefaultMemPool", || {
         let o = out(pool, "pool_out")?;
-        let d = device_location(location, ty)?;
-        *o = device_pools(d)?.0.handle();
+        *o = location_pools(location, ty)?.0.handle();
         Ok(())
     })
 }
@@ -817,8 +856,7 @@ pub unsafe extern "C" fn cuMemGetMemPool(
 ) -> CUresult {
     guard("cuMemGetMemPool", || {
         let o = out(pool, "pool")?;
-        let d = device_location(location, ty)?;
-        *o = device_pools(d)?.1.handle();
+        *o = location_pools(location, ty)?.1.handle();
         Ok(())
     })
 }
@@ -830,7 +868,16 @@ pub unsafe extern "C" fn cuMemSetMemPool(
     pool: *mut c_void,
 ) -> CUresult {
     guard("cuMemSetMemPool", || {
-        let d = device_location(location, ty)?;
-        set_pool(d, pool_ref(pool)?)
+        let p = pool_ref(pool)?;
+        match location_pools(location, ty)?.2 {
+            Some(d) => set_pool(d, p),
+            None if p.is_host() && p.numa.is_none() => {
+                HOST_POOLS.lock().1 = Some(p);
+                Ok(())
+            }
+            None => Err(invalid(
+                "the pool is not a pool of CU_MEM_LOCATION_TYPE_HOST memory",
+            )),
+        }
     })
 }

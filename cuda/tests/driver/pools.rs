@@ -363,5 +363,53 @@ fn host_memory_pools() {
     let mut p = props(0);
     (p.loc_type, p.loc_id) = (3, 999);
     assert_eq!(create(&p).0, 1, "no NUMA node 999");
+    // The host's default and current pools (CUDA 13's location forms).
+    let host = [2i32, 0];
+    let (mut def, mut cur) = (null_mut(), null_mut());
+    check(
+        cu!(cuMemGetDefaultMemPool(&mut def, host.as_ptr() as *const c_void, 1): *mut *mut c_void, *const c_void, i32),
+        "default host pool",
+    );
+    check(
+        cu!(cuMemGetMemPool(&mut cur, host.as_ptr() as *const c_void, 1): *mut *mut c_void, *const c_void, i32),
+        "current host pool",
+    );
+    assert!(!def.is_null());
+    assert_eq!(cur, def);
+    let mut hp = props(0);
+    hp.loc_type = 2;
+    let (r, mine) = create(&hp);
+    assert_eq!(r, 0);
+    check(
+        cu!(cuMemSetMemPool(host.as_ptr() as *const c_void, 1, mine): *const c_void, i32, *mut c_void),
+        "set the host pool",
+    );
+    check(
+        cu!(cuMemGetMemPool(&mut cur, host.as_ptr() as *const c_void, 1): *mut *mut c_void, *const c_void, i32),
+        "current host pool",
+    );
+    assert_eq!(cur, mine);
+    let (mut dev_default, mut x) = (null_mut(), null_mut());
+    check(
+        cu!(cuDeviceGetDefaultMemPool(&mut dev_default, 0): *mut *mut c_void, i32),
+        "device pool",
+    );
+    assert_eq!(
+        cu!(cuMemSetMemPool(host.as_ptr() as *const c_void, 1, dev_default): *const c_void, i32, *mut c_void),
+        1,
+        "a device pool as the host's"
+    );
+    check(cu!(cuMemPoolDestroy(mine): *mut c_void), "destroy");
+    check(
+        cu!(cuMemGetMemPool(&mut x, host.as_ptr() as *const c_void, 1): *mut *mut c_void, *const c_void, i32),
+        "current host pool",
+    );
+    assert_eq!(x, def, "back to the default");
+    assert_eq!(cu!(cuMemPoolDestroy(def): *mut c_void), 1);
+    let d = alloc_from(def, 4096, s);
+    unsafe { *(d as *mut u32) = 5 };
+    assert_eq!(dtoh::<u32>(d, 1), vec![5]);
+    free_async(d, s);
+    check(cu!(cuStreamSynchronize(s): *mut c_void), "sync");
     check(cu!(cuStreamDestroy_v2(s): *mut c_void), "destroy");
 }
