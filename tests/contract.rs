@@ -891,3 +891,67 @@ fn buffers_export_as_dma_bufs() {
         assert!(e.message.starts_with("test_export: "), "{}", e.message);
     }
 }
+
+/// Reserved GPU addresses, physical memory and mappings (core/vmm.rs): one allocation mapped
+/// at two addresses and at a part of itself, written through one mapping and read through the
+/// others; an export fd of the memory imported as physical memory maps the same bytes; bad
+/// sizes and ranges are refused.
+#[test]
+fn physical_memory_mapped_at_reserved_addresses() {
+    use tegragpu::core::VMM_GRANULE as G;
+    let dev = device();
+    let g = G;
+    for (size, align) in [(g + 4096, 0), (g, 3 * g)] {
+        let e = dev.reserve_va(size, align).err().expect("refused");
+        assert_eq!(
+            e.status,
+            Status::InvalidArgument,
+            "{size:#x} {align:#x}: {e}"
+        );
+    }
+    assert!(dev.alloc_physical(g / 2).is_err());
+    let phys = std::sync::Arc::new(dev.alloc_physical(2 * g).unwrap());
+    assert_eq!(phys.size(), 2 * g);
+    let range = dev.reserve_va(8 * g, 0).unwrap();
+    let va = range.start();
+    assert_eq!(va % g, 0);
+    let whole = dev.map_physical(&phys, 0, va, 2 * g).unwrap();
+    let again = dev.map_physical(&phys, 0, va + 2 * g, 2 * g).unwrap();
+    let half = dev.map_physical(&phys, g, va + 4 * g, g).unwrap();
+    assert!(
+        dev.map_physical(&phys, 0, va + g, 2 * g).is_err(),
+        "over a mapping"
+    );
+    assert!(
+        dev.map_physical(&phys, g, va + 6 * g, 2 * g).is_err(),
+        "past the memory"
+    );
+    assert!(
+        dev.map_physical(&phys, 0, va + 6 * g + 4096, g).is_err(),
+        "unaligned"
+    );
+    let host = dev.alloc(64, Default::default()).unwrap();
+    let mut q = dev.create_queue(QueueKind::Compute).unwrap();
+    q.fill_va(va + g + 256, 0xfeed_0001, 4, 4).unwrap();
+    q.copy_va(host.gpu_va(), va + 3 * g + 256, 16).unwrap();
+    q.copy_va(host.gpu_va() + 16, va + 4 * g + 256, 16).unwrap();
+    q.synchronize(5 * SEC).unwrap();
+    for i in 0..8 {
+        assert_eq!(read_u32(&host, i), 0xfeed_0001, "word {i}");
+    }
+    // Exported and imported: the same memory.
+    let fd = phys.export_fd().unwrap_or_else(|e| panic!("export: {e}"));
+    let imported = std::sync::Arc::new(dev.import_physical(fd).unwrap());
+    unsafe { libc::close(fd) };
+    assert_eq!(imported.size(), 2 * g);
+    let other = dev.map_physical(&imported, 0, va + 6 * g, 2 * g).unwrap();
+    q.fill_va(va + 6 * g + 512, 0xfeed_0002, 4, 1).unwrap();
+    q.copy_va(host.gpu_va(), va + 512, 4).unwrap();
+    q.synchronize(5 * SEC).unwrap();
+    assert_eq!(read_u32(&host, 0), 0xfeed_0002);
+    assert!(dev.import_physical(-1).is_err());
+    drop((whole, again, half, other));
+    // The addresses are free again for a new mapping.
+    let m = dev.map_physical(&phys, 0, va, 2 * g).unwrap();
+    drop(m);
+}

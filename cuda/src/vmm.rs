@@ -88,6 +88,52 @@ fn with<T>(f: impl FnOnce(&mut State) -> T) -> T {
     f(STATE.lock().get_or_insert_with(State::default))
 }
 
+impl State {
+    /// A new handle for `phys` (one reference).
+    fn add(&mut self, phys: Arc<PhysicalMemory>, prop: CUmemAllocationProp, ordinal: i32) -> u64 {
+        self.next += 1;
+        let h = 0x7467_0000_0000_0000 | self.next;
+        self.handles.insert(
+            h,
+            Handle {
+                phys,
+                prop,
+                ordinal,
+                refs: 1,
+            },
+        );
+        h
+    }
+
+    /// The mapping holding address `ptr`.
+    fn mapping_at(&self, ptr: u64) -> R<&Mapped> {
+        self.mapped
+            .range(..=ptr)
+            .next_back()
+            .filter(|(v, m)| ptr < **v + m.mapping.size())
+            .map(|(_, m)| m)
+            .ok_or_else(|| invalid(format!("{ptr:#x} is not mapped")))
+    }
+}
+
+/// The properties of device memory of device `ordinal` with no shareable handle types (what a
+/// retained or imported handle reports).
+fn device_prop(ordinal: i32) -> CUmemAllocationProp {
+    CUmemAllocationProp {
+        type_: CU_MEM_ALLOCATION_TYPE_PINNED,
+        requested_handle_types: 0,
+        location: CUmemLocation {
+            type_: CU_MEM_LOCATION_TYPE_DEVICE,
+            id: ordinal,
+        },
+        win32_handle_meta_data: std::ptr::null_mut(),
+        compression_type: 0,
+        gpu_direct_rdma_capable: 0,
+        usage: 0,
+        reserved: [0; 4],
+    }
+}
+
 fn granular(what: &str, v: u64) -> R {
     if v % VMM_GRANULE != 0 {
         return Err(invalid(format!(
@@ -176,20 +222,7 @@ pub unsafe extern "C" fn cuMemCreate(
         }
         let core = dev(ordinal)?.core()?;
         let phys = Arc::new(core.alloc_physical(size as u64)?);
-        *o = with(|s| {
-            s.next += 1;
-            let h = 0x7467_0000_0000_0000 | s.next;
-            s.handles.insert(
-                h,
-                Handle {
-                    phys,
-                    prop: p,
-                    ordinal,
-                    refs: 1,
-                },
-            );
-            h
-        });
+        *o = with(|s| s.add(phys, p, ordinal));
         Ok(())
     })
 }
@@ -483,12 +516,7 @@ pub unsafe extern "C" fn cuMemGetAccess(
         }
         dev(l.id).map_err(|e| Fail(CUDA_ERROR_INVALID_DEVICE, e.1))?;
         with(|s| {
-            let (_, m) = s
-                .mapped
-                .range(..=ptr)
-                .next_back()
-                .filter(|(v, m)| ptr < **v + m.mapping.size())
-                .ok_or_else(|| invalid(format!("{ptr:#x} is not mapped")))?;
+            let m = s.mapping_at(ptr)?;
             *o = if m.access && m.ordinal == l.id {
                 CU_MEM_ACCESS_FLAGS_PROT_READWRITE
             } else {
@@ -527,28 +555,11 @@ pub unsafe extern "C" fn cuMemRetainAllocationHandle(
         crate::device::check_init()?;
         let ptr = addr as u64;
         *o = with(|s| {
-            let (_, m) = s
-                .mapped
-                .range(..=ptr)
-                .next_back()
-                .filter(|(v, m)| ptr < **v + m.mapping.size())
-                .ok_or_else(|| invalid(format!("{addr:?} is not mapped")))?;
+            let m = s.mapping_at(ptr)?;
             let (h, ordinal) = (m.handle, m.ordinal);
             let phys = m.mapping.physical().clone();
             // A released handle comes back with the memory its mapping holds.
-            let prop = CUmemAllocationProp {
-                type_: CU_MEM_ALLOCATION_TYPE_PINNED,
-                requested_handle_types: 0,
-                location: CUmemLocation {
-                    type_: CU_MEM_LOCATION_TYPE_DEVICE,
-                    id: ordinal,
-                },
-                win32_handle_meta_data: std::ptr::null_mut(),
-                compression_type: 0,
-                gpu_direct_rdma_capable: 0,
-                usage: 0,
-                reserved: [0; 4],
-            };
+            let prop = device_prop(ordinal);
             s.handles
                 .entry(h)
                 .or_insert(Handle {
@@ -630,33 +641,7 @@ pub unsafe extern "C" fn cuMemImportFromShareableHandle(
                 .map_err(|e| Fail(CUDA_ERROR_INVALID_VALUE, Some(e.message)))?,
         );
         // An imported allocation reports no handle types (NVIDIA's answer).
-        let prop = CUmemAllocationProp {
-            type_: CU_MEM_ALLOCATION_TYPE_PINNED,
-            requested_handle_types: 0,
-            location: CUmemLocation {
-                type_: CU_MEM_LOCATION_TYPE_DEVICE,
-                id: ordinal,
-            },
-            win32_handle_meta_data: std::ptr::null_mut(),
-            compression_type: 0,
-            gpu_direct_rdma_capable: 0,
-            usage: 0,
-            reserved: [0; 4],
-        };
-        *o = with(|s| {
-            s.next += 1;
-            let h = 0x7467_0000_0000_0000 | s.next;
-            s.handles.insert(
-                h,
-                Handle {
-                    phys,
-                    prop,
-                    ordinal,
-                    refs: 1,
-                },
-            );
-            h
-        });
+        *o = with(|s| s.add(phys, device_prop(ordinal), ordinal));
         Ok(())
     })
 }

@@ -149,7 +149,11 @@ impl Device {
                 "import_physical: fd {fd} is not a file descriptor"
             )));
         }
-        let alloc = self.backend().import_physical(fd)?;
+        let alloc = self.backend().import_physical(fd).map_err(|mut e| {
+            // The backends' import checks name the buffer import they share code with.
+            e.message = e.message.replace("tg_buf_import_fd", "import_physical");
+            e
+        })?;
         let p = PhysicalMemory {
             dev: self.clone(),
             alloc: Some(alloc),

@@ -141,6 +141,20 @@ fn read_sysfs(path: &str) -> Option<String> {
 }
 
 impl RmBackend {
+    /// A record of memory mapped nowhere (physical memory for `map_physical`) as an
+    /// allocation of this device.
+    fn record_unmapped(&self, rec: state::MemRecord) -> Allocation {
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let a = Allocation {
+            gpu_va: 0,
+            cpu: std::ptr::null_mut(),
+            size: rec.size,
+            id,
+        };
+        self.inner.mem.lock().insert(id, rec);
+        a
+    }
+
     /// Open the `ordinal`-th GPU (in card-info order) of the real driver. Devices of different
     /// GPUs opened this way share one UVM address space, which peer access needs
     /// (`uvm_space.rs`); `Device::open` opens RM devices this way.
@@ -328,15 +342,7 @@ impl Backend for RmBackend {
     /// `NV01_MEMORY_LOCAL_USER` in 2 MiB pages, mapped nowhere.
     fn alloc_physical(&self, size: u64) -> Result<Allocation> {
         let rec = self.inner.alloc_vidmem_unmapped(size)?;
-        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let a = Allocation {
-            gpu_va: 0,
-            cpu: std::ptr::null_mut(),
-            size: rec.size,
-            id,
-        };
-        self.inner.mem.lock().insert(id, rec);
-        Ok(a)
+        Ok(self.record_unmapped(rec))
     }
 
     fn map_physical(&self, alloc: &Allocation, offset: u64, va: u64, size: u64) -> Result<()> {
@@ -359,15 +365,7 @@ impl Backend for RmBackend {
     /// Slot 0 of an RM export fd duplicated into this device, mapped nowhere (`share.rs`).
     fn import_physical(&self, fd: RawFd) -> Result<Allocation> {
         let (rec, _) = self.inner.import_fd_as(fd, 0, &self.gpu_label(), false)?;
-        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let a = Allocation {
-            gpu_va: 0,
-            cpu: std::ptr::null_mut(),
-            size: rec.size,
-            id,
-        };
-        self.inner.mem.lock().insert(id, rec);
-        Ok(a)
+        Ok(self.record_unmapped(rec))
     }
 
     /// The CPU pointer (equal to the GPU VA where the process had room there); video memory
