@@ -3,9 +3,11 @@
 //!
 //! A managed allocation is memory the CPU and the GPU reach at the same address, so the
 //! pointer `cuMemAllocManaged` returns works in host code and in kernels alike:
-//! - desktop GPUs: pages of the process (an anonymous mapping) pinned and mapped for the GPU at
-//!   their own addresses (libtegragpu's `Device::register_host`). The memory stays in system
-//!   memory: kernels reach it over the bus, and prefetches move nothing.
+//! - desktop GPUs: an anonymous mapping of the process handed to libtegragpu
+//!   (`Device::adopt_host`), pinned and mapped for the GPU at its own addresses, and unmapped
+//!   with the buffer once the GPU mapping is gone (so no later mapping reuses the addresses
+//!   while the GPU still maps them). The memory stays in system memory: kernels reach it over
+//!   the bus, and prefetches move nothing.
 //! - Jetson: an allocation of the shared memory whose CPU view the library places at its GPU
 //!   address, as it does for every buffer where the address is free.
 //!
@@ -98,25 +100,10 @@ struct Advice {
 /// Per-allocation state of memory the CPU and the GPU reach at one address: managed memory,
 /// and the allocations of host memory pools (pools.rs), shared by the allocation's records.
 pub struct Managed {
-    /// Pages this library mapped for the allocation (desktop GPUs), unmapped when the last
-    /// record of the allocation goes; `(0, 0)` when the buffer's own CPU view serves.
-    pages: (usize, usize),
     /// Managed memory (`cuMemAllocManaged`); else memory of a host pool.
     pub managed: bool,
     /// Advice by start offset: each entry holds up to the next one (or the end).
     advice: Mutex<BTreeMap<u64, Advice>>,
-}
-
-impl Drop for Managed {
-    fn drop(&mut self) {
-        let (p, len) = self.pages;
-        if len != 0 {
-            // SAFETY: the anonymous mapping this library made for the allocation; its buffer
-            // (declared before this field in `Alloc`) has been dropped, and the pages the GPU
-            // mapping pinned stay allocated until the driver unpins them.
-            unsafe { libc::munmap(p as *mut c_void, len) };
-        }
-    }
 }
 
 impl Managed {
@@ -194,9 +181,8 @@ pub(crate) fn alloc_shared(
     } else {
         "host pool memory"
     };
-    let fresh = |pages| {
+    let fresh = || {
         Arc::new(Managed {
-            pages,
             managed,
             advice: Mutex::new(BTreeMap::from([(0, Advice::default())])),
         })
@@ -225,11 +211,19 @@ pub(crate) fn alloc_shared(
                     ),
                 ));
             }
-            let pages = fresh((p as usize, len));
+            let unmap = || {
+                // SAFETY: the mapping made above, not handed to the library.
+                unsafe { libc::munmap(p, len) };
+            };
             if let Some(node) = numa {
-                bind_to_node(p, len, node)?;
+                bind_to_node(p, len, node).inspect_err(|_| unmap())?;
             }
-            let buf = ctx.core.register_host(p as *const u8, len as u64)?;
+            // The buffer owns the pages from here: they are unmapped only once the GPU mapping
+            // is gone, so a later mapping cannot reuse the addresses while the GPU maps them.
+            // SAFETY: a fresh anonymous mapping of this function, given up on success.
+            let buf = unsafe { ctx.core.adopt_host(p as *mut u8, len as u64) }
+                .inspect_err(|_| unmap())?;
+            let pages = fresh();
             Ok(Alloc {
                 buf: Arc::new(buf),
                 size,
@@ -268,7 +262,7 @@ pub(crate) fn alloc_shared(
                 ctx,
                 host: Some(p as usize),
                 host_flags: 0,
-                managed: Some(fresh((0, 0))),
+                managed: Some(fresh()),
                 pool: None,
             })
         }

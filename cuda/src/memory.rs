@@ -22,8 +22,7 @@ pub struct Alloc {
     pub host: Option<usize>,
     pub host_flags: u32,
     /// Managed memory (`cuMemAllocManaged`, managed.rs) and host pool memory (pools.rs): the
-    /// host address is the device address, and the pages the allocation owns (desktop GPUs),
-    /// unmapped after the buffer.
+    /// host address is the device address; advice and prefetch state.
     pub managed: Option<Arc<crate::managed::Managed>>,
     /// Stream-ordered allocations (`cuMemAllocAsync`, pools.rs): the pool.
     pub pool: Option<&'static crate::pools::Pool>,
@@ -205,11 +204,6 @@ fn free_va(va: u64, host: bool) -> R {
         m.by_host.remove(&h);
     }
     drop(m);
-    if a.managed.is_some() {
-        // Managed memory is unmapped for the CPU with the allocation: the device's work that
-        // may still use it completes first, as CUDA's cuMemFree waits for it.
-        a.ctx.synchronize()?;
-    }
     // CUDA's cuMemFree waits for the device: work that still uses the memory has completed
     // when it returns. libtegragpu holds freed memory until queued work is done, so the
     // buffer can be dropped now (a pool's allocation goes back to its pool's accounts).

@@ -326,6 +326,19 @@ pub trait Backend: Send + Sync {
             ),
         ))
     }
+    /// As [`Backend::register_host`], for an anonymous mapping of the process handed to the
+    /// library: freeing the allocation also unmaps the pages (after the driver has released
+    /// them). Default: not supported.
+    fn adopt_host(&self, ptr: u64, size: u64) -> Result<Allocation> {
+        let _ = (ptr, size);
+        Err(crate::error::Error::new(
+            crate::error::Status::NotSupported,
+            format!(
+                "{} cannot map memory the library did not allocate for the GPU",
+                self.label()
+            ),
+        ))
+    }
     /// The backend as `Any`, so that a backend can recognise a peer of its own kind.
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         None

@@ -110,6 +110,26 @@ impl Buffer {
         })
     }
 
+    /// The process's anonymous mapping `[ptr, ptr + len)` handed over (see
+    /// [`Device::adopt_host`]).
+    pub(crate) fn adopt(dev: &Device, ptr: usize, len: u64) -> Result<Buffer> {
+        if ptr == 0 || ptr % 4096 != 0 || len == 0 || len % 4096 != 0 {
+            return Err(Error::invalid(format!(
+                "adopt_host: [{ptr:#x}, +{len:#x}) is not whole 4 KiB pages"
+            )));
+        }
+        let alloc = dev.backend().adopt_host(ptr as u64, len)?;
+        let b = Buffer {
+            dev: dev.clone(),
+            size: alloc.size,
+            alloc: Some(alloc),
+        };
+        // Peers that cannot map host memory leave it unmapped there (no error for host
+        // buffers), so the adoption stands once the driver has taken the pages.
+        dev.peer_add_buffer(b.a(), true)?;
+        Ok(b)
+    }
+
     fn a(&self) -> &Allocation {
         // Invariant: `alloc` is Some until drop.
         self.alloc

@@ -303,6 +303,22 @@ impl Device {
         Buffer::register(self, ptr as usize, len)
     }
 
+    /// Hand the process's anonymous mapping `[ptr, ptr + len)` (whole 4 KiB pages) to the
+    /// library: mapped for the GPU at its own addresses, as [`Device::register_host`] maps
+    /// pages, and unmapped from the process once the buffer is freed (after the queued work
+    /// that may use it), so its addresses are not reused while the GPU still maps them.
+    /// Desktop GPUs (RM) only; elsewhere `Status::NotSupported`. On failure the mapping stays
+    /// the caller's.
+    ///
+    /// # Safety
+    /// `[ptr, ptr + len)` must be an anonymous mapping the caller made (`mmap`) and gives up:
+    /// nothing else may unmap or use it as its own after this call succeeds.
+    pub unsafe fn adopt_host(&self, ptr: *mut u8, len: u64) -> Result<Buffer> {
+        self.check_usable()?;
+        self.collect_deferred();
+        Buffer::adopt(self, ptr as usize, len)
+    }
+
     /// Import memory another driver or process exported as `fd` (a dma-buf on Jetson, an RM
     /// export fd on desktop GPUs; see [`Buffer::export_fd`]): a buffer of `size` bytes of it,
     /// or of all of it when `size` is 0. The caller keeps `fd` (close it when it likes; the

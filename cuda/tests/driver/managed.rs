@@ -269,6 +269,42 @@ fn managed_memory_is_one_address_for_cpu_and_gpu() {
     check(cu!(cuMemFree_v2(d): u64), "free");
     assert_eq!(cu!(cuMemFree_v2(d): u64), 1, "double free");
     assert_eq!(pattr(8, d).0, 1, "freed memory has no attributes");
+    // Allocations after a free work again, many times (nothing leaks a mapping), also while
+    // another stream's kernel keeps the device busy: freed memory stays mapped for the GPU
+    // until that work is done, and its addresses are not handed out again before.
+    let spin = function(m, "spin_until");
+    let mut flag: *mut c_void = null_mut();
+    check(
+        cu!(cuMemHostAlloc(&mut flag, 4, 0): *mut *mut c_void, usize, u32),
+        "flag",
+    );
+    unsafe { (flag as *mut u32).write_volatile(0) };
+    let mut flag_dev = 0u64;
+    check(
+        cu!(cuMemHostGetDevicePointer_v2(&mut flag_dev, flag, 0): *mut u64, *mut c_void, u32),
+        "flag address",
+    );
+    let mut busy = null_mut();
+    check(
+        cu!(cuStreamCreate(&mut busy, 1): *mut *mut c_void, u32),
+        "stream",
+    );
+    let (mut fp, mut max_ns) = (flag_dev, 60_000_000_000u64);
+    launch(spin, 1, 32, busy, &mut [ptr(&mut fp), ptr(&mut max_ns)]);
+    for i in 0..20u32 {
+        let mut e = 0u64;
+        check(
+            cu!(cuMemAllocManaged(&mut e, 100_000, 1): *mut u64, usize, u32),
+            "while busy",
+        );
+        unsafe { *(e as *mut u32).add(7) = i };
+        assert_eq!(unsafe { *(e as *const u32).add(7) }, i);
+        check(cu!(cuMemFree_v2(e): u64), "free while busy");
+    }
+    unsafe { (flag as *mut u32).write_volatile(1) };
+    check(cu!(cuStreamSynchronize(busy): *mut c_void), "sync");
+    check(cu!(cuStreamDestroy_v2(busy): *mut c_void), "destroy");
+    check(cu!(cuMemFreeHost(flag): *mut c_void), "free flag");
     // Allocations after a free work again, many times (nothing leaks a mapping).
     for i in 0..20 {
         let mut e = 0u64;

@@ -381,7 +381,9 @@ impl Inner {
     /// CPU address, so that kernels use the host pointer itself. Refused where that address is
     /// not free for the GPU: inside the library's own window, the shader windows, beyond the
     /// GPU's 49-bit addresses, or a range UVM already has (a registration sharing a page).
-    pub(super) fn register_host(&self, start: u64, size: u64) -> Result<MemRecord> {
+    /// `owned`: the pages are an anonymous mapping handed to the library, unmapped once RM has
+    /// released them (the record is then of kind `Host`).
+    pub(super) fn register_host(&self, start: u64, size: u64, owned: bool) -> Result<MemRecord> {
         let end = start.checked_add(size).filter(|e| *e <= 1 << 47);
         let Some(end) = end else {
             return Err(Error::invalid(format!(
@@ -399,7 +401,12 @@ impl Inner {
                 ),
             ));
         }
-        self.build_record(MemKind::Registered, |rec| {
+        let kind = if owned {
+            MemKind::Host
+        } else {
+            MemKind::Registered
+        };
+        self.build_record(kind, |rec| {
             rec.va = start;
             rec.size = size;
             let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
@@ -416,6 +423,10 @@ impl Inner {
                 )
             })?;
             rec.uvm_mapped = true;
+            if owned {
+                // From here the record unmaps the pages when it is freed.
+                rec.cpu = start as usize;
+            }
             Ok(())
         })
     }

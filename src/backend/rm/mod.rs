@@ -141,6 +141,29 @@ fn read_sysfs(path: &str) -> Option<String> {
 }
 
 impl RmBackend {
+    /// The process's pages `[ptr, ptr + size)` pinned and mapped for the GPU at their own
+    /// addresses; `owned`: the library unmaps them once they are freed.
+    fn register(&self, ptr: u64, size: u64, owned: bool) -> Result<Allocation> {
+        if size == 0 || ptr % 4096 != 0 || size % 4096 != 0 {
+            return Err(Error::invalid(format!(
+                "register: [{ptr:#x}, +{size:#x}) is not whole 4 KiB pages"
+            )));
+        }
+        let rec = self.inner.register_host(ptr, size, owned)?;
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let a = Allocation {
+            gpu_va: rec.va,
+            cpu: ptr as *mut u8,
+            size: rec.size,
+            id,
+        };
+        debug!(
+            "register {size:#x} bytes of the process's memory at {ptr:#x} id {id} (owned: {owned})"
+        );
+        self.inner.mem.lock().insert(id, rec);
+        Ok(a)
+    }
+
     /// A record of memory mapped nowhere (physical memory for `map_physical`) as an
     /// allocation of this device.
     fn record_unmapped(&self, rec: state::MemRecord) -> Allocation {
@@ -282,22 +305,11 @@ impl Backend for RmBackend {
     }
 
     fn register_host(&self, ptr: u64, size: u64) -> Result<Allocation> {
-        if size == 0 || ptr % 4096 != 0 || size % 4096 != 0 {
-            return Err(Error::invalid(format!(
-                "register: [{ptr:#x}, +{size:#x}) is not whole 4 KiB pages"
-            )));
-        }
-        let rec = self.inner.register_host(ptr, size)?;
-        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let a = Allocation {
-            gpu_va: rec.va,
-            cpu: ptr as *mut u8,
-            size: rec.size,
-            id,
-        };
-        debug!("register {size:#x} bytes of the process's memory at {ptr:#x} id {id}");
-        self.inner.mem.lock().insert(id, rec);
-        Ok(a)
+        self.register(ptr, size, false)
+    }
+
+    fn adopt_host(&self, ptr: u64, size: u64) -> Result<Allocation> {
+        self.register(ptr, size, true)
     }
 
     fn free(&self, alloc: &Allocation) -> Result<()> {
