@@ -111,6 +111,13 @@ pub struct MemFlags {
 /// large page of every GPU the library drives).
 pub const VMM_GRANULE: u64 = 2 << 20;
 
+fn foreign_unsupported(label: &str) -> crate::error::Error {
+    crate::error::Error::new(
+        crate::error::Status::NotSupported,
+        format!("{label} cannot map memory the library did not allocate for the GPU"),
+    )
+}
+
 fn vmm_unsupported(info: &DeviceInfo) -> crate::error::Error {
     crate::error::Error::new(
         crate::error::Status::NotSupported,
@@ -318,26 +325,14 @@ pub trait Backend: Send + Sync {
     /// is `ptr` and which [`Backend::free`] unmaps and unpins without touching the memory.
     fn register_host(&self, ptr: u64, size: u64) -> Result<Allocation> {
         let _ = (ptr, size);
-        Err(crate::error::Error::new(
-            crate::error::Status::NotSupported,
-            format!(
-                "{} cannot map memory the library did not allocate for the GPU",
-                self.label()
-            ),
-        ))
+        Err(foreign_unsupported(&self.label()))
     }
     /// As [`Backend::register_host`], for an anonymous mapping of the process handed to the
     /// library: freeing the allocation also unmaps the pages (after the driver has released
     /// them). Default: not supported.
     fn adopt_host(&self, ptr: u64, size: u64) -> Result<Allocation> {
         let _ = (ptr, size);
-        Err(crate::error::Error::new(
-            crate::error::Status::NotSupported,
-            format!(
-                "{} cannot map memory the library did not allocate for the GPU",
-                self.label()
-            ),
-        ))
+        Err(foreign_unsupported(&self.label()))
     }
     /// The backend as `Any`, so that a backend can recognise a peer of its own kind.
     fn as_any(&self) -> Option<&dyn std::any::Any> {

@@ -195,6 +195,23 @@ pub(crate) fn launch(
     );
 }
 
+/// A pinned host word set to 0, and its device address: the flag a `spin_until` kernel waits
+/// for (set it with a volatile write of 1; free it with `cuMemFreeHost`).
+pub(crate) fn host_flag() -> (*mut c_void, u64) {
+    let mut flag: *mut c_void = null_mut();
+    check(
+        cu!(cuMemHostAlloc(&mut flag, 4, 0): *mut *mut c_void, usize, u32),
+        "flag",
+    );
+    unsafe { (flag as *mut u32).write_volatile(0) };
+    let mut flag_dev = 0u64;
+    check(
+        cu!(cuMemHostGetDevicePointer_v2(&mut flag_dev, flag, 0): *mut u64, *mut c_void, u32),
+        "flag address",
+    );
+    (flag, flag_dev)
+}
+
 pub(crate) fn ptr<T>(v: &mut T) -> *mut c_void {
     v as *mut T as *mut c_void
 }

@@ -273,17 +273,7 @@ fn managed_memory_is_one_address_for_cpu_and_gpu() {
     // another stream's kernel keeps the device busy: freed memory stays mapped for the GPU
     // until that work is done, and its addresses are not handed out again before.
     let spin = function(m, "spin_until");
-    let mut flag: *mut c_void = null_mut();
-    check(
-        cu!(cuMemHostAlloc(&mut flag, 4, 0): *mut *mut c_void, usize, u32),
-        "flag",
-    );
-    unsafe { (flag as *mut u32).write_volatile(0) };
-    let mut flag_dev = 0u64;
-    check(
-        cu!(cuMemHostGetDevicePointer_v2(&mut flag_dev, flag, 0): *mut u64, *mut c_void, u32),
-        "flag address",
-    );
+    let (flag, flag_dev) = host_flag();
     let mut busy = null_mut();
     check(
         cu!(cuStreamCreate(&mut busy, 1): *mut *mut c_void, u32),

@@ -147,17 +147,7 @@ fn memsets_and_pageable_copies_wait_for_nothing_and_keep_stream_order() {
         cu!(cuStreamCreate(&mut s, 1): *mut *mut c_void, u32),
         "stream",
     );
-    let mut flag: *mut c_void = null_mut();
-    check(
-        cu!(cuMemHostAlloc(&mut flag, 4, 0): *mut *mut c_void, usize, u32),
-        "flag",
-    );
-    unsafe { (flag as *mut u32).write_volatile(0) };
-    let mut flag_dev = 0u64;
-    check(
-        cu!(cuMemHostGetDevicePointer_v2(&mut flag_dev, flag, 0): *mut u64, *mut c_void, u32),
-        "flag address",
-    );
+    let (flag, flag_dev) = host_flag();
     // The stream: fill with 1, spin (at most 60 s of GPU time) until the flag is set, ...
     let (mut p, mut v, mut cnt) = (d, 1u32, n as u32);
     launch(

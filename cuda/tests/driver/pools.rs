@@ -150,17 +150,7 @@ fn stream_ordered_allocation_from_pools() {
     let b = alloc_from(pool, 9_000, s);
     assert_eq!(b, a, "reused in stream order");
     // Another stream does not while the freeing stream's work may still use it.
-    let mut flag: *mut c_void = null_mut();
-    check(
-        cu!(cuMemHostAlloc(&mut flag, 4, 0): *mut *mut c_void, usize, u32),
-        "flag",
-    );
-    unsafe { (flag as *mut u32).write_volatile(0) };
-    let mut flag_dev = 0u64;
-    check(
-        cu!(cuMemHostGetDevicePointer_v2(&mut flag_dev, flag, 0): *mut u64, *mut c_void, u32),
-        "flag address",
-    );
+    let (flag, flag_dev) = host_flag();
     let (mut fp, mut max_ns) = (flag_dev, 60_000_000_000u64);
     launch(spin, 1, 32, s, &mut [ptr(&mut fp), ptr(&mut max_ns)]);
     free_async(b, s);
