@@ -750,3 +750,83 @@ fn builtin_syscall_modules_fit_their_callers() {
         assert_eq!(m.global_symbol("tg_sys").map(|g| g.size), Some(8));
     }
 }
+
+const M87: &[u8] = include_bytes!("fixtures/managed/managed.sm_87.cubin");
+const M90: &[u8] = include_bytes!("fixtures/managed/managed.sm_90.cubin");
+const M100: &[u8] = include_bytes!("fixtures/managed/managed.sm_100.cubin");
+
+/// `__managed__` variables (`st_other` STO_CUDA_MANAGED = 4 in the `cuobjdump -elf` listing of
+/// tests/fixtures/managed) are marked, and `relocate_placing` points the code's cbank-4
+/// address table at where the loader put them; the plain `__device__` variable stays in the
+/// image, and without placements every variable does.
+#[test]
+fn managed_variables_are_marked_and_relocated_to_their_placement() {
+    for (sm, b) in [((8, 7), M87), ((9, 0), M90), ((10, 0), M100)] {
+        let m = parse(b, sm);
+        let mut vars: Vec<(&str, u64, bool)> = m
+            .global_symbols()
+            .iter()
+            .map(|g| (g.name.as_str(), g.size, g.managed))
+            .collect();
+        vars.sort();
+        assert_eq!(
+            vars,
+            [
+                ("d_plain", 4, false),
+                ("m_counter", 4, true),
+                ("m_table", 16, true),
+                ("m_zero", 4, true)
+            ],
+            "sm {sm:?}"
+        );
+        let base = 0x7_0000_0000u64;
+        let sym = |n: &str| m.global_symbol(n).expect(n).offset;
+        let placed: Vec<(u64, u64)> = ["m_counter", "m_table", "m_zero"]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (sym(n), 0x55_0000_0000 + 0x1000 * i as u64))
+            .collect();
+        let cb4 = |img: &[u8]| -> Vec<u64> {
+            let (off, size) = m.cbank4().expect("constant bank 4");
+            let mut w: Vec<u64> = img[off as usize..(off + size) as usize]
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+                .filter(|&w| w != 0)
+                .collect();
+            w.sort();
+            w
+        };
+        let mut img = m.image().to_vec();
+        m.relocate_placing(&mut img, base, &|_| None, &|off| {
+            placed.iter().find(|(o, _)| *o == off).map(|(_, v)| *v)
+        })
+        .expect("relocate with placements");
+        let mut want: Vec<u64> = placed.iter().map(|(_, v)| *v).collect();
+        want.push(base + sym("d_plain"));
+        want.sort();
+        assert_eq!(cb4(&img), want, "sm {sm:?}");
+        // Without placements every variable is reached in the image.
+        let mut img = m.image().to_vec();
+        m.relocate(&mut img, base).expect("relocate");
+        let mut want: Vec<u64> = ["m_counter", "m_table", "m_zero", "d_plain"]
+            .iter()
+            .map(|n| base + sym(n))
+            .collect();
+        want.sort();
+        assert_eq!(cb4(&img), want, "sm {sm:?}");
+        // The initial values lie in the image for the loader to copy.
+        let init = |n: &str, len: usize| {
+            let o = sym(n) as usize;
+            m.image()[o..o + len].to_vec()
+        };
+        assert_eq!(init("m_counter", 4), 10i32.to_le_bytes());
+        assert_eq!(
+            init("m_table", 16),
+            [1u32, 2, 3, 4]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<u8>>()
+        );
+        assert_eq!(init("m_zero", 4), [0; 4]);
+    }
+}

@@ -435,3 +435,75 @@ fn fixtures_come_from_tegragpu_repo_root() {
         "{text}"
     );
 }
+
+/// `Device::load_module_placing`: each `__managed__` variable is put where the caller says
+/// (here: buffers of its own), `Module::global` answers that place, and the plain `__device__`
+/// variable stays in the module; a placement that fails fails the load with its error.
+#[test]
+fn managed_variables_go_where_the_loader_places_them() {
+    let dev = common::device();
+    let i = dev.info();
+    let bytes = fixture(&format!(
+        "managed/managed.sm_{}{}.cubin",
+        i.sm_major, i.sm_minor
+    ));
+    let mut bufs = Vec::new();
+    let mut seen = Vec::new();
+    let mut place = |v: &tegragpu::core::ManagedVariable| {
+        seen.push((v.name.to_string(), v.size, v.init.to_vec()));
+        let b = dev.alloc(v.size, tegragpu::core::MemFlags::default())?;
+        let cpu = b.map_cpu()?;
+        // SAFETY: the buffer holds at least `size` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(v.init.as_ptr(), cpu, v.init.len()) };
+        let at = tegragpu::core::ManagedPlace {
+            gpu_va: b.gpu_va(),
+            cpu: cpu as usize,
+        };
+        bufs.push(b);
+        Ok(at)
+    };
+    let m = dev
+        .load_module_placing(&bytes, &mut place)
+        .expect("load with placements");
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("m_counter".to_string(), 4, 10u32.to_le_bytes().to_vec()),
+            (
+                "m_table".to_string(),
+                16,
+                [1u32, 2, 3, 4]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect()
+            ),
+            ("m_zero".to_string(), 4, vec![0; 4]),
+        ]
+    );
+    let vas: Vec<u64> = bufs.iter().map(|b| b.gpu_va()).collect();
+    for n in ["m_counter", "m_table", "m_zero"] {
+        let (va, cpu, _) = m.global(n).expect(n);
+        assert!(vas.contains(&va), "{n} at {va:#x}, placed at {vas:x?}");
+        let b = bufs.iter().find(|b| b.gpu_va() == va).unwrap();
+        assert_eq!(cpu, b.cpu_ptr(), "{n}: the CPU address of the placement");
+    }
+    let (c, cpu, _) = m.global("m_counter").unwrap();
+    assert_eq!(unsafe { (cpu as *const u32).read() }, 10, "{c:#x}");
+    let (pv, _, _) = m.global("d_plain").unwrap();
+    assert!(!vas.contains(&pv), "d_plain stays in the module");
+    // Plain loads keep the managed variables in the module.
+    let plain = dev.load_module(&bytes).expect("plain load");
+    let (pc, _, _) = plain.global("m_counter").unwrap();
+    assert!(!vas.contains(&pc));
+    // A failed placement fails the load with its error.
+    let mut refuse = |_: &tegragpu::core::ManagedVariable| {
+        Err(tegragpu::Error::new(Status::OutOfMemory, "no room here"))
+    };
+    let e = dev
+        .load_module_placing(&bytes, &mut refuse)
+        .err()
+        .expect("refused placement");
+    assert_eq!(e.status, Status::OutOfMemory);
+    assert!(e.message.contains("no room here"), "{}", e.message);
+}

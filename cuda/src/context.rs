@@ -147,6 +147,20 @@ thread_local! {
     static STACK: RefCell<Vec<&'static Context>> = const { RefCell::new(Vec::new()) };
 }
 
+/// A context of device `d` to own memory made for it outside any call's context (the
+/// `__managed__` variables of a library's module): the current context when it is `d`'s, else
+/// `d`'s primary context while it lives.
+pub fn of_device(d: &'static Dev) -> Option<&'static Context> {
+    match current() {
+        Ok(c) if std::ptr::eq(c.dev, d) => Some(c),
+        _ => d
+            .primary
+            .lock()
+            .0
+            .filter(|c| !c.destroyed.load(Ordering::Acquire)),
+    }
+}
+
 /// The calling thread's current context.
 #[inline]
 pub fn current() -> R<&'static Context> {

@@ -55,7 +55,7 @@ impl Library {
         if let Some(m) = slot {
             return Ok(m);
         }
-        let m = Mod::load(d.core()?, &self.image, true)?;
+        let m = Mod::load(d.core()?, crate::context::of_device(d), &self.image, true)?;
         *slot = Some(m);
         Ok(m)
     }
@@ -148,7 +148,7 @@ fn load(bytes: Vec<u8>) -> R<*mut c_void> {
     // Checked now: on the current context's device, else on device 0.
     let ordinal = current().map(|c| c.dev.ordinal).unwrap_or(0);
     let d = dev(ordinal)?;
-    let first = Mod::load(d.core()?, &bytes, true)?;
+    let first = Mod::load(d.core()?, crate::context::of_device(d), &bytes, true)?;
     let mut mods = vec![None; devices().len()];
     mods[ordinal as usize] = Some(first);
     let l = Box::new(Library {
@@ -288,6 +288,38 @@ pub unsafe extern "C" fn cuLibraryGetGlobal(
     guard("cuLibraryGetGlobal", || {
         let l = lib_ref(h)?;
         let m = l.module_on(current()?.dev.ordinal)?;
+        get_global(dptr, bytes, m.handle(), name)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuLibraryGetManaged(
+    dptr: *mut CUdeviceptr,
+    bytes: *mut usize,
+    h: *mut c_void,
+    name: *const c_char,
+) -> CUresult {
+    guard("cuLibraryGetManaged", || {
+        let l = lib_ref(h)?;
+        if name.is_null() {
+            return Err(invalid("name is NULL"));
+        }
+        let m = l.module_on(current()?.dev.ordinal)?;
+        let n = CStr::from_ptr(name).to_string_lossy();
+        if !m.managed.iter().any(|(v, _)| *v == n) {
+            let names: Vec<&str> = m.managed.iter().map(|(v, _)| v.as_str()).collect();
+            return Err(fail(
+                CUDA_ERROR_NOT_FOUND,
+                format!(
+                    "no __managed__ variable named \"{n}\" in the library; it has: {}",
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+            ));
+        }
         get_global(dptr, bytes, m.handle(), name)
     })
 }

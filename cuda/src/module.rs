@@ -8,7 +8,7 @@ use crate::types::*;
 use parking_lot::Mutex;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicU32, Ordering};
-use tegragpu::core::{Kernel, Module};
+use tegragpu::core::{Kernel, ManagedPlace, ManagedVariable, Module};
 
 const MODULE_MAGIC: u64 = 0x7467_6375_6d6f_646c;
 const FUNC_MAGIC: u64 = 0x7467_6375_6675_6e63;
@@ -21,17 +21,77 @@ pub struct Mod {
     funcs: Mutex<Vec<(String, &'static Func)>>,
     /// The module of a library (`cuLibraryGetModule`): unloaded with the library.
     pub library: bool,
+    /// Its `__managed__` variables: (name, managed memory at this GPU address), freed with the
+    /// module.
+    pub managed: Vec<(String, u64)>,
 }
 
 impl Mod {
-    /// Load `bytes` on `dev` as a module.
-    pub fn load(dev: &tegragpu::core::Device, bytes: &[u8], library: bool) -> R<&'static Mod> {
-        let module = dev.load_module(bytes)?;
+    /// Load `bytes` on `dev` as a module. Its `__managed__` variables live in managed memory
+    /// of `ctx` (a context of `dev`; `None`: none is known, and a module with such variables is
+    /// refused).
+    pub fn load(
+        dev: &tegragpu::core::Device,
+        ctx: Option<&'static crate::context::Context>,
+        bytes: &[u8],
+        library: bool,
+    ) -> R<&'static Mod> {
+        let mut vars: Vec<(String, crate::memory::Alloc)> = Vec::new();
+        // Why placing a variable failed, as this library reports it.
+        let mut failed: Option<Fail> = None;
+        let mut place = |v: &ManagedVariable| -> tegragpu::Result<ManagedPlace> {
+            let a = match ctx {
+                Some(ctx) => crate::managed::alloc_shared(ctx, v.size.max(1), true, None),
+                None => Err(fail(
+                    CUDA_ERROR_INVALID_CONTEXT,
+                    format!(
+                        "the module has the __managed__ variable {}, and no context of its device is current to hold the managed memory",
+                        v.name
+                    ),
+                )),
+            };
+            let a = a.map_err(|f| {
+                let e = tegragpu::Error::new(
+                    tegragpu::Status::InvalidArgument,
+                    format!(
+                        "__managed__ variable {}: {}",
+                        v.name,
+                        f.1.as_deref().unwrap_or("")
+                    ),
+                );
+                failed = Some(f);
+                e
+            })?;
+            let host = a.host.unwrap_or(0);
+            // SAFETY: `host` is the CPU address of the fresh allocation, at least `size` bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(v.init.as_ptr(), host as *mut u8, v.init.len())
+            };
+            let at = ManagedPlace {
+                gpu_va: a.buf.gpu_va(),
+                cpu: host,
+            };
+            vars.push((v.name.to_string(), a));
+            Ok(at)
+        };
+        let module = match dev.load_module_placing(bytes, &mut place) {
+            Ok(m) => m,
+            Err(e) => return Err(failed.unwrap_or_else(|| e.into())),
+        };
+        let managed = vars
+            .into_iter()
+            .map(|(n, a)| {
+                let va = a.buf.gpu_va();
+                crate::memory::insert(a);
+                (n, va)
+            })
+            .collect();
         Ok(Box::leak(Box::new(Mod {
             magic: MODULE_MAGIC,
             module,
             funcs: Mutex::new(Vec::new()),
             library,
+            managed,
         })))
     }
 
@@ -69,6 +129,12 @@ impl Mod {
     pub unsafe fn free(&'static self) {
         let mut b = Box::from_raw(self as *const Mod as *mut Mod);
         b.magic = 0;
+        // The managed variables: libtegragpu keeps the memory until queued work is done.
+        for (_, va) in b.managed.drain(..) {
+            if let Some(a) = crate::memory::remove(va) {
+                crate::pools::free_now(&a);
+            }
+        }
         for (_, f) in b.funcs.lock().drain(..) {
             let mut fb = Box::from_raw(f as *const Func as *mut Func);
             fb.magic = 0;
@@ -289,7 +355,7 @@ pub unsafe fn read_image_file(fname: *const c_char) -> R<Vec<u8>> {
 
 fn load_bytes(o: &mut *mut c_void, bytes: &[u8]) -> R {
     let c = current()?;
-    *o = Mod::load(&c.core, bytes, false)?.handle();
+    *o = Mod::load(&c.core, Some(c), bytes, false)?.handle();
     Ok(())
 }
 

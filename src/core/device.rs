@@ -2,6 +2,7 @@
 //! sticky fault state).
 
 use super::buffer::Buffer;
+use super::module::PlaceManaged;
 use super::queue::{fence_now, fence_passed, Fence, Queue, QueueConfig, QueueKind, QueueTrack};
 use super::signal::{Signal, SignalPool};
 use super::Module;
@@ -332,7 +333,17 @@ impl Device {
     /// Load a cubin from memory.
     pub fn load_module(&self, cubin: &[u8]) -> Result<Module> {
         self.check_usable()?;
-        Module::load(self, cubin)
+        Module::load(self, cubin, None)
+    }
+
+    /// [`Device::load_module`] that puts each `__managed__` variable of the cubin where `place`
+    /// says (memory the caller allocated, holding the variable's initial bytes when `place`
+    /// returns): the module's code and [`Module::global`] reach the variable there.
+    /// [`Device::load_module`] keeps such variables in the module's own memory. The caller keeps
+    /// the memory alive as long as the module and the work that uses it.
+    pub fn load_module_placing(&self, cubin: &[u8], place: &mut PlaceManaged) -> Result<Module> {
+        self.check_usable()?;
+        Module::load(self, cubin, Some(place))
     }
 
     /// Compile CUDA C through libnvrtc (loaded at run time) and load the result.

@@ -26,7 +26,7 @@ pub use device::{device_from_env, Device, FaultReport};
 pub use enumerate::{device_count, list_devices, list_devices_for, DeviceListing};
 pub use module::{
     carveout_shared_per_sm, max_blocks_per_sm, max_threads, occupancy, static_shared_need, Kernel,
-    KernelAttributes, Module, ParamAttr,
+    KernelAttributes, ManagedPlace, ManagedVariable, Module, ParamAttr, PlaceManaged,
 };
 pub use properties::DeviceAttribute;
 /// For the curated API (`crate::api`): per-buffer use tracking waits on queue timelines.

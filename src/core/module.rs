@@ -10,6 +10,32 @@ pub(crate) struct ModuleInner {
     pub dev: Device,
     pub image: Option<Allocation>,
     pub cubin: cubin::Module,
+    /// `__managed__` variables the loader placed outside the image: (image offset, place).
+    pub placed: Vec<(u64, ManagedPlace)>,
+}
+
+/// A `__managed__` variable of a cubin being loaded by [`Device::load_module_placing`].
+#[derive(Debug, Clone, Copy)]
+pub struct ManagedVariable<'a> {
+    /// The variable's name.
+    pub name: &'a str,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its initial bytes (`size` of them; zeros for a variable without an initialiser).
+    pub init: &'a [u8],
+}
+
+/// The callback of [`Device::load_module_placing`]: where to put a `__managed__` variable.
+pub type PlaceManaged<'a> = dyn FnMut(&ManagedVariable) -> Result<ManagedPlace> + 'a;
+
+/// Where a loader put a `__managed__` variable: the GPU address the module's code reaches it
+/// at, and the CPU address of the same bytes ([`Module::global`] answers these).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ManagedPlace {
+    /// GPU virtual address.
+    pub gpu_va: u64,
+    /// CPU address of the same memory.
+    pub cpu: usize,
 }
 
 impl Drop for ModuleInner {
@@ -78,7 +104,11 @@ pub struct Kernel {
 static NEXT_KERNEL_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl Module {
-    pub(crate) fn load(dev: &Device, bytes: &[u8]) -> Result<Module> {
+    pub(crate) fn load(
+        dev: &Device,
+        bytes: &[u8],
+        mut place: Option<&mut PlaceManaged>,
+    ) -> Result<Module> {
         let info = dev.info();
         let sm = (info.sm_major, info.sm_minor);
         let cub = cubin::Module::parse(&Self::device_code(bytes, sm)?, sm)?;
@@ -110,11 +140,35 @@ impl Module {
                 dev.ensure_heap(s)?;
             }
         }
+        // `__managed__` variables: where the caller puts them (else they stay in the image).
+        let mut placed = Vec::new();
+        if let Some(place) = place.as_mut() {
+            for g in cub.global_symbols().iter().filter(|g| g.managed) {
+                let init = cub
+                    .image()
+                    .get(g.offset as usize..(g.offset + g.size) as usize)
+                    .ok_or_else(|| {
+                        Error::new(Status::Internal, "managed variable outside the image")
+                    })?;
+                let at = place(&ManagedVariable {
+                    name: &g.name,
+                    size: g.size,
+                    init,
+                })?;
+                placed.push((g.offset, at));
+            }
+        }
         let image_len = cub.image().len() as u64;
         let alloc = dev.backend().alloc(image_len.max(4096), code_memory(dev))?;
         let mut image = cub.image().to_vec();
         let syscall = |s| sys.as_ref().map(|x| x.address(s));
-        if let Err(e) = cub.relocate_with(&mut image, alloc.gpu_va, &syscall) {
+        let managed = |off: u64| {
+            placed
+                .iter()
+                .find(|(o, _)| *o == off)
+                .map(|(_, p)| p.gpu_va)
+        };
+        if let Err(e) = cub.relocate_placing(&mut image, alloc.gpu_va, &syscall, &managed) {
             let _ = dev.backend().free(&alloc);
             return Err(e);
         }
@@ -138,6 +192,7 @@ impl Module {
                 dev: dev.clone(),
                 image: Some(alloc),
                 cubin: cub,
+                placed,
             }),
         })
     }
@@ -201,6 +256,9 @@ impl Module {
             .image
             .as_ref()
             .ok_or_else(|| Error::new(Status::Internal, "module has no image"))?;
+        if let Some((_, p)) = self.inner.placed.iter().find(|(o, _)| *o == g.offset) {
+            return Ok((p.gpu_va, p.cpu as *mut u8, g.size));
+        }
         // SAFETY: the symbol lies inside the image (checked at parse), which the allocation holds.
         let cpu = unsafe { a.cpu.add(g.offset as usize) };
         // The caller is about to change data the GPU may hold in its constant and data caches:

@@ -22,6 +22,8 @@ pub const ELFOSABI_CUDA_V2: u8 = 0x41;
 pub const SHT_CUDA_INFO: u32 = object::elf::SHT_LOPROC;
 /// `st_other` bit marking a kernel entry point (STO_CUDA_ENTRY).
 pub const STO_CUDA_ENTRY: u8 = 0x10;
+/// `st_other` bit marking a `__managed__` variable (STO_CUDA_MANAGED).
+pub const STO_CUDA_MANAGED: u8 = 0x04;
 
 const EHDR_SIZE: usize = std::mem::size_of::<elf::FileHeader64<LE>>();
 const SHDR_SIZE: usize = std::mem::size_of::<elf::SectionHeader64<LE>>();

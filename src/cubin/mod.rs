@@ -179,6 +179,9 @@ pub struct GlobalSymbol {
     pub offset: u64,
     /// Size in bytes.
     pub size: u64,
+    /// A `__managed__` variable (`STO_CUDA_MANAGED`): its code reaches it through relocations
+    /// that [`Module::relocate_placing`] may point at memory outside the image.
+    pub managed: bool,
 }
 
 /// A CUDA system call: an undefined symbol of a cubin that the CUDA driver provides and

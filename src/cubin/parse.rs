@@ -4,7 +4,9 @@
 use super::elf::{
     self, bad, Elf, Sym, SHN_LORESERVE, SHN_UNDEF, SHT_CUDA_INFO, SHT_NOBITS, SHT_PROGBITS,
 };
-use super::elf::{SHT_REL, SHT_RELA, SHT_SYMTAB, STO_CUDA_ENTRY, STT_FUNC, STT_OBJECT};
+use super::elf::{
+    SHT_REL, SHT_RELA, SHT_SYMTAB, STO_CUDA_ENTRY, STO_CUDA_MANAGED, STT_FUNC, STT_OBJECT,
+};
 use super::info::{self, Attr};
 use super::relocations::Placed;
 use super::{
@@ -430,6 +432,7 @@ impl Module {
                 name: name.to_string(),
                 offset: p.offset + sym.st_value,
                 size: sym.st_size,
+                managed: sym.st_other & STO_CUDA_MANAGED != 0,
             });
         }
 

@@ -1,7 +1,7 @@
 //! Relocations of the memory image: resolved at parse time ([`Module::parse`]), applied for a
 //! load VA by [`Module::relocate`].
 
-use super::elf::{bad, Rel, Sym, SHN_ABS, SHN_LORESERVE, SHN_UNDEF};
+use super::elf::{bad, Rel, Sym, SHN_ABS, SHN_LORESERVE, SHN_UNDEF, STO_CUDA_MANAGED, STT_OBJECT};
 use super::{
     Module, Syscall, R_CUDA_32, R_CUDA_64, R_CUDA_ABS32_HI_32, R_CUDA_ABS32_LO_32,
     R_CUDA_ABS_CALL_SM8X, R_CUDA_ABS_CALL_SM90, R_CUDA_FUNC_DESC32_HI_32, R_CUDA_FUNC_DESC32_LO_32,
@@ -34,6 +34,9 @@ pub(super) enum Patch {
 enum Target {
     /// Offset in the image (relocated by the load VA).
     Image(u64),
+    /// A `__managed__` variable at this image offset: where the loader placed it, else in the
+    /// image.
+    Managed(u64),
     /// Absolute value (`SHN_ABS` symbol).
     Abs(u64),
     /// The address of a syscall's implementation, known only at load.
@@ -183,7 +186,11 @@ impl Module {
                         p.size
                     )));
                 }
-                Target::Image(p.offset + sym.st_value)
+                if sym.st_info & 0xf == STT_OBJECT && sym.st_other & STO_CUDA_MANAGED != 0 {
+                    Target::Managed(p.offset + sym.st_value)
+                } else {
+                    Target::Image(p.offset + sym.st_value)
+                }
             }
         };
         Ok(Reloc {
@@ -203,7 +210,7 @@ impl Module {
     /// address that overflows 64 bits with `base_va` or (for `R_CUDA_32`) does not fit 32 bits;
     /// [`Status::InvalidCubin`] when a relocation's addend takes the address out of range.
     pub fn relocate(&self, image: &mut [u8], base_va: u64) -> Result<()> {
-        self.relocate_with(image, base_va, &|_| None)
+        self.relocate_placing(image, base_va, &|_| None, &|_| None)
     }
 
     /// [`Module::relocate`] for a cubin that may call syscalls ([`Module::imports`]):
@@ -216,6 +223,19 @@ impl Module {
         image: &mut [u8],
         base_va: u64,
         syscall: &dyn Fn(Syscall) -> Option<u64>,
+    ) -> Result<()> {
+        self.relocate_placing(image, base_va, syscall, &|_| None)
+    }
+
+    /// [`Module::relocate_with`] for a loader that places `__managed__` variables
+    /// ([`GlobalSymbol::managed`]) outside the image: `managed(offset)` gives the GPU address of
+    /// the variable at image `offset`, or `None` to keep it in the image.
+    pub fn relocate_placing(
+        &self,
+        image: &mut [u8],
+        base_va: u64,
+        syscall: &dyn Fn(Syscall) -> Option<u64>,
+        managed: &dyn Fn(u64) -> Option<u64>,
     ) -> Result<()> {
         if image.len() != self.image.len() {
             return Err(Error::invalid(format!(
@@ -231,8 +251,12 @@ impl Module {
             )));
         }
         for r in &self.relocs {
-            let s = match r.target {
-                Target::Image(off) => base_va.checked_add(off).ok_or_else(|| {
+            let target = match r.target {
+                Target::Managed(off) => managed(off).map_or(Target::Image(off), Target::Abs),
+                t => t,
+            };
+            let s = match target {
+                Target::Image(off) | Target::Managed(off) => base_va.checked_add(off).ok_or_else(|| {
                     Error::invalid(format!(
                         "cubin relocate: {} type {:#x} at image offset {:#x}: address overflows with base VA {base_va:#x}",
                         r.section, r.r_type, r.at

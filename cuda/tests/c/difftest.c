@@ -347,6 +347,42 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
     R("cuLaunchKernel.read_table", F(cuLaunchKernel)(rt, 1, 1, 1, 32, 1, 1, 0, 0, rargs, NULL));
     R("cuMemcpyDtoH.read_table", F(cuMemcpyDtoH)(h2, dy, 32 * 4));
     OUT("read_table", "%016llx", fnv(h2, 32 * 4));
+    // A __managed__ variable: managed memory of its own at one address for host and kernel.
+    {
+        CUdeviceptr mg = 0, rb = 0;
+        size_t mgs = 0, rs = 0;
+        unsigned im = 9, mt = 0, hf = 0;
+        void *hp = NULL;
+        R("managed_var.cuModuleGetGlobal", F(cuModuleGetGlobal)(&mg, &mgs, m, "g_managed"));
+        OUT("managed_var.size", "%zu", mgs);
+        R("managed_var.is_managed", F(cuPointerGetAttribute)(&im, CU_POINTER_ATTRIBUTE_IS_MANAGED, mg));
+        OUT("managed_var.is_managed", "%u", im);
+        R("managed_var.host_pointer", F(cuPointerGetAttribute)(&hp, CU_POINTER_ATTRIBUTE_HOST_POINTER, mg));
+        OUT("managed_var.host_is_device", "%d", mg != 0 && hp == (void *)mg);
+        R("managed_var.range_start", F(cuPointerGetAttribute)(&rb, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, mg));
+        OUT("managed_var.range_start_is_var", "%d", mg != 0 && rb == mg);
+        R("managed_var.range_size", F(cuPointerGetAttribute)(&rs, CU_POINTER_ATTRIBUTE_RANGE_SIZE, mg));
+        OUT("managed_var.range_size", "%zu", rs);
+        R("managed_var.memory_type", F(cuPointerGetAttribute)(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, mg));
+        OUT("managed_var.memory_type", "%u", mt);
+        R("managed_var.cuMemHostGetFlags", F(cuMemHostGetFlags)(&hf, (void *)mg));
+        OUT("managed_var.host_flags", "%u", hf);
+        CUfunction bm = NULL;
+        R("managed_var.cuModuleGetFunction", F(cuModuleGetFunction)(&bm, m, "bump_managed"));
+        if (mg && im == 1) {
+            volatile unsigned *p = (volatile unsigned *)mg;
+            OUT("managed_var.init", "%u %u %u %u", p[0], p[1], p[2], p[3]);
+            p[0] += 1;
+            unsigned k = 2;
+            void *ka[] = {&k};
+            R("managed_var.launch", bm ? F(cuLaunchKernel)(bm, 1, 1, 1, 1, 1, 1, 0, 0, ka, NULL) : -1);
+            R("managed_var.sync", F(cuCtxSynchronize)());
+            OUT("managed_var.after", "%u %u %u %u", p[0], p[1], p[2], p[3]);
+            unsigned back[4] = {0};
+            R("managed_var.cuMemcpyDtoH", F(cuMemcpyDtoH)(back, mg, sizeof back));
+            OUT("managed_var.copied", "%u %u %u %u", back[0], back[1], back[2], back[3]);
+        }
+    }
     // PTX and fatbin modules run the same kernel.
     for (int k = 1; k < 3; k++) {
         CUfunction f2 = NULL;
@@ -610,6 +646,13 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         size_t lgs = 0;
         R("library.cuLibraryGetGlobal", F(cuLibraryGetGlobal)(&lg, &lgs, lib, "g_table"));
         OUT("library.global_size", "%zu", lgs);
+        CUdeviceptr lmg = 0, lmx = 0;
+        size_t lmgs = 0, lmxs = 0;
+        R("library.cuLibraryGetManaged", F(cuLibraryGetManaged)(&lmg, &lmgs, lib, "g_managed"));
+        OUT("library.managed_size", "%zu", lmgs);
+        OUT("library.managed_value", "%u", lmg ? *(volatile unsigned *)lmg : 0);
+        R("library.cuLibraryGetManaged.plain", F(cuLibraryGetManaged)(&lmx, &lmxs, lib, "g_table"));
+        R("library.cuLibraryGetManaged.missing", F(cuLibraryGetManaged)(&lmx, &lmxs, lib, "nope"));
         R("library.cuLibraryUnload", F(cuLibraryUnload)(lib));
     }
 

@@ -56,3 +56,11 @@ extern "C" __global__ void tex2d_read(unsigned long long tex, float* out, unsign
         out[y * w + x] = tex2D<float>(tex, x + 0.5f, y + 0.5f) +
                          3.0f * tex2D<float>(tex, (float)x - 2.5f, (float)y + 1.5f);
 }
+
+// A __managed__ variable: managed memory of its own, reached by the kernel through its address
+// table and by the host through the address cuModuleGetGlobal gives.
+__managed__ unsigned g_managed[4] = {5u, 6u, 7u, 8u};
+
+extern "C" __global__ void bump_managed(unsigned k) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) g_managed[k & 3u] += 100u;
+}

@@ -309,3 +309,109 @@ fn managed_memory_is_one_address_for_cpu_and_gpu() {
     check(cu!(cuMemFree_v2(c): u64), "free");
     check(cu!(cuMemFree_v2(c2): u64), "free");
 }
+
+/// The `__managed__` variables of a module (tests/fixtures/managed) are managed memory of
+/// their own, holding their initial values, at one address for the CPU, copies and the module's
+/// code (on a GPU: the kernel updates them); `cuLibraryGetManaged` names them; unloading frees
+/// them.
+#[test]
+fn managed_variables_of_modules_are_managed_memory() {
+    setup();
+    let (a, b) = sm();
+    let path = repo().join(format!("tests/fixtures/managed/managed.sm_{a}{b}.cubin"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut m = null_mut();
+    check(
+        cu!(cuModuleLoadData(&mut m, bytes.as_ptr() as *const c_void): *mut *mut c_void, *const c_void),
+        "cuModuleLoadData",
+    );
+    let global = |name: &str| {
+        let n = std::ffi::CString::new(name).unwrap();
+        let (mut d, mut size) = (0u64, 0usize);
+        check(
+            cu!(cuModuleGetGlobal_v2(&mut d, &mut size, m, n.as_ptr()): *mut u64, *mut usize, *mut c_void, *const std::ffi::c_char),
+            name,
+        );
+        (d, size)
+    };
+    let pattr = |attr: i32, at: u64| {
+        let mut v = 0u64;
+        let r = cu!(cuPointerGetAttribute(ptr(&mut v), attr, at): *mut c_void, i32, u64);
+        (r, v)
+    };
+    let (c, t, z, p) = (
+        global("m_counter"),
+        global("m_table"),
+        global("m_zero"),
+        global("d_plain"),
+    );
+    assert_eq!((c.1, t.1, z.1, p.1), (4, 16, 4, 4), "sizes");
+    for (what, (d, size)) in [("m_counter", c), ("m_table", t), ("m_zero", z)] {
+        assert_eq!(pattr(8, d), (0, 1), "{what}: IS_MANAGED");
+        assert_eq!(pattr(4, d), (0, d), "{what}: HOST_POINTER");
+        assert_eq!(pattr(11, d), (0, d), "{what}: RANGE_START_ADDR");
+        assert_eq!(pattr(12, d), (0, size as u64), "{what}: RANGE_SIZE");
+    }
+    let (r, v) = pattr(8, p.0);
+    assert!(r != 0 || v == 0, "d_plain is not managed memory ({r}, {v})");
+    // Initial values, read by the CPU through the variables' addresses and by copies.
+    let cpu = |d: u64, i: usize| unsafe { (d as *const u32).add(i).read_volatile() };
+    assert_eq!(cpu(c.0, 0), 10);
+    assert_eq!(
+        (0..4).map(|i| cpu(t.0, i)).collect::<Vec<_>>(),
+        [1, 2, 3, 4]
+    );
+    assert_eq!(cpu(z.0, 0), 0);
+    assert_eq!(dtoh::<u32>(t.0, 4), [1, 2, 3, 4]);
+    assert_eq!(dtoh::<u32>(p.0, 1), [7]);
+    // The CPU's write is what a copy reads.
+    unsafe { (c.0 as *mut u32).write_volatile(11) };
+    assert_eq!(dtoh::<u32>(c.0, 1), [11]);
+    if !emulated() {
+        // The kernel reaches the variables through its address table.
+        let mut q = 0u64;
+        check(
+            cu!(cuMemAllocManaged(&mut q, 4, 1): *mut u64, usize, u32),
+            "cuMemAllocManaged",
+        );
+        unsafe { (q as *mut u32).write_volatile(5) };
+        let bump = function(m, "bump_managed");
+        let mut k = 1u32;
+        launch(bump, 1, 1, null_mut(), &mut [ptr(&mut q), ptr(&mut k)]);
+        check(cu!(cuCtxSynchronize(): ), "cuCtxSynchronize");
+        assert_eq!(cpu(q, 0), 25, "*p += 20");
+        assert_eq!(cpu(c.0, 0), 41, "m_counter += 30");
+        assert_eq!(
+            (0..4).map(|i| cpu(t.0, i)).collect::<Vec<_>>(),
+            [1, 102, 3, 4]
+        );
+        assert_eq!(cpu(z.0, 0), 1, "m_zero += 1");
+        assert_eq!(dtoh::<u32>(p.0, 1), [8], "d_plain += 1");
+        check(cu!(cuMemFree_v2(q): u64), "cuMemFree");
+    }
+    // cuLibraryGetManaged: the managed variables, and nothing else.
+    let mut l = null_mut();
+    check(
+        cu!(cuLibraryLoadData(&mut l, bytes.as_ptr() as *const c_void, null_mut(), null_mut(), 0, null_mut(), null_mut(), 0): *mut *mut c_void, *const c_void, *mut c_void, *mut *mut c_void, u32, *mut c_void, *mut *mut c_void, u32),
+        "cuLibraryLoadData",
+    );
+    let get_managed = |name: &str| {
+        let n = std::ffi::CString::new(name).unwrap();
+        let (mut d, mut size) = (0u64, 0usize);
+        let r = cu!(cuLibraryGetManaged(&mut d, &mut size, l, n.as_ptr()): *mut u64, *mut usize, *mut c_void, *const std::ffi::c_char);
+        (r, d, size)
+    };
+    let (r, lt, lts) = get_managed("m_table");
+    assert_eq!((r, lts), (0, 16), "cuLibraryGetManaged m_table");
+    assert_ne!(lt, t.0, "the library has variables of its own");
+    assert_eq!(pattr(8, lt), (0, 1), "IS_MANAGED");
+    assert_eq!(cpu(lt, 1), 2);
+    assert_eq!(get_managed("d_plain").0, 500, "a plain __device__ variable");
+    assert_eq!(get_managed("nope").0, 500, "no such variable");
+    check(cu!(cuLibraryUnload(l): *mut c_void), "cuLibraryUnload");
+    assert_eq!(pattr(8, lt).0, 1, "freed with the library");
+    check(cu!(cuModuleUnload(m): *mut c_void), "cuModuleUnload");
+    for (what, (d, _)) in [("m_counter", c), ("m_table", t), ("m_zero", z)] {
+        assert_eq!(pattr(8, d).0, 1, "{what}: freed with the module");
+    }
+}
