@@ -17,8 +17,7 @@
 # streams, cooperative groups, printing), numba.cuda.tests.nrt (the device runtime) and
 # numba.cuda.tests.doc_examples. Left out: cudasim (the simulator, no driver), nocuda (no driver
 # at all), benchmarks, and NB_DESELECT (pytest -k): test_fork (a test of fork detection whose
-# result does not depend on the driver), the IPC tests (they start processes that each take a
-# context: slow, and IPC is refused by ours). Tests that use what ours refuses by design run and
+# result does not depend on the driver). Tests that use what ours refuses by design run and
 # are reported: managed memory, host memory registered with CU_MEMHOSTREGISTER_DEVICEMAP, grid
 # synchronization of cooperative groups (the driver's __cuda_syscall_CGS_sync, which ours does
 # not provide).
@@ -58,7 +57,7 @@ PARALLEL="${NB_PARALLEL:-1}"
 TMO="${NB_TIMEOUT:-480}"
 TEST_TMO="${NB_TEST_TIMEOUT:-60}"
 TESTS="${NB_TESTS:-numba.cuda.tests.cudadrv numba.cuda.tests.cudapy numba.cuda.tests.nrt numba.cuda.tests.doc_examples}"
-DESELECT="${NB_DESELECT:-not test_fork and not TestIpc and not test_ipc}"
+DESELECT="${NB_DESELECT:-not test_fork}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/numba-cuda.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 rc=0

@@ -294,9 +294,11 @@ fn table(d: &core::Device, attrib: i32) -> Option<i32> {
         // Stream memory operations (memops.rs): 64-bit values and the NOR wait.
         122 | 123 => 1,
         // DMA-BUF export (cuMemGetHandleForAddressRange): any page-aligned range on desktop
-        // GPUs; Jetson exports whole allocations only, so it reads 0 there. IPC events: refused.
+        // GPUs; Jetson exports whole allocations only, so it reads 0 there. IPC events
+        // (ipc.rs): shown on desktop GPUs; on Jetson the handles work between the processes of
+        // one device, but the attribute reads 0 (the path is proven only on desktop GPUs).
         124 => dgpu,
-        125 => 0,
+        125 => dgpu,
         126 => {
             if a.clusters {
                 4

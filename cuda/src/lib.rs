@@ -15,6 +15,7 @@ mod error;
 mod extras;
 mod graph;
 mod hostreg;
+mod ipc;
 mod library;
 mod link;
 mod managed;

@@ -183,6 +183,11 @@ pub unsafe extern "C" fn cuMemAllocPitch_v2(
 }
 
 fn free_va(va: u64, host: bool) -> R {
+    if crate::ipc::is_opened(va) {
+        return Err(invalid(format!(
+            "{va:#x} was opened with cuIpcOpenMemHandle: close it with cuIpcCloseMemHandle"
+        )));
+    }
     let mut m = MAPS.lock();
     match m.by_va.get(&va) {
         Some(a) if a.pinned_host() == host => {}
@@ -204,6 +209,8 @@ fn free_va(va: u64, host: bool) -> R {
         m.by_host.remove(&h);
     }
     drop(m);
+    // Its IPC handle, if any, no longer names it.
+    crate::ipc::forget(false, va);
     // CUDA's cuMemFree waits for the device: work that still uses the memory has completed
     // when it returns. libtegragpu holds freed memory until queued work is done, so the
     // buffer can be dropped now (a pool's allocation goes back to its pool's accounts).
@@ -474,7 +481,12 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: i32, ptr: CUdeviceptr) -> R
         7 => *(data as *mut u64) = a.buf.gpu_va(),
         8 => *(data as *mut u32) = a.is_managed() as u32,
         9 => *(data as *mut i32) = a.ctx.dev.ordinal,
-        10 => *(data as *mut u32) = 0,
+        10 => {
+            *(data as *mut u32) = (a.host.is_none()
+                && a.managed.is_none()
+                && a.pool.is_none()
+                && !crate::ipc::is_opened(a.buf.gpu_va())) as u32
+        }
         11 => *(data as *mut u64) = a.buf.gpu_va(),
         12 => *(data as *mut usize) = a.size as usize,
         13 => *(data as *mut u32) = 1,

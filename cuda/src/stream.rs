@@ -511,7 +511,7 @@ unsafe fn stream_wait_event(h: *mut c_void, ev: *mut c_void, flags: u32, ptds: b
     if let Some(r) = crate::capture::wait_event(s, ev as usize) {
         return r;
     }
-    let v = e.target.load(Ordering::Acquire);
+    let v = e.target();
     if v == 0 {
         return Ok(());
     }
@@ -545,10 +545,74 @@ pub unsafe extern "C" fn cuStreamWaitEvent_ptsz(
 pub struct Event {
     magic: u64,
     flags: u32,
-    sig: Signal,
+    pub(crate) sig: Signal,
     /// The value the last record releases (0: never recorded).
     target: AtomicU64,
     next: AtomicU64,
+    /// Interprocess events (`CU_EVENT_INTERPROCESS`): the CPU address of the target word in
+    /// the event's shared memory (ipc.rs), which every process holding the event reads and
+    /// writes instead of `target`; 0 otherwise.
+    shared_target: usize,
+}
+
+impl Event {
+    /// The value the last record releases (0: never recorded).
+    #[inline]
+    fn target(&self) -> u64 {
+        match self.shared_target {
+            0 => self.target.load(Ordering::Acquire),
+            // SAFETY: an aligned word of the event's shared memory, which its signal keeps.
+            p => unsafe { &*(p as *const AtomicU64) }.load(Ordering::Acquire),
+        }
+    }
+
+    /// The value a new record releases: above every earlier one (of any process sharing it).
+    fn next_value(&self) -> u64 {
+        let v = self.next.fetch_add(1, Ordering::AcqRel) + 1;
+        if self.shared_target == 0 {
+            return v;
+        }
+        let v = v.max(self.target() + 1);
+        self.next.fetch_max(v, Ordering::AcqRel);
+        v
+    }
+
+    fn set_target(&self, v: u64) {
+        self.target.store(v, Ordering::Release);
+        if self.shared_target != 0 {
+            // SAFETY: as in `target`.
+            unsafe { &*(self.shared_target as *const AtomicU64) }.store(v, Ordering::Release);
+        }
+    }
+}
+
+/// The event `h` for `cuIpcGetEventHandle`: one made with `CU_EVENT_INTERPROCESS`.
+pub(crate) unsafe fn event_for_ipc(h: *mut c_void) -> R<&'static Event> {
+    let e = event_ref(h)?;
+    if e.flags & CU_EVENT_INTERPROCESS == 0 {
+        return Err(fail(
+            CUDA_ERROR_INVALID_HANDLE,
+            format!("event {h:?} was not created with CU_EVENT_INTERPROCESS"),
+        ));
+    }
+    Ok(e)
+}
+
+/// An interprocess event whose memory is `buf` (made here, or imported by
+/// `cuIpcOpenEventHandle`): its signal at offset 0, its target word at
+/// [`crate::ipc::TARGET_OFFSET`].
+pub(crate) fn event_in_buffer(buf: std::sync::Arc<tegragpu::core::Buffer>) -> R<*mut c_void> {
+    let sig = Signal::in_buffer(buf.clone(), 0)?;
+    let cpu = buf.map_cpu()? as usize;
+    let e = Box::new(Event {
+        magic: EVENT_MAGIC,
+        flags: CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING,
+        sig,
+        target: AtomicU64::new(0),
+        next: AtomicU64::new(0),
+        shared_target: cpu + crate::ipc::TARGET_OFFSET,
+    });
+    Ok(Box::into_raw(e) as *mut c_void)
 }
 
 unsafe fn event_ref(h: *mut c_void) -> R<&'static Event> {
@@ -574,12 +638,32 @@ pub unsafe extern "C" fn cuEventCreate(ph: *mut *mut c_void, flags: u32) -> CUre
             return Err(invalid(format!("flags {flags:#x}")));
         }
         let c = current()?;
+        if flags & CU_EVENT_INTERPROCESS != 0 {
+            if flags & CU_EVENT_DISABLE_TIMING == 0 {
+                return Err(invalid(format!(
+                    "flags {flags:#x}: CU_EVENT_INTERPROCESS needs CU_EVENT_DISABLE_TIMING"
+                )));
+            }
+            // Shared memory other processes import (ipc.rs): zeroed, so never recorded.
+            let mf = tegragpu::core::MemFlags {
+                cpu_cached: true,
+                zeroed: true,
+                ..Default::default()
+            };
+            let buf = c.core.alloc(crate::ipc::EVENT_BYTES, mf)?;
+            let h = event_in_buffer(std::sync::Arc::new(buf))?;
+            // SAFETY: just made.
+            unsafe { (*(h as *mut Event)).flags = flags };
+            *p = h;
+            return Ok(());
+        }
         let e = Box::new(Event {
             magic: EVENT_MAGIC,
             flags,
             sig: c.core.create_signal(0)?,
             target: AtomicU64::new(0),
             next: AtomicU64::new(0),
+            shared_target: 0,
         });
         *p = Box::into_raw(e) as *mut c_void;
         Ok(())
@@ -591,6 +675,9 @@ unsafe fn event_destroy(h: *mut c_void) -> R {
     // Work recorded to release the event's signal keeps the slot (libtegragpu holds a dropped
     // signal's slot until queued work no longer uses it).
     crate::capture::event_released(h as usize);
+    if e.flags & CU_EVENT_INTERPROCESS != 0 {
+        crate::ipc::forget(true, h as u64);
+    }
     let b = Box::from_raw(e as *const Event as *mut Event);
     let mut b = b;
     b.magic = 0;
@@ -615,9 +702,9 @@ unsafe fn event_record(ev: *mut c_void, h: *mut c_void, ptds: bool) -> R {
         return crate::capture::record_event(s, ev as usize);
     }
     s.record(|q| {
-        let v = e.next.fetch_add(1, Ordering::AcqRel) + 1;
+        let v = e.next_value();
         q.signal(&e.sig, v)?;
-        e.target.store(v, Ordering::Release);
+        e.set_target(v);
         Ok(())
     })?;
     crate::capture::event_released(ev as usize);
@@ -667,7 +754,7 @@ pub unsafe extern "C" fn cuEventQuery(ev: *mut c_void) -> CUresult {
     guard("cuEventQuery", || {
         let e = event_ref(ev)?;
         crate::capture::check_event(ev as usize)?;
-        if e.sig.value() >= e.target.load(Ordering::Acquire) {
+        if e.sig.value() >= e.target() {
             Ok(())
         } else {
             Err(Fail(CUDA_ERROR_NOT_READY, None))
@@ -680,7 +767,7 @@ pub unsafe extern "C" fn cuEventSynchronize(ev: *mut c_void) -> CUresult {
     guard("cuEventSynchronize", || {
         let e = event_ref(ev)?;
         crate::capture::check_event(ev as usize)?;
-        let v = e.target.load(Ordering::Acquire);
+        let v = e.target();
         if v > 0 {
             e.sig.wait(v, WAIT_NS)?;
         }

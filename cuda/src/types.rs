@@ -18,11 +18,13 @@ pub const CUDA_ERROR_NO_DEVICE: CUresult = 100;
 pub const CUDA_ERROR_INVALID_DEVICE: CUresult = 101;
 pub const CUDA_ERROR_INVALID_IMAGE: CUresult = 200;
 pub const CUDA_ERROR_INVALID_CONTEXT: CUresult = 201;
+pub const CUDA_ERROR_MAP_FAILED: CUresult = 205;
 pub const CUDA_ERROR_NO_BINARY_FOR_GPU: CUresult = 209;
 pub const CUDA_ERROR_PEER_ACCESS_UNSUPPORTED: CUresult = 217;
 pub const CUDA_ERROR_INVALID_PTX: CUresult = 218;
 pub const CUDA_ERROR_JIT_COMPILER_NOT_FOUND: CUresult = 221;
 pub const CUDA_ERROR_FILE_NOT_FOUND: CUresult = 301;
+pub const CUDA_ERROR_OPERATING_SYSTEM: CUresult = 304;
 pub const CUDA_ERROR_INVALID_HANDLE: CUresult = 400;
 pub const CUDA_ERROR_NOT_FOUND: CUresult = 500;
 pub const CUDA_ERROR_NOT_READY: CUresult = 600;
@@ -49,6 +51,14 @@ pub const CU_STREAM_NON_BLOCKING: u32 = 1;
 pub const CU_EVENT_BLOCKING_SYNC: u32 = 1;
 pub const CU_EVENT_DISABLE_TIMING: u32 = 2;
 pub const CU_EVENT_INTERPROCESS: u32 = 4;
+pub const CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS: u32 = 1;
+
+/// `CUipcMemHandle` / `CUipcEventHandle`: 64 bytes, passed by value.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CUipcHandle {
+    pub reserved: [u8; 64],
+}
 
 pub const CU_MEMHOSTALLOC_PORTABLE: u32 = 1;
 pub const CU_MEMHOSTALLOC_DEVICEMAP: u32 = 2;

@@ -608,6 +608,71 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         free(hs), free(hd), free(hp), free(hv);
     }
 
+    // Interprocess handles, in one process (another process opens them in the driver tests).
+    {
+        CUdeviceptr ip = 0, ipo = 0, im = 0, ipa = 0;
+        void *ih = NULL;
+        CUipcMemHandle h1, h2, hz;
+        CUipcEventHandle eh1, eh2, ehz;
+        memset(&h1, 0, sizeof h1);
+        memset(&h2, 0, sizeof h2);
+        memset(&hz, 0, sizeof hz);
+        memset(&eh1, 0, sizeof eh1);
+        memset(&eh2, 0, sizeof eh2);
+        memset(&ehz, 0, sizeof ehz);
+        R("ipc.cuMemAlloc", F(cuMemAlloc)(&ip, 1 << 20));
+        R("ipc.cuIpcGetMemHandle", F(cuIpcGetMemHandle)(&h1, ip));
+        R("ipc.cuIpcGetMemHandle.again", F(cuIpcGetMemHandle)(&h2, ip));
+        OUT("ipc.same_handle", "%d", !memcmp(&h1, &h2, sizeof h1));
+        R("ipc.cuIpcGetMemHandle.inside", F(cuIpcGetMemHandle)(&h2, ip + 256));
+        OUT("ipc.inside_same_handle", "%d", !memcmp(&h1, &h2, sizeof h1));
+        R("ipc.cuIpcGetMemHandle.null_ptr", F(cuIpcGetMemHandle)(&h2, 0));
+        R("ipc.cuIpcGetMemHandle.null_out", F(cuIpcGetMemHandle)(NULL, ip));
+        unsigned cap = 9;
+        R("ipc.legacy_capable", F(cuPointerGetAttribute)(&cap, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, ip));
+        OUT("ipc.legacy_capable", "%u", cap);
+        R("ipc.cuMemAllocHost", F(cuMemAllocHost)(&ih, 4096));
+        R("ipc.cuIpcGetMemHandle.host", F(cuIpcGetMemHandle)(&h2, (CUdeviceptr)ih));
+        R("ipc.cuMemAllocManaged", F(cuMemAllocManaged)(&im, 4096, CU_MEM_ATTACH_GLOBAL));
+        R("ipc.cuIpcGetMemHandle.managed", F(cuIpcGetMemHandle)(&h2, im));
+        cap = 9;
+        R("ipc.legacy_capable.managed", F(cuPointerGetAttribute)(&cap, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, im));
+        OUT("ipc.legacy_capable.managed", "%u", cap);
+        R("ipc.cuMemAllocAsync", F(cuMemAllocAsync)(&ipa, 4096, 0));
+        R("ipc.cuStreamSynchronize", F(cuStreamSynchronize)(0));
+        R("ipc.cuIpcGetMemHandle.pool", F(cuIpcGetMemHandle)(&h2, ipa));
+        R("ipc.cuIpcOpenMemHandle.own", F(cuIpcOpenMemHandle)(&ipo, h1, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+        R("ipc.cuIpcOpenMemHandle.zero", F(cuIpcOpenMemHandle)(&ipo, hz, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+        memset(&hz, 0x5a, sizeof hz);
+        R("ipc.cuIpcOpenMemHandle.garbage", F(cuIpcOpenMemHandle)(&ipo, hz, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+        R("ipc.cuIpcOpenMemHandle.null_out", F(cuIpcOpenMemHandle)(NULL, h1, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+        R("ipc.cuIpcCloseMemHandle.not_opened", F(cuIpcCloseMemHandle)(ip));
+        R("ipc.cuIpcCloseMemHandle.null", F(cuIpcCloseMemHandle)(0));
+        CUevent ie1 = NULL, ie2 = NULL, ie3 = NULL, ieo = NULL;
+        R("ipc.cuEventCreate.interprocess_timing", F(cuEventCreate)(&ie1, CU_EVENT_INTERPROCESS));
+        R("ipc.cuEventCreate.interprocess", F(cuEventCreate)(&ie2, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+        R("ipc.cuEventCreate.plain", F(cuEventCreate)(&ie3, CU_EVENT_DISABLE_TIMING));
+        R("ipc.cuIpcGetEventHandle.plain", F(cuIpcGetEventHandle)(&eh1, ie3));
+        R("ipc.cuIpcGetEventHandle.null_out", F(cuIpcGetEventHandle)(NULL, ie2));
+        R("ipc.cuIpcGetEventHandle", F(cuIpcGetEventHandle)(&eh1, ie2));
+        R("ipc.cuIpcGetEventHandle.again", F(cuIpcGetEventHandle)(&eh2, ie2));
+        OUT("ipc.same_event_handle", "%d", !memcmp(&eh1, &eh2, sizeof eh1));
+        R("ipc.cuIpcOpenEventHandle.own", F(cuIpcOpenEventHandle)(&ieo, eh1));
+        R("ipc.cuIpcOpenEventHandle.zero", F(cuIpcOpenEventHandle)(&ieo, ehz));
+        R("ipc.cuEventQuery.unrecorded", F(cuEventQuery)(ie2));
+        R("ipc.cuEventRecord", F(cuEventRecord)(ie2, 0));
+        R("ipc.cuEventSynchronize", F(cuEventSynchronize)(ie2));
+        R("ipc.cuEventQuery", F(cuEventQuery)(ie2));
+        float ims = 0;
+        R("ipc.cuEventElapsedTime", F(cuEventElapsedTime)(&ims, ie2, ie2));
+        if (ie2) R("ipc.cuEventDestroy", F(cuEventDestroy)(ie2));
+        if (ie3) F(cuEventDestroy)(ie3);
+        R("ipc.cuMemFree", F(cuMemFree)(ip));
+        if (ipa) F(cuMemFree)(ipa);
+        if (im) F(cuMemFree)(im);
+        if (ih) F(cuMemFreeHost)(ih);
+    }
+
     // The CUDA 12 loading API.
     {
         size_t len = 0;

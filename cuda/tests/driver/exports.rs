@@ -64,19 +64,17 @@ fn soname(file: &object::File<'_>) -> Option<String> {
 }
 
 /// The families this library refuses, one or two names each: multicast objects, external
-/// semaphores, sparse mappings, shareable handles of memory pools, IPC, batched prefetches of
-/// managed memory, graphics interop, stream capture into an existing graph, the CUDA runtime's
-/// private interface.
-const REFUSED: [&str; 14] = [
+/// memory and semaphores, sparse mappings, shareable handles of memory pools, batched prefetches
+/// of managed memory, graphics interop, stream capture into an existing graph, the CUDA
+/// runtime's private interface.
+const REFUSED: [&str; 12] = [
     "cuMulticastCreate",
     "cuImportExternalSemaphore",
+    "cuImportExternalMemory",
     "cuMemMapArrayAsync",
     "cuMemPoolExportToShareableHandle",
     "cuMemPoolImportFromShareableHandle",
     "cuMemPoolExportPointer",
-    "cuIpcGetMemHandle",
-    "cuIpcOpenMemHandle_v2",
-    "cuIpcGetEventHandle",
     "cuMemPrefetchBatchAsync",
     "cuGraphicsMapResources",
     "cuGraphicsUnregisterResource",

@@ -17,6 +17,7 @@ mod devices;
 mod exports;
 mod extras;
 mod graphs;
+mod ipc;
 mod library;
 mod link;
 mod managed;
