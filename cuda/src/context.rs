@@ -34,6 +34,10 @@ pub struct Context {
     pub streams: Mutex<Vec<&'static Stream>>,
     /// Contexts whose memory this context accesses (`cuCtxEnablePeerAccess`).
     pub peers: Mutex<Vec<&'static Context>>,
+    /// `cuCtxGetId` (queries.rs).
+    pub id: u64,
+    /// `cuCtxSetCacheConfig`'s preference.
+    pub cache_config: AtomicU32,
 }
 
 impl Context {
@@ -50,6 +54,8 @@ impl Context {
             legacy_init: Mutex::new(()),
             streams: Mutex::new(Vec::new()),
             peers: Mutex::new(Vec::new()),
+            id: crate::queries::next_id(),
+            cache_config: AtomicU32::new(0),
         }));
         // The legacy stream's queue now, while the device is likely idle (some backends make
         // channels only then); if that fails it is made at first use.

@@ -27,6 +27,7 @@ mod numba_extras;
 mod peer;
 mod pools;
 mod procaddr;
+mod queries;
 mod stream;
 mod texture;
 mod transfer;

@@ -236,7 +236,7 @@ pub unsafe fn func_ref(h: *mut c_void) -> R<&'static Func> {
     Ok(f)
 }
 
-unsafe fn mod_ref(h: *mut c_void) -> R<&'static Mod> {
+pub(crate) unsafe fn mod_ref(h: *mut c_void) -> R<&'static Mod> {
     let m = (h as *const Mod)
         .as_ref()
         .ok_or_else(|| fail(CUDA_ERROR_INVALID_HANDLE, "the module handle is NULL"))?;

@@ -65,6 +65,10 @@ pub struct Stream {
     /// The stream takes part in a stream capture (capture.rs): its work becomes graph nodes.
     capturing: AtomicBool,
     pub st: Mutex<StreamState>,
+    /// `cuStreamGetId` (queries.rs).
+    pub id: u64,
+    /// `cuStreamSetAttribute`'s values (queries.rs).
+    pub attrs: Mutex<crate::queries::StreamAttrs>,
 }
 
 impl Stream {
@@ -118,6 +122,8 @@ impl Stream {
                 waited_by_legacy: 0,
                 others: Vec::new(),
             }),
+            id: crate::queries::next_id(),
+            attrs: Mutex::new(Default::default()),
         }));
         ctx.streams.lock().push(s);
         if let Some(l) = legacy {
@@ -502,7 +508,12 @@ pub unsafe extern "C" fn cuCtxGetStreamPriorityRange(
     })
 }
 
-unsafe fn stream_wait_event(h: *mut c_void, ev: *mut c_void, flags: u32, ptds: bool) -> R {
+pub(crate) unsafe fn stream_wait_event(
+    h: *mut c_void,
+    ev: *mut c_void,
+    flags: u32,
+    ptds: bool,
+) -> R {
     if flags != 0 && flags != 1 {
         return Err(invalid(format!("flags {flags:#x}")));
     }
@@ -695,9 +706,18 @@ pub unsafe extern "C" fn cuEventDestroy_v2(h: *mut c_void) -> CUresult {
     guard("cuEventDestroy_v2", || event_destroy(h))
 }
 
+/// `ev` is an event (`cuCtxRecordEvent`, `cuCtxWaitEvent`).
+pub(crate) unsafe fn event_check(ev: *mut c_void) -> R {
+    event_ref(ev).map(|_| ())
+}
+
 unsafe fn event_record(ev: *mut c_void, h: *mut c_void, ptds: bool) -> R {
+    event_record_on(ev, stream_of(h, ptds)?)
+}
+
+/// Record event `ev` on stream `s`.
+pub(crate) unsafe fn event_record_on(ev: *mut c_void, s: &'static Stream) -> R {
     let e = event_ref(ev)?;
-    let s = stream_of(h, ptds)?;
     if s.is_capturing() {
         return crate::capture::record_event(s, ev as usize);
     }

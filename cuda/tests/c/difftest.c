@@ -11,6 +11,7 @@
 // Built on the device machine against the CUDA toolkit's cuda.h:
 //   gcc -O1 -I/usr/local/cuda/include difftest.c -o difftest -ldl
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdint.h>
@@ -355,15 +356,15 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         void *hp = NULL;
         R("managed_var.cuModuleGetGlobal", F(cuModuleGetGlobal)(&mg, &mgs, m, "g_managed"));
         OUT("managed_var.size", "%zu", mgs);
-        R("managed_var.is_managed", F(cuPointerGetAttribute)(&im, CU_POINTER_ATTRIBUTE_IS_MANAGED, mg));
+        R("managed_var.cuPointerGetAttribute.is_managed", F(cuPointerGetAttribute)(&im, CU_POINTER_ATTRIBUTE_IS_MANAGED, mg));
         OUT("managed_var.is_managed", "%u", im);
         R("managed_var.host_pointer", F(cuPointerGetAttribute)(&hp, CU_POINTER_ATTRIBUTE_HOST_POINTER, mg));
         OUT("managed_var.host_is_device", "%d", mg != 0 && hp == (void *)mg);
         R("managed_var.range_start", F(cuPointerGetAttribute)(&rb, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, mg));
         OUT("managed_var.range_start_is_var", "%d", mg != 0 && rb == mg);
-        R("managed_var.range_size", F(cuPointerGetAttribute)(&rs, CU_POINTER_ATTRIBUTE_RANGE_SIZE, mg));
+        R("managed_var.cuPointerGetAttribute.range_size", F(cuPointerGetAttribute)(&rs, CU_POINTER_ATTRIBUTE_RANGE_SIZE, mg));
         OUT("managed_var.range_size", "%zu", rs);
-        R("managed_var.memory_type", F(cuPointerGetAttribute)(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, mg));
+        R("managed_var.cuPointerGetAttribute.memory_type", F(cuPointerGetAttribute)(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, mg));
         OUT("managed_var.memory_type", "%u", mt);
         R("managed_var.cuMemHostGetFlags", F(cuMemHostGetFlags)(&hf, (void *)mg));
         OUT("managed_var.host_flags", "%u", hf);
@@ -629,14 +630,14 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         R("ipc.cuIpcGetMemHandle.null_ptr", F(cuIpcGetMemHandle)(&h2, 0));
         R("ipc.cuIpcGetMemHandle.null_out", F(cuIpcGetMemHandle)(NULL, ip));
         unsigned cap = 9;
-        R("ipc.legacy_capable", F(cuPointerGetAttribute)(&cap, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, ip));
+        R("ipc.cuPointerGetAttribute.legacy_capable", F(cuPointerGetAttribute)(&cap, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, ip));
         OUT("ipc.legacy_capable", "%u", cap);
         R("ipc.cuMemAllocHost", F(cuMemAllocHost)(&ih, 4096));
         R("ipc.cuIpcGetMemHandle.host", F(cuIpcGetMemHandle)(&h2, (CUdeviceptr)ih));
         R("ipc.cuMemAllocManaged", F(cuMemAllocManaged)(&im, 4096, CU_MEM_ATTACH_GLOBAL));
         R("ipc.cuIpcGetMemHandle.managed", F(cuIpcGetMemHandle)(&h2, im));
         cap = 9;
-        R("ipc.legacy_capable.managed", F(cuPointerGetAttribute)(&cap, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, im));
+        R("ipc.cuPointerGetAttribute.legacy_capable.managed", F(cuPointerGetAttribute)(&cap, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, im));
         OUT("ipc.legacy_capable.managed", "%u", cap);
         R("ipc.cuMemAllocAsync", F(cuMemAllocAsync)(&ipa, 4096, 0));
         R("ipc.cuStreamSynchronize", F(cuStreamSynchronize)(0));
@@ -671,6 +672,222 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         if (ipa) F(cuMemFree)(ipa);
         if (im) F(cuMemFree)(im);
         if (ih) F(cuMemFreeHost)(ih);
+    }
+
+    // Identity and configuration queries of contexts, streams, modules and devices.
+    {
+        CUcontext qc = NULL, qc2 = NULL, qcs = NULL, qcs2 = NULL;
+        CUstream qs1 = NULL, qs2 = NULL;
+        unsigned long long id1 = 0, id2 = 0, idl = 0, cid = 0, cid2 = 0;
+        R("query.cuCtxGetCurrent", F(cuCtxGetCurrent)(&qc));
+        R("query.cuStreamCreate", F(cuStreamCreate)(&qs1, CU_STREAM_NON_BLOCKING));
+        R("query.cuStreamCreate.2", F(cuStreamCreate)(&qs2, 0));
+        R("query.cuStreamGetId", F(cuStreamGetId)(qs1, &id1));
+        R("query.cuStreamGetId.2", F(cuStreamGetId)(qs2, &id2));
+        R("query.cuStreamGetId.legacy", F(cuStreamGetId)(CU_STREAM_LEGACY, &idl));
+        R("query.cuStreamGetId.null_out", F(cuStreamGetId)(qs1, NULL));
+        OUT("query.stream_ids", "%d %d %d", id1 != id2, id2 > id1, idl != id1 && idl != id2);
+        unsigned long long id1b = 0;
+        F(cuStreamGetId)(qs1, &id1b);
+        OUT("query.stream_id_stable", "%d", id1b == id1);
+        R("query.cuCtxGetId", F(cuCtxGetId)(qc, &cid));
+        R("query.cuCtxGetId.current", F(cuCtxGetId)(NULL, &cid2));
+        OUT("query.ctx_id", "%d %d", cid != 0, cid == cid2);
+        R("query.cuCtxGetId.null_out", F(cuCtxGetId)(qc, NULL));
+        CUdevice qd = -1, qd2 = -1;
+        R("query.cuStreamGetDevice", F(cuStreamGetDevice)(qs1, &qd));
+        OUT("query.stream_device", "%d", qd);
+        R("query.cuStreamGetDevice.null_out", F(cuStreamGetDevice)(qs1, NULL));
+        R("query.cuCtxGetDevice_v2", F(cuCtxGetDevice_v2)(&qd2, qc));
+        OUT("query.ctx_device", "%d", qd2);
+        qd2 = -1;
+        R("query.cuCtxGetDevice_v2.current", F(cuCtxGetDevice_v2)(&qd2, NULL));
+        OUT("query.ctx_device.current", "%d", qd2);
+        R("query.cuCtxSynchronize_v2", F(cuCtxSynchronize_v2)(qc));
+        R("query.cuCtxSynchronize_v2.current", F(cuCtxSynchronize_v2)(NULL));
+        void *green = (void *)1;
+        R("query.cuStreamGetCtx_v2", F(cuStreamGetCtx_v2)(qs1, &qcs, (CUgreenCtx *)&green));
+        OUT("query.stream_ctx_v2", "%d %d", qcs == qc, green == NULL);
+        R("query.cuStreamGetCtx_v2.legacy", F(cuStreamGetCtx_v2)(CU_STREAM_LEGACY, &qcs2, (CUgreenCtx *)&green));
+        OUT("query.stream_ctx_v2.legacy", "%d", qcs2 == qc);
+        // cuCtxRecordEvent / cuCtxWaitEvent: the event covers the context's work so far.
+        CUevent qe = NULL;
+        R("query.cuEventCreate", F(cuEventCreate)(&qe, CU_EVENT_DISABLE_TIMING));
+        R("query.cuCtxRecordEvent", F(cuCtxRecordEvent)(qc, qe));
+        R("query.cuEventSynchronize", F(cuEventSynchronize)(qe));
+        R("query.cuEventQuery", F(cuEventQuery)(qe));
+        R("query.cuCtxWaitEvent", F(cuCtxWaitEvent)(qc, qe));
+        R("query.cuCtxRecordEvent.null_ctx", F(cuCtxRecordEvent)(NULL, qe));
+        R("query.cuCtxRecordEvent.null_event", F(cuCtxRecordEvent)(qc, NULL));
+        R("query.cuCtxWaitEvent.null_event", F(cuCtxWaitEvent)(qc, NULL));
+        R("query.cuCtxSynchronize", F(cuCtxSynchronize)());
+        // Cache and shared-memory configuration of the context.
+        CUfunc_cache cc = (CUfunc_cache)-1;
+        R("query.cuCtxGetCacheConfig", F(cuCtxGetCacheConfig)(&cc));
+        OUT("query.cache_config", "%d", (int)cc);
+        R("query.cuCtxSetCacheConfig", F(cuCtxSetCacheConfig)(CU_FUNC_CACHE_PREFER_SHARED));
+        cc = (CUfunc_cache)-1;
+        F(cuCtxGetCacheConfig)(&cc);
+        OUT("query.cache_config.after", "%d", (int)cc);
+        R("query.cuCtxSetCacheConfig.bad", F(cuCtxSetCacheConfig)((CUfunc_cache)9));
+        F(cuCtxSetCacheConfig)(CU_FUNC_CACHE_PREFER_NONE);
+        R("query.cuCtxGetCacheConfig.null", F(cuCtxGetCacheConfig)(NULL));
+        CUsharedconfig sc = (CUsharedconfig)-1;
+        R("query.cuCtxGetSharedMemConfig", F(cuCtxGetSharedMemConfig)(&sc));
+        OUT("query.shared_config", "%d", (int)sc);
+        R("query.cuCtxSetSharedMemConfig", F(cuCtxSetSharedMemConfig)(CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE));
+        sc = (CUsharedconfig)-1;
+        F(cuCtxGetSharedMemConfig)(&sc);
+        OUT("query.shared_config.after", "%d", (int)sc);
+        R("query.cuCtxSetSharedMemConfig.bad", F(cuCtxSetSharedMemConfig)((CUsharedconfig)7));
+        F(cuCtxSetSharedMemConfig)(CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE);
+        unsigned cf = 0;
+        F(cuCtxGetFlags)(&cf);
+        R("query.cuCtxSetFlags", F(cuCtxSetFlags)(CU_CTX_SCHED_YIELD));
+        unsigned cf2 = 0;
+        F(cuCtxGetFlags)(&cf2);
+        OUT("query.ctx_flags", "%u %u", cf, cf2);
+        R("query.cuCtxSetFlags.bad", F(cuCtxSetFlags)(0x1000000));
+        R("query.cuCtxSetFlags.map_host", F(cuCtxSetFlags)(CU_CTX_MAP_HOST));
+        F(cuCtxSetFlags)(cf);
+        R("query.cuCtxResetPersistingL2Cache", F(cuCtxResetPersistingL2Cache)());
+        // Modules: the functions, the loading mode.
+        unsigned fc = 0;
+        R("query.cuModuleGetFunctionCount", F(cuModuleGetFunctionCount)(&fc, m));
+        OUT("query.function_count", "%u", fc);
+        CUfunction fl[64] = {0};
+        R("query.cuModuleEnumerateFunctions", F(cuModuleEnumerateFunctions)(fl, fc < 64 ? fc : 64, m));
+        int found_axpy = 0, named = 0;
+        for (unsigned i = 0; i < fc && i < 64; i++) {
+            const char *fnm = NULL;
+            if (fl[i] && F(cuFuncGetName)(&fnm, fl[i]) == 0 && fnm) named++;
+            if (fl[i] == axpy) found_axpy = 1;
+        }
+        OUT("query.enumerated", "%d %d", named, found_axpy);
+        R("query.cuModuleEnumerateFunctions.too_many", F(cuModuleEnumerateFunctions)(fl, fc + 1, m));
+        R("query.cuModuleEnumerateFunctions.null", F(cuModuleEnumerateFunctions)(NULL, fc, m));
+        CUmoduleLoadingMode lm = (CUmoduleLoadingMode)0;
+        R("query.cuModuleGetLoadingMode", F(cuModuleGetLoadingMode)(&lm));
+        OUT("query.loading_mode", "%d", (int)lm);
+        CUfunctionLoadingState ls = (CUfunctionLoadingState)9;
+        R("query.cuFuncIsLoaded", F(cuFuncIsLoaded)(&ls, axpy));
+        OUT("query.func_loaded", "%d", (int)ls);
+        R("query.cuFuncLoad", F(cuFuncLoad)(axpy));
+        R("query.cuFuncLoad.null", F(cuFuncLoad)(NULL));
+        // Occupancy: dynamic shared memory left for N blocks per SM.
+        size_t dsm = 0;
+        R("query.cuOccupancyAvailableDynamicSMemPerBlock", F(cuOccupancyAvailableDynamicSMemPerBlock)(&dsm, bsum, 1, 256));
+        OUT("query.avail_dyn_smem.1x256", "%zu", dsm);
+        dsm = 0;
+        F(cuOccupancyAvailableDynamicSMemPerBlock)(&dsm, bsum, 4, 256);
+        OUT("query.avail_dyn_smem.4x256", "%zu", dsm);
+        dsm = 0;
+        F(cuOccupancyAvailableDynamicSMemPerBlock)(&dsm, axpy, 8, 128);
+        OUT("query.avail_dyn_smem.axpy.8x128", "%zu", dsm);
+        dsm = 0;
+        R("query.cuOccupancyAvailableDynamicSMemPerBlock.too_many", F(cuOccupancyAvailableDynamicSMemPerBlock)(&dsm, axpy, 64, 1024));
+        OUT("query.avail_dyn_smem.too_many", "%zu", dsm);
+        R("query.cuOccupancyAvailableDynamicSMemPerBlock.big_block", F(cuOccupancyAvailableDynamicSMemPerBlock)(&dsm, axpy, 1, 2048));
+        // Devices.
+        CUdevice bd = -1;
+        R("query.cuDeviceGetByPCIBusId", F(cuDeviceGetByPCIBusId)(&bd, bus));
+        OUT("query.device_by_bus", "%d", bd);
+        char lower[64] = {0};
+        for (int i = 0; bus[i] && i < 63; i++) lower[i] = (char)tolower((unsigned char)bus[i]);
+        bd = -1;
+        R("query.cuDeviceGetByPCIBusId.lower", F(cuDeviceGetByPCIBusId)(&bd, lower));
+        OUT("query.device_by_bus.lower", "%d", bd);
+        R("query.cuDeviceGetByPCIBusId.short", F(cuDeviceGetByPCIBusId)(&bd, bus + 5));
+        R("query.cuDeviceGetByPCIBusId.bad", F(cuDeviceGetByPCIBusId)(&bd, "ffff:ff:1f.7"));
+        R("query.cuDeviceGetByPCIBusId.garbage", F(cuDeviceGetByPCIBusId)(&bd, "nope"));
+        size_t lw = 0;
+        R("query.cuDeviceGetTexture1DLinearMaxWidth", F(cuDeviceGetTexture1DLinearMaxWidth)(&lw, CU_AD_FORMAT_FLOAT, 4, dev));
+        OUT("query.tex1d_linear_max.float4", "%zu", lw);
+        lw = 0;
+        F(cuDeviceGetTexture1DLinearMaxWidth)(&lw, CU_AD_FORMAT_UNSIGNED_INT8, 1, dev);
+        OUT("query.tex1d_linear_max.u8x1", "%zu", lw);
+        const struct { CUarray_format f; unsigned c; const char *k; } tf[] = {
+            {CU_AD_FORMAT_UNSIGNED_INT16, 1, "u16x1"}, {CU_AD_FORMAT_UNSIGNED_INT16, 2, "u16x2"},
+            {CU_AD_FORMAT_HALF, 4, "halfx4"}, {CU_AD_FORMAT_FLOAT, 2, "floatx2"},
+            {CU_AD_FORMAT_SIGNED_INT32, 1, "s32x1"}, {CU_AD_FORMAT_UNSIGNED_INT8, 4, "u8x4"}};
+        for (int i = 0; i < 6; i++) {
+            lw = 0;
+            int r = F(cuDeviceGetTexture1DLinearMaxWidth)(&lw, tf[i].f, tf[i].c, dev);
+            snprintf(key, sizeof key, "query.tex1d_linear_max.%s", tf[i].k);
+            OUT(key, "%d %zu", r, lw);
+        }
+        R("query.cuDeviceGetTexture1DLinearMaxWidth.bad", F(cuDeviceGetTexture1DLinearMaxWidth)(&lw, CU_AD_FORMAT_FLOAT, 3, dev));
+        CUdevprop dp;
+        memset(&dp, 0, sizeof dp);
+        R("query.cuDeviceGetProperties", F(cuDeviceGetProperties)(&dp, dev));
+        OUT("query.devprop", "%d %d %d %d %d %d %d %d %d %d %d %d %d %d", dp.maxThreadsPerBlock,
+            dp.maxThreadsDim[0], dp.maxThreadsDim[1], dp.maxThreadsDim[2], dp.maxGridSize[0],
+            dp.maxGridSize[1], dp.maxGridSize[2], dp.sharedMemPerBlock, dp.totalConstantMemory,
+            dp.SIMDWidth, dp.memPitch, dp.regsPerBlock, dp.clockRate, dp.textureAlign);
+        // Pointer attributes that can be set.
+        CUdeviceptr pd = 0;
+        F(cuMemAlloc)(&pd, 4096);
+        unsigned one = 1, got = 9;
+        R("query.cuPointerSetAttribute.sync_memops", F(cuPointerSetAttribute)(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, pd));
+        F(cuPointerGetAttribute)(&got, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, pd);
+        OUT("query.sync_memops", "%u", got);
+        R("query.cuPointerSetAttribute.other", F(cuPointerSetAttribute)(&one, CU_POINTER_ATTRIBUTE_IS_MANAGED, pd));
+        R("query.cuPointerSetAttribute.unknown_ptr", F(cuPointerSetAttribute)(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, 16));
+        // 2-D memsets.
+        R("query.cuMemsetD2D8", F(cuMemsetD2D8)(pd, 512, 0x11, 100, 4));
+        R("query.cuMemsetD2D16", F(cuMemsetD2D16)(pd + 2048, 512, 0x2233, 50, 2));
+        R("query.cuMemsetD2D32Async", F(cuMemsetD2D32Async)(pd + 3072, 256, 0x44556677u, 30, 3, qs1));
+        R("query.cuStreamSynchronize", F(cuStreamSynchronize)(qs1));
+        unsigned char md[4096];
+        memset(md, 0, sizeof md);
+        F(cuMemcpyDtoH)(md, pd, sizeof md);
+        OUT("query.memset2d", "%016llx", fnv(md, sizeof md));
+        R("query.cuMemsetD2D8.pitch_too_small", F(cuMemsetD2D8)(pd, 50, 0x11, 100, 4));
+        R("query.cuMemsetD2D32.misaligned", F(cuMemsetD2D32)(pd + 2, 256, 1, 4, 2));
+        R("query.cuMemsetD2D8Async.zero", F(cuMemsetD2D8Async)(pd, 512, 0x11, 0, 4, qs1));
+        // Stream attributes.
+        CUstreamAttrValue av;
+        memset(&av, 0x5a, sizeof av);
+        R("query.cuStreamGetAttribute.priority", F(cuStreamGetAttribute)(qs1, CU_LAUNCH_ATTRIBUTE_PRIORITY, &av));
+        OUT("query.stream_attr.priority", "%d", av.priority);
+        memset(&av, 0x5a, sizeof av);
+        R("query.cuStreamGetAttribute.sync_policy", F(cuStreamGetAttribute)(qs1, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &av));
+        OUT("query.stream_attr.sync_policy", "%d", (int)av.syncPolicy);
+        memset(&av, 0x5a, sizeof av);
+        R("query.cuStreamGetAttribute.access_policy", F(cuStreamGetAttribute)(qs1, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &av));
+        OUT("query.stream_attr.access_policy", "%llx %zu %f %d %d", (unsigned long long)av.accessPolicyWindow.base_ptr, av.accessPolicyWindow.num_bytes, av.accessPolicyWindow.hitRatio, (int)av.accessPolicyWindow.hitProp, (int)av.accessPolicyWindow.missProp);
+        memset(&av, 0, sizeof av);
+        av.syncPolicy = CU_SYNC_POLICY_BLOCKING_SYNC;
+        R("query.cuStreamSetAttribute.sync_policy", F(cuStreamSetAttribute)(qs1, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &av));
+        memset(&av, 0x5a, sizeof av);
+        F(cuStreamGetAttribute)(qs1, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &av);
+        OUT("query.stream_attr.sync_policy.after", "%d", (int)av.syncPolicy);
+        memset(&av, 0, sizeof av);
+        av.accessPolicyWindow.base_ptr = (void *)pd;
+        av.accessPolicyWindow.num_bytes = 4096;
+        av.accessPolicyWindow.hitRatio = 0.5f;
+        av.accessPolicyWindow.hitProp = CU_ACCESS_PROPERTY_PERSISTING;
+        av.accessPolicyWindow.missProp = CU_ACCESS_PROPERTY_STREAMING;
+        R("query.cuStreamSetAttribute.access_policy", F(cuStreamSetAttribute)(qs1, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &av));
+        memset(&av, 0x5a, sizeof av);
+        F(cuStreamGetAttribute)(qs1, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &av);
+        OUT("query.stream_attr.access_policy.after", "%d %zu %f %d %d", av.accessPolicyWindow.base_ptr == (void *)pd, av.accessPolicyWindow.num_bytes, av.accessPolicyWindow.hitRatio, (int)av.accessPolicyWindow.hitProp, (int)av.accessPolicyWindow.missProp);
+        memset(&av, 0, sizeof av);
+        av.priority = -1;
+        R("query.cuStreamSetAttribute.priority", F(cuStreamSetAttribute)(qs1, CU_LAUNCH_ATTRIBUTE_PRIORITY, &av));
+        memset(&av, 0x5a, sizeof av);
+        F(cuStreamGetAttribute)(qs1, CU_LAUNCH_ATTRIBUTE_PRIORITY, &av);
+        OUT("query.stream_attr.priority.after", "%d", av.priority);
+        R("query.cuStreamCopyAttributes", F(cuStreamCopyAttributes)(qs2, qs1));
+        memset(&av, 0x5a, sizeof av);
+        F(cuStreamGetAttribute)(qs2, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &av);
+        OUT("query.stream_attr.copied_sync_policy", "%d", (int)av.syncPolicy);
+        R("query.cuStreamGetAttribute.bad", F(cuStreamGetAttribute)(qs1, (CUstreamAttrID)77, &av));
+        F(cuMemFree)(pd);
+        if (qe) F(cuEventDestroy)(qe);
+        if (qs1) F(cuStreamDestroy)(qs1);
+        if (qs2) F(cuStreamDestroy)(qs2);
+        (void)qc2;
     }
 
     // The CUDA 12 loading API.

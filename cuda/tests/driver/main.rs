@@ -28,6 +28,7 @@ mod modules;
 mod numba;
 mod peer;
 mod pools;
+mod queries;
 mod streams;
 mod texture;
 mod vmm;
