@@ -47,7 +47,9 @@ impl Context {
             magic: MAGIC,
             dev: d,
             core,
-            flags: AtomicU32::new(flags),
+            // NVIDIA's libcuda reports CU_CTX_LMEM_RESIZE_TO_MAX (0x10) on every context it
+            // makes (observed on an H200 with driver 580); `cuCtxSetFlags` replaces them all.
+            flags: AtomicU32::new(flags | CU_CTX_LMEM_RESIZE_TO_MAX),
             primary,
             destroyed: AtomicBool::new(false),
             legacy: AtomicPtr::new(std::ptr::null_mut()),

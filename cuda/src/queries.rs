@@ -480,9 +480,11 @@ pub unsafe extern "C" fn cuFuncLoad(f: *mut c_void) -> CUresult {
     guard("cuFuncLoad", || crate::module::func_ref(f).map(|_| ()))
 }
 
-/// `cuOccupancyAvailableDynamicSMemPerBlock`: the most dynamic shared memory a block may ask
-/// for while `blocks` blocks of `block` threads fit on one SM (the occupancy calculation of
-/// `cuOccupancyMaxActiveBlocksPerMultiprocessor`, searched).
+/// `cuOccupancyAvailableDynamicSMemPerBlock`: the SM's shared memory under the function's
+/// carveout preference, split among `blocks` blocks, less the function's static shared memory,
+/// at most the function's dynamic shared-memory limit, in 128-byte units. As NVIDIA's answers
+/// on an H200: no preference counts the largest carveout, a preference counts its carveout
+/// (8 KiB at the least), and the 1 KiB each block reserves is not deducted.
 #[no_mangle]
 pub unsafe extern "C" fn cuOccupancyAvailableDynamicSMemPerBlock(
     size: *mut usize,
@@ -496,28 +498,27 @@ pub unsafe extern "C" fn cuOccupancyAvailableDynamicSMemPerBlock(
         if blocks <= 0 || block <= 0 {
             return Err(invalid(format!("numBlocks {blocks}, blockSize {block}")));
         }
-        let fits = |s: u32| {
-            f.max_active_blocks(block as u32, s)
-                .is_ok_and(|n| n >= blocks as u32)
-        };
-        if !fits(0) {
+        // The limits other than shared memory (threads, registers, blocks per SM).
+        let n = f.kernel.max_active_blocks(block as u32, 0)?;
+        if n < blocks as u32 {
             return Err(invalid(format!(
-                "{blocks} blocks of {block} threads do not fit on one SM"
+                "{blocks} blocks of {block} threads do not fit on one SM (at most {n})"
             )));
         }
-        let (mut lo, mut hi) = (0u32, f.max_dynamic_shared.load(Ordering::Relaxed));
-        if fits(hi) {
-            lo = hi;
-        }
-        while lo < hi {
-            let mid = lo + (hi - lo).div_ceil(2);
-            if fits(mid) {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        *o = lo as usize;
+        let carveouts = f.kernel.device().arch().smem_carveouts_kib;
+        let largest = carveouts.iter().copied().max().unwrap_or(48) * 1024;
+        let carveout = match f.carveout_percent() {
+            None => largest,
+            Some(p) => carveouts
+                .iter()
+                .map(|&k| k * 1024)
+                .filter(|&b| b > 0)
+                .find(|&b| u64::from(b) >= u64::from(p) * u64::from(largest) / 100)
+                .unwrap_or(largest),
+        };
+        let stat = f.kernel.attributes().static_shared_bytes;
+        let per_block = (carveout / blocks as u32).saturating_sub(stat) / 128 * 128;
+        *o = per_block.min(f.max_dynamic_shared.load(Ordering::Relaxed)) as usize;
         Ok(())
     })
 }

@@ -655,9 +655,11 @@ pub unsafe extern "C" fn cuEventCreate(ph: *mut *mut c_void, flags: u32) -> CUre
                     "flags {flags:#x}: CU_EVENT_INTERPROCESS needs CU_EVENT_DISABLE_TIMING"
                 )));
             }
-            // Shared memory other processes import (ipc.rs): zeroed, so never recorded.
+            // Memory other processes import (ipc.rs) and map for the CPU: zeroed, so never
+            // recorded. Device memory on desktop GPUs (RM maps imported device memory for the
+            // CPU, not imported pinned pages); shared memory on Jetson.
             let mf = tegragpu::core::MemFlags {
-                cpu_cached: true,
+                cpu_cached: c.core.backend_kind() == tegragpu::core::BackendKind::Nvgpu,
                 zeroed: true,
                 ..Default::default()
             };

@@ -751,6 +751,21 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         R("query.cuCtxSetFlags.map_host", F(cuCtxSetFlags)(CU_CTX_MAP_HOST));
         F(cuCtxSetFlags)(cf);
         R("query.cuCtxResetPersistingL2Cache", F(cuCtxResetPersistingL2Cache)());
+        {
+            CUcontext fc4 = NULL, pc = NULL, popped = NULL;
+            unsigned f4 = 0, fp = 0;
+            R("query.cuCtxCreate.blocking_sync", F(cuCtxCreate)(&fc4, NULL, CU_CTX_SCHED_BLOCKING_SYNC, dev));
+            F(cuCtxGetFlags)(&f4);
+            OUT("query.ctx_flags.blocking_sync", "%u", f4);
+            F(cuCtxPopCurrent)(&popped);
+            if (fc4) F(cuCtxDestroy)(fc4);
+            R("query.cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&pc, dev));
+            F(cuCtxPushCurrent)(pc);
+            F(cuCtxGetFlags)(&fp);
+            OUT("query.ctx_flags.primary", "%u", fp);
+            F(cuCtxPopCurrent)(&popped);
+            F(cuDevicePrimaryCtxRelease)(dev);
+        }
         // Modules: the functions, the loading mode.
         unsigned fc = 0;
         R("query.cuModuleGetFunctionCount", F(cuModuleGetFunctionCount)(&fc, m));
@@ -834,6 +849,7 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         R("query.cuPointerSetAttribute.other", F(cuPointerSetAttribute)(&one, CU_POINTER_ATTRIBUTE_IS_MANAGED, pd));
         R("query.cuPointerSetAttribute.unknown_ptr", F(cuPointerSetAttribute)(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, 16));
         // 2-D memsets.
+        R("query.cuMemsetD8.clear", F(cuMemsetD8)(pd, 0, 4096));
         R("query.cuMemsetD2D8", F(cuMemsetD2D8)(pd, 512, 0x11, 100, 4));
         R("query.cuMemsetD2D16", F(cuMemsetD2D16)(pd + 2048, 512, 0x2233, 50, 2));
         R("query.cuMemsetD2D32Async", F(cuMemsetD2D32Async)(pd + 3072, 256, 0x44556677u, 30, 3, qs1));

@@ -273,40 +273,51 @@ fn module_functions_occupancy_and_devices() {
     check(cu!(cuFuncLoad(add): *mut c_void), "cuFuncLoad");
     assert_eq!(cu!(cuFuncLoad(null_mut()): *mut c_void), 400);
 
-    // The dynamic shared memory left for N blocks is what the occupancy calculation allows:
-    // N blocks fit with it, and not with more.
-    let red = function(m, "reduce_sum");
-    let occ = |shared: usize| {
-        let mut b = 0i32;
-        check(
-            cu!(cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut b, red, 256, shared): *mut i32, *mut c_void, i32, usize),
-            "occupancy",
-        );
-        b
-    };
-    for blocks in [1, 2, 4] {
+    // The dynamic shared memory left for N blocks (NVIDIA's answers on an H200): the largest
+    // carveout split among the blocks, at most the function's limit; under
+    // CU_FUNC_CACHE_PREFER_L1 the smallest carveout (8 KiB); the 1 KiB each block reserves is
+    // not deducted.
+    let avail = |f: *mut c_void, blocks: i32, threads: i32| {
         let mut s = 0usize;
+        let r = cu!(cuOccupancyAvailableDynamicSMemPerBlock(&mut s, f, blocks, threads): *mut usize, *mut c_void, i32, i32);
+        (r, s)
+    };
+    let attr = |a: i32| {
+        let mut v = 0;
         check(
-            cu!(cuOccupancyAvailableDynamicSMemPerBlock(&mut s, red, blocks, 256): *mut usize, *mut c_void, i32, i32),
-            "cuOccupancyAvailableDynamicSMemPerBlock",
+            cu!(cuDeviceGetAttribute(&mut v, a, 0): *mut i32, i32, i32),
+            "attribute",
         );
-        assert!(occ(s) >= blocks, "{blocks} blocks with {s} bytes");
-        let mut optin = 0i32;
-        check(
-            cu!(cuFuncGetAttribute(&mut optin, 8, red): *mut i32, i32, *mut c_void),
-            "MAX_DYNAMIC_SHARED_SIZE_BYTES",
-        );
-        assert!(
-            s == optin as usize || occ(s + 1) < blocks,
-            "{blocks} blocks: {s} bytes is the most"
+        v as usize
+    };
+    let per_sm = attr(81);
+    let mut limit = 0i32;
+    check(
+        cu!(cuFuncGetAttribute(&mut limit, 8, add): *mut i32, i32, *mut c_void),
+        "MAX_DYNAMIC_SHARED_SIZE_BYTES",
+    );
+    for blocks in [1usize, 2, 4, 8] {
+        assert_eq!(
+            avail(add, blocks as i32, 128),
+            (0, (per_sm / blocks / 128 * 128).min(limit as usize)),
+            "{blocks} blocks"
         );
     }
-    let mut s = 0usize;
+    check(
+        cu!(cuFuncSetCacheConfig(add, 2): *mut c_void, u32),
+        "CU_FUNC_CACHE_PREFER_L1",
+    );
+    assert_eq!(avail(add, 8, 128), (0, 1024), "8 KiB among 8 blocks");
+    check(
+        cu!(cuFuncSetCacheConfig(add, 0): *mut c_void, u32),
+        "CU_FUNC_CACHE_PREFER_NONE",
+    );
     assert_eq!(
-        cu!(cuOccupancyAvailableDynamicSMemPerBlock(&mut s, red, 64, 1024): *mut usize, *mut c_void, i32, i32),
+        avail(add, 64, 1024).0,
         1,
         "64 blocks of 1024 threads never fit"
     );
+    assert_eq!(avail(add, 1, 2048).0, 1, "2048 threads");
 
     // Devices by PCI bus id, in the forms NVIDIA's accepts.
     let mut bus = [0 as c_char; 64];
