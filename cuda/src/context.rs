@@ -47,9 +47,16 @@ impl Context {
             magic: MAGIC,
             dev: d,
             core,
-            // NVIDIA's libcuda reports CU_CTX_LMEM_RESIZE_TO_MAX (0x10) on every context it
-            // makes (observed on an H200 with driver 580); `cuCtxSetFlags` replaces them all.
-            flags: AtomicU32::new(flags | CU_CTX_LMEM_RESIZE_TO_MAX),
+            // What NVIDIA's libcuda reports (H200, driver 580): a primary context adds
+            // CU_CTX_MAP_HOST; a context made with flags 0 reads CU_CTX_LMEM_RESIZE_TO_MAX;
+            // `cuCtxSetFlags` replaces them all.
+            flags: AtomicU32::new(if primary {
+                flags | CU_CTX_MAP_HOST
+            } else if flags == 0 {
+                CU_CTX_LMEM_RESIZE_TO_MAX
+            } else {
+                flags
+            }),
             primary,
             destroyed: AtomicBool::new(false),
             legacy: AtomicPtr::new(std::ptr::null_mut()),

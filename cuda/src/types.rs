@@ -51,6 +51,7 @@ pub const CU_STREAM_NON_BLOCKING: u32 = 1;
 pub const CU_EVENT_BLOCKING_SYNC: u32 = 1;
 pub const CU_EVENT_DISABLE_TIMING: u32 = 2;
 pub const CU_EVENT_INTERPROCESS: u32 = 4;
+pub const CU_CTX_MAP_HOST: u32 = 0x08;
 pub const CU_CTX_LMEM_RESIZE_TO_MAX: u32 = 0x10;
 pub const CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS: u32 = 1;
 
