@@ -40,36 +40,16 @@ pub unsafe extern "C" fn cuCtxGetId(ctx: *mut c_void, id: *mut u64) -> CUresult 
     })
 }
 
-unsafe fn stream_id(h: *mut c_void, ptds: bool, id: *mut u64) -> R {
+unsafe fn stream_id(h: *mut c_void, id: *mut u64, ptds: bool) -> R {
     let o = out(id, "streamId")?;
     *o = stream_of(h, ptds)?.id;
     Ok(())
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn cuStreamGetId(h: *mut c_void, id: *mut u64) -> CUresult {
-    guard("cuStreamGetId", || stream_id(h, false, id))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn cuStreamGetId_ptsz(h: *mut c_void, id: *mut u64) -> CUresult {
-    guard("cuStreamGetId_ptsz", || stream_id(h, true, id))
-}
-
-unsafe fn stream_device(h: *mut c_void, ptds: bool, d: *mut CUdevice) -> R {
+unsafe fn stream_device(h: *mut c_void, d: *mut CUdevice, ptds: bool) -> R {
     let o = out(d, "device")?;
     *o = stream_of(h, ptds)?.ctx.dev.ordinal;
     Ok(())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn cuStreamGetDevice(h: *mut c_void, d: *mut CUdevice) -> CUresult {
-    guard("cuStreamGetDevice", || stream_device(h, false, d))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn cuStreamGetDevice_ptsz(h: *mut c_void, d: *mut CUdevice) -> CUresult {
-    guard("cuStreamGetDevice_ptsz", || stream_device(h, true, d))
 }
 
 #[no_mangle]
@@ -92,9 +72,9 @@ pub unsafe extern "C" fn cuCtxSynchronize_v2(ctx: *mut c_void) -> CUresult {
 
 unsafe fn stream_ctx_v2(
     h: *mut c_void,
-    ptds: bool,
     pctx: *mut *mut c_void,
     pgreen: *mut *mut c_void,
+    ptds: bool,
 ) -> R {
     let s = stream_of(h, ptds)?;
     if let Some(c) = pctx.as_mut() {
@@ -105,28 +85,6 @@ unsafe fn stream_ctx_v2(
         *g = std::ptr::null_mut();
     }
     Ok(())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn cuStreamGetCtx_v2(
-    h: *mut c_void,
-    pctx: *mut *mut c_void,
-    pgreen: *mut *mut c_void,
-) -> CUresult {
-    guard("cuStreamGetCtx_v2", || {
-        stream_ctx_v2(h, false, pctx, pgreen)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn cuStreamGetCtx_v2_ptsz(
-    h: *mut c_void,
-    pctx: *mut *mut c_void,
-    pgreen: *mut *mut c_void,
-) -> CUresult {
-    guard("cuStreamGetCtx_v2_ptsz", || {
-        stream_ctx_v2(h, true, pctx, pgreen)
-    })
 }
 
 // --- Events over a whole context -------------------------------------------------------------
@@ -295,7 +253,7 @@ fn check_attr(attr: u32) -> R {
     }
 }
 
-unsafe fn stream_get_attribute(h: *mut c_void, ptds: bool, attr: u32, v: *mut [u8; 64]) -> R {
+unsafe fn stream_get_attribute(h: *mut c_void, attr: u32, v: *mut [u8; 64], ptds: bool) -> R {
     check_attr(attr)?;
     let s = stream_of(h, ptds)?;
     let o = out(v, "value_out")?;
@@ -314,29 +272,7 @@ unsafe fn stream_get_attribute(h: *mut c_void, ptds: bool, attr: u32, v: *mut [u
     Ok(())
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn cuStreamGetAttribute(
-    h: *mut c_void,
-    attr: u32,
-    v: *mut [u8; 64],
-) -> CUresult {
-    guard("cuStreamGetAttribute", || {
-        stream_get_attribute(h, false, attr, v)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn cuStreamGetAttribute_ptsz(
-    h: *mut c_void,
-    attr: u32,
-    v: *mut [u8; 64],
-) -> CUresult {
-    guard("cuStreamGetAttribute_ptsz", || {
-        stream_get_attribute(h, true, attr, v)
-    })
-}
-
-unsafe fn stream_set_attribute(h: *mut c_void, ptds: bool, attr: u32, v: *const [u8; 64]) -> R {
+unsafe fn stream_set_attribute(h: *mut c_void, attr: u32, v: *const [u8; 64], ptds: bool) -> R {
     check_attr(attr)?;
     let s = stream_of(h, ptds)?;
     let v = *v.as_ref().ok_or_else(|| invalid("value is NULL"))?;
@@ -370,28 +306,6 @@ unsafe fn stream_set_attribute(h: *mut c_void, ptds: bool, attr: u32, v: *const 
     Ok(())
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn cuStreamSetAttribute(
-    h: *mut c_void,
-    attr: u32,
-    v: *const [u8; 64],
-) -> CUresult {
-    guard("cuStreamSetAttribute", || {
-        stream_set_attribute(h, false, attr, v)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn cuStreamSetAttribute_ptsz(
-    h: *mut c_void,
-    attr: u32,
-    v: *const [u8; 64],
-) -> CUresult {
-    guard("cuStreamSetAttribute_ptsz", || {
-        stream_set_attribute(h, true, attr, v)
-    })
-}
-
 unsafe fn stream_copy_attributes(dst: *mut c_void, src: *mut c_void, ptds: bool) -> R {
     let (d, s) = (stream_of(dst, ptds)?, stream_of(src, ptds)?);
     let mut a = *s.attrs.lock();
@@ -402,22 +316,34 @@ unsafe fn stream_copy_attributes(dst: *mut c_void, src: *mut c_void, ptds: bool)
     Ok(())
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn cuStreamCopyAttributes(dst: *mut c_void, src: *mut c_void) -> CUresult {
-    guard("cuStreamCopyAttributes", || {
-        stream_copy_attributes(dst, src, false)
-    })
+/// An export and its per-thread-stream (`_ptsz`) form, both calling `$inner` with their
+/// arguments and whether a NULL stream is the per-thread one.
+macro_rules! stream_pair {
+    ($plain:ident, $ptsz:ident, $inner:ident, ($($arg:ident: $t:ty),*)) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $plain($($arg: $t),*) -> CUresult {
+            guard(stringify!($plain), || $inner($($arg,)* false))
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $ptsz($($arg: $t),*) -> CUresult {
+            guard(stringify!($ptsz), || $inner($($arg,)* true))
+        }
+    };
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn cuStreamCopyAttributes_ptsz(
-    dst: *mut c_void,
-    src: *mut c_void,
-) -> CUresult {
-    guard("cuStreamCopyAttributes_ptsz", || {
-        stream_copy_attributes(dst, src, true)
-    })
-}
+// The names below are listed for build.rs (it finds implemented exports by `extern "C" fn`).
+// extern "C" fn cuStreamGetId extern "C" fn cuStreamGetId_ptsz
+// extern "C" fn cuStreamGetDevice extern "C" fn cuStreamGetDevice_ptsz
+// extern "C" fn cuStreamGetCtx_v2 extern "C" fn cuStreamGetCtx_v2_ptsz
+// extern "C" fn cuStreamGetAttribute extern "C" fn cuStreamGetAttribute_ptsz
+// extern "C" fn cuStreamSetAttribute extern "C" fn cuStreamSetAttribute_ptsz
+// extern "C" fn cuStreamCopyAttributes extern "C" fn cuStreamCopyAttributes_ptsz
+stream_pair!(cuStreamGetId, cuStreamGetId_ptsz, stream_id, (h: *mut c_void, id: *mut u64));
+stream_pair!(cuStreamGetDevice, cuStreamGetDevice_ptsz, stream_device, (h: *mut c_void, d: *mut CUdevice));
+stream_pair!(cuStreamGetCtx_v2, cuStreamGetCtx_v2_ptsz, stream_ctx_v2, (h: *mut c_void, pctx: *mut *mut c_void, pgreen: *mut *mut c_void));
+stream_pair!(cuStreamGetAttribute, cuStreamGetAttribute_ptsz, stream_get_attribute, (h: *mut c_void, attr: u32, v: *mut [u8; 64]));
+stream_pair!(cuStreamSetAttribute, cuStreamSetAttribute_ptsz, stream_set_attribute, (h: *mut c_void, attr: u32, v: *const [u8; 64]));
+stream_pair!(cuStreamCopyAttributes, cuStreamCopyAttributes_ptsz, stream_copy_attributes, (dst: *mut c_void, src: *mut c_void));
 
 // --- Modules and functions -------------------------------------------------------------------
 
