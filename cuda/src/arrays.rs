@@ -12,6 +12,7 @@
 use crate::context::{current, Context};
 use crate::device::out;
 use crate::error::{fail, guard, invalid, R};
+use crate::stream::{stream_of, Stream};
 use crate::types::*;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -164,3 +165,202 @@ pub unsafe extern "C" fn cuArrayDestroy(h: *mut c_void) -> CUresult {
         r
     })
 }
+
+// --- Copies to and from one-dimensional arrays ----------------------------------------------
+
+/// The GPU address of bytes `[offset, offset + n)` of the one-dimensional array `h` (these
+/// copies take 1-D arrays only, as NVIDIA's).
+fn array_range(what: &str, h: *mut c_void, offset: usize, n: usize) -> R<(u64, &'static Context)> {
+    let a = lookup(what, h)?;
+    if a.desc.height != 0 {
+        return Err(invalid(format!(
+            "{what} {h:?} is {}x{}: these copies take one-dimensional arrays (use cuMemcpy2D/3D)",
+            a.desc.width, a.desc.height
+        )));
+    }
+    let end = (offset as u64).checked_add(n as u64);
+    if end.is_none_or(|e| e > a.row_bytes) {
+        return Err(invalid(format!(
+            "{what}: bytes [{offset}, {offset} + {n}) lie outside the array's {} bytes",
+            a.row_bytes
+        )));
+    }
+    Ok((a.buf.gpu_va() + offset as u64, a.ctx))
+}
+
+unsafe fn htoa(
+    dst: *mut c_void,
+    off: usize,
+    src: *const c_void,
+    n: usize,
+    s: &'static Stream,
+    sync: bool,
+) -> R {
+    let (va, ctx) = array_range("dstArray", dst, off, n)?;
+    crate::transfer::write_owned(s, va, Some(ctx), src as *const u8, n as u64, sync)
+}
+
+unsafe fn atoh(
+    dst: *mut c_void,
+    src: *mut c_void,
+    off: usize,
+    n: usize,
+    s: &'static Stream,
+    sync: bool,
+) -> R {
+    let (va, ctx) = array_range("srcArray", src, off, n)?;
+    crate::transfer::read_owned(s, dst as *mut u8, va, Some(ctx), n as u64, sync)
+}
+
+macro_rules! htoa_fn {
+    ($name:ident, $ptds:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            dst: *mut c_void,
+            off: usize,
+            src: *const c_void,
+            n: usize,
+        ) -> CUresult {
+            guard(stringify!($name), || {
+                htoa(
+                    dst,
+                    off,
+                    src,
+                    n,
+                    stream_of(std::ptr::null_mut(), $ptds)?,
+                    true,
+                )
+            })
+        }
+    };
+}
+macro_rules! htoa_async_fn {
+    ($name:ident, $ptds:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            dst: *mut c_void,
+            off: usize,
+            src: *const c_void,
+            n: usize,
+            h: *mut c_void,
+        ) -> CUresult {
+            guard(stringify!($name), || {
+                htoa(dst, off, src, n, stream_of(h, $ptds)?, false)
+            })
+        }
+    };
+}
+macro_rules! atoh_fn {
+    ($name:ident, $ptds:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            dst: *mut c_void,
+            src: *mut c_void,
+            off: usize,
+            n: usize,
+        ) -> CUresult {
+            guard(stringify!($name), || {
+                atoh(
+                    dst,
+                    src,
+                    off,
+                    n,
+                    stream_of(std::ptr::null_mut(), $ptds)?,
+                    true,
+                )
+            })
+        }
+    };
+}
+macro_rules! atoh_async_fn {
+    ($name:ident, $ptds:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            dst: *mut c_void,
+            src: *mut c_void,
+            off: usize,
+            n: usize,
+            h: *mut c_void,
+        ) -> CUresult {
+            guard(stringify!($name), || {
+                atoh(dst, src, off, n, stream_of(h, $ptds)?, false)
+            })
+        }
+    };
+}
+macro_rules! dtoa_fn {
+    ($name:ident, $ptds:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            dst: *mut c_void,
+            off: usize,
+            src: CUdeviceptr,
+            n: usize,
+        ) -> CUresult {
+            guard(stringify!($name), || {
+                let s = stream_of(std::ptr::null_mut(), $ptds)?;
+                let (va, ctx) = array_range("dstArray", dst, off, n)?;
+                crate::transfer::copy_d2d_between(s, va, ctx, src, s.ctx, n as u64, true)
+            })
+        }
+    };
+}
+macro_rules! atod_fn {
+    ($name:ident, $ptds:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            dst: CUdeviceptr,
+            src: *mut c_void,
+            off: usize,
+            n: usize,
+        ) -> CUresult {
+            guard(stringify!($name), || {
+                let s = stream_of(std::ptr::null_mut(), $ptds)?;
+                let (va, ctx) = array_range("srcArray", src, off, n)?;
+                crate::transfer::copy_d2d_between(s, dst, s.ctx, va, ctx, n as u64, true)
+            })
+        }
+    };
+}
+macro_rules! atoa_fn {
+    ($name:ident, $ptds:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            dst: *mut c_void,
+            doff: usize,
+            src: *mut c_void,
+            soff: usize,
+            n: usize,
+        ) -> CUresult {
+            guard(stringify!($name), || {
+                let s = stream_of(std::ptr::null_mut(), $ptds)?;
+                let (d, dctx) = array_range("dstArray", dst, doff, n)?;
+                let (v, sctx) = array_range("srcArray", src, soff, n)?;
+                crate::transfer::copy_d2d_between(s, d, dctx, v, sctx, n as u64, true)
+            })
+        }
+    };
+}
+
+// The names below are listed for build.rs (it finds implemented exports by `extern "C" fn`).
+// extern "C" fn cuMemcpyHtoA_v2 extern "C" fn cuMemcpyHtoA_v2_ptds
+// extern "C" fn cuMemcpyHtoAAsync_v2 extern "C" fn cuMemcpyHtoAAsync_v2_ptsz
+// extern "C" fn cuMemcpyAtoH_v2 extern "C" fn cuMemcpyAtoH_v2_ptds
+// extern "C" fn cuMemcpyAtoHAsync_v2 extern "C" fn cuMemcpyAtoHAsync_v2_ptsz
+// extern "C" fn cuMemcpyDtoA_v2 extern "C" fn cuMemcpyDtoA_v2_ptds
+// extern "C" fn cuMemcpyAtoD_v2 extern "C" fn cuMemcpyAtoD_v2_ptds
+// extern "C" fn cuMemcpyAtoA_v2 extern "C" fn cuMemcpyAtoA_v2_ptds
+htoa_fn!(cuMemcpyHtoA_v2, false);
+htoa_fn!(cuMemcpyHtoA_v2_ptds, true);
+htoa_async_fn!(cuMemcpyHtoAAsync_v2, false);
+htoa_async_fn!(cuMemcpyHtoAAsync_v2_ptsz, true);
+atoh_fn!(cuMemcpyAtoH_v2, false);
+atoh_fn!(cuMemcpyAtoH_v2_ptds, true);
+atoh_async_fn!(cuMemcpyAtoHAsync_v2, false);
+atoh_async_fn!(cuMemcpyAtoHAsync_v2_ptsz, true);
+dtoa_fn!(cuMemcpyDtoA_v2, false);
+dtoa_fn!(cuMemcpyDtoA_v2_ptds, true);
+atod_fn!(cuMemcpyAtoD_v2, false);
+atod_fn!(cuMemcpyAtoD_v2_ptds, true);
+atoa_fn!(cuMemcpyAtoA_v2, false);
+atoa_fn!(cuMemcpyAtoA_v2_ptds, true);

@@ -906,6 +906,44 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         (void)qc2;
     }
 
+    // Copies to and from one-dimensional arrays.
+    {
+        CUDA_ARRAY_DESCRIPTOR ad = {256, 0, CU_AD_FORMAT_FLOAT, 1};
+        CUDA_ARRAY_DESCRIPTOR ad2 = {16, 16, CU_AD_FORMAT_FLOAT, 1};
+        CUarray aa = NULL, ab = NULL, a2 = NULL;
+        R("acopy.cuArrayCreate", F(cuArrayCreate)(&aa, &ad));
+        R("acopy.cuArrayCreate.b", F(cuArrayCreate)(&ab, &ad));
+        R("acopy.cuArrayCreate.2d", F(cuArrayCreate)(&a2, &ad2));
+        unsigned asrc[64], aback[64];
+        for (int i = 0; i < 64; i++) asrc[i] = 0x1000 + i;
+        CUdeviceptr ad_mem = 0;
+        F(cuMemAlloc)(&ad_mem, 1024);
+        R("acopy.cuMemcpyHtoA", F(cuMemcpyHtoA)(aa, 128, asrc, 256));
+        memset(aback, 0, sizeof aback);
+        R("acopy.cuMemcpyAtoH", F(cuMemcpyAtoH)(aback, aa, 128, 256));
+        OUT("acopy.htoa_atoh", "%016llx", fnv(aback, sizeof aback));
+        R("acopy.cuMemcpyAtoA", F(cuMemcpyAtoA)(ab, 0, aa, 128, 256));
+        R("acopy.cuMemcpyAtoD", F(cuMemcpyAtoD)(ad_mem, ab, 0, 256));
+        memset(aback, 0, sizeof aback);
+        F(cuMemcpyDtoH)(aback, ad_mem, 256);
+        OUT("acopy.atoa_atod", "%016llx", fnv(aback, sizeof aback));
+        R("acopy.cuMemcpyDtoA", F(cuMemcpyDtoA)(aa, 512, ad_mem, 256));
+        memset(aback, 0, sizeof aback);
+        R("acopy.cuMemcpyAtoHAsync", F(cuMemcpyAtoHAsync)(aback, aa, 512, 256, 0));
+        R("acopy.cuStreamSynchronize", F(cuStreamSynchronize)(0));
+        OUT("acopy.dtoa", "%016llx", fnv(aback, sizeof aback));
+        R("acopy.cuMemcpyHtoAAsync", F(cuMemcpyHtoAAsync)(ab, 768, asrc, 256, 0));
+        R("acopy.cuStreamSynchronize.2", F(cuStreamSynchronize)(0));
+        R("acopy.past_end", F(cuMemcpyHtoA)(aa, 900, asrc, 256));
+        R("acopy.two_d", F(cuMemcpyHtoA)(a2, 0, asrc, 64));
+        R("acopy.two_d_atoh", F(cuMemcpyAtoH)(aback, a2, 0, 64));
+        R("acopy.zero_bytes", F(cuMemcpyHtoA)(aa, 0, asrc, 0));
+        if (aa) F(cuArrayDestroy)(aa);
+        if (ab) F(cuArrayDestroy)(ab);
+        if (a2) F(cuArrayDestroy)(a2);
+        F(cuMemFree)(ad_mem);
+    }
+
     // The CUDA 12 loading API.
     {
         size_t len = 0;

@@ -283,3 +283,95 @@ fn arrays_copies_and_textures() {
     assert_eq!(v2, v);
     check(cu!(cuArrayDestroy(a1): *mut c_void), "destroy 1D");
 }
+
+/// `cuMemcpyHtoA`, `AtoH`, `DtoA`, `AtoD`, `AtoA` (and the `Async` forms): byte ranges of
+/// one-dimensional arrays; a two-dimensional array and a range past the end are refused.
+#[test]
+fn copies_to_and_from_one_dimensional_arrays() {
+    setup();
+    let one_d = ArrayDesc {
+        width: 256,
+        height: 0,
+        format: FLOAT,
+        channels: 1,
+    };
+    let (r, a) = create(&one_d);
+    assert_eq!(r, 0);
+    let (_, b) = create(&one_d);
+    let src: Vec<u32> = (0..64).map(|i| 0x1000 + i).collect();
+    check(
+        cu!(cuMemcpyHtoA_v2(a, 128, src.as_ptr() as *const c_void, 256): *mut c_void, usize, *const c_void, usize),
+        "cuMemcpyHtoA",
+    );
+    let mut back = vec![0u32; 64];
+    check(
+        cu!(cuMemcpyAtoH_v2(back.as_mut_ptr() as *mut c_void, a, 128, 256): *mut c_void, *mut c_void, usize, usize),
+        "cuMemcpyAtoH",
+    );
+    assert_eq!(back, src);
+    // Array to array, then to device memory, and device memory back into an array.
+    check(
+        cu!(cuMemcpyAtoA_v2(b, 0, a, 128, 256): *mut c_void, usize, *mut c_void, usize, usize),
+        "cuMemcpyAtoA",
+    );
+    let d = alloc(1024);
+    check(
+        cu!(cuMemcpyAtoD_v2(d, b, 0, 256): u64, *mut c_void, usize, usize),
+        "cuMemcpyAtoD",
+    );
+    assert_eq!(dtoh::<u32>(d, 64), src);
+    check(
+        cu!(cuMemcpyDtoA_v2(a, 512, d, 256): *mut c_void, usize, u64, usize),
+        "cuMemcpyDtoA",
+    );
+    let mut s = null_mut();
+    check(
+        cu!(cuStreamCreate(&mut s, 1): *mut *mut c_void, u32),
+        "stream",
+    );
+    let mut back2 = vec![0u32; 64];
+    check(
+        cu!(cuMemcpyAtoHAsync_v2(back2.as_mut_ptr() as *mut c_void, a, 512, 256, s): *mut c_void, *mut c_void, usize, usize, *mut c_void),
+        "cuMemcpyAtoHAsync",
+    );
+    check(cu!(cuStreamSynchronize(s): *mut c_void), "sync");
+    assert_eq!(back2, src);
+    check(
+        cu!(cuMemcpyHtoAAsync_v2(b, 768, src.as_ptr() as *const c_void, 256, s): *mut c_void, usize, *const c_void, usize, *mut c_void),
+        "cuMemcpyHtoAAsync",
+    );
+    check(cu!(cuStreamSynchronize(s): *mut c_void), "sync");
+    let mut back3 = vec![0u32; 64];
+    check(
+        cu!(cuMemcpyAtoH_v2(back3.as_mut_ptr() as *mut c_void, b, 768, 256): *mut c_void, *mut c_void, usize, usize),
+        "cuMemcpyAtoH",
+    );
+    assert_eq!(back3, src);
+    // Refusals: past the end, a 2-D array, not an array.
+    assert_eq!(
+        cu!(cuMemcpyHtoA_v2(a, 900, src.as_ptr() as *const c_void, 256): *mut c_void, usize, *const c_void, usize),
+        1,
+        "past the 1024 bytes"
+    );
+    let (_, two_d) = create(&ArrayDesc {
+        width: 16,
+        height: 16,
+        format: FLOAT,
+        channels: 1,
+    });
+    assert_eq!(
+        cu!(cuMemcpyHtoA_v2(two_d, 0, src.as_ptr() as *const c_void, 64): *mut c_void, usize, *const c_void, usize),
+        1,
+        "two-dimensional"
+    );
+    assert_eq!(
+        cu!(cuMemcpyAtoD_v2(d, d as *mut c_void, 0, 4): u64, *mut c_void, usize, usize),
+        400,
+        "not an array"
+    );
+    for x in [a, b, two_d] {
+        check(cu!(cuArrayDestroy(x): *mut c_void), "destroy");
+    }
+    check(cu!(cuStreamDestroy_v2(s): *mut c_void), "destroy stream");
+    check(cu!(cuMemFree_v2(d): u64), "free");
+}
