@@ -166,26 +166,33 @@ pub unsafe extern "C" fn cuArrayDestroy(h: *mut c_void) -> CUresult {
     })
 }
 
-// --- Copies to and from one-dimensional arrays ----------------------------------------------
+// --- Copies to and from arrays by byte offset ----------------------------------------------
 
-/// The GPU address of bytes `[offset, offset + n)` of the one-dimensional array `h` (these
-/// copies take 1-D arrays only, as NVIDIA's).
-fn array_range(what: &str, h: *mut c_void, offset: usize, n: usize) -> R<(u64, &'static Context)> {
+/// Runs of memory: (GPU address, offset in the copied range, length), and whose they are.
+type Runs = (Vec<(u64, u64, u64)>, &'static Context);
+
+/// The pieces of bytes `[offset, offset + n)` of array `h`, taken as its rows packed one after
+/// another (as NVIDIA's takes them): (GPU address, offset in the range, length), one per row
+/// the range touches, and the array's context.
+fn array_range(what: &str, h: *mut c_void, offset: usize, n: usize) -> R<Runs> {
     let a = lookup(what, h)?;
-    if a.desc.height != 0 {
+    let total = a.row_bytes * a.rows();
+    let (off, n) = (offset as u64, n as u64);
+    if off.checked_add(n).is_none_or(|e| e > total) {
         return Err(invalid(format!(
-            "{what} {h:?} is {}x{}: these copies take one-dimensional arrays (use cuMemcpy2D/3D)",
-            a.desc.width, a.desc.height
+            "{what}: bytes [{offset}, {offset} + {n}) lie outside the array's {total} bytes"
         )));
     }
-    let end = (offset as u64).checked_add(n as u64);
-    if end.is_none_or(|e| e > a.row_bytes) {
-        return Err(invalid(format!(
-            "{what}: bytes [{offset}, {offset} + {n}) lie outside the array's {} bytes",
-            a.row_bytes
-        )));
+    let mut pieces = Vec::new();
+    let mut done = 0;
+    while done < n {
+        let at = off + done;
+        let (row, col) = (at / a.row_bytes, at % a.row_bytes);
+        let len = (a.row_bytes - col).min(n - done);
+        pieces.push((a.buf.gpu_va() + row * a.pitch + col, done, len));
+        done += len;
     }
-    Ok((a.buf.gpu_va() + offset as u64, a.ctx))
+    Ok((pieces, a.ctx))
 }
 
 unsafe fn htoa(
@@ -196,8 +203,15 @@ unsafe fn htoa(
     s: &'static Stream,
     sync: bool,
 ) -> R {
-    let (va, ctx) = array_range("dstArray", dst, off, n)?;
-    crate::transfer::write_owned(s, va, Some(ctx), src as *const u8, n as u64, sync)
+    let (pieces, ctx) = array_range("dstArray", dst, off, n)?;
+    if src.is_null() && n > 0 {
+        return Err(invalid("srcHost is NULL"));
+    }
+    for (va, at, len) in pieces {
+        let p = (src as *const u8).add(at as usize);
+        crate::transfer::write_owned(s, va, Some(ctx), p, len, sync)?;
+    }
+    Ok(())
 }
 
 unsafe fn atoh(
@@ -208,8 +222,49 @@ unsafe fn atoh(
     s: &'static Stream,
     sync: bool,
 ) -> R {
-    let (va, ctx) = array_range("srcArray", src, off, n)?;
-    crate::transfer::read_owned(s, dst as *mut u8, va, Some(ctx), n as u64, sync)
+    let (pieces, ctx) = array_range("srcArray", src, off, n)?;
+    if dst.is_null() && n > 0 {
+        return Err(invalid("dstHost is NULL"));
+    }
+    for (va, at, len) in pieces {
+        let p = (dst as *mut u8).add(at as usize);
+        crate::transfer::read_owned(s, p, va, Some(ctx), len, sync)?;
+    }
+    Ok(())
+}
+
+/// Device memory to and from arrays, and between arrays, in stream order.
+fn dev_copy(s: &'static Stream, dst: Runs, src: Runs) -> R {
+    // Both sides as runs of (address, offset, length): copy their overlaps.
+    let (mut i, mut j) = (0, 0);
+    while i < dst.0.len() && j < src.0.len() {
+        let (dv, doff, dlen) = dst.0[i];
+        let (sv, soff, slen) = src.0[j];
+        let start = doff.max(soff);
+        let end = (doff + dlen).min(soff + slen);
+        if start < end {
+            crate::transfer::copy_d2d_between(
+                s,
+                dv + (start - doff),
+                dst.1,
+                sv + (start - soff),
+                src.1,
+                end - start,
+                true,
+            )?;
+        }
+        if doff + dlen <= soff + slen {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Device memory `[va, va + n)` as one run.
+fn linear(s: &'static Stream, va: u64, n: usize) -> Runs {
+    (vec![(va, 0, n as u64)], s.ctx)
 }
 
 macro_rules! htoa_fn {
@@ -299,8 +354,7 @@ macro_rules! dtoa_fn {
         ) -> CUresult {
             guard(stringify!($name), || {
                 let s = stream_of(std::ptr::null_mut(), $ptds)?;
-                let (va, ctx) = array_range("dstArray", dst, off, n)?;
-                crate::transfer::copy_d2d_between(s, va, ctx, src, s.ctx, n as u64, true)
+                dev_copy(s, array_range("dstArray", dst, off, n)?, linear(s, src, n))
             })
         }
     };
@@ -316,8 +370,7 @@ macro_rules! atod_fn {
         ) -> CUresult {
             guard(stringify!($name), || {
                 let s = stream_of(std::ptr::null_mut(), $ptds)?;
-                let (va, ctx) = array_range("srcArray", src, off, n)?;
-                crate::transfer::copy_d2d_between(s, dst, s.ctx, va, ctx, n as u64, true)
+                dev_copy(s, linear(s, dst, n), array_range("srcArray", src, off, n)?)
             })
         }
     };
@@ -334,9 +387,11 @@ macro_rules! atoa_fn {
         ) -> CUresult {
             guard(stringify!($name), || {
                 let s = stream_of(std::ptr::null_mut(), $ptds)?;
-                let (d, dctx) = array_range("dstArray", dst, doff, n)?;
-                let (v, sctx) = array_range("srcArray", src, soff, n)?;
-                crate::transfer::copy_d2d_between(s, d, dctx, v, sctx, n as u64, true)
+                dev_copy(
+                    s,
+                    array_range("dstArray", dst, doff, n)?,
+                    array_range("srcArray", src, soff, n)?,
+                )
             })
         }
     };

@@ -285,9 +285,9 @@ fn arrays_copies_and_textures() {
 }
 
 /// `cuMemcpyHtoA`, `AtoH`, `DtoA`, `AtoD`, `AtoA` (and the `Async` forms): byte ranges of
-/// one-dimensional arrays; a two-dimensional array and a range past the end are refused.
+/// arrays (a 2-D array's rows packed); a range past the end is refused.
 #[test]
-fn copies_to_and_from_one_dimensional_arrays() {
+fn copies_to_and_from_arrays_by_byte_offset() {
     setup();
     let one_d = ArrayDesc {
         width: 256,
@@ -359,10 +359,36 @@ fn copies_to_and_from_one_dimensional_arrays() {
         format: FLOAT,
         channels: 1,
     });
+    // A 2-D array takes byte offsets over its rows packed one after another (as NVIDIA's
+    // does): 128 bytes at offset 32 of 64-byte rows fill the end of row 0, all of row 1 and the
+    // start of row 2, as a 2-D copy of the array shows.
+    check(
+        cu!(cuMemcpyHtoA_v2(two_d, 32, src.as_ptr() as *const c_void, 128): *mut c_void, usize, *const c_void, usize),
+        "cuMemcpyHtoA into a 2-D array",
+    );
+    let mut whole = vec![0u32; 256];
+    let down = Memcpy2D {
+        src_type: ARRAY,
+        src_array: two_d,
+        dst_type: HOST,
+        dst_host: whole.as_mut_ptr() as *mut c_void,
+        dst_pitch: 64,
+        width: 64,
+        height: 16,
+        ..Default::default()
+    };
+    assert_eq!(copy2d(&down), 0);
+    assert_eq!(whole[8..40], src[..32], "rows 0 to 2, packed");
+    let mut part = vec![0u32; 32];
+    check(
+        cu!(cuMemcpyAtoH_v2(part.as_mut_ptr() as *mut c_void, two_d, 32, 128): *mut c_void, *mut c_void, usize, usize),
+        "cuMemcpyAtoH from a 2-D array",
+    );
+    assert_eq!(part, src[..32]);
     assert_eq!(
-        cu!(cuMemcpyHtoA_v2(two_d, 0, src.as_ptr() as *const c_void, 64): *mut c_void, usize, *const c_void, usize),
+        cu!(cuMemcpyHtoA_v2(two_d, 1000, src.as_ptr() as *const c_void, 64): *mut c_void, usize, *const c_void, usize),
         1,
-        "two-dimensional"
+        "past the 2-D array's 1024 bytes"
     );
     assert_eq!(
         cu!(cuMemcpyAtoD_v2(d, d as *mut c_void, 0, 4): u64, *mut c_void, usize, usize),
