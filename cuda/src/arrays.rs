@@ -166,33 +166,24 @@ pub unsafe extern "C" fn cuArrayDestroy(h: *mut c_void) -> CUresult {
     })
 }
 
-// --- Copies to and from arrays by byte offset ----------------------------------------------
+// --- Copies to and from arrays by byte offset (within the width) ----------------------------------------------
 
 /// Runs of memory: (GPU address, offset in the copied range, length), and whose they are.
 type Runs = (Vec<(u64, u64, u64)>, &'static Context);
 
-/// The pieces of bytes `[offset, offset + n)` of array `h`, taken as its rows packed one after
-/// another (as NVIDIA's takes them): (GPU address, offset in the range, length), one per row
-/// the range touches, and the array's context.
+/// Bytes `[offset, offset + n)` of array `h` as one run. As NVIDIA's: the range lies within
+/// the array's width (its first row); a range past it is `CUDA_ERROR_INVALID_VALUE`, also in a
+/// two-dimensional array.
 fn array_range(what: &str, h: *mut c_void, offset: usize, n: usize) -> R<Runs> {
     let a = lookup(what, h)?;
-    let total = a.row_bytes * a.rows();
     let (off, n) = (offset as u64, n as u64);
-    if off.checked_add(n).is_none_or(|e| e > total) {
+    if off.checked_add(n).is_none_or(|e| e > a.row_bytes) {
         return Err(invalid(format!(
-            "{what}: bytes [{offset}, {offset} + {n}) lie outside the array's {total} bytes"
+            "{what}: bytes [{off}, {off} + {n}) lie outside the array's {}-byte width (these copies stay within it)",
+            a.row_bytes
         )));
     }
-    let mut pieces = Vec::new();
-    let mut done = 0;
-    while done < n {
-        let at = off + done;
-        let (row, col) = (at / a.row_bytes, at % a.row_bytes);
-        let len = (a.row_bytes - col).min(n - done);
-        pieces.push((a.buf.gpu_va() + row * a.pitch + col, done, len));
-        done += len;
-    }
-    Ok((pieces, a.ctx))
+    Ok((vec![(a.buf.gpu_va() + off, 0, n)], a.ctx))
 }
 
 unsafe fn htoa(

@@ -953,6 +953,11 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         R("acopy.cuMemcpyAtoH.two_d", F(cuMemcpyAtoH)(aback, a2, 32, 128));
         OUT("acopy.two_d_atoh", "%016llx", fnv(aback, 128));
         R("acopy.two_d_past_end", F(cuMemcpyHtoA)(a2, 1000, asrc, 64));
+        R("acopy.two_d_second_row", F(cuMemcpyHtoA)(a2, 64, asrc, 64));
+        R("acopy.two_d_first_row", F(cuMemcpyHtoA)(a2, 0, asrc, 64));
+        memset(whole, 0, sizeof whole);
+        F(cuMemcpy2D)(&dn);
+        OUT("acopy.two_d_first_row_layout", "%016llx", fnv(whole, sizeof whole));
         R("acopy.cuMemcpyDtoA.two_d", F(cuMemcpyDtoA)(a2, 60, ad_mem, 16));
         R("acopy.zero_bytes", F(cuMemcpyHtoA)(aa, 0, asrc, 0));
         if (aa) F(cuArrayDestroy)(aa);

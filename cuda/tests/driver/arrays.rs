@@ -284,8 +284,8 @@ fn arrays_copies_and_textures() {
     check(cu!(cuArrayDestroy(a1): *mut c_void), "destroy 1D");
 }
 
-/// `cuMemcpyHtoA`, `AtoH`, `DtoA`, `AtoD`, `AtoA` (and the `Async` forms): byte ranges of
-/// arrays (a 2-D array's rows packed); a range past the end is refused.
+/// `cuMemcpyHtoA`, `AtoH`, `DtoA`, `AtoD`, `AtoA` (and the `Async` forms): byte ranges within
+/// an array's width; a range past it is refused.
 #[test]
 fn copies_to_and_from_arrays_by_byte_offset() {
     setup();
@@ -359,12 +359,11 @@ fn copies_to_and_from_arrays_by_byte_offset() {
         format: FLOAT,
         channels: 1,
     });
-    // A 2-D array takes byte offsets over its rows packed one after another (as NVIDIA's
-    // does): 128 bytes at offset 32 of 64-byte rows fill the end of row 0, all of row 1 and the
-    // start of row 2, as a 2-D copy of the array shows.
+    // A 2-D array: within its width (the first row) as a 1-D array; a range past the width is
+    // refused (NVIDIA's answers on an H200).
     check(
-        cu!(cuMemcpyHtoA_v2(two_d, 32, src.as_ptr() as *const c_void, 128): *mut c_void, usize, *const c_void, usize),
-        "cuMemcpyHtoA into a 2-D array",
+        cu!(cuMemcpyHtoA_v2(two_d, 0, src.as_ptr() as *const c_void, 64): *mut c_void, usize, *const c_void, usize),
+        "cuMemcpyHtoA into the first row of a 2-D array",
     );
     let mut whole = vec![0u32; 256];
     let down = Memcpy2D {
@@ -378,18 +377,14 @@ fn copies_to_and_from_arrays_by_byte_offset() {
         ..Default::default()
     };
     assert_eq!(copy2d(&down), 0);
-    assert_eq!(whole[8..40], src[..32], "rows 0 to 2, packed");
-    let mut part = vec![0u32; 32];
-    check(
-        cu!(cuMemcpyAtoH_v2(part.as_mut_ptr() as *mut c_void, two_d, 32, 128): *mut c_void, *mut c_void, usize, usize),
-        "cuMemcpyAtoH from a 2-D array",
-    );
-    assert_eq!(part, src[..32]);
-    assert_eq!(
-        cu!(cuMemcpyHtoA_v2(two_d, 1000, src.as_ptr() as *const c_void, 64): *mut c_void, usize, *const c_void, usize),
-        1,
-        "past the 2-D array's 1024 bytes"
-    );
+    assert_eq!(whole[..16], src[..16], "row 0");
+    for (off, n) in [(32usize, 128usize), (60, 16), (64, 64)] {
+        assert_eq!(
+            cu!(cuMemcpyHtoA_v2(two_d, off, src.as_ptr() as *const c_void, n): *mut c_void, usize, *const c_void, usize),
+            1,
+            "[{off}, +{n}) runs past the 64-byte width"
+        );
+    }
     assert_eq!(
         cu!(cuMemcpyAtoD_v2(d, d as *mut c_void, 0, 4): u64, *mut c_void, usize, usize),
         400,
