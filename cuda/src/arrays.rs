@@ -166,15 +166,12 @@ pub unsafe extern "C" fn cuArrayDestroy(h: *mut c_void) -> CUresult {
     })
 }
 
-// --- Copies to and from arrays by byte offset (within the width) ----------------------------------------------
+// --- Copies to and from arrays by byte offset (within the width) --------------------------
 
-/// Runs of memory: (GPU address, offset in the copied range, length), and whose they are.
-type Runs = (Vec<(u64, u64, u64)>, &'static Context);
-
-/// Bytes `[offset, offset + n)` of array `h` as one run. As NVIDIA's: the range lies within
-/// the array's width (its first row); a range past it is `CUDA_ERROR_INVALID_VALUE`, also in a
-/// two-dimensional array.
-fn array_range(what: &str, h: *mut c_void, offset: usize, n: usize) -> R<Runs> {
+/// The GPU address of bytes `[offset, offset + n)` of array `h`, and the array's context. As
+/// NVIDIA's: the range lies within the array's width (its first row); a range past it is
+/// `CUDA_ERROR_INVALID_VALUE`, also in a two-dimensional array.
+fn array_range(what: &str, h: *mut c_void, offset: usize, n: usize) -> R<(u64, &'static Context)> {
     let a = lookup(what, h)?;
     let (off, n) = (offset as u64, n as u64);
     if off.checked_add(n).is_none_or(|e| e > a.row_bytes) {
@@ -183,7 +180,7 @@ fn array_range(what: &str, h: *mut c_void, offset: usize, n: usize) -> R<Runs> {
             a.row_bytes
         )));
     }
-    Ok((vec![(a.buf.gpu_va() + off, 0, n)], a.ctx))
+    Ok((a.buf.gpu_va() + off, a.ctx))
 }
 
 unsafe fn htoa(
@@ -194,15 +191,8 @@ unsafe fn htoa(
     s: &'static Stream,
     sync: bool,
 ) -> R {
-    let (pieces, ctx) = array_range("dstArray", dst, off, n)?;
-    if src.is_null() && n > 0 {
-        return Err(invalid("srcHost is NULL"));
-    }
-    for (va, at, len) in pieces {
-        let p = (src as *const u8).add(at as usize);
-        crate::transfer::write_owned(s, va, Some(ctx), p, len, sync)?;
-    }
-    Ok(())
+    let (va, ctx) = array_range("dstArray", dst, off, n)?;
+    crate::transfer::write_owned(s, va, Some(ctx), src as *const u8, n as u64, sync)
 }
 
 unsafe fn atoh(
@@ -213,49 +203,18 @@ unsafe fn atoh(
     s: &'static Stream,
     sync: bool,
 ) -> R {
-    let (pieces, ctx) = array_range("srcArray", src, off, n)?;
-    if dst.is_null() && n > 0 {
-        return Err(invalid("dstHost is NULL"));
-    }
-    for (va, at, len) in pieces {
-        let p = (dst as *mut u8).add(at as usize);
-        crate::transfer::read_owned(s, p, va, Some(ctx), len, sync)?;
-    }
-    Ok(())
+    let (va, ctx) = array_range("srcArray", src, off, n)?;
+    crate::transfer::read_owned(s, dst as *mut u8, va, Some(ctx), n as u64, sync)
 }
 
-/// Device memory to and from arrays, and between arrays, in stream order.
-fn dev_copy(s: &'static Stream, dst: Runs, src: Runs) -> R {
-    // Both sides as runs of (address, offset, length): copy their overlaps.
-    let (mut i, mut j) = (0, 0);
-    while i < dst.0.len() && j < src.0.len() {
-        let (dv, doff, dlen) = dst.0[i];
-        let (sv, soff, slen) = src.0[j];
-        let start = doff.max(soff);
-        let end = (doff + dlen).min(soff + slen);
-        if start < end {
-            crate::transfer::copy_d2d_between(
-                s,
-                dv + (start - doff),
-                dst.1,
-                sv + (start - soff),
-                src.1,
-                end - start,
-                true,
-            )?;
-        }
-        if doff + dlen <= soff + slen {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    Ok(())
-}
-
-/// Device memory `[va, va + n)` as one run.
-fn linear(s: &'static Stream, va: u64, n: usize) -> Runs {
-    (vec![(va, 0, n as u64)], s.ctx)
+/// `n` bytes from `src` to `dst` (device memory or arrays), in stream order.
+fn dev_copy(
+    s: &'static Stream,
+    n: usize,
+    dst: (u64, &'static Context),
+    src: (u64, &'static Context),
+) -> R {
+    crate::transfer::copy_d2d_between(s, dst.0, dst.1, src.0, src.1, n as u64, true)
 }
 
 macro_rules! htoa_fn {
@@ -345,7 +304,7 @@ macro_rules! dtoa_fn {
         ) -> CUresult {
             guard(stringify!($name), || {
                 let s = stream_of(std::ptr::null_mut(), $ptds)?;
-                dev_copy(s, array_range("dstArray", dst, off, n)?, linear(s, src, n))
+                dev_copy(s, n, array_range("dstArray", dst, off, n)?, (src, s.ctx))
             })
         }
     };
@@ -361,7 +320,7 @@ macro_rules! atod_fn {
         ) -> CUresult {
             guard(stringify!($name), || {
                 let s = stream_of(std::ptr::null_mut(), $ptds)?;
-                dev_copy(s, linear(s, dst, n), array_range("srcArray", src, off, n)?)
+                dev_copy(s, n, (dst, s.ctx), array_range("srcArray", src, off, n)?)
             })
         }
     };
@@ -380,6 +339,7 @@ macro_rules! atoa_fn {
                 let s = stream_of(std::ptr::null_mut(), $ptds)?;
                 dev_copy(
                     s,
+                    n,
                     array_range("dstArray", dst, doff, n)?,
                     array_range("srcArray", src, soff, n)?,
                 )
