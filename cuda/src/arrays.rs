@@ -17,6 +17,7 @@ use crate::types::*;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::ptr::null_mut;
 use std::sync::Arc;
 use tegragpu::core::{Buffer, MemFlags};
 
@@ -217,133 +218,39 @@ fn dev_copy(
     crate::transfer::copy_d2d_between(s, dst.0, dst.1, src.0, src.1, n as u64, true)
 }
 
-macro_rules! htoa_fn {
-    ($name:ident, $ptds:expr) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            dst: *mut c_void,
-            off: usize,
-            src: *const c_void,
-            n: usize,
-        ) -> CUresult {
-            guard(stringify!($name), || {
-                htoa(
-                    dst,
-                    off,
-                    src,
-                    n,
-                    stream_of(std::ptr::null_mut(), $ptds)?,
-                    true,
-                )
-            })
-        }
-    };
+unsafe fn dtoa(dst: *mut c_void, off: usize, src: CUdeviceptr, n: usize, ptds: bool) -> R {
+    let s = stream_of(null_mut(), ptds)?;
+    dev_copy(s, n, array_range("dstArray", dst, off, n)?, (src, s.ctx))
 }
-macro_rules! htoa_async_fn {
-    ($name:ident, $ptds:expr) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            dst: *mut c_void,
-            off: usize,
-            src: *const c_void,
-            n: usize,
-            h: *mut c_void,
-        ) -> CUresult {
-            guard(stringify!($name), || {
-                htoa(dst, off, src, n, stream_of(h, $ptds)?, false)
-            })
-        }
-    };
+
+unsafe fn atod(dst: CUdeviceptr, src: *mut c_void, off: usize, n: usize, ptds: bool) -> R {
+    let s = stream_of(null_mut(), ptds)?;
+    dev_copy(s, n, (dst, s.ctx), array_range("srcArray", src, off, n)?)
 }
-macro_rules! atoh_fn {
-    ($name:ident, $ptds:expr) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            dst: *mut c_void,
-            src: *mut c_void,
-            off: usize,
-            n: usize,
-        ) -> CUresult {
-            guard(stringify!($name), || {
-                atoh(
-                    dst,
-                    src,
-                    off,
-                    n,
-                    stream_of(std::ptr::null_mut(), $ptds)?,
-                    true,
-                )
-            })
-        }
-    };
+
+unsafe fn atoa(
+    dst: *mut c_void,
+    doff: usize,
+    src: *mut c_void,
+    soff: usize,
+    n: usize,
+    ptds: bool,
+) -> R {
+    let s = stream_of(null_mut(), ptds)?;
+    dev_copy(
+        s,
+        n,
+        array_range("dstArray", dst, doff, n)?,
+        array_range("srcArray", src, soff, n)?,
+    )
 }
-macro_rules! atoh_async_fn {
-    ($name:ident, $ptds:expr) => {
+
+/// An exported copy: its parameters and the call it makes.
+macro_rules! array_copy {
+    ($name:ident ($($arg:ident: $t:ty),*) => $body:expr) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            dst: *mut c_void,
-            src: *mut c_void,
-            off: usize,
-            n: usize,
-            h: *mut c_void,
-        ) -> CUresult {
-            guard(stringify!($name), || {
-                atoh(dst, src, off, n, stream_of(h, $ptds)?, false)
-            })
-        }
-    };
-}
-macro_rules! dtoa_fn {
-    ($name:ident, $ptds:expr) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            dst: *mut c_void,
-            off: usize,
-            src: CUdeviceptr,
-            n: usize,
-        ) -> CUresult {
-            guard(stringify!($name), || {
-                let s = stream_of(std::ptr::null_mut(), $ptds)?;
-                dev_copy(s, n, array_range("dstArray", dst, off, n)?, (src, s.ctx))
-            })
-        }
-    };
-}
-macro_rules! atod_fn {
-    ($name:ident, $ptds:expr) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            dst: CUdeviceptr,
-            src: *mut c_void,
-            off: usize,
-            n: usize,
-        ) -> CUresult {
-            guard(stringify!($name), || {
-                let s = stream_of(std::ptr::null_mut(), $ptds)?;
-                dev_copy(s, n, (dst, s.ctx), array_range("srcArray", src, off, n)?)
-            })
-        }
-    };
-}
-macro_rules! atoa_fn {
-    ($name:ident, $ptds:expr) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            dst: *mut c_void,
-            doff: usize,
-            src: *mut c_void,
-            soff: usize,
-            n: usize,
-        ) -> CUresult {
-            guard(stringify!($name), || {
-                let s = stream_of(std::ptr::null_mut(), $ptds)?;
-                dev_copy(
-                    s,
-                    n,
-                    array_range("dstArray", dst, doff, n)?,
-                    array_range("srcArray", src, soff, n)?,
-                )
-            })
+        pub unsafe extern "C" fn $name($($arg: $t),*) -> CUresult {
+            guard(stringify!($name), || $body)
         }
     };
 }
@@ -356,17 +263,31 @@ macro_rules! atoa_fn {
 // extern "C" fn cuMemcpyDtoA_v2 extern "C" fn cuMemcpyDtoA_v2_ptds
 // extern "C" fn cuMemcpyAtoD_v2 extern "C" fn cuMemcpyAtoD_v2_ptds
 // extern "C" fn cuMemcpyAtoA_v2 extern "C" fn cuMemcpyAtoA_v2_ptds
-htoa_fn!(cuMemcpyHtoA_v2, false);
-htoa_fn!(cuMemcpyHtoA_v2_ptds, true);
-htoa_async_fn!(cuMemcpyHtoAAsync_v2, false);
-htoa_async_fn!(cuMemcpyHtoAAsync_v2_ptsz, true);
-atoh_fn!(cuMemcpyAtoH_v2, false);
-atoh_fn!(cuMemcpyAtoH_v2_ptds, true);
-atoh_async_fn!(cuMemcpyAtoHAsync_v2, false);
-atoh_async_fn!(cuMemcpyAtoHAsync_v2_ptsz, true);
-dtoa_fn!(cuMemcpyDtoA_v2, false);
-dtoa_fn!(cuMemcpyDtoA_v2_ptds, true);
-atod_fn!(cuMemcpyAtoD_v2, false);
-atod_fn!(cuMemcpyAtoD_v2_ptds, true);
-atoa_fn!(cuMemcpyAtoA_v2, false);
-atoa_fn!(cuMemcpyAtoA_v2_ptds, true);
+array_copy!(cuMemcpyHtoA_v2(dst: *mut c_void, off: usize, src: *const c_void, n: usize)
+    => htoa(dst, off, src, n, stream_of(null_mut(), false)?, true));
+array_copy!(cuMemcpyHtoA_v2_ptds(dst: *mut c_void, off: usize, src: *const c_void, n: usize)
+    => htoa(dst, off, src, n, stream_of(null_mut(), true)?, true));
+array_copy!(cuMemcpyHtoAAsync_v2(dst: *mut c_void, off: usize, src: *const c_void, n: usize, h: *mut c_void)
+    => htoa(dst, off, src, n, stream_of(h, false)?, false));
+array_copy!(cuMemcpyHtoAAsync_v2_ptsz(dst: *mut c_void, off: usize, src: *const c_void, n: usize, h: *mut c_void)
+    => htoa(dst, off, src, n, stream_of(h, true)?, false));
+array_copy!(cuMemcpyAtoH_v2(dst: *mut c_void, src: *mut c_void, off: usize, n: usize)
+    => atoh(dst, src, off, n, stream_of(null_mut(), false)?, true));
+array_copy!(cuMemcpyAtoH_v2_ptds(dst: *mut c_void, src: *mut c_void, off: usize, n: usize)
+    => atoh(dst, src, off, n, stream_of(null_mut(), true)?, true));
+array_copy!(cuMemcpyAtoHAsync_v2(dst: *mut c_void, src: *mut c_void, off: usize, n: usize, h: *mut c_void)
+    => atoh(dst, src, off, n, stream_of(h, false)?, false));
+array_copy!(cuMemcpyAtoHAsync_v2_ptsz(dst: *mut c_void, src: *mut c_void, off: usize, n: usize, h: *mut c_void)
+    => atoh(dst, src, off, n, stream_of(h, true)?, false));
+array_copy!(cuMemcpyDtoA_v2(dst: *mut c_void, off: usize, src: CUdeviceptr, n: usize)
+    => dtoa(dst, off, src, n, false));
+array_copy!(cuMemcpyDtoA_v2_ptds(dst: *mut c_void, off: usize, src: CUdeviceptr, n: usize)
+    => dtoa(dst, off, src, n, true));
+array_copy!(cuMemcpyAtoD_v2(dst: CUdeviceptr, src: *mut c_void, off: usize, n: usize)
+    => atod(dst, src, off, n, false));
+array_copy!(cuMemcpyAtoD_v2_ptds(dst: CUdeviceptr, src: *mut c_void, off: usize, n: usize)
+    => atod(dst, src, off, n, true));
+array_copy!(cuMemcpyAtoA_v2(dst: *mut c_void, doff: usize, src: *mut c_void, soff: usize, n: usize)
+    => atoa(dst, doff, src, soff, n, false));
+array_copy!(cuMemcpyAtoA_v2_ptds(dst: *mut c_void, doff: usize, src: *mut c_void, soff: usize, n: usize)
+    => atoa(dst, doff, src, soff, n, true));
