@@ -319,13 +319,11 @@ fn table(d: &core::Device, attrib: i32) -> Option<i32> {
         138 => 0,
         139 => 0,
         140 => 0,
-        // Host NUMA virtual memory management: refused. Host memory pools (pools.rs), bound to
-        // a NUMA node where asked; host virtual memory management: refused.
-        141 => 0,
-        142 => 1,
+        // Host memory in virtual memory management (vmm.rs: CU_MEM_LOCATION_TYPE_HOST and
+        // _HOST_NUMA) and host memory pools (pools.rs), bound to a NUMA node where asked.
+        141 | 142 => 1,
         143 => 0,
-        144 => 1,
-        145 => 0,
+        144 | 145 => 1,
         146 => 0,
         147 => 0,
         _ => return None,

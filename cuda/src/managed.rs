@@ -133,38 +133,27 @@ impl Managed {
     }
 }
 
+/// Whether host NUMA node `node` exists (`/sys/devices/system/node/nodeN`).
+pub(crate) fn numa_node_exists(node: i32) -> bool {
+    (0..1024).contains(&node)
+        && std::path::Path::new(&format!("/sys/devices/system/node/node{node}")).exists()
+}
+
 /// `MPOL_BIND` of `[p, p + len)` to host NUMA node `node` (`mbind(2)`).
 fn bind_to_node(p: *mut c_void, len: usize, node: i32) -> R {
-    const MPOL_BIND: libc::c_long = 2;
-    if !(0..1024).contains(&node)
-        || !std::path::Path::new(&format!("/sys/devices/system/node/node{node}")).exists()
-    {
+    if !numa_node_exists(node) {
         return Err(invalid(format!("host NUMA node {node} does not exist")));
     }
-    let mut mask = [0u64; 16];
-    mask[node as usize / 64] |= 1 << (node % 64);
-    // SAFETY: mbind reads `mask` (1024 bits) and changes the policy of our own mapping.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_mbind,
-            p,
-            len,
-            MPOL_BIND,
-            mask.as_ptr(),
-            1025 as libc::c_ulong,
-            0 as libc::c_uint,
-        )
-    };
-    if r != 0 {
-        return Err(fail(
+    // SAFETY: `[p, p + len)` is a mapping of the caller's.
+    unsafe { tegragpu::os::bind_to_numa_node(p.cast(), len, node as u32) }.map_err(|e| {
+        fail(
             CUDA_ERROR_OUT_OF_MEMORY,
             format!(
                 "mbind of {len} bytes to host NUMA node {node}: {}",
-                std::io::Error::last_os_error()
+                std::io::Error::from_raw_os_error(e)
             ),
-        ));
-    }
-    Ok(())
+        )
+    })
 }
 
 /// Memory the CPU and the GPU reach at the same address (see the module's comment):

@@ -363,6 +363,15 @@ pub unsafe extern "C" fn cuMemGetAddressRange_v2(
 ) -> CUresult {
     guard("cuMemGetAddressRange_v2", || {
         current()?;
+        if let Some((base, size)) = crate::vmm::mapping_range(dptr) {
+            if let Some(b) = pbase.as_mut() {
+                *b = base;
+            }
+            if let Some(s) = psize.as_mut() {
+                *s = size as usize;
+            }
+            return Ok(());
+        }
         let (a, off) = find_va(dptr).ok_or_else(|| {
             fail(
                 CUDA_ERROR_NOT_FOUND,
@@ -450,6 +459,7 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: i32, ptr: CUdeviceptr) -> R
         None if crate::hostreg::find_registered(ptr as usize).is_some() => {
             return registered_attribute(data, attr, ptr)
         }
+        None if let Some(r) = crate::vmm::pointer_attribute(data, attr, ptr) => return r,
         None => {
             return Err(invalid(format!(
                 "{ptr:#x} is not memory allocated or registered by this library"

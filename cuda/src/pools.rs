@@ -338,9 +338,7 @@ fn pool_location(l: &CUmemLocation, ty: i32) -> R<(i32, Option<i32>)> {
         }
         CU_MEM_LOCATION_TYPE_HOST_NUMA => {
             alloc_type(ty)?;
-            if l.id < 0
-                || !std::path::Path::new(&format!("/sys/devices/system/node/node{}", l.id)).exists()
-            {
+            if !crate::managed::numa_node_exists(l.id) {
                 return Err(invalid(format!("host NUMA node {} does not exist", l.id)));
             }
             Ok((-1, Some(l.id)))

@@ -220,7 +220,13 @@ pub fn fill(s: &'static Stream, dst: u64, value: u32, elem: u32, count: u64, syn
         )));
     }
     let d = check_range("dstDevice", dst, n)?;
-    let host = d.as_ref().is_some_and(|(a, _)| a.host.is_some());
+    if d.is_none() {
+        crate::vmm::check_within_mapping("dstDevice", dst, n)?;
+    }
+    let host = match &d {
+        Some((a, _)) => a.host.is_some(),
+        None => crate::vmm::is_host_memory(dst),
+    };
     let (q, detour) = reaching(s, owner(&d))?;
     q.record(|qq| qq.fill_va(dst, value, elem, count))?;
     if detour || (sync && host) {

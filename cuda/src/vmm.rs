@@ -17,7 +17,7 @@
 //! as well: host memory locations, the other handle types, compression and usage flags. A reservation is made on the
 //! current context's device and holds mappings of that device's memory.
 
-use crate::context::current;
+use crate::context::{current, Context};
 use crate::device::{dev, out};
 use crate::error::{fail, guard, invalid, Fail, R};
 use crate::managed::CUmemLocation;
@@ -27,11 +27,15 @@ use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
 use std::sync::Arc;
-use tegragpu::core::{Mapping, PhysicalMemory, VaRange, VMM_GRANULE};
+use tegragpu::core::{CpuView, Mapping, PhysicalMemory, VaRange, VMM_GRANULE};
 
 const CU_MEM_ALLOCATION_TYPE_PINNED: i32 = 1;
 const CU_MEM_LOCATION_TYPE_DEVICE: i32 = 1;
+const CU_MEM_LOCATION_TYPE_HOST: i32 = 2;
+const CU_MEM_LOCATION_TYPE_HOST_NUMA: i32 = 3;
+const CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: i32 = 4;
 const CU_MEM_ACCESS_FLAGS_PROT_NONE: i32 = 0;
+const CU_MEM_ACCESS_FLAGS_PROT_READ: i32 = 1;
 const CU_MEM_ACCESS_FLAGS_PROT_READWRITE: i32 = 3;
 const CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: i32 = 1;
 
@@ -60,14 +64,25 @@ struct Handle {
 struct Reservation {
     range: VaRange,
     ordinal: i32,
+    ctx: &'static Context,
 }
 
 struct Mapped {
+    /// Host memory: the CPU's view at the mapping's address (`cuMemSetAccess` for the host).
+    cpu: Option<CpuView>,
     mapping: Mapping,
     handle: u64,
     ordinal: i32,
     /// `cuMemSetAccess` gave the device read-write access.
     access: bool,
+    /// The host NUMA node of host memory (what a retained handle reports).
+    numa: Option<i32>,
+    /// `prop.requestedHandleTypes` of the handle mapped.
+    handle_types: i32,
+    /// The last access other than none set for `CU_MEM_LOCATION_TYPE_HOST` or `_HOST_NUMA`
+    /// (what `cuMemGetAccess` reports for `CU_MEM_LOCATION_TYPE_HOST`, as NVIDIA's libcuda
+    /// does: observed with CUDA 13.0 on an H200).
+    host_flags: i32,
 }
 
 #[derive(Default)]
@@ -143,8 +158,34 @@ fn granular(what: &str, v: u64) -> R {
     Ok(())
 }
 
-/// The device an allocation property names (device memory only).
-unsafe fn prop_device(p: *const CUmemAllocationProp) -> R<(CUmemAllocationProp, i32)> {
+/// Where an allocation property puts the memory.
+#[derive(Clone, Copy, PartialEq)]
+enum Place {
+    /// Device memory of this device.
+    Device(i32),
+    /// Host memory (`CU_MEM_LOCATION_TYPE_HOST`, or `_HOST_NUMA` with that node).
+    Host(Option<i32>),
+}
+
+/// The properties of host memory (NVIDIA's libcuda reports `CU_MEM_LOCATION_TYPE_HOST` memory
+/// as node 0 of `CU_MEM_LOCATION_TYPE_HOST_NUMA`, on a host with one node).
+fn host_prop(numa: Option<i32>, handle_types: i32) -> CUmemAllocationProp {
+    let mut p = device_prop(0);
+    p.location = CUmemLocation {
+        type_: CU_MEM_LOCATION_TYPE_HOST_NUMA,
+        id: numa.unwrap_or(0),
+    };
+    p.requested_handle_types = handle_types;
+    p
+}
+
+/// The place an allocation property names. `create`: the checks of `cuMemCreate` (which
+/// refuses `CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT`, as NVIDIA's libcuda does, where
+/// `cuMemGetAllocationGranularity` answers for it).
+unsafe fn prop_place(
+    p: *const CUmemAllocationProp,
+    create: bool,
+) -> R<(CUmemAllocationProp, Place)> {
     let p = *p.as_ref().ok_or_else(|| invalid("prop is NULL"))?;
     crate::device::check_init()?;
     if p.type_ != CU_MEM_ALLOCATION_TYPE_PINNED {
@@ -153,17 +194,31 @@ unsafe fn prop_device(p: *const CUmemAllocationProp) -> R<(CUmemAllocationProp, 
             p.type_
         )));
     }
-    if p.location.type_ != CU_MEM_LOCATION_TYPE_DEVICE {
-        return Err(fail(
-            CUDA_ERROR_NOT_SUPPORTED,
-            format!(
-                "prop.location.type {}: only device memory (CU_MEM_LOCATION_TYPE_DEVICE) is supported",
-                p.location.type_
-            ),
-        ));
-    }
-    dev(p.location.id).map_err(|e| Fail(CUDA_ERROR_INVALID_DEVICE, e.1))?;
-    Ok((p, p.location.id))
+    let l = p.location;
+    let place = match l.type_ {
+        CU_MEM_LOCATION_TYPE_DEVICE => {
+            dev(l.id).map_err(|e| Fail(CUDA_ERROR_INVALID_DEVICE, e.1))?;
+            Place::Device(l.id)
+        }
+        // The id is ignored.
+        CU_MEM_LOCATION_TYPE_HOST => Place::Host(None),
+        CU_MEM_LOCATION_TYPE_HOST_NUMA => {
+            if !crate::managed::numa_node_exists(l.id) {
+                return Err(invalid(format!(
+                    "prop.location: host NUMA node {} does not exist",
+                    l.id
+                )));
+            }
+            Place::Host(Some(l.id))
+        }
+        CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT if !create => Place::Host(None),
+        t => {
+            return Err(invalid(format!(
+            "prop.location.type {t}: CU_MEM_LOCATION_TYPE_DEVICE (1), _HOST (2) or _HOST_NUMA (3)"
+        )))
+        }
+    };
+    Ok((p, place))
 }
 
 #[no_mangle]
@@ -174,7 +229,7 @@ pub unsafe extern "C" fn cuMemGetAllocationGranularity(
 ) -> CUresult {
     guard("cuMemGetAllocationGranularity", || {
         let o = out(granularity, "granularity")?;
-        prop_device(prop)?;
+        prop_place(prop, false)?;
         if !matches!(option, 0 | 1) {
             return Err(invalid(format!(
                 "option {option}: CU_MEM_ALLOC_GRANULARITY_MINIMUM (0) or _RECOMMENDED (1)"
@@ -194,7 +249,7 @@ pub unsafe extern "C" fn cuMemCreate(
 ) -> CUresult {
     guard("cuMemCreate", || {
         let o = out(handle, "handle")?;
-        let (p, ordinal) = prop_device(prop)?;
+        let (p, place) = prop_place(prop, true)?;
         if flags != 0 {
             return Err(invalid(format!("flags {flags:#x}: must be 0")));
         }
@@ -211,6 +266,12 @@ pub unsafe extern "C" fn cuMemCreate(
                 ),
             ));
         }
+        if let Place::Host(numa) = place {
+            return create_host(o, size as u64, p, numa);
+        }
+        let Place::Device(ordinal) = place else {
+            unreachable!("host memory returned above")
+        };
         if p.compression_type != 0 || p.usage != 0 {
             return Err(fail(
                 CUDA_ERROR_NOT_SUPPORTED,
@@ -225,6 +286,41 @@ pub unsafe extern "C" fn cuMemCreate(
         *o = with(|s| s.add(phys, p, ordinal));
         Ok(())
     })
+}
+
+/// `cuMemCreate` of host memory, pinned for the current context's device.
+fn create_host(o: &mut u64, size: u64, p: CUmemAllocationProp, numa: Option<i32>) -> R {
+    // NVIDIA's libcuda answers CUDA_ERROR_INVALID_VALUE to these (CUDA 13.0 on an H200).
+    if p.location.type_ == CU_MEM_LOCATION_TYPE_HOST && p.requested_handle_types != 0 {
+        return Err(invalid(format!(
+            "prop.requestedHandleTypes {:#x}: CU_MEM_LOCATION_TYPE_HOST memory has no shareable handles",
+            p.requested_handle_types
+        )));
+    }
+    if p.gpu_direct_rdma_capable != 0 {
+        return Err(invalid(
+            "prop.allocFlags.gpuDirectRDMACapable: host memory is not for GPUDirect RDMA",
+        ));
+    }
+    if p.requested_handle_types != 0 {
+        return Err(fail(
+            CUDA_ERROR_NOT_SUPPORTED,
+            format!(
+                "prop.requestedHandleTypes {:#x}: host memory has no shareable handles here",
+                p.requested_handle_types
+            ),
+        ));
+    }
+    if p.compression_type != 0 || p.usage != 0 {
+        return Err(invalid(format!(
+            "prop.allocFlags: compressionType {}, usage {:#x}: not for host memory",
+            p.compression_type, p.usage
+        )));
+    }
+    let ctx = current()?;
+    let phys = Arc::new(ctx.core.alloc_physical_host(size, numa.map(|n| n as u32))?);
+    *o = with(|s| s.add(phys, host_prop(numa, 0), ctx.dev.ordinal));
+    Ok(())
 }
 
 #[no_mangle]
@@ -279,6 +375,7 @@ pub unsafe extern "C" fn cuMemAddressReserve(
                 Reservation {
                     range,
                     ordinal: ctx.dev.ordinal,
+                    ctx,
                 },
             )
         });
@@ -339,7 +436,7 @@ pub unsafe extern "C" fn cuMemMap(
                 format!("offset {offset:#x}: mappings start at offset 0 of the allocation"),
             ));
         }
-        let (phys, ordinal) = with(|s| {
+        let (phys, ordinal, numa, handle_types) = with(|s| {
             let h = s
                 .handles
                 .get(&handle)
@@ -384,7 +481,14 @@ pub unsafe extern "C" fn cuMemMap(
                     m.mapping.size()
                 )));
             }
-            Ok((h.phys.clone(), h.ordinal))
+            let numa = (h.prop.location.type_ == CU_MEM_LOCATION_TYPE_HOST_NUMA)
+                .then_some(h.prop.location.id);
+            Ok((
+                h.phys.clone(),
+                h.ordinal,
+                numa,
+                h.prop.requested_handle_types,
+            ))
         })?;
         let core = dev(ordinal)?.core()?;
         let mapping = core.map_physical(&phys, offset, ptr, size)?;
@@ -392,10 +496,14 @@ pub unsafe extern "C" fn cuMemMap(
             s.mapped.insert(
                 ptr,
                 Mapped {
+                    cpu: None,
                     mapping,
                     handle,
                     ordinal,
                     access: false,
+                    numa,
+                    handle_types,
+                    host_flags: 0,
                 },
             )
         });
@@ -440,6 +548,37 @@ pub unsafe extern "C" fn cuMemUnmap(ptr: CUdeviceptr, size: usize) -> CUresult {
     })
 }
 
+/// Whether a location names the host (`CU_MEM_LOCATION_TYPE_HOST` or `_HOST_NUMA`, any id).
+fn is_host(l: &CUmemLocation) -> bool {
+    matches!(
+        l.type_,
+        CU_MEM_LOCATION_TYPE_HOST | CU_MEM_LOCATION_TYPE_HOST_NUMA
+    )
+}
+
+/// The CPU views the access `flags` asks for on the host mappings at `vas`: each mapping's view
+/// is dropped, then remade read-write or read-only (`CU_MEM_ACCESS_FLAGS_PROT_NONE`: none).
+fn set_host_access(s: &mut State, vas: &[u64], flags: i32) -> R {
+    for v in vas {
+        let m = s.mapped.get_mut(v).expect("present");
+        m.cpu = None;
+        if flags == CU_MEM_ACCESS_FLAGS_PROT_NONE {
+            continue;
+        }
+        m.host_flags = flags;
+        let core = dev(m.ordinal)?.core()?;
+        let phys = m.mapping.physical().clone();
+        m.cpu = Some(core.map_physical_cpu(
+            &phys,
+            0,
+            *v,
+            m.mapping.size(),
+            flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        )?);
+    }
+    Ok(())
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuMemSetAccess(
     ptr: CUdeviceptr,
@@ -456,26 +595,38 @@ pub unsafe extern "C" fn cuMemSetAccess(
         with(|s| {
             let vas = covering(s, ptr, size as u64)?;
             for (i, d) in descs.iter().enumerate() {
-                if d.location.type_ != CU_MEM_LOCATION_TYPE_DEVICE {
-                    return Err(fail(
-                        CUDA_ERROR_NOT_SUPPORTED,
-                        format!(
-                            "desc[{i}]: location type {}: access from the host is not supported",
-                            d.location.type_
-                        ),
-                    ));
-                }
-                dev(d.location.id).map_err(|e| Fail(CUDA_ERROR_INVALID_DEVICE, e.1))?;
                 if !matches!(d.flags, 0 | 1 | 3) {
                     return Err(invalid(format!("desc[{i}]: flags {}", d.flags)));
                 }
+                if is_host(&d.location) {
+                    // As NVIDIA's libcuda: host access to device memory is CUDA_ERROR_NOT_SUPPORTED.
+                    if let Some(v) = vas
+                        .iter()
+                        .find(|v| !s.mapped[*v].mapping.physical().is_host())
+                    {
+                        return Err(fail(
+                            CUDA_ERROR_NOT_SUPPORTED,
+                            format!(
+                                "desc[{i}]: access from the host: the mapping at {v:#x} is device memory"
+                            ),
+                        ));
+                    }
+                    continue;
+                }
+                if d.location.type_ != CU_MEM_LOCATION_TYPE_DEVICE {
+                    return Err(invalid(format!(
+                        "desc[{i}]: location type {}: CU_MEM_LOCATION_TYPE_DEVICE (1), _HOST (2) or _HOST_NUMA (3)",
+                        d.location.type_
+                    )));
+                }
+                dev(d.location.id).map_err(|e| Fail(CUDA_ERROR_INVALID_DEVICE, e.1))?;
                 for v in &vas {
                     let m = &s.mapped[v];
                     if d.location.id != m.ordinal {
                         return Err(fail(
                             CUDA_ERROR_NOT_SUPPORTED,
                             format!(
-                                "desc[{i}]: access from device {} to device {}'s memory is not supported",
+                                "desc[{i}]: access from device {} to memory mapped for device {} is not supported",
                                 d.location.id, m.ordinal
                             ),
                         ));
@@ -484,15 +635,21 @@ pub unsafe extern "C" fn cuMemSetAccess(
                         return Err(fail(
                             CUDA_ERROR_NOT_SUPPORTED,
                             format!(
-                                "desc[{i}]: flags {}: only read-write access (CU_MEM_ACCESS_FLAGS_PROT_READWRITE) is supported",
+                                "desc[{i}]: flags {}: only read-write access (CU_MEM_ACCESS_FLAGS_PROT_READWRITE) is supported for a device",
                                 d.flags
                             ),
                         ));
                     }
                 }
             }
-            for v in &vas {
-                s.mapped.get_mut(v).expect("present").access = true;
+            for d in descs {
+                if is_host(&d.location) {
+                    set_host_access(s, &vas, d.flags)?;
+                } else {
+                    for v in &vas {
+                        s.mapped.get_mut(v).expect("present").access = true;
+                    }
+                }
             }
             Ok(())
         })
@@ -511,8 +668,38 @@ pub unsafe extern "C" fn cuMemGetAccess(
         let l = *location
             .as_ref()
             .ok_or_else(|| invalid("location is NULL"))?;
+        if l.type_ == CU_MEM_LOCATION_TYPE_HOST {
+            // NVIDIA's libcuda (CUDA 13.0 on an H200): host memory reports the last access set
+            // for the host other than none; device memory its device's access.
+            return with(|s| {
+                let m = s.mapping_at(ptr)?;
+                *o = if m.mapping.physical().is_host() {
+                    m.host_flags
+                } else if m.access {
+                    CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                } else {
+                    CU_MEM_ACCESS_FLAGS_PROT_NONE
+                } as u64;
+                Ok(())
+            });
+        }
+        if is_host(&l) {
+            return with(|s| {
+                let m = s.mapping_at(ptr)?;
+                *o = match &m.cpu {
+                    Some(c) if c.writable() => CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+                    Some(_) => CU_MEM_ACCESS_FLAGS_PROT_READ,
+                    None => CU_MEM_ACCESS_FLAGS_PROT_NONE,
+                } as u64;
+                Ok(())
+            });
+        }
         if l.type_ != CU_MEM_LOCATION_TYPE_DEVICE {
-            return Err(invalid(format!("location type {}", l.type_)));
+            // NVIDIA's libcuda answers CUDA_ERROR_INVALID_DEVICE (CUDA 13.0 on an H200).
+            return Err(fail(
+                CUDA_ERROR_INVALID_DEVICE,
+                format!("location type {}", l.type_),
+            ));
         }
         dev(l.id).map_err(|e| Fail(CUDA_ERROR_INVALID_DEVICE, e.1))?;
         with(|s| {
@@ -559,7 +746,11 @@ pub unsafe extern "C" fn cuMemRetainAllocationHandle(
             let (h, ordinal) = (m.handle, m.ordinal);
             let phys = m.mapping.physical().clone();
             // A released handle comes back with the memory its mapping holds.
-            let prop = device_prop(ordinal);
+            let prop = if phys.is_host() {
+                host_prop(m.numa, 0)
+            } else {
+                device_prop(ordinal)
+            };
             s.handles
                 .entry(h)
                 .or_insert(Handle {
@@ -644,4 +835,85 @@ pub unsafe extern "C" fn cuMemImportFromShareableHandle(
         *o = with(|s| s.add(phys, device_prop(ordinal), ordinal));
         Ok(())
     })
+}
+
+/// Pointer attribute `attr` (`CUpointer_attribute`) of `ptr` when it lies in a mapping made by
+/// `cuMemMap`; `None` when it does not.
+pub(crate) unsafe fn pointer_attribute(data: *mut c_void, attr: i32, ptr: u64) -> Option<R> {
+    let vmm_ctx = crate::context::current().ok();
+    with(|s| {
+        let (base, m) = s
+            .mapped
+            .range(..=ptr)
+            .next_back()
+            .filter(|(v, m)| ptr < **v + m.mapping.size())?;
+        let (rstart, r) = s.reserved.range(..=*base).next_back()?;
+        let (ctx, rsize) = (r.ctx, r.range.size());
+        let host = m.mapping.physical().is_host();
+        let size = m.mapping.size();
+        Some((|| {
+            match attr {
+                1 => *(data as *mut *mut c_void) = ctx.handle(),
+                2 => *(data as *mut u32) = if host { 1 } else { 2 },
+                3 => *(data as *mut u64) = ptr,
+                4 if m.cpu.is_some() => *(data as *mut u64) = ptr,
+                4 => {
+                    return Err(invalid(format!(
+                        "{ptr:#x}: the mapping has no CPU access (cuMemSetAccess for the host gives it)"
+                    )))
+                }
+                13 => *(data as *mut u32) = 1,
+                7 | 20 => *(data as *mut u64) = m.handle & 0xffff_ffff,
+                6 | 8 | 10 | 15 => *(data as *mut u32) = 0,
+                9 => *(data as *mut i32) = m.ordinal,
+                // The range is the reservation (as NVIDIA's libcuda answers), the mapping the
+                // allocation's place in it.
+                11 => *(data as *mut u64) = *rstart,
+                12 => *(data as *mut usize) = rsize as usize,
+                19 => *(data as *mut u64) = *base,
+                18 => *(data as *mut usize) = size as usize,
+                14 => *(data as *mut u64) = m.handle_types as u64,
+                16 => {
+                    let own = vmm_ctx.is_some_and(|c| c.dev.ordinal == m.ordinal);
+                    *(data as *mut u64) = if m.access && own { 3 } else { 0 }
+                }
+                17 => *(data as *mut *mut c_void) = std::ptr::null_mut(),
+                _ => {
+                    return Err(fail(
+                        CUDA_ERROR_NOT_SUPPORTED,
+                        format!("pointer attribute {attr} is not supported"),
+                    ))
+                }
+            }
+            Ok(())
+        })())
+    })
+}
+
+/// The mapping holding `ptr`: (its address, its size).
+pub(crate) fn mapping_range(ptr: u64) -> Option<(u64, u64)> {
+    with(|s| {
+        s.mapping_at(ptr)
+            .ok()
+            .map(|m| (m.mapping.va(), m.mapping.size()))
+    })
+}
+
+/// Whether `ptr` lies in a mapping of host memory.
+pub(crate) fn is_host_memory(ptr: u64) -> bool {
+    with(|s| {
+        s.mapping_at(ptr)
+            .is_ok_and(|m| m.mapping.physical().is_host())
+    })
+}
+
+/// `[ptr, ptr + n)` must not run past the end of the mapping holding `ptr` (as NVIDIA's
+/// libcuda answers a memset over two allocations mapped side by side: `CUDA_ERROR_INVALID_VALUE`).
+pub(crate) fn check_within_mapping(what: &str, ptr: u64, n: u64) -> R {
+    match mapping_range(ptr) {
+        Some((base, size)) if ptr + n > base + size => Err(invalid(format!(
+            "{what}: [{ptr:#x}, +{n}) runs past the end of its mapping ({size} bytes at {base:#x})"
+        ))),
+        _ => Ok(()),
+    }
 }

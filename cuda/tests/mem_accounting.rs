@@ -4,8 +4,11 @@
 //! with the context), a small allocation lowers it, and after that allocation is freed and the
 //! context synchronized it is back where it was, also after a kernel ran.
 //!
-//! Its own test binary (one process): the figure is device-wide, and the tests of the `driver`
-//! binary allocate concurrently.
+//! Virtual memory management gives back what an allocation holds: its file descriptor (Jetson:
+//! the nvmap dma-buf; desktop GPUs: host memory's memfd) and its device memory.
+//!
+//! Its own test binary (one process): the figures are process- and device-wide, and the tests
+//! of the `driver` binary allocate concurrently; the two tests here take turns.
 
 #![allow(non_snake_case)]
 
@@ -27,8 +30,12 @@ fn free_now() -> usize {
     free
 }
 
+/// The tests of this binary run one at a time.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn free_memory_comes_back_after_free_and_synchronize() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     check(cu!(cuInit(0): u32), "cuInit");
     let mut ctx = null_mut();
     check(
@@ -100,4 +107,86 @@ fn free_memory_comes_back_after_free_and_synchronize() {
          ({before})"
     );
     check(cu!(cuModuleUnload(m): *mut c_void), "cuModuleUnload");
+}
+
+/// `CUmemAllocationProp` of device (1) or host (2) memory.
+fn vmm_prop(location: i32) -> [u64; 4] {
+    // type PINNED (1), no handle types, location {location, 0}, no Windows data, no flags.
+    [1, location as u64, 0, 0]
+}
+
+/// Create, reserve, map, use and give back 2 MiB of memory at `location` ten times.
+fn vmm_rounds(location: i32) {
+    let prop = vmm_prop(location);
+    const SIZE: usize = 2 << 20;
+    for i in 0..10u32 {
+        let mut h = 0u64;
+        check(
+            cu!(cuMemCreate(&mut h, SIZE, prop.as_ptr() as *const c_void, 0): *mut u64, usize, *const c_void, u64),
+            "cuMemCreate",
+        );
+        let mut p = 0u64;
+        check(
+            cu!(cuMemAddressReserve(&mut p, SIZE, 0, 0, 0): *mut u64, usize, usize, u64, u64),
+            "cuMemAddressReserve",
+        );
+        check(
+            cu!(cuMemMap(p, SIZE, 0, h, 0): u64, usize, usize, u64, u64),
+            "cuMemMap",
+        );
+        check(cu!(cuMemRelease(h): u64), "cuMemRelease");
+        let mut descs = vec![[1i32, 0, 3]];
+        if location == 2 {
+            descs.push([2, 0, 3]);
+        }
+        check(
+            cu!(cuMemSetAccess(p, SIZE, descs.as_ptr() as *const c_void, descs.len()):
+                u64, usize, *const c_void, usize),
+            "cuMemSetAccess",
+        );
+        htod(p + 64, &[i]);
+        assert_eq!(dtoh::<u32>(p + 64, 1), vec![i]);
+        if location == 2 {
+            // SAFETY: the CPU view cuMemSetAccess made for the host.
+            assert_eq!(unsafe { *(p as *const u32).add(16) }, i);
+        }
+        check(cu!(cuMemUnmap(p, SIZE): u64, usize), "cuMemUnmap");
+        check(
+            cu!(cuMemAddressFree(p, SIZE): u64, usize),
+            "cuMemAddressFree",
+        );
+    }
+}
+
+#[test]
+fn vmm_allocations_give_back_what_they_hold() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    check(cu!(cuInit(0): u32), "cuInit");
+    let mut ctx = null_mut();
+    check(
+        cu!(cuDevicePrimaryCtxRetain(&mut ctx, 0): *mut *mut c_void, i32),
+        "cuDevicePrimaryCtxRetain",
+    );
+    check(cu!(cuCtxSetCurrent(ctx): *mut c_void), "cuCtxSetCurrent");
+    // One round first: the copies' staging memory and the like stay for later use.
+    vmm_rounds(1);
+    vmm_rounds(2);
+    check(cu!(cuCtxSynchronize(): ), "cuCtxSynchronize");
+    let (fds, free) = (tegragpu::os::open_fd_count(), free_now());
+    vmm_rounds(1);
+    vmm_rounds(2);
+    check(cu!(cuCtxSynchronize(): ), "cuCtxSynchronize");
+    assert_eq!(
+        tegragpu::os::open_fd_count(),
+        fds,
+        "open file descriptors after 20 allocations were made and given back"
+    );
+    // The emulated Orin holds freed pages for a grace period of its own (see above).
+    if !emulated() {
+        assert_eq!(
+            free_now(),
+            free,
+            "free device memory after 10 device allocations"
+        );
+    }
 }

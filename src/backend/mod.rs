@@ -11,8 +11,8 @@ pub mod rm;
 
 pub use peer::{PeerInfo, PeerLink};
 
-use crate::error::Result;
-use crate::os::KernelFaultRecord;
+use crate::error::{Error, Result};
+use crate::os::{KernelFaultRecord, Sys};
 use std::os::fd::RawFd;
 
 /// Which kernel driver a device is driven through.
@@ -126,6 +126,67 @@ fn vmm_unsupported(info: &DeviceInfo) -> crate::error::Error {
             info.name
         ),
     )
+}
+
+/// `mmap` of `[offset, offset + size)` of `fd` at exactly `va` (`MAP_SHARED`), read-write or
+/// read-only: the CPU view of [`Backend::map_physical_cpu`]. `replace`: over the library's own
+/// placeholder there (`MAP_FIXED`); otherwise never over a mapping (`MAP_FIXED_NOREPLACE`).
+pub(crate) fn map_fixed_cpu_view(
+    sys: &dyn Sys,
+    fd: RawFd,
+    offset: u64,
+    va: u64,
+    size: u64,
+    writable: bool,
+    replace: bool,
+) -> Result<()> {
+    let prot = if writable {
+        libc::PROT_READ | libc::PROT_WRITE
+    } else {
+        libc::PROT_READ
+    };
+    let what = || {
+        format!(
+            "CPU view at {va:#x}: mmap(addr={va:#x}, len={size:#x}, {}, MAP_SHARED|{}, fd={fd}, offset={offset:#x})",
+            if writable { "PROT_READ|PROT_WRITE" } else { "PROT_READ" },
+            if replace { "MAP_FIXED" } else { "MAP_FIXED_NOREPLACE" }
+        )
+    };
+    let len = usize::try_from(size).map_err(|_| Error::invalid(what()))?;
+    let off = i64::try_from(offset).map_err(|_| Error::invalid(what()))?;
+    let fixed = if replace {
+        libc::MAP_FIXED
+    } else {
+        libc::MAP_FIXED_NOREPLACE
+    };
+    // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping; MAP_FIXED replaces only
+    // the caller's placeholder.
+    let p = unsafe { sys.mmap(va as *mut u8, len, prot, libc::MAP_SHARED | fixed, fd, off) }
+        .map_err(|e| {
+            let mut err = Error::os(what(), e);
+            if e == libc::EEXIST {
+                err.message
+                    .push_str(": the process already maps something at that address");
+            }
+            err
+        })?;
+    if p as u64 != va {
+        // A kernel before 4.17 takes the address as a hint.
+        // SAFETY: the mapping just made, at the kernel's address.
+        let _ = unsafe { sys.munmap(p, len) };
+        return Err(Error::new(
+            crate::error::Status::NotSupported,
+            format!("{}: the kernel placed it at {p:p}", what()),
+        ));
+    }
+    Ok(())
+}
+
+/// `munmap` of a view of [`map_fixed_cpu_view`].
+pub(crate) fn unmap_fixed_cpu_view(sys: &dyn Sys, va: u64, size: u64) -> Result<()> {
+    // SAFETY: `[va, va + size)` is a view this library mapped with map_fixed_cpu_view.
+    unsafe { sys.munmap(va as *mut u8, size as usize) }
+        .map_err(|e| Error::os(format!("munmap({va:#x}, {size:#x})"), e))
 }
 
 /// One GPU allocation. `cpu` is a CPU pointer to the whole allocation, or null where the
@@ -271,6 +332,31 @@ pub trait Backend: Send + Sync {
     }
     /// Undo one [`Backend::map_physical`] (the one made at `va`, `size` bytes).
     fn unmap_physical(&self, va: u64, size: u64) -> Result<()> {
+        let _ = (va, size);
+        Err(vmm_unsupported(self.info()))
+    }
+    /// Host memory with no GPU or CPU mapping, as [`Backend::alloc_physical`] makes device
+    /// memory (`numa`: the host NUMA node its pages come from; `None`: any). Default: not
+    /// supported.
+    fn alloc_physical_host(&self, size: u64, numa: Option<u32>) -> Result<Allocation> {
+        let _ = (size, numa);
+        Err(vmm_unsupported(self.info()))
+    }
+    /// A CPU view of `[offset, offset + size)` of physical host memory `alloc` at exactly `va`
+    /// (read-write, or read-only), where the process maps nothing yet. Default: not supported.
+    fn map_physical_cpu(
+        &self,
+        alloc: &Allocation,
+        offset: u64,
+        va: u64,
+        size: u64,
+        writable: bool,
+    ) -> Result<()> {
+        let _ = (alloc, offset, va, size, writable);
+        Err(vmm_unsupported(self.info()))
+    }
+    /// Undo one [`Backend::map_physical_cpu`] (the one made at `va`, `size` bytes).
+    fn unmap_physical_cpu(&self, va: u64, size: u64) -> Result<()> {
         let _ = (va, size);
         Err(vmm_unsupported(self.info()))
     }

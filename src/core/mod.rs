@@ -36,7 +36,7 @@ pub use queue::{
 };
 pub use signal::Signal;
 pub use texture::{Texture, TEXTURE_POOL_ENTRIES};
-pub use vmm::{Mapping, PhysicalMemory, VaRange, VMM_GRANULE};
+pub use vmm::{CpuView, Mapping, PhysicalMemory, VaRange, VMM_GRANULE};
 
 pub use crate::backend::rm::CopyEngineInfo;
 pub use crate::backend::{BackendKind, CopyEngine, DeviceInfo, MemFlags, PeerInfo, PeerLink};

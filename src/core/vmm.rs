@@ -1,6 +1,8 @@
 //! Virtual memory management: ranges of GPU addresses reserved with no memory behind them,
 //! device memory with no address, and mappings of parts of that memory at chosen addresses
 //! (what the CUDA driver API's `cuMemAddressReserve`, `cuMemCreate` and `cuMemMap` build on).
+//! Host memory takes the same path ([`Device::alloc_physical_host`]) and can also be shown to
+//! the CPU at the address it is mapped at ([`Device::map_physical_cpu`]).
 //!
 //! Sizes, offsets and addresses are multiples of [`VMM_GRANULE`] (2 MiB). Desktop GPUs (RM):
 //! addresses from the library's GPU VA window, video memory in 2 MiB pages, each mapping a UVM
@@ -50,11 +52,17 @@ impl Drop for VaRange {
 pub struct PhysicalMemory {
     dev: Device,
     alloc: Option<Allocation>,
+    host: bool,
 }
 
 impl PhysicalMemory {
     pub fn size(&self) -> u64 {
         self.a().size
+    }
+    /// Host memory ([`Device::alloc_physical_host`]), which [`Device::map_physical_cpu`] can
+    /// also show to the CPU.
+    pub fn is_host(&self) -> bool {
+        self.host
     }
     /// A new fd carrying the memory for another process or driver (Jetson: a dma-buf;
     /// desktop GPUs: an RM export fd), owned by the caller; [`Device::import_physical`] takes
@@ -105,6 +113,34 @@ impl Drop for Mapping {
     }
 }
 
+/// A CPU view of host [`PhysicalMemory`] at a chosen address ([`Device::map_physical_cpu`]);
+/// unmapped when dropped.
+pub struct CpuView {
+    dev: Device,
+    va: u64,
+    size: u64,
+    writable: bool,
+    _phys: Arc<PhysicalMemory>,
+}
+
+impl CpuView {
+    pub fn va(&self) -> u64 {
+        self.va
+    }
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    pub fn writable(&self) -> bool {
+        self.writable
+    }
+}
+
+impl Drop for CpuView {
+    fn drop(&mut self) {
+        let _ = self.dev.backend().unmap_physical_cpu(self.va, self.size);
+    }
+}
+
 impl Device {
     /// Reserve `size` bytes of GPU addresses aligned to `align` (0: the granularity); both
     /// multiples of [`VMM_GRANULE`] (`align` a power of two).
@@ -136,7 +172,80 @@ impl Device {
         Ok(PhysicalMemory {
             dev: self.clone(),
             alloc: Some(alloc),
+            host: false,
         })
+    }
+
+    /// `size` bytes (a multiple of [`VMM_GRANULE`]) of host memory with no address, pinned
+    /// for this device: its pages from host NUMA node `numa` where given. Desktop GPUs: pages
+    /// of a memfd, pinned through an RM OS descriptor. Jetson: the same memory as
+    /// [`Device::alloc_physical`] (node 0 only).
+    pub fn alloc_physical_host(&self, size: u64, numa: Option<u32>) -> Result<PhysicalMemory> {
+        self.check_usable()?;
+        granular("alloc_physical_host: size", size)?;
+        if size == 0 || size > super::buffer::MAX_ALLOC_BYTES {
+            return Err(Error::invalid(format!(
+                "alloc_physical_host: size {size:#x}"
+            )));
+        }
+        self.collect_deferred();
+        let alloc = self.backend().alloc_physical_host(size, numa)?;
+        Ok(PhysicalMemory {
+            dev: self.clone(),
+            alloc: Some(alloc),
+            host: true,
+        })
+    }
+
+    /// Show `[offset, offset + size)` of host memory `phys` to the CPU at address `va` (all
+    /// multiples of [`VMM_GRANULE`]; read-write, or read-only), where the process maps nothing
+    /// yet: the view that makes a GPU mapping of host memory at `va` usable from the CPU at the
+    /// same address. Gone when the returned value is dropped.
+    pub fn map_physical_cpu(
+        &self,
+        phys: &Arc<PhysicalMemory>,
+        offset: u64,
+        va: u64,
+        size: u64,
+        writable: bool,
+    ) -> Result<CpuView> {
+        self.check_usable()?;
+        granular("map_physical_cpu: address", va)?;
+        granular("map_physical_cpu: offset", offset)?;
+        granular("map_physical_cpu: size", size)?;
+        if !phys.host {
+            return Err(Error::invalid(
+                "map_physical_cpu: the memory is device memory (only host memory has CPU views)",
+            ));
+        }
+        self.same_device(phys, "map_physical_cpu")?;
+        if size == 0 || offset.checked_add(size).is_none_or(|e| e > phys.size()) {
+            return Err(Error::invalid(format!(
+                "map_physical_cpu: [{offset:#x}, +{size:#x}) is not inside the {:#x}-byte allocation",
+                phys.size()
+            )));
+        }
+        self.backend()
+            .map_physical_cpu(phys.a(), offset, va, size, writable)?;
+        Ok(CpuView {
+            dev: self.clone(),
+            va,
+            size,
+            writable,
+            _phys: phys.clone(),
+        })
+    }
+
+    fn same_device(&self, phys: &PhysicalMemory, call: &str) -> Result<()> {
+        if !std::ptr::eq(
+            self.backend() as *const _ as *const u8,
+            phys.dev.backend() as *const _ as *const u8,
+        ) {
+            return Err(Error::invalid(format!(
+                "{call}: the memory belongs to another device"
+            )));
+        }
+        Ok(())
     }
 
     /// Memory exported as `fd` ([`PhysicalMemory::export_fd`], here or in another process;
@@ -157,6 +266,7 @@ impl Device {
         let p = PhysicalMemory {
             dev: self.clone(),
             alloc: Some(alloc),
+            host: false,
         };
         granular("import_physical: the memory's size", p.size())?;
         Ok(p)
@@ -176,14 +286,7 @@ impl Device {
         granular("map_physical: address", va)?;
         granular("map_physical: offset", offset)?;
         granular("map_physical: size", size)?;
-        if !std::ptr::eq(
-            self.backend() as *const _ as *const u8,
-            phys.dev.backend() as *const _ as *const u8,
-        ) {
-            return Err(Error::invalid(
-                "map_physical: the memory belongs to another device",
-            ));
-        }
+        self.same_device(phys, "map_physical")?;
         if size == 0 || offset.checked_add(size).is_none_or(|e| e > phys.size()) {
             return Err(Error::invalid(format!(
                 "map_physical: [{offset:#x}, +{size:#x}) is not inside the {:#x}-byte allocation",

@@ -318,3 +318,35 @@ pub fn mapping_count() -> usize {
         .map(|s| s.lines().count())
         .unwrap_or(0)
 }
+
+/// `mbind(2)` with `MPOL_BIND`: the pages of `[ptr, ptr + len)` not yet allocated come from
+/// host NUMA node `node` (below 1024).
+///
+/// # Safety
+/// `[ptr, ptr + len)` is a mapping of the caller's.
+pub unsafe fn bind_to_numa_node(ptr: *mut u8, len: usize, node: u32) -> Result<(), Errno> {
+    const MPOL_BIND: libc::c_long = 2;
+    if node >= 1024 {
+        return Err(libc::EINVAL);
+    }
+    let mut mask = [0u64; 16];
+    mask[node as usize / 64] |= 1 << (node % 64);
+    // SAFETY: mbind reads `mask` (1024 bits) and changes the policy of the caller's mapping.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mbind,
+            ptr,
+            len,
+            MPOL_BIND,
+            mask.as_ptr(),
+            1025 as libc::c_ulong,
+            0 as libc::c_uint,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EINVAL));
+    }
+    Ok(())
+}

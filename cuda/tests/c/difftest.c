@@ -70,6 +70,22 @@ static void range_int(const char *k, CUmem_range_attribute attr, CUdeviceptr p, 
     OUT(k, "%d %d", r, v);
 }
 
+/// Whether the CPU may read (and write) `addr`: "rw", "r-", or "no" (not mapped, or mapped
+/// without access: NVIDIA's libcuda keeps reserved ranges mapped without access).
+static const char *cpu_perms(unsigned long long addr) {
+    const char *out = "no";
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long long a, b;
+        char p[8];
+        if (sscanf(line, "%llx-%llx %7s", &a, &b, p) == 3 && addr >= a && addr < b && p[0] == 'r')
+            out = p[1] == 'w' ? "rw" : "r-";
+    }
+    if (f) fclose(f);
+    return out;
+}
+
 static int run(const char *libpath, const char *cubin_path, const char *ptx_path,
                const char *fatbin_path) {
     lib = dlopen(libpath, RTLD_NOW | RTLD_LOCAL);
@@ -1619,6 +1635,165 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         R("vmm.share.release", F(cuMemRelease)(hs));
         R("vmm.share.release_import", F(cuMemRelease)(hi));
         R("vmm.share.release_plain", F(cuMemRelease)(hp));
+    }
+
+    // Host memory in virtual memory management (CU_MEM_LOCATION_TYPE_HOST, _HOST_NUMA).
+    {
+        const size_t MB2 = 2u << 20;
+        CUmemAllocationProp hp;
+        memset(&hp, 0, sizeof hp);
+        hp.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+        int ltypes[3] = {CU_MEM_LOCATION_TYPE_HOST, CU_MEM_LOCATION_TYPE_HOST_NUMA,
+                         CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT};
+        for (int t = 0; t < 3; t++) {
+            CUmemAllocationProp q = hp;
+            q.location.type = (CUmemLocationType)ltypes[t];
+            size_t g = 0;
+            snprintf(key, sizeof key, "hvmm.granularity.%d", ltypes[t]);
+            int r = F(cuMemGetAllocationGranularity)(&g, &q, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+            OUT(key, "%d %zu", r, g);
+            CUmemGenericAllocationHandle hb = 0;
+            snprintf(key, sizeof key, "hvmm.create.%d.64k", ltypes[t]);
+            r = F(cuMemCreate)(&hb, 64 << 10, &q, 0);
+            OUT(key, "%d", r);
+            if (r == 0) F(cuMemRelease)(hb);
+            CUmemAllocationProp q2 = q;
+            q2.location.id = 999;
+            snprintf(key, sizeof key, "hvmm.create.%d.id999", ltypes[t]);
+            r = F(cuMemCreate)(&hb, MB2, &q2, 0);
+            OUT(key, "%d", r);
+            if (r == 0) F(cuMemRelease)(hb);
+            q2 = q;
+            q2.allocFlags.gpuDirectRDMACapable = 1;
+            snprintf(key, sizeof key, "hvmm.create.%d.rdma", ltypes[t]);
+            r = F(cuMemCreate)(&hb, MB2, &q2, 0);
+            OUT(key, "%d", r);
+            if (r == 0) F(cuMemRelease)(hb);
+        }
+        CUmemAllocationProp hpx = hp;
+        hpx.location.type = CU_MEM_LOCATION_TYPE_HOST;
+        hpx.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+        CUmemGenericAllocationHandle hh = 0, hn = 0, hd = 0, hr = 0;
+        R("hvmm.create.host_posix", F(cuMemCreate)(&hh, MB2, &hpx, 0));
+        hpx.requestedHandleTypes = 0;
+        R("hvmm.create.host", F(cuMemCreate)(&hh, MB2, &hpx, 0));
+        CUmemAllocationProp hpn = hp;
+        hpn.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+        R("hvmm.create.numa0", F(cuMemCreate)(&hn, MB2, &hpn, 0));
+        CUmemAllocationProp hpd = hp;
+        hpd.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        hpd.location.id = dev;
+        R("hvmm.create.device", F(cuMemCreate)(&hd, MB2, &hpd, 0));
+        CUmemAllocationProp back;
+        memset(&back, 0x5a, sizeof back);
+        R("hvmm.properties", F(cuMemGetAllocationPropertiesFromHandle)(&back, hh));
+        OUT("hvmm.properties.values", "%d %d %d %d %d", (int)back.type, (int)back.requestedHandleTypes,
+            (int)back.location.type, back.location.id, (int)back.allocFlags.gpuDirectRDMACapable);
+        CUdeviceptr hv = 0;
+        R("hvmm.reserve", F(cuMemAddressReserve)(&hv, 6 * MB2, 0, 0, 0));
+        R("hvmm.map.host", F(cuMemMap)(hv, MB2, 0, hh, 0));
+        R("hvmm.map.numa0", F(cuMemMap)(hv + MB2, MB2, 0, hn, 0));
+        R("hvmm.map.device", F(cuMemMap)(hv + 2 * MB2, MB2, 0, hd, 0));
+        int locs[4] = {CU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_LOCATION_TYPE_HOST,
+                       CU_MEM_LOCATION_TYPE_HOST_NUMA, CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT};
+#define HVMM_ACCESS(tag, ptr)                                                            \
+        for (int l = 0; l < 4; l++) {                                                      \
+            CUmemLocation hl = {0};                                                        \
+            hl.type = (CUmemLocationType)locs[l];                                          \
+            hl.id = locs[l] == CU_MEM_LOCATION_TYPE_DEVICE ? dev : 0;                      \
+            unsigned long long hf = 99;                                                    \
+            int r = F(cuMemGetAccess)(&hf, &hl, ptr);                                      \
+            snprintf(key, sizeof key, "hvmm.access.%s.%d", tag, locs[l]);                  \
+            OUT(key, "%d %llu", r, r == 0 ? hf : 99);                                      \
+        }
+        HVMM_ACCESS("before", hv)
+        CUmemAccessDesc hd1 = {0};
+        hd1.location.type = CU_MEM_LOCATION_TYPE_DEVICE, hd1.location.id = dev;
+        hd1.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        R("hvmm.set.device", F(cuMemSetAccess)(hv, 3 * MB2, &hd1, 1));
+        CUmemAccessDesc hd2 = hd1;
+        hd2.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, hd2.location.id = 0;
+        R("hvmm.set.numa_current", F(cuMemSetAccess)(hv, 2 * MB2, &hd2, 1));
+        hd2.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA, hd2.location.id = 0;
+        R("hvmm.set.host_on_device", F(cuMemSetAccess)(hv + 2 * MB2, MB2, &hd2, 1));
+        R("hvmm.set.host_on_all", F(cuMemSetAccess)(hv, 3 * MB2, &hd2, 1));
+        hd2.location.id = 7;
+        hd2.flags = CU_MEM_ACCESS_FLAGS_PROT_READ;
+        R("hvmm.set.read", F(cuMemSetAccess)(hv, 2 * MB2, &hd2, 1));
+        HVMM_ACCESS("read", hv + MB2)
+        hd2.location.type = CU_MEM_LOCATION_TYPE_HOST;
+        hd2.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        R("hvmm.set.host", F(cuMemSetAccess)(hv, 2 * MB2, &hd2, 1));
+        HVMM_ACCESS("readwrite", hv + 100)
+        HVMM_ACCESS("device", hv + 2 * MB2)
+        OUT("hvmm.cpu.perms", "%s %s %s", cpu_perms(hv), cpu_perms(hv + MB2), cpu_perms(hv + 2 * MB2));
+        // The CPU touches the memory only where the process maps it read-write.
+        int hw = strcmp(cpu_perms(hv), "rw") == 0 && strcmp(cpu_perms(hv + MB2), "rw") == 0;
+        R("hvmm.memset.two_allocations", F(cuMemsetD32)(hv, 0x11223344, MB2 / 2));
+        R("hvmm.memset", F(cuMemsetD32)(hv, 0x11223344, MB2 / 4));
+        R("hvmm.memset.numa0", F(cuMemsetD32)(hv + MB2, 0x11223344, MB2 / 4));
+        R("hvmm.sync", F(cuCtxSynchronize)());
+        static unsigned hz[(2u << 20) / 2];
+        volatile unsigned *hc = hw ? (volatile unsigned *)(uintptr_t)hv : hz;
+        OUT("hvmm.cpu.read", "%x %x", hc[0], hc[MB2 / 2 - 1]);
+        hc[5] = 0xdeadbeef;
+        hc[MB2 / 4 + 7] = 77;
+        unsigned hx[8] = {0};
+        R("hvmm.dtoh", F(cuMemcpyDtoH)(hx, hv, 32));
+        OUT("hvmm.gpu.sees", "%x", hx[5]);
+        R("hvmm.dtod", F(cuMemcpyDtoD)(hv + 2 * MB2, hv, MB2));
+        R("hvmm.dtoh.device", F(cuMemcpyDtoH)(hx, hv + 2 * MB2 + 16, 8));
+        OUT("hvmm.device.result", "%x %x", hx[0], hx[1]);
+        unsigned hbase = 3, hcnt = 1024;
+        CUdeviceptr hk = hv + MB2 + 4096;
+        void *hargs[] = {&hk, &hbase, &hcnt};
+        R("hvmm.launch", F(cuLaunchKernel)(iota, 8, 1, 1, 128, 1, 1, 0, 0, hargs, NULL));
+        R("hvmm.sync2", F(cuCtxSynchronize)());
+        OUT("hvmm.cpu.after_kernel", "%u %u %u", hc[MB2 / 4 + 1024], hc[MB2 / 4 + 1024 + 1023], hc[MB2 / 4 + 7]);
+        // Pointer attributes of host and device memory at reserved addresses.
+        int pattrs[] = {2, 3, 4, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
+        CUdeviceptr pptrs[2] = {hv + MB2 + 100, hv + 2 * MB2 + 100};
+        for (int w = 0; w < 2; w++) {
+            for (size_t a = 0; a < sizeof pattrs / sizeof pattrs[0]; a++) {
+                unsigned long long pv = 0;
+                int r = F(cuPointerGetAttribute)(&pv, (CUpointer_attribute)pattrs[a], pptrs[w]);
+                unsigned long long shown = pv;
+                if (pattrs[a] == 3 || pattrs[a] == 4 || pattrs[a] == 11 || pattrs[a] == 19)
+                    shown = pv - pptrs[w] + 100; // offsets from the reservation's mapping
+                if (pattrs[a] == 17) shown = pv != 0;
+                snprintf(key, sizeof key, "hvmm.pointer.%s.%d", w ? "device" : "host", pattrs[a]);
+                OUT(key, "%d %llu", r, r == 0 ? shown : 0);
+            }
+            CUdeviceptr rb = 0;
+            size_t rs = 0;
+            int r = F(cuMemGetAddressRange)(&rb, &rs, pptrs[w]);
+            fprintf(stderr, "difftest: hvmm.address_range.%s: base %#llx size %zu for %#llx (reserved at %#llx)\n",
+                    w ? "device" : "host", (unsigned long long)rb, rs, (unsigned long long)pptrs[w],
+                    (unsigned long long)hv);
+            snprintf(key, sizeof key, "hvmm.address_range.%s", w ? "device" : "host");
+            OUT(key, "%d %lld %zu", r, r == 0 ? (long long)(pptrs[w] - rb) : 0, rs);
+        }
+        R("hvmm.retain", F(cuMemRetainAllocationHandle)(&hr, (void *)(uintptr_t)(hv + MB2 + 8)));
+        OUT("hvmm.retain.same", "%d", (int)(hr == hn));
+        memset(&back, 0x5a, sizeof back);
+        R("hvmm.retain.properties", F(cuMemGetAllocationPropertiesFromHandle)(&back, hr));
+        OUT("hvmm.retain.properties.values", "%d %d %d %d", (int)back.type, (int)back.requestedHandleTypes,
+            (int)back.location.type, back.location.id);
+        R("hvmm.release.retained", F(cuMemRelease)(hr));
+        hd2.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+        hd2.flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        R("hvmm.set.none", F(cuMemSetAccess)(hv + MB2, MB2, &hd2, 1));
+        HVMM_ACCESS("none", hv + MB2)
+        HVMM_ACCESS("kept", hv)
+        OUT("hvmm.cpu.perms.after_none", "%s %s", cpu_perms(hv), cpu_perms(hv + MB2));
+#undef HVMM_ACCESS
+        R("hvmm.release.host", F(cuMemRelease)(hh));
+        R("hvmm.release.numa0", F(cuMemRelease)(hn));
+        R("hvmm.release.device", F(cuMemRelease)(hd));
+        OUT("hvmm.cpu.after_release", "%x", hc[5]);
+        R("hvmm.unmap", F(cuMemUnmap)(hv, 3 * MB2));
+        OUT("hvmm.cpu.perms.after_unmap", "%s", cpu_perms(hv));
+        R("hvmm.free", F(cuMemAddressFree)(hv, 6 * MB2));
     }
 
     // Stream capture is never active here.

@@ -255,9 +255,18 @@ impl Backend for NvgpuBackend {
         if size == 0 || size % PAGE_SIZE != 0 || size > MAX_ALLOC {
             return Err(Error::invalid(format!("alloc_physical: size {size:#x}")));
         }
-        let b = self
-            .dev
-            .create_buffer(size, NVMAP_HANDLE_CACHEABLE, false, false, false, true)?;
+        let mut b =
+            self.dev
+                .create_buffer(size, NVMAP_HANDLE_CACHEABLE, false, false, false, true)?;
+        // No CPU view: `free` matches the allocation's null `cpu` (and CPU views come from
+        // `map_physical_cpu`).
+        let len = size as usize;
+        // SAFETY: the view create_buffer made, `len` bytes.
+        if let Err(e) = unsafe { self.dev.sys.munmap(b.cpu, len) } {
+            let _ = self.dev.release_buffer(&mut b);
+            return Err(os_err(format!("munmap({:p}, {len:#x})", b.cpu), e));
+        }
+        b.cpu = std::ptr::null_mut();
         let id = self.dev.next_id.fetch_add(1, Ordering::Relaxed);
         self.dev.buffers.lock().insert(id, b);
         Ok(Allocation {
@@ -298,6 +307,42 @@ impl Backend for NvgpuBackend {
                 )
             })?;
         Ok(())
+    }
+
+    /// Jetson's memory is host memory: the same nvmap buffer as [`Backend::alloc_physical`]
+    /// (the SoC has one NUMA node, 0).
+    fn alloc_physical_host(&self, size: u64, numa: Option<u32>) -> Result<Allocation> {
+        if let Some(n) = numa.filter(|n| *n != 0) {
+            return Err(Error::invalid(format!(
+                "alloc_physical_host: host NUMA node {n}: Jetson has node 0 only"
+            )));
+        }
+        self.alloc_physical(size)
+    }
+
+    /// `mmap` of the buffer's dma-buf fd at `va` (nvmap maps every view shared).
+    fn map_physical_cpu(
+        &self,
+        alloc: &Allocation,
+        offset: u64,
+        va: u64,
+        size: u64,
+        writable: bool,
+    ) -> Result<()> {
+        let fd = match self.dev.buffers.lock().get(&alloc.id) {
+            Some(b) if b.gpu_va.is_none() && b.fd >= 0 => b.fd,
+            _ => {
+                return Err(Error::new(
+                    Status::InvalidHandle,
+                    format!("map_physical_cpu: no physical allocation id {}", alloc.id),
+                ))
+            }
+        };
+        super::map_fixed_cpu_view(&*self.dev.sys, fd, offset, va, size, writable, false)
+    }
+
+    fn unmap_physical_cpu(&self, va: u64, size: u64) -> Result<()> {
+        super::unmap_fixed_cpu_view(&*self.dev.sys, va, size)
     }
 
     fn unmap_physical(&self, va: u64, size: u64) -> Result<()> {

@@ -54,6 +54,65 @@ pub(super) fn eager_cpu_map() -> bool {
 /// buffer can be reached there.
 const SHADER_WINDOWS: (u64, u64) = (0x7293_0000_0000, 0x7295_0000_0000);
 
+/// The CPU address ranges (start, size) that reservations of GPU addresses hold with a
+/// placeholder ([`hold_cpu_range`]).
+static CPU_HELD: parking_lot::Mutex<std::collections::BTreeMap<u64, u64>> =
+    parking_lot::Mutex::new(std::collections::BTreeMap::new());
+
+/// Whether `[va, va + size)` lies in a range [`hold_cpu_range`] holds.
+fn cpu_held(va: u64, size: u64) -> bool {
+    CPU_HELD
+        .lock()
+        .range(..=va)
+        .next_back()
+        .is_some_and(|(s, n)| va + size <= s + n)
+}
+
+/// `mmap(PROT_NONE)` of anonymous memory at `va`: `MAP_FIXED` (`replace`) or
+/// `MAP_FIXED_NOREPLACE`; an address the kernel took as a hint is given back.
+fn place_cpu_placeholder(
+    sys: &dyn crate::os::Sys,
+    va: u64,
+    size: u64,
+    replace: bool,
+) -> std::result::Result<(), crate::os::Errno> {
+    let len = usize::try_from(size).map_err(|_| libc::EINVAL)?;
+    let fixed = if replace {
+        libc::MAP_FIXED
+    } else {
+        libc::MAP_FIXED_NOREPLACE
+    };
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | fixed;
+    // SAFETY: MAP_FIXED_NOREPLACE replaces nothing; MAP_FIXED replaces only a view of the
+    // library's own in a range it holds.
+    let p = unsafe { sys.mmap(va as *mut u8, len, libc::PROT_NONE, flags, -1, 0) }?;
+    if p as u64 != va {
+        // SAFETY: the mapping just made.
+        let _ = unsafe { sys.munmap(p, len) };
+        return Err(libc::EEXIST);
+    }
+    Ok(())
+}
+
+/// Hold the CPU addresses `[va, va + size)` (the GPU addresses of a reservation) with a
+/// `PROT_NONE` placeholder, as NVIDIA's libcuda does, so that host memory mapped there can
+/// also be shown to the CPU at the same address. False where the process maps something there.
+pub(super) fn hold_cpu_range(sys: &dyn crate::os::Sys, va: u64, size: u64) -> bool {
+    let held = place_cpu_placeholder(sys, va, size, false).is_ok();
+    if held {
+        CPU_HELD.lock().insert(va, size);
+    }
+    held
+}
+
+/// Give back what [`hold_cpu_range`] holds at `va` (nothing where it held nothing).
+pub(super) fn release_cpu_range(sys: &dyn crate::os::Sys, va: u64) {
+    if let Some(size) = CPU_HELD.lock().remove(&va) {
+        // SAFETY: the placeholder hold_cpu_range made (host views in it are gone by now).
+        let _ = unsafe { sys.munmap(va as *mut u8, size as usize) };
+    }
+}
+
 pub(super) fn window_alloc(size: u64, align: u64) -> Result<u64> {
     let mut w = va::low_va().lock();
     w.alloc(size, align).ok_or_else(|| {
@@ -373,6 +432,90 @@ impl Inner {
             rec.uvm_mapped = true;
             Ok(())
         })
+    }
+
+    /// Host pages with no GPU address (for `map_physical`): a memfd of `size` bytes (its pages
+    /// from host NUMA node `numa` where given, `mbind`), pinned through an OS descriptor at a
+    /// private view of the record's; the memfd stays for CPU views at mapped addresses
+    /// ([`Inner::map_host_view`]).
+    pub(super) fn alloc_host_unmapped(&self, size: u64, numa: Option<u32>) -> Result<MemRecord> {
+        self.build_record(MemKind::Host, |rec| {
+            let len = usize::try_from(size)
+                .map_err(|_| Error::invalid(format!("allocation size {size:#x}")))?;
+            let fd = nix::sys::memfd::memfd_create(
+                c"tegragpu-host",
+                nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC,
+            )
+            .map_err(|e| Error::os("memfd_create(\"tegragpu-host\")", e as i32))?;
+            rec.map_fd = std::os::fd::IntoRawFd::into_raw_fd(fd);
+            nix::unistd::ftruncate(
+                // SAFETY: the record owns the memfd until it is freed.
+                unsafe { std::os::fd::BorrowedFd::borrow_raw(rec.map_fd) },
+                size as i64,
+            )
+            .map_err(|e| Error::os(format!("ftruncate(memfd, {size:#x})"), e as i32))?;
+            rec.size = size;
+            // SAFETY: a fresh shared mapping of the memfd at an address of the kernel's choice.
+            let p = unsafe {
+                self.sys().mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    rec.map_fd,
+                    0,
+                )
+            }
+            .map_err(|e| Error::os(format!("mmap(memfd, len={size:#x})"), e))?;
+            rec.cpu = p as usize;
+            if let Some(node) = numa {
+                // SAFETY: the mapping just made, before any page of it exists.
+                unsafe { crate::os::bind_to_numa_node(p, len, node) }.map_err(|e| {
+                    Error::os(format!("mbind({size:#x} bytes, host NUMA node {node})"), e)
+                })?;
+            }
+            let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
+            // RM pins the pages at the view's address; map_physical maps them for the GPU.
+            self.api
+                .alloc_os_descriptor(self.dev_fd, self.device, handle, rec.cpu as u64, size)?;
+            rec.handle = handle;
+            Ok(())
+        })
+    }
+
+    /// A CPU view of `[offset, offset + size)` of the unmapped host record `id` at `va`.
+    pub(super) fn map_host_view(
+        &self,
+        id: u64,
+        offset: u64,
+        va: u64,
+        size: u64,
+        writable: bool,
+    ) -> Result<()> {
+        let fd = match self.mem.lock().get(&id) {
+            Some(r) if r.kind == MemKind::Host && r.va == 0 && r.map_fd >= 0 => r.map_fd,
+            _ => {
+                return Err(Error::new(
+                    Status::InvalidHandle,
+                    format!("map_physical_cpu: no physical host allocation id {id}"),
+                ))
+            }
+        };
+        let replace = cpu_held(va, size);
+        crate::backend::map_fixed_cpu_view(self.sys(), fd, offset, va, size, writable, replace)
+    }
+
+    /// Undo [`Inner::map_host_view`]: the placeholder comes back where there was one.
+    pub(super) fn unmap_host_view(&self, va: u64, size: u64) -> Result<()> {
+        if cpu_held(va, size) {
+            return place_cpu_placeholder(self.sys(), va, size, true).map_err(|e| {
+                Error::os(
+                    format!("mmap(PROT_NONE, MAP_FIXED) at {va:#x} ({size:#x} bytes)"),
+                    e,
+                )
+            });
+        }
+        crate::backend::unmap_fixed_cpu_view(self.sys(), va, size)
     }
 
     /// The process's own memory `[start, start + size)` (whole 4 KiB pages) for the GPU:

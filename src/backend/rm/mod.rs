@@ -343,10 +343,27 @@ impl Backend for RmBackend {
                 ),
             ));
         }
-        memory::window_alloc(size, align.max(crate::backend::VMM_GRANULE))
+        // Prefer a range whose CPU addresses are free as well (a few tries): a placeholder
+        // holds them for views of host memory (`map_physical_cpu`).
+        let align = align.max(crate::backend::VMM_GRANULE);
+        let mut taken = Vec::new();
+        let found = loop {
+            match memory::window_alloc(size, align) {
+                Ok(v) if taken.len() < 8 && !memory::hold_cpu_range(self.inner.sys(), v, size) => {
+                    taken.push(v)
+                }
+                r => break r,
+            }
+        };
+        let mut w = va::low_va().lock();
+        for v in taken {
+            w.free(v, size);
+        }
+        found
     }
 
     fn release_va(&self, va: u64, size: u64) -> Result<()> {
+        memory::release_cpu_range(self.inner.sys(), va);
         va::low_va().lock().free(va, size);
         Ok(())
     }
@@ -372,6 +389,29 @@ impl Backend for RmBackend {
 
     fn unmap_physical(&self, va: u64, size: u64) -> Result<()> {
         self.inner.uvm_free(va, size)
+    }
+
+    /// Host pages in a memfd, pinned through an OS descriptor, mapped nowhere.
+    fn alloc_physical_host(&self, size: u64, numa: Option<u32>) -> Result<Allocation> {
+        let rec = self.inner.alloc_host_unmapped(size, numa)?;
+        Ok(self.record_unmapped(rec))
+    }
+
+    /// `mmap` of the allocation's memfd at `va`.
+    fn map_physical_cpu(
+        &self,
+        alloc: &Allocation,
+        offset: u64,
+        va: u64,
+        size: u64,
+        writable: bool,
+    ) -> Result<()> {
+        self.inner
+            .map_host_view(alloc.id, offset, va, size, writable)
+    }
+
+    fn unmap_physical_cpu(&self, va: u64, size: u64) -> Result<()> {
+        self.inner.unmap_host_view(va, size)
     }
 
     /// Slot 0 of an RM export fd duplicated into this device, mapped nowhere (`share.rs`).
