@@ -20,6 +20,7 @@
 #
 # Output ($OUT, default build/cuda-facade-run): difftest.nvidia.txt, difftest.ours.txt,
 # difftest.diff.txt (the summary line, then `key: nvidia | ours` per difference),
+# difftest.alone.{nvidia,ours,diff}.txt (the same with each library alone in its own process),
 # difftest.notes.txt (the raw numbers behind some observations), driver.txt,
 # cuda_hot_path.txt, mem_accounting.txt,
 # tinygrad-ours/ and tinygrad-nvidia/ (with CF_TINYGRAD). Exit status 0 when every step ran and the
@@ -90,7 +91,10 @@ if [ -x "$WORK/difftest" ]; then
       diff "$WORK/alone.$who.txt" "$OUT/difftest.$who.txt" | head -n 20
     fi
   done
-  python3 - "$OUT/difftest.nvidia.txt" "$OUT/difftest.ours.txt" "$OUT/difftest.diff.txt" <<'PYEOF'
+  # The comparison, for the libraries in one process and for each alone in a process of its own
+  # (where each has the whole address space: host memory in reserved ranges, for example).
+  compare() { # nvidia observations, ours, output
+  python3 - "$1" "$2" "$3" <<'PYEOF'
 import sys
 def load(p):
     d, order = {}, []
@@ -112,6 +116,13 @@ print(summary)
 for k, x, y in diffs[:200]:
     print(f"  {k}: nvidia {x} | ours {y}")
 PYEOF
+  }
+  echo "one process:"
+  compare "$OUT/difftest.nvidia.txt" "$OUT/difftest.ours.txt" "$OUT/difftest.diff.txt"
+  cp "$WORK/alone.nvidia.txt" "$OUT/difftest.alone.nvidia.txt"
+  cp "$WORK/alone.ours.txt" "$OUT/difftest.alone.ours.txt"
+  echo "each alone:"
+  compare "$OUT/difftest.alone.nvidia.txt" "$OUT/difftest.alone.ours.txt" "$OUT/difftest.alone.diff.txt"
 fi
 
 # --------------------------------------------------------------------------------------------

@@ -568,13 +568,16 @@ fn set_host_access(s: &mut State, vas: &[u64], flags: i32) -> R {
         m.host_flags = flags;
         let core = dev(m.ordinal)?.core()?;
         let phys = m.mapping.physical().clone();
-        m.cpu = Some(core.map_physical_cpu(
+        let view = core.map_physical_cpu(
             &phys,
             0,
             *v,
             m.mapping.size(),
             flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        )?);
+        );
+        // The process may map something else at those addresses (the library holds them from
+        // cuMemAddressReserve where they were free then).
+        m.cpu = Some(view.map_err(|e| Fail(CUDA_ERROR_NOT_SUPPORTED, Some(e.message)))?);
     }
     Ok(())
 }

@@ -290,7 +290,8 @@ fn get_access_at(ptr: u64, loc: [i32; 2]) -> (u32, u64) {
     (r, f)
 }
 
-/// Whether the process maps `addr`, and with which permissions (`/proc/self/maps`).
+/// How the CPU may access `addr` (`/proc/self/maps`: "r--s", "rw-s", ...); `None` where the
+/// process maps nothing there or only a placeholder without access.
 fn cpu_perms(addr: u64) -> Option<String> {
     let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
     maps.lines().find_map(|l| {
@@ -300,7 +301,7 @@ fn cpu_perms(addr: u64) -> Option<String> {
             u64::from_str_radix(a, 16).ok()?,
             u64::from_str_radix(b, 16).ok()?,
         );
-        (a <= addr && addr < b).then(|| rest[..4].to_string())
+        (a <= addr && addr < b && !rest.starts_with("---")).then(|| rest[..4].to_string())
     })
 }
 
