@@ -127,6 +127,8 @@ impl Context {
     fn teardown(&'static self) {
         self.destroyed.store(true, Ordering::Release);
         let _ = self.synchronize();
+        // The CUDA runtime's values for the context go with it (their destructors run).
+        crate::export_table::release_context_storage(self.handle());
         let streams: Vec<&'static Stream> = std::mem::take(&mut *self.streams.lock());
         {
             let _g = self.legacy_init.lock();
@@ -180,7 +182,12 @@ pub fn of_device(d: &'static Dev) -> Option<&'static Context> {
 #[inline]
 pub fn current() -> R<&'static Context> {
     check_init()?;
-    match STACK.with(|s| s.borrow().last().copied()) {
+    // After the thread's storage is gone (exit handlers), no context is current.
+    match STACK
+        .try_with(|s| s.borrow().last().copied())
+        .ok()
+        .flatten()
+    {
         Some(c) if !c.destroyed.load(Ordering::Relaxed) => Ok(c),
         Some(_) => Err(Fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, None)),
         None => Err(fail(
@@ -190,8 +197,15 @@ pub fn current() -> R<&'static Context> {
     }
 }
 
+/// Take `c` off the calling thread's stack (nothing once the thread's storage is gone: exit
+/// handlers release contexts too).
+fn forget_current(c: &'static Context) {
+    let _ = STACK.try_with(|s| s.borrow_mut().retain(|x| !std::ptr::eq(*x, c)));
+}
+
 fn push(c: &'static Context) {
-    STACK.with(|s| s.borrow_mut().push(c));
+    // Nothing to push onto once the thread's storage is gone (exit handlers).
+    let _ = STACK.try_with(|s| s.borrow_mut().push(c));
 }
 
 unsafe fn create(pctx: *mut *mut c_void, flags: u32, device: CUdevice) -> R {
@@ -275,7 +289,7 @@ unsafe fn destroy(h: *mut c_void) -> R {
             "the primary context is released with cuDevicePrimaryCtxRelease, not destroyed",
         ));
     }
-    STACK.with(|s| s.borrow_mut().retain(|x| !std::ptr::eq(*x, c)));
+    forget_current(c);
     c.teardown();
     Ok(())
 }
@@ -299,13 +313,15 @@ pub unsafe extern "C" fn cuCtxSetCurrent(ctx: *mut c_void) -> CUresult {
         } else {
             Some(ctx_ref(ctx)?)
         };
-        STACK.with(|s| {
-            let mut s = s.borrow_mut();
-            s.pop();
-            if let Some(c) = c {
-                s.push(c);
-            }
-        });
+        STACK
+            .try_with(|s| {
+                let mut s = s.borrow_mut();
+                s.pop();
+                if let Some(c) = c {
+                    s.push(c);
+                }
+            })
+            .map_err(|_| fail(CUDA_ERROR_DEINITIALIZED, "the thread is exiting"))?;
         Ok(())
     })
 }
@@ -405,20 +421,33 @@ pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(
 ) -> CUresult {
     guard("cuDevicePrimaryCtxRetain", || {
         let p = out(pctx, "pctx")?;
-        let d = dev(device)?;
-        let mut g = d.primary.lock();
-        let c = match g.0 {
-            Some(c) if !c.destroyed.load(Ordering::Acquire) => c,
-            _ => {
-                let c = Context::new(d, d.primary_flags.load(Ordering::Relaxed), true)?;
-                g.0 = Some(c);
-                c
-            }
-        };
-        g.1 += 1;
-        *p = c.handle();
+        *p = primary_made(device, true)?.handle();
         Ok(())
     })
+}
+
+/// Device `device`'s primary context, made if there is none; `retain`: one more reference.
+fn primary_made(device: CUdevice, retain: bool) -> R<&'static Context> {
+    let d = dev(device)?;
+    let mut g = d.primary.lock();
+    let c = match g.0 {
+        Some(c) if !c.destroyed.load(Ordering::Acquire) => c,
+        _ => {
+            let c = Context::new(d, d.primary_flags.load(Ordering::Relaxed), true)?;
+            g.0 = Some(c);
+            c
+        }
+    };
+    if retain {
+        g.1 += 1;
+    }
+    Ok(c)
+}
+
+/// Device `device`'s primary context, made if there is none, not retained (the CUDA runtime's
+/// private interface, export_table.rs).
+pub fn primary(device: CUdevice) -> R<&'static Context> {
+    primary_made(device, false)
 }
 
 unsafe fn primary_release(device: CUdevice) -> R {
@@ -433,7 +462,7 @@ unsafe fn primary_release(device: CUdevice) -> R {
     g.1 -= 1;
     if g.1 == 0 {
         if let Some(c) = g.0.take() {
-            STACK.with(|s| s.borrow_mut().retain(|x| !std::ptr::eq(*x, c)));
+            forget_current(c);
             c.teardown();
         }
     }
@@ -454,7 +483,7 @@ unsafe fn primary_reset(device: CUdevice) -> R {
     let d = dev(device)?;
     let mut g = d.primary.lock();
     if let Some(c) = g.0.take() {
-        STACK.with(|s| s.borrow_mut().retain(|x| !std::ptr::eq(*x, c)));
+        forget_current(c);
         c.teardown();
     }
     g.1 = 0;

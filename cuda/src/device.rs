@@ -205,6 +205,23 @@ pub fn product_name(d: &Dev) -> R<String> {
     })
 }
 
+/// Device `ordinal`'s UUID and PCI domain, bus and device numbers (what the CUDA runtime's
+/// integrity check covers, export_table.rs).
+pub fn hash_facts(ordinal: CUdevice) -> R<([u8; 16], i32, i32, i32)> {
+    let mut u = CUuuid { bytes: [0; 16] };
+    // SAFETY: `u` is a valid place for the UUID.
+    unsafe { uuid_of(ordinal, &mut u) }?;
+    let core = dev(ordinal)?.core()?;
+    let a = |n| crate::attributes::attribute(core, n).unwrap_or(0);
+    Ok((u.bytes, a(50), a(33), a(34)))
+}
+
+/// The number of devices.
+pub fn count() -> R<i32> {
+    check_init()?;
+    Ok(devices().len() as i32)
+}
+
 unsafe fn uuid_of(device: CUdevice, out_uuid: *mut CUuuid) -> R {
     let u = out(out_uuid, "uuid")?;
     let l = dev(device)?.listing()?;

@@ -146,6 +146,115 @@ pub unsafe extern "C" fn cuLaunchKernelEx_ptsz(
     })
 }
 
+/// The cluster shape a launch configuration asks for (its `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`,
+/// else the kernel's compile-time shape) and the blocks of one cluster, for the occupancy
+/// questions about clusters.
+unsafe fn config_cluster(c: &LaunchConfigC, f: &crate::module::Func) -> R<([u32; 3], u32)> {
+    if c.num_attrs > 0 && c.attrs.is_null() {
+        return Err(invalid("attrs is NULL with numAttrs > 0"));
+    }
+    let mut shape = f.kernel.cluster_dims();
+    for i in 0..c.num_attrs as usize {
+        let a = &*c.attrs.add(i);
+        if a.id == 4 {
+            shape = Some([a.value[0], a.value[1], a.value[2]]);
+        }
+    }
+    let shape = shape.ok_or_else(|| {
+        invalid(
+            "no cluster shape: give CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION (the kernel declares none)",
+        )
+    })?;
+    let blocks = shape.iter().map(|&d| u64::from(d)).product::<u64>();
+    if blocks == 0 {
+        return Err(invalid(format!(
+            "cluster shape {shape:?} has a zero dimension"
+        )));
+    }
+    let i = f.kernel.device().info();
+    if i.sm_major < 9 {
+        return Err(fail(
+            CUDA_ERROR_NOT_SUPPORTED,
+            format!(
+                "thread-block clusters need sm_90 or later; this device is sm_{}{}",
+                i.sm_major, i.sm_minor
+            ),
+        ));
+    }
+    Ok((shape, u32::try_from(blocks).unwrap_or(u32::MAX)))
+}
+
+/// The most blocks one cluster of `f` may have here: the portable 8, and at most the kernel's
+/// `.maxclusterrank`.
+fn cluster_limit(f: &crate::module::Func) -> u32 {
+    f.kernel.max_cluster_rank().map_or(8, |r| r.min(8))
+}
+
+/// The most clusters of the configuration's shape that fit on the device at once: the blocks
+/// that fit on all multiprocessors together (occupancy per multiprocessor times their number)
+/// over the blocks of one cluster. NVIDIA's libcuda also counts how the multiprocessors are
+/// grouped (a cluster runs within one group), so its answer can be smaller.
+#[no_mangle]
+pub unsafe extern "C" fn cuOccupancyMaxActiveClusters(
+    n: *mut i32,
+    f: *mut c_void,
+    config: *const LaunchConfigC,
+) -> CUresult {
+    guard("cuOccupancyMaxActiveClusters", || {
+        let o = out(n, "numClusters")?;
+        let func = crate::module::func_ref(f)?;
+        let c = config.as_ref().ok_or_else(|| invalid("config is NULL"))?;
+        let (shape, blocks) = config_cluster(c, func)?;
+        if blocks > cluster_limit(func) {
+            return Err(fail(
+                CUDA_ERROR_INVALID_CLUSTER_SIZE,
+                format!(
+                    "cluster {shape:?} = {blocks} blocks: at most {} here",
+                    cluster_limit(func)
+                ),
+            ));
+        }
+        let threads = c.block.iter().map(|&d| u64::from(d)).product::<u64>();
+        let per_sm =
+            func.max_active_blocks(u32::try_from(threads).unwrap_or(u32::MAX), c.shared)?;
+        let sms = func.kernel.device().info().sm_count;
+        *o = i32::try_from(u64::from(per_sm) * u64::from(sms) / u64::from(blocks))
+            .unwrap_or(i32::MAX);
+        Ok(())
+    })
+}
+
+/// The largest cluster (in blocks) a launch of the configuration may use: the portable 8 (at
+/// most the kernel's `.maxclusterrank`), 0 where no block of it fits on a multiprocessor.
+#[no_mangle]
+pub unsafe extern "C" fn cuOccupancyMaxPotentialClusterSize(
+    n: *mut i32,
+    f: *mut c_void,
+    config: *const LaunchConfigC,
+) -> CUresult {
+    guard("cuOccupancyMaxPotentialClusterSize", || {
+        let o = out(n, "clusterSize")?;
+        let func = crate::module::func_ref(f)?;
+        let c = config.as_ref().ok_or_else(|| invalid("config is NULL"))?;
+        let i = func.kernel.device().info();
+        if i.sm_major < 9 {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                "thread-block clusters need sm_90 or later",
+            ));
+        }
+        let threads = c.block.iter().map(|&d| u64::from(d)).product::<u64>();
+        let per_sm =
+            func.max_active_blocks(u32::try_from(threads).unwrap_or(u32::MAX), c.shared)?;
+        *o = if per_sm == 0 {
+            0
+        } else {
+            cluster_limit(func) as i32
+        };
+        Ok(())
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 unsafe fn cooperative(
     f: *mut c_void,

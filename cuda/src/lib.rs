@@ -12,6 +12,7 @@ mod capture;
 mod context;
 mod device;
 mod error;
+mod export_table;
 mod extras;
 mod graph;
 mod hostreg;

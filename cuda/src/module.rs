@@ -117,6 +117,8 @@ impl Mod {
             max_dynamic_shared: AtomicU32::new(default_dyn),
             carveout: AtomicU32::new(u32::MAX),
             cache_config: AtomicU32::new(0),
+            non_portable_cluster: AtomicU32::new(0),
+            cluster_policy: AtomicU32::new(0),
         }));
         g.push((name.to_string(), f));
         Ok(f)
@@ -151,6 +153,11 @@ pub struct Func {
     pub max_dynamic_shared: AtomicU32,
     pub carveout: AtomicU32,
     pub cache_config: AtomicU32,
+    /// `CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED` as set (launches still keep to the
+    /// portable 8 blocks per cluster).
+    pub non_portable_cluster: AtomicU32,
+    /// `CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE` as set (a hint).
+    pub cluster_policy: AtomicU32,
 }
 
 // SAFETY: `module` is only compared, never dereferenced across threads without the module alive.
@@ -330,7 +337,7 @@ pub unsafe fn image_bytes<'a>(image: *const c_void) -> R<&'a [u8]> {
     Ok(std::slice::from_raw_parts(p, n))
 }
 
-unsafe fn load_image(pm: *mut *mut c_void, image: *const c_void) -> R {
+pub(crate) unsafe fn load_image(pm: *mut *mut c_void, image: *const c_void) -> R {
     let o = out(pm, "module")?;
     load_bytes(o, image_bytes(image)?)
 }
@@ -479,12 +486,22 @@ pub fn func_attribute(f: &Func, attrib: i32) -> R<i32> {
                 f.carveout.load(Ordering::Relaxed) as i32
             }
             CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET => 0,
-            CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH
-            | CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT
-            | CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH => 0,
+            CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH => {
+                f.kernel.cluster_dims().map_or(0, |c| c[0] as i32)
+            }
+            CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT => {
+                f.kernel.cluster_dims().map_or(0, |c| c[1] as i32)
+            }
+            CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH => {
+                f.kernel.cluster_dims().map_or(0, |c| c[2] as i32)
+            }
             // Off unless a function sets it (NVIDIA's driver reports 0 on the H100).
-            CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED => 0,
-            CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE => 0,
+            CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED => {
+                f.non_portable_cluster.load(Ordering::Relaxed) as i32
+            }
+            CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE => {
+                f.cluster_policy.load(Ordering::Relaxed) as i32
+            }
             _ => {
                 return Err(invalid(format!(
                     "attribute {attrib} is not a function attribute"
@@ -527,14 +544,32 @@ pub fn set_func_attribute(f: &Func, attrib: i32, value: i32) -> R {
                 }
                 f.carveout.store(value as u32, Ordering::Relaxed);
             }
+            // Recorded and reported: launches keep to the portable cluster size (8 blocks).
+            CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED => {
+                if !matches!(value, 0 | 1) {
+                    return Err(invalid(format!(
+                        "NON_PORTABLE_CLUSTER_SIZE_ALLOWED {value}: 0 or 1"
+                    )));
+                }
+                f.non_portable_cluster.store(value as u32, Ordering::Relaxed);
+            }
+            // A scheduling hint (0: default, 1: spread, 2: load balancing).
+            CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE => {
+                if !(0..=2).contains(&value) {
+                    return Err(invalid(format!(
+                        "CLUSTER_SCHEDULING_POLICY_PREFERENCE {value}: 0, 1 or 2"
+                    )));
+                }
+                f.cluster_policy.store(value as u32, Ordering::Relaxed);
+            }
             CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH
             | CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT
-            | CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH
-            | CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
-            | CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE => {
+            | CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH => {
                 return Err(fail(
                     CUDA_ERROR_NOT_SUPPORTED,
-                    "cluster attributes are not supported",
+                    format!(
+                        "attribute {attrib}: a required cluster shape set at run time is not supported (pass the shape to cuLaunchKernelEx)"
+                    ),
                 ))
             }
             _ => return Err(invalid(format!("attribute {attrib} cannot be set"))),

@@ -321,19 +321,23 @@ thread_local! {
 
 fn per_thread(ctx: &'static Context) -> R<&'static Stream> {
     let key = ctx as *const Context as usize;
-    if let Some(s) =
-        PER_THREAD.with(|p| p.borrow().iter().find(|(k, _)| *k == key).map(|(_, s)| *s))
-    {
+    let exiting = || fail(CUDA_ERROR_DEINITIALIZED, "the thread is exiting");
+    let found = PER_THREAD
+        .try_with(|p| p.borrow().iter().find(|(k, _)| *k == key).map(|(_, s)| *s))
+        .map_err(|_| exiting())?;
+    if let Some(s) = found {
         if s.is_alive() {
             return Ok(s);
         }
     }
     let s = Stream::create(ctx, Kind::PerThread, 0, 0)?;
-    PER_THREAD.with(|p| {
-        let mut p = p.borrow_mut();
-        p.retain(|(k, _)| *k != key);
-        p.push((key, s));
-    });
+    PER_THREAD
+        .try_with(|p| {
+            let mut p = p.borrow_mut();
+            p.retain(|(k, _)| *k != key);
+            p.push((key, s));
+        })
+        .map_err(|_| exiting())?;
     Ok(s)
 }
 

@@ -41,6 +41,7 @@ pub const CUDA_ERROR_ASSERT: CUresult = 710;
 pub const CUDA_ERROR_LAUNCH_FAILED: CUresult = 719;
 pub const CUDA_ERROR_NOT_PERMITTED: CUresult = 800;
 pub const CUDA_ERROR_NOT_SUPPORTED: CUresult = 801;
+pub const CUDA_ERROR_INVALID_CLUSTER_SIZE: CUresult = 912;
 pub const CUDA_ERROR_UNKNOWN: CUresult = 999;
 
 /// `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`: the two default-stream handles.

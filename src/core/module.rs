@@ -519,6 +519,16 @@ impl Kernel {
         &self.module.cubin.kernels()[self.index]
     }
 
+    /// The kernel's compile-time thread-block cluster shape (`__cluster_dims__`), if any.
+    pub fn cluster_dims(&self) -> Option<[u32; 3]> {
+        self.info().cluster_dims
+    }
+
+    /// The most blocks a cluster of the kernel may have (`.maxclusterrank`), if it says.
+    pub fn max_cluster_rank(&self) -> Option<u32> {
+        self.info().max_cluster_rank
+    }
+
     pub fn device(&self) -> &Device {
         &self.module.dev
     }

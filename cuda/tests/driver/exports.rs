@@ -65,9 +65,8 @@ fn soname(file: &object::File<'_>) -> Option<String> {
 
 /// The families this library refuses, one or two names each: multicast objects, external
 /// memory and semaphores, sparse mappings, shareable handles of memory pools, batched prefetches
-/// of managed memory, graphics interop, stream capture into an existing graph, the CUDA
-/// runtime's private interface.
-const REFUSED: [&str; 12] = [
+/// of managed memory, graphics interop, stream capture into an existing graph.
+const REFUSED: [&str; 11] = [
     "cuMulticastCreate",
     "cuImportExternalSemaphore",
     "cuImportExternalMemory",
@@ -79,7 +78,6 @@ const REFUSED: [&str; 12] = [
     "cuGraphicsMapResources",
     "cuGraphicsUnregisterResource",
     "cuStreamBeginCaptureToGraph",
-    "cuGetExportTable",
 ];
 
 const CHILD_ENV: &str = "TEGRAGPU_CUDA_TEST_REFUSED_CHILD";
