@@ -276,7 +276,8 @@ unsafe fn hand_out<const N: usize>(w: &'static Words<N>, ptr: *mut *mut c_void, 
 type Destructor = Option<unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void)>;
 
 /// (context, key) → (value, destructor).
-static STORAGE: Mutex<Option<HashMap<(usize, usize), (usize, Destructor)>>> = Mutex::new(None);
+type Storage = HashMap<(usize, usize), (usize, Destructor)>;
+static STORAGE: Mutex<Option<Storage>> = Mutex::new(None);
 
 /// `ctx`, or the current context where it is NULL.
 unsafe fn context_or_current(ctx: *mut c_void) -> R<usize> {
