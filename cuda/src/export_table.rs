@@ -542,7 +542,7 @@ mod tests {
         }
         let s = table(&CONTEXT_STORAGE).expect("storage") as *const usize;
         // SAFETY: the table has 4 slots; slot 0 is a function.
-        unsafe { assert_eq!(*s, storage_put as usize) };
+        unsafe { assert_eq!(*s, storage_put as *const () as usize) };
         assert!(table(&[0; 16]).is_none());
     }
 }
