@@ -1,7 +1,7 @@
 //! Context limits, `cuLaunchKernelEx` and cooperative launches, host functions on streams and
 //! `cuOccupancyMaxPotentialBlockSize`.
 
-use crate::context::current;
+use crate::context::{current, Context};
 use crate::device::out;
 use crate::error::{fail, guard, invalid, Fail, R};
 use crate::stream::{launch_cfg, stream_of, WAIT_NS};
@@ -17,9 +17,39 @@ const CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH: i32 = 3;
 const CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT: i32 = 4;
 const CU_LIMIT_MAX_L2_FETCH_GRANULARITY: i32 = 5;
 const CU_LIMIT_PERSISTING_L2_CACHE_SIZE: i32 = 6;
+const CU_LIMIT_CIG_ENABLED: i32 = 8;
+const CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED: i32 = 9;
 
-/// Limits kept per process for what libtegragpu does not use (printf FIFO, L2 hints).
-static SOFT_LIMITS: Mutex<[usize; 7]> = Mutex::new([0, 1 << 20, 0, 2, 2048, 64, 0]);
+const CU_LIMIT_SHMEM_SIZE: i32 = 7;
+/// `CUDA_ERROR_UNSUPPORTED_LIMIT`.
+const CUDA_ERROR_UNSUPPORTED_LIMIT: CUresult = 215;
+
+/// Limits kept per process for what libtegragpu does not use (printf FIFO, L2 hints); `None`:
+/// not set, the device's default.
+static SOFT_LIMITS: Mutex<[Option<usize>; 7]> = Mutex::new([None; 7]);
+
+/// A soft limit's default on the context's device, as NVIDIA's libcuda reports it (CUDA 13.0
+/// on an H200): a printf FIFO of 64 KiB per multiprocessor, 2,048 pending launches, an L2
+/// fetch granularity of 64 bytes, 30% of the persisting L2 maximum.
+fn soft_default(c: &Context, limit: i32) -> usize {
+    let attr = |n| crate::attributes::attribute(&c.core, n).unwrap_or(0).max(0) as usize;
+    match limit {
+        CU_LIMIT_PRINTF_FIFO_SIZE => attr(16) << 16,
+        CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT => 2048,
+        CU_LIMIT_MAX_L2_FETCH_GRANULARITY => 64,
+        CU_LIMIT_PERSISTING_L2_CACHE_SIZE => attr(108) * 3 / 10,
+        _ => 0,
+    }
+}
+
+/// Limits no device here has: dynamic parallelism's synchronization depth (device-side
+/// launches are refused) and the shared-memory fallback of CUDA in graphics.
+fn unsupported_limit(limit: i32) -> R {
+    Err(fail(
+        CUDA_ERROR_UNSUPPORTED_LIMIT,
+        format!("limit {limit} is not supported on this device"),
+    ))
+}
 
 #[no_mangle]
 pub unsafe extern "C" fn cuCtxGetLimit(value: *mut usize, limit: i32) -> CUresult {
@@ -30,11 +60,19 @@ pub unsafe extern "C" fn cuCtxGetLimit(value: *mut usize, limit: i32) -> CUresul
             CU_LIMIT_STACK_SIZE => c.core.stack_limit() as usize,
             CU_LIMIT_MALLOC_HEAP_SIZE => c.core.malloc_heap_size() as usize,
             CU_LIMIT_PRINTF_FIFO_SIZE
-            | CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH
             | CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT
             | CU_LIMIT_MAX_L2_FETCH_GRANULARITY
-            | CU_LIMIT_PERSISTING_L2_CACHE_SIZE => SOFT_LIMITS.lock()[limit as usize],
-            _ => return Err(fail(CUDA_ERROR_NOT_SUPPORTED, format!("limit {limit}"))),
+            | CU_LIMIT_PERSISTING_L2_CACHE_SIZE => {
+                SOFT_LIMITS.lock()[limit as usize].unwrap_or_else(|| soft_default(c, limit))
+            }
+            // The most dynamic shared memory a block may opt in to (no graphics shares it).
+            CU_LIMIT_SHMEM_SIZE => crate::attributes::attribute(&c.core, 97).unwrap_or(0) as usize,
+            // Contexts here never share the GPU with graphics (CUDA in graphics is off).
+            CU_LIMIT_CIG_ENABLED => 0,
+            CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH | CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED => {
+                return unsupported_limit(limit)
+            }
+            _ => return Err(invalid(format!("limit {limit} is not a CUlimit"))),
         };
         Ok(())
     })
@@ -48,18 +86,26 @@ pub unsafe extern "C" fn cuCtxSetLimit(limit: i32, value: usize) -> CUresult {
             CU_LIMIT_STACK_SIZE => c.core.set_stack_limit(value as u64)?,
             CU_LIMIT_MALLOC_HEAP_SIZE => c.core.set_malloc_heap_size(value as u64)?,
             CU_LIMIT_PRINTF_FIFO_SIZE
-            | CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH
             | CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT
-            | CU_LIMIT_PERSISTING_L2_CACHE_SIZE => SOFT_LIMITS.lock()[limit as usize] = value,
+            | CU_LIMIT_PERSISTING_L2_CACHE_SIZE => SOFT_LIMITS.lock()[limit as usize] = Some(value),
             CU_LIMIT_MAX_L2_FETCH_GRANULARITY => {
                 if !matches!(value, 0 | 32 | 64 | 128) {
                     return Err(invalid(format!(
                         "L2 fetch granularity {value}: 0, 32, 64 or 128"
                     )));
                 }
-                SOFT_LIMITS.lock()[limit as usize] = value
+                SOFT_LIMITS.lock()[limit as usize] = Some(value)
             }
-            _ => return Err(fail(CUDA_ERROR_NOT_SUPPORTED, format!("limit {limit}"))),
+            CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH | CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED => {
+                return unsupported_limit(limit)
+            }
+            CU_LIMIT_SHMEM_SIZE | CU_LIMIT_CIG_ENABLED => {
+                return Err(fail(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    format!("limit {limit} (CUDA in graphics) cannot be set"),
+                ))
+            }
+            _ => return Err(invalid(format!("limit {limit} is not a CUlimit"))),
         }
         Ok(())
     })
@@ -160,16 +206,20 @@ unsafe fn config_cluster(c: &LaunchConfigC, f: &crate::module::Func) -> R<([u32;
             shape = Some([a.value[0], a.value[1], a.value[2]]);
         }
     }
-    let shape = shape.ok_or_else(|| {
-        invalid(
-            "no cluster shape: give CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION (the kernel declares none)",
-        )
-    })?;
+    // No shape: clusters of one block.
+    let shape = shape.unwrap_or([1, 1, 1]);
     let blocks = shape.iter().map(|&d| u64::from(d)).product::<u64>();
     if blocks == 0 {
         return Err(invalid(format!(
             "cluster shape {shape:?} has a zero dimension"
         )));
+    }
+    // As NVIDIA's libcuda: each dimension of the cluster divides the grid's.
+    if (0..3).any(|i| c.grid[i] % shape[i] != 0) {
+        return Err(fail(
+            CUDA_ERROR_INVALID_CLUSTER_SIZE,
+            format!("cluster {shape:?} does not divide the grid {:?}", c.grid),
+        ));
     }
     let i = f.kernel.device().info();
     if i.sm_major < 9 {
@@ -191,9 +241,10 @@ fn cluster_limit(f: &crate::module::Func) -> u32 {
 }
 
 /// The most clusters of the configuration's shape that fit on the device at once: the blocks
-/// that fit on all multiprocessors together (occupancy per multiprocessor times their number)
-/// over the blocks of one cluster. NVIDIA's libcuda also counts how the multiprocessors are
-/// grouped (a cluster runs within one group), so its answer can be smaller.
+/// that fit on all multiprocessors together (occupancy per multiprocessor, at most 8 blocks of
+/// clusters per multiprocessor as NVIDIA's libcuda counts on the H200, times their number) over
+/// the blocks of one cluster. NVIDIA's libcuda also counts how the multiprocessors are grouped
+/// (a cluster runs within one group), so for clusters of 4 and more blocks its answer is smaller.
 #[no_mangle]
 pub unsafe extern "C" fn cuOccupancyMaxActiveClusters(
     n: *mut i32,
@@ -215,8 +266,9 @@ pub unsafe extern "C" fn cuOccupancyMaxActiveClusters(
             ));
         }
         let threads = c.block.iter().map(|&d| u64::from(d)).product::<u64>();
-        let per_sm =
-            func.max_active_blocks(u32::try_from(threads).unwrap_or(u32::MAX), c.shared)?;
+        let per_sm = func
+            .max_active_blocks(u32::try_from(threads).unwrap_or(u32::MAX), c.shared)?
+            .min(8);
         let sms = func.kernel.device().info().sm_count;
         *o = i32::try_from(u64::from(per_sm) * u64::from(sms) / u64::from(blocks))
             .unwrap_or(i32::MAX);

@@ -546,12 +546,8 @@ pub fn set_func_attribute(f: &Func, attrib: i32, value: i32) -> R {
             }
             // Recorded and reported: launches keep to the portable cluster size (8 blocks).
             CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED => {
-                if !matches!(value, 0 | 1) {
-                    return Err(invalid(format!(
-                        "NON_PORTABLE_CLUSTER_SIZE_ALLOWED {value}: 0 or 1"
-                    )));
-                }
-                f.non_portable_cluster.store(value as u32, Ordering::Relaxed);
+                f.non_portable_cluster
+                    .store(u32::from(value != 0), Ordering::Relaxed);
             }
             // A scheduling hint (0: default, 1: spread, 2: load balancing).
             CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE => {

@@ -1637,6 +1637,50 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         R("vmm.share.release_plain", F(cuMemRelease)(hp));
     }
 
+    // Context limits (every CUlimit and two past them).
+    for (int l = 0; l < 12; l++) {
+        size_t lv = 12345;
+        int r = F(cuCtxGetLimit)(&lv, (CUlimit)l);
+        snprintf(key, sizeof key, "limit.%d", l);
+        OUT(key, "%d %zu", r, r == 0 ? lv : 0);
+    }
+    // Thread-block cluster occupancy of a 128-thread kernel, cluster sizes 1 to 17, and the
+    // largest cluster a launch may use (Hopper and later).
+    {
+        CUlaunchAttribute ca;
+        memset(&ca, 0, sizeof ca);
+        ca.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        CUlaunchConfig cc;
+        memset(&cc, 0, sizeof cc);
+        cc.gridDimX = 64, cc.gridDimY = 1, cc.gridDimZ = 1;
+        cc.blockDimX = 128, cc.blockDimY = 1, cc.blockDimZ = 1;
+        cc.attrs = &ca, cc.numAttrs = 1;
+        for (unsigned cs = 1; cs <= 17; cs += (cs < 9 ? 1 : 8)) {
+            ca.value.clusterDim.x = cs, ca.value.clusterDim.y = 1, ca.value.clusterDim.z = 1;
+            int nc = -1;
+            int r = F(cuOccupancyMaxActiveClusters)(&nc, iota, &cc);
+            snprintf(key, sizeof key, "cluster.occupancy.%u", cs);
+            OUT(key, "%d %d", r, r == 0 ? nc : 0);
+        }
+        cc.numAttrs = 0;
+        int nc = -1;
+        R("cluster.occupancy.no_shape", F(cuOccupancyMaxActiveClusters)(&nc, iota, &cc));
+        int mc = -1;
+        int r = F(cuOccupancyMaxPotentialClusterSize)(&mc, iota, &cc);
+        OUT("cluster.max_potential", "%d %d", r, r == 0 ? mc : 0);
+        R("cluster.set_non_portable", F(cuFuncSetAttribute)(iota, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+        r = F(cuOccupancyMaxPotentialClusterSize)(&mc, iota, &cc);
+        OUT("cluster.max_potential.non_portable", "%d %d", r, r == 0 ? mc : 0);
+        int fv = -1;
+        r = F(cuFuncGetAttribute)(&fv, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, iota);
+        OUT("cluster.non_portable", "%d %d", r, fv);
+        R("cluster.set_non_portable.2", F(cuFuncSetAttribute)(iota, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 2));
+        R("cluster.set_non_portable.0", F(cuFuncSetAttribute)(iota, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0));
+        R("cluster.set_policy", F(cuFuncSetAttribute)(iota, CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, 1));
+        R("cluster.set_policy.3", F(cuFuncSetAttribute)(iota, CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, 3));
+        R("cluster.set_policy.0", F(cuFuncSetAttribute)(iota, CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, 0));
+    }
+
     // Host memory in virtual memory management (CU_MEM_LOCATION_TYPE_HOST, _HOST_NUMA).
     {
         const size_t MB2 = 2u << 20;

@@ -14,6 +14,7 @@ pub(crate) use common::*;
 mod arrays;
 mod capture;
 mod devices;
+mod export_table;
 mod exports;
 mod extras;
 mod graphs;

@@ -1,0 +1,181 @@
+//! `cuGetExportTable`: the CUDA runtime's private tables, as the runtime uses them.
+
+use crate::*;
+use hmac::{Hmac, Mac};
+use std::ffi::c_void;
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn uuid(v: u128) -> [u8; 16] {
+    v.to_be_bytes()
+}
+
+/// The table `id` names (its start), or the result code.
+fn table(id: u128) -> Result<*const usize, u32> {
+    let mut t: *const c_void = std::ptr::null();
+    let u = uuid(id);
+    match cu!(cuGetExportTable(&mut t, &u): *mut *const c_void, *const [u8; 16]) {
+        0 => Ok(t as *const usize),
+        r => Err(r),
+    }
+}
+
+/// Slot `i` of table `t` as a function of type `F`.
+unsafe fn slot<F: Copy>(t: *const usize, i: usize) -> F {
+    let p = *t.add(i);
+    assert_ne!(p, 0, "slot {i} is empty");
+    std::mem::transmute_copy(&p)
+}
+
+static DESTROYED: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "C" fn destructor(_ctx: *mut c_void, _key: *mut c_void, value: *mut c_void) {
+    DESTROYED.store(value as usize, Ordering::SeqCst);
+}
+
+#[test]
+fn runtime_tables_by_uuid() {
+    let ctx = setup();
+    const RUNTIME: u128 = 0x6bd5fb6c_5bf4_e74a_8987_d93912fd9df9;
+    const STORAGE: u128 = 0xc693336e_1121_df11_a8c3_68f355d89593;
+    const INTEGRITY: u128 = 0xd4082055_bde6_704b_8d34_ba123c66e1f2;
+    assert_eq!(table(0x1234).err(), Some(1), "an unknown table");
+    let u = uuid(RUNTIME);
+    assert_eq!(
+        cu!(cuGetExportTable(null_mut(), &u): *mut *const c_void, *const [u8; 16]),
+        1,
+        "NULL table pointer"
+    );
+
+    // The runtime interface: its size, the primary context without a reference, module loads.
+    let rt = table(RUNTIME).expect("runtime interface");
+    unsafe {
+        assert_eq!(*rt, 13 * 8);
+        let primary: unsafe extern "C" fn(*mut *mut c_void, i32) -> u32 = slot(rt, 2);
+        let mut pc = null_mut();
+        assert_eq!(primary(&mut pc, 0), 0);
+        let mut retained = null_mut();
+        check(
+            cu!(cuDevicePrimaryCtxRetain(&mut retained, 0): *mut *mut c_void, i32),
+            "retain",
+        );
+        assert_eq!(pc, retained, "device 0's primary context");
+        check(cu!(cuDevicePrimaryCtxRelease_v2(0): i32), "release");
+        assert_eq!(primary(&mut pc, 99), 101, "no device 99");
+        let load: unsafe extern "C" fn(*mut *mut c_void, *const c_void) -> u32 = slot(rt, 1);
+        let (a, b) = sm();
+        let p = repo().join(format!("tests/fixtures/cubin/kernels.sm_{a}{b}.cubin"));
+        let bytes = std::fs::read(&p).unwrap();
+        // A `__fatBinC_Wrapper_t`: magic, version, the image, no file name.
+        #[repr(C)]
+        struct Wrapper(u32, u32, *const u8, *const c_void);
+        let w = Wrapper(0x4662_43b1, 1, bytes.as_ptr(), std::ptr::null());
+        let mut m = null_mut();
+        assert_eq!(load(&mut m, &w as *const Wrapper as *const c_void), 0);
+        let fill = function(m, "fill_u32");
+        assert!(!fill.is_null());
+        check(cu!(cuModuleUnload(m): *mut c_void), "unload");
+        let ext: unsafe extern "C" fn(
+            *mut *mut c_void,
+            *const c_void,
+            *mut c_void,
+            *mut c_void,
+            u32,
+        ) -> u32 = slot(rt, 6);
+        assert_eq!(
+            ext(
+                &mut m,
+                &w as *const Wrapper as *const c_void,
+                null_mut(),
+                null_mut(),
+                1
+            ),
+            801,
+            "load options"
+        );
+    }
+
+    // Context-local storage: put, get, delete; a context's values go with it.
+    let st = table(STORAGE).expect("context-local storage");
+    unsafe {
+        type Put =
+            unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, *const c_void) -> u32;
+        type Get = unsafe extern "C" fn(*mut *mut c_void, *mut c_void, *mut c_void) -> u32;
+        type Del = unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32;
+        let (put, del, get): (Put, Del, Get) = (slot(st, 0), slot(st, 1), slot(st, 2));
+        let key = 0x77 as *mut c_void;
+        assert_eq!(
+            put(null_mut(), key, 0x1234 as *mut c_void, std::ptr::null()),
+            0
+        );
+        let mut v = null_mut();
+        assert_eq!(get(&mut v, null_mut(), key), 0);
+        assert_eq!(v as usize, 0x1234);
+        assert_eq!(get(&mut v, ctx, key), 0, "the current context by handle");
+        assert_eq!(del(null_mut(), key), 0);
+        assert_eq!(get(&mut v, null_mut(), key), 400, "deleted");
+        let mut c2 = null_mut();
+        check(
+            cu!(cuCtxCreate_v2(&mut c2, 0, 0): *mut *mut c_void, u32, i32),
+            "cuCtxCreate",
+        );
+        assert_eq!(
+            put(c2, key, 0x5678 as *mut c_void, destructor as *const c_void),
+            0
+        );
+        check(cu!(cuCtxDestroy_v2(c2): *mut c_void), "cuCtxDestroy");
+        assert_eq!(
+            DESTROYED.load(Ordering::SeqCst),
+            0x5678,
+            "the destructor ran"
+        );
+        check(cu!(cuCtxSetCurrent(ctx): *mut c_void), "current again");
+    }
+
+    // The integrity check: fixed answers for versions ending in 0 and 1, otherwise HMAC-MD2 of
+    // what the runtime knows too (computed here the same way).
+    let it = table(INTEGRITY).expect("integrity check");
+    unsafe {
+        type Check = unsafe extern "C" fn(u32, u64, *mut [u64; 2]) -> u32;
+        let check_fn: Check = slot(it, 1);
+        let mut h = [0u64; 2];
+        assert_eq!(check_fn(20, 5, &mut h), 0);
+        assert_eq!(h, [0x3341_181C_03CB_675C, 0x8ED3_83AA_1F4C_D1E8]);
+        assert_eq!(check_fn(12, 1_700_000_000, &mut h), 0);
+        let mut version = 0;
+        check(cu!(cuDriverGetVersion(&mut version): *mut i32), "version");
+        let mut msg = Vec::new();
+        msg.extend_from_slice(&(version as u32).to_ne_bytes());
+        msg.extend_from_slice(&12u32.to_ne_bytes());
+        msg.extend_from_slice(&std::process::id().to_ne_bytes());
+        msg.extend_from_slice(&(libc::pthread_self() as u32).to_ne_bytes());
+        msg.extend_from_slice(&(rt as u64).to_ne_bytes());
+        msg.extend_from_slice(&(it as u64).to_ne_bytes());
+        msg.extend_from_slice(&(*it.add(1) as u64).to_ne_bytes());
+        msg.extend_from_slice(&1_700_000_000u64.to_ne_bytes());
+        let mut count = 0;
+        check(cu!(cuDeviceGetCount(&mut count): *mut i32), "count");
+        for d in 0..count {
+            let mut u = [0u8; 16];
+            check(cu!(cuDeviceGetUuid(&mut u, d): *mut [u8; 16], i32), "uuid");
+            msg.extend_from_slice(&u);
+            for a in [50, 33, 34] {
+                let mut v = 0i32;
+                check(
+                    cu!(cuDeviceGetAttribute(&mut v, a, d): *mut i32, i32, i32),
+                    "pci",
+                );
+                msg.extend_from_slice(&v.to_ne_bytes());
+            }
+        }
+        let key = [
+            0x14, 0x6A, 0xDD, 0xAE, 0x53, 0xA9, 0xA7, 0x52, 0xAA, 0x08, 0x41, 0x36, 0x0B, 0xF5,
+            0x5A, 0x9F,
+        ];
+        let mut mac = <Hmac<md2::Md2> as Mac>::new_from_slice(&key).unwrap();
+        mac.update(&msg);
+        let want = mac.finalize().into_bytes();
+        let got: Vec<u8> = h.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        assert_eq!(got, want.to_vec());
+    }
+}
