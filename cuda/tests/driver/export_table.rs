@@ -1,5 +1,8 @@
 //! `cuGetExportTable`: the CUDA runtime's private tables, as the runtime uses them.
 
+// The runtime's tables are called through raw function pointers; cu! wraps its own calls.
+#![allow(unused_unsafe)]
+
 use crate::*;
 use hmac::{Hmac, Mac};
 use std::ffi::c_void;
