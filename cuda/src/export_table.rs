@@ -2,7 +2,8 @@
 //! (`libcudart`, linked statically into cuBLAS, cuRAND and most CUDA programs) asks for tables
 //! of functions by UUID when it starts, loads its kernels through them and checks the driver
 //! with a keyed hash. What is answered here, by table (slot 0 of most tables holds the table's
-//! size in bytes; the other slots are null):
+//! size in bytes; the slots this library does not know answer `CUDA_ERROR_NOT_SUPPORTED`, logged
+//! once, in the runtime and tools tables, and are null in the others):
 //!
 //! - the runtime interface (`6bd5fb6c-5bf4-e74a-8987-d93912fd9df9`, 13 slots): module loading
 //!   from a `__fatBinC_Wrapper_t` or a fatbin (slots 1, 6, 8), a device's primary context
@@ -46,15 +47,16 @@ struct Table<const N: usize>([*const c_void; N]);
 unsafe impl<const N: usize> Sync for Table<N> {}
 
 impl<const N: usize> Table<N> {
-    /// A table of `N` slots: slot 0 its size in bytes, `fns` at their slots.
-    const fn sized(fns: &[(usize, *const c_void)]) -> Table<N> {
-        let mut t = Table::bare(fns);
+    /// A table of `N` slots: slot 0 its size in bytes, `fns` at their slots, `other` in the
+    /// rest.
+    const fn sized(fns: &[(usize, *const c_void)], other: *const c_void) -> Table<N> {
+        let mut t = Table::bare(fns, other);
         t.0[0] = (N * std::mem::size_of::<usize>()) as *const c_void;
         t
     }
-    /// A table of `N` slots with `fns` at their slots and no size.
-    const fn bare(fns: &[(usize, *const c_void)]) -> Table<N> {
-        let mut t = [null(); N];
+    /// A table of `N` slots with `fns` at their slots, `other` in the rest, and no size.
+    const fn bare(fns: &[(usize, *const c_void)], other: *const c_void) -> Table<N> {
+        let mut t = [other; N];
         let mut i = 0;
         while i < fns.len() {
             t[fns[i].0] = fns[i].1;
@@ -90,49 +92,67 @@ macro_rules! f {
     };
 }
 
-static RUNTIME_TABLE: Table<13> = Table::sized(&[
-    (
-        1,
-        f!(module_from_wrapper as unsafe extern "C" fn(_, _) -> _),
-    ),
-    (2, f!(primary_context as unsafe extern "C" fn(_, _) -> _)),
-    (
-        6,
-        f!(module_from_wrapper_ext as unsafe extern "C" fn(_, _, _, _, _) -> _),
-    ),
-    (7, f!(nothing as unsafe extern "C" fn(_))),
-    (
-        8,
-        f!(module_from_fatbin_ext as unsafe extern "C" fn(_, _, _, _, _) -> _),
-    ),
-    (12, f!(load_compilers as unsafe extern "C" fn() -> _)),
-]);
-static TOOLS_TLS_TABLE: Table<4> = Table::sized(&[]);
-static TOOLS_HOOKS_TABLE: Table<7> = Table::sized(&[
-    (2, f!(hooks_buffer_1 as unsafe extern "C" fn(_, _))),
-    (6, f!(hooks_buffer_2 as unsafe extern "C" fn(_, _))),
-]);
-static CONTEXT_STORAGE_TABLE: Table<4> = Table::bare(&[
-    (0, f!(storage_put as unsafe extern "C" fn(_, _, _, _) -> _)),
-    (1, f!(storage_delete as unsafe extern "C" fn(_, _) -> _)),
-    (2, f!(storage_get as unsafe extern "C" fn(_, _, _) -> _)),
-]);
-static CTX_CREATE_BYPASS_TABLE: Table<2> =
-    Table::sized(&[(1, f!(refused_ctx_create as unsafe extern "C" fn() -> _))]);
-static HEAP_ACCESS_TABLE: Table<3> = Table::sized(&[
-    (1, f!(refused_heap as unsafe extern "C" fn() -> _)),
-    (2, f!(refused_heap as unsafe extern "C" fn() -> _)),
-]);
-static DEVICE_EXTENDED_TABLE: Table<26> = Table::sized(&[
-    (5, f!(refused_device_query as unsafe extern "C" fn() -> _)),
-    (13, f!(refused_device_query as unsafe extern "C" fn() -> _)),
-]);
-static INTEGRITY_TABLE: Table<3> =
-    Table::sized(&[(1, f!(integrity_check as unsafe extern "C" fn(_, _, _) -> _))]);
-static CONTEXT_CHECKS_TABLE: Table<4> = Table::sized(&[
-    (2, f!(context_check as unsafe extern "C" fn(_, _, _) -> _)),
-    (3, f!(context_check_3 as unsafe extern "C" fn() -> _)),
-]);
+static RUNTIME_TABLE: Table<13> = Table::sized(
+    &[
+        (
+            1,
+            f!(module_from_wrapper as unsafe extern "C" fn(_, _) -> _),
+        ),
+        (2, f!(primary_context as unsafe extern "C" fn(_, _) -> _)),
+        (
+            6,
+            f!(module_from_wrapper_ext as unsafe extern "C" fn(_, _, _, _, _) -> _),
+        ),
+        (7, f!(nothing as unsafe extern "C" fn(_))),
+        (
+            8,
+            f!(module_from_fatbin_ext as unsafe extern "C" fn(_, _, _, _, _) -> _),
+        ),
+        (12, f!(load_compilers as unsafe extern "C" fn() -> _)),
+    ],
+    f!(unknown_runtime_slot as unsafe extern "C" fn() -> _),
+);
+static TOOLS_TLS_TABLE: Table<4> =
+    Table::sized(&[], f!(unknown_tools_slot as unsafe extern "C" fn() -> _));
+static TOOLS_HOOKS_TABLE: Table<7> = Table::sized(
+    &[
+        (2, f!(hooks_buffer_1 as unsafe extern "C" fn(_, _))),
+        (6, f!(hooks_buffer_2 as unsafe extern "C" fn(_, _))),
+    ],
+    f!(unknown_tools_slot as unsafe extern "C" fn() -> _),
+);
+static CONTEXT_STORAGE_TABLE: Table<4> = Table::bare(
+    &[
+        (0, f!(storage_put as unsafe extern "C" fn(_, _, _, _) -> _)),
+        (1, f!(storage_delete as unsafe extern "C" fn(_, _) -> _)),
+        (2, f!(storage_get as unsafe extern "C" fn(_, _, _) -> _)),
+    ],
+    f!(unknown_runtime_slot as unsafe extern "C" fn() -> _),
+);
+static CTX_CREATE_BYPASS_TABLE: Table<2> = Table::sized(
+    &[(1, f!(refused_ctx_create as unsafe extern "C" fn() -> _))],
+    null(),
+);
+static HEAP_ACCESS_TABLE: Table<3> = Table::sized(
+    &[
+        (1, f!(refused_heap as unsafe extern "C" fn() -> _)),
+        (2, f!(refused_heap as unsafe extern "C" fn() -> _)),
+    ],
+    null(),
+);
+static DEVICE_EXTENDED_TABLE: Table<26> =
+    Table::sized(&[], f!(refused_device_query as unsafe extern "C" fn() -> _));
+static INTEGRITY_TABLE: Table<3> = Table::sized(
+    &[(1, f!(integrity_check as unsafe extern "C" fn(_, _, _) -> _))],
+    null(),
+);
+static CONTEXT_CHECKS_TABLE: Table<4> = Table::sized(
+    &[
+        (2, f!(context_check as unsafe extern "C" fn(_, _, _) -> _)),
+        (3, f!(context_check_3 as unsafe extern "C" fn() -> _)),
+    ],
+    null(),
+);
 
 /// The table `id` names.
 fn table(id: &Uuid) -> Option<*const c_void> {
@@ -359,6 +379,23 @@ pub(crate) fn release_context_storage(ctx: *mut c_void) {
 // --- Refused tables ----------------------------------------------------------------------------
 
 static CTX_CREATE_ONCE: AtomicBool = AtomicBool::new(false);
+static RUNTIME_SLOT_ONCE: AtomicBool = AtomicBool::new(false);
+static TOOLS_SLOT_ONCE: AtomicBool = AtomicBool::new(false);
+
+/// The slots of the runtime interface this library does not know: a caller gets
+/// `CUDA_ERROR_NOT_SUPPORTED` (logged once) instead of a jump to address 0.
+unsafe extern "C" fn unknown_runtime_slot() -> CUresult {
+    crate::error::not_supported(
+        "cuGetExportTable: a runtime interface slot",
+        &RUNTIME_SLOT_ONCE,
+    )
+}
+
+/// The slots of the tools' tables this library does not know (cuBLASLt calls one of the tools'
+/// thread-local storage table): `CUDA_ERROR_NOT_SUPPORTED` (logged once).
+unsafe extern "C" fn unknown_tools_slot() -> CUresult {
+    crate::error::not_supported("cuGetExportTable: a tools interface slot", &TOOLS_SLOT_ONCE)
+}
 static HEAP_ONCE: AtomicBool = AtomicBool::new(false);
 static DEVICE_QUERY_ONCE: AtomicBool = AtomicBool::new(false);
 
@@ -538,7 +575,7 @@ mod tests {
         unsafe {
             assert_eq!(*t, 13 * 8);
             assert_ne!(*t.add(2), 0);
-            assert_eq!(*t.add(3), 0);
+            assert_eq!(*t.add(3), unknown_runtime_slot as *const () as usize);
         }
         let s = table(&CONTEXT_STORAGE).expect("storage") as *const usize;
         // SAFETY: the table has 4 slots; slot 0 is a function.
