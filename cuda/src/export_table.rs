@@ -26,8 +26,8 @@
 //!   `b10541e1-f7c7-c74a-9f64-f223be99f1e2`): present, each function answering
 //!   `CUDA_ERROR_NOT_SUPPORTED` (logged once).
 //!
-//! The UUIDs, slot layouts and the hash's inputs are those the public ZLUDA project documents
-//! for CUDA 12 and 13 runtimes. Any other UUID is `CUDA_ERROR_INVALID_VALUE`.
+//! The CUDA 13 runtime (statically linked into an `nvcc` program, and PyTorch's) accepts these
+//! answers on an H200. Any other UUID is `CUDA_ERROR_INVALID_VALUE`.
 
 use crate::error::{guard, invalid, R};
 use crate::types::*;

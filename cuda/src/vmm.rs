@@ -4,18 +4,21 @@
 //! `cuMemRetainAllocationHandle`) on libtegragpu's `Device::reserve_va`, `alloc_physical` and
 //! `map_physical` (core/vmm.rs).
 //!
-//! Device memory only (`CU_MEM_LOCATION_TYPE_DEVICE`, `CU_MEM_ALLOCATION_TYPE_PINNED`), in
-//! multiples of 2 MiB (the granularity reported, minimum and recommended alike). `cuMemMap`
-//! maps whole allocations (offset 0, the allocation's size; otherwise
-//! `CUDA_ERROR_NOT_SUPPORTED`, as NVIDIA's libcuda answers), inside one reservation and over no
-//! other mapping; an allocation may be mapped at several addresses. A mapping is
-//! made read-write for its device when `cuMemMap` places it; `cuMemSetAccess` accepts read-write
+//! Device memory (`CU_MEM_LOCATION_TYPE_DEVICE`) and host memory (`_HOST`, `_HOST_NUMA`),
+//! `CU_MEM_ALLOCATION_TYPE_PINNED`, in multiples of 2 MiB (the granularity reported, minimum and
+//! recommended alike). `cuMemMap` maps whole allocations (offset 0, the allocation's size;
+//! otherwise `CUDA_ERROR_NOT_SUPPORTED`, as NVIDIA's libcuda answers), inside one reservation and
+//! over no other mapping; an allocation may be mapped at several addresses. A mapping is made
+//! read-write for its device when `cuMemMap` places it; `cuMemSetAccess` accepts read-write
 //! access for that device (what `cuMemGetAccess` then reports) and refuses access for other
-//! devices and read-only access with `CUDA_ERROR_NOT_SUPPORTED`. Shareable handles: POSIX file
-//! descriptors (`cuMemExportToShareableHandle`, `cuMemImportFromShareableHandle`: a dma-buf on
-//! Jetson, an RM export fd on desktop GPUs, for another process of the same machine). Refused
-//! as well: host memory locations, the other handle types, compression and usage flags. A reservation is made on the
-//! current context's device and holds mappings of that device's memory.
+//! devices and read-only access of a device with `CUDA_ERROR_NOT_SUPPORTED`. For the host
+//! (`_HOST`, `_HOST_NUMA`) it shows host memory to the CPU at the mapped address, read-write or
+//! read-only, or takes the view away (core `Device::map_physical_cpu`). Shareable handles: POSIX
+//! file descriptors of device memory (`cuMemExportToShareableHandle`,
+//! `cuMemImportFromShareableHandle`: a dma-buf on Jetson, an RM export fd on desktop GPUs, for
+//! another process of the same machine). Refused as well: shareable handles of host memory, the
+//! other handle types, compression and usage flags. A reservation is made on the current
+//! context's device and holds mappings of that device's memory.
 
 use crate::context::{current, Context};
 use crate::device::{dev, out};

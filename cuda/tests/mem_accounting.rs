@@ -30,12 +30,8 @@ fn free_now() -> usize {
     free
 }
 
-/// The tests of this binary run one at a time.
-static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-#[test]
-fn free_memory_comes_back_after_free_and_synchronize() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+/// Device 0's primary context, current on the calling thread.
+fn primary_current() {
     check(cu!(cuInit(0): u32), "cuInit");
     let mut ctx = null_mut();
     check(
@@ -43,6 +39,15 @@ fn free_memory_comes_back_after_free_and_synchronize() {
         "cuDevicePrimaryCtxRetain",
     );
     check(cu!(cuCtxSetCurrent(ctx): *mut c_void), "cuCtxSetCurrent");
+}
+
+/// The tests of this binary run one at a time.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn free_memory_comes_back_after_free_and_synchronize() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    primary_current();
     // cudarc's test_post_alloc_memory: a copy into a small allocation, freed before a sync.
     let before = free_now();
     let data = [1.5f32, 2.5, 3.5, 4.5, 5.5];
@@ -161,13 +166,7 @@ fn vmm_rounds(location: i32) {
 #[test]
 fn vmm_allocations_give_back_what_they_hold() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    check(cu!(cuInit(0): u32), "cuInit");
-    let mut ctx = null_mut();
-    check(
-        cu!(cuDevicePrimaryCtxRetain(&mut ctx, 0): *mut *mut c_void, i32),
-        "cuDevicePrimaryCtxRetain",
-    );
-    check(cu!(cuCtxSetCurrent(ctx): *mut c_void), "cuCtxSetCurrent");
+    primary_current();
     // One round first: the copies' staging memory and the like stay for later use.
     vmm_rounds(1);
     vmm_rounds(2);
