@@ -9,8 +9,10 @@
 //!   from a `__fatBinC_Wrapper_t` or a fatbin (slots 1, 6, 8), a device's primary context
 //!   without retaining it (slot 2), nothing (slot 7), loading the compilers (slot 12: they are
 //!   loaded when needed);
-//! - the tools' thread-local storage (`42d85a81-23f6-cb47-8298-f6e78a3aecdc`, 4 slots): its size
-//!   only;
+//! - the tools' thread-local storage (`42d85a81-23f6-cb47-8298-f6e78a3aecdc`, 3 slots, as
+//!   NVIDIA's libcuda 580 has it): the calling thread's current context, set (slot 1) and read
+//!   (slot 2) as `cuCtxSetCurrent` and `cuCtxGetCurrent` do (NVIDIA's slots read and replace the
+//!   top of the thread's context stack);
 //! - the tools' runtime callback hooks (`a094798c-2e74-2e74-93f2-0800200c0a66`, 7 slots): two
 //!   zeroed buffers of 1,024 and 14 words (slots 2 and 6) that no tool fills;
 //! - context-local storage (`c693336e-1121-df11-a8c3-68f355d89593`, no size slot): put, delete
@@ -112,8 +114,13 @@ static RUNTIME_TABLE: Table<13> = Table::sized(
     ],
     f!(unknown_runtime_slot as unsafe extern "C" fn() -> _),
 );
-static TOOLS_TLS_TABLE: Table<4> =
-    Table::sized(&[], f!(unknown_tools_slot as unsafe extern "C" fn() -> _));
+static TOOLS_TLS_TABLE: Table<3> = Table::sized(
+    &[
+        (1, f!(tools_set_current as unsafe extern "C" fn(_) -> _)),
+        (2, f!(tools_get_current as unsafe extern "C" fn(_) -> _)),
+    ],
+    null(),
+);
 static TOOLS_HOOKS_TABLE: Table<7> = Table::sized(
     &[
         (2, f!(hooks_buffer_1 as unsafe extern "C" fn(_, _))),
@@ -265,6 +272,18 @@ unsafe extern "C" fn load_compilers() -> CUresult {
     CUDA_SUCCESS
 }
 
+// --- Tools' thread-local storage ---------------------------------------------------------------
+
+/// Slot 1: make `ctx` the calling thread's current context.
+unsafe extern "C" fn tools_set_current(ctx: *mut c_void) -> CUresult {
+    crate::context::cuCtxSetCurrent(ctx)
+}
+
+/// Slot 2: the calling thread's current context (NULL when there is none).
+unsafe extern "C" fn tools_get_current(ctx: *mut *mut c_void) -> CUresult {
+    crate::context::cuCtxGetCurrent(ctx)
+}
+
 // --- Tools' callback hooks ---------------------------------------------------------------------
 
 /// Zeroed words no tool fills in.
@@ -391,8 +410,8 @@ unsafe extern "C" fn unknown_runtime_slot() -> CUresult {
     )
 }
 
-/// The slots of the tools' tables this library does not know (cuBLASLt calls one of the tools'
-/// thread-local storage table): `CUDA_ERROR_NOT_SUPPORTED` (logged once).
+/// The slots of the tools' callback-hook table this library does not know:
+/// `CUDA_ERROR_NOT_SUPPORTED` (logged once).
 unsafe extern "C" fn unknown_tools_slot() -> CUresult {
     crate::error::not_supported("cuGetExportTable: a tools interface slot", &TOOLS_SLOT_ONCE)
 }

@@ -98,6 +98,23 @@ fn runtime_tables_by_uuid() {
         );
     }
 
+    // The tools' thread-local storage: the calling thread's current context, read and set.
+    let tls = table(0x42d85a81_23f6_cb47_8298_f6e78a3aecdc).expect("tools TLS");
+    unsafe {
+        assert_eq!(*tls, 3 * 8);
+        let set: unsafe extern "C" fn(*mut c_void) -> u32 = slot(tls, 1);
+        let get: unsafe extern "C" fn(*mut *mut c_void) -> u32 = slot(tls, 2);
+        let mut cur = null_mut();
+        assert_eq!(get(&mut cur), 0);
+        assert_eq!(cur, ctx);
+        assert_eq!(set(null_mut()), 0);
+        assert_eq!(get(&mut cur), 0);
+        assert!(cur.is_null(), "no current context");
+        assert_eq!(set(ctx), 0);
+        assert_eq!(get(&mut cur), 0);
+        assert_eq!(cur, ctx);
+    }
+
     // Context-local storage: put, get, delete; a context's values go with it.
     let st = table(STORAGE).expect("context-local storage");
     unsafe {
