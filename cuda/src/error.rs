@@ -11,8 +11,12 @@ use tegragpu::{Error, Status};
 /// Log target of this library's records.
 pub const TARGET: &str = "tegragpu::cuda";
 
+/// A record of this library at `level`, where `TEGRAGPU_LOG` (or `tg_set_log_level`) lets it
+/// through.
 pub fn log(level: Level, args: std::fmt::Arguments<'_>) {
-    tegragpu::log::emit(level, TARGET, args);
+    if tegragpu::log::enabled(level) {
+        tegragpu::log::emit(level, TARGET, args);
+    }
 }
 
 /// A failed call: the result code and, where there is one, what went wrong.

@@ -345,3 +345,37 @@ fn docs_list_the_implemented_functions() {
         );
     }
 }
+
+const LOG_CHILD_ENV: &str = "TEGRAGPU_CUDA_TEST_LOG_CHILD";
+
+/// A failing call is logged at debug level: shown with `TEGRAGPU_LOG=debug`, not with `warn`
+/// (checked in child processes, one per level).
+#[test]
+fn failures_are_logged_at_debug_level_only() {
+    if std::env::var_os(LOG_CHILD_ENV).is_some() {
+        check(cu!(cuInit(0): u32), "cuInit");
+        let mut d = 0i32;
+        assert_eq!(cu!(cuDeviceGet(&mut d, 999): *mut i32, i32), 101);
+        return;
+    }
+    for (level, shown) in [("warn", false), ("off", false), ("debug", true)] {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "exports::failures_are_logged_at_debug_level_only",
+                "--test-threads=1",
+            ])
+            .env(LOG_CHILD_ENV, "1")
+            .env("TEGRAGPU_LOG", level)
+            .env("TEGRAGPU_CUDA_LIB", lib_path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "child failed: {err}");
+        assert_eq!(
+            err.contains("cuDeviceGet: CUDA_ERROR_INVALID_DEVICE"),
+            shown,
+            "TEGRAGPU_LOG={level}; the child's log:\n{err}"
+        );
+    }
+}
