@@ -5,7 +5,8 @@
 #   1. builds each sample copied by scripts/cuda-samples-prep.sh into .device/cuda-samples/
 #      directly (no CMake): kernels with nvcc to the fatbin the sample loads, for this GPU's
 #      architecture; host code with g++/gcc against the toolkit's headers and Common/, linked with
-#      -lcuda (the toolkit's stub) and without the CUDA runtime (no sample here uses it);
+#      -lcuda (the toolkit's stub) and without the CUDA runtime; the CUDA runtime samples with
+#      nvcc, which links the runtime in (it loads libcuda.so.1 at run time);
 #   2. runs each sample twice, with NVIDIA's libcuda and with ours (its directory first on
 #      LD_LIBRARY_PATH), from a directory holding the executable, its kernel files and data (the
 #      samples look for them next to the executable), under `timeout -k 5 60`. The dynamic
@@ -75,7 +76,8 @@ marker() {
     inlinePTX_nvrtc) echo 'Successful' ;;
     matrixMulDynlinkJIT) echo 'Test run success!' ;;
     simpleAtomicIntrinsics_nvrtc) echo 'completed, returned OK' ;;
-    simpleAssert_nvrtc) echo 'Device assert failed as expected' ;;
+    simpleAssert_nvrtc | simpleAssert) echo 'Device assert failed as expected' ;;
+    vectorAdd | simpleOccupancy) echo 'Test PASSED' ;;
     uvmlite) echo 'The final value checked in the host' ;; # else it skipped (no managed memory)
     *) echo '' ;;
   esac
@@ -141,6 +143,19 @@ build() {
         gcc -O2 "${defs[@]}" -I"$CUDA_HOME/nvvm/include" -I"$CUDA_HOME/include" \
           -I"$S/Samples/7_libNVVM/common/include" $c -o "$name" \
           -L"$CUDA_HOME/nvvm/lib64" -lnvvm "${LDCUDA[@]}" -lm ;;
+      simpleDrvRuntime)
+        # The driver API loads the kernels; the CUDA runtime does the rest.
+        "$NVCC" "${FATBIN[@]}" -o vectorAdd_kernel64.fatbin vectorAdd_kernel.cu
+        "$NVCC" -O2 -std=c++17 -I"$S/Common" simpleDrvRuntime.cpp -o "$name" \
+          -L"$CUDA_HOME/lib64/stubs" -lcuda ;;
+      vectorAdd | matrixMul | asyncAPI | clock | simpleStreams | simpleCallback | \
+        simpleAtomicIntrinsics | simpleVoteIntrinsics | simpleOccupancy | simpleZeroCopy | \
+        simplePrintf | simpleCooperativeGroups | simpleAssert)
+        # The CUDA runtime, linked in by nvcc, loads libcuda.so.1 at run time.
+        local srcs
+        srcs="$(ls ./*.cu ./*.cpp 2>/dev/null || true)"
+        # shellcheck disable=SC2086
+        "$NVCC" -O2 -std=c++17 -arch="sm_$ARCH" -I"$S/Common" -I. $srcs -o "$name" -lpthread ;;
       *) echo "no build recipe for $name"; exit 1 ;;
     esac
   )

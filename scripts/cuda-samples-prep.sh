@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Copies the driver-API samples of NVIDIA's cuda-samples (the CUDA 13 release) that
+# Copies the driver-API samples and some CUDA runtime samples of NVIDIA's cuda-samples (the CUDA
+# 13 release) that
 # scripts/cuda-samples-device-run.sh builds and runs, and the samples' Common/ headers, into
 # .device/cuda-samples/ (ignored by git: the samples' code is never part of this repository).
 #
@@ -41,6 +42,21 @@ SAMPLES=(
   7_libNVVM/simple
   7_libNVVM/uvmlite
   7_libNVVM/device-side-launch
+  # Programs built on the CUDA runtime (nvcc links it in; it loads libcuda.so.1 at run time).
+  0_Introduction/vectorAdd
+  0_Introduction/matrixMul
+  0_Introduction/asyncAPI
+  0_Introduction/clock
+  0_Introduction/simpleStreams
+  0_Introduction/simpleCallback
+  0_Introduction/simpleAtomicIntrinsics
+  0_Introduction/simpleVoteIntrinsics
+  0_Introduction/simpleOccupancy
+  0_Introduction/simpleZeroCopy
+  0_Introduction/simplePrintf
+  0_Introduction/simpleCooperativeGroups
+  0_Introduction/simpleAssert
+  0_Introduction/simpleDrvRuntime
 )
 # What a sample needs: sources, headers, IR, data; not documentation or IDE settings.
 keep() {
