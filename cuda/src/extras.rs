@@ -167,6 +167,28 @@ unsafe fn launch_ex(
             }
         }
     }
+    if cfg.cluster != [0; 3] {
+        // As NVIDIA's libcuda: a cluster beyond the function's limit (8 blocks, 16 with
+        // non-portable sizes allowed) is CUDA_ERROR_INVALID_CLUSTER_SIZE, checked at every
+        // launch (the attribute may change between launches).
+        let func = crate::module::func_ref(f)?;
+        let blocks: u64 = cfg.cluster.iter().map(|&d| u64::from(d)).product();
+        if blocks > u64::from(cluster_limit(func)) {
+            return Err(fail(
+                CUDA_ERROR_INVALID_CLUSTER_SIZE,
+                format!(
+                    "cluster {:?} = {blocks} blocks: at most {} for this function{}",
+                    cfg.cluster,
+                    cluster_limit(func),
+                    if func.kernel.non_portable_clusters() {
+                        ""
+                    } else {
+                        " (CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED allows 16)"
+                    }
+                ),
+            ));
+        }
+    }
     launch_cfg(f, &cfg, c.stream, params, extra, ptds)
 }
 
@@ -234,10 +256,10 @@ unsafe fn config_cluster(c: &LaunchConfigC, f: &crate::module::Func) -> R<([u32;
     Ok((shape, u32::try_from(blocks).unwrap_or(u32::MAX)))
 }
 
-/// The most blocks one cluster of `f` may have here: the portable 8, and at most the kernel's
-/// `.maxclusterrank`.
+/// The most blocks one cluster of `f` may have: 8, or 16 where the function allows non-portable
+/// sizes; at most the kernel's `.maxclusterrank`.
 fn cluster_limit(f: &crate::module::Func) -> u32 {
-    f.kernel.max_cluster_rank().map_or(8, |r| r.min(8))
+    f.kernel.max_cluster_blocks()
 }
 
 /// The most clusters of the configuration's shape that fit on the device at once: the blocks
@@ -276,8 +298,9 @@ pub unsafe extern "C" fn cuOccupancyMaxActiveClusters(
     })
 }
 
-/// The largest cluster (in blocks) a launch of the configuration may use: the portable 8 (at
-/// most the kernel's `.maxclusterrank`), 0 where no block of it fits on a multiprocessor.
+/// The largest cluster (in blocks) a launch of the configuration may use: 8, or 16 where the
+/// function allows non-portable sizes (at most the kernel's `.maxclusterrank`), 0 where no block
+/// of it fits on a multiprocessor.
 #[no_mangle]
 pub unsafe extern "C" fn cuOccupancyMaxPotentialClusterSize(
     n: *mut i32,

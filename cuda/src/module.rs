@@ -117,7 +117,6 @@ impl Mod {
             max_dynamic_shared: AtomicU32::new(default_dyn),
             carveout: AtomicU32::new(u32::MAX),
             cache_config: AtomicU32::new(0),
-            non_portable_cluster: AtomicU32::new(0),
             cluster_policy: AtomicU32::new(0),
         }));
         g.push((name.to_string(), f));
@@ -153,9 +152,6 @@ pub struct Func {
     pub max_dynamic_shared: AtomicU32,
     pub carveout: AtomicU32,
     pub cache_config: AtomicU32,
-    /// `CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED` as set (launches still keep to the
-    /// portable 8 blocks per cluster).
-    pub non_portable_cluster: AtomicU32,
     /// `CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE` as set (a hint).
     pub cluster_policy: AtomicU32,
 }
@@ -497,7 +493,7 @@ pub fn func_attribute(f: &Func, attrib: i32) -> R<i32> {
             }
             // Off unless a function sets it (NVIDIA's driver reports 0 on the H100).
             CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED => {
-                f.non_portable_cluster.load(Ordering::Relaxed) as i32
+                i32::from(f.kernel.non_portable_clusters())
             }
             CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE => {
                 f.cluster_policy.load(Ordering::Relaxed) as i32
@@ -544,10 +540,9 @@ pub fn set_func_attribute(f: &Func, attrib: i32, value: i32) -> R {
                 }
                 f.carveout.store(value as u32, Ordering::Relaxed);
             }
-            // Recorded and reported: launches keep to the portable cluster size (8 blocks).
+            // Clusters of up to 16 blocks (8 otherwise).
             CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED => {
-                f.non_portable_cluster
-                    .store(u32::from(value != 0), Ordering::Relaxed);
+                f.kernel.set_non_portable_clusters(value != 0);
             }
             // A scheduling hint (0: default, 1: spread, 2: load balancing).
             CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE => {

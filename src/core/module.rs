@@ -99,6 +99,8 @@ pub struct Kernel {
     pub(crate) qmd_lm: u32,
     /// Unique (never reused) id of this kernel object, for the queues' slot caches.
     pub(crate) id: u64,
+    /// Launches may use non-portable cluster sizes (up to 16 blocks), shared by the clones.
+    pub(crate) non_portable_clusters: Arc<std::sync::atomic::AtomicBool>,
 }
 
 static NEXT_KERNEL_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -373,6 +375,7 @@ impl Module {
             own_lm,
             qmd_lm: lm_per_thread,
             id: NEXT_KERNEL_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            non_portable_clusters: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         })
     }
 }
@@ -527,6 +530,28 @@ impl Kernel {
     /// The most blocks a cluster of the kernel may have (`.maxclusterrank`), if it says.
     pub fn max_cluster_rank(&self) -> Option<u32> {
         self.info().max_cluster_rank
+    }
+
+    /// Let launches of this kernel (and of its clones) use clusters of up to 16 blocks, the
+    /// non-portable sizes Hopper runs (CUDA's `CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED`);
+    /// by default a cluster has at most 8 blocks, the portable size. A queue checks a launch
+    /// shape once: turning this off does not stop a shape it already launched.
+    pub fn set_non_portable_clusters(&self, on: bool) {
+        self.non_portable_clusters
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether [`Kernel::set_non_portable_clusters`] allowed non-portable cluster sizes.
+    pub fn non_portable_clusters(&self) -> bool {
+        self.non_portable_clusters
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The most blocks one cluster of a launch of this kernel may have: 8 (16 with
+    /// non-portable sizes allowed), at most the kernel's `.maxclusterrank`.
+    pub fn max_cluster_blocks(&self) -> u32 {
+        let limit = if self.non_portable_clusters() { 16 } else { 8 };
+        self.info().max_cluster_rank.map_or(limit, |r| r.min(limit))
     }
 
     pub fn device(&self) -> &Device {

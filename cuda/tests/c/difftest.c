@@ -1674,8 +1674,25 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         int fv = -1;
         r = F(cuFuncGetAttribute)(&fv, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, iota);
         OUT("cluster.non_portable", "%d %d", r, fv);
+        // A launch in clusters of 16 blocks (non-portable), then again with the portable limit.
+        CUdeviceptr cbuf = 0;
+        unsigned cbase = 11, ccount = 64 * 128;
+        R("cluster.alloc", F(cuMemAlloc)(&cbuf, ccount * 4));
+        void *cargs[] = {&cbuf, &cbase, &ccount};
+        ca.value.clusterDim.x = 16, ca.value.clusterDim.y = 1, ca.value.clusterDim.z = 1;
+        cc.attrs = &ca, cc.numAttrs = 1;
+        R("cluster.launch16", F(cuLaunchKernelEx)(&cc, iota, cargs, NULL));
+        R("cluster.launch16.sync", F(cuCtxSynchronize)());
+        static unsigned chost[64 * 128];
+        memset(chost, 0, sizeof chost);
+        R("cluster.launch16.dtoh", F(cuMemcpyDtoH)(chost, cbuf, sizeof chost));
+        OUT("cluster.launch16.result", "%016llx", fnv(chost, sizeof chost));
         R("cluster.set_non_portable.2", F(cuFuncSetAttribute)(iota, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 2));
         R("cluster.set_non_portable.0", F(cuFuncSetAttribute)(iota, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0));
+        R("cluster.launch16.portable", F(cuLaunchKernelEx)(&cc, iota, cargs, NULL));
+        R("cluster.launch16.portable.sync", F(cuCtxSynchronize)());
+        R("cluster.free", F(cuMemFree)(cbuf));
+        cc.numAttrs = 0;
         R("cluster.set_policy", F(cuFuncSetAttribute)(iota, CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, 1));
         R("cluster.set_policy.3", F(cuFuncSetAttribute)(iota, CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, 3));
         R("cluster.set_policy.0", F(cuFuncSetAttribute)(iota, CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, 0));

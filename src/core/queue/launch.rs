@@ -608,7 +608,8 @@ pub(crate) fn launch_cluster(kernel: &Kernel, cfg: &LaunchConfig) -> Option<[u32
 
 /// Thread-block clusters: sm_90 (QMD V04) only; the launch's shape, if given, equals the
 /// kernel's compile-time one; each dimension divides the grid's; at most 8 blocks (CUDA's
-/// portable cluster size) and at most the kernel's `.maxclusterrank`.
+/// portable cluster size; 16 where the kernel allows non-portable sizes) and at most the
+/// kernel's `.maxclusterrank`.
 #[cold]
 fn check_cluster(dev: &Device, kernel: &Kernel, cfg: &LaunchConfig) -> Result<()> {
     let name = &kernel.attributes().name;
@@ -651,14 +652,19 @@ fn check_cluster(dev: &Device, kernel: &Kernel, cfg: &LaunchConfig) -> Result<()
             cfg.grid
         ));
     }
-    let most = info.max_cluster_rank.map_or(8, |r| r.min(8));
+    let most = kernel.max_cluster_blocks();
     if blocks > u64::from(most) {
         return bad(format!(
             "cluster {c:?} = {blocks} blocks exceeds the limit of {most} blocks per cluster{}",
-            if info.max_cluster_rank.is_some() {
-                " (the kernel's .maxclusterrank, at most 8)"
-            } else {
-                " (CUDA's portable cluster size)"
+            match (
+                info.max_cluster_rank.is_some(),
+                kernel.non_portable_clusters()
+            ) {
+                (true, _) => " (the kernel's .maxclusterrank)",
+                (false, false) => {
+                    " (CUDA's portable cluster size; Kernel::set_non_portable_clusters allows 16)"
+                }
+                (false, true) => " (the non-portable cluster size)",
             }
         ));
     }
