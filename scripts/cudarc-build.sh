@@ -10,7 +10,8 @@
 #   --no-default-features --features std,driver,nvrtc,cublas,cublaslt,curand,dynamic-loading,cuda-13000
 # with the crate's own Cargo.lock (--locked). Output: .device/cudarc/cudarc-<version> (the test
 # binary, stripped), .device/cudarc/BUILD.txt (version, features, toolchain, test list).
-# The crate is unpacked and built in CUDARC_BUILD_DIR (default build/cudarc, ignored by git).
+# The crate is unpacked and built in CUDARC_BUILD_DIR (default build/cudarc, ignored by git); the
+# unpacked crate gets an empty [workspace] table so that cargo does not take it for a member of ours.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -47,6 +48,7 @@ fi
 rm -rf "$WORK/cudarc-$VERSION"
 tar -xzf "$crate" -C "$WORK"
 src="$WORK/cudarc-$VERSION"
+printf '\n[workspace]\n' >>"$src/Cargo.toml"
 
 # The library's unit tests only (--lib: the examples need libraries this build leaves out).
 exe="$(cd "$src" && cargo test --release --locked --lib --no-run --no-default-features \

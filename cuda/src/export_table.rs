@@ -58,7 +58,16 @@ impl<const N: usize> Table<N> {
     }
     /// A table of `N` slots with `fns` at their slots, `other` in the rest, and no size.
     const fn bare(fns: &[(usize, *const c_void)], other: *const c_void) -> Table<N> {
-        let mut t = [other; N];
+        Table::over([other; N], fns)
+    }
+    /// The slots `base` with `fns` at their slots, and slot 0 the table's size in bytes.
+    const fn sized_over(base: [*const c_void; N], fns: &[(usize, *const c_void)]) -> Table<N> {
+        let mut t = Table::over(base, fns);
+        t.0[0] = (N * std::mem::size_of::<usize>()) as *const c_void;
+        t
+    }
+    const fn over(base: [*const c_void; N], fns: &[(usize, *const c_void)]) -> Table<N> {
+        let mut t = base;
         let mut i = 0;
         while i < fns.len() {
             t[fns[i].0] = fns[i].1;
@@ -82,6 +91,7 @@ const HEAP_ACCESS: Uuid = uuid(0x195bcbf4_d67d_024a_acc5_1d29cea631ae);
 const DEVICE_EXTENDED: Uuid = uuid(0xb10541e1_f7c7_c74a_9f64_f223be99f1e2);
 const INTEGRITY: Uuid = uuid(0xd4082055_bde6_704b_8d34_ba123c66e1f2);
 const CONTEXT_CHECKS: Uuid = uuid(0x263e8860_7cd2_6143_92f6_bbd5006dfa7e);
+const CONTEXT_INTERNALS: Uuid = uuid(0x21318c60_9714_3248_8ca6_41ff7324c8f2);
 
 /// The bytes of a UUID written as one 128-bit number, first byte first.
 const fn uuid(v: u128) -> Uuid {
@@ -161,6 +171,30 @@ static CONTEXT_CHECKS_TABLE: Table<4> = Table::sized(
     null(),
 );
 
+/// Slot `$n` of the context internals, refused, for each `$n`.
+macro_rules! context_slots {
+    ($($n:literal)*) => {
+        [$(f!(context_slot::<$n> as unsafe extern "C" fn() -> _)),*]
+    };
+}
+/// The context internals (93 slots, as NVIDIA's libcuda 580 has them): a context's id (slot
+/// 4), a stream's own handle for a public one (slot 51) and its id (slot 39). cuBLASLt keys its
+/// per-context and per-stream state with them.
+static CONTEXT_INTERNALS_TABLE: Table<93> = Table::sized_over(
+    context_slots!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92),
+    &[
+        (4, f!(context_id as unsafe extern "C" fn(_, _) -> _)),
+        (
+            39,
+            f!(stream_identity as unsafe extern "C" fn(_, _, _) -> _),
+        ),
+        (
+            51,
+            f!(stream_handle as unsafe extern "C" fn(_, _, _, _) -> _),
+        ),
+    ],
+);
+
 /// The table `id` names.
 fn table(id: &Uuid) -> Option<*const c_void> {
     Some(match *id {
@@ -173,6 +207,7 @@ fn table(id: &Uuid) -> Option<*const c_void> {
         DEVICE_EXTENDED => DEVICE_EXTENDED_TABLE.start(),
         INTEGRITY => INTEGRITY_TABLE.start(),
         CONTEXT_CHECKS => CONTEXT_CHECKS_TABLE.start(),
+        CONTEXT_INTERNALS => CONTEXT_INTERNALS_TABLE.start(),
         _ => return None,
     })
 }
@@ -393,6 +428,74 @@ pub(crate) fn release_context_storage(ctx: *mut c_void) {
             unsafe { d(c as *mut c_void, k as *mut c_void, v as *mut c_void) };
         }
     }
+}
+
+// --- Context internals -------------------------------------------------------------------------
+
+/// Slot 4: the id of `ctx` (the current context where NULL), as `cuCtxGetId`.
+unsafe extern "C" fn context_id(ctx: *mut c_void, id: *mut u64) -> CUresult {
+    crate::queries::cuCtxGetId(ctx, id)
+}
+
+/// Slot 51: the stream a public handle names in `ctx` (NULL: the current context): the legacy
+/// stream for NULL and `CU_STREAM_LEGACY`, the thread's stream for `CU_STREAM_PER_THREAD` and
+/// for NULL where `per_thread` is set, and the stream itself otherwise.
+unsafe extern "C" fn stream_handle(
+    ctx: *mut c_void,
+    stream: *mut c_void,
+    out: *mut *mut c_void,
+    per_thread: i32,
+) -> CUresult {
+    guard("cuGetExportTable: context internals: stream handle", || {
+        let o = crate::device::out(out, "stream")?;
+        let s = match stream as usize {
+            0 | CU_STREAM_LEGACY | CU_STREAM_PER_THREAD => {
+                let c = if ctx.is_null() {
+                    crate::context::current()?
+                } else {
+                    crate::context::ctx_ref(ctx)?
+                };
+                crate::stream::special_stream(c, stream as usize, per_thread != 0)?
+            }
+            _ => crate::stream::stream_of(stream, false)?,
+        };
+        *o = s as *const crate::stream::Stream as *mut c_void;
+        Ok(())
+    })
+}
+
+/// Slot 39: the id of a stream slot 51 handed out, as `cuStreamGetId`.
+unsafe extern "C" fn stream_identity(
+    _ctx: *mut c_void,
+    stream: *mut c_void,
+    id: *mut u64,
+) -> CUresult {
+    guard("cuGetExportTable: context internals: stream id", || {
+        let o = crate::device::out(id, "id")?;
+        if stream.is_null() {
+            return Err(invalid("stream is NULL"));
+        }
+        *o = crate::stream::stream_of(stream, false)?.id;
+        Ok(())
+    })
+}
+
+static CONTEXT_SLOT_ONCE: [AtomicBool; 93] = [const { AtomicBool::new(false) }; 93];
+
+/// The slots of the context internals this library does not know: `CUDA_ERROR_NOT_SUPPORTED`,
+/// logged once per slot.
+unsafe extern "C" fn context_slot<const N: usize>() -> CUresult {
+    if !CONTEXT_SLOT_ONCE[N].swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tegragpu::log::init();
+        crate::error::log(
+            tegragpu::log::Level::Warn,
+            format_args!(
+                "cuGetExportTable: context internals slot {N} is not implemented by this \
+                 libcuda: CUDA_ERROR_NOT_SUPPORTED"
+            ),
+        );
+    }
+    CUDA_ERROR_NOT_SUPPORTED
 }
 
 // --- Refused tables ----------------------------------------------------------------------------

@@ -341,6 +341,16 @@ fn per_thread(ctx: &'static Context) -> R<&'static Stream> {
     Ok(s)
 }
 
+/// The stream a special handle (NULL, `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`) names in
+/// `ctx`; a NULL handle is the per-thread stream where `ptds` is set.
+pub fn special_stream(ctx: &'static Context, h: usize, ptds: bool) -> R<&'static Stream> {
+    match h {
+        0 if ptds => per_thread(ctx),
+        CU_STREAM_PER_THREAD => per_thread(ctx),
+        _ => ctx.legacy_stream(),
+    }
+}
+
 /// The stream a handle names: 0 is the legacy default stream (the per-thread one for the
 /// `_ptds` / `_ptsz` entry points, `ptds`), `CU_STREAM_LEGACY` and `CU_STREAM_PER_THREAD` the
 /// two default streams of the current context.

@@ -12,6 +12,34 @@ fn kernels_cu_has_no_image_relocations() {
     assert_eq!(m.image_at(0x1_0000_0000).unwrap(), m.image());
 }
 
+/// The relocation sections of cuBLAS 13.1's cubins link to section 5 (`.nv.info`), not to the
+/// symbol table (section 3); NVIDIA's libcuda loads them. Relocations refer to the one symbol
+/// table whatever their `sh_link` says.
+#[test]
+fn relocations_use_the_symbol_table_whatever_their_link_says() {
+    for (b, sm) in [(G87, ORIN), (G90, HOPPER)] {
+        let info = sections(b)
+            .iter()
+            .position(|s| s.name == ".nv.info")
+            .unwrap() as u32;
+        let mut f = b.to_vec();
+        let mut relinked = 0;
+        for s in sections(b) {
+            if s.ty == 4 || s.ty == 9 {
+                // SHT_RELA, SHT_REL: sh_link at +40.
+                f[s.hdr + 40..s.hdr + 44].copy_from_slice(&info.to_le_bytes());
+                relinked += 1;
+            }
+        }
+        assert!(relinked > 0, "{sm:?}");
+        let (want, got) = (parse(b, sm), parse(&f, sm));
+        assert_eq!(got.relocation_count(), want.relocation_count(), "{sm:?}");
+        assert_eq!(got.relocation_count(), 4, "{sm:?}");
+        let base = 0x10_0000_0000u64;
+        assert_eq!(got.image_at(base).unwrap(), want.image_at(base).unwrap());
+    }
+}
+
 #[test]
 fn globals_constants_and_relocations() {
     // From globals.cu: g_zero[64] (NOBITS), g_init[4] at .nv.global.init+8 (g_ptr at +0,
