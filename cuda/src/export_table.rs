@@ -23,13 +23,22 @@
 //!   device's UUID and PCI domain, bus and device numbers;
 //! - context checks (`263e8860-7cd2-6143-92f6-bbd5006dfa7e`): slot 2 reports 0, slot 3 returns
 //!   0;
+//! - context internals (`21318c60-9714-3248-8ca6-41ff7324c8f2`, 93 slots, as NVIDIA's libcuda
+//!   580 has them), which cuBLAS and cuBLASLt key their per-context and per-stream state with: a
+//!   context's id (slot 4, `cuCtxGetId`), a stream's own handle for a public one (slot 51) and
+//!   its id (slot 39, `cuStreamGetId`); the other slots answer `CUDA_ERROR_NOT_SUPPORTED`
+//!   (logged once per slot);
+//! - a table cuBLASLt asks for before it picks half-precision kernels
+//!   (`1734dc26-800d-4745-8726-c0f1e7dd8bca`, 17 slots): every slot answers
+//!   `CUDA_ERROR_NOT_SUPPORTED`, and cuBLASLt goes on without the data;
 //! - context creation bypass, heap access and extended device queries
 //!   (`0ca50b8c-1004-929a-89a7-d0df10e77286`, `195bcbf4-d67d-024a-acc5-1d29cea631ae`,
 //!   `b10541e1-f7c7-c74a-9f64-f223be99f1e2`): present, each function answering
 //!   `CUDA_ERROR_NOT_SUPPORTED` (logged once).
 //!
-//! The CUDA 13 runtime (statically linked into an `nvcc` program, and PyTorch's) accepts these
-//! answers on an H200. Any other UUID is `CUDA_ERROR_INVALID_VALUE`.
+//! The CUDA 13 runtime (statically linked into an `nvcc` program, and PyTorch's), cuBLAS and
+//! cuBLASLt 13 accept these answers on an H200. Any other UUID is
+//! `CUDA_ERROR_INVALID_VALUE`.
 
 use crate::error::{guard, invalid, R};
 use crate::types::*;
@@ -92,6 +101,7 @@ const DEVICE_EXTENDED: Uuid = uuid(0xb10541e1_f7c7_c74a_9f64_f223be99f1e2);
 const INTEGRITY: Uuid = uuid(0xd4082055_bde6_704b_8d34_ba123c66e1f2);
 const CONTEXT_CHECKS: Uuid = uuid(0x263e8860_7cd2_6143_92f6_bbd5006dfa7e);
 const CONTEXT_INTERNALS: Uuid = uuid(0x21318c60_9714_3248_8ca6_41ff7324c8f2);
+const HEURISTICS_DATA: Uuid = uuid(0x1734dc26_800d_4745_8726_c0f1e7dd8bca);
 
 /// The bytes of a UUID written as one 128-bit number, first byte first.
 const fn uuid(v: u128) -> Uuid {
@@ -171,17 +181,17 @@ static CONTEXT_CHECKS_TABLE: Table<4> = Table::sized(
     null(),
 );
 
-/// Slot `$n` of the context internals, refused, for each `$n`.
-macro_rules! context_slots {
-    ($($n:literal)*) => {
-        [$(f!(context_slot::<$n> as unsafe extern "C" fn() -> _)),*]
+/// Slot `$n` of refused table `$t`, for each `$n`.
+macro_rules! refused_slots {
+    ($t:literal; $($n:literal)*) => {
+        [$(f!(refused_slot::<$t, $n> as unsafe extern "C" fn() -> _)),*]
     };
 }
 /// The context internals (93 slots, as NVIDIA's libcuda 580 has them): a context's id (slot
 /// 4), a stream's own handle for a public one (slot 51) and its id (slot 39). cuBLASLt keys its
 /// per-context and per-stream state with them.
 static CONTEXT_INTERNALS_TABLE: Table<93> = Table::sized_over(
-    context_slots!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92),
+    refused_slots!(0; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92),
     &[
         (4, f!(context_id as unsafe extern "C" fn(_, _) -> _)),
         (
@@ -193,6 +203,14 @@ static CONTEXT_INTERNALS_TABLE: Table<93> = Table::sized_over(
             f!(stream_handle as unsafe extern "C" fn(_, _, _, _) -> _),
         ),
     ],
+);
+/// A table cuBLASLt 13 asks for before it picks half-precision kernels (17 slots, as NVIDIA's
+/// libcuda 580 has them): every slot answers `CUDA_ERROR_NOT_SUPPORTED`. cuBLASLt calls slot 4
+/// and goes on without its data when it fails, as it must where NVIDIA's slot 4 fails (it answers
+/// `CUDA_ERROR_NOT_SUPPORTED` on GPUs that lack the data); without the table it crashes.
+static HEURISTICS_DATA_TABLE: Table<17> = Table::sized_over(
+    refused_slots!(1; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16),
+    &[],
 );
 
 /// The table `id` names.
@@ -208,6 +226,7 @@ fn table(id: &Uuid) -> Option<*const c_void> {
         INTEGRITY => INTEGRITY_TABLE.start(),
         CONTEXT_CHECKS => CONTEXT_CHECKS_TABLE.start(),
         CONTEXT_INTERNALS => CONTEXT_INTERNALS_TABLE.start(),
+        HEURISTICS_DATA => HEURISTICS_DATA_TABLE.start(),
         _ => return None,
     })
 }
@@ -480,18 +499,21 @@ unsafe extern "C" fn stream_identity(
     })
 }
 
-static CONTEXT_SLOT_ONCE: [AtomicBool; 93] = [const { AtomicBool::new(false) }; 93];
+/// The tables whose slots [`refused_slot`] answers, by its `T`.
+const REFUSED_TABLES: [&str; 2] = ["context internals", "cuBLASLt heuristics data"];
+static SLOT_ONCE: [[AtomicBool; 96]; 2] = [const { [const { AtomicBool::new(false) }; 96] }; 2];
 
-/// The slots of the context internals this library does not know: `CUDA_ERROR_NOT_SUPPORTED`,
-/// logged once per slot.
-unsafe extern "C" fn context_slot<const N: usize>() -> CUresult {
-    if !CONTEXT_SLOT_ONCE[N].swap(true, std::sync::atomic::Ordering::Relaxed) {
+/// Slot `N` of table `T` of [`REFUSED_TABLES`], which this library does not know:
+/// `CUDA_ERROR_NOT_SUPPORTED`, logged once per slot.
+unsafe extern "C" fn refused_slot<const T: usize, const N: usize>() -> CUresult {
+    if !SLOT_ONCE[T][N].swap(true, std::sync::atomic::Ordering::Relaxed) {
         tegragpu::log::init();
         crate::error::log(
             tegragpu::log::Level::Warn,
             format_args!(
-                "cuGetExportTable: context internals slot {N} is not implemented by this \
-                 libcuda: CUDA_ERROR_NOT_SUPPORTED"
+                "cuGetExportTable: slot {N} of the {} table is not implemented by this \
+                 libcuda: CUDA_ERROR_NOT_SUPPORTED",
+                REFUSED_TABLES[T]
             ),
         );
     }
@@ -702,6 +724,15 @@ mod tests {
         let s = table(&CONTEXT_STORAGE).expect("storage") as *const usize;
         // SAFETY: the table has 4 slots; slot 0 is a function.
         unsafe { assert_eq!(*s, storage_put as *const () as usize) };
+        let c = table(&CONTEXT_INTERNALS).expect("context internals") as *const usize;
+        let h = table(&HEURISTICS_DATA).expect("heuristics data") as *const usize;
+        // SAFETY: the tables have 93 and 17 slots.
+        unsafe {
+            assert_eq!((*c, *h), (93 * 8, 17 * 8));
+            assert_eq!(*c.add(4), context_id as *const () as usize);
+            assert_eq!(*c.add(92), refused_slot::<0, 92> as *const () as usize);
+            assert_eq!(*h.add(16), refused_slot::<1, 16> as *const () as usize);
+        }
         assert!(table(&[0; 16]).is_none());
     }
 }

@@ -16,6 +16,14 @@ pub const CBANK0_SIZE_ALIGN: usize = 16;
 /// Recommended alignment of a cbank0 buffer's GPU address (V04/V05 need 64; 256 everywhere is
 /// safe and keeps one cbank per cache-friendly slot).
 pub const CBANK0_ALIGN: u64 = 256;
+/// sm_90: where the GPU address of the parameter block goes (kernels that take a parameter's
+/// address, `__grid_constant__`; SASS of `tma_tensor_2d`).
+pub const SM90_PARAM_ADDR: usize = 0x198;
+/// sm_90: where the GPU address of constant bank 0 itself goes. cuBLASLt's sm_90 kernels
+/// (`nvjet_sm90_*`) read their TMA descriptors, which are parameters, at this address plus their
+/// offset in the bank; NVIDIA's libcuda 580 writes it for every launch (read back through a
+/// `__grid_constant__` parameter's address on an H200).
+pub const SM90_CBANK_ADDR: usize = 0xC0;
 /// sm_90 DSMEM slice stride value at 0x16C.
 pub const SM90_DSMEM_STRIDE: u32 = 0x0100_0000;
 /// 1.0f as IEEE-754 bits (sm_90 0x150..0x158).

@@ -387,6 +387,9 @@ CASES = [
                  "constant bank, distributed shared memory across the cluster)",
            args=[buf(w4(g * 128), randint("i32", seed, -100000, 100000)), out(w4(g * 128 * 2))])
       for n, g, seed in [(3, 12, 154), (8, 16, 155)]],
+    case("cbank_self_address", "cbank_self_address.cu", min_sm=90, grid=2, block=32,
+         notes="constant bank 0's own address at 0xc0 and the parameter block's at 0x198",
+         args=[scalar("u64", 7), out(2 * 8 * 64)]),
     case("sm90_misc", "sm90_misc.cu", min_sm=90, grid=2, block=64,
          args=[buf(w4(128), randint("u32", 114, 0, 2**31)), out(w4(128 * 6))]),
     case("sm90a_setmaxnreg", "sm90a_setmaxnreg.cu", min_sm=90, arch="sm_90a", grid=2, block=256,

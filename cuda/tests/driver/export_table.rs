@@ -199,3 +199,67 @@ fn runtime_tables_by_uuid() {
         assert_eq!(got, want.to_vec());
     }
 }
+
+/// The context internals cuBLAS and cuBLASLt key their state with (a context's id, a stream's
+/// own handle and its id), and the 17-slot table cuBLASLt asks for before it picks
+/// half-precision kernels, whose slots are refused.
+#[test]
+fn context_internals_for_cublas() {
+    let ctx = setup();
+    let t = table(0x21318c60_9714_3248_8ca6_41ff7324c8f2).expect("context internals");
+    type Id = unsafe extern "C" fn(*mut c_void, *mut u64) -> u32;
+    type Handle = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut *mut c_void, i32) -> u32;
+    type StreamId = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut u64) -> u32;
+    type Refused = unsafe extern "C" fn() -> u32;
+    unsafe {
+        assert_eq!(*t, 93 * 8);
+        let (id, handle, stream_id): (Id, Handle, StreamId) =
+            (slot(t, 4), slot(t, 51), slot(t, 39));
+        let (mut got, mut want) = (0u64, 0u64);
+        check(
+            cu!(cuCtxGetId(ctx, &mut want): *mut c_void, *mut u64),
+            "cuCtxGetId",
+        );
+        assert_eq!(id(ctx, &mut got), 0);
+        assert_eq!(got, want, "context id");
+        assert_eq!(id(null_mut(), &mut got), 0);
+        assert_eq!(got, want, "the current context's id");
+
+        let mut s = null_mut();
+        check(
+            cu!(cuStreamCreate(&mut s, 0): *mut *mut c_void, u32),
+            "cuStreamCreate",
+        );
+        let mut h = null_mut();
+        assert_eq!(handle(ctx, s, &mut h, 0), 0);
+        assert_eq!(h, s, "a created stream is its own handle");
+        check(
+            cu!(cuStreamGetId(s, &mut want): *mut c_void, *mut u64),
+            "cuStreamGetId",
+        );
+        assert_eq!(stream_id(ctx, h, &mut got), 0);
+        assert_eq!(got, want, "stream id");
+        // NULL is the legacy stream, or the thread's stream where per_thread is set.
+        for (public, per_thread, same_as) in [(0usize, 0, 1usize), (0, 1, 2), (1, 0, 1), (2, 0, 2)]
+        {
+            assert_eq!(handle(ctx, public as *mut c_void, &mut h, per_thread), 0);
+            check(
+                cu!(cuStreamGetId(same_as as *mut c_void, &mut want): *mut c_void, *mut u64),
+                "cuStreamGetId",
+            );
+            assert_eq!(stream_id(ctx, h, &mut got), 0);
+            assert_eq!(got, want, "stream {public:#x}, per_thread {per_thread}");
+        }
+        assert_eq!(handle(ctx, s, null_mut(), 0), 1, "NULL out");
+        assert_eq!(stream_id(ctx, null_mut(), &mut got), 1, "NULL stream");
+        check(cu!(cuStreamDestroy_v2(s): *mut c_void), "cuStreamDestroy");
+        let refused: Refused = slot(t, 16);
+        assert_eq!(refused(), 801);
+    }
+    let h = table(0x1734dc26_800d_4745_8726_c0f1e7dd8bca).expect("heuristics data");
+    unsafe {
+        assert_eq!(*h, 17 * 8);
+        let refused: Refused = slot(h, 4);
+        assert_eq!(refused(), 801);
+    }
+}

@@ -174,8 +174,11 @@ impl Queue {
             unsafe {
                 crate::core::wcmem::copy(ring_cb, self.images[way].prefix.as_ptr(), pb);
                 if pb == 0x210 {
+                    use crate::hw::cbank0::{SM90_CBANK_ADDR, SM90_PARAM_ADDR};
                     let a = (cb_va + pb as u64).to_le_bytes();
-                    crate::core::wcmem::copy(ring_cb.add(0x198), a.as_ptr(), 8);
+                    crate::core::wcmem::copy(ring_cb.add(SM90_PARAM_ADDR), a.as_ptr(), 8);
+                    let a = cb_va.to_le_bytes();
+                    crate::core::wcmem::copy(ring_cb.add(SM90_CBANK_ADDR), a.as_ptr(), 8);
                 }
             }
             self.slot_cbank[slot] = if in_slot { id } else { 0 };
@@ -515,10 +518,10 @@ impl Queue {
 }
 
 /// Constant bank 0 of one launch, built in `cb` (cached memory) for the GPU address `cb_va`: the
-/// driver-reserved words (`hw::cbank0`), the parameters (`write_params` fills them) and, for
-/// kernels that take a parameter's address (`__grid_constant__`, sm_90), the parameter block's
-/// address at c[0x0][0x198]. Returns the launch's total shared memory. Used by queue launches
-/// and command buffers alike.
+/// driver-reserved words (`hw::cbank0`), the parameters (`write_params` fills them) and, on
+/// sm_90, the parameter block's address at c[0x0][0x198] (kernels that take a parameter's
+/// address, `__grid_constant__`) and the bank's own address at c[0x0][0xc0]. Returns the
+/// launch's total shared memory. Used by queue launches and command buffers alike.
 #[inline(always)]
 pub(crate) fn build_launch_cbank(
     dev: &Device,
@@ -548,7 +551,10 @@ pub(crate) fn build_launch_cbank(
     let param_base = info.param_base as usize;
     write_params(&mut cb[param_base..param_base + info.param_bytes as usize])?;
     if info.param_base == 0x210 {
-        cb[0x198..0x1a0].copy_from_slice(&(cb_va + param_base as u64).to_le_bytes());
+        use crate::hw::cbank0::{SM90_CBANK_ADDR, SM90_PARAM_ADDR};
+        cb[SM90_PARAM_ADDR..SM90_PARAM_ADDR + 8]
+            .copy_from_slice(&(cb_va + param_base as u64).to_le_bytes());
+        cb[SM90_CBANK_ADDR..SM90_CBANK_ADDR + 8].copy_from_slice(&cb_va.to_le_bytes());
     }
     Ok(shared_total)
 }
