@@ -269,10 +269,11 @@ pub(super) fn bring_up(
         [0, 1, 2, 3, 4, 5, 6].map(|i| gr[i].data);
     // Enabled SMs: enabled TPCs (GPC mask, then each GPC's TPC mask) × SMs per TPC. The
     // GR info "litter" values describe the full die; MAX_SP_PER_SM reads 0 on H200.
-    let tpc_count = enabled_tpcs(inner).unwrap_or_else(|e| {
+    let per_gpc = enabled_tpcs(inner).unwrap_or_else(|e| {
         debug!("GPC/TPC masks unavailable ({e})");
-        0
+        Vec::new()
     });
+    let tpc_count: u32 = per_gpc.iter().sum();
     let sm_count = if tpc_count != 0 && sm_per_tpc != 0 {
         tpc_count * sm_per_tpc
     } else if sp_per_sm != 0 && cores != 0 {
@@ -281,7 +282,7 @@ pub(super) fn bring_up(
         gpcs * tpc_per_gpc * sm_per_tpc
     };
     debug!(
-        "GR: sm_version {sm_version:#x} warps {warps} sp/sm {sp_per_sm} cores {cores} gpcs {gpcs} tpc/gpc {tpc_per_gpc} sm/tpc {sm_per_tpc}; enabled TPCs {tpc_count} → {sm_count} SMs"
+        "GR: sm_version {sm_version:#x} warps {warps} sp/sm {sp_per_sm} cores {cores} gpcs {gpcs} tpc/gpc {tpc_per_gpc} sm/tpc {sm_per_tpc}; enabled TPCs {tpc_count} (per GPC {per_gpc:?}) → {sm_count} SMs"
     );
 
     // Name, architecture, framebuffer (best effort).
@@ -594,13 +595,13 @@ fn query_copy_engines(inner: &Inner) -> Result<Vec<CopyEngineInfo>> {
     Ok(out)
 }
 
-/// Enabled TPCs summed over the enabled GPCs.
-fn enabled_tpcs(inner: &Inner) -> Result<u32> {
+/// Enabled TPCs of each enabled GPC.
+fn enabled_tpcs(inner: &Inner) -> Result<Vec<u32>> {
     let mut g = NV2080_CTRL_GR_GET_GPC_MASK_PARAMS::default();
     inner
         .api
         .control(inner.subdevice, NV2080_CTRL_CMD_GR_GET_GPC_MASK, &mut g)?;
-    let mut n = 0;
+    let mut n = Vec::new();
     for gpc in 0..32 {
         if g.gpcMask & (1 << gpc) != 0 {
             let mut t = NV2080_CTRL_GR_GET_TPC_MASK_PARAMS {
@@ -610,7 +611,8 @@ fn enabled_tpcs(inner: &Inner) -> Result<u32> {
             inner
                 .api
                 .control(inner.subdevice, NV2080_CTRL_CMD_GR_GET_TPC_MASK, &mut t)?;
-            n += t.tpcMask.count_ones();
+            debug!("GPC {gpc}: TPC mask {:#x}", t.tpcMask);
+            n.push(t.tpcMask.count_ones());
         }
     }
     Ok(n)
