@@ -56,8 +56,9 @@ use std::time::{Duration, Instant};
 /// The interrupt handler of the kernel side: called with each fault after it was recorded, on the
 /// GPU thread but outside its pass. It returns false when it cannot take the fault now (the
 /// kernel is busy, e.g. polling a preempt that waits for this GPU): the fault stays pending and
-/// is offered again after the next pass, so the GPU never waits for the kernel.
-pub type FaultHandler = Arc<dyn Fn(&GpuFault) -> bool + Send + Sync>;
+/// is offered again after the next pass, so the GPU never waits for the kernel. The channel that
+/// raised the fault comes with it: its token may belong to a newer channel by then.
+pub type FaultHandler = Arc<dyn Fn(&GpuFault, &Arc<HwChannel>) -> bool + Send + Sync>;
 
 /// Byte offset of NV_USERMODE_NOTIFY_CHANNEL_PENDING in the usermode page.
 const DOORBELL_OFFSET: usize = 0x90;
@@ -79,7 +80,9 @@ struct Shared {
     doorbells: Mutex<Vec<HostPtr>>,
     faults: Mutex<Vec<GpuFault>>,
     /// Faults of the current pass not yet handed to `handler`.
-    pending: Mutex<Vec<GpuFault>>,
+    /// Faults not yet taken by the kernel's handler, each with the channel that raised it (a
+    /// later channel may get the same token).
+    pending: Mutex<Vec<(GpuFault, Arc<HwChannel>)>>,
     handler: Mutex<Option<FaultHandler>>,
     /// Held by the GPU thread for one whole poll; detach/remove take it to wait for the thread
     /// to let go of what they remove.
@@ -141,7 +144,7 @@ impl Gpu {
         self.shared.channels.lock().retain(|c| c.hw.token != token);
         // A fault of the channel not yet handed to the kernel goes with it: its token may be
         // reused by a new channel, which must not be recovered for it.
-        self.shared.pending.lock().retain(|f| f.token != token);
+        self.shared.pending.lock().retain(|(f, _)| f.token != token);
         // The thread snapshots the channel list under `busy`; once we get `busy`, any pass that
         // could still hold the channel is over and later passes cannot see it.
         drop(self.shared.busy.lock());
@@ -260,7 +263,8 @@ fn gpu_thread(shared: Arc<Shared>) {
         if !faults.is_empty() {
             let handler = shared.handler.lock().clone();
             if let Some(h) = handler {
-                let mut left: Vec<GpuFault> = faults.into_iter().filter(|f| !h(f)).collect();
+                let mut left: Vec<(GpuFault, Arc<HwChannel>)> =
+                    faults.into_iter().filter(|(f, ch)| !h(f, ch)).collect();
                 if !left.is_empty() {
                     let mut p = shared.pending.lock();
                     left.append(&mut p);
@@ -375,7 +379,7 @@ impl From<super::hwif::MmuFault> for Fault {
 /// yet: linux-channel.c:nvgpu_set_err_notifier_if_empty) and queue the fault for the kernel's
 /// handler. The record comes first so that whoever sees the notifier (or GET_TIMEDOUT) finds it;
 /// the notifier's status word is stored last, with Release ordering.
-fn post_fault(shared: &Shared, ch: &HwChannel, f: Fault) {
+fn post_fault(shared: &Shared, ch: &Arc<HwChannel>, f: Fault) {
     let rec = GpuFault {
         token: ch.token,
         code: f.code,
@@ -390,5 +394,5 @@ fn post_fault(shared: &Shared, ch: &HwChannel, f: Fault) {
         super::hwif::post_notifier_if_empty(n, f.code);
     }
     ch.dead.store(true, Ordering::Release);
-    shared.pending.lock().push(rec);
+    shared.pending.lock().push((rec, ch.clone()));
 }

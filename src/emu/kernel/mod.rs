@@ -376,14 +376,14 @@ impl EmuSys {
         // The GPU's fault interrupt goes to the kernel, which recovers the channel's TSG (later
         // if the kernel is busy: the GPU thread never waits for it).
         let me = Arc::downgrade(&sys);
-        gpu.set_fault_handler(Arc::new(move |f| {
+        gpu.set_fault_handler(Arc::new(move |f, hw| {
             let Some(s) = me.upgrade() else {
                 return true;
             };
             let Some(mut st) = s.state.try_lock() else {
                 return false;
             };
-            st.gpu_fault(f);
+            st.gpu_fault(f, hw);
             true
         }));
         if compete {

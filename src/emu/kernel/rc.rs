@@ -17,10 +17,10 @@
 //! ctxsw timeout adds 100 ms to a channel's budget whatever the divisor).
 
 use super::{EmuSys, State};
-use crate::emu::hwif::{post_notifier_if_empty, GpuFault};
+use crate::emu::hwif::{post_notifier_if_empty, GpuFault, HwChannel};
 use crate::os::{Errno, KernelFaultRecord};
 use crate::sys::nvgpu::*;
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 /// include/nvgpu/fifo.h CTXSW_TIMEOUT_PERIOD_MS → g->ctxsw_timeout_period_ms
@@ -212,12 +212,12 @@ impl State {
     /// TSG (MMU faults: hal/rc/rc_gv11b.c → nvgpu_tsg_set_ctx_mmu_error; GR exceptions:
     /// common/gr/gr_intr.c:nvgpu_gr_intr_set_error_notifier + rc.c:nvgpu_rc_gr_fault; PBDMA
     /// errors: rc.c:nvgpu_rc_pbdma_fault — all per TSG).
-    pub(super) fn gpu_fault(&mut self, f: &GpuFault) {
-        let Some((&chid, ch)) = self
-            .channels
-            .iter()
-            .find(|(c, ch)| ch.token(**c) == f.token && ch.um.is_some())
-        else {
+    pub(super) fn gpu_fault(&mut self, f: &GpuFault, hw: &Arc<HwChannel>) {
+        // The channel that raised it: one closed since may have left its token to a new channel,
+        // which is not recovered for it (the fault went with its channel).
+        let Some((&chid, ch)) = self.channels.iter().find(|(c, ch)| {
+            ch.token(**c) == f.token && ch.um.as_ref().is_some_and(|u| Arc::ptr_eq(&u.hw, hw))
+        }) else {
             return;
         };
         let what = format!(
