@@ -206,8 +206,9 @@ static CONTEXT_INTERNALS_TABLE: Table<93> = Table::sized_over(
 );
 /// A table cuBLASLt 13 asks for before it picks half-precision kernels (17 slots, as NVIDIA's
 /// libcuda 580 has them): every slot answers `CUDA_ERROR_NOT_SUPPORTED`. cuBLASLt calls slot 4
-/// and goes on without its data when it fails, as it must where NVIDIA's slot 4 fails (it answers
-/// `CUDA_ERROR_NOT_SUPPORTED` on GPUs that lack the data); without the table it crashes.
+/// and goes on without its data when it fails (NVIDIA's slot 4 itself answers
+/// `CUDA_ERROR_NOT_SUPPORTED` where the device has no function to read the data); without the
+/// table it calls through a null pointer.
 static HEURISTICS_DATA_TABLE: Table<17> = Table::sized_over(
     refused_slots!(1; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16),
     &[],
