@@ -214,7 +214,9 @@ impl State {
     /// errors: rc.c:nvgpu_rc_pbdma_fault — all per TSG).
     pub(super) fn gpu_fault(&mut self, f: &GpuFault, hw: &Arc<HwChannel>) {
         // The channel that raised it: one closed since may have left its token to a new channel,
-        // which is not recovered for it (the fault went with its channel).
+        // which is not recovered for it. The driver recovers the TSG the fault names when it is
+        // raised (common/rc/rc.c:nvgpu_rc_mmu_fault, id and id_type from the fault info), and a
+        // closed channel's faults go with it.
         let Some((&chid, ch)) = self.channels.iter().find(|(c, ch)| {
             ch.token(**c) == f.token && ch.um.as_ref().is_some_and(|u| Arc::ptr_eq(&u.hw, hw))
         }) else {
