@@ -132,6 +132,9 @@ impl Backend for H200Facts {
             pci_location: Some([0, 0, 6, 0]),
             pci_ids: Some([0x10DE, 0x2335, 0x10DE, 0x18BF]),
             uuid: Some([0x8d; 16]),
+            // NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO's COMPUTE_SIZE_FULL skyline: virtual GPCs of
+            // 4, 8, 8, 8, 8, 8, 9, 9 TPCs and four singletons, 2 SMs per TPC.
+            cluster_sm_groups: Some(vec![8, 16, 16, 16, 16, 16, 18, 18, 2, 2, 2, 2]),
             ..Default::default()
         }
     }
@@ -221,4 +224,43 @@ fn the_emulated_orin_is_listed_without_opening_and_its_spec_opens_it() {
     let e = list_devices_for(Some("gpu0")).unwrap_err();
     assert_eq!(e.status, Status::InvalidArgument);
     assert!(e.message.contains("gpu0"), "{e}");
+}
+
+#[test]
+fn h200_cluster_occupancy_matches_nvidias_driver() {
+    let dev = Device::from_backend(Box::new(H200Facts)).unwrap();
+    // cuOccupancyMaxActiveClusters on an H200 (driver 580.159.04) for clusters of 1 to 16 blocks
+    // (non-portable sizes allowed), with 8, 4, 2 and 1 blocks per multiprocessor (a kernel of
+    // 128, 512 and 1024 threads, and 1024 threads with 150 KiB of dynamic shared memory).
+    let nvidia: &[(u32, [u64; 16])] = &[
+        (
+            8,
+            [
+                1056, 528, 327, 248, 193, 163, 139, 124, 102, 88, 81, 74, 67, 65, 58, 58,
+            ],
+        ),
+        (
+            4,
+            [
+                528, 264, 163, 124, 94, 79, 69, 62, 51, 44, 37, 37, 30, 30, 28, 28,
+            ],
+        ),
+        (
+            2,
+            [
+                264, 132, 79, 62, 47, 39, 32, 30, 23, 21, 16, 16, 14, 14, 14, 14,
+            ],
+        ),
+        (1, [132, 66, 39, 30, 22, 17, 15, 15, 9, 7, 7, 7, 7, 7, 7, 7]),
+    ];
+    for (per_sm, want) in nvidia {
+        for (i, &w) in want.iter().enumerate() {
+            let c = i as u32 + 1;
+            assert_eq!(
+                dev.max_active_clusters(*per_sm, c),
+                w,
+                "{per_sm} blocks per SM, clusters of {c}"
+            );
+        }
+    }
 }

@@ -262,11 +262,11 @@ fn cluster_limit(f: &crate::module::Func) -> u32 {
     f.kernel.max_cluster_blocks()
 }
 
-/// The most clusters of the configuration's shape that fit on the device at once: the blocks
-/// that fit on all multiprocessors together (occupancy per multiprocessor, at most 8 blocks of
-/// clusters per multiprocessor as NVIDIA's libcuda counts on the H200, times their number) over
-/// the blocks of one cluster. NVIDIA's libcuda also counts how the multiprocessors are grouped
-/// (a cluster runs within one group), so for clusters of 4 and more blocks its answer is smaller.
+/// The most clusters of the configuration's shape that fit on the device at once
+/// (`Device::max_active_clusters`): each block of a cluster on a different multiprocessor of one
+/// of the driver's groups (RM: the skyline's virtual GPCs), with the blocks that fit on one
+/// multiprocessor (at most 8 blocks of clusters per multiprocessor, as NVIDIA's libcuda counts
+/// on the H200).
 #[no_mangle]
 pub unsafe extern "C" fn cuOccupancyMaxActiveClusters(
     n: *mut i32,
@@ -291,9 +291,8 @@ pub unsafe extern "C" fn cuOccupancyMaxActiveClusters(
         let per_sm = func
             .max_active_blocks(u32::try_from(threads).unwrap_or(u32::MAX), c.shared)?
             .min(8);
-        let sms = func.kernel.device().info().sm_count;
-        *o = i32::try_from(u64::from(per_sm) * u64::from(sms) / u64::from(blocks))
-            .unwrap_or(i32::MAX);
+        let clusters = func.kernel.device().max_active_clusters(per_sm, blocks);
+        *o = i32::try_from(clusters).unwrap_or(i32::MAX);
         Ok(())
     })
 }

@@ -92,6 +92,10 @@ pub struct BackendFacts {
     /// The GPU's UUID (RM: as the driver reports it; nvgpu: built from the driver's
     /// per-device identifier, see `core::list_devices`).
     pub uuid: Option<[u8; 16]>,
+    /// SMs of each group of multiprocessors a thread-block cluster runs within (RM: the
+    /// virtual GPCs of the whole GPU's skyline, `NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO`, singletons
+    /// included); `None` where the driver does not say.
+    pub cluster_sm_groups: Option<Vec<u32>>,
 }
 
 /// Allocation flags. With neither `cpu_cached` nor `write_combined` the backend places the memory

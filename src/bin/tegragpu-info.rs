@@ -377,6 +377,14 @@ fn print_rm(choice: &DeviceChoice) -> ExitCode {
         "GPCs (max):      {} x {} TPCs",
         i.max_gpc_count, i.max_tpc_per_gpc
     );
+    let _ = match dev.facts().cluster_sm_groups {
+        Some(g) => writeln!(
+            o,
+            "cluster groups:  {} SMs (the skyline's virtual GPCs)",
+            g.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+        ),
+        None => writeln!(o, "cluster groups:  not reported{}", debug_hint()),
+    };
     let _ = writeln!(o, "compute class:   {:#x}", i.compute_class);
     let _ = writeln!(o, "copy class:      {:#x}", i.copy_class);
     let _ = writeln!(o, "gpfifo class:    {:#x}", i.gpfifo_class);

@@ -398,6 +398,35 @@ impl Device {
         })
     }
 
+    /// The most thread-block clusters of `cluster_blocks` blocks that run at once when
+    /// `blocks_per_sm` blocks of the kernel fit on one multiprocessor. Each block of a cluster
+    /// takes a different multiprocessor of one group the driver names (RM: a virtual GPC of the
+    /// GPU's skyline, see `BackendFacts::cluster_sm_groups`), so a group of `s` multiprocessors
+    /// holds `s × blocks_per_sm / cluster_blocks` clusters when `cluster_blocks ≤ s` and none
+    /// otherwise. Where the driver names no groups, all multiprocessors count as one group. This is
+    /// what NVIDIA's `cuOccupancyMaxActiveClusters` answers on the H200 for every cluster size
+    /// from 1 to 16 blocks.
+    pub fn max_active_clusters(&self, blocks_per_sm: u32, cluster_blocks: u32) -> u64 {
+        let p = self
+            .inner
+            .properties
+            .get_or_init(|| DeviceProperties::gather(self));
+        let c = u64::from(cluster_blocks.max(1));
+        let b = u64::from(blocks_per_sm);
+        let fit = |s: u32| {
+            let s = u64::from(s);
+            if c <= s {
+                s * b / c
+            } else {
+                0
+            }
+        };
+        match &p.facts.cluster_sm_groups {
+            Some(groups) => groups.iter().map(|&s| fit(s)).sum(),
+            None => u64::from(self.info().sm_count) * b / c,
+        }
+    }
+
     /// (free, total) bytes of the memory allocations come from, now (like `cuMemGetInfo`).
     /// nvgpu: nvmap's IOVMM heap, which on Orin is the system memory the CPU shares (the
     /// emulated Orin: `TEGRAGPU_EMU_MEMORY_BYTES` less what its buffers hold); RM: the video

@@ -1674,6 +1674,24 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         int fv = -1;
         r = F(cuFuncGetAttribute)(&fv, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, iota);
         OUT("cluster.non_portable", "%d %d", r, fv);
+        // With non-portable sizes allowed: every cluster size from 1 to 16 blocks, for 8, 4, 2
+        // and 1 blocks per multiprocessor (128, 512 and 1024 threads; 1024 threads with 150 KB of
+        // dynamic shared memory).
+        R("cluster.occupancy.smem_optin", F(cuFuncSetAttribute)(iota, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 150 * 1024));
+        static const unsigned occ_shape[4][2] = {{128, 0}, {512, 0}, {1024, 0}, {1024, 150 * 1024}};
+        for (unsigned k = 0; k < 4; k++) {
+            cc.blockDimX = occ_shape[k][0], cc.sharedMemBytes = occ_shape[k][1];
+            cc.attrs = &ca, cc.numAttrs = 1;
+            for (unsigned cs = 1; cs <= 16; cs++) {
+                ca.value.clusterDim.x = cs, ca.value.clusterDim.y = 1, ca.value.clusterDim.z = 1;
+                cc.gridDimX = 16 * 9 * 5 * 7 * 11 * 13;
+                int n = -1;
+                r = F(cuOccupancyMaxActiveClusters)(&n, iota, &cc);
+                snprintf(key, sizeof key, "cluster.occupancy.np.%u.%u.%u", occ_shape[k][0], occ_shape[k][1], cs);
+                OUT(key, "%d %d", r, r == 0 ? n : 0);
+            }
+        }
+        cc.gridDimX = 64, cc.blockDimX = 128, cc.sharedMemBytes = 0, cc.numAttrs = 0;
         // A launch in clusters of 16 blocks (non-portable), then again with the portable limit.
         CUdeviceptr cbuf = 0;
         unsigned cbase = 11, ccount = 64 * 128;

@@ -491,6 +491,8 @@ impl Backend for NvgpuBackend {
                 c.pci_subsystem_device_id,
             ]),
             uuid: Some(uuid_from_characteristics(c)),
+            // sm_87 has no thread-block clusters.
+            cluster_sm_groups: None,
         }
     }
 

@@ -62,6 +62,100 @@ impl RmBackend {
                 sub("subsystem_device").unwrap_or(0),
             ]),
             uuid: Some(d.uuid),
+            cluster_sm_groups: self.cluster_sm_groups(),
+        }
+    }
+
+    /// SMs of each virtual GPC of the whole GPU's skyline (`NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO`,
+    /// the entry whose `computeSizeFlag` is `NV2080_CTRL_GPU_PARTITION_FLAG_COMPUTE_SIZE_FULL`),
+    /// see [`skyline_sm_groups`]. `None` where the branch lacks the control (before 580), RM
+    /// refuses it (on a virtual GPU,
+    /// `subdevice_ctrl_gpu_smc.c:subdeviceCtrlCmdGpuGetSkylineInfo_IMPL`), it has no such entry,
+    /// or its groups do not add up to the enabled SMs.
+    fn cluster_sm_groups(&self) -> Option<Vec<u32>> {
+        let major = self.details.version.major;
+        let skylines = match self.skylines(major) {
+            Ok(s) => s,
+            Err(e) => {
+                debug!("GPU_GET_SKYLINE_INFO: {e}");
+                return None;
+            }
+        };
+        for (i, s) in skylines.iter().enumerate() {
+            debug!(
+                "skyline {i}: compute size {} max instances {} vGPC TPCs {:?} singletons {:#x}",
+                s.compute_size, s.max_instances, s.vgpc_tpcs, s.singleton_mask
+            );
+        }
+        let full = skylines
+            .iter()
+            .find(|s| s.compute_size == NV2080_CTRL_GPU_PARTITION_FLAG_COMPUTE_SIZE_FULL)?;
+        let info = &self.info;
+        let groups = skyline_sm_groups(full, info.sm_per_tpc);
+        let sum: u32 = groups.iter().sum();
+        if groups.is_empty() || sum != info.sm_count {
+            debug!(
+                "skyline groups {groups:?} hold {sum} SMs, the GPU {}: not used",
+                info.sm_count
+            );
+            return None;
+        }
+        Some(groups)
+    }
+
+    /// The valid entries of `NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO` in the loaded branch's layout
+    /// (580: 12 virtual GPCs per skyline; 590+: 32).
+    fn skylines(&self, major: u32) -> Result<Vec<Skyline>> {
+        fn take<const N: usize>(table: &[([u8; N], u32, u32, u32)], valid: u32) -> Vec<Skyline> {
+            table[..(valid as usize).min(table.len())]
+                .iter()
+                .map(|(v, singleton_mask, max_instances, compute_size)| Skyline {
+                    vgpc_tpcs: v.iter().copied().take_while(|&t| t != 0).collect(),
+                    singleton_mask: *singleton_mask,
+                    max_instances: *max_instances,
+                    compute_size: *compute_size,
+                })
+                .collect()
+        }
+        let (api, sub) = (&self.inner.api, self.inner.subdevice);
+        if major < 580 {
+            return Err(Error::new(
+                Status::NotSupported,
+                format!("not in driver branch {major} (new in 580)"),
+            ));
+        }
+        if major == 580 {
+            let mut p = NV2080_CTRL_GPU_GET_SKYLINE_INFO_PARAMS::default();
+            api.control(sub, NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO, &mut p)?;
+            let t: Vec<_> = p
+                .skylineTable
+                .iter()
+                .map(|s| {
+                    (
+                        s.skylineVgpcSize,
+                        s.singletonVgpcMask,
+                        s.maxInstances,
+                        s.computeSizeFlag,
+                    )
+                })
+                .collect();
+            Ok(take(&t, p.validEntries))
+        } else {
+            let mut p = NV2080_CTRL_GPU_GET_SKYLINE_INFO_PARAMS_V590::default();
+            api.control(sub, NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO, &mut p)?;
+            let t: Vec<_> = p
+                .skylineTable
+                .iter()
+                .map(|s| {
+                    (
+                        s.skylineVgpcSize,
+                        s.singletonVgpcMask,
+                        s.maxInstances,
+                        s.computeSizeFlag,
+                    )
+                })
+                .collect();
+            Ok(take(&t, p.validEntries))
         }
     }
 
@@ -199,9 +293,49 @@ pub fn list_gpus(sys: Arc<dyn Sys>) -> Result<Vec<RmGpuListing>> {
     r
 }
 
+/// One skyline of `NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO`, whatever the branch's layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skyline {
+    /// TPCs of each non-singleton virtual GPC (`skylineVgpcSize` up to its first 0).
+    pub vgpc_tpcs: Vec<u8>,
+    /// `singletonVgpcMask`.
+    pub singleton_mask: u32,
+    /// `maxInstances`.
+    pub max_instances: u32,
+    /// `computeSizeFlag`.
+    pub compute_size: u32,
+}
+
+/// SMs of each virtual GPC of one skyline: the non-singleton ones (in order), then one TPC for
+/// each singleton, each × `sm_per_tpc`. (On an H200 with driver 580 the whole GPU's skyline
+/// is virtual GPCs of 4, 8, 8, 8, 8, 8, 9 and 9 TPCs and four singletons: groups of 8, 16, 16,
+/// 16, 16, 16, 18, 18, 2, 2, 2 and 2 SMs, 132 in all.)
+pub fn skyline_sm_groups(s: &Skyline, sm_per_tpc: u32) -> Vec<u32> {
+    s.vgpc_tpcs
+        .iter()
+        .map(|&t| u32::from(t) * sm_per_tpc)
+        .chain((0..s.singleton_mask.count_ones()).map(|_| sm_per_tpc))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_h200_skyline_gives_its_virtual_gpcs_and_singletons() {
+        // What NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO returned for COMPUTE_SIZE_FULL on an H200
+        // (driver 580.159.04).
+        let full = Skyline {
+            vgpc_tpcs: vec![4, 8, 8, 8, 8, 8, 9, 9],
+            singleton_mask: 0xa48,
+            max_instances: 1,
+            compute_size: NV2080_CTRL_GPU_PARTITION_FLAG_COMPUTE_SIZE_FULL,
+        };
+        let g = skyline_sm_groups(&full, 2);
+        assert_eq!(g, [8, 16, 16, 16, 16, 16, 18, 18, 2, 2, 2, 2]);
+        assert_eq!(g.iter().sum::<u32>(), 132);
+    }
 
     #[test]
     fn bus_ids_and_uuids_parse_as_the_driver_prints_them() {

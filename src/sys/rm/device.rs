@@ -1,7 +1,8 @@
 //! Client, device and subdevice: the `NV01_DEVICE_0` / `NV20_SUBDEVICE_0` allocation
 //! parameters and the controls that describe the GPU (`NV0000_CTRL_CMD_*` build version and id
 //! info, `NV0080_CTRL_CMD_GPU_GET_CLASSLIST`, `NV2080_CTRL_CMD_GPU_*` name, UUID and engine
-//! list, `NV2080_CTRL_CMD_MC_GET_ARCH_INFO`, `NV2080_CTRL_CMD_PERF_BOOST`).
+//! list, `NV2080_CTRL_CMD_MC_GET_ARCH_INFO`, `NV2080_CTRL_CMD_PERF_BOOST`, the skylines of
+//! `NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO`).
 
 /// `NV01_DEVICE_0` allocation parameters (56 bytes).
 #[repr(C)]
@@ -49,6 +50,9 @@ pub const NV2080_CTRL_CMD_GPU_GET_GID_INFO: u32 = 0x2080_014A;
 pub const NV2080_CTRL_CMD_MC_GET_ARCH_INFO: u32 = 0x2080_1701;
 /// Subdevice: clock boost.
 pub const NV2080_CTRL_CMD_PERF_BOOST: u32 = 0x2080_200A;
+/// Subdevice: the skylines, the virtual GPCs of each compute size (`ctrl2080gpu.h`; a
+/// non-privileged control).
+pub const NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO: u32 = 0x2080_019F;
 
 /// `NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2` parameters (1032 bytes, 570+).
 #[repr(C)]
@@ -131,6 +135,41 @@ impl Default for NV2080_CTRL_GPU_GET_NAME_STRING_PARAMS {
         bytemuck::Zeroable::zeroed()
     }
 }
+
+/// Skylines in `NV2080_CTRL_GPU_GET_SKYLINE_INFO_PARAMS` (`NV2080_CTRL_GPU_SKYLINE_INFO_MAX_SKYLINES`).
+pub const NV2080_CTRL_GPU_SKYLINE_INFO_MAX_SKYLINES: usize = 9;
+/// Non-singleton virtual GPCs of one skyline in the 580 branch
+/// (`NV2080_CTRL_GPU_SKYLINE_INFO_MAX_NON_SINGLETON_VGPCS`; 32 from 590 on, see
+/// [`crate::sys::rm::NV2080_CTRL_GPU_GET_SKYLINE_INFO_PARAMS_V590`]).
+pub const NV2080_CTRL_GPU_SKYLINE_INFO_MAX_NON_SINGLETON_VGPCS: usize = 12;
+/// `computeSizeFlag` of the skyline of the whole GPU (`NV2080_CTRL_GPU_PARTITION_FLAG_COMPUTE_SIZE_FULL`).
+pub const NV2080_CTRL_GPU_PARTITION_FLAG_COMPUTE_SIZE_FULL: u32 = 0;
+
+/// `NV2080_CTRL_GPU_SKYLINE_INFO`, 580 layout (24 bytes): one compute size's virtual GPCs. The
+/// control is new in 580; 570 and 575 do not have it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct NV2080_CTRL_GPU_SKYLINE_INFO {
+    /// TPCs of each non-singleton virtual GPC (0 past the last).
+    pub skylineVgpcSize: [u8; NV2080_CTRL_GPU_SKYLINE_INFO_MAX_NON_SINGLETON_VGPCS],
+    /// The active singleton virtual GPCs.
+    pub singletonVgpcMask: u32,
+    /// How many instances of this skyline the GPU holds at once.
+    pub maxInstances: u32,
+    /// `NV2080_CTRL_GPU_PARTITION_FLAG_COMPUTE_SIZE_*`.
+    pub computeSizeFlag: u32,
+}
+const _: () = assert!(core::mem::size_of::<NV2080_CTRL_GPU_SKYLINE_INFO>() == 24);
+
+/// `NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO` parameters, 580 layout (220 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct NV2080_CTRL_GPU_GET_SKYLINE_INFO_PARAMS {
+    pub skylineTable: [NV2080_CTRL_GPU_SKYLINE_INFO; NV2080_CTRL_GPU_SKYLINE_INFO_MAX_SKYLINES],
+    /// Entries of `skylineTable` that hold a skyline.
+    pub validEntries: u32,
+}
+const _: () = assert!(core::mem::size_of::<NV2080_CTRL_GPU_GET_SKYLINE_INFO_PARAMS>() == 220);
 
 /// GID data size.
 pub const NV2080_GPU_MAX_GID_LENGTH: usize = 0x100;

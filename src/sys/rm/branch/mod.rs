@@ -20,7 +20,11 @@ use crate::sys::rm::version::RmVersion;
 
 pub use layout::{BranchAbi, RmBranch, RmLayout};
 pub use r570::NVOS46_PARAMETERS_V570;
-pub use r590::{UVM_FREE_PARAMS_V590, UVM_UNREGISTER_CHANNEL_PARAMS_V590};
+pub use r590::{
+    NV2080_CTRL_GPU_GET_SKYLINE_INFO_PARAMS_V590,
+    NV2080_CTRL_GPU_SKYLINE_INFO_MAX_NON_SINGLETON_VGPCS_V590, NV2080_CTRL_GPU_SKYLINE_INFO_V590,
+    UVM_FREE_PARAMS_V590, UVM_UNREGISTER_CHANNEL_PARAMS_V590,
+};
 
 /// The table: every supported branch, oldest first.
 pub const BRANCHES: [RmBranch; 5] = [

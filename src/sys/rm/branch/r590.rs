@@ -1,6 +1,7 @@
 //! Driver branch 590. UVM: `UVM_FREE` loses `length` ([`UVM_FREE_PARAMS_V590`], 16 bytes) and
 //! `UVM_UNREGISTER_CHANNEL` loses the GPU UUID ([`UVM_UNREGISTER_CHANNEL_PARAMS_V590`],
-//! 12 bytes).
+//! 12 bytes). `NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO` holds 32 virtual GPCs per skyline, not 12
+//! ([`NV2080_CTRL_GPU_GET_SKYLINE_INFO_PARAMS_V590`], 400 bytes).
 
 use super::layout::{BranchAbi, RmBranch, RmLayout};
 
@@ -44,3 +45,28 @@ pub struct UVM_FREE_PARAMS_V590 {
     pub _pad: u32,
 }
 const _: () = assert!(core::mem::size_of::<UVM_FREE_PARAMS_V590>() == 16);
+
+/// Non-singleton virtual GPCs of one skyline, 590+ (`NV2080_CTRL_GPU_SKYLINE_INFO_MAX_NON_SINGLETON_VGPCS`).
+pub const NV2080_CTRL_GPU_SKYLINE_INFO_MAX_NON_SINGLETON_VGPCS_V590: usize = 32;
+
+/// `NV2080_CTRL_GPU_SKYLINE_INFO`, 590+ (44 bytes; the fields of
+/// [`crate::sys::rm::NV2080_CTRL_GPU_SKYLINE_INFO`] with 32 virtual GPC sizes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct NV2080_CTRL_GPU_SKYLINE_INFO_V590 {
+    pub skylineVgpcSize: [u8; NV2080_CTRL_GPU_SKYLINE_INFO_MAX_NON_SINGLETON_VGPCS_V590],
+    pub singletonVgpcMask: u32,
+    pub maxInstances: u32,
+    pub computeSizeFlag: u32,
+}
+const _: () = assert!(core::mem::size_of::<NV2080_CTRL_GPU_SKYLINE_INFO_V590>() == 44);
+
+/// `NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO` parameters, 590+ (400 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct NV2080_CTRL_GPU_GET_SKYLINE_INFO_PARAMS_V590 {
+    pub skylineTable: [NV2080_CTRL_GPU_SKYLINE_INFO_V590;
+        crate::sys::rm::NV2080_CTRL_GPU_SKYLINE_INFO_MAX_SKYLINES],
+    pub validEntries: u32,
+}
+const _: () = assert!(core::mem::size_of::<NV2080_CTRL_GPU_GET_SKYLINE_INFO_PARAMS_V590>() == 400);
