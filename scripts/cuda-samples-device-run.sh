@@ -13,16 +13,25 @@
 #      linker's trace (LD_DEBUG=files) names the libcuda.so.1 each run initialized; a run that
 #      loaded the other library counts as failed;
 #   3. a run passes when the sample exits with 0 and prints its own pass line where it has one
-#      (`Result = PASS`, `Test passed`, ...).
+#      (`Result = PASS`, `Test passed`, ...); a sample that exits with 2 (the samples' EXIT_WAIVED:
+#      it needs something this machine lacks, such as a second GPU) is `waived`.
+# With the sweep copied (`scripts/cuda-samples-prep.sh --all`), the samples listed in SWEEP too,
+# each built by one generic recipe (nvcc, its sources and libraries from RECIPES, relocatable
+# device code as their CMake files ask) and judged by its exit status alone. Builds run in
+# parallel (CS_JOBS, default the CPU count), runs one at a time. CS_ONLY=REGEX keeps the samples
+# whose group/name matches (to split a long run).
 # Needs from scripts/device-build.sh: .device/lib/cuda/libcuda.so.1.
 #
 #   OUT=/some/dir bash scripts/cuda-samples-device-run.sh
 #
 # Output ($OUT, default build/cuda-samples-run): cuda-samples.log (every build and run with its
 # output), cuda-samples.summary.txt (the table and the summary line
-# `cuda-samples: N built; NVIDIA passed P1; ours passed P2; passed on NVIDIA but failed on ours: F (names)`).
-# Exit status 0 when every sample built and every sample that passed on NVIDIA's libcuda passed on
-# ours; 1 otherwise; 2 when something needed is missing.
+# `cuda-samples: N built; NVIDIA passed P1; ours passed P2; passed on NVIDIA but failed on ours: F (names)`,
+# and with the sweep the same line for it, `cuda-samples sweep: ...`, which also counts the
+# samples that did not build and those waived on each library).
+# Exit status 0 when every listed sample built (sweep samples may fail to build: a toolkit
+# library can be missing) and every sample that passed on NVIDIA's libcuda passed on ours; 1
+# otherwise; 2 when something needed is missing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -156,7 +165,14 @@ build() {
         srcs="$(ls ./*.cu ./*.cpp 2>/dev/null || true)"
         # shellcheck disable=SC2086
         "$NVCC" -O2 -std=c++17 -arch="sm_$ARCH" -I"$S/Common" -I. $srcs -o "$name" -lpthread ;;
-      *) echo "no build recipe for $name"; exit 1 ;;
+      *)
+        # A sweep sample: its sources and libraries as its CMake file names them.
+        local recipe srcs libs
+        recipe="$(grep -m1 "^$rel|" "$S/RECIPES" 2>/dev/null)" || { echo "no build recipe for $name"; exit 1; }
+        IFS='|' read -r _ srcs libs <<<"$recipe"
+        # shellcheck disable=SC2086
+        "$NVCC" -O2 -std=c++17 --extended-lambda -rdc=true -arch="sm_$ARCH" -I"$S/Common" -I. \
+          $srcs -o "$name" -L"$CUDA_HOME/lib64/stubs" $libs -lpthread ;;
     esac
   )
 }
@@ -181,6 +197,8 @@ run_one() {
     echo "fail: loaded $lib"
   elif [ $r = 124 ] || [ $r = 137 ]; then
     echo "fail: timed out (60 s)"
+  elif [ $r = 2 ]; then
+    echo "waived"
   elif [ $r != 0 ]; then
     echo "fail: exit $r"
   elif [ -n "$m" ] && ! grep -qF "$m" "$out"; then
@@ -190,36 +208,64 @@ run_one() {
   fi
 }
 
-mapfile -t SAMPLES <"$S/SAMPLES"
-built=0 p_nv=0 p_ours=0 regress=()
-rows=()
-for rel in "${SAMPLES[@]}"; do
-  name="$(basename "$rel")"
-  dir="$WORK/run/$name"
-  mkdir -p "$dir"
-  say ""
-  say "=== $rel: build"
-  # Called as a plain command (not in an `if`), so `set -e` inside build's subshell applies.
-  build "$rel" "$dir" >>"$LOG" 2>&1
-  st=$?
-  if [ $st != 0 ]; then
-    say "build failed"
-    rows+=("$(printf '%-30s %-8s %-40s %s' "$name" no - -)")
-    continue
-  fi
-  built=$((built + 1))
-  v_nv="$(run_one "$name" "$dir" "" "$WORK/$name.nvidia.txt" "$NVIDIA")"
-  say "=== $rel on NVIDIA's libcuda: $v_nv"
-  tail -n 40 "$WORK/$name.nvidia.txt" >>"$LOG"
-  v_ours="$(run_one "$name" "$dir" "$OURDIR" "$WORK/$name.ours.txt" "$OURS")"
-  say "=== $rel on ours: $v_ours"
-  tail -n 40 "$WORK/$name.ours.txt" >>"$LOG"
-  [ "$v_nv" = pass ] && p_nv=$((p_nv + 1))
-  [ "$v_ours" = pass ] && p_ours=$((p_ours + 1))
-  [ "$v_nv" = pass ] && [ "$v_ours" != pass ] && regress+=("$name")
-  rows+=("$(printf '%-30s %-8s %-40s %s' "$name" yes "$v_nv" "$v_ours")")
-done
+only() { [ -z "${CS_ONLY:-}" ] || grep -qE "$CS_ONLY" <<<"$1"; }
+SAMPLES=() SWEEP=()
+while IFS= read -r rel; do only "$rel" && SAMPLES+=("$rel"); done <"$S/SAMPLES"
+if [ -f "$S/SWEEP" ]; then
+  while IFS= read -r rel; do only "$rel" && SWEEP+=("$rel"); done <"$S/SWEEP"
+fi
 
+# Build every sample, CS_JOBS at a time; each one's build output goes to its own log.
+JOBS="${CS_JOBS:-$(nproc 2>/dev/null || echo 4)}"
+say ""
+say "=== building ${#SAMPLES[@]} samples and ${#SWEEP[@]} sweep samples, $JOBS at a time"
+for rel in "${SAMPLES[@]}" "${SWEEP[@]}"; do
+  name="$(basename "$rel")"
+  mkdir -p "$WORK/run/$name"
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+  (
+    # Called as a plain command (not in an `if`), so `set -e` inside build's subshell applies.
+    build "$rel" "$WORK/run/$name" >"$WORK/build.$name.log" 2>&1
+    echo $? >"$WORK/build.$name.rc"
+  ) &
+done
+wait
+
+# Runs every built sample of a list on both libraries; sets built/p_nv/p_ours/w_nv/w_ours/
+# regress/rows/nobuild.
+run_list() {
+  built=0 p_nv=0 p_ours=0 w_nv=0 w_ours=0 regress=() rows=() nobuild=()
+  local rel name dir v_nv v_ours
+  for rel in "$@"; do
+    name="$(basename "$rel")"
+    dir="$WORK/run/$name"
+    say ""
+    say "=== $rel: build"
+    cat "$WORK/build.$name.log" >>"$LOG"
+    if [ "$(cat "$WORK/build.$name.rc" 2>/dev/null)" != 0 ]; then
+      say "build failed"
+      nobuild+=("$name")
+      rows+=("$(printf '%-30s %-8s %-40s %s' "$name" no - -)")
+      continue
+    fi
+    built=$((built + 1))
+    v_nv="$(run_one "$name" "$dir" "" "$WORK/$name.nvidia.txt" "$NVIDIA")"
+    say "=== $rel on NVIDIA's libcuda: $v_nv"
+    tail -n 40 "$WORK/$name.nvidia.txt" >>"$LOG"
+    v_ours="$(run_one "$name" "$dir" "$OURDIR" "$WORK/$name.ours.txt" "$OURS")"
+    say "=== $rel on ours: $v_ours"
+    tail -n 40 "$WORK/$name.ours.txt" >>"$LOG"
+    [ "$v_nv" = pass ] && p_nv=$((p_nv + 1))
+    [ "$v_ours" = pass ] && p_ours=$((p_ours + 1))
+    [ "$v_nv" = waived ] && w_nv=$((w_nv + 1))
+    [ "$v_ours" = waived ] && w_ours=$((w_ours + 1))
+    [ "$v_nv" = pass ] && [ "$v_ours" != pass ] && regress+=("$name")
+    rows+=("$(printf '%-30s %-8s %-40s %s' "$name" yes "$v_nv" "$v_ours")")
+  done
+}
+
+run_list "${SAMPLES[@]}"
+n_listed="${#SAMPLES[@]}"
 {
   printf '%-30s %-8s %-40s %s\n' sample built "NVIDIA's libcuda" ours
   printf '%s\n' "${rows[@]}"
@@ -230,7 +276,24 @@ done
   echo "cuda-samples: $built built; NVIDIA passed $p_nv; ours passed $p_ours; passed on NVIDIA but failed on ours: $f$names"
 } | tee "$SUM" | tee -a "$LOG"
 rc=0
-[ "$built" = "${#SAMPLES[@]}" ] || rc=1
+[ "$built" = "$n_listed" ] || rc=1
 [ "${#regress[@]}" = 0 ] || rc=1
+
+if [ "${#SWEEP[@]}" -gt 0 ]; then
+  run_list "${SWEEP[@]}"
+  {
+    echo
+    printf '%-30s %-8s %-40s %s\n' "sweep sample" built "NVIDIA's libcuda" ours
+    printf '%s\n' "${rows[@]}"
+    echo
+    f="${#regress[@]}"
+    names=""
+    [ "$f" -gt 0 ] && names=" (${regress[*]})"
+    nb=""
+    [ "${#nobuild[@]}" -gt 0 ] && nb=" (${nobuild[*]})"
+    echo "cuda-samples sweep: ${#SWEEP[@]} listed; $built built, ${#nobuild[@]} did not$nb; NVIDIA passed $p_nv, waived $w_nv; ours passed $p_ours, waived $w_ours; passed on NVIDIA but failed on ours: $f$names"
+  } | tee -a "$SUM" | tee -a "$LOG"
+  [ "${#regress[@]}" = 0 ] || rc=1
+fi
 rm -rf "$WORK"
 exit $rc

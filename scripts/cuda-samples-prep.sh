@@ -8,12 +8,22 @@
 #   bash scripts/cuda-samples-prep.sh /path/to/cuda-samples.git    # a bare git directory
 #   CUDA_SAMPLES=/path/... bash scripts/cuda-samples-prep.sh
 #
+#   bash scripts/cuda-samples-prep.sh --all /path/to/cuda-samples  # and the sweep
+#
 # A git directory is read at CUDA_SAMPLES_REV (default HEAD) with `git show`; a checkout's work
 # tree is copied as it is. The copy keeps the samples' layout (Common/, Samples/<group>/<name>/)
 # and leaves out what the runs do not need (documentation, IDE files); it is about 2 MiB.
+#
+# With --all, also every other sample of groups 0 to 6 whose CMakeLists.txt needs nothing beyond
+# the CUDA toolkit (no OpenGL, GLUT, EGL, Vulkan, Direct3D, X11, NvSci, FreeImage, NPP, nvJPEG,
+# OpenMP or MPI): the sweep, listed in SWEEP, with each one's sources (its add_executable list)
+# and toolkit libraries (its CUDA:: targets) in RECIPES as `group/name|sources|libraries`, which
+# the run script builds with one generic nvcc recipe. About 25 MiB more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
+ALL=0
+if [ "${1:-}" = --all ]; then ALL=1; shift; fi
 SRC="${1:-${CUDA_SAMPLES:-}}"
 REV="${CUDA_SAMPLES_REV:-HEAD}"
 DEST="$ROOT/.device/cuda-samples"
@@ -82,7 +92,8 @@ copy_path() { # path inside the repository
   keep "$1" || return 0
   mkdir -p "$DEST/$(dirname "$1")"
   if [ "$MODE" = git ]; then
-    git --git-dir="$GIT" show "$REV:$1" >"$DEST/$1"
+    git --git-dir="$GIT" show "$REV:$1" >"$DEST/$1" ||
+      { echo "skipped (unreadable here): $1"; rm -f "$DEST/$1"; return 0; }
   else
     cp "$SRC/$1" "$DEST/$1"
   fi
@@ -113,4 +124,40 @@ else
   git -C "$SRC" rev-parse HEAD >"$DEST/REVISION" 2>/dev/null || echo unknown >"$DEST/REVISION"
 fi
 printf '%s\n' "${SAMPLES[@]}" >"$DEST/SAMPLES"
+
+if [ "$ALL" = 1 ]; then
+  show() { # a file inside the repository
+    if [ "$MODE" = git ]; then git --git-dir="$GIT" show "$REV:$1"; else cat "$SRC/$1"; fi
+  }
+  dirs() { # the sample folders of a group
+    if [ "$MODE" = git ]; then
+      git --git-dir="$GIT" ls-tree -d --name-only "$REV" -- "Samples/$1/"
+    else
+      (cd "$SRC" && find "Samples/$1" -mindepth 1 -maxdepth 1 -type d | sort)
+    fi
+  }
+  : >"$DEST/SWEEP"
+  : >"$DEST/RECIPES"
+  for g in 0_Introduction 1_Utilities 2_Concepts_and_Techniques 3_CUDA_Features \
+    4_CUDA_Libraries 5_Domain_Specific 6_Performance; do
+    while IFS= read -r d; do
+      rel="${d#Samples/}"
+      printf '%s\n' "${SAMPLES[@]}" | grep -qxF "$rel" && continue
+      cm="$(show "$d/CMakeLists.txt" 2>/dev/null)" || continue
+      grep -qE 'OpenGL|GLUT|GLEW|EGL|Vulkan|D3D|X11|NVSCI|NvSci|FreeImage|npp|nvjpeg|cudla|OpenMP|find_package\(MPI' <<<"$cm" && continue
+      name="$(basename "$d")"
+      srcs="$(tr '\n' ' ' <<<"$cm" | { grep -oE "add_executable\($name [^)]*\)" || true; } | head -n1 |
+        sed -e "s/^add_executable($name //" -e 's/)$//')"
+      [ -n "$srcs" ] || continue
+      libs="$({ grep -oE 'CUDA::[A-Za-z_]+' <<<"$cm" || true; } | sort -u | sed -n \
+        -e 's/^CUDA::cuda_driver$/-lcuda/p' -e 's/^CUDA::cudart$//' \
+        -e 's/^CUDA::\(cublas\|cublasLt\|curand\|cusparse\|cusolver\|cufft\|nvrtc\|nvJitLink\)$/-l\1/p' \
+        -e 's/^CUDA::cufft_static$/-lcufft_static -lculibos/p' | tr '\n' ' ')"
+      while IFS= read -r f; do copy_path "$f"; done < <(list "$d")
+      echo "$rel" >>"$DEST/SWEEP"
+      echo "$rel|$srcs|$libs" >>"$DEST/RECIPES"
+    done < <(dirs "$g")
+  done
+  echo "sweep: $(wc -l <"$DEST/SWEEP") more samples"
+fi
 echo "cuda-samples $(cat "$DEST/REVISION"): $n files, $(du -sh "$DEST" | cut -f1) in $DEST"
