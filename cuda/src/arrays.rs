@@ -1,5 +1,6 @@
 //! CUDA arrays of one and two dimensions (`cuArrayCreate_v2`, `cuArrayGetDescriptor_v2`,
-//! `cuArrayDestroy`), as the driver-API samples use them: filled with `cuMemcpy2D` /
+//! `cuArray3DCreate_v2` and `cuArray3DGetDescriptor_v2` with a depth of 0, which the CUDA
+//! runtime's `cudaMallocArray` calls, `cuArrayDestroy`), as the samples use them: filled with `cuMemcpy2D` /
 //! `cuMemcpy3D` (`CU_MEMORYTYPE_ARRAY`) and read through texture objects
 //! (`CU_RESOURCE_TYPE_ARRAY`).
 //!
@@ -7,7 +8,8 @@
 //! context's device (rows of `Width * NumChannels * element size` bytes at a pitch of a multiple
 //! of 512 bytes, as `cuMemAllocPitch`), so copies are row copies on the stream's queue and a
 //! texture over it is a pitch-2D texture. Arrays are not device pointers: `find_va` does not see
-//! them. Layered, cubemap, surface and 3D arrays (`cuArray3DCreate`) are not supported.
+//! them. Layered, cubemap, surface and 3D arrays (a depth, or those `cuArray3DCreate` flags) are
+//! not supported: `CUDA_ERROR_NOT_SUPPORTED`, naming what.
 
 use crate::context::{current, Context};
 use crate::device::out;
@@ -42,6 +44,8 @@ pub struct Array {
     pub row_bytes: u64,
     /// Bytes from one row to the next.
     pub pitch: u64,
+    /// `CUDA_ARRAY3D_*` flags it was created with (`cuArray3DCreate`).
+    pub flags: u32,
 }
 
 impl Array {
@@ -80,10 +84,14 @@ pub fn lookup(what: &str, h: *mut c_void) -> R<Array> {
 }
 
 unsafe fn create(ph: *mut *mut c_void, d: *const ArrayDescriptor) -> R {
-    let o = out(ph, "pHandle")?;
     let d = *d
         .as_ref()
         .ok_or_else(|| invalid("pAllocateArray is NULL"))?;
+    create_with(ph, d, 0)
+}
+
+unsafe fn create_with(ph: *mut *mut c_void, d: ArrayDescriptor, flags: u32) -> R {
+    let o = out(ph, "pHandle")?;
     let c = current()?;
     let elem = format_bytes(d.format).ok_or_else(|| {
         invalid(format!(
@@ -117,6 +125,7 @@ unsafe fn create(ph: *mut *mut c_void, d: *const ArrayDescriptor) -> R {
         desc: d,
         row_bytes,
         pitch,
+        flags,
     };
     // The handle is the address of a heap cell that lives as long as the array.
     let h = Box::into_raw(Box::new(0u8)) as usize;
@@ -141,6 +150,106 @@ pub unsafe extern "C" fn cuArrayGetDescriptor_v2(
     guard("cuArrayGetDescriptor_v2", || {
         let o = out(pdesc, "pArrayDescriptor")?;
         *o = lookup("hArray", h)?.desc;
+        Ok(())
+    })
+}
+
+/// `CUDA_ARRAY3D_DESCRIPTOR_v2`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Array3DDescriptor {
+    pub width: usize,
+    pub height: usize,
+    pub depth: usize,
+    pub format: u32,
+    pub channels: u32,
+    pub flags: u32,
+}
+
+/// `CUDA_ARRAY3D_TEXTURE_GATHER`: the array may be read with texture gather (a 2D array).
+const CUDA_ARRAY3D_TEXTURE_GATHER: u32 = 0x08;
+
+/// `cuArray3DCreate` with a depth of 0: a one- or two-dimensional array as `cuArrayCreate`
+/// makes (the CUDA runtime's `cudaMallocArray` comes here). A depth, and the layered, surface,
+/// cubemap, depth-texture, color-attachment, sparse and deferred-mapping flags, are refused
+/// with `CUDA_ERROR_NOT_SUPPORTED`.
+#[no_mangle]
+pub unsafe extern "C" fn cuArray3DCreate_v2(
+    ph: *mut *mut c_void,
+    desc: *const Array3DDescriptor,
+) -> CUresult {
+    guard("cuArray3DCreate_v2", || {
+        let d = *desc
+            .as_ref()
+            .ok_or_else(|| invalid("pAllocateArray is NULL"))?;
+        if d.flags & !0xff != 0 {
+            return Err(invalid(format!("Flags {:#x}", d.flags)));
+        }
+        let unsupported = d.flags & !CUDA_ARRAY3D_TEXTURE_GATHER;
+        if unsupported != 0 {
+            const NAMES: [&str; 8] = [
+                "LAYERED",
+                "SURFACE_LDST",
+                "CUBEMAP",
+                "TEXTURE_GATHER",
+                "DEPTH_TEXTURE",
+                "COLOR_ATTACHMENT",
+                "SPARSE",
+                "DEFERRED_MAPPING",
+            ];
+            let names: Vec<String> = (0..8)
+                .filter(|b| unsupported & (1 << b) != 0)
+                .map(|b| format!("CUDA_ARRAY3D_{}", NAMES[b]))
+                .collect();
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!(
+                    "Flags {:#x} ({}): this library's arrays are one- and two-dimensional arrays for texture reads",
+                    d.flags,
+                    names.join(" | ")
+                ),
+            ));
+        }
+        if d.depth != 0 {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!(
+                    "Depth {}: three-dimensional arrays are not supported (Width {}, Height {})",
+                    d.depth, d.width, d.height
+                ),
+            ));
+        }
+        if d.flags & CUDA_ARRAY3D_TEXTURE_GATHER != 0 && d.height == 0 {
+            return Err(invalid(
+                "CUDA_ARRAY3D_TEXTURE_GATHER needs a two-dimensional array (Height 0)",
+            ));
+        }
+        let two = ArrayDescriptor {
+            width: d.width,
+            height: d.height,
+            format: d.format,
+            channels: d.channels,
+        };
+        create_with(ph, two, d.flags)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuArray3DGetDescriptor_v2(
+    pdesc: *mut Array3DDescriptor,
+    h: *mut c_void,
+) -> CUresult {
+    guard("cuArray3DGetDescriptor_v2", || {
+        let o = out(pdesc, "pArrayDescriptor")?;
+        let a = lookup("hArray", h)?;
+        *o = Array3DDescriptor {
+            width: a.desc.width,
+            height: a.desc.height,
+            depth: 0,
+            format: a.desc.format,
+            channels: a.desc.channels,
+            flags: a.flags,
+        };
         Ok(())
     })
 }

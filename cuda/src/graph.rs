@@ -429,19 +429,11 @@ pub unsafe extern "C" fn cuGraphAddMemsetNode(
     })
 }
 
-/// A memcpy node: one-dimensional copies between device memory allocated by this library.
+/// A memcpy node: a one-dimensional copy between memory allocated by this library (device,
+/// managed or pinned host memory) and host memory registered with it for the GPU. Pageable host
+/// memory and arrays are refused: a graph copies on the GPU, with no CPU step to stage through.
 unsafe fn copy_kind(p: *const CUDA_MEMCPY3D) -> R<NodeKind> {
     let p = p.as_ref().ok_or_else(|| invalid("copyParams is NULL"))?;
-    let dev_side = |t: u32| t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_UNIFIED;
-    if !dev_side(p.srcMemoryType) || !dev_side(p.dstMemoryType) {
-        return Err(fail(
-            CUDA_ERROR_NOT_SUPPORTED,
-            format!(
-                "memcpy nodes copy device to device; memory types {} → {}",
-                p.srcMemoryType, p.dstMemoryType
-            ),
-        ));
-    }
     if p.Height > 1 || p.Depth > 1 || p.srcY != 0 || p.srcZ != 0 || p.dstY != 0 || p.dstZ != 0 {
         return Err(fail(
             CUDA_ERROR_NOT_SUPPORTED,
@@ -452,11 +444,93 @@ unsafe fn copy_kind(p: *const CUDA_MEMCPY3D) -> R<NodeKind> {
     if n == 0 {
         return Err(invalid("WidthInBytes is 0"));
     }
-    copy_va_kind(
-        p.dstDevice + p.dstXInBytes as u64,
-        p.srcDevice + p.srcXInBytes as u64,
+    let src = copy_end(
+        "src",
+        p.srcMemoryType,
+        p.srcDevice,
+        p.srcHost as usize,
+        p.srcXInBytes as u64,
         n,
-    )
+    )?;
+    let dst = copy_end(
+        "dst",
+        p.dstMemoryType,
+        p.dstDevice,
+        p.dstHost as usize,
+        p.dstXInBytes as u64,
+        n,
+    )?;
+    if Arc::ptr_eq(&src.0, &dst.0) && dst.1 < src.1 + n && src.1 < dst.1 + n {
+        return Err(fail(
+            CUDA_ERROR_NOT_SUPPORTED,
+            format!(
+                "overlapping copy of {n} bytes from offset {} to offset {} of one allocation in a graph",
+                src.1, dst.1
+            ),
+        ));
+    }
+    Ok(NodeKind::Copy { dst, src, bytes: n })
+}
+
+/// One end of a memcpy node: the buffer and offset of `n` bytes at the address the memory type
+/// names (`CU_MEMORYTYPE_DEVICE`: `device`; `_HOST`: `host`; `_UNIFIED`: `device`, which may be
+/// a host address), plus `x` bytes.
+fn copy_end(
+    what: &str,
+    kind: u32,
+    device: u64,
+    host: usize,
+    x: u64,
+    n: u64,
+) -> R<(Arc<Buffer>, u64)> {
+    let inside = |b: Arc<Buffer>, off: u64, size: u64, at: u64| -> R<(Arc<Buffer>, u64)> {
+        if off + n > size {
+            return Err(invalid(format!(
+                "{what}: {n} bytes at {at:#x} run past its allocation ({size} bytes)"
+            )));
+        }
+        Ok((b, off))
+    };
+    let by_host = |p: usize| -> Option<R<(Arc<Buffer>, u64)>> {
+        if let Some((a, off)) = crate::memory::find_host(p) {
+            return Some(inside(a.buf, off, a.size, p as u64));
+        }
+        let (b, off, len) = crate::hostreg::find_mapped_buffer(p)?;
+        Some(inside(b, off, len, p as u64))
+    };
+    let by_device = |va: u64| -> Option<R<(Arc<Buffer>, u64)>> {
+        let (a, off) = crate::memory::find_va(va)?;
+        Some(inside(a.buf, off, a.size, va))
+    };
+    let found = match kind {
+        CU_MEMORYTYPE_DEVICE => by_device(device + x),
+        CU_MEMORYTYPE_HOST => by_host(host + x as usize),
+        CU_MEMORYTYPE_UNIFIED => by_device(device + x).or_else(|| by_host((device + x) as usize)),
+        CU_MEMORYTYPE_ARRAY => {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!("{what}: memcpy nodes do not copy arrays"),
+            ))
+        }
+        t => return Err(invalid(format!("{what}MemoryType {t}"))),
+    };
+    found.unwrap_or_else(|| {
+        let at = if kind == CU_MEMORYTYPE_HOST {
+            host as u64 + x
+        } else {
+            device + x
+        };
+        Err(fail(
+            if kind == CU_MEMORYTYPE_DEVICE {
+                CUDA_ERROR_INVALID_VALUE
+            } else {
+                CUDA_ERROR_NOT_SUPPORTED
+            },
+            format!(
+                "{what} {at:#x} is neither memory allocated by this library nor host memory registered for the GPU (memcpy nodes copy on the GPU: pageable host memory cannot take part)"
+            ),
+        ))
+    })
 }
 
 #[no_mangle]

@@ -47,6 +47,20 @@ pub fn find_registered(p: usize) -> Option<Registered> {
     (p - r.start < r.len).then_some(*r)
 }
 
+/// The buffer that maps the registered range holding host address `p` for the GPU (over the
+/// whole pages around the range, at the GPU address equal to the CPU address), the offset of
+/// `p` in it and the buffer's size; `None` where `p` is in no range mapped for the GPU.
+pub fn find_mapped_buffer(p: usize) -> Option<(Arc<Buffer>, u64, u64)> {
+    let r = find_registered(p)?;
+    if !r.mapped {
+        return None;
+    }
+    let b = MAPPINGS.lock().get(&r.start)?.clone();
+    let off = (p as u64).checked_sub(b.gpu_va())?;
+    let size = b.size();
+    Some((b, off, size))
+}
+
 /// Why a registered range has no device address.
 pub const NO_DEVICE_ADDRESS: &str = "this registered host memory is not mapped for the GPU (the library could not map it at its own addresses when it was registered; copies to and from the range go through staging buffers): allocate mapped memory with cuMemHostAlloc instead";
 

@@ -396,3 +396,104 @@ fn copies_to_and_from_arrays_by_byte_offset() {
     check(cu!(cuStreamDestroy_v2(s): *mut c_void), "destroy stream");
     check(cu!(cuMemFree_v2(d): u64), "free");
 }
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Array3DDesc {
+    width: usize,
+    height: usize,
+    depth: usize,
+    format: u32,
+    channels: u32,
+    flags: u32,
+}
+
+/// `cuArray3DCreate_v2` with a depth of 0 (what the CUDA runtime's `cudaMallocArray` calls)
+/// makes an array as `cuArrayCreate_v2` does; a depth and the flags of other array kinds are
+/// refused, an unknown flag is invalid.
+#[test]
+fn array3d_create_with_no_depth_makes_a_two_dimensional_array() {
+    setup();
+    let (w, h) = (24usize, 5usize);
+    let d = Array3DDesc {
+        width: w,
+        height: h,
+        depth: 0,
+        format: FLOAT,
+        channels: 2,
+        flags: 0x08, // CUDA_ARRAY3D_TEXTURE_GATHER
+    };
+    let mut a = null_mut();
+    check(
+        cu!(cuArray3DCreate_v2(&mut a, &d): *mut *mut c_void, *const Array3DDesc),
+        "cuArray3DCreate_v2",
+    );
+    let mut back = Array3DDesc {
+        width: 0,
+        height: 0,
+        depth: 9,
+        format: 0,
+        channels: 0,
+        flags: 0,
+    };
+    check(
+        cu!(cuArray3DGetDescriptor_v2(&mut back, a): *mut Array3DDesc, *mut c_void),
+        "cuArray3DGetDescriptor_v2",
+    );
+    assert_eq!(back, d);
+    let mut two = ArrayDesc {
+        width: 0,
+        height: 0,
+        format: 0,
+        channels: 0,
+    };
+    check(
+        cu!(cuArrayGetDescriptor_v2(&mut two, a): *mut ArrayDesc, *mut c_void),
+        "cuArrayGetDescriptor_v2",
+    );
+    assert_eq!((two.width, two.height, two.channels), (w, h, 2));
+    // A round trip through the array.
+    let img: Vec<f32> = (0..w * h * 2).map(|i| i as f32 * 0.5 - 3.0).collect();
+    let up = Memcpy2D {
+        src_type: HOST,
+        src_host: img.as_ptr() as *const c_void,
+        src_pitch: w * 8,
+        dst_type: ARRAY,
+        dst_array: a,
+        width: w * 8,
+        height: h,
+        ..Default::default()
+    };
+    check(copy2d(&up), "host to array");
+    let mut got = vec![0f32; w * h * 2];
+    let down = Memcpy2D {
+        src_type: ARRAY,
+        src_array: a,
+        dst_type: HOST,
+        dst_host: got.as_mut_ptr() as *mut c_void,
+        dst_pitch: w * 8,
+        width: w * 8,
+        height: h,
+        ..Default::default()
+    };
+    check(copy2d(&down), "array to host");
+    assert_eq!(got, img);
+    check(cu!(cuArrayDestroy(a): *mut c_void), "cuArrayDestroy");
+
+    for (depth, flags, want) in [
+        (3usize, 0u32, 801), // a 3-D array
+        (4, 0x01, 801),      // LAYERED
+        (0, 0x02, 801),      // SURFACE_LDST
+        (6, 0x04, 801),      // CUBEMAP
+        (0, 0x100, 1),       // not a flag
+    ] {
+        let bad = Array3DDesc { depth, flags, ..d };
+        let mut b = null_mut();
+        assert_eq!(
+            cu!(cuArray3DCreate_v2(&mut b, &bad): *mut *mut c_void, *const Array3DDesc),
+            want,
+            "depth {depth} flags {flags:#x}"
+        );
+        assert!(b.is_null());
+    }
+}

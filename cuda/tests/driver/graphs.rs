@@ -347,3 +347,105 @@ fn graph_copy_after_the_writers_it_depends_on() {
     check(cu!(cuGraphExecDestroy(exec): *mut c_void), "exec destroy");
     check(cu!(cuGraphDestroy(g): *mut c_void), "destroy");
 }
+
+/// Memcpy nodes between pinned host memory and device memory (the CUDA runtime's
+/// `cudaGraphAddMemcpyNode` with `cudaMemcpyHostToDevice`, as the samples simpleCudaGraphs and
+/// jacobiCudaGraphs build them): host → device → host in one graph, replayed with new host data.
+/// Pageable host memory is refused.
+#[test]
+fn memcpy_nodes_copy_pinned_host_memory() {
+    setup();
+    let n = 300usize;
+    let bytes = n * 4;
+    let (mut hin, mut hout): (*mut c_void, *mut c_void) = (null_mut(), null_mut());
+    check(
+        cu!(cuMemAllocHost_v2(&mut hin, bytes): *mut *mut c_void, usize),
+        "cuMemAllocHost (in)",
+    );
+    check(
+        cu!(cuMemAllocHost_v2(&mut hout, bytes): *mut *mut c_void, usize),
+        "cuMemAllocHost (out)",
+    );
+    let dev = alloc(bytes);
+    let mut g = null_mut();
+    check(
+        cu!(cuGraphCreate(&mut g, 0): *mut *mut c_void, u32),
+        "cuGraphCreate",
+    );
+    // Host memory type for the upload; the download names the host pointer as a unified one.
+    let mut up = Memcpy3D {
+        src_type: 1,
+        src_host: hin as usize,
+        dst_type: 2,
+        dst_device: dev,
+        width: bytes,
+        height: 1,
+        depth: 1,
+        ..Default::default()
+    };
+    let mut down = Memcpy3D {
+        src_type: 2,
+        src_device: dev,
+        dst_type: 4,
+        dst_device: hout as u64,
+        width: bytes,
+        height: 1,
+        depth: 1,
+        ..Default::default()
+    };
+    let (mut nu, mut nd) = (null_mut(), null_mut());
+    check(
+        cu!(cuGraphAddMemcpyNode(&mut nu, g, std::ptr::null(), 0, ptr(&mut up), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
+        "host to device node",
+    );
+    check(
+        cu!(cuGraphAddMemcpyNode(&mut nd, g, &nu, 1, ptr(&mut down), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
+        "device to host node",
+    );
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec, g, 0): *mut *mut c_void, *mut c_void, u64),
+        "instantiate",
+    );
+    for round in 0..3u32 {
+        // SAFETY: both are pinned allocations of `bytes` bytes, not in use by the GPU now.
+        let (src, dst) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(hin as *mut u32, n),
+                std::slice::from_raw_parts_mut(hout as *mut u32, n),
+            )
+        };
+        for (i, v) in src.iter_mut().enumerate() {
+            *v = i as u32 * 7 + round * 1000;
+        }
+        dst.fill(0);
+        check(
+            cu!(cuGraphLaunch(exec, null_mut()): *mut c_void, *mut c_void),
+            "launch",
+        );
+        check(cu!(cuCtxSynchronize(): ), "sync");
+        assert_eq!(dst, src, "round {round}");
+    }
+    // Pageable host memory cannot be copied by a graph.
+    let pageable = vec![0u32; n];
+    let mut bad = Memcpy3D {
+        src_type: 1,
+        src_host: pageable.as_ptr() as usize,
+        dst_type: 2,
+        dst_device: dev,
+        width: bytes,
+        height: 1,
+        depth: 1,
+        ..Default::default()
+    };
+    let mut nb = null_mut();
+    assert_eq!(
+        cu!(cuGraphAddMemcpyNode(&mut nb, g, std::ptr::null(), 0, ptr(&mut bad), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
+        801,
+        "a memcpy node from pageable memory"
+    );
+    check(cu!(cuGraphExecDestroy(exec): *mut c_void), "exec destroy");
+    check(cu!(cuGraphDestroy(g): *mut c_void), "graph destroy");
+    check(cu!(cuMemFreeHost(hin): *mut c_void), "free in");
+    check(cu!(cuMemFreeHost(hout): *mut c_void), "free out");
+}
