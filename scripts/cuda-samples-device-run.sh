@@ -19,7 +19,9 @@
 # each built by one generic recipe (nvcc, its sources and libraries from RECIPES, relocatable
 # device code as their CMake files ask) and judged by its exit status alone. Builds run in
 # parallel (CS_JOBS, default the CPU count), runs one at a time. CS_ONLY=REGEX keeps the samples
-# whose group/name matches (to split a long run).
+# whose group/name matches (to split a long run). CS_OURS_LOG=LEVEL sets TEGRAGPU_LOG for the
+# runs on ours; CS_KEEP=1 keeps the work folder (each run's whole output is
+# <work>/<name>.{nvidia,ours}.txt) and prints where it is.
 # Needs from scripts/device-build.sh: .device/lib/cuda/libcuda.so.1.
 #
 #   OUT=/some/dir bash scripts/cuda-samples-device-run.sh
@@ -167,11 +169,13 @@ build() {
         "$NVCC" -O2 -std=c++17 -arch="sm_$ARCH" -I"$S/Common" -I. $srcs -o "$name" -lpthread ;;
       *)
         # A sweep sample: its sources and libraries as its CMake file names them.
-        local recipe srcs libs
+        local recipe srcs libs incs
         recipe="$(grep -m1 "^$rel|" "$S/RECIPES" 2>/dev/null)" || { echo "no build recipe for $name"; exit 1; }
-        IFS='|' read -r _ srcs libs <<<"$recipe"
+        IFS='|' read -r _ srcs libs incs <<<"$recipe"
+        # Sources of Common/ are named from the sample's folder in the repository.
+        srcs="${srcs//..\/..\/..\/Common\//$S/Common/}"
         # shellcheck disable=SC2086
-        "$NVCC" -O2 -std=c++17 --extended-lambda -rdc=true -arch="sm_$ARCH" -I"$S/Common" -I. \
+        "$NVCC" -O2 -std=c++17 --extended-lambda -rdc=true -arch="sm_$ARCH" -I"$S/Common" -I. $incs \
           $srcs -o "$name" -L"$CUDA_HOME/lib64/stubs" $libs -lpthread ;;
     esac
   )
@@ -185,7 +189,10 @@ run_one() {
   (
     cd "$dir"
     unset TEGRAGPU_DEVICE
-    if [ -n "$libdir" ]; then export LD_LIBRARY_PATH="$libdir:${LD_LIBRARY_PATH:-}"; fi
+    if [ -n "$libdir" ]; then
+      export LD_LIBRARY_PATH="$libdir:${LD_LIBRARY_PATH:-}"
+      if [ -n "${CS_OURS_LOG:-}" ]; then export TEGRAGPU_LOG="$CS_OURS_LOG"; fi
+    fi
     LD_DEBUG=files LD_DEBUG_OUTPUT="$trace" timeout -k 5 60 "./$name"
   ) >"$out" 2>&1
   r=$?
@@ -295,5 +302,5 @@ if [ "${#SWEEP[@]}" -gt 0 ]; then
   } | tee -a "$SUM" | tee -a "$LOG"
   [ "${#regress[@]}" = 0 ] || rc=1
 fi
-rm -rf "$WORK"
+if [ "${CS_KEEP:-0}" = 1 ]; then echo "work folder kept: $WORK"; else rm -rf "$WORK"; fi
 exit $rc

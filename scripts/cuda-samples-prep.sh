@@ -17,7 +17,8 @@
 # With --all, also every other sample of groups 0 to 6 whose CMakeLists.txt needs nothing beyond
 # the CUDA toolkit (no OpenGL, GLUT, EGL, Vulkan, Direct3D, X11, NvSci, FreeImage, NPP, nvJPEG,
 # OpenMP or MPI): the sweep, listed in SWEEP, with each one's sources (its add_executable list)
-# and toolkit libraries (its CUDA:: targets) in RECIPES as `group/name|sources|libraries`, which
+# toolkit libraries (its CUDA:: targets) and include folders in RECIPES as
+# `group/name|sources|libraries|-Ifolders`, which
 # the run script builds with one generic nvcc recipe. About 25 MiB more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -153,9 +154,15 @@ if [ "$ALL" = 1 ]; then
         -e 's/^CUDA::cuda_driver$/-lcuda/p' -e 's/^CUDA::cudart$//' \
         -e 's/^CUDA::\(cublas\|cublasLt\|curand\|cusparse\|cusolver\|cufft\|nvrtc\|nvJitLink\)$/-l\1/p' \
         -e 's/^CUDA::cufft_static$/-lcufft_static -lculibos/p' | tr '\n' ' ')"
+      # cuSolver's samples call cuSPARSE too.
+      grep -q -- -lcusolver <<<"$libs" && libs="$libs -lcusparse"
+      # Relative include folders of target_include_directories (inc/, ...).
+      incs="$(tr '\n' ' ' <<<"$cm" | { grep -oE "target_include_directories\($name [^)]*\)" || true; } |
+        sed -e "s/^target_include_directories($name//" -e 's/)$//' | tr ' ' '\n' |
+        { grep -vE '^$|^\$|^(PRIVATE|PUBLIC|INTERFACE)$' || true; } | sed 's/^/-I/' | tr '\n' ' ')"
       while IFS= read -r f; do copy_path "$f"; done < <(list "$d")
       echo "$rel" >>"$DEST/SWEEP"
-      echo "$rel|$srcs|$libs" >>"$DEST/RECIPES"
+      echo "$rel|$srcs|$libs|$incs" >>"$DEST/RECIPES"
     done < <(dirs "$g")
   done
   echo "sweep: $(wc -l <"$DEST/SWEEP") more samples"

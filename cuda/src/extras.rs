@@ -159,6 +159,11 @@ unsafe fn launch_ex(
             4 => cfg.cluster = [a.value[0], a.value[1], a.value[2]],
             // PRIORITY, MEM_SYNC_DOMAIN(_MAP), PREFERRED_SHARED_MEMORY_CARVEOUT: hints.
             8 | 9 | 10 | 14 => {}
+            // PROGRAMMATIC_STREAM_SERIALIZATION (programmatic dependent launch, which CUB and
+            // Thrust ask for on sm_90): it only allows the launch to start before the previous
+            // one ends. Here it starts after, as without the attribute, so the kernel's
+            // `griddepcontrol.wait` finds the previous grid complete.
+            6 => {}
             id => {
                 return Err(fail(
                     CUDA_ERROR_NOT_SUPPORTED,

@@ -178,21 +178,28 @@ unsafe fn create(
     };
     let fm = format(fmt)?;
     let small_int = !matches!(fm, TexFormat::F16 | TexFormat::F32) && fm.bytes() < 4;
+    let normalized_coords = desc.flags & CU_TRSF_NORMALIZED_COORDINATES != 0;
+    // Wrap and mirror are for normalized coordinates. NVIDIA's libcuda takes them with
+    // unnormalized ones and clamps (the samples convolutionTexture and dct8x8 ask for wrap and
+    // check against clamping); libtegragpu's texture rules refuse them, so clamp here.
+    let mode = |m: u32| -> R<AddressMode> {
+        Ok(match address_mode(m)? {
+            AddressMode::Wrap | AddressMode::Mirror if !normalized_coords => AddressMode::Clamp,
+            a => a,
+        })
+    };
     let td = TexDesc {
         layout,
         format: fm,
         channels,
         read_normalized_float: small_int && desc.flags & CU_TRSF_READ_AS_INTEGER == 0,
-        normalized_coords: desc.flags & CU_TRSF_NORMALIZED_COORDINATES != 0,
+        normalized_coords,
         linear_filter: match desc.filter_mode {
             0 => false,
             1 => true,
             m => return Err(invalid(format!("filter mode {m}"))),
         },
-        address: [
-            address_mode(desc.address_mode[0])?,
-            address_mode(desc.address_mode[1])?,
-        ],
+        address: [mode(desc.address_mode[0])?, mode(desc.address_mode[1])?],
         border: desc.border_color,
     };
     let tex = c.core.create_texture(buf, &td)?;

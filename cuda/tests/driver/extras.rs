@@ -70,6 +70,20 @@ fn limits_launch_ex_host_functions_and_occupancy() {
         "cuLaunchKernelEx",
     );
     assert!(dtoh::<u32>(d, 256).iter().all(|&x| x == 0x77));
+    // Programmatic stream serialization (CUB and Thrust on sm_90): the launch runs, in order.
+    let pdl = Attr {
+        id: 6,
+        pad: 0,
+        value: [1; 16],
+    };
+    let cfg_pdl = Cfg { attrs: &pdl, ..cfg };
+    val = 0x99;
+    check(
+        cu!(cuLaunchKernelEx(&cfg_pdl, fill, args.as_mut_ptr(), null_mut()): *const Cfg, *mut c_void, *mut *mut c_void, *mut *mut c_void),
+        "cuLaunchKernelEx with programmatic stream serialization",
+    );
+    assert!(dtoh::<u32>(d, 256).iter().all(|&x| x == 0x99));
+    val = 0x77;
     let bad = Attr {
         id: 7,
         pad: 0,

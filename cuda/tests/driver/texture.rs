@@ -168,3 +168,72 @@ fn texture_objects_over_linear_and_pitched_memory() {
     }
     assert_eq!(cu!(cuTexObjectDestroy(t1): u64), 1);
 }
+
+/// Wrap and mirror with unnormalized coordinates clamp, as NVIDIA's libcuda does (the samples
+/// convolutionTexture and dct8x8 ask for wrap and compare with clamped results).
+#[test]
+fn wrap_and_mirror_with_unnormalized_coordinates_clamp() {
+    setup();
+    let m = load_fixture("kernels");
+    let (w, h, pitch) = (40usize, 12usize, 256usize);
+    let img: Vec<f32> = (0..h * pitch / 4).map(|i| (i % 991) as f32).collect();
+    let d2 = alloc(h * pitch);
+    htod(d2, &img);
+    let mut res = ResourceDesc {
+        res_type: 3,
+        res: [0; 16],
+        flags: 0,
+    };
+    res.res[0] = d2;
+    res.res[1] = FLOAT | (1u64 << 32);
+    res.res[2] = w as u64;
+    res.res[3] = h as u64;
+    res.res[4] = pitch as u64;
+    let texel = |x: i64, y: i64| {
+        let (x, y) = (x.clamp(0, w as i64 - 1), y.clamp(0, h as i64 - 1));
+        img[y as usize * pitch / 4 + x as usize]
+    };
+    let k2 = function(m, "tex_fetch_2d");
+    let l: Launch = f("cuLaunchKernel");
+    for modes in [[0u32, 0, 0], [2, 2, 2], [0, 2, 0]] {
+        let desc = TextureDesc {
+            address_mode: modes,
+            ..Default::default()
+        };
+        let (r, t) = create(&res, &desc);
+        check(r, "pitch-2D texture, wrap/mirror, unnormalized");
+        let out = alloc(w * h * 4);
+        let (mut th, mut op, mut ww, mut hh) = (t, out, w as u32, h as u32);
+        let mut args = [ptr(&mut th), ptr(&mut op), ptr(&mut ww), ptr(&mut hh)];
+        check(
+            unsafe {
+                l(
+                    k2,
+                    1,
+                    h as u32,
+                    1,
+                    64,
+                    1,
+                    1,
+                    0,
+                    null_mut(),
+                    args.as_mut_ptr(),
+                    null_mut(),
+                )
+            },
+            "tex_fetch_2d",
+        );
+        let got = dtoh::<f32>(out, w * h);
+        for y in 0..h as i64 {
+            for x in 0..w as i64 {
+                let want = texel(x, y) + 2.0 * texel(x - 3, y + 2);
+                assert_eq!(
+                    got[y as usize * w + x as usize],
+                    want,
+                    "modes {modes:?} ({x}, {y})"
+                );
+            }
+        }
+        check(cu!(cuTexObjectDestroy(t): u64), "destroy");
+    }
+}
