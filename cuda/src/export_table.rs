@@ -31,16 +31,19 @@
 //! - a table cuBLASLt asks for before it picks half-precision kernels
 //!   (`1734dc26-800d-4745-8726-c0f1e7dd8bca`, 17 slots): every slot answers
 //!   `CUDA_ERROR_NOT_SUPPORTED`, and cuBLASLt goes on without the data;
+//! - module internals (`6e163fbe-b958-444d-835c-e182aff1991e`, 99 slots), which cuFFT finds
+//!   the kernels of its modules with: slot 7 visits a module's kernels; the other slots answer
+//!   `CUDA_ERROR_NOT_SUPPORTED` (logged once per slot);
 //! - context creation bypass, heap access and extended device queries
 //!   (`0ca50b8c-1004-929a-89a7-d0df10e77286`, `195bcbf4-d67d-024a-acc5-1d29cea631ae`,
 //!   `b10541e1-f7c7-c74a-9f64-f223be99f1e2`): present, each function answering
 //!   `CUDA_ERROR_NOT_SUPPORTED` (logged once).
 //!
-//! The CUDA 13 runtime (statically linked into an `nvcc` program, and PyTorch's), cuBLAS and
-//! cuBLASLt 13 accept these answers on an H200. Any other UUID is
+//! The CUDA 13 runtime (statically linked into an `nvcc` program, and PyTorch's), cuBLAS,
+//! cuBLASLt 13 and cuFFT 12 accept these answers on an H200. Any other UUID is
 //! `CUDA_ERROR_INVALID_VALUE`.
 
-use crate::error::{guard, invalid, R};
+use crate::error::{guard, invalid, Fail, R};
 use crate::types::*;
 use hmac::{Hmac, Mac};
 use parking_lot::Mutex;
@@ -102,6 +105,7 @@ const INTEGRITY: Uuid = uuid(0xd4082055_bde6_704b_8d34_ba123c66e1f2);
 const CONTEXT_CHECKS: Uuid = uuid(0x263e8860_7cd2_6143_92f6_bbd5006dfa7e);
 const CONTEXT_INTERNALS: Uuid = uuid(0x21318c60_9714_3248_8ca6_41ff7324c8f2);
 const HEURISTICS_DATA: Uuid = uuid(0x1734dc26_800d_4745_8726_c0f1e7dd8bca);
+const MODULE_INTERNALS: Uuid = uuid(0x6e163fbe_b958_444d_835c_e182aff1991e);
 
 /// The bytes of a UUID written as one 128-bit number, first byte first.
 const fn uuid(v: u128) -> Uuid {
@@ -214,6 +218,62 @@ static HEURISTICS_DATA_TABLE: Table<17> = Table::sized_over(
     &[],
 );
 
+/// A table cuFFT asks for (99 slots, as NVIDIA's libcuda 580 has them): slot 7 visits the
+/// kernels of a module ([`module_kernels`]); every other slot answers
+/// `CUDA_ERROR_NOT_SUPPORTED`. cuFFT finds the kernels of the modules it loads through slot 7
+/// and fails every plan without them (`CUFFT_INTERNAL_ERROR`).
+static MODULE_INTERNALS_TABLE: Table<99> = Table::sized_over(
+    refused_slots!(2; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98),
+    &[(
+        7,
+        f!(module_kernels as unsafe extern "C" fn(_, _, _, _) -> _),
+    )],
+);
+
+/// What slot 7 of the module internals calls for each kernel: (`user`, the kernel's
+/// `CUfunction`, its NUL-terminated name).
+type KernelVisitor = unsafe extern "C" fn(*mut c_void, *mut c_void, *const std::ffi::c_char);
+
+/// Slot 7 of the module internals: `visit(user, function, name)` for each kernel of module
+/// `m` (a NULL `visit` only counts them); the number of kernels, or -1 where `m` is not a module
+/// of this library. The first argument is not used (NVIDIA's slot 7 does not read it). As read
+/// from NVIDIA's slot 7, which walks the module's functions, calls the visitor for the kernels
+/// and returns their count; cuFFT passes a module it loaded and a visitor that records the
+/// kernels.
+unsafe extern "C" fn module_kernels(
+    _unused: *mut c_void,
+    m: *mut c_void,
+    visit: Option<KernelVisitor>,
+    user: *mut c_void,
+) -> i32 {
+    let r = (|| -> R<i32> {
+        let md = crate::module::mod_ref(m)?;
+        let names = md.module.kernel_names();
+        for n in &names {
+            let f = md.function(n)? as *const crate::module::Func as *mut c_void;
+            if let Some(visit) = visit {
+                let mut name: *const std::ffi::c_char = std::ptr::null();
+                crate::module::cuFuncGetName(&mut name, f);
+                visit(user, f, name);
+            }
+        }
+        Ok(i32::try_from(names.len()).unwrap_or(i32::MAX))
+    })();
+    match r {
+        Ok(n) => n,
+        Err(Fail(code, msg)) => {
+            crate::error::log(
+                tegragpu::log::Level::Debug,
+                format_args!(
+                    "cuGetExportTable: module internals, slot 7: {code}: {}",
+                    msg.unwrap_or_default()
+                ),
+            );
+            -1
+        }
+    }
+}
+
 /// The table `id` names.
 fn table(id: &Uuid) -> Option<*const c_void> {
     Some(match *id {
@@ -228,6 +288,7 @@ fn table(id: &Uuid) -> Option<*const c_void> {
         CONTEXT_CHECKS => CONTEXT_CHECKS_TABLE.start(),
         CONTEXT_INTERNALS => CONTEXT_INTERNALS_TABLE.start(),
         HEURISTICS_DATA => HEURISTICS_DATA_TABLE.start(),
+        MODULE_INTERNALS => MODULE_INTERNALS_TABLE.start(),
         _ => return None,
     })
 }
@@ -501,8 +562,12 @@ unsafe extern "C" fn stream_identity(
 }
 
 /// The tables whose slots [`refused_slot`] answers, by its `T`.
-const REFUSED_TABLES: [&str; 2] = ["context internals", "cuBLASLt heuristics data"];
-static SLOT_ONCE: [[AtomicBool; 96]; 2] = [const { [const { AtomicBool::new(false) }; 96] }; 2];
+const REFUSED_TABLES: [&str; 3] = [
+    "context internals",
+    "cuBLASLt heuristics data",
+    "module internals",
+];
+static SLOT_ONCE: [[AtomicBool; 100]; 3] = [const { [const { AtomicBool::new(false) }; 100] }; 3];
 
 /// Slot `N` of table `T` of [`REFUSED_TABLES`], which this library does not know:
 /// `CUDA_ERROR_NOT_SUPPORTED`, logged once per slot.
@@ -733,6 +798,13 @@ mod tests {
             assert_eq!(*c.add(4), context_id as *const () as usize);
             assert_eq!(*c.add(92), refused_slot::<0, 92> as *const () as usize);
             assert_eq!(*h.add(16), refused_slot::<1, 16> as *const () as usize);
+        }
+        let mi = table(&MODULE_INTERNALS).expect("module internals") as *const usize;
+        // SAFETY: the table has 99 slots.
+        unsafe {
+            assert_eq!(*mi, 99 * 8);
+            assert_eq!(*mi.add(7), module_kernels as *const () as usize);
+            assert_eq!(*mi.add(98), refused_slot::<2, 98> as *const () as usize);
         }
         assert!(table(&[0; 16]).is_none());
     }

@@ -158,10 +158,16 @@ unsafe fn create(
             )));
         }
         let layout = match layout {
-            TexLayout::Linear { width, .. } => TexLayout::Linear {
-                address: off,
-                width,
-            },
+            // As NVIDIA's, a linear resource may name more bytes than its allocation holds
+            // past devPtr (the sample convolutionFFT2D does); here the texture ends with the
+            // allocation, and reads past it give 0.
+            TexLayout::Linear { width, .. } => {
+                let elem = format(fmt)?.bytes() * u64::from(channels.max(1));
+                TexLayout::Linear {
+                    address: off,
+                    width: width.min(alloc.size.saturating_sub(off) / elem),
+                }
+            }
             TexLayout::Pitch2d {
                 width,
                 height,

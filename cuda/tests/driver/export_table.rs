@@ -5,7 +5,7 @@
 
 use crate::*;
 use hmac::{Hmac, Mac};
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void, CStr};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -261,5 +261,60 @@ fn context_internals_for_cublas() {
         assert_eq!(*h, 17 * 8);
         let refused: Refused = slot(h, 4);
         assert_eq!(refused(), 801);
+    }
+}
+
+unsafe extern "C" fn record_kernel(user: *mut c_void, f: *mut c_void, name: *const c_char) {
+    let seen = &mut *(user as *mut Vec<(usize, String)>);
+    seen.push((
+        f as usize,
+        CStr::from_ptr(name).to_string_lossy().into_owned(),
+    ));
+}
+
+/// The module internals cuFFT finds its kernels with: slot 7 visits each kernel of a module
+/// (its function handle and name) and returns their count; -1 for what is not a module.
+#[test]
+fn module_internals_visit_the_kernels_of_a_module() {
+    setup();
+    let t = table(0x6e163fbe_b958_444d_835c_e182aff1991e).expect("module internals");
+    type Visit = unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_char);
+    type Slot7 = unsafe extern "C" fn(*mut c_void, *mut c_void, Option<Visit>, *mut c_void) -> i32;
+    let m = load_fixture("kernels");
+    let mut count = 0u32;
+    check(
+        cu!(cuModuleGetFunctionCount(&mut count, m): *mut u32, *mut c_void),
+        "cuModuleGetFunctionCount",
+    );
+    assert!(count > 1);
+    unsafe {
+        assert_eq!(*t, 99 * 8);
+        let visit_kernels: Slot7 = slot(t, 7);
+        let mut seen: Vec<(usize, String)> = Vec::new();
+        let n = visit_kernels(
+            null_mut(),
+            m,
+            Some(record_kernel),
+            &mut seen as *mut _ as *mut c_void,
+        );
+        assert_eq!(n, count as i32);
+        assert_eq!(seen.len(), count as usize);
+        // Each is the module's function of that name.
+        for (f, name) in &seen {
+            assert_eq!(*f as *mut c_void, function(m, name), "{name}");
+        }
+        assert!(seen.iter().any(|(_, n)| n == "fill_u32"));
+        // Without a visitor it counts; what is not a module is -1.
+        assert_eq!(visit_kernels(null_mut(), m, None, null_mut()), count as i32);
+        let mut not_a_module = [0u64; 8];
+        assert_eq!(
+            visit_kernels(
+                null_mut(),
+                not_a_module.as_mut_ptr() as *mut c_void,
+                None,
+                null_mut()
+            ),
+            -1
+        );
     }
 }

@@ -237,3 +237,42 @@ fn wrap_and_mirror_with_unnormalized_coordinates_clamp() {
         check(cu!(cuTexObjectDestroy(t): u64), "destroy");
     }
 }
+
+/// A linear resource naming more bytes than its allocation holds past devPtr is accepted, as
+/// NVIDIA's libcuda accepts it (the sample convolutionFFT2D); the texture ends with the
+/// allocation and reads past it give 0.
+#[test]
+fn a_linear_texture_past_its_allocation_ends_with_it() {
+    setup();
+    let m = load_fixture("kernels");
+    let n = 128usize;
+    let data: Vec<f32> = (0..n).map(|i| i as f32 + 0.5).collect();
+    let d = alloc(n * 4);
+    htod(d, &data);
+    let mut res = ResourceDesc {
+        res_type: 2,
+        res: [0; 16],
+        flags: 0,
+    };
+    res.res[0] = d;
+    res.res[1] = FLOAT | (1u64 << 32);
+    res.res[2] = (4 * n * 4) as u64;
+    let (r, t) = create(&res, &TextureDesc::default());
+    check(r, "linear texture longer than its allocation");
+    let out = alloc(2 * n * 4);
+    let k1 = function(m, "tex_fetch_1d");
+    let (mut th, mut op, mut nn) = (t, out, n as u32);
+    launch(
+        k1,
+        1,
+        n as u32,
+        null_mut(),
+        &mut [ptr(&mut th), ptr(&mut op), ptr(&mut nn)],
+    );
+    let got = dtoh::<f32>(out, 2 * n);
+    for i in 0..n {
+        assert_eq!(got[i], data[n - 1 - i], "element {i}");
+        assert_eq!(got[n + i], 0.0, "past the allocation, element {i}");
+    }
+    check(cu!(cuTexObjectDestroy(t): u64), "destroy");
+}
