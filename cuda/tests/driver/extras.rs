@@ -77,13 +77,17 @@ fn limits_launch_ex_host_functions_and_occupancy() {
         value: [1; 16],
     };
     let cfg_pdl = Cfg { attrs: &pdl, ..cfg };
-    val = 0x99;
+    // The fill value, through the pointer the argument array holds.
+    let pv = args[1] as *mut u32;
+    // SAFETY: `val` lives on; nothing else uses it during these writes.
+    unsafe { pv.write(0x99) };
     check(
         cu!(cuLaunchKernelEx(&cfg_pdl, fill, args.as_mut_ptr(), null_mut()): *const Cfg, *mut c_void, *mut *mut c_void, *mut *mut c_void),
         "cuLaunchKernelEx with programmatic stream serialization",
     );
     assert!(dtoh::<u32>(d, 256).iter().all(|&x| x == 0x99));
-    val = 0x77;
+    // SAFETY: as above.
+    unsafe { pv.write(0x77) };
     let bad = Attr {
         id: 7,
         pad: 0,
