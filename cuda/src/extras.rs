@@ -393,7 +393,11 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernel_ptsz(
 
 /// Run `call` on a host thread once the stream's earlier work is complete; the stream's later
 /// work waits until it returns.
-unsafe fn host_call(h: *mut c_void, ptds: bool, call: Box<dyn FnOnce(*mut c_void) + Send>) -> R {
+pub(crate) unsafe fn host_call(
+    h: *mut c_void,
+    ptds: bool,
+    call: Box<dyn FnOnce(*mut c_void) + Send>,
+) -> R {
     let s = stream_of(h, ptds)?;
     let dev = &s.ctx.core;
     let reached = dev.create_signal(0)?;

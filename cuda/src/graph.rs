@@ -35,6 +35,10 @@ pub(crate) enum NodeKind {
         dst: (Arc<Buffer>, u64),
         src: (Arc<Buffer>, u64),
         bytes: u64,
+        /// A copy to or from pageable host memory: the pinned staging buffer at the host end
+        /// (`src` or `dst`) is filled from that memory before each launch, or copied to it after
+        /// each launch, by a host step in the stream's order.
+        pageable: Option<Pageable>,
     },
     Memset {
         dst: (Arc<Buffer>, u64),
@@ -46,6 +50,15 @@ pub(crate) enum NodeKind {
         pitch: u64,
     },
     Empty,
+}
+
+/// The pageable host end of a memcpy node.
+#[derive(Clone, Copy)]
+pub(crate) enum Pageable {
+    /// Host → device: the bytes at this address fill the staging buffer (`src`) before a launch.
+    From(usize),
+    /// Device → host: the staging buffer (`dst`) is copied to this address after a launch.
+    To(usize),
 }
 
 pub struct Node {
@@ -409,6 +422,7 @@ pub(crate) fn copy_va_kind(dst: u64, src: u64, n: u64) -> R<NodeKind> {
         dst: find(dst, "dstDevice")?,
         src: find(src, "srcDevice")?,
         bytes: n,
+        pageable: None,
     })
 }
 
@@ -430,8 +444,9 @@ pub unsafe extern "C" fn cuGraphAddMemsetNode(
 }
 
 /// A memcpy node: a one-dimensional copy between memory allocated by this library (device,
-/// managed or pinned host memory) and host memory registered with it for the GPU. Pageable host
-/// memory and arrays are refused: a graph copies on the GPU, with no CPU step to stage through.
+/// managed or pinned host memory), host memory registered with it for the GPU, and pageable host
+/// memory (one end at most: through a pinned staging buffer, filled before each launch or copied
+/// out after it, see [`Pageable`]). Arrays are refused.
 unsafe fn copy_kind(p: *const CUDA_MEMCPY3D) -> R<NodeKind> {
     let p = p.as_ref().ok_or_else(|| invalid("copyParams is NULL"))?;
     if p.Height > 1 || p.Depth > 1 || p.srcY != 0 || p.srcZ != 0 || p.dstY != 0 || p.dstZ != 0 {
@@ -460,6 +475,34 @@ unsafe fn copy_kind(p: *const CUDA_MEMCPY3D) -> R<NodeKind> {
         p.dstXInBytes as u64,
         n,
     )?;
+    // Pageable host memory: through a pinned staging buffer of the other end's device.
+    let staging = |other: &(Arc<Buffer>, u64)| -> R<(Arc<Buffer>, u64)> {
+        let b = other.0.device().alloc(
+            n,
+            tegragpu::core::MemFlags {
+                cpu_cached: true,
+                ..Default::default()
+            },
+        )?;
+        b.map_cpu()?;
+        Ok((Arc::new(b), 0))
+    };
+    let (src, dst, pageable) = match (src, dst) {
+        (End::Mem(s), End::Mem(d)) => (s, d, None),
+        (End::Pageable(a), End::Mem(d)) => (staging(&d)?, d, Some(Pageable::From(a))),
+        (End::Mem(s), End::Pageable(a)) => {
+            let st = staging(&s)?;
+            (s, st, Some(Pageable::To(a)))
+        }
+        (End::Pageable(a), End::Pageable(b)) => {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!(
+                    "a memcpy node between two pageable host addresses ({a:#x} to {b:#x}): one end must be GPU-visible memory"
+                ),
+            ))
+        }
+    };
     if Arc::ptr_eq(&src.0, &dst.0) && dst.1 < src.1 + n && src.1 < dst.1 + n {
         return Err(fail(
             CUDA_ERROR_NOT_SUPPORTED,
@@ -469,20 +512,25 @@ unsafe fn copy_kind(p: *const CUDA_MEMCPY3D) -> R<NodeKind> {
             ),
         ));
     }
-    Ok(NodeKind::Copy { dst, src, bytes: n })
+    Ok(NodeKind::Copy {
+        dst,
+        src,
+        bytes: n,
+        pageable,
+    })
+}
+
+/// One end of a memcpy node: memory the GPU reaches (a buffer and offset), or pageable host
+/// memory (its address).
+enum End {
+    Mem((Arc<Buffer>, u64)),
+    Pageable(usize),
 }
 
 /// One end of a memcpy node: the buffer and offset of `n` bytes at the address the memory type
 /// names (`CU_MEMORYTYPE_DEVICE`: `device`; `_HOST`: `host`; `_UNIFIED`: `device`, which may be
 /// a host address), plus `x` bytes.
-fn copy_end(
-    what: &str,
-    kind: u32,
-    device: u64,
-    host: usize,
-    x: u64,
-    n: u64,
-) -> R<(Arc<Buffer>, u64)> {
+fn copy_end(what: &str, kind: u32, device: u64, host: usize, x: u64, n: u64) -> R<End> {
     let inside = |b: Arc<Buffer>, off: u64, size: u64, at: u64| -> R<(Arc<Buffer>, u64)> {
         if off + n > size {
             return Err(invalid(format!(
@@ -514,23 +562,16 @@ fn copy_end(
         }
         t => return Err(invalid(format!("{what}MemoryType {t}"))),
     };
-    found.unwrap_or_else(|| {
-        let at = if kind == CU_MEMORYTYPE_HOST {
-            host as u64 + x
-        } else {
+    match found {
+        Some(r) => r.map(End::Mem),
+        // Host memory the GPU does not reach: pageable.
+        None if kind == CU_MEMORYTYPE_HOST => Ok(End::Pageable(host + x as usize)),
+        None if kind == CU_MEMORYTYPE_UNIFIED => Ok(End::Pageable((device + x) as usize)),
+        None => Err(invalid(format!(
+            "{what}Device {:#x} is not memory allocated by this library",
             device + x
-        };
-        Err(fail(
-            if kind == CU_MEMORYTYPE_DEVICE {
-                CUDA_ERROR_INVALID_VALUE
-            } else {
-                CUDA_ERROR_NOT_SUPPORTED
-            },
-            format!(
-                "{what} {at:#x} is neither memory allocated by this library nor host memory registered for the GPU (memcpy nodes copy on the GPU: pageable host memory cannot take part)"
-            ),
-        ))
-    })
+        ))),
+    }
 }
 
 #[no_mangle]
@@ -785,7 +826,9 @@ fn record(st: &mut ExecState) -> R {
         let Segment { dev, cb } = &mut segs[si];
         let idx = match &st.kinds[i] {
             NodeKind::Kernel { func, cfg, params } => cb.launch(&func.kernel, cfg, params)?,
-            NodeKind::Copy { dst, src, bytes } => cb.copy(&dst.0, dst.1, &src.0, src.1, *bytes)?,
+            NodeKind::Copy {
+                dst, src, bytes, ..
+            } => cb.copy(&dst.0, dst.1, &src.0, src.1, *bytes)?,
             NodeKind::Memset {
                 dst,
                 value,
@@ -992,8 +1035,74 @@ pub unsafe extern "C" fn cuGraphExecDestroy(h: *mut c_void) -> CUresult {
     })
 }
 
+/// The host steps of an executable graph's pageable memcpy nodes: (host address, staging
+/// buffer, bytes) to fill before a launch, and to copy out after it.
+type HostSteps = Vec<(usize, Arc<Buffer>, u64)>;
+
+fn host_steps(st: &ExecState) -> (HostSteps, HostSteps) {
+    let (mut pre, mut post) = (Vec::new(), Vec::new());
+    for k in &st.kinds {
+        match k {
+            NodeKind::Copy {
+                src,
+                bytes,
+                pageable: Some(Pageable::From(a)),
+                ..
+            } => pre.push((*a, src.0.clone(), *bytes)),
+            NodeKind::Copy {
+                dst,
+                bytes,
+                pageable: Some(Pageable::To(a)),
+                ..
+            } => post.push((*a, dst.0.clone(), *bytes)),
+            _ => {}
+        }
+    }
+    (pre, post)
+}
+
+/// `cuGraphLaunch`: the graph's replays in the stream's order; with pageable memcpy nodes, a
+/// host step before them fills the staging buffers from host memory and one after them copies
+/// the staging buffers out (each runs once the stream's earlier work is complete, and the
+/// stream's later work waits for it, as `cuLaunchHostFunc`).
 unsafe fn graph_launch(h: *mut c_void, s: *mut c_void, ptds: bool) -> R {
     let e = exec_ref(h)?;
+    stream_of(s, ptds)?;
+    let (pre, post) = host_steps(&e.nodes.lock());
+    if !pre.is_empty() {
+        crate::extras::host_call(
+            s,
+            ptds,
+            Box::new(move |_| {
+                for (a, b, n) in &pre {
+                    // SAFETY: the program keeps the host memory valid until the launch runs
+                    // (as for NVIDIA's); the staging buffer is mapped, `n` bytes long.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(*a as *const u8, b.cpu_ptr(), *n as usize)
+                    };
+                }
+            }),
+        )?;
+    }
+    replay(e, s, ptds)?;
+    if !post.is_empty() {
+        crate::extras::host_call(
+            s,
+            ptds,
+            Box::new(move |_| {
+                for (a, b, n) in &post {
+                    // SAFETY: as above; the graph has written the staging buffer.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(b.cpu_ptr(), *a as *mut u8, *n as usize)
+                    };
+                }
+            }),
+        )?;
+    }
+    Ok(())
+}
+
+unsafe fn replay(e: &Exec, s: *mut c_void, ptds: bool) -> R {
     let s = stream_of(s, ptds)?;
     let mut guard = e.nodes.lock();
     let st = &mut *guard;
@@ -1197,11 +1306,13 @@ pub unsafe extern "C" fn cuGraphExecMemcpyNodeSetParams(
                     dst: d0,
                     src: s0,
                     bytes: b0,
+                    pageable: None,
                 },
                 NodeKind::Copy {
                     dst: d1,
                     src: s1,
                     bytes: b1,
+                    pageable: None,
                 },
             ) => {
                 Arc::ptr_eq(&d0.0, &d1.0)

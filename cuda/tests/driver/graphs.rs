@@ -350,10 +350,10 @@ fn graph_copy_after_the_writers_it_depends_on() {
 
 /// Memcpy nodes between pinned host memory and device memory (the CUDA runtime's
 /// `cudaGraphAddMemcpyNode` with `cudaMemcpyHostToDevice`, as the samples simpleCudaGraphs and
-/// jacobiCudaGraphs build them): host → device → host in one graph, replayed with new host data.
-/// Pageable host memory is refused.
+/// jacobiCudaGraphs build them): host → device → host in one graph, replayed with new host data;
+/// then the same from and to pageable host memory.
 #[test]
-fn memcpy_nodes_copy_pinned_host_memory() {
+fn memcpy_nodes_copy_pinned_and_pageable_host_memory() {
     setup();
     let n = 300usize;
     let bytes = n * 4;
@@ -426,11 +426,21 @@ fn memcpy_nodes_copy_pinned_host_memory() {
         check(cu!(cuCtxSynchronize(): ), "sync");
         assert_eq!(dst, src, "round {round}");
     }
-    // Pageable host memory cannot be copied by a graph.
-    let pageable = vec![0u32; n];
-    let mut bad = Memcpy3D {
+    check(cu!(cuGraphExecDestroy(exec): *mut c_void), "exec destroy");
+    check(cu!(cuGraphDestroy(g): *mut c_void), "graph destroy");
+
+    // Pageable host memory (the samples simpleCudaGraphs and jacobiCudaGraphs copy from and to
+    // it): read when each launch starts, written once it has run.
+    let mut pin = vec![0u32; n];
+    let mut pout = vec![0u32; n];
+    let mut g = null_mut();
+    check(
+        cu!(cuGraphCreate(&mut g, 0): *mut *mut c_void, u32),
+        "cuGraphCreate",
+    );
+    let mut up = Memcpy3D {
         src_type: 1,
-        src_host: pageable.as_ptr() as usize,
+        src_host: pin.as_ptr() as usize,
         dst_type: 2,
         dst_device: dev,
         width: bytes,
@@ -438,11 +448,58 @@ fn memcpy_nodes_copy_pinned_host_memory() {
         depth: 1,
         ..Default::default()
     };
+    let mut down = Memcpy3D {
+        src_type: 2,
+        src_device: dev,
+        dst_type: 1,
+        dst_host: pout.as_mut_ptr() as usize,
+        width: bytes,
+        height: 1,
+        depth: 1,
+        ..Default::default()
+    };
+    let (mut nu, mut nd) = (null_mut(), null_mut());
+    check(
+        cu!(cuGraphAddMemcpyNode(&mut nu, g, std::ptr::null(), 0, ptr(&mut up), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
+        "pageable host to device node",
+    );
+    check(
+        cu!(cuGraphAddMemcpyNode(&mut nd, g, &nu, 1, ptr(&mut down), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
+        "device to pageable host node",
+    );
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec, g, 0): *mut *mut c_void, *mut c_void, u64),
+        "instantiate",
+    );
+    for round in 0..3u32 {
+        for (i, v) in pin.iter_mut().enumerate() {
+            *v = i as u32 * 3 + round * 500 + 1;
+        }
+        pout.fill(0);
+        check(
+            cu!(cuGraphLaunch(exec, null_mut()): *mut c_void, *mut c_void),
+            "launch",
+        );
+        check(cu!(cuStreamSynchronize(null_mut()): *mut c_void), "sync");
+        assert_eq!(pout, pin, "pageable round {round}");
+    }
+    // Both ends pageable is refused.
+    let mut both = Memcpy3D {
+        src_type: 1,
+        src_host: pin.as_ptr() as usize,
+        dst_type: 1,
+        dst_host: pout.as_mut_ptr() as usize,
+        width: bytes,
+        height: 1,
+        depth: 1,
+        ..Default::default()
+    };
     let mut nb = null_mut();
     assert_eq!(
-        cu!(cuGraphAddMemcpyNode(&mut nb, g, std::ptr::null(), 0, ptr(&mut bad), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
+        cu!(cuGraphAddMemcpyNode(&mut nb, g, std::ptr::null(), 0, ptr(&mut both), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
         801,
-        "a memcpy node from pageable memory"
+        "a memcpy node between two pageable addresses"
     );
     check(cu!(cuGraphExecDestroy(exec): *mut c_void), "exec destroy");
     check(cu!(cuGraphDestroy(g): *mut c_void), "graph destroy");
