@@ -429,6 +429,11 @@ type StreamCallback = unsafe extern "C" fn(*mut c_void, CUresult, *mut c_void);
 unsafe fn launch_host_func(h: *mut c_void, f: Option<HostFn>, data: *mut c_void, ptds: bool) -> R {
     let f = f.ok_or_else(|| invalid("fn is NULL"))?;
     let data = data as usize;
+    let s = stream_of(h, ptds)?;
+    if s.is_capturing() {
+        // Captured: a host node of the capture's graph.
+        return crate::capture::add(s, || Ok(crate::graph::NodeKind::Host { f, data }));
+    }
     host_call(
         h,
         ptds,

@@ -50,7 +50,16 @@ pub(crate) enum NodeKind {
         pitch: u64,
     },
     Empty,
+    /// A host node (`cuGraphAddHostNode`, or `cuLaunchHostFunc` captured): `f(data)` on a host
+    /// thread once the nodes recorded before it have run; the nodes recorded after it wait.
+    Host {
+        f: HostFn,
+        data: usize,
+    },
 }
+
+/// A host node's function (`CUhostFn`).
+pub(crate) type HostFn = unsafe extern "C" fn(*mut c_void);
 
 /// The pageable host end of a memcpy node.
 #[derive(Clone, Copy)]
@@ -118,6 +127,130 @@ pub unsafe extern "C" fn cuGraphCreate(ph: *mut *mut c_void, flags: u32) -> CUre
         }
         current()?;
         *p = new_graph();
+        Ok(())
+    })
+}
+
+/// `cuGraphClone`: a new graph with a copy of each node and the same dependencies.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphClone(ph: *mut *mut c_void, orig: *mut c_void) -> CUresult {
+    guard("cuGraphClone", || {
+        let p = out(ph, "phGraphClone")?;
+        let g = graph_ref(orig)?;
+        let copy: Vec<NodeData> = g
+            .nodes
+            .lock()
+            .0
+            .iter()
+            .map(|d| NodeData {
+                kind: d.kind.clone(),
+                deps: d.deps.clone(),
+            })
+            .collect();
+        let h = new_graph();
+        let c = graph_ref(h)?;
+        let mut nodes = c.nodes.lock();
+        for (index, d) in copy.into_iter().enumerate() {
+            nodes.0.push(d);
+            let node = Box::into_raw(Box::new(Node {
+                magic: NODE_MAGIC,
+                graph: c,
+                index,
+            }));
+            nodes.1.push(node);
+        }
+        *p = h;
+        Ok(())
+    })
+}
+
+/// `CUDA_HOST_NODE_PARAMS` (and the first two fields of `_v2`).
+#[repr(C)]
+pub struct HostNodeParams {
+    f: Option<HostFn>,
+    data: *mut c_void,
+}
+
+unsafe fn host_kind(p: *const HostNodeParams) -> R<NodeKind> {
+    let p = p.as_ref().ok_or_else(|| invalid("nodeParams is NULL"))?;
+    let f = p.f.ok_or_else(|| invalid("nodeParams->fn is NULL"))?;
+    Ok(NodeKind::Host {
+        f,
+        data: p.data as usize,
+    })
+}
+
+/// `cuGraphAddHostNode`: `fn(userData)` on a host thread when the graph reaches the node. The
+/// nodes recorded before it (dependencies first) complete before it runs; those recorded after
+/// it wait for it to return.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddHostNode(
+    ph: *mut *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    n: usize,
+    params: *const HostNodeParams,
+) -> CUresult {
+    guard("cuGraphAddHostNode", || {
+        add_node(ph, g, deps, n, host_kind(params)?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphHostNodeGetParams(
+    node: *mut c_void,
+    params: *mut HostNodeParams,
+) -> CUresult {
+    guard("cuGraphHostNodeGetParams", || {
+        let o = out(params, "nodeParams")?;
+        let n = node_ref(node)?;
+        let nodes = (*n.graph).nodes.lock();
+        match nodes.0[n.index].kind {
+            NodeKind::Host { f, data } => {
+                *o = HostNodeParams {
+                    f: Some(f),
+                    data: data as *mut c_void,
+                };
+                Ok(())
+            }
+            _ => Err(invalid("the node is not a host node")),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphHostNodeSetParams(
+    node: *mut c_void,
+    params: *const HostNodeParams,
+) -> CUresult {
+    guard("cuGraphHostNodeSetParams", || {
+        let kind = host_kind(params)?;
+        let n = node_ref(node)?;
+        let mut nodes = (*n.graph).nodes.lock();
+        let k = &mut nodes.0[n.index].kind;
+        if !matches!(k, NodeKind::Host { .. }) {
+            return Err(invalid("the node is not a host node"));
+        }
+        *k = kind;
+        Ok(())
+    })
+}
+
+/// `cuGraphExecHostNodeSetParams`: the function and data later launches call.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecHostNodeSetParams(
+    h: *mut c_void,
+    node: *mut c_void,
+    params: *const HostNodeParams,
+) -> CUresult {
+    guard("cuGraphExecHostNodeSetParams", || {
+        let e = exec_ref(h)?;
+        let kind = host_kind(params)?;
+        let (mut st, i) = exec_node(e, node)?;
+        if !matches!(st.kinds[i], NodeKind::Host { .. }) {
+            return Err(invalid("the node is not a host node"));
+        }
+        st.kinds[i] = kind;
         Ok(())
     })
 }
@@ -711,6 +844,7 @@ pub unsafe extern "C" fn cuGraphNodeGetType(h: *mut c_void, ty: *mut u32) -> CUr
             NodeKind::Kernel { .. } => 0,
             NodeKind::Copy { .. } => 1,
             NodeKind::Memset { .. } => 2,
+            NodeKind::Host { .. } => 3,
             NodeKind::Empty => 5,
         };
         Ok(())
@@ -747,6 +881,9 @@ struct ExecState {
     /// Per node: its segment and its command index in that segment's command buffer.
     cmd: Vec<Option<(usize, usize)>>,
     segs: Vec<Segment>,
+    /// Host nodes: (the number of segments recorded before it, its node index), in recording
+    /// order. A host node ends the segment before it.
+    host: Vec<(usize, usize)>,
     aux: Vec<Aux>,
     /// The graph the exec was made from (node handles are checked against it).
     graph: *const Graph,
@@ -785,6 +922,7 @@ fn topo_order(nodes: &[NodeData]) -> R<Vec<usize>> {
 /// The device a node runs on (`None`: an empty node).
 fn node_device(kind: &NodeKind) -> R<Option<tegragpu::core::Device>> {
     Ok(match kind {
+        NodeKind::Host { .. } => None,
         NodeKind::Kernel { func, .. } => Some(func.kernel.device().clone()),
         NodeKind::Copy { dst, src, .. } => {
             let (d, s) = (dst.0.device(), src.0.device());
@@ -814,11 +952,19 @@ fn node_device(kind: &NodeKind) -> R<Option<tegragpu::core::Device>> {
 fn record(st: &mut ExecState) -> R {
     st.cmd = vec![None; st.kinds.len()];
     let mut segs: Vec<Segment> = Vec::new();
+    let mut host = Vec::new();
+    let mut new_segment = false;
     for &i in &st.order {
+        if matches!(st.kinds[i], NodeKind::Host { .. }) {
+            host.push((segs.len(), i));
+            new_segment = true;
+            continue;
+        }
         let Some(dev) = node_device(&st.kinds[i])? else {
             continue;
         };
-        if !segs.last().is_some_and(|g| g.dev.is(&dev)) {
+        if new_segment || !segs.last().is_some_and(|g| g.dev.is(&dev)) {
+            new_segment = false;
             let cb = dev.create_cmdbuf()?;
             segs.push(Segment { dev, cb });
         }
@@ -847,7 +993,7 @@ fn record(st: &mut ExecState) -> R {
                     None => continue,
                 }
             }
-            NodeKind::Empty => continue,
+            NodeKind::Empty | NodeKind::Host { .. } => continue,
         };
         st.cmd[i] = Some((si, idx));
     }
@@ -855,6 +1001,7 @@ fn record(st: &mut ExecState) -> R {
         g.cb.finish()?;
     }
     st.segs = segs;
+    st.host = host;
     Ok(())
 }
 
@@ -907,6 +1054,7 @@ unsafe fn instantiate(pexec: *mut *mut c_void, h: *mut c_void) -> R {
         order,
         cmd: Vec::new(),
         segs: Vec::new(),
+        host: Vec::new(),
         aux: Vec::new(),
         graph: g,
     };
@@ -1102,12 +1250,40 @@ unsafe fn graph_launch(h: *mut c_void, s: *mut c_void, ptds: bool) -> R {
     Ok(())
 }
 
-unsafe fn replay(e: &Exec, s: *mut c_void, ptds: bool) -> R {
-    let s = stream_of(s, ptds)?;
+/// Run the host nodes recorded after `k` segments, in order, on a host thread in the stream's
+/// order (`host_call`).
+unsafe fn host_nodes(st: &ExecState, k: usize, h: *mut c_void, ptds: bool) -> R {
+    let fns: Vec<(HostFn, usize)> = st
+        .host
+        .iter()
+        .filter(|(at, _)| *at == k)
+        .filter_map(|(_, i)| match st.kinds[*i] {
+            NodeKind::Host { f, data } => Some((f, data)),
+            _ => None,
+        })
+        .collect();
+    if fns.is_empty() {
+        return Ok(());
+    }
+    crate::extras::host_call(
+        h,
+        ptds,
+        Box::new(move |_| {
+            for (f, data) in fns {
+                // SAFETY: the program's host function with its own data, as for NVIDIA's.
+                unsafe { f(data as *mut c_void) };
+            }
+        }),
+    )
+}
+
+unsafe fn replay(e: &Exec, h: *mut c_void, ptds: bool) -> R {
+    let s = stream_of(h, ptds)?;
     let mut guard = e.nodes.lock();
     let st = &mut *guard;
-    // One segment on the stream's device (or none): one replay in the stream's order.
-    if st.segs.len() <= 1 && st.segs.iter().all(|g| g.dev.is(&s.ctx.core)) {
+    // One segment on the stream's device (or none) and no host nodes: one replay in the
+    // stream's order.
+    if st.segs.len() <= 1 && st.host.is_empty() && st.segs.iter().all(|g| g.dev.is(&s.ctx.core)) {
         return match st.segs.first_mut() {
             Some(g) => s.record(|q| q.replay(&mut g.cb)),
             None => s.record(|_| Ok(())),
@@ -1120,8 +1296,18 @@ unsafe fn replay(e: &Exec, s: *mut c_void, ptds: bool) -> R {
         Aux(usize, u64),
     }
     let mut after: Option<After> = None;
-    let ExecState { segs, aux, .. } = st;
-    for g in segs.iter_mut() {
+    let n_segs = st.segs.len();
+    for k in 0..n_segs {
+        if st.host.iter().any(|(at, _)| *at == k) {
+            // The host nodes after the segments so far: once they are complete.
+            if let Some(After::Aux(i, v)) = after.take() {
+                let sig = &st.aux[i].sig;
+                s.record(|q| q.wait(sig, v))?;
+            }
+            host_nodes(st, k, h, ptds)?;
+        }
+        let ExecState { segs, aux, .. } = &mut *st;
+        let g = &mut segs[k];
         if g.dev.is(&s.ctx.core) {
             let wait = match after {
                 Some(After::Aux(i, v)) => Some((i, v)),
@@ -1179,9 +1365,10 @@ unsafe fn replay(e: &Exec, s: *mut c_void, ptds: bool) -> R {
         after = Some(After::Aux(ai, a.value));
     }
     if let Some(After::Aux(i, v)) = after {
-        s.record(|q| q.wait(&aux[i].sig, v))?;
+        let sig = &st.aux[i].sig;
+        s.record(|q| q.wait(sig, v))?;
     }
-    Ok(())
+    host_nodes(st, n_segs, h, ptds)
 }
 
 #[no_mangle]

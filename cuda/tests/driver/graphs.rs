@@ -506,3 +506,187 @@ fn memcpy_nodes_copy_pinned_and_pageable_host_memory() {
     check(cu!(cuMemFreeHost(hin): *mut c_void), "free in");
     check(cu!(cuMemFreeHost(hout): *mut c_void), "free out");
 }
+
+static HOST_SEEN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+static HOST_CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// A host node: records the first word of the pinned buffer it is given, then adds 1 to each of
+/// its 64 words.
+unsafe extern "C" fn add_one(data: *mut c_void) {
+    let w = std::slice::from_raw_parts_mut(data as *mut u32, 64);
+    HOST_SEEN.store(w[0], std::sync::atomic::Ordering::SeqCst);
+    for v in w {
+        *v += 1;
+    }
+    HOST_CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Host nodes (the sample simpleCudaGraphs): a kernel fills device memory, a copy brings it to
+/// pinned memory, the host node reads and changes it, a copy takes it back to the device. The
+/// host node sees the copy's result and the copy after it sees the host node's; a clone of the
+/// graph does the same; `cuLaunchHostFunc` on a capturing stream becomes a host node.
+#[test]
+fn host_nodes_run_between_the_nodes_around_them() {
+    use std::sync::atomic::Ordering::SeqCst;
+    setup();
+    let m = load_fixture("kernels");
+    let fill = function(m, "fill_u32");
+    let n = 64usize;
+    let (d, d2) = (alloc(n * 4), alloc(n * 4));
+    let mut pinned: *mut c_void = null_mut();
+    check(
+        cu!(cuMemAllocHost_v2(&mut pinned, n * 4): *mut *mut c_void, usize),
+        "cuMemAllocHost",
+    );
+    let mut g = null_mut();
+    check(
+        cu!(cuGraphCreate(&mut g, 0): *mut *mut c_void, u32),
+        "cuGraphCreate",
+    );
+    let (mut p, mut v, mut nn) = (d, 40u32, n as u32);
+    let mut args = [ptr(&mut p), ptr(&mut v), ptr(&mut nn)];
+    let mut pk = KernelNodeParams {
+        func: fill,
+        grid: [1, 1, 1],
+        block: [64, 1, 1],
+        shared: 0,
+        params: args.as_mut_ptr(),
+        extra: null_mut(),
+    };
+    let mut a = null_mut();
+    check(
+        cu!(cuGraphAddKernelNode(&mut a, g, std::ptr::null(), 0, ptr(&mut pk)): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void),
+        "fill node",
+    );
+    let mut down = Memcpy3D {
+        src_type: 2,
+        src_device: d,
+        dst_type: 1,
+        dst_host: pinned as usize,
+        width: n * 4,
+        height: 1,
+        depth: 1,
+        ..Default::default()
+    };
+    let mut c1 = null_mut();
+    check(
+        cu!(cuGraphAddMemcpyNode(&mut c1, g, &a, 1, ptr(&mut down), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
+        "copy to pinned",
+    );
+    #[repr(C)]
+    struct HostParams {
+        f: unsafe extern "C" fn(*mut c_void),
+        data: *mut c_void,
+    }
+    let mut hp = HostParams {
+        f: add_one,
+        data: pinned,
+    };
+    let mut hn = null_mut();
+    check(
+        cu!(cuGraphAddHostNode(&mut hn, g, &c1, 1, ptr(&mut hp)): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void),
+        "cuGraphAddHostNode",
+    );
+    let mut ty = 99u32;
+    check(
+        cu!(cuGraphNodeGetType(hn, &mut ty): *mut c_void, *mut u32),
+        "cuGraphNodeGetType",
+    );
+    assert_eq!(ty, 3, "CU_GRAPH_NODE_TYPE_HOST");
+    let mut up = Memcpy3D {
+        src_type: 1,
+        src_host: pinned as usize,
+        dst_type: 2,
+        dst_device: d2,
+        width: n * 4,
+        height: 1,
+        depth: 1,
+        ..Default::default()
+    };
+    let mut c2 = null_mut();
+    check(
+        cu!(cuGraphAddMemcpyNode(&mut c2, g, &hn, 1, ptr(&mut up), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
+        "copy back",
+    );
+    let mut clone = null_mut();
+    check(
+        cu!(cuGraphClone(&mut clone, g): *mut *mut c_void, *mut c_void),
+        "cuGraphClone",
+    );
+    for (which, graph) in [("graph", g), ("clone", clone)] {
+        let mut exec = null_mut();
+        check(
+            cu!(cuGraphInstantiateWithFlags(&mut exec, graph, 0): *mut *mut c_void, *mut c_void, u64),
+            "instantiate",
+        );
+        HOST_CALLS.store(0, SeqCst);
+        for _ in 0..3 {
+            check(
+                cu!(cuGraphLaunch(exec, null_mut()): *mut c_void, *mut c_void),
+                "launch",
+            );
+        }
+        check(cu!(cuCtxSynchronize(): ), "sync");
+        assert_eq!(HOST_CALLS.load(SeqCst), 3, "{which}: host node calls");
+        assert_eq!(
+            HOST_SEEN.load(SeqCst),
+            40,
+            "{which}: the host node saw the copy's result"
+        );
+        assert_eq!(
+            dtoh::<u32>(d2, n),
+            vec![41; n],
+            "{which}: the copy after saw the host node's"
+        );
+        check(cu!(cuGraphExecDestroy(exec): *mut c_void), "exec destroy");
+    }
+    check(cu!(cuGraphDestroy(clone): *mut c_void), "clone destroy");
+    check(cu!(cuGraphDestroy(g): *mut c_void), "graph destroy");
+
+    // cuLaunchHostFunc while capturing: a host node of the captured graph, after the kernel.
+    let mut s = null_mut();
+    check(
+        cu!(cuStreamCreate(&mut s, 1): *mut *mut c_void, u32),
+        "stream",
+    );
+    check(
+        cu!(cuStreamBeginCapture_v2(s, 2): *mut c_void, u32),
+        "begin capture",
+    );
+    let l: Launch = f("cuLaunchKernel");
+    let (mut p2, mut v2, mut n2) = (d, 9u32, n as u32);
+    let mut a2 = [ptr(&mut p2), ptr(&mut v2), ptr(&mut n2)];
+    check(
+        unsafe { l(fill, 1, 1, 1, 64, 1, 1, 0, s, a2.as_mut_ptr(), null_mut()) },
+        "captured fill",
+    );
+    check(
+        cu!(cuLaunchHostFunc(s, add_one, pinned): *mut c_void, unsafe extern "C" fn(*mut c_void), *mut c_void),
+        "captured cuLaunchHostFunc",
+    );
+    let mut cg = null_mut();
+    check(
+        cu!(cuStreamEndCapture(s, &mut cg): *mut c_void, *mut *mut c_void),
+        "end capture",
+    );
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec, cg, 0): *mut *mut c_void, *mut c_void, u64),
+        "instantiate captured",
+    );
+    HOST_CALLS.store(0, SeqCst);
+    // SAFETY: pinned memory of 64 words, not in use by the GPU now.
+    unsafe { std::slice::from_raw_parts_mut(pinned as *mut u32, n).fill(100) };
+    check(
+        cu!(cuGraphLaunch(exec, s): *mut c_void, *mut c_void),
+        "launch captured",
+    );
+    check(cu!(cuStreamSynchronize(s): *mut c_void), "sync");
+    assert_eq!(HOST_CALLS.load(SeqCst), 1, "captured host function calls");
+    assert_eq!(HOST_SEEN.load(SeqCst), 100);
+    assert_eq!(dtoh::<u32>(d, n), vec![9; n], "the captured kernel ran");
+    check(cu!(cuGraphExecDestroy(exec): *mut c_void), "exec destroy");
+    check(cu!(cuGraphDestroy(cg): *mut c_void), "graph destroy");
+    check(cu!(cuStreamDestroy_v2(s): *mut c_void), "stream destroy");
+    check(cu!(cuMemFreeHost(pinned): *mut c_void), "free pinned");
+}
