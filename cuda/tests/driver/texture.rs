@@ -35,6 +35,35 @@ fn create(res: &ResourceDesc, desc: &TextureDesc) -> (CUresult, u64) {
     (r, t)
 }
 
+/// The fixture kernel `tex_fetch_2d` over texture `t` of `w` x `h` texels (one block per row):
+/// its output, texel (x, y) + 2 × texel (x - 3, y + 2) per element.
+fn fetch_2d(m: *mut c_void, t: u64, w: usize, h: usize) -> Vec<f32> {
+    let out = alloc(w * h * 4);
+    let k = function(m, "tex_fetch_2d");
+    let l: Launch = f("cuLaunchKernel");
+    let (mut th, mut op, mut ww, mut hh) = (t, out, w as u32, h as u32);
+    let mut args = [ptr(&mut th), ptr(&mut op), ptr(&mut ww), ptr(&mut hh)];
+    check(
+        unsafe {
+            l(
+                k,
+                1,
+                h as u32,
+                1,
+                64,
+                1,
+                1,
+                0,
+                null_mut(),
+                args.as_mut_ptr(),
+                null_mut(),
+            )
+        },
+        "tex_fetch_2d",
+    );
+    dtoh::<f32>(out, w * h)
+}
+
 #[test]
 fn texture_objects_over_linear_and_pitched_memory() {
     setup();
@@ -105,30 +134,7 @@ fn texture_objects_over_linear_and_pitched_memory() {
     };
     let (r, t2) = create(&res2, &desc2);
     check(r, "pitch-2D texture");
-    let out2 = alloc(w * h * 4);
-    let k2 = function(m, "tex_fetch_2d");
-    let l: Launch = f("cuLaunchKernel");
-    let (mut th2, mut op2, mut ww, mut hh) = (t2, out2, w as u32, h as u32);
-    let mut args = [ptr(&mut th2), ptr(&mut op2), ptr(&mut ww), ptr(&mut hh)];
-    check(
-        unsafe {
-            l(
-                k2,
-                1,
-                h as u32,
-                1,
-                64,
-                1,
-                1,
-                0,
-                null_mut(),
-                args.as_mut_ptr(),
-                null_mut(),
-            )
-        },
-        "tex_fetch_2d",
-    );
-    let got = dtoh::<f32>(out2, w * h);
+    let got = fetch_2d(m, t2, w, h);
     let texel = |x: i64, y: i64| {
         let (x, y) = (x.clamp(0, w as i64 - 1), y.clamp(0, h as i64 - 1));
         img[y as usize * pitch / 4 + x as usize]
@@ -193,8 +199,6 @@ fn wrap_and_mirror_with_unnormalized_coordinates_clamp() {
         let (x, y) = (x.clamp(0, w as i64 - 1), y.clamp(0, h as i64 - 1));
         img[y as usize * pitch / 4 + x as usize]
     };
-    let k2 = function(m, "tex_fetch_2d");
-    let l: Launch = f("cuLaunchKernel");
     for modes in [[0u32, 0, 0], [2, 2, 2], [0, 2, 0]] {
         let desc = TextureDesc {
             address_mode: modes,
@@ -202,28 +206,7 @@ fn wrap_and_mirror_with_unnormalized_coordinates_clamp() {
         };
         let (r, t) = create(&res, &desc);
         check(r, "pitch-2D texture, wrap/mirror, unnormalized");
-        let out = alloc(w * h * 4);
-        let (mut th, mut op, mut ww, mut hh) = (t, out, w as u32, h as u32);
-        let mut args = [ptr(&mut th), ptr(&mut op), ptr(&mut ww), ptr(&mut hh)];
-        check(
-            unsafe {
-                l(
-                    k2,
-                    1,
-                    h as u32,
-                    1,
-                    64,
-                    1,
-                    1,
-                    0,
-                    null_mut(),
-                    args.as_mut_ptr(),
-                    null_mut(),
-                )
-            },
-            "tex_fetch_2d",
-        );
-        let got = dtoh::<f32>(out, w * h);
+        let got = fetch_2d(m, t, w, h);
         for y in 0..h as i64 {
             for x in 0..w as i64 {
                 let want = texel(x, y) + 2.0 * texel(x - 3, y + 2);

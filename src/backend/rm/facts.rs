@@ -106,57 +106,43 @@ impl RmBackend {
     /// The valid entries of `NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO` in the loaded branch's layout
     /// (580: 12 virtual GPCs per skyline; 590+: 32).
     fn skylines(&self, major: u32) -> Result<Vec<Skyline>> {
-        fn take<const N: usize>(table: &[([u8; N], u32, u32, u32)], valid: u32) -> Vec<Skyline> {
-            table[..(valid as usize).min(table.len())]
-                .iter()
-                .map(|(v, singleton_mask, max_instances, compute_size)| Skyline {
-                    vgpc_tpcs: v.iter().copied().take_while(|&t| t != 0).collect(),
-                    singleton_mask: *singleton_mask,
-                    max_instances: *max_instances,
-                    compute_size: *compute_size,
-                })
-                .collect()
-        }
-        let (api, sub) = (&self.inner.api, self.inner.subdevice);
         if major < 580 {
             return Err(Error::new(
                 Status::NotSupported,
                 format!("not in driver branch {major} (new in 580)"),
             ));
         }
-        if major == 580 {
-            let mut p = NV2080_CTRL_GPU_GET_SKYLINE_INFO_PARAMS::default();
-            api.control(sub, NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO, &mut p)?;
-            let t: Vec<_> = p
-                .skylineTable
-                .iter()
-                .map(|s| {
-                    (
-                        s.skylineVgpcSize,
-                        s.singletonVgpcMask,
-                        s.maxInstances,
-                        s.computeSizeFlag,
-                    )
-                })
-                .collect();
-            Ok(take(&t, p.validEntries))
-        } else {
-            let mut p = NV2080_CTRL_GPU_GET_SKYLINE_INFO_PARAMS_V590::default();
-            api.control(sub, NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO, &mut p)?;
-            let t: Vec<_> = p
-                .skylineTable
-                .iter()
-                .map(|s| {
-                    (
-                        s.skylineVgpcSize,
-                        s.singletonVgpcMask,
-                        s.maxInstances,
-                        s.computeSizeFlag,
-                    )
-                })
-                .collect();
-            Ok(take(&t, p.validEntries))
+        // The two layouts have the same fields; only the virtual GPC array's length differs.
+        macro_rules! read {
+            ($params:ty) => {{
+                let mut p = <$params>::default();
+                self.inner.api.control(
+                    self.inner.subdevice,
+                    NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO,
+                    &mut p,
+                )?;
+                let valid = (p.validEntries as usize).min(p.skylineTable.len());
+                p.skylineTable[..valid]
+                    .iter()
+                    .map(|s| Skyline {
+                        vgpc_tpcs: s
+                            .skylineVgpcSize
+                            .iter()
+                            .copied()
+                            .take_while(|&t| t != 0)
+                            .collect(),
+                        singleton_mask: s.singletonVgpcMask,
+                        max_instances: s.maxInstances,
+                        compute_size: s.computeSizeFlag,
+                    })
+                    .collect()
+            }};
         }
+        Ok(if major == 580 {
+            read!(NV2080_CTRL_GPU_GET_SKYLINE_INFO_PARAMS)
+        } else {
+            read!(NV2080_CTRL_GPU_GET_SKYLINE_INFO_PARAMS_V590)
+        })
     }
 
     /// FB info `HEAP_FREE` and `HEAP_SIZE` (KiB): the video memory allocations come from.
