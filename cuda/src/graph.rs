@@ -50,12 +50,205 @@ pub(crate) enum NodeKind {
         pitch: u64,
     },
     Empty,
+    /// A memory allocation node (`cuGraphAddMemAllocNode`, or `cuMemAllocAsync` captured): the
+    /// memory is allocated when the node is made and stays at its address; running the node
+    /// does nothing.
+    MemAlloc(Arc<GraphMem>),
+    /// A memory free node (`cuGraphAddMemFreeNode`, or `cuMemFreeAsync` captured) of a graph
+    /// allocation: running it does nothing; the memory is freed once the graphs and executable
+    /// graphs holding its nodes are destroyed.
+    MemFree(Arc<GraphMem>),
     /// A host node (`cuGraphAddHostNode`, or `cuLaunchHostFunc` captured): `f(data)` on a host
     /// thread once the nodes recorded before it have run; the nodes recorded after it wait.
     Host {
         f: HostFn,
         data: usize,
     },
+}
+
+/// Memory of a graph's allocation node.
+pub(crate) struct GraphMem {
+    /// Its device address.
+    pub va: u64,
+    /// A free node of it was made: the graphs own the memory, freed with the last node that
+    /// holds it. Otherwise it is the program's after a launch (`cuMemFree`, `cuMemFreeAsync`).
+    pub freed_by_graph: std::sync::atomic::AtomicBool,
+}
+
+/// The live graph allocations, by address (free nodes name them by address, in any graph).
+static GRAPH_MEMS: Mutex<Vec<(u64, std::sync::Weak<GraphMem>)>> = Mutex::new(Vec::new());
+
+impl Drop for GraphMem {
+    fn drop(&mut self) {
+        GRAPH_MEMS.lock().retain(|(va, _)| *va != self.va);
+        if self
+            .freed_by_graph
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            // Freed once the work queued so far is done (libtegragpu defers the release).
+            drop(crate::memory::remove(self.va));
+        }
+    }
+}
+
+/// A memory allocation node of `bytes` bytes in context `ctx`, and its address.
+pub(crate) fn mem_alloc_kind(
+    ctx: &'static crate::context::Context,
+    bytes: u64,
+) -> R<(NodeKind, Arc<GraphMem>)> {
+    let a = crate::memory::alloc_device(ctx, bytes, tegragpu::core::MemFlags::default(), false, 0)?;
+    let m = Arc::new(GraphMem {
+        va: a.buf.gpu_va(),
+        freed_by_graph: std::sync::atomic::AtomicBool::new(false),
+    });
+    GRAPH_MEMS.lock().push((m.va, Arc::downgrade(&m)));
+    Ok((NodeKind::MemAlloc(m.clone()), m))
+}
+
+/// A memory free node of the graph allocation at `va`.
+pub(crate) fn mem_free_kind(va: u64) -> R<NodeKind> {
+    let mem = GRAPH_MEMS
+        .lock()
+        .iter()
+        .find(|(a, _)| *a == va)
+        .and_then(|(_, w)| w.upgrade())
+        .ok_or_else(|| {
+            invalid(format!(
+                "dptr {va:#x} is not the address of a graph's allocation node"
+            ))
+        })?;
+    if mem
+        .freed_by_graph
+        .swap(true, std::sync::atomic::Ordering::AcqRel)
+    {
+        return Err(invalid(format!("dptr {va:#x} already has a free node")));
+    }
+    Ok(NodeKind::MemFree(mem))
+}
+
+/// Add an allocation node; on failure its memory is released.
+unsafe fn add_alloc_node(
+    ph: *mut *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    n: usize,
+    (kind, mem): (NodeKind, Arc<GraphMem>),
+) -> R<u64> {
+    let va = mem.va;
+    if let Err(e) = add_node(ph, g, deps, n, kind) {
+        mem.freed_by_graph
+            .store(true, std::sync::atomic::Ordering::Release);
+        return Err(e);
+    }
+    Ok(va)
+}
+
+/// `CUDA_MEM_ALLOC_NODE_PARAMS` (the v1 layout: 120 bytes).
+#[repr(C)]
+pub struct MemAllocNodeParams {
+    pool_props: crate::pools::CUmemPoolProps,
+    access_descs: *const crate::pools::CUmemAccessDesc,
+    access_desc_count: usize,
+    bytesize: usize,
+    dptr: u64,
+}
+const _: () = assert!(std::mem::size_of::<MemAllocNodeParams>() == 120);
+
+/// `cuGraphAddMemAllocNode`: device memory of the current context's device (pinned device
+/// memory, `CU_MEM_ALLOCATION_TYPE_PINNED` at a device location); its address is written to
+/// `dptr`.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddMemAllocNode(
+    ph: *mut *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    n: usize,
+    params: *mut MemAllocNodeParams,
+) -> CUresult {
+    guard("cuGraphAddMemAllocNode", || {
+        let p = params
+            .as_mut()
+            .ok_or_else(|| invalid("nodeParams is NULL"))?;
+        let ctx = current()?;
+        // CU_MEM_ALLOCATION_TYPE_PINNED (1) at CU_MEM_LOCATION_TYPE_DEVICE (1) of this device.
+        let l = &p.pool_props.location;
+        if p.pool_props.alloc_type != 1 || l.type_ != 1 || l.id != ctx.dev.ordinal {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!(
+                    "poolProps: allocation type {}, location type {} id {}: graph allocations are device memory of the current context's device ({})",
+                    p.pool_props.alloc_type, l.type_, l.id, ctx.dev.ordinal
+                ),
+            ));
+        }
+        if p.bytesize == 0 {
+            return Err(invalid("bytesize is 0"));
+        }
+        p.dptr = add_alloc_node(ph, g, deps, n, mem_alloc_kind(ctx, p.bytesize as u64)?)?;
+        Ok(())
+    })
+}
+
+/// `cuGraphAddMemFreeNode`: frees, as far as the graph's work goes, the memory of a graph's
+/// allocation node (this graph's or another's).
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddMemFreeNode(
+    ph: *mut *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    n: usize,
+    dptr: u64,
+) -> CUresult {
+    guard("cuGraphAddMemFreeNode", || {
+        graph_ref(g)?;
+        let kind = mem_free_kind(dptr)?;
+        add_node(ph, g, deps, n, kind)
+    })
+}
+
+/// `cuGraphMemAllocNodeGetParams`: the allocation's size and address, device memory of its
+/// context's device.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphMemAllocNodeGetParams(
+    node: *mut c_void,
+    params: *mut MemAllocNodeParams,
+) -> CUresult {
+    guard("cuGraphMemAllocNodeGetParams", || {
+        let o = out(params, "params_out")?;
+        let n = node_ref(node)?;
+        let nodes = (*n.graph).nodes.lock();
+        let NodeKind::MemAlloc(m) = &nodes.0[n.index].kind else {
+            return Err(invalid("the node is not a memory allocation node"));
+        };
+        let (a, _) = crate::memory::find_va(m.va)
+            .ok_or_else(|| invalid(format!("the allocation at {:#x} has been freed", m.va)))?;
+        std::ptr::write_bytes(o as *mut MemAllocNodeParams, 0, 1);
+        o.pool_props.alloc_type = 1;
+        o.pool_props.location.type_ = 1;
+        o.pool_props.location.id = a.ctx.dev.ordinal;
+        o.bytesize = a.size as usize;
+        o.dptr = m.va;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphMemFreeNodeGetParams(
+    node: *mut c_void,
+    dptr: *mut u64,
+) -> CUresult {
+    guard("cuGraphMemFreeNodeGetParams", || {
+        let o = out(dptr, "dptr_out")?;
+        let n = node_ref(node)?;
+        let nodes = (*n.graph).nodes.lock();
+        match &nodes.0[n.index].kind {
+            NodeKind::MemFree(m) => {
+                *o = m.va;
+                Ok(())
+            }
+            _ => Err(invalid("the node is not a memory free node")),
+        }
+    })
 }
 
 /// A host node's function (`CUhostFn`).
@@ -846,6 +1039,8 @@ pub unsafe extern "C" fn cuGraphNodeGetType(h: *mut c_void, ty: *mut u32) -> CUr
             NodeKind::Memset { .. } => 2,
             NodeKind::Host { .. } => 3,
             NodeKind::Empty => 5,
+            NodeKind::MemAlloc(_) => 10,
+            NodeKind::MemFree(_) => 11,
         };
         Ok(())
     })
@@ -922,7 +1117,7 @@ fn topo_order(nodes: &[NodeData]) -> R<Vec<usize>> {
 /// The device a node runs on (`None`: an empty node).
 fn node_device(kind: &NodeKind) -> R<Option<tegragpu::core::Device>> {
     Ok(match kind {
-        NodeKind::Host { .. } => None,
+        NodeKind::Host { .. } | NodeKind::MemAlloc(_) | NodeKind::MemFree(_) => None,
         NodeKind::Kernel { func, .. } => Some(func.kernel.device().clone()),
         NodeKind::Copy { dst, src, .. } => {
             let (d, s) = (dst.0.device(), src.0.device());
@@ -993,7 +1188,10 @@ fn record(st: &mut ExecState) -> R {
                     None => continue,
                 }
             }
-            NodeKind::Empty | NodeKind::Host { .. } => continue,
+            NodeKind::Empty
+            | NodeKind::Host { .. }
+            | NodeKind::MemAlloc(_)
+            | NodeKind::MemFree(_) => continue,
         };
         st.cmd[i] = Some((si, idx));
     }

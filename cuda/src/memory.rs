@@ -86,7 +86,7 @@ pub(crate) fn check_range(what: &str, va: u64, n: u64) -> R<Option<(Alloc, u64)>
     }
 }
 
-fn alloc_device(
+pub(crate) fn alloc_device(
     ctx: &'static Context,
     size: u64,
     flags: MemFlags,

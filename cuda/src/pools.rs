@@ -393,7 +393,18 @@ unsafe fn alloc_async(
         ));
     }
     if s.is_capturing() {
-        return Err(crate::capture::refuse(s, what));
+        if size == 0 || pool.is_host() {
+            return Err(crate::capture::refuse(s, what));
+        }
+        // Captured: an allocation node of the capture's graph, its memory allocated now.
+        let mut va = 0;
+        crate::capture::add(s, || {
+            let (kind, mem) = crate::graph::mem_alloc_kind(ctx, size as u64)?;
+            va = mem.va;
+            Ok(kind)
+        })?;
+        *o = va;
+        return Ok(());
     }
     if size == 0 {
         *o = 0;
@@ -482,7 +493,8 @@ unsafe fn free_async(what: &str, dptr: CUdeviceptr, stream: *mut c_void, ptsz: b
         return Ok(());
     }
     if s.is_capturing() {
-        return Err(crate::capture::refuse(s, what));
+        // Captured: a free node of a graph allocation.
+        return crate::capture::add(s, || crate::graph::mem_free_kind(dptr));
     }
     match find_va(dptr) {
         Some((a, 0)) if !a.pinned_host() && !a.is_managed() => {}

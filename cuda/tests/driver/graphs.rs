@@ -690,3 +690,163 @@ fn host_nodes_run_between_the_nodes_around_them() {
     check(cu!(cuStreamDestroy_v2(s): *mut c_void), "stream destroy");
     check(cu!(cuMemFreeHost(pinned): *mut c_void), "free pinned");
 }
+
+/// Graph memory nodes (the samples graphMemoryNodes and conjugateGradientCudaGraphs): an
+/// allocation node's memory is used by the nodes after it and freed by a free node; the same
+/// through `cuMemAllocAsync` and `cuMemFreeAsync` on a capturing stream.
+#[test]
+fn memory_nodes_allocate_for_the_nodes_after_them() {
+    setup();
+    let m = load_fixture("kernels");
+    let fill = function(m, "fill_u32");
+    let n = 256usize;
+    let out = alloc(n * 4);
+    let mut g = null_mut();
+    check(
+        cu!(cuGraphCreate(&mut g, 0): *mut *mut c_void, u32),
+        "cuGraphCreate",
+    );
+    // CUDA_MEM_ALLOC_NODE_PARAMS: poolProps (allocType PINNED, location DEVICE 0), no access
+    // descriptors, bytesize at 104, dptr (out) at 112.
+    let mut params = [0u8; 120];
+    params[0..4].copy_from_slice(&1i32.to_ne_bytes());
+    params[8..12].copy_from_slice(&1i32.to_ne_bytes());
+    params[104..112].copy_from_slice(&((n * 4) as u64).to_ne_bytes());
+    let mut an = null_mut();
+    check(
+        cu!(cuGraphAddMemAllocNode(&mut an, g, std::ptr::null(), 0, params.as_mut_ptr()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut u8),
+        "cuGraphAddMemAllocNode",
+    );
+    let dptr = u64::from_ne_bytes(params[112..120].try_into().unwrap());
+    assert_ne!(dptr, 0);
+    let mut back = [0u8; 120];
+    check(
+        cu!(cuGraphMemAllocNodeGetParams(an, back.as_mut_ptr()): *mut c_void, *mut u8),
+        "cuGraphMemAllocNodeGetParams",
+    );
+    assert_eq!(back[104..120], params[104..120], "bytesize and dptr");
+    let (mut p, mut v, mut nn) = (dptr, 0x5au32, n as u32);
+    let mut args = [ptr(&mut p), ptr(&mut v), ptr(&mut nn)];
+    let mut pk = KernelNodeParams {
+        func: fill,
+        grid: [1, 1, 1],
+        block: [256, 1, 1],
+        shared: 0,
+        params: args.as_mut_ptr(),
+        extra: null_mut(),
+    };
+    let mut kn = null_mut();
+    check(
+        cu!(cuGraphAddKernelNode(&mut kn, g, &an, 1, ptr(&mut pk)): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void),
+        "fill node",
+    );
+    let mut mc = Memcpy3D {
+        src_type: 2,
+        src_device: dptr,
+        dst_type: 2,
+        dst_device: out,
+        width: n * 4,
+        height: 1,
+        depth: 1,
+        ..Default::default()
+    };
+    let mut cn = null_mut();
+    check(
+        cu!(cuGraphAddMemcpyNode(&mut cn, g, &kn, 1, ptr(&mut mc), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
+        "copy node",
+    );
+    let mut fnode = null_mut();
+    check(
+        cu!(cuGraphAddMemFreeNode(&mut fnode, g, &cn, 1, dptr): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, u64),
+        "cuGraphAddMemFreeNode",
+    );
+    let (mut t1, mut t2, mut freed) = (0u32, 0u32, 0u64);
+    check(
+        cu!(cuGraphNodeGetType(an, &mut t1): *mut c_void, *mut u32),
+        "type",
+    );
+    check(
+        cu!(cuGraphNodeGetType(fnode, &mut t2): *mut c_void, *mut u32),
+        "type",
+    );
+    assert_eq!((t1, t2), (10, 11), "MEM_ALLOC, MEM_FREE");
+    check(
+        cu!(cuGraphMemFreeNodeGetParams(fnode, &mut freed): *mut c_void, *mut u64),
+        "cuGraphMemFreeNodeGetParams",
+    );
+    assert_eq!(freed, dptr);
+    // A second free of the same memory, and a free of what no allocation node made.
+    let mut bad = null_mut();
+    assert_eq!(
+        cu!(cuGraphAddMemFreeNode(&mut bad, g, &cn, 1, dptr): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, u64),
+        1
+    );
+    assert_eq!(
+        cu!(cuGraphAddMemFreeNode(&mut bad, g, &cn, 1, out): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, u64),
+        1
+    );
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec, g, 0): *mut *mut c_void, *mut c_void, u64),
+        "instantiate",
+    );
+    check(
+        cu!(cuGraphLaunch(exec, null_mut()): *mut c_void, *mut c_void),
+        "launch",
+    );
+    check(cu!(cuCtxSynchronize(): ), "sync");
+    assert_eq!(dtoh::<u32>(out, n), vec![0x5a; n]);
+    check(cu!(cuGraphExecDestroy(exec): *mut c_void), "exec destroy");
+    check(cu!(cuGraphDestroy(g): *mut c_void), "graph destroy");
+
+    // Captured cuMemAllocAsync / cuMemFreeAsync.
+    let mut s = null_mut();
+    check(
+        cu!(cuStreamCreate(&mut s, 1): *mut *mut c_void, u32),
+        "stream",
+    );
+    check(
+        cu!(cuStreamBeginCapture_v2(s, 2): *mut c_void, u32),
+        "begin capture",
+    );
+    let mut tmp = 0u64;
+    check(
+        cu!(cuMemAllocAsync(&mut tmp, n * 4, s): *mut u64, usize, *mut c_void),
+        "captured cuMemAllocAsync",
+    );
+    assert_ne!(tmp, 0);
+    let l: Launch = f("cuLaunchKernel");
+    let (mut p2, mut v2, mut n2) = (tmp, 0x77u32, n as u32);
+    let mut a2 = [ptr(&mut p2), ptr(&mut v2), ptr(&mut n2)];
+    check(
+        unsafe { l(fill, 1, 1, 1, 256, 1, 1, 0, s, a2.as_mut_ptr(), null_mut()) },
+        "captured fill",
+    );
+    check(
+        cu!(cuMemcpyDtoDAsync_v2(out, tmp, n * 4, s): u64, u64, usize, *mut c_void),
+        "captured copy",
+    );
+    check(
+        cu!(cuMemFreeAsync(tmp, s): u64, *mut c_void),
+        "captured cuMemFreeAsync",
+    );
+    let mut cg = null_mut();
+    check(
+        cu!(cuStreamEndCapture(s, &mut cg): *mut c_void, *mut *mut c_void),
+        "end capture",
+    );
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec, cg, 0): *mut *mut c_void, *mut c_void, u64),
+        "instantiate captured",
+    );
+    check(
+        cu!(cuGraphLaunch(exec, s): *mut c_void, *mut c_void),
+        "launch captured",
+    );
+    check(cu!(cuStreamSynchronize(s): *mut c_void), "sync");
+    assert_eq!(dtoh::<u32>(out, n), vec![0x77; n]);
+    check(cu!(cuGraphExecDestroy(exec): *mut c_void), "exec destroy");
+    check(cu!(cuGraphDestroy(cg): *mut c_void), "graph destroy");
+    check(cu!(cuStreamDestroy_v2(s): *mut c_void), "stream destroy");
+}
