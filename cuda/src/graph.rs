@@ -1079,6 +1079,8 @@ struct ExecState {
     /// Host nodes: (the number of segments recorded before it, its node index), in recording
     /// order. A host node ends the segment before it.
     host: Vec<(usize, usize)>,
+    /// Some memcpy node copies from or to pageable host memory (a launch adds host steps).
+    pageable: bool,
     aux: Vec<Aux>,
     /// The graph the exec was made from (node handles are checked against it).
     graph: *const Graph,
@@ -1200,6 +1202,15 @@ fn record(st: &mut ExecState) -> R {
     }
     st.segs = segs;
     st.host = host;
+    st.pageable = st.kinds.iter().any(|k| {
+        matches!(
+            k,
+            NodeKind::Copy {
+                pageable: Some(_),
+                ..
+            }
+        )
+    });
     Ok(())
 }
 
@@ -1253,6 +1264,7 @@ unsafe fn instantiate(pexec: *mut *mut c_void, h: *mut c_void) -> R {
         cmd: Vec::new(),
         segs: Vec::new(),
         host: Vec::new(),
+        pageable: false,
         aux: Vec::new(),
         graph: g,
     };
@@ -1414,7 +1426,15 @@ fn host_steps(st: &ExecState) -> (HostSteps, HostSteps) {
 unsafe fn graph_launch(h: *mut c_void, s: *mut c_void, ptds: bool) -> R {
     let e = exec_ref(h)?;
     stream_of(s, ptds)?;
-    let (pre, post) = host_steps(&e.nodes.lock());
+    // Most graphs have no pageable copies: one flag, set when the graph was recorded.
+    let (pre, post) = {
+        let st = e.nodes.lock();
+        if st.pageable {
+            host_steps(&st)
+        } else {
+            (Vec::new(), Vec::new())
+        }
+    };
     if !pre.is_empty() {
         crate::extras::host_call(
             s,

@@ -170,30 +170,7 @@ fn arrays_copies_and_textures() {
         cu!(cuTexObjectCreate(&mut t, &res, &tdesc, std::ptr::null()): *mut u64, *const ResourceDesc, *const TextureDesc, *const c_void),
         "texture over an array",
     );
-    let out = alloc(w * h * 4);
-    let k = function(m, "tex_fetch_2d");
-    let l: Launch = f("cuLaunchKernel");
-    let (mut th, mut op, mut ww, mut hh) = (t, out, w as u32, h as u32);
-    let mut args = [ptr(&mut th), ptr(&mut op), ptr(&mut ww), ptr(&mut hh)];
-    check(
-        unsafe {
-            l(
-                k,
-                1,
-                h as u32,
-                1,
-                64,
-                1,
-                1,
-                0,
-                null_mut(),
-                args.as_mut_ptr(),
-                null_mut(),
-            )
-        },
-        "tex_fetch_2d",
-    );
-    let got = dtoh::<f32>(out, w * h);
+    let got = crate::texture::fetch_2d(m, t, w, h);
     let texel = |x: i64, y: i64| {
         let (x, y) = (x.clamp(0, w as i64 - 1), y.clamp(0, h as i64 - 1));
         img[y as usize * w + x as usize]

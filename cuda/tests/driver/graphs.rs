@@ -348,6 +348,54 @@ fn graph_copy_after_the_writers_it_depends_on() {
     check(cu!(cuGraphDestroy(g): *mut c_void), "destroy");
 }
 
+/// A one-row copy of `bytes` bytes between two (memory type, address) ends: host addresses
+/// for `CU_MEMORYTYPE_HOST` (1), device (or unified) addresses otherwise.
+fn row_copy(src: (u32, u64), dst: (u32, u64), bytes: usize) -> Memcpy3D {
+    let mut m = Memcpy3D {
+        src_type: src.0,
+        dst_type: dst.0,
+        width: bytes,
+        height: 1,
+        depth: 1,
+        ..Default::default()
+    };
+    if src.0 == 1 {
+        m.src_host = src.1 as usize;
+    } else {
+        m.src_device = src.1;
+    }
+    if dst.0 == 1 {
+        m.dst_host = dst.1 as usize;
+    } else {
+        m.dst_device = dst.1;
+    }
+    m
+}
+
+/// A graph of copy `up` followed by copy `down`, and its executable graph.
+fn round_trip_graph(mut up: Memcpy3D, mut down: Memcpy3D) -> (*mut c_void, *mut c_void) {
+    let mut g = null_mut();
+    check(
+        cu!(cuGraphCreate(&mut g, 0): *mut *mut c_void, u32),
+        "cuGraphCreate",
+    );
+    let (mut nu, mut nd) = (null_mut(), null_mut());
+    check(
+        cu!(cuGraphAddMemcpyNode(&mut nu, g, std::ptr::null(), 0, ptr(&mut up), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
+        "upload node",
+    );
+    check(
+        cu!(cuGraphAddMemcpyNode(&mut nd, g, &nu, 1, ptr(&mut down), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
+        "download node",
+    );
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec, g, 0): *mut *mut c_void, *mut c_void, u64),
+        "instantiate",
+    );
+    (g, exec)
+}
+
 /// Memcpy nodes between pinned host memory and device memory (the CUDA runtime's
 /// `cudaGraphAddMemcpyNode` with `cudaMemcpyHostToDevice`, as the samples simpleCudaGraphs and
 /// jacobiCudaGraphs build them): host → device → host in one graph, replayed with new host data;
@@ -367,45 +415,10 @@ fn memcpy_nodes_copy_pinned_and_pageable_host_memory() {
         "cuMemAllocHost (out)",
     );
     let dev = alloc(bytes);
-    let mut g = null_mut();
-    check(
-        cu!(cuGraphCreate(&mut g, 0): *mut *mut c_void, u32),
-        "cuGraphCreate",
-    );
     // Host memory type for the upload; the download names the host pointer as a unified one.
-    let mut up = Memcpy3D {
-        src_type: 1,
-        src_host: hin as usize,
-        dst_type: 2,
-        dst_device: dev,
-        width: bytes,
-        height: 1,
-        depth: 1,
-        ..Default::default()
-    };
-    let mut down = Memcpy3D {
-        src_type: 2,
-        src_device: dev,
-        dst_type: 4,
-        dst_device: hout as u64,
-        width: bytes,
-        height: 1,
-        depth: 1,
-        ..Default::default()
-    };
-    let (mut nu, mut nd) = (null_mut(), null_mut());
-    check(
-        cu!(cuGraphAddMemcpyNode(&mut nu, g, std::ptr::null(), 0, ptr(&mut up), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
-        "host to device node",
-    );
-    check(
-        cu!(cuGraphAddMemcpyNode(&mut nd, g, &nu, 1, ptr(&mut down), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
-        "device to host node",
-    );
-    let mut exec = null_mut();
-    check(
-        cu!(cuGraphInstantiateWithFlags(&mut exec, g, 0): *mut *mut c_void, *mut c_void, u64),
-        "instantiate",
+    let (g, exec) = round_trip_graph(
+        row_copy((1, hin as u64), (2, dev), bytes),
+        row_copy((2, dev), (4, hout as u64), bytes),
     );
     for round in 0..3u32 {
         // SAFETY: both are pinned allocations of `bytes` bytes, not in use by the GPU now.
@@ -433,44 +446,9 @@ fn memcpy_nodes_copy_pinned_and_pageable_host_memory() {
     // it): read when each launch starts, written once it has run.
     let mut pin = vec![0u32; n];
     let mut pout = vec![0u32; n];
-    let mut g = null_mut();
-    check(
-        cu!(cuGraphCreate(&mut g, 0): *mut *mut c_void, u32),
-        "cuGraphCreate",
-    );
-    let mut up = Memcpy3D {
-        src_type: 1,
-        src_host: pin.as_ptr() as usize,
-        dst_type: 2,
-        dst_device: dev,
-        width: bytes,
-        height: 1,
-        depth: 1,
-        ..Default::default()
-    };
-    let mut down = Memcpy3D {
-        src_type: 2,
-        src_device: dev,
-        dst_type: 1,
-        dst_host: pout.as_mut_ptr() as usize,
-        width: bytes,
-        height: 1,
-        depth: 1,
-        ..Default::default()
-    };
-    let (mut nu, mut nd) = (null_mut(), null_mut());
-    check(
-        cu!(cuGraphAddMemcpyNode(&mut nu, g, std::ptr::null(), 0, ptr(&mut up), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
-        "pageable host to device node",
-    );
-    check(
-        cu!(cuGraphAddMemcpyNode(&mut nd, g, &nu, 1, ptr(&mut down), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
-        "device to pageable host node",
-    );
-    let mut exec = null_mut();
-    check(
-        cu!(cuGraphInstantiateWithFlags(&mut exec, g, 0): *mut *mut c_void, *mut c_void, u64),
-        "instantiate",
+    let (g, exec) = round_trip_graph(
+        row_copy((1, pin.as_ptr() as u64), (2, dev), bytes),
+        row_copy((2, dev), (1, pout.as_mut_ptr() as u64), bytes),
     );
     for round in 0..3u32 {
         for (i, v) in pin.iter_mut().enumerate() {

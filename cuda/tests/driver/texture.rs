@@ -37,7 +37,7 @@ fn create(res: &ResourceDesc, desc: &TextureDesc) -> (CUresult, u64) {
 
 /// The fixture kernel `tex_fetch_2d` over texture `t` of `w` x `h` texels (one block per row):
 /// its output, texel (x, y) + 2 × texel (x - 3, y + 2) per element.
-fn fetch_2d(m: *mut c_void, t: u64, w: usize, h: usize) -> Vec<f32> {
+pub(crate) fn fetch_2d(m: *mut c_void, t: u64, w: usize, h: usize) -> Vec<f32> {
     let out = alloc(w * h * 4);
     let k = function(m, "tex_fetch_2d");
     let l: Launch = f("cuLaunchKernel");
