@@ -397,14 +397,26 @@ unsafe fn alloc_async(
             return Err(crate::capture::refuse(s, what));
         }
         // Captured: an allocation node of the capture's graph, its memory allocated now.
-        let mut va = 0;
-        crate::capture::add(s, || {
+        let mut made = None;
+        let r = crate::capture::add(s, || {
             let (kind, mem) = crate::graph::mem_alloc_kind(ctx, size as u64)?;
-            va = mem.va;
+            made = Some(mem);
             Ok(kind)
-        })?;
-        *o = va;
-        return Ok(());
+        });
+        return match (r, made) {
+            (Ok(()), Some(mem)) => {
+                *o = mem.va;
+                Ok(())
+            }
+            // The node was not added: its memory goes with it.
+            (r, made) => {
+                if let Some(mem) = made {
+                    mem.freed_by_graph
+                        .store(true, std::sync::atomic::Ordering::Release);
+                }
+                r.and(Err(fail(CUDA_ERROR_UNKNOWN, "no allocation node was made")))
+            }
+        };
     }
     if size == 0 {
         *o = 0;
