@@ -23,6 +23,9 @@ pub struct Dev {
     pub primary: Mutex<(Option<&'static crate::context::Context>, u32)>,
     /// Flags for the primary context (`cuDevicePrimaryCtxSetFlags`).
     pub primary_flags: std::sync::atomic::AtomicU32,
+    /// Bytes of graph allocations alive now, and the most alive at once since the last reset
+    /// (`cuDeviceGetGraphMemAttribute`).
+    pub graph_mem: Mutex<(u64, u64)>,
 }
 
 impl Dev {
@@ -66,6 +69,7 @@ pub fn devices() -> &'static [Dev] {
             opened: OnceLock::new(),
             primary: Mutex::new((None, 0)),
             primary_flags: Default::default(),
+            graph_mem: Mutex::new((0, 0)),
         };
         let named = core::device_from_env().ok().flatten().is_some();
         let list = match core::list_devices() {

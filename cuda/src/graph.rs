@@ -91,14 +91,112 @@ impl Drop for GraphMem {
     }
 }
 
+/// Bytes of one graph allocation, counted in its device's graph memory while this lives.
+pub(crate) struct GraphBytes {
+    dev: &'static crate::device::Dev,
+    bytes: u64,
+}
+
+impl GraphBytes {
+    fn new(dev: &'static crate::device::Dev, bytes: u64) -> Self {
+        let mut g = dev.graph_mem.lock();
+        g.0 += bytes;
+        g.1 = g.1.max(g.0);
+        GraphBytes { dev, bytes }
+    }
+}
+
+impl Drop for GraphBytes {
+    fn drop(&mut self) {
+        self.dev.graph_mem.lock().0 -= self.bytes;
+    }
+}
+
+/// `CUgraphMem_attribute` names, for messages.
+fn graph_mem_attr_name(attr: i32) -> R<&'static str> {
+    Ok(match attr {
+        0 => "CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT",
+        1 => "CU_GRAPH_MEM_ATTR_USED_MEM_HIGH",
+        2 => "CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT",
+        3 => "CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH",
+        _ => {
+            return Err(invalid(format!(
+                "attr {attr} is not a CUgraphMem_attribute (0-3)"
+            )))
+        }
+    })
+}
+
+/// `cuDeviceGetGraphMemAttribute`: the bytes of graph allocations of `device`. Graph memory is
+/// allocated when its allocation node is made and released when its free node's graphs are
+/// destroyed (or by the program, without a free node), and nothing more is reserved: the used
+/// and reserved figures are the same.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetGraphMemAttribute(
+    device: CUdevice,
+    attr: i32,
+    value: *mut c_void,
+) -> CUresult {
+    guard("cuDeviceGetGraphMemAttribute", || {
+        let d = crate::device::dev(device)?;
+        graph_mem_attr_name(attr)?;
+        let o = out(value as *mut u64, "value")?;
+        let g = *d.graph_mem.lock();
+        *o = if attr % 2 == 0 { g.0 } else { g.1 };
+        Ok(())
+    })
+}
+
+/// `cuDeviceSetGraphMemAttribute`: only the high-water marks can be set, and only to 0, which
+/// restarts them from the bytes in use now.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceSetGraphMemAttribute(
+    device: CUdevice,
+    attr: i32,
+    value: *mut c_void,
+) -> CUresult {
+    guard("cuDeviceSetGraphMemAttribute", || {
+        let d = crate::device::dev(device)?;
+        let name = graph_mem_attr_name(attr)?;
+        let v = (value as *const u64)
+            .as_ref()
+            .ok_or_else(|| invalid("value is NULL"))?;
+        if attr % 2 == 0 {
+            return Err(invalid(format!("{name} cannot be set")));
+        }
+        if *v != 0 {
+            return Err(invalid(format!("{name} can only be reset to 0, not {v}")));
+        }
+        let mut g = d.graph_mem.lock();
+        g.1 = g.0;
+        Ok(())
+    })
+}
+
+/// `cuDeviceGraphMemTrim`: this library keeps no graph memory in reserve, so there is nothing to
+/// give back; the device is checked.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGraphMemTrim(device: CUdevice) -> CUresult {
+    guard("cuDeviceGraphMemTrim", || {
+        crate::device::dev(device)?;
+        Ok(())
+    })
+}
+
 /// A memory allocation node of `bytes` bytes in context `ctx`, and its address.
 pub(crate) fn mem_alloc_kind(
     ctx: &'static crate::context::Context,
     bytes: u64,
 ) -> R<(NodeKind, Arc<GraphMem>)> {
-    let a = crate::memory::alloc_device(ctx, bytes, tegragpu::core::MemFlags::default(), false, 0)?;
+    let mut a =
+        crate::memory::alloc_device(ctx, bytes, tegragpu::core::MemFlags::default(), false, 0)?;
+    let va = a.buf.gpu_va();
+    // Nobody else knows the address yet: the record is taken out and put back counted.
+    drop(crate::memory::remove(va));
+    a.graph = Some(Arc::new(GraphBytes::new(ctx.dev, bytes)));
+    crate::memory::insert(a);
     let m = Arc::new(GraphMem {
-        va: a.buf.gpu_va(),
+        va,
         freed_by_graph: std::sync::atomic::AtomicBool::new(false),
     });
     GRAPH_MEMS.lock().push((m.va, Arc::downgrade(&m)));
@@ -257,9 +355,11 @@ pub(crate) type HostFn = unsafe extern "C" fn(*mut c_void);
 /// The pageable host end of a memcpy node.
 #[derive(Clone, Copy)]
 pub(crate) enum Pageable {
-    /// Host → device: the bytes at this address fill the staging buffer (`src`) before a launch.
+    /// Host → device: the bytes at this address fill the staging buffer (`src`) by a host
+    /// step once the nodes before the copy have run.
     From(usize),
-    /// Device → host: the staging buffer (`dst`) is copied to this address after a launch.
+    /// Device → host: the staging buffer (`dst`) is copied to this address by a host step once
+    /// the copy has run, before the nodes after it.
     To(usize),
 }
 
@@ -752,6 +852,27 @@ pub(crate) fn copy_va_kind(dst: u64, src: u64, n: u64) -> R<NodeKind> {
     })
 }
 
+/// A memcpy node of `n` bytes between host address `host` and device address `dev` (`to_device`:
+/// host → device), for stream capture of `cuMemcpyHtoDAsync`, `cuMemcpyDtoHAsync` and
+/// `cuMemcpyAsync`: pinned and registered host memory is copied by the GPU, other host memory
+/// is staged when the graph runs.
+pub(crate) fn host_copy_kind(dev: u64, host: usize, n: u64, to_device: bool) -> R<NodeKind> {
+    // SAFETY: CUDA_MEMCPY3D is plain data; all zeros is a valid value.
+    let mut p: CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+    p.WidthInBytes = n as usize;
+    p.Height = 1;
+    p.Depth = 1;
+    if to_device {
+        (p.srcMemoryType, p.srcHost) = (CU_MEMORYTYPE_HOST, host as *const c_void);
+        (p.dstMemoryType, p.dstDevice) = (CU_MEMORYTYPE_DEVICE, dev);
+    } else {
+        (p.srcMemoryType, p.srcDevice) = (CU_MEMORYTYPE_DEVICE, dev);
+        (p.dstMemoryType, p.dstHost) = (CU_MEMORYTYPE_HOST, host as *mut c_void);
+    }
+    // SAFETY: `p` is a valid CUDA_MEMCPY3D.
+    unsafe { copy_kind(&p) }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphAddMemsetNode(
     ph: *mut *mut c_void,
@@ -1076,11 +1197,10 @@ struct ExecState {
     /// Per node: its segment and its command index in that segment's command buffer.
     cmd: Vec<Option<(usize, usize)>>,
     segs: Vec<Segment>,
-    /// Host nodes: (the number of segments recorded before it, its node index), in recording
-    /// order. A host node ends the segment before it.
+    /// Host steps: (the number of segments recorded before it, its node index), in recording
+    /// order: host nodes, and the staging of memcpy nodes with a pageable end (filled before the
+    /// copy, copied out after it). A host step ends the segment before it.
     host: Vec<(usize, usize)>,
-    /// Some memcpy node copies from or to pageable host memory (a launch adds host steps).
-    pageable: bool,
     aux: Vec<Aux>,
     /// The graph the exec was made from (node handles are checked against it).
     graph: *const Graph,
@@ -1152,10 +1272,20 @@ fn record(st: &mut ExecState) -> R {
     let mut host = Vec::new();
     let mut new_segment = false;
     for &i in &st.order {
-        if matches!(st.kinds[i], NodeKind::Host { .. }) {
-            host.push((segs.len(), i));
-            new_segment = true;
-            continue;
+        match &st.kinds[i] {
+            NodeKind::Host { .. } => {
+                host.push((segs.len(), i));
+                new_segment = true;
+                continue;
+            }
+            NodeKind::Copy {
+                pageable: Some(Pageable::From(_)),
+                ..
+            } => {
+                host.push((segs.len(), i));
+                new_segment = true;
+            }
+            _ => {}
         }
         let Some(dev) = node_device(&st.kinds[i])? else {
             continue;
@@ -1196,21 +1326,20 @@ fn record(st: &mut ExecState) -> R {
             | NodeKind::MemFree(_) => continue,
         };
         st.cmd[i] = Some((si, idx));
+        if let NodeKind::Copy {
+            pageable: Some(Pageable::To(_)),
+            ..
+        } = &st.kinds[i]
+        {
+            host.push((segs.len(), i));
+            new_segment = true;
+        }
     }
     for g in &mut segs {
         g.cb.finish()?;
     }
     st.segs = segs;
     st.host = host;
-    st.pageable = st.kinds.iter().any(|k| {
-        matches!(
-            k,
-            NodeKind::Copy {
-                pageable: Some(_),
-                ..
-            }
-        )
-    });
     Ok(())
 }
 
@@ -1264,7 +1393,6 @@ unsafe fn instantiate(pexec: *mut *mut c_void, h: *mut c_void) -> R {
         cmd: Vec::new(),
         segs: Vec::new(),
         host: Vec::new(),
-        pageable: false,
         aux: Vec::new(),
         graph: g,
     };
@@ -1393,103 +1521,70 @@ pub unsafe extern "C" fn cuGraphExecDestroy(h: *mut c_void) -> CUresult {
     })
 }
 
-/// The host steps of an executable graph's pageable memcpy nodes: (host address, staging
-/// buffer, bytes) to fill before a launch, and to copy out after it.
-type HostSteps = Vec<(usize, Arc<Buffer>, u64)>;
+/// `cuGraphLaunch`: the graph's replays in the stream's order, with its host steps (host
+/// nodes, pageable memcpy staging) between them.
+unsafe fn graph_launch(h: *mut c_void, s: *mut c_void, ptds: bool) -> R {
+    let e = exec_ref(h)?;
+    stream_of(s, ptds)?;
+    replay(e, s, ptds)
+}
 
-fn host_steps(st: &ExecState) -> (HostSteps, HostSteps) {
-    let (mut pre, mut post) = (Vec::new(), Vec::new());
-    for k in &st.kinds {
-        match k {
+/// One host step of a launch.
+enum HostStep {
+    /// A host node: `f(data)`.
+    Call(HostFn, usize),
+    /// Fill a staging buffer from pageable host memory (host address, buffer, bytes).
+    Fill(usize, Arc<Buffer>, u64),
+    /// Copy a staging buffer out to pageable host memory (host address, buffer, bytes).
+    Out(usize, Arc<Buffer>, u64),
+}
+
+/// Run the host steps recorded after `k` segments, in order, on a host thread in the stream's
+/// order (`host_call`).
+unsafe fn host_nodes(st: &ExecState, k: usize, h: *mut c_void, ptds: bool) -> R {
+    let steps: Vec<HostStep> = st
+        .host
+        .iter()
+        .filter(|(at, _)| *at == k)
+        .filter_map(|(_, i)| match &st.kinds[*i] {
+            NodeKind::Host { f, data } => Some(HostStep::Call(*f, *data)),
             NodeKind::Copy {
                 src,
                 bytes,
                 pageable: Some(Pageable::From(a)),
                 ..
-            } => pre.push((*a, src.0.clone(), *bytes)),
+            } => Some(HostStep::Fill(*a, src.0.clone(), *bytes)),
             NodeKind::Copy {
                 dst,
                 bytes,
                 pageable: Some(Pageable::To(a)),
                 ..
-            } => post.push((*a, dst.0.clone(), *bytes)),
-            _ => {}
-        }
-    }
-    (pre, post)
-}
-
-/// `cuGraphLaunch`: the graph's replays in the stream's order; with pageable memcpy nodes, a
-/// host step before them fills the staging buffers from host memory and one after them copies
-/// the staging buffers out (each runs once the stream's earlier work is complete, and the
-/// stream's later work waits for it, as `cuLaunchHostFunc`).
-unsafe fn graph_launch(h: *mut c_void, s: *mut c_void, ptds: bool) -> R {
-    let e = exec_ref(h)?;
-    stream_of(s, ptds)?;
-    // Most graphs have no pageable copies: one flag, set when the graph was recorded.
-    let (pre, post) = {
-        let st = e.nodes.lock();
-        if st.pageable {
-            host_steps(&st)
-        } else {
-            (Vec::new(), Vec::new())
-        }
-    };
-    if !pre.is_empty() {
-        crate::extras::host_call(
-            s,
-            ptds,
-            Box::new(move |_| {
-                for (a, b, n) in &pre {
-                    // SAFETY: the program keeps the host memory valid until the launch runs
-                    // (as for NVIDIA's); the staging buffer is mapped, `n` bytes long.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(*a as *const u8, b.cpu_ptr(), *n as usize)
-                    };
-                }
-            }),
-        )?;
-    }
-    replay(e, s, ptds)?;
-    if !post.is_empty() {
-        crate::extras::host_call(
-            s,
-            ptds,
-            Box::new(move |_| {
-                for (a, b, n) in &post {
-                    // SAFETY: as above; the graph has written the staging buffer.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(b.cpu_ptr(), *a as *mut u8, *n as usize)
-                    };
-                }
-            }),
-        )?;
-    }
-    Ok(())
-}
-
-/// Run the host nodes recorded after `k` segments, in order, on a host thread in the stream's
-/// order (`host_call`).
-unsafe fn host_nodes(st: &ExecState, k: usize, h: *mut c_void, ptds: bool) -> R {
-    let fns: Vec<(HostFn, usize)> = st
-        .host
-        .iter()
-        .filter(|(at, _)| *at == k)
-        .filter_map(|(_, i)| match st.kinds[*i] {
-            NodeKind::Host { f, data } => Some((f, data)),
+            } => Some(HostStep::Out(*a, dst.0.clone(), *bytes)),
             _ => None,
         })
         .collect();
-    if fns.is_empty() {
+    if steps.is_empty() {
         return Ok(());
     }
     crate::extras::host_call(
         h,
         ptds,
         Box::new(move |_| {
-            for (f, data) in fns {
-                // SAFETY: the program's host function with its own data, as for NVIDIA's.
-                unsafe { f(data as *mut c_void) };
+            for step in steps {
+                // SAFETY: the program's host function with its own data, and host memory the
+                // program keeps valid until the launch has run (as for NVIDIA's); the staging
+                // buffers are mapped, `n` bytes long.
+                unsafe {
+                    match step {
+                        HostStep::Call(f, data) => f(data as *mut c_void),
+                        HostStep::Fill(a, b, n) => {
+                            std::ptr::copy_nonoverlapping(a as *const u8, b.cpu_ptr(), n as usize)
+                        }
+                        HostStep::Out(a, b, n) => {
+                            std::ptr::copy_nonoverlapping(b.cpu_ptr(), a as *mut u8, n as usize)
+                        }
+                    }
+                }
             }
         }),
     )

@@ -396,6 +396,7 @@ unsafe fn open_mem_handle(pdptr: *mut CUdeviceptr, handle: CUipcHandle, flags: u
         host_flags: 0,
         managed: None,
         pool: None,
+        graph: None,
     };
     let va = a.buf.gpu_va();
     let mut g = OPENED.lock();

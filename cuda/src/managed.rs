@@ -221,6 +221,7 @@ pub(crate) fn alloc_shared(
                 host_flags: 0,
                 managed: Some(pages),
                 pool: None,
+                graph: None,
             })
         }
         BackendKind::Nvgpu => {
@@ -253,6 +254,7 @@ pub(crate) fn alloc_shared(
                 host_flags: 0,
                 managed: Some(fresh()),
                 pool: None,
+                graph: None,
             })
         }
     }

@@ -26,6 +26,9 @@ pub struct Alloc {
     pub managed: Option<Arc<crate::managed::Managed>>,
     /// Stream-ordered allocations (`cuMemAllocAsync`, pools.rs): the pool.
     pub pool: Option<&'static crate::pools::Pool>,
+    /// Memory of a graph's allocation node: counted in its device's graph memory while any
+    /// copy of this record lives.
+    pub graph: Option<Arc<crate::graph::GraphBytes>>,
 }
 
 impl Alloc {
@@ -117,6 +120,7 @@ pub(crate) fn alloc_device(
         host_flags,
         managed: None,
         pool: None,
+        graph: None,
     };
     insert(a.clone());
     Ok(a)

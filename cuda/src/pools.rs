@@ -432,6 +432,7 @@ unsafe fn alloc_async(
         host_flags: 0,
         managed: pages,
         pool: Some(pool),
+        graph: None,
     });
     *o = va;
     Ok(())

@@ -92,6 +92,11 @@ pub(crate) unsafe fn write_owned(
     if dst == 0 {
         return Err(invalid("dstDevice is NULL"));
     }
+    if s.is_capturing() {
+        return crate::capture::add(s, || {
+            crate::graph::host_copy_kind(dst, src as usize, n, true)
+        });
+    }
     let (q, detour) = reaching(s, dst_owner)?;
     if let Some(sva) = pinned_va(q, src as usize, n) {
         q.record(|qq| qq.copy_va(dst, sva, n))?;
@@ -132,6 +137,11 @@ pub(crate) unsafe fn read_owned(
     }
     if src == 0 {
         return Err(invalid("srcDevice is NULL"));
+    }
+    if s.is_capturing() {
+        return crate::capture::add(s, || {
+            crate::graph::host_copy_kind(src, dst as usize, n, false)
+        });
     }
     let (q, detour) = reaching(s, src_owner)?;
     if let Some(dva) = pinned_va(q, dst as usize, n) {

@@ -189,3 +189,108 @@ fn vmm_allocations_give_back_what_they_hold() {
         );
     }
 }
+
+fn graph_mem(attr: i32) -> u64 {
+    let mut v = 0u64;
+    check(
+        cu!(cuDeviceGetGraphMemAttribute(0, attr, &mut v): i32, i32, *mut u64),
+        "cuDeviceGetGraphMemAttribute",
+    );
+    v
+}
+
+/// A graph allocation node of `bytes` bytes in graph `g`, and its address.
+fn alloc_node(g: *mut c_void, bytes: usize) -> (*mut c_void, u64) {
+    // CUDA_MEM_ALLOC_NODE_PARAMS: allocType PINNED, location DEVICE 0, bytesize at 104, dptr
+    // (out) at 112.
+    let mut params = [0u8; 120];
+    params[0..4].copy_from_slice(&1i32.to_ne_bytes());
+    params[8..12].copy_from_slice(&1i32.to_ne_bytes());
+    params[104..112].copy_from_slice(&(bytes as u64).to_ne_bytes());
+    let mut node = null_mut();
+    check(
+        cu!(cuGraphAddMemAllocNode(&mut node, g, std::ptr::null(), 0, params.as_mut_ptr()):
+            *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut u8),
+        "cuGraphAddMemAllocNode",
+    );
+    (
+        node,
+        u64::from_ne_bytes(params[112..120].try_into().unwrap()),
+    )
+}
+
+/// The graph memory attributes (the sample graphMemoryFootprint): memory of allocation nodes
+/// counts from the node's creation until its free node's graph is destroyed, or until the
+/// program frees it where no free node does; the high-water marks reset to the current figure.
+#[test]
+fn graph_memory_attributes_count_graph_allocations() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    primary_current();
+    const MB: usize = 1 << 20;
+    let mut zero = 0u64;
+    for attr in [1, 3] {
+        check(
+            cu!(cuDeviceSetGraphMemAttribute(0, attr, &mut zero): i32, i32, *mut u64),
+            "reset a high-water mark",
+        );
+    }
+    let base = graph_mem(0);
+    assert_eq!(graph_mem(2), base, "reserved = used");
+    assert_eq!(graph_mem(1), base, "the high mark after a reset");
+    let mut g = null_mut();
+    check(
+        cu!(cuGraphCreate(&mut g, 0): *mut *mut c_void, u32),
+        "cuGraphCreate",
+    );
+    let (a, pa) = alloc_node(g, 3 * MB);
+    let mut fnode = null_mut();
+    check(
+        cu!(cuGraphAddMemFreeNode(&mut fnode, g, &a, 1, pa):
+            *mut *mut c_void, *mut c_void, *const *mut c_void, usize, u64),
+        "cuGraphAddMemFreeNode",
+    );
+    let (_, pb) = alloc_node(g, MB);
+    assert_eq!(
+        graph_mem(0),
+        base + 4 * MB as u64,
+        "used after two allocation nodes"
+    );
+    assert_eq!(
+        graph_mem(2),
+        base + 4 * MB as u64,
+        "reserved after two allocation nodes"
+    );
+    check(cu!(cuGraphDestroy(g): *mut c_void), "cuGraphDestroy");
+    check(cu!(cuCtxSynchronize(): ), "cuCtxSynchronize");
+    // The freed allocation is gone; the one without a free node is the program's until freed.
+    assert_eq!(
+        graph_mem(0),
+        base + MB as u64,
+        "used after the graph is destroyed"
+    );
+    assert_eq!(graph_mem(1), base + 4 * MB as u64, "the high mark stays");
+    check(cu!(cuDeviceGraphMemTrim(0): i32), "cuDeviceGraphMemTrim");
+    check(
+        cu!(cuMemFree_v2(pb): u64),
+        "cuMemFree_v2 of a graph allocation",
+    );
+    check(cu!(cuCtxSynchronize(): ), "cuCtxSynchronize");
+    assert_eq!(graph_mem(0), base, "used after the program freed it");
+    check(
+        cu!(cuDeviceSetGraphMemAttribute(0, 1, &mut zero): i32, i32, *mut u64),
+        "reset the high mark",
+    );
+    assert_eq!(graph_mem(1), base, "the high mark after a reset");
+    // Bad input: an attribute that is not one, a current figure set, a high mark set to other
+    // than 0, a NULL value, a device that does not exist.
+    let mut v = 5u64;
+    let get = |d: i32, attr: i32, p: *mut u64| cu!(cuDeviceGetGraphMemAttribute(d, attr, p): i32, i32, *mut u64);
+    let set =
+        |attr: i32, p: *mut u64| cu!(cuDeviceSetGraphMemAttribute(0, attr, p): i32, i32, *mut u64);
+    assert_eq!(get(0, 4, &mut v), 1, "attribute 4");
+    assert_eq!(get(0, 0, null_mut()), 1, "NULL value");
+    assert_eq!(get(99, 0, &mut v), 101, "device 99");
+    assert_eq!(set(0, &mut zero), 1, "setting the used figure");
+    assert_eq!(set(3, &mut v), 1, "a high mark set to 5");
+    assert_eq!(cu!(cuDeviceGraphMemTrim(99): i32), 101, "trim of device 99");
+}

@@ -1331,6 +1331,22 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         R("managed.host_attached.free", F(cuMemFree)(mh2));
     }
 
+    // Graph memory attributes: the error codes (the figures differ by design: this library
+    // counts graph memory from its allocation node's creation, NVIDIA's from the first launch).
+    {
+        cuuint64_t v = 5, zero = 0;
+        R("graph_mem.get.attr4", F(cuDeviceGetGraphMemAttribute)(dev, (CUgraphMem_attribute)4, &v));
+        R("graph_mem.get.null", F(cuDeviceGetGraphMemAttribute)(dev, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, NULL));
+        R("graph_mem.get.device99", F(cuDeviceGetGraphMemAttribute)(99, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &v));
+        R("graph_mem.get.high", F(cuDeviceGetGraphMemAttribute)(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH, &v));
+        R("graph_mem.set.current", F(cuDeviceSetGraphMemAttribute)(dev, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &zero));
+        R("graph_mem.set.high5", F(cuDeviceSetGraphMemAttribute)(dev, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &v));
+        R("graph_mem.set.high0", F(cuDeviceSetGraphMemAttribute)(dev, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &zero));
+        R("graph_mem.set.null", F(cuDeviceSetGraphMemAttribute)(dev, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, NULL));
+        R("graph_mem.trim", F(cuDeviceGraphMemTrim)(dev));
+        R("graph_mem.trim.device99", F(cuDeviceGraphMemTrim)(99));
+    }
+
     // Memory pools and stream-ordered allocation.
     {
         CUmemoryPool def = NULL, cur = NULL, pool = NULL, small = NULL, bad = NULL;

@@ -14,6 +14,10 @@ const CAPTURE_UNJOINED: CUresult = 904;
 const CAPTURE_ISOLATION: CUresult = 905;
 const CAPTURED_EVENT: CUresult = 907;
 
+unsafe extern "C" fn never_called(_: *mut c_void, _: CUresult, _: *mut c_void) {
+    panic!("a stream callback given to a capturing stream ran");
+}
+
 fn stream(flags: u32) -> *mut c_void {
     let mut s = null_mut();
     check(
@@ -208,11 +212,10 @@ fn capture_errors() {
         CAPTURE_ISOLATION
     );
     assert_eq!(end(s).0, CAPTURE_INVALIDATED);
-    // Work capture does not take (a copy from pageable host memory) invalidates it.
+    // Work capture does not take (a stream callback) invalidates it.
     check(begin(s), "begin");
-    let host = [7u8; 16];
     assert_eq!(
-        cu!(cuMemcpyHtoDAsync_v2(buf, host.as_ptr() as *const c_void, 16, s): u64, *const c_void, usize, *mut c_void),
+        cu!(cuStreamAddCallback(s, never_called, null_mut(), 0): *mut c_void, unsafe extern "C" fn(*mut c_void, CUresult, *mut c_void), *mut c_void, u32),
         CAPTURE_UNSUPPORTED
     );
     assert_eq!(end(s).0, CAPTURE_INVALIDATED);
@@ -371,4 +374,87 @@ fn memset_nodes_fill_rows() {
     }
     check(cu!(cuGraphExecDestroy(exec): *mut c_void), "exec destroy");
     check(cu!(cuGraphDestroy(g): *mut c_void), "graph destroy");
+}
+
+static PAGEABLE_SEEN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// A host function given two pageable 64-word buffers (`[src, out]`): records `out[0]` and
+/// fills `src` with twice that.
+unsafe extern "C" fn double_into_src(data: *mut c_void) {
+    let [src, out] = *(data as *const [*mut u32; 2]);
+    let v = *out;
+    PAGEABLE_SEEN.store(v, std::sync::atomic::Ordering::SeqCst);
+    std::slice::from_raw_parts_mut(src, 64).fill(2 * v);
+}
+
+/// Copies between device memory and pageable host memory on a capturing stream become memcpy
+/// nodes (the samples simpleCudaGraphs, graphMemoryNodes, conjugateGradientCudaGraphs): the
+/// host memory is read and written when the graph runs, in the graph's order: a host function
+/// captured after a copy to host memory sees its result, and a copy from host memory captured
+/// after the host function sees what it wrote.
+#[test]
+fn captured_copies_of_pageable_memory_run_in_the_graphs_order() {
+    setup();
+    let n = 64usize;
+    let (d, d2) = (alloc(n * 4), alloc(n * 4));
+    let mut src = vec![5u32; n];
+    let mut out = vec![0u32; n];
+    let mut out2 = vec![0u32; n];
+    let mut both = [src.as_mut_ptr(), out.as_mut_ptr()];
+    let s = stream(1);
+    check(begin(s), "begin");
+    let htod = |dst: u64, from: *const u32| cu!(cuMemcpyHtoDAsync_v2(dst, from as *const c_void, n * 4, s): u64, *const c_void, usize, *mut c_void);
+    check(htod(d, src.as_ptr()), "captured cuMemcpyHtoDAsync_v2");
+    check(
+        cu!(cuMemcpyDtoHAsync_v2(out.as_mut_ptr() as *mut c_void, d, n * 4, s): *mut c_void, u64, usize, *mut c_void),
+        "captured cuMemcpyDtoHAsync_v2",
+    );
+    check(
+        cu!(cuLaunchHostFunc(s, double_into_src, both.as_mut_ptr() as *mut c_void): *mut c_void, unsafe extern "C" fn(*mut c_void), *mut c_void),
+        "captured cuLaunchHostFunc",
+    );
+    check(
+        htod(d2, src.as_ptr()),
+        "second captured cuMemcpyHtoDAsync_v2",
+    );
+    check(
+        cu!(cuMemcpyAsync(out2.as_mut_ptr() as u64, d2, n * 4, s): u64, u64, usize, *mut c_void),
+        "captured cuMemcpyAsync",
+    );
+    let (r, g) = end(s);
+    check(r, "end capture");
+    assert_eq!(
+        node_types(g),
+        vec![1, 1, 3, 1, 1],
+        "memcpy, memcpy, host, memcpy, memcpy"
+    );
+    let (r, exec) = instantiate(g, 0);
+    check(r, "instantiate");
+    // Nothing ran during capture.
+    assert_eq!(out[0], 0);
+    for v in [5u32, 7] {
+        src.fill(v);
+        check(
+            cu!(cuGraphLaunch(exec, s): *mut c_void, *mut c_void),
+            "cuGraphLaunch",
+        );
+        check(cu!(cuStreamSynchronize(s): *mut c_void), "sync");
+        assert_eq!(
+            PAGEABLE_SEEN.load(std::sync::atomic::Ordering::SeqCst),
+            v,
+            "the host function ran after the copy to host memory before it"
+        );
+        assert_eq!(out, vec![v; n], "the first copy out");
+        assert_eq!(
+            out2,
+            vec![2 * v; n],
+            "the copy in ran after the host function"
+        );
+    }
+    check(cu!(cuGraphExecDestroy(exec): *mut c_void), "exec destroy");
+    check(cu!(cuGraphDestroy(g): *mut c_void), "graph destroy");
+    check(cu!(cuStreamDestroy_v2(s): *mut c_void), "stream destroy");
+    for p in [d, d2] {
+        check(cu!(cuMemFree_v2(p): u64), "free");
+    }
 }
