@@ -477,47 +477,63 @@ fn device_syscalls_are_imports() {
     }
 }
 
-/// The targets of every CALL.ABS (opcode 0x943) in a relocated image: bits 63:24.
-fn call_abs_targets(img: &[u8]) -> Vec<u64> {
+/// The targets of every CALL.ABS (opcode 0x943) in a relocated image: sm_8x, bits 63:24;
+/// sm_90 (`R_CUDA_ABS55_16_34`), address bits 9:2 from bits 23:16 and 56:10 from bits 80:34.
+fn call_abs_targets(img: &[u8], sm: (u32, u32)) -> Vec<u64> {
     img.chunks_exact(16)
         .filter(|i| u16::from_le_bytes([i[0], i[1]]) & 0xfff == 0x943)
         .map(|i| {
-            let mut t = [0u8; 8];
-            t[..5].copy_from_slice(&i[3..8]);
-            u64::from_le_bytes(t)
+            let w = u128::from_le_bytes(i.try_into().unwrap());
+            if sm.0 >= 9 {
+                ((((w >> 16) & 0xff) << 2) | (((w >> 34) & ((1 << 47) - 1)) << 10)) as u64
+            } else {
+                ((w >> 24) & ((1 << 40) - 1)) as u64
+            }
         })
         .collect()
 }
 
 #[test]
-fn absolute_calls_get_a_40_bit_target_at_instruction_bit_24() {
+fn absolute_calls_get_their_target_in_the_architectures_fields() {
     let dir = common::repo_path("tests/conformance/fixtures");
-    for (file, sm) in [
-        ("build_G.sm_87.cubin", ORIN),
-        ("build_G.sm_90.cubin", HOPPER),
+    for (file, sm, bases, too_far) in [
+        (
+            "build_G.sm_87.cubin",
+            ORIN,
+            &[0x12_3456_7000u64][..],
+            1u64 << 40,
+        ),
+        (
+            "build_G.sm_90.cubin",
+            HOPPER,
+            &[0x12_3456_7000, 0x1_2345_6789_a000][..],
+            1 << 57,
+        ),
     ] {
         let b = std::fs::read(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         let m = parse(&b, sm);
-        let base = 0x12_3456_7000u64;
-        let img = m.image_at(base).expect("a base below 1 TiB");
-        // Every CALL.ABS now holds, in bits 63:24, a target inside the image.
-        let calls = call_abs_targets(&img);
-        assert!(!calls.is_empty(), "{file}: no CALL.ABS found");
-        for t in calls {
-            assert!(
-                (base..base + img.len() as u64).contains(&t),
-                "{file}: target {t:#x}"
-            );
+        for &base in bases {
+            let img = m.image_at(base).expect("a base in range");
+            // Every CALL.ABS now holds a target inside the image, and the fields are all the
+            // relocation changed.
+            let calls = call_abs_targets(&img, sm);
+            assert!(!calls.is_empty(), "{file}: no CALL.ABS found");
+            for t in calls {
+                assert!(
+                    (base..base + img.len() as u64).contains(&t),
+                    "{file}: target {t:#x}"
+                );
+            }
         }
-        let e = m.image_at(1 << 40).unwrap_err();
-        assert!(e.message.contains("40-bit"), "{}", e.message);
+        let e = m.image_at(too_far).unwrap_err();
+        assert!(e.message.contains("call target"), "{}", e.message);
     }
 }
 
 #[test]
-fn absolute_call_targets_start_on_4_kib_boundaries() {
-    // CALL.ABS with an immediate target reached only 4 KiB-aligned addresses on the H100 and
-    // H200 (device-linked -rdc code hung, -G code laid out otherwise computed wrong results).
+fn absolute_call_targets_are_the_functions_they_call() {
+    // sm_8x: the encoding is used with 4 KiB-aligned targets, so the functions those calls reach
+    // start on 4 KiB boundaries. sm_90: any address.
     let dir = common::repo_path("tests/conformance/fixtures");
     for (file, sm, kernel, functions) in [
         (
@@ -549,20 +565,23 @@ fn absolute_call_targets_start_on_4_kib_boundaries() {
         let m = Module::parse(&b, sm).unwrap_or_else(|e| panic!("{file}: {e}"));
         let k = m.kernel(kernel).expect(kernel);
         assert!(k.refused.is_none(), "{file}: {:?}", k.refused);
-        assert_eq!(m.base_alignment(), 4096, "{file}");
+        let align = if sm.0 >= 9 { 128 } else { 4096 };
+        assert_eq!(m.base_alignment(), align, "{file}");
+        let mut offsets = Vec::new();
         for f in functions {
             let f = m.function(f).unwrap_or_else(|| panic!("{file}: no {f}"));
-            assert_eq!(f.offset % 4096, 0, "{file}: {} at {:#x}", f.name, f.offset);
+            assert_eq!(f.offset % align, 0, "{file}: {} at {:#x}", f.name, f.offset);
+            offsets.push(f.offset);
         }
-        // Every CALL.ABS of the relocated image holds a 4 KiB-aligned target in the image.
+        // Every CALL.ABS of the relocated image targets one of the functions.
         let base = 0x12_3456_0000u64;
         let img = m.image_at(base).unwrap();
-        let targets = call_abs_targets(&img);
+        let targets = call_abs_targets(&img, sm);
         assert!(!targets.is_empty(), "{file}: no CALL.ABS");
         for t in targets {
             assert!(
-                t % 4096 == 0 && t >= base && t < base + img.len() as u64,
-                "{file}: {t:#x}"
+                t >= base && offsets.contains(&(t - base)),
+                "{file}: {t:#x}, functions at {offsets:#x?} + {base:#x}"
             );
         }
     }

@@ -341,6 +341,31 @@ pub unsafe extern "C" fn cuStreamBeginCapture_v2_ptsz(h: *mut c_void, mode: u32)
     guard("cuStreamBeginCapture_v2_ptsz", || begin(h, mode, true))
 }
 
+/// Stream `s`, which takes part in a capture, is being destroyed. A stream that joined the
+/// capture leaves it: its nodes stay in the graph, and the capture still ends with
+/// `CUDA_ERROR_STREAM_CAPTURE_UNJOINED` unless they lead to the origin's last nodes (the sample
+/// graphMemoryNodes destroys a joined stream after rejoining it). The stream that began the
+/// capture ends it: the graph is discarded.
+pub(crate) fn stream_destroyed(s: &Stream) {
+    let mut st = STATE.lock();
+    let Some((_, q)) = st.member(key(s)) else {
+        return;
+    };
+    s.set_capturing(false);
+    if st.seqs[q].origin != key(s) {
+        return;
+    }
+    let seq = st.seqs.remove(q);
+    for x in st.members.iter().filter(|x| x.seq == seq.id) {
+        // SAFETY: streams are never freed (a destroyed stream's memory stays).
+        unsafe { (*(x.stream as *const Stream)).set_capturing(false) };
+    }
+    st.members.retain(|x| x.seq != seq.id);
+    drop(st);
+    // SAFETY: the capture's graph, owned by the capture until it ends.
+    unsafe { crate::graph::cuGraphDestroy(seq.graph as *mut c_void) };
+}
+
 unsafe fn end(h: *mut c_void, pg: *mut *mut c_void, ptds: bool) -> R {
     let p = out(pg, "phGraph")?;
     let s = stream_of(h, ptds)?;

@@ -291,6 +291,9 @@ impl Stream {
     }
 
     fn destroy(&'static self) {
+        if self.is_capturing() {
+            crate::capture::stream_destroyed(self);
+        }
         let _ = self.synchronize();
         self.ctx.streams.lock().retain(|s| !std::ptr::eq(*s, self));
         if let Some(l) = self.ctx.legacy() {

@@ -31,9 +31,9 @@ use relocations::Reloc;
 /// Alignment of every section in the memory image (bytes). Load the image at a GPU VA that is
 /// a multiple of [`Module::base_alignment`] (which is at least this).
 pub const IMAGE_ALIGN: u64 = 128;
-/// Alignment of the sections that absolute calls with an immediate target (`CALL.ABS`,
-/// relocations [`R_CUDA_ABS_CALL_SM8X`] / [`R_CUDA_ABS_CALL_SM90`]) jump into: on the H100 and
-/// H200 such calls reached only 4 KiB-aligned addresses.
+/// Alignment of the sections that sm_8x absolute calls with an immediate target (`CALL.ABS`,
+/// relocation [`R_CUDA_ABS_CALL_SM8X`]) jump into: that encoding is used with 4 KiB-aligned
+/// targets only. sm_90's ([`R_CUDA_ABS_CALL_SM90`]) reaches any address.
 pub const CALL_TARGET_ALIGN: u64 = 4096;
 /// Zero bytes appended after the last section: the instruction prefetcher reads past the end of
 /// the code (§6.6).
@@ -59,13 +59,14 @@ pub const R_CUDA_G64: u32 = 4;
 pub const R_CUDA_ABS32_LO_32: u32 = 0x38;
 /// `R_CUDA_ABS32_HI_32`: high 32 bits into instruction bits 63:32.
 pub const R_CUDA_ABS32_HI_32: u32 = 0x39;
-/// Relocation 0x3a (sm_8x `.rel.text`) / 0x4b (sm_90 `.rela.text`): the target of an absolute
-/// call (`CALL.ABS.NOINC`, `-G` builds and device-linked `-rdc` calls): target address bits
-/// 39:0 in instruction bits 63:24, with the target 4 KiB aligned ([`CALL_TARGET_ALIGN`]). Worked
-/// out on the H100 and H200 from where such calls jumped; checked against libcuda by the
-/// conformance suite (`build_G`, `rdc_dlink`).
+/// Relocation 0x3a (sm_8x `.rel.text`): the target of an absolute call (`CALL.ABS.NOINC`,
+/// `-G` builds and device-linked `-rdc` calls), written as target address bits 39:0 in
+/// instruction bits 63:24 with the target 4 KiB aligned ([`CALL_TARGET_ALIGN`]).
 pub const R_CUDA_ABS_CALL_SM8X: u32 = 0x3a;
-/// See [`R_CUDA_ABS_CALL_SM8X`].
+/// `R_CUDA_ABS55_16_34` (sm_90 and later `.rela.text`): the target of an absolute call, address
+/// bits 9:2 in instruction bits 23:16 and bits 56:10 in instruction bits 80:34. Checked on the
+/// H200: calls to the built-in `malloc` and `free` of device-linked code reach them wherever
+/// they lie.
 pub const R_CUDA_ABS_CALL_SM90: u32 = 0x4b;
 /// `R_CUDA_FUNC_DESC32_LO_32` (function-pointer descriptor; not supported).
 pub const R_CUDA_FUNC_DESC32_LO_32: u32 = 0x3e;

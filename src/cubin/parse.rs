@@ -198,13 +198,16 @@ impl Module {
                 if r.r_type != R_CUDA_ABS_CALL_SM8X && r.r_type != R_CUDA_ABS_CALL_SM90 {
                     continue;
                 }
+                // sm_90's encoding (R_CUDA_ABS55_16_34) reaches any address; sm_8x's is used
+                // with 4 KiB-aligned targets only.
+                let aligned = r.r_type == R_CUDA_ABS_CALL_SM8X;
                 let Some(sym) = syms.get(r.r_sym as usize) else {
                     continue; // reported when the relocation is resolved
                 };
                 let at = sym.st_value.wrapping_add_signed(r.r_addend);
                 let t = sym.st_shndx as usize;
                 if t < n && sym.st_shndx != SHN_UNDEF && sym.st_shndx < SHN_LORESERVE {
-                    if at % CALL_TARGET_ALIGN != 0 {
+                    if aligned && at % CALL_TARGET_ALIGN != 0 {
                         return Err(Error::new(
                             Status::NotSupported,
                             format!(
@@ -215,7 +218,7 @@ impl Module {
                             ),
                         ));
                     }
-                    call_target[t] = true;
+                    call_target[t] |= aligned;
                     call_edges.push((s.sh_info as usize, r.r_sym));
                 }
             }

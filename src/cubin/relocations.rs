@@ -26,8 +26,13 @@ pub(super) enum Patch {
     Lo32,
     /// High 32 bits into bytes +4..+8.
     Hi32,
-    /// An absolute call target: address bits 39:0 into instruction bits 63:24 (bytes +3..+8).
+    /// An absolute call target (sm_8x): address bits 39:0 into instruction bits 63:24 (bytes
+    /// +3..+8), the target 4 KiB aligned.
     Call40,
+    /// `R_CUDA_ABS55_16_34` (sm_90 and later `CALL.ABS` targets): address bits 9:2 into
+    /// instruction bits 23:16 and address bits 56:10 into instruction bits 80:34; the other
+    /// bits of the 16-byte instruction are kept.
+    Abs55,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,7 +94,8 @@ impl Module {
             R_CUDA_64 | R_CUDA_G64 => (Patch::Abs64, 0, 8),
             R_CUDA_ABS32_LO_32 => (Patch::Lo32, 4, 4),
             R_CUDA_ABS32_HI_32 => (Patch::Hi32, 4, 4),
-            R_CUDA_ABS_CALL_SM8X | R_CUDA_ABS_CALL_SM90 => (Patch::Call40, 3, 5),
+            R_CUDA_ABS_CALL_SM8X => (Patch::Call40, 3, 5),
+            R_CUDA_ABS_CALL_SM90 => (Patch::Abs55, 0, 16),
             R_CUDA_FUNC_DESC32_LO_32 | R_CUDA_FUNC_DESC32_HI_32 => {
                 return Err(Error::new(
                     Status::NotSupported,
@@ -301,6 +307,28 @@ impl Module {
                 }
                 Patch::Lo32 => write(image, at, &(value as u32).to_le_bytes())?,
                 Patch::Hi32 => write(image, at, &((value >> 32) as u32).to_le_bytes())?,
+                Patch::Abs55 => {
+                    if value >> 57 != 0 || value & 3 != 0 {
+                        return Err(Error::invalid(format!(
+                            "cubin relocate: {} type {:#x} at image offset {:#x}: call target {value:#x} is not a 4-byte aligned 57-bit address",
+                            r.section, r.r_type, r.at
+                        )));
+                    }
+                    let mut w = [0u8; 16];
+                    w.copy_from_slice(image.get(at..at + 16).ok_or_else(|| {
+                        Error::new(
+                            Status::Internal,
+                            format!("cubin relocate: offset {at:#x} outside the image"),
+                        )
+                    })?);
+                    let low: u128 = 0xff << 16;
+                    let high: u128 = ((1u128 << 47) - 1) << 34;
+                    let v = value as u128;
+                    let inst = (u128::from_le_bytes(w) & !(low | high))
+                        | (((v >> 2) & 0xff) << 16)
+                        | ((v >> 10) << 34);
+                    write(image, at, &inst.to_le_bytes())?
+                }
                 Patch::Call40 => {
                     if value >> 40 != 0 {
                         return Err(Error::invalid(format!(

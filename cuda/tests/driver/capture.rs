@@ -458,3 +458,93 @@ fn captured_copies_of_pageable_memory_run_in_the_graphs_order() {
         check(cu!(cuMemFree_v2(p): u64), "free");
     }
 }
+
+/// Destroying a stream that takes part in a capture (the sample graphMemoryNodes destroys a
+/// stream that joined and rejoined): a joined stream leaves the capture, which ends with a
+/// graph once the stream had rejoined and with `CUDA_ERROR_STREAM_CAPTURE_UNJOINED` otherwise;
+/// destroying the stream that began the capture ends it, with no graph.
+#[test]
+fn destroying_a_capturing_stream() {
+    setup();
+    let buf = alloc(256);
+    let (e1, e2) = (event(), event());
+    for rejoin in [true, false] {
+        let (a, b) = (stream(1), stream(1));
+        check(begin(a), "begin");
+        check(
+            cu!(cuEventRecord(e1, a): *mut c_void, *mut c_void),
+            "record e1",
+        );
+        check(
+            cu!(cuStreamWaitEvent(b, e1, 0): *mut c_void, *mut c_void, u32),
+            "b joins",
+        );
+        check(
+            cu!(cuMemsetD8Async(buf, 7, 256, b): u64, u8, usize, *mut c_void),
+            "memset on b",
+        );
+        if rejoin {
+            check(
+                cu!(cuEventRecord(e2, b): *mut c_void, *mut c_void),
+                "record e2",
+            );
+            check(
+                cu!(cuStreamWaitEvent(a, e2, 0): *mut c_void, *mut c_void, u32),
+                "a rejoins b",
+            );
+        }
+        check(
+            cu!(cuStreamDestroy_v2(b): *mut c_void),
+            "destroying the joined stream",
+        );
+        assert_eq!(status(a), 1, "a still captures");
+        let (r, g) = end(a);
+        if !rejoin {
+            assert_eq!(r, CAPTURE_UNJOINED);
+            assert!(g.is_null());
+            check(cu!(cuStreamDestroy_v2(a): *mut c_void), "destroy a");
+            continue;
+        }
+        check(r, "end");
+        assert_eq!(
+            node_types(g),
+            [2],
+            "the memset node of the destroyed stream"
+        );
+        check(cu!(cuMemsetD8_v2(buf, 0, 256): u64, u8, usize), "zero");
+        let (r, exec) = instantiate(g, 0);
+        check(r, "instantiate");
+        check(
+            cu!(cuGraphLaunch(exec, a): *mut c_void, *mut c_void),
+            "launch",
+        );
+        check(cu!(cuStreamSynchronize(a): *mut c_void), "sync");
+        assert!(dtoh::<u8>(buf, 256).iter().all(|&x| x == 7));
+        check(cu!(cuGraphExecDestroy(exec): *mut c_void), "exec destroy");
+        check(cu!(cuGraphDestroy(g): *mut c_void), "graph destroy");
+        check(cu!(cuStreamDestroy_v2(a): *mut c_void), "destroy a");
+    }
+    // The stream that began the capture.
+    let (a, b) = (stream(1), stream(1));
+    check(begin(a), "begin");
+    check(
+        cu!(cuEventRecord(e1, a): *mut c_void, *mut c_void),
+        "record e1",
+    );
+    check(
+        cu!(cuStreamWaitEvent(b, e1, 0): *mut c_void, *mut c_void, u32),
+        "b joins",
+    );
+    check(
+        cu!(cuStreamDestroy_v2(a): *mut c_void),
+        "destroying the capturing stream",
+    );
+    assert_eq!(status(b), 0, "the capture ended");
+    check(
+        cu!(cuMemsetD8Async(buf, 1, 256, b): u64, u8, usize, *mut c_void),
+        "b runs work again",
+    );
+    check(cu!(cuStreamSynchronize(b): *mut c_void), "sync b");
+    assert!(dtoh::<u8>(buf, 256).iter().all(|&x| x == 1));
+    check(cu!(cuStreamDestroy_v2(b): *mut c_void), "destroy b");
+}
