@@ -70,9 +70,31 @@ pub(crate) enum NodeKind {
 pub(crate) struct GraphMem {
     /// Its device address.
     pub va: u64,
-    /// A free node of it was made: the graphs own the memory, freed with the last node that
-    /// holds it. Otherwise it is the program's after a launch (`cuMemFree`, `cuMemFreeAsync`).
+    /// A free node of it was made: the memory is released with the last node that holds it.
     pub freed_by_graph: std::sync::atomic::AtomicBool,
+    /// The program freed it (`cuMemFree`, `cuMemFreeAsync`) while a graph held its allocation
+    /// node: released likewise. With neither, it is the program's once no graph holds the node.
+    pub freed_by_program: std::sync::atomic::AtomicBool,
+}
+
+/// The program frees graph memory at `va` (`cuMemFree`, `cuMemFreeAsync`): while a graph holds
+/// its allocation node (whose every launch allocates it again, at the same address), the memory
+/// stays, to be released with the last node that holds it, and this answers true; once no
+/// graph holds it, false (the caller frees it as any allocation).
+pub(crate) fn program_frees(va: u64) -> bool {
+    let live = GRAPH_MEMS
+        .lock()
+        .iter()
+        .find(|(a, _)| *a == va)
+        .and_then(|(_, w)| w.upgrade());
+    match live {
+        Some(m) => {
+            m.freed_by_program
+                .store(true, std::sync::atomic::Ordering::Release);
+            true
+        }
+        None => false,
+    }
 }
 
 /// The live graph allocations, by address (free nodes name them by address, in any graph).
@@ -81,10 +103,9 @@ static GRAPH_MEMS: Mutex<Vec<(u64, std::sync::Weak<GraphMem>)>> = Mutex::new(Vec
 impl Drop for GraphMem {
     fn drop(&mut self) {
         GRAPH_MEMS.lock().retain(|(va, _)| *va != self.va);
-        if self
-            .freed_by_graph
-            .load(std::sync::atomic::Ordering::Acquire)
-        {
+        let freed =
+            |f: &std::sync::atomic::AtomicBool| f.load(std::sync::atomic::Ordering::Acquire);
+        if freed(&self.freed_by_graph) || freed(&self.freed_by_program) {
             // Freed once the work queued so far is done (libtegragpu defers the release).
             drop(crate::memory::remove(self.va));
         }
@@ -198,6 +219,7 @@ pub(crate) fn mem_alloc_kind(
     let m = Arc::new(GraphMem {
         va,
         freed_by_graph: std::sync::atomic::AtomicBool::new(false),
+        freed_by_program: std::sync::atomic::AtomicBool::new(false),
     });
     GRAPH_MEMS.lock().push((m.va, Arc::downgrade(&m)));
     Ok((NodeKind::MemAlloc(m.clone()), m))

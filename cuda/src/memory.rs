@@ -194,6 +194,13 @@ fn free_va(va: u64, host: bool) -> R {
     }
     let mut m = MAPS.lock();
     match m.by_va.get(&va) {
+        Some(a) if a.graph.is_some() && !host => {
+            drop(m);
+            if crate::graph::program_frees(va) {
+                return Ok(());
+            }
+            m = MAPS.lock();
+        }
         Some(a) if a.pinned_host() == host => {}
         Some(_) => {
             return Err(invalid(format!(
@@ -208,7 +215,10 @@ fn free_va(va: u64, host: bool) -> R {
             )))
         }
     }
-    let a = m.by_va.remove(&va).expect("present");
+    let a = m
+        .by_va
+        .remove(&va)
+        .ok_or_else(|| invalid(format!("{va:#x} is not the start of an allocation")))?;
     if let Some(h) = a.host {
         m.by_host.remove(&h);
     }

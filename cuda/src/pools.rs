@@ -510,6 +510,7 @@ unsafe fn free_async(what: &str, dptr: CUdeviceptr, stream: *mut c_void, ptsz: b
         return crate::capture::add(s, || crate::graph::mem_free_kind(dptr));
     }
     match find_va(dptr) {
+        Some((a, 0)) if a.graph.is_some() && crate::graph::program_frees(dptr) => return Ok(()),
         Some((a, 0)) if !a.pinned_host() && !a.is_managed() => {}
         _ => {
             return Err(invalid(format!(

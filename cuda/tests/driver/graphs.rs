@@ -669,6 +669,24 @@ fn host_nodes_run_between_the_nodes_around_them() {
     check(cu!(cuMemFreeHost(pinned): *mut c_void), "free pinned");
 }
 
+/// An allocation node of `bytes` bytes of device 0 in graph `g` (no dependencies): the node,
+/// its address and its `CUDA_MEM_ALLOC_NODE_PARAMS` (poolProps: allocType PINNED, location
+/// DEVICE 0; no access descriptors; bytesize at 104, dptr at 112).
+fn alloc_node(g: *mut c_void, bytes: usize) -> (*mut c_void, u64, [u8; 120]) {
+    let mut params = [0u8; 120];
+    params[0..4].copy_from_slice(&1i32.to_ne_bytes());
+    params[8..12].copy_from_slice(&1i32.to_ne_bytes());
+    params[104..112].copy_from_slice(&(bytes as u64).to_ne_bytes());
+    let mut an = null_mut();
+    check(
+        cu!(cuGraphAddMemAllocNode(&mut an, g, std::ptr::null(), 0, params.as_mut_ptr()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut u8),
+        "cuGraphAddMemAllocNode",
+    );
+    let dptr = u64::from_ne_bytes(params[112..120].try_into().unwrap());
+    assert_ne!(dptr, 0);
+    (an, dptr, params)
+}
+
 /// Graph memory nodes (the samples graphMemoryNodes and conjugateGradientCudaGraphs): an
 /// allocation node's memory is used by the nodes after it and freed by a free node; the same
 /// through `cuMemAllocAsync` and `cuMemFreeAsync` on a capturing stream.
@@ -684,19 +702,7 @@ fn memory_nodes_allocate_for_the_nodes_after_them() {
         cu!(cuGraphCreate(&mut g, 0): *mut *mut c_void, u32),
         "cuGraphCreate",
     );
-    // CUDA_MEM_ALLOC_NODE_PARAMS: poolProps (allocType PINNED, location DEVICE 0), no access
-    // descriptors, bytesize at 104, dptr (out) at 112.
-    let mut params = [0u8; 120];
-    params[0..4].copy_from_slice(&1i32.to_ne_bytes());
-    params[8..12].copy_from_slice(&1i32.to_ne_bytes());
-    params[104..112].copy_from_slice(&((n * 4) as u64).to_ne_bytes());
-    let mut an = null_mut();
-    check(
-        cu!(cuGraphAddMemAllocNode(&mut an, g, std::ptr::null(), 0, params.as_mut_ptr()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut u8),
-        "cuGraphAddMemAllocNode",
-    );
-    let dptr = u64::from_ne_bytes(params[112..120].try_into().unwrap());
-    assert_ne!(dptr, 0);
+    let (an, dptr, params) = alloc_node(g, n * 4);
     let mut back = [0u8; 120];
     check(
         cu!(cuGraphMemAllocNodeGetParams(an, back.as_mut_ptr()): *mut c_void, *mut u8),
@@ -827,4 +833,120 @@ fn memory_nodes_allocate_for_the_nodes_after_them() {
     check(cu!(cuGraphExecDestroy(exec): *mut c_void), "exec destroy");
     check(cu!(cuGraphDestroy(cg): *mut c_void), "graph destroy");
     check(cu!(cuStreamDestroy_v2(s): *mut c_void), "stream destroy");
+}
+
+/// Graph memory without a free node, freed by the program (the sample graphMemoryNodes): each
+/// launch of the graph allocates it again, so `cuMemFree` / `cuMemFreeAsync` between launches
+/// succeed and later launches still have it; a free node in another graph may follow; the
+/// memory is released once no graph holds its allocation node.
+#[test]
+fn graph_memory_freed_by_the_program_between_launches() {
+    setup();
+    let m = load_fixture("kernels");
+    let fill = function(m, "fill_u32");
+    let n = 64usize;
+    let out = alloc(n * 4);
+    let mut g = null_mut();
+    check(
+        cu!(cuGraphCreate(&mut g, 0): *mut *mut c_void, u32),
+        "graph",
+    );
+    let (an, dptr, _) = alloc_node(g, n * 4);
+    let mut v = 0u32;
+    let (mut p, mut nn) = (dptr, n as u32);
+    let mut args = [ptr(&mut p), ptr(&mut v), ptr(&mut nn)];
+    let mut pk = KernelNodeParams {
+        func: fill,
+        grid: [1, 1, 1],
+        block: [64, 1, 1],
+        shared: 0,
+        params: args.as_mut_ptr(),
+        extra: null_mut(),
+    };
+    let mut kn = null_mut();
+    check(
+        cu!(cuGraphAddKernelNode(&mut kn, g, &an, 1, ptr(&mut pk)): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void),
+        "fill node",
+    );
+    let mut mc = Memcpy3D {
+        src_type: 2,
+        src_device: dptr,
+        dst_type: 2,
+        dst_device: out,
+        width: n * 4,
+        height: 1,
+        depth: 1,
+        ..Default::default()
+    };
+    let mut cn = null_mut();
+    check(
+        cu!(cuGraphAddMemcpyNode(&mut cn, g, &kn, 1, ptr(&mut mc), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void),
+        "copy node",
+    );
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec, g, 0): *mut *mut c_void, *mut c_void, u64),
+        "instantiate",
+    );
+    let s = null_mut::<c_void>();
+    let set_value = |exec: *mut c_void, value: u32| {
+        let mut v = value;
+        let (mut p, mut nn) = (dptr, n as u32);
+        let mut args = [ptr(&mut p), ptr(&mut v), ptr(&mut nn)];
+        let mut pk = KernelNodeParams {
+            func: fill,
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+            shared: 0,
+            params: args.as_mut_ptr(),
+            extra: null_mut(),
+        };
+        check(
+            cu!(cuGraphExecKernelNodeSetParams(exec, kn, ptr(&mut pk)): *mut c_void, *mut c_void, *mut c_void),
+            "cuGraphExecKernelNodeSetParams",
+        );
+    };
+    for (round, value) in [(0, 11u32), (1, 22), (2, 33)] {
+        set_value(exec, value);
+        check(
+            cu!(cuGraphLaunch(exec, s): *mut c_void, *mut c_void),
+            "launch",
+        );
+        check(cu!(cuCtxSynchronize(): ), "sync");
+        assert_eq!(dtoh::<u32>(out, n), vec![value; n], "round {round}");
+        match round {
+            0 => check(cu!(cuMemFree_v2(dptr): u64), "cuMemFree of graph memory"),
+            1 => check(
+                cu!(cuMemFreeAsync(dptr, s): u64, *mut c_void),
+                "cuMemFreeAsync of graph memory",
+            ),
+            _ => {}
+        }
+    }
+    // A free node of the same memory in another graph.
+    let mut g2 = null_mut();
+    check(
+        cu!(cuGraphCreate(&mut g2, 0): *mut *mut c_void, u32),
+        "graph 2",
+    );
+    let mut fnode = null_mut();
+    check(
+        cu!(cuGraphAddMemFreeNode(&mut fnode, g2, std::ptr::null(), 0, dptr): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, u64),
+        "a free node in another graph",
+    );
+    check(cu!(cuGraphExecDestroy(exec): *mut c_void), "exec destroy");
+    check(cu!(cuGraphDestroy(g): *mut c_void), "graph destroy");
+    // The free node's graph still holds the memory.
+    let mut ctx: *mut c_void = null_mut();
+    check(
+        cu!(cuPointerGetAttribute(ptr(&mut ctx), 1, dptr): *mut c_void, u32, u64),
+        "the memory is there while a graph holds it",
+    );
+    check(cu!(cuGraphDestroy(g2): *mut c_void), "graph 2 destroy");
+    check(cu!(cuCtxSynchronize(): ), "sync");
+    assert_eq!(
+        cu!(cuMemFree_v2(dptr): u64),
+        1,
+        "the memory was released with the last graph holding it"
+    );
 }
