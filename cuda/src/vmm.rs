@@ -17,7 +17,8 @@
 //! file descriptors of device memory (`cuMemExportToShareableHandle`,
 //! `cuMemImportFromShareableHandle`: a dma-buf on Jetson, an RM export fd on desktop GPUs, for
 //! another process of the same machine). Refused as well: shareable handles of host memory, the
-//! other handle types, compression and usage flags. A reservation is made on the current
+//! other handle types, usage flags. Compression is declined (the memory is uncompressed and its
+//! properties say so, as the driver may answer). A reservation is made on the current
 //! context's device and holds mappings of that device's memory.
 
 use crate::context::{current, Context};
@@ -275,21 +276,37 @@ pub unsafe extern "C" fn cuMemCreate(
         let Place::Device(ordinal) = place else {
             unreachable!("host memory returned above")
         };
-        if p.compression_type != 0 || p.usage != 0 {
+        if p.usage != 0 {
             return Err(fail(
                 CUDA_ERROR_NOT_SUPPORTED,
                 format!(
-                    "prop.allocFlags: compressionType {}, usage {:#x}: compressed memory and usage flags are not supported",
-                    p.compression_type, p.usage
+                    "prop.allocFlags.usage {:#x}: usage flags are not supported",
+                    p.usage
                 ),
             ));
         }
+        if p.compression_type > CU_MEM_ALLOCATION_COMP_GENERIC {
+            return Err(invalid(format!(
+                "prop.allocFlags.compressionType {} is not a CUmemAllocationCompType (0 or 1)",
+                p.compression_type
+            )));
+        }
         let core = dev(ordinal)?.core()?;
         let phys = Arc::new(core.alloc_physical(size as u64)?);
-        *o = with(|s| s.add(phys, p, ordinal));
+        // Compression is a request the driver may decline (CUDA's documentation: check the
+        // handle's properties). This library declines it: the memory is uncompressed and its
+        // properties say so.
+        let granted = CUmemAllocationProp {
+            compression_type: 0,
+            ..p
+        };
+        *o = with(|s| s.add(phys, granted, ordinal));
         Ok(())
     })
 }
+
+/// `CU_MEM_ALLOCATION_COMP_GENERIC`: generic compression requested.
+const CU_MEM_ALLOCATION_COMP_GENERIC: u8 = 1;
 
 /// `cuMemCreate` of host memory, pinned for the current context's device.
 fn create_host(o: &mut u64, size: u64, p: CUmemAllocationProp, numa: Option<i32>) -> R {

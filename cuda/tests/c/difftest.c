@@ -1567,6 +1567,24 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         vp2 = vp;
         vp2.type = (CUmemAllocationType)0;
         R("vmm.create.type0", F(cuMemCreate)(&vbad, MB2, &vp2, 0));
+        // Compression: whether it is granted is the driver's choice (the note records it).
+        vp2 = vp;
+        vp2.allocFlags.compressionType = CU_MEM_ALLOCATION_COMP_GENERIC;
+        CUmemGenericAllocationHandle vc = 0;
+        R("vmm.create.compression", F(cuMemCreate)(&vc, MB2, &vp2, 0));
+        if (vc) {
+            CUmemAllocationProp cp;
+            memset(&cp, 0, sizeof cp);
+            F(cuMemGetAllocationPropertiesFromHandle)(&cp, vc);
+            fprintf(stderr, "difftest: vmm.create.compression: compressionType granted %d\n",
+                    (int)cp.allocFlags.compressionType);
+            F(cuMemRelease)(vc);
+        }
+        vp2.allocFlags.compressionType = 2;
+        R("vmm.create.compression2", F(cuMemCreate)(&vbad, MB2, &vp2, 0));
+        vp2 = vp;
+        vp2.allocFlags.usage = 1;
+        R("vmm.create.usage1", F(cuMemCreate)(&vbad, MB2, &vp2, 0));
         CUmemAllocationProp back;
         memset(&back, 0x5a, sizeof back);
         R("vmm.properties", F(cuMemGetAllocationPropertiesFromHandle)(&back, vh));

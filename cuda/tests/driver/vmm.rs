@@ -104,6 +104,25 @@ fn memory_mapped_at_reserved_addresses() {
         "properties",
     );
     assert_eq!((got.type_, got.loc_type, got.loc_id), (1, 1, 0));
+    // Compression (the sample cudaCompressibleMemory) is a request the driver may decline: the
+    // allocation is made, and its properties say it is not compressed. Usage flags are refused,
+    // a compression type that is not one is invalid.
+    let mut comp = prop();
+    comp.compression = 1;
+    let (r, hc) = create(2 * MIB, &comp);
+    check(r, "cuMemCreate with CU_MEM_ALLOCATION_COMP_GENERIC");
+    let mut gotc = comp;
+    check(
+        cu!(cuMemGetAllocationPropertiesFromHandle(&mut gotc, hc): *mut Prop, u64),
+        "properties of the compression request",
+    );
+    assert_eq!(gotc.compression, 0, "compression declined");
+    check(cu!(cuMemRelease(hc): u64), "release");
+    comp.compression = 2;
+    assert_eq!(create(2 * MIB, &comp).0, 1, "compressionType 2");
+    let mut usage = prop();
+    usage.usage = 1;
+    assert_eq!(create(2 * MIB, &usage).0, 801, "usage flags");
 
     // A reserved range, with the allocation mapped at its start and again 4 MiB in.
     let mut p = 0u64;
