@@ -477,17 +477,18 @@ fn device_syscalls_are_imports() {
     }
 }
 
-/// The targets of every CALL.ABS (opcode 0x943) in a relocated image: sm_8x, bits 63:24;
+/// The targets of every CALL.ABS (opcode 0x943) in a relocated image: sm_8x, bits 80:34;
 /// sm_90 (`R_CUDA_ABS55_16_34`), address bits 9:2 from bits 23:16 and 56:10 from bits 80:34.
 fn call_abs_targets(img: &[u8], sm: (u32, u32)) -> Vec<u64> {
     img.chunks_exact(16)
         .filter(|i| u16::from_le_bytes([i[0], i[1]]) & 0xfff == 0x943)
         .map(|i| {
             let w = u128::from_le_bytes(i.try_into().unwrap());
+            let high = (w >> 34) & ((1 << 47) - 1);
             if sm.0 >= 9 {
-                ((((w >> 16) & 0xff) << 2) | (((w >> 34) & ((1 << 47) - 1)) << 10)) as u64
+                ((((w >> 16) & 0xff) << 2) | (high << 10)) as u64
             } else {
-                ((w >> 24) & ((1 << 40) - 1)) as u64
+                high as u64
             }
         })
         .collect()
@@ -500,8 +501,8 @@ fn absolute_calls_get_their_target_in_the_architectures_fields() {
         (
             "build_G.sm_87.cubin",
             ORIN,
-            &[0x12_3456_7000u64][..],
-            1u64 << 40,
+            &[0x12_3456_7000u64, 0x2345_6789_a000][..],
+            1u64 << 47,
         ),
         (
             "build_G.sm_90.cubin",
@@ -532,8 +533,8 @@ fn absolute_calls_get_their_target_in_the_architectures_fields() {
 
 #[test]
 fn absolute_call_targets_are_the_functions_they_call() {
-    // sm_8x: the encoding is used with 4 KiB-aligned targets, so the functions those calls reach
-    // start on 4 KiB boundaries. sm_90: any address.
+    // The functions those calls reach keep the image's 128-byte alignment: both encodings reach
+    // any 4-byte aligned address.
     let dir = common::repo_path("tests/conformance/fixtures");
     for (file, sm, kernel, functions) in [
         (
@@ -565,7 +566,7 @@ fn absolute_call_targets_are_the_functions_they_call() {
         let m = Module::parse(&b, sm).unwrap_or_else(|e| panic!("{file}: {e}"));
         let k = m.kernel(kernel).expect(kernel);
         assert!(k.refused.is_none(), "{file}: {:?}", k.refused);
-        let align = if sm.0 >= 9 { 128 } else { 4096 };
+        let align = 128;
         assert_eq!(m.base_alignment(), align, "{file}");
         let mut offsets = Vec::new();
         for f in functions {

@@ -4,8 +4,8 @@
 //! launcher needs (gpu-programming-interface.md §6):
 //! - a zero-based **memory image** ([`Module::image`]) holding every section the GPU reads
 //!   (`.text.*`, `.nv.constant2.*`, `.nv.constant3`, `.nv.constant4`, `.nv.global.init`, the
-//!   zero-filled NOBITS `.nv.global`), each at 128-byte alignment (4 KiB for the targets of
-//!   absolute calls, [`CALL_TARGET_ALIGN`]), followed by
+//!   zero-filled NOBITS `.nv.global`), each at 128-byte alignment (or its own, if larger),
+//!   followed by
 //!   [`IMAGE_SLACK`] bytes of zeros for the instruction prefetcher;
 //! - the **relocations** of that image, applied for a given GPU VA by [`Module::relocate`] or
 //!   [`Module::image_at`];
@@ -31,10 +31,6 @@ use relocations::Reloc;
 /// Alignment of every section in the memory image (bytes). Load the image at a GPU VA that is
 /// a multiple of [`Module::base_alignment`] (which is at least this).
 pub const IMAGE_ALIGN: u64 = 128;
-/// Alignment of the sections that sm_8x absolute calls with an immediate target (`CALL.ABS`,
-/// relocation [`R_CUDA_ABS_CALL_SM8X`]) jump into: that encoding is used with 4 KiB-aligned
-/// targets only. sm_90's ([`R_CUDA_ABS_CALL_SM90`]) reaches any address.
-pub const CALL_TARGET_ALIGN: u64 = 4096;
 /// Zero bytes appended after the last section: the instruction prefetcher reads past the end of
 /// the code (§6.6).
 pub const IMAGE_SLACK: u64 = 4096;
@@ -59,9 +55,10 @@ pub const R_CUDA_G64: u32 = 4;
 pub const R_CUDA_ABS32_LO_32: u32 = 0x38;
 /// `R_CUDA_ABS32_HI_32`: high 32 bits into instruction bits 63:32.
 pub const R_CUDA_ABS32_HI_32: u32 = 0x39;
-/// Relocation 0x3a (sm_8x `.rel.text`): the target of an absolute call (`CALL.ABS.NOINC`,
-/// `-G` builds and device-linked `-rdc` calls), written as target address bits 39:0 in
-/// instruction bits 63:24 with the target 4 KiB aligned ([`CALL_TARGET_ALIGN`]).
+/// `R_CUDA_ABS47_34` (0x3a, sm_8x `.rel.text`): the target of an absolute call
+/// (`CALL.ABS.NOINC`, `-G` builds and device-linked `-rdc` calls), address bits 46:0 in
+/// instruction bits 80:34. The layout is the one the relocation's name gives, of the same
+/// family as sm_90's ([`R_CUDA_ABS_CALL_SM90`], checked on the H200); no sm_8x GPU has run it.
 pub const R_CUDA_ABS_CALL_SM8X: u32 = 0x3a;
 /// `R_CUDA_ABS55_16_34` (sm_90 and later `.rela.text`): the target of an absolute call, address
 /// bits 9:2 in instruction bits 23:16 and bits 56:10 in instruction bits 80:34. Checked on the

@@ -10,8 +10,8 @@ use super::elf::{
 use super::info::{self, Attr};
 use super::relocations::Placed;
 use super::{
-    FunctionSymbol, GlobalSymbol, KernelInfo, Module, CALL_TARGET_ALIGN, IMAGE_ALIGN, IMAGE_SLACK,
-    MAX_CBANK_BYTES, MAX_IMAGE_BYTES, R_CUDA_ABS_CALL_SM8X, R_CUDA_ABS_CALL_SM90,
+    FunctionSymbol, GlobalSymbol, KernelInfo, Module, IMAGE_ALIGN, IMAGE_SLACK, MAX_CBANK_BYTES,
+    MAX_IMAGE_BYTES, R_CUDA_ABS_CALL_SM8X, R_CUDA_ABS_CALL_SM90,
 };
 use crate::error::{Error, Result, Status};
 use std::collections::HashMap;
@@ -181,13 +181,9 @@ impl Module {
         }
         groups.sort(); // by group, then by section index
 
-        // Targets of absolute calls with an immediate address (CALL.ABS: -G builds, calls
-        // between device-linked files) start on a 4 KiB boundary. On the H100 and H200 such
-        // calls reached only 4 KiB-aligned targets: every other placement tried hung, faulted or
-        // computed wrong results, while calls through a register (indirect calls, syscalls) go
-        // anywhere.
-        let mut call_target = vec![false; n];
-        // (section holding the call, symbol index of the callee) for every such call.
+        // Absolute calls with an immediate address (CALL.ABS: -G builds, calls between
+        // device-linked files): (section holding the call, symbol index of the callee), for the
+        // callee's registers.
         let mut call_edges: Vec<(usize, u32)> = Vec::new();
         for i in 0..n {
             let s = elf.sections[i];
@@ -198,27 +194,11 @@ impl Module {
                 if r.r_type != R_CUDA_ABS_CALL_SM8X && r.r_type != R_CUDA_ABS_CALL_SM90 {
                     continue;
                 }
-                // sm_90's encoding (R_CUDA_ABS55_16_34) reaches any address; sm_8x's is used
-                // with 4 KiB-aligned targets only.
-                let aligned = r.r_type == R_CUDA_ABS_CALL_SM8X;
                 let Some(sym) = syms.get(r.r_sym as usize) else {
                     continue; // reported when the relocation is resolved
                 };
-                let at = sym.st_value.wrapping_add_signed(r.r_addend);
                 let t = sym.st_shndx as usize;
                 if t < n && sym.st_shndx != SHN_UNDEF && sym.st_shndx < SHN_LORESERVE {
-                    if aligned && at % CALL_TARGET_ALIGN != 0 {
-                        return Err(Error::new(
-                            Status::NotSupported,
-                            format!(
-                                "an absolute call (CALL.ABS) in {} targets offset {at:#x} of \
-                                 section {t} ({}), which is not 4 KiB aligned: such calls reach \
-                                 only 4 KiB-aligned addresses",
-                                names[i], names[t]
-                            ),
-                        ));
-                    }
-                    call_target[t] |= aligned;
                     call_edges.push((s.sh_info as usize, r.r_sym));
                 }
             }
@@ -234,11 +214,7 @@ impl Module {
                     names[i]
                 )));
             }
-            let align = if call_target[i] {
-                a.max(CALL_TARGET_ALIGN)
-            } else {
-                a.max(IMAGE_ALIGN)
-            };
+            let align = a.max(IMAGE_ALIGN);
             base_alignment = base_alignment.max(align);
             let offset = end
                 .checked_next_multiple_of(align)

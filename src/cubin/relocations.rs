@@ -26,9 +26,9 @@ pub(super) enum Patch {
     Lo32,
     /// High 32 bits into bytes +4..+8.
     Hi32,
-    /// An absolute call target (sm_8x): address bits 39:0 into instruction bits 63:24 (bytes
-    /// +3..+8), the target 4 KiB aligned.
-    Call40,
+    /// `R_CUDA_ABS47_34` (sm_8x `CALL.ABS` targets): address bits 46:0 into instruction bits
+    /// 80:34; the other bits of the 16-byte instruction are kept.
+    Abs47,
     /// `R_CUDA_ABS55_16_34` (sm_90 and later `CALL.ABS` targets): address bits 9:2 into
     /// instruction bits 23:16 and address bits 56:10 into instruction bits 80:34; the other
     /// bits of the 16-byte instruction are kept.
@@ -94,7 +94,7 @@ impl Module {
             R_CUDA_64 | R_CUDA_G64 => (Patch::Abs64, 0, 8),
             R_CUDA_ABS32_LO_32 => (Patch::Lo32, 4, 4),
             R_CUDA_ABS32_HI_32 => (Patch::Hi32, 4, 4),
-            R_CUDA_ABS_CALL_SM8X => (Patch::Call40, 3, 5),
+            R_CUDA_ABS_CALL_SM8X => (Patch::Abs47, 0, 16),
             R_CUDA_ABS_CALL_SM90 => (Patch::Abs55, 0, 16),
             R_CUDA_FUNC_DESC32_LO_32 | R_CUDA_FUNC_DESC32_HI_32 => {
                 return Err(Error::new(
@@ -307,37 +307,8 @@ impl Module {
                 }
                 Patch::Lo32 => write(image, at, &(value as u32).to_le_bytes())?,
                 Patch::Hi32 => write(image, at, &((value >> 32) as u32).to_le_bytes())?,
-                Patch::Abs55 => {
-                    if value >> 57 != 0 || value & 3 != 0 {
-                        return Err(Error::invalid(format!(
-                            "cubin relocate: {} type {:#x} at image offset {:#x}: call target {value:#x} is not a 4-byte aligned 57-bit address",
-                            r.section, r.r_type, r.at
-                        )));
-                    }
-                    let mut w = [0u8; 16];
-                    w.copy_from_slice(image.get(at..at + 16).ok_or_else(|| {
-                        Error::new(
-                            Status::Internal,
-                            format!("cubin relocate: offset {at:#x} outside the image"),
-                        )
-                    })?);
-                    let low: u128 = 0xff << 16;
-                    let high: u128 = ((1u128 << 47) - 1) << 34;
-                    let v = value as u128;
-                    let inst = (u128::from_le_bytes(w) & !(low | high))
-                        | (((v >> 2) & 0xff) << 16)
-                        | ((v >> 10) << 34);
-                    write(image, at, &inst.to_le_bytes())?
-                }
-                Patch::Call40 => {
-                    if value >> 40 != 0 {
-                        return Err(Error::invalid(format!(
-                            "cubin relocate: {} type {:#x} at image offset {:#x}: call target {value:#x} does not fit the 40-bit absolute call field",
-                            r.section, r.r_type, r.at
-                        )));
-                    }
-                    write(image, at, &value.to_le_bytes()[..5])?
-                }
+                Patch::Abs47 => patch_fields(image, at, value, 47, &[(34, 47, 0)], r)?,
+                Patch::Abs55 => patch_fields(image, at, value, 57, &[(16, 8, 2), (34, 47, 10)], r)?,
             }
         }
         Ok(())
@@ -349,6 +320,37 @@ impl Module {
         self.relocate(&mut img, base_va)?;
         Ok(img)
     }
+}
+
+/// Write call target `value` (below 2^`bits`, 4-byte aligned) into the 16-byte instruction at
+/// `at`: for each `(first instruction bit, width, address shift)`, `width` bits of
+/// `value >> shift`. The instruction's other bits are kept.
+fn patch_fields(
+    image: &mut [u8],
+    at: usize,
+    value: u64,
+    bits: u32,
+    fields: &[(u32, u32, u32)],
+    r: &Reloc,
+) -> Result<()> {
+    if value >> bits != 0 || value & 3 != 0 {
+        return Err(Error::invalid(format!(
+            "cubin relocate: {} type {:#x} at image offset {:#x}: call target {value:#x} is not a 4-byte aligned {bits}-bit address",
+            r.section, r.r_type, r.at
+        )));
+    }
+    let inst = image.get(at..at + 16).ok_or_else(|| {
+        Error::new(
+            Status::Internal,
+            format!("cubin relocate: offset {at:#x} outside the image"),
+        )
+    })?;
+    let mut w = u128::from_le_bytes(inst.try_into().expect("16 bytes"));
+    for &(first, width, shift) in fields {
+        let mask = ((1u128 << width) - 1) << first;
+        w = (w & !mask) | ((((value >> shift) as u128) << first) & mask);
+    }
+    write(image, at, &w.to_le_bytes())
 }
 
 fn write(image: &mut [u8], at: usize, bytes: &[u8]) -> Result<()> {
