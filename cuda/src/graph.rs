@@ -34,10 +34,13 @@ pub(crate) enum NodeKind {
     Copy {
         dst: (Arc<Buffer>, u64),
         src: (Arc<Buffer>, u64),
+        /// Bytes per row.
         bytes: u64,
+        /// The rows and where they lie (one row for a one-dimensional copy).
+        rows: Rows,
         /// A copy to or from pageable host memory: the pinned staging buffer at the host end
-        /// (`src` or `dst`) is filled from that memory before each launch, or copied to it after
-        /// each launch, by a host step in the stream's order.
+        /// (`src` or `dst`, laid out as that memory) is filled from that memory before the copy
+        /// runs, or copied to it after, by a host step in the graph's order.
         pageable: Option<Pageable>,
     },
     Memset {
@@ -369,6 +372,42 @@ pub unsafe extern "C" fn cuGraphMemFreeNodeGetParams(
             _ => Err(invalid("the node is not a memory free node")),
         }
     })
+}
+
+/// The rows of a memcpy node: `height` rows per slice, `depth` slices; row `y` of slice `z`
+/// lies `z * slice + y * pitch` bytes after each end's start.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Rows {
+    pub height: u64,
+    pub depth: u64,
+    pub src_pitch: u64,
+    pub src_slice: u64,
+    pub dst_pitch: u64,
+    pub dst_slice: u64,
+}
+
+impl Rows {
+    /// One row.
+    pub(crate) const ONE: Rows = Rows {
+        height: 1,
+        depth: 1,
+        src_pitch: 0,
+        src_slice: 0,
+        dst_pitch: 0,
+        dst_slice: 0,
+    };
+
+    /// The (source, destination) offsets of each row from the ends' starts.
+    fn offsets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        (0..self.depth).flat_map(move |z| {
+            (0..self.height).map(move |y| {
+                (
+                    z * self.src_slice + y * self.src_pitch,
+                    z * self.dst_slice + y * self.dst_pitch,
+                )
+            })
+        })
+    }
 }
 
 /// A host node's function (`CUhostFn`).
@@ -870,6 +909,7 @@ pub(crate) fn copy_va_kind(dst: u64, src: u64, n: u64) -> R<NodeKind> {
         dst: find(dst, "dstDevice")?,
         src: find(src, "srcDevice")?,
         bytes: n,
+        rows: Rows::ONE,
         pageable: None,
     })
 }
@@ -912,42 +952,94 @@ pub unsafe extern "C" fn cuGraphAddMemsetNode(
     })
 }
 
-/// A memcpy node: a one-dimensional copy between memory allocated by this library (device,
-/// managed or pinned host memory), host memory registered with it for the GPU, and pageable host
-/// memory (one end at most: through a pinned staging buffer, filled before each launch or copied
-/// out after it, see [`Pageable`]). Arrays are refused.
-unsafe fn copy_kind(p: *const CUDA_MEMCPY3D) -> R<NodeKind> {
+/// A memcpy node: a copy of rows (one, a pitched 2-D block or a 3-D block of slices) between
+/// memory allocated by this library (device, managed or pinned host memory), host memory
+/// registered with it for the GPU, and pageable host memory (one end at most: through a pinned
+/// staging buffer laid out as that memory, filled before the copy runs or copied out after it,
+/// see [`Pageable`]). Arrays are refused.
+pub(crate) unsafe fn copy_kind(p: *const CUDA_MEMCPY3D) -> R<NodeKind> {
     let p = p.as_ref().ok_or_else(|| invalid("copyParams is NULL"))?;
-    if p.Height > 1 || p.Depth > 1 || p.srcY != 0 || p.srcZ != 0 || p.dstY != 0 || p.dstZ != 0 {
-        return Err(fail(
-            CUDA_ERROR_NOT_SUPPORTED,
-            "memcpy nodes copy one row (Height 1, Depth 1)",
-        ));
+    if p.srcLOD != 0 || p.dstLOD != 0 {
+        return Err(invalid("srcLOD and dstLOD must be 0"));
     }
     let n = p.WidthInBytes as u64;
+    let (height, depth) = (p.Height.max(1) as u64, p.Depth.max(1) as u64);
     if n == 0 {
         return Err(invalid("WidthInBytes is 0"));
     }
+    // Each end: its start (x, y and z applied), pitch, bytes per slice and extent.
+    let geometry = |what: &str, x: usize, y: usize, z: usize, pitch: usize, rows: usize| {
+        let (pitch, rows) = (pitch as u64, rows as u64);
+        if (height > 1 || y > 0 || depth > 1 || z > 0) && pitch < n {
+            return Err(invalid(format!(
+                "{what}Pitch {pitch} is less than WidthInBytes {n}"
+            )));
+        }
+        if (depth > 1 || z > 0) && rows < height {
+            return Err(invalid(format!(
+                "{what}Height {rows} is less than Height {height}"
+            )));
+        }
+        let slice = pitch
+            .checked_mul(rows)
+            .ok_or_else(|| invalid(format!("{what}: the slice size overflows")))?;
+        let start = (y as u64)
+            .checked_mul(pitch)
+            .and_then(|o| o.checked_add((z as u64).checked_mul(slice)?))
+            .and_then(|o| o.checked_add(x as u64))
+            .ok_or_else(|| invalid(format!("{what}: the start offset overflows")))?;
+        let extent = (depth - 1)
+            .checked_mul(slice)
+            .and_then(|e| e.checked_add((height - 1).checked_mul(pitch)?))
+            .and_then(|e| e.checked_add(n))
+            .ok_or_else(|| invalid(format!("{what}: the copy's extent overflows")))?;
+        Ok((start, pitch, slice, extent))
+    };
+    let (s0, src_pitch, src_slice, src_extent) = geometry(
+        "src",
+        p.srcXInBytes,
+        p.srcY,
+        p.srcZ,
+        p.srcPitch,
+        p.srcHeight,
+    )?;
+    let (d0, dst_pitch, dst_slice, dst_extent) = geometry(
+        "dst",
+        p.dstXInBytes,
+        p.dstY,
+        p.dstZ,
+        p.dstPitch,
+        p.dstHeight,
+    )?;
+    let rows = Rows {
+        height,
+        depth,
+        src_pitch,
+        src_slice,
+        dst_pitch,
+        dst_slice,
+    };
     let src = copy_end(
         "src",
         p.srcMemoryType,
         p.srcDevice,
         p.srcHost as usize,
-        p.srcXInBytes as u64,
-        n,
+        s0,
+        src_extent,
     )?;
     let dst = copy_end(
         "dst",
         p.dstMemoryType,
         p.dstDevice,
         p.dstHost as usize,
-        p.dstXInBytes as u64,
-        n,
+        d0,
+        dst_extent,
     )?;
-    // Pageable host memory: through a pinned staging buffer of the other end's device.
-    let staging = |other: &(Arc<Buffer>, u64)| -> R<(Arc<Buffer>, u64)> {
+    // Pageable host memory: through a pinned staging buffer of the other end's device, as long
+    // as the pageable end's extent.
+    let staging = |other: &(Arc<Buffer>, u64), extent: u64| -> R<(Arc<Buffer>, u64)> {
         let b = other.0.device().alloc(
-            n,
+            extent,
             tegragpu::core::MemFlags {
                 cpu_cached: true,
                 ..Default::default()
@@ -958,9 +1050,11 @@ unsafe fn copy_kind(p: *const CUDA_MEMCPY3D) -> R<NodeKind> {
     };
     let (src, dst, pageable) = match (src, dst) {
         (End::Mem(s), End::Mem(d)) => (s, d, None),
-        (End::Pageable(a), End::Mem(d)) => (staging(&d)?, d, Some(Pageable::From(a))),
+        (End::Pageable(a), End::Mem(d)) => {
+            (staging(&d, src_extent)?, d, Some(Pageable::From(a)))
+        }
         (End::Mem(s), End::Pageable(a)) => {
-            let st = staging(&s)?;
+            let st = staging(&s, dst_extent)?;
             (s, st, Some(Pageable::To(a)))
         }
         (End::Pageable(a), End::Pageable(b)) => {
@@ -972,11 +1066,11 @@ unsafe fn copy_kind(p: *const CUDA_MEMCPY3D) -> R<NodeKind> {
             ))
         }
     };
-    if Arc::ptr_eq(&src.0, &dst.0) && dst.1 < src.1 + n && src.1 < dst.1 + n {
+    if Arc::ptr_eq(&src.0, &dst.0) && dst.1 < src.1 + src_extent && src.1 < dst.1 + dst_extent {
         return Err(fail(
             CUDA_ERROR_NOT_SUPPORTED,
             format!(
-                "overlapping copy of {n} bytes from offset {} to offset {} of one allocation in a graph",
+                "overlapping copy from offset {} ({src_extent} bytes) to offset {} ({dst_extent} bytes) of one allocation in a graph",
                 src.1, dst.1
             ),
         ));
@@ -985,6 +1079,7 @@ unsafe fn copy_kind(p: *const CUDA_MEMCPY3D) -> R<NodeKind> {
         dst,
         src,
         bytes: n,
+        rows,
         pageable,
     })
 }
@@ -1322,8 +1417,19 @@ fn record(st: &mut ExecState) -> R {
         let idx = match &st.kinds[i] {
             NodeKind::Kernel { func, cfg, params } => cb.launch(&func.kernel, cfg, params)?,
             NodeKind::Copy {
-                dst, src, bytes, ..
-            } => cb.copy(&dst.0, dst.1, &src.0, src.1, *bytes)?,
+                dst,
+                src,
+                bytes,
+                rows,
+                ..
+            } => {
+                let mut first = None;
+                for (so, d_o) in rows.offsets() {
+                    let c = cb.copy(&dst.0, dst.1 + d_o, &src.0, src.1 + so, *bytes)?;
+                    first.get_or_insert(c);
+                }
+                first.expect("a memcpy node has at least one row")
+            }
             NodeKind::Memset {
                 dst,
                 value,
@@ -1555,10 +1661,12 @@ unsafe fn graph_launch(h: *mut c_void, s: *mut c_void, ptds: bool) -> R {
 enum HostStep {
     /// A host node: `f(data)`.
     Call(HostFn, usize),
-    /// Fill a staging buffer from pageable host memory (host address, buffer, bytes).
-    Fill(usize, Arc<Buffer>, u64),
-    /// Copy a staging buffer out to pageable host memory (host address, buffer, bytes).
-    Out(usize, Arc<Buffer>, u64),
+    /// Fill a staging buffer from pageable host memory (host address, buffer, bytes per row,
+    /// the rows: the source side of [`Rows`] gives the layout of both).
+    Fill(usize, Arc<Buffer>, u64, Rows),
+    /// Copy a staging buffer out to pageable host memory (host address, buffer, bytes per row,
+    /// the rows: the destination side of [`Rows`] gives the layout of both).
+    Out(usize, Arc<Buffer>, u64, Rows),
 }
 
 /// Run the host steps recorded after `k` segments, in order, on a host thread in the stream's
@@ -1573,15 +1681,17 @@ unsafe fn host_nodes(st: &ExecState, k: usize, h: *mut c_void, ptds: bool) -> R 
             NodeKind::Copy {
                 src,
                 bytes,
+                rows,
                 pageable: Some(Pageable::From(a)),
                 ..
-            } => Some(HostStep::Fill(*a, src.0.clone(), *bytes)),
+            } => Some(HostStep::Fill(*a, src.0.clone(), *bytes, *rows)),
             NodeKind::Copy {
                 dst,
                 bytes,
+                rows,
                 pageable: Some(Pageable::To(a)),
                 ..
-            } => Some(HostStep::Out(*a, dst.0.clone(), *bytes)),
+            } => Some(HostStep::Out(*a, dst.0.clone(), *bytes, *rows)),
             _ => None,
         })
         .collect();
@@ -1595,15 +1705,28 @@ unsafe fn host_nodes(st: &ExecState, k: usize, h: *mut c_void, ptds: bool) -> R 
             for step in steps {
                 // SAFETY: the program's host function with its own data, and host memory the
                 // program keeps valid until the launch has run (as for NVIDIA's); the staging
-                // buffers are mapped, `n` bytes long.
+                // buffers are mapped and as long as the pageable end's extent, which the rows
+                // stay inside.
                 unsafe {
                     match step {
                         HostStep::Call(f, data) => f(data as *mut c_void),
-                        HostStep::Fill(a, b, n) => {
-                            std::ptr::copy_nonoverlapping(a as *const u8, b.cpu_ptr(), n as usize)
+                        HostStep::Fill(a, b, n, rows) => {
+                            for (o, _) in rows.offsets() {
+                                std::ptr::copy_nonoverlapping(
+                                    (a + o as usize) as *const u8,
+                                    b.cpu_ptr().add(o as usize),
+                                    n as usize,
+                                )
+                            }
                         }
-                        HostStep::Out(a, b, n) => {
-                            std::ptr::copy_nonoverlapping(b.cpu_ptr(), a as *mut u8, n as usize)
+                        HostStep::Out(a, b, n, rows) => {
+                            for (_, o) in rows.offsets() {
+                                std::ptr::copy_nonoverlapping(
+                                    b.cpu_ptr().add(o as usize),
+                                    (a + o as usize) as *mut u8,
+                                    n as usize,
+                                )
+                            }
                         }
                     }
                 }
@@ -1828,12 +1951,14 @@ pub unsafe extern "C" fn cuGraphExecMemcpyNodeSetParams(
                     dst: d0,
                     src: s0,
                     bytes: b0,
+                    rows: r0,
                     pageable: None,
                 },
                 NodeKind::Copy {
                     dst: d1,
                     src: s1,
                     bytes: b1,
+                    rows: r1,
                     pageable: None,
                 },
             ) => {
@@ -1842,6 +1967,7 @@ pub unsafe extern "C" fn cuGraphExecMemcpyNodeSetParams(
                     && Arc::ptr_eq(&s0.0, &s1.0)
                     && s0.1 == s1.1
                     && b0 == b1
+                    && r0 == r1
             }
             _ => false,
         };

@@ -1,5 +1,6 @@
 //! Pitched copies: `cuMemcpy2D`, `cuMemcpy2DUnaligned`, `cuMemcpy3D` and their `Async` forms,
-//! between device memory, pinned host memory and any other host memory, in stream order.
+//! between device memory, pinned host memory and any other host memory, in stream order. On a
+//! capturing stream they become memcpy nodes (crate::graph).
 //! Arrays (`CU_MEMORYTYPE_ARRAY`, crate::arrays) are pitch-linear device memory: their rows are
 //! copied as device rows.
 //!
@@ -337,6 +338,19 @@ unsafe fn memcpy2d(p: *const CUDA_MEMCPY2D, h: *mut c_void, ptds: bool, sync: bo
     if sh.width == 0 || sh.height == 0 {
         return Ok(());
     }
+    if s.is_capturing() {
+        // A memcpy node, as the same copy made with cuMemcpy3DAsync.
+        // SAFETY: CUDA_MEMCPY3D is plain data; all zeros is a valid value.
+        let mut q: CUDA_MEMCPY3D = std::mem::zeroed();
+        (q.srcXInBytes, q.srcY, q.srcMemoryType) = (p.srcXInBytes, p.srcY, p.srcMemoryType);
+        (q.srcHost, q.srcDevice, q.srcArray) = (p.srcHost, p.srcDevice, p.srcArray);
+        (q.srcPitch, q.srcHeight) = (p.srcPitch, p.Height);
+        (q.dstXInBytes, q.dstY, q.dstMemoryType) = (p.dstXInBytes, p.dstY, p.dstMemoryType);
+        (q.dstHost, q.dstDevice, q.dstArray) = (p.dstHost, p.dstDevice, p.dstArray);
+        (q.dstPitch, q.dstHeight) = (p.dstPitch, p.Height);
+        (q.WidthInBytes, q.Height, q.Depth) = (p.WidthInBytes, p.Height, 1);
+        return crate::capture::add(s, || crate::graph::copy_kind(&q));
+    }
     let src = side(
         "src",
         p.srcMemoryType,
@@ -381,6 +395,9 @@ unsafe fn memcpy3d(p: *const CUDA_MEMCPY3D, h: *mut c_void, ptds: bool, sync: bo
     };
     if sh.width == 0 || sh.height == 0 || sh.depth == 0 {
         return Ok(());
+    }
+    if s.is_capturing() {
+        return crate::capture::add(s, || crate::graph::copy_kind(p));
     }
     let src = side(
         "src",

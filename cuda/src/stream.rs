@@ -172,7 +172,7 @@ impl Stream {
         if self.is_capturing() {
             return Err(crate::capture::refuse(
                 self,
-                "work other than kernel launches, memsets, one-dimensional copies, host functions and stream-ordered allocations",
+                "work other than kernel launches, memsets, copies, host functions and stream-ordered allocations",
             ));
         }
         // A blocking stream waits for the legacy stream's work: its value, marked under the

@@ -950,3 +950,213 @@ fn graph_memory_freed_by_the_program_between_launches() {
         "the memory was released with the last graph holding it"
     );
 }
+
+/// Memcpy nodes of pitched blocks: a 3-D block between device memory with offsets and
+/// different pitches and rows per slice, the result to pageable host memory (only the rows are
+/// written: the bytes between them keep their value), a 2-D block from pageable host memory,
+/// and `cuMemcpy2DAsync` on a capturing stream. A pitch below the width is invalid.
+#[test]
+fn memcpy_nodes_copy_pitched_blocks() {
+    setup();
+    let (w, h, d) = (12usize, 5usize, 2usize);
+    // Source: pitch 16, 6 rows per slice, the block 4 bytes into each row.
+    let src_bytes: Vec<u8> = (0..16 * 6 * 2).map(|i| (i % 251) as u8).collect();
+    let src = alloc(src_bytes.len());
+    htod(src, &src_bytes);
+    // Destination: pitch 20, 5 rows per slice.
+    let dst = alloc(20 * 5 * 2);
+    check(cu!(cuMemsetD8_v2(dst, 0, 200): u64, u8, usize), "zero dst");
+    let mut g = null_mut();
+    check(
+        cu!(cuGraphCreate(&mut g, 0): *mut *mut c_void, u32),
+        "graph",
+    );
+    let add = |deps: &[*mut c_void], m: &mut Memcpy3D| -> (u32, *mut c_void) {
+        let mut n = null_mut();
+        let r = cu!(cuGraphAddMemcpyNode(&mut n, g, deps.as_ptr(), deps.len(), ptr(m), null_mut()): *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *mut c_void, *mut c_void);
+        (r, n)
+    };
+    let mut block = Memcpy3D {
+        src_x: 4,
+        src_type: 2,
+        src_device: src,
+        src_pitch: 16,
+        src_height: 6,
+        dst_type: 2,
+        dst_device: dst,
+        dst_pitch: 20,
+        dst_height: 5,
+        width: w,
+        height: h,
+        depth: d,
+        ..Default::default()
+    };
+    let (r, n1) = add(&[], &mut block);
+    check(r, "a 3-D device block");
+    // To pageable memory: pitch 24, 5 rows per slice, filled with 0xee first.
+    let mut out = vec![0xeeu8; 24 * 5 * 2];
+    let mut down = Memcpy3D {
+        src_type: 2,
+        src_device: dst,
+        src_pitch: 20,
+        src_height: 5,
+        dst_type: 1,
+        dst_host: out.as_mut_ptr() as usize,
+        dst_pitch: 24,
+        dst_height: 5,
+        width: w,
+        height: h,
+        depth: d,
+        ..Default::default()
+    };
+    let (r, n2) = add(&[n1], &mut down);
+    check(r, "a 3-D block to pageable memory");
+    // From pageable memory: a 2-D block of pitch 13 into contiguous rows.
+    let inp: Vec<u8> = (0..13 * 5).map(|i| (200 - i) as u8).collect();
+    let up_dst = alloc(w * h);
+    let mut up = Memcpy3D {
+        src_type: 1,
+        src_host: inp.as_ptr() as usize,
+        src_pitch: 13,
+        dst_type: 2,
+        dst_device: up_dst,
+        dst_pitch: w,
+        width: w,
+        height: h,
+        depth: 1,
+        ..Default::default()
+    };
+    let (r, _) = add(&[n2], &mut up);
+    check(r, "a 2-D block from pageable memory");
+    let mut narrow = Memcpy3D {
+        src_pitch: 8,
+        ..block
+    };
+    assert_eq!(
+        add(&[], &mut narrow).0,
+        1,
+        "srcPitch 8 below WidthInBytes 12"
+    );
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec, g, 0): *mut *mut c_void, *mut c_void, u64),
+        "instantiate",
+    );
+    check(
+        cu!(cuGraphLaunch(exec, null_mut()): *mut c_void, *mut c_void),
+        "launch",
+    );
+    check(cu!(cuCtxSynchronize(): ), "sync");
+    let got = dtoh::<u8>(dst, 200);
+    for z in 0..d {
+        for y in 0..h {
+            for x in 0..20 {
+                let want = if x < w {
+                    src_bytes[z * 96 + y * 16 + 4 + x]
+                } else {
+                    0
+                };
+                assert_eq!(got[z * 100 + y * 20 + x], want, "dst z {z} y {y} x {x}");
+                if x < w {
+                    assert_eq!(out[z * 120 + y * 24 + x], want, "out z {z} y {y} x {x}");
+                }
+            }
+            for x in w..24 {
+                assert_eq!(out[z * 120 + y * 24 + x], 0xee, "out gap z {z} y {y} x {x}");
+            }
+        }
+    }
+    let got = dtoh::<u8>(up_dst, w * h);
+    for y in 0..h {
+        assert_eq!(
+            got[y * w..(y + 1) * w],
+            inp[y * 13..y * 13 + w],
+            "row {y} from pageable memory"
+        );
+    }
+    check(cu!(cuGraphExecDestroy(exec): *mut c_void), "exec destroy");
+    check(cu!(cuGraphDestroy(g): *mut c_void), "graph destroy");
+
+    // cuMemcpy2DAsync captured: pageable rows of pitch 16 into device rows of pitch 12.
+    let mut s = null_mut();
+    check(
+        cu!(cuStreamCreate(&mut s, 1): *mut *mut c_void, u32),
+        "stream",
+    );
+    check(
+        cu!(cuStreamBeginCapture_v2(s, 2): *mut c_void, u32),
+        "begin capture",
+    );
+    let mut rows: Vec<u8> = vec![0; 16 * h];
+    #[repr(C)]
+    struct Memcpy2D {
+        src_x: usize,
+        src_y: usize,
+        src_type: u32,
+        src_host: *const c_void,
+        src_device: u64,
+        src_array: *mut c_void,
+        src_pitch: usize,
+        dst_x: usize,
+        dst_y: usize,
+        dst_type: u32,
+        dst_host: *mut c_void,
+        dst_device: u64,
+        dst_array: *mut c_void,
+        dst_pitch: usize,
+        width: usize,
+        height: usize,
+    }
+    let c2 = Memcpy2D {
+        src_x: 0,
+        src_y: 0,
+        src_type: 1,
+        src_host: rows.as_ptr() as *const c_void,
+        src_device: 0,
+        src_array: null_mut(),
+        src_pitch: 16,
+        dst_x: 0,
+        dst_y: 0,
+        dst_type: 2,
+        dst_host: null_mut(),
+        dst_device: up_dst,
+        dst_array: null_mut(),
+        dst_pitch: w,
+        width: w,
+        height: h,
+    };
+    check(
+        cu!(cuMemcpy2DAsync_v2(&c2, s): *const Memcpy2D, *mut c_void),
+        "captured cuMemcpy2DAsync_v2",
+    );
+    let mut cg = null_mut();
+    check(
+        cu!(cuStreamEndCapture(s, &mut cg): *mut c_void, *mut *mut c_void),
+        "end capture",
+    );
+    let mut ce = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut ce, cg, 0): *mut *mut c_void, *mut c_void, u64),
+        "instantiate captured",
+    );
+    // The rows are read when the graph runs, not when the copy was captured.
+    for (i, b) in rows.iter_mut().enumerate() {
+        *b = (i % 16 + 7 * (i / 16)) as u8;
+    }
+    check(
+        cu!(cuGraphLaunch(ce, s): *mut c_void, *mut c_void),
+        "launch captured",
+    );
+    check(cu!(cuStreamSynchronize(s): *mut c_void), "sync");
+    let got = dtoh::<u8>(up_dst, w * h);
+    for y in 0..h {
+        assert_eq!(
+            got[y * w..(y + 1) * w],
+            rows[y * 16..y * 16 + w],
+            "captured row {y}"
+        );
+    }
+    check(cu!(cuGraphExecDestroy(ce): *mut c_void), "exec destroy");
+    check(cu!(cuGraphDestroy(cg): *mut c_void), "graph destroy");
+    check(cu!(cuStreamDestroy_v2(s): *mut c_void), "stream destroy");
+}
