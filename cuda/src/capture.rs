@@ -1,8 +1,8 @@
 //! Stream capture (`cuStreamBeginCapture` ... `cuStreamEndCapture`): while a stream captures,
 //! the work it is given becomes nodes of the capture's graph instead of running: kernel launches
 //! (kernel nodes), `cuMemsetD8/D16/D32(Async)` (memset nodes), copies of rows and pitched
-//! blocks (memcpy nodes), `cuLaunchHostFunc` (host nodes), `cuMemAllocAsync` / `cuMemFreeAsync` (memory
-//! nodes), each depending on the stream's previous nodes. `cuEventRecord` on a capturing
+//! blocks (memcpy nodes), `cuLaunchHostFunc` (host nodes), `cuMemAllocAsync` /
+//! `cuMemFreeAsync` (memory nodes), each depending on the stream's previous nodes. `cuEventRecord` on a capturing
 //! stream captures the event (its nodes); `cuStreamWaitEvent` on a captured event adds its nodes
 //! to the waiting stream's dependencies, and a stream that is not capturing joins the capture
 //! there (fork and join across streams). Any other work given to a capturing stream, and

@@ -42,6 +42,8 @@ pub(crate) enum NodeKind {
         /// (`src` or `dst`, laid out as that memory) is filled from that memory before the copy
         /// runs, or copied to it after, by a host step in the graph's order.
         pageable: Option<Pageable>,
+        /// The parameters as given (`cuGraphMemcpyNodeGetParams`).
+        params: Box<CUDA_MEMCPY3D>,
     },
     Memset {
         dst: (Arc<Buffer>, u64),
@@ -61,6 +63,9 @@ pub(crate) enum NodeKind {
     /// allocation: running it does nothing; the memory is freed once the graphs and executable
     /// graphs holding its nodes are destroyed.
     MemFree(Arc<GraphMem>),
+    /// A child graph node (`cuGraphAddChildGraphNode`): a graph of its own (a clone of the one
+    /// given), whose nodes run after this node's dependencies and before its dependents.
+    Child(Arc<ChildGraph>),
     /// A host node (`cuGraphAddHostNode`, or `cuLaunchHostFunc` captured): `f(data)` on a host
     /// thread once the nodes recorded before it have run; the nodes recorded after it wait.
     Host {
@@ -410,6 +415,16 @@ impl Rows {
     }
 }
 
+/// The graph of a child graph node: owned by the node, destroyed with it.
+pub(crate) struct ChildGraph(pub(crate) usize);
+
+impl Drop for ChildGraph {
+    fn drop(&mut self) {
+        // SAFETY: the node owns this graph handle.
+        unsafe { cuGraphDestroy(self.0 as *mut c_void) };
+    }
+}
+
 /// A host node's function (`CUhostFn`).
 pub(crate) type HostFn = unsafe extern "C" fn(*mut c_void);
 
@@ -426,18 +441,22 @@ pub(crate) enum Pageable {
 
 pub struct Node {
     magic: u64,
-    graph: *const Graph,
-    index: usize,
+    pub(crate) graph: *const Graph,
+    pub(crate) index: usize,
 }
 
-struct NodeData {
-    kind: NodeKind,
-    deps: Vec<usize>,
+pub(crate) struct NodeData {
+    pub(crate) kind: NodeKind,
+    pub(crate) deps: Vec<usize>,
 }
 
 pub struct Graph {
     magic: u64,
-    nodes: Mutex<(Vec<NodeData>, Vec<*mut Node>)>,
+    /// The nodes (by index) and their handles (same index).
+    pub(crate) nodes: Mutex<(Vec<NodeData>, Vec<*mut Node>)>,
+    /// The graph this one was cloned from (`cuGraphClone`; 0 for none), for
+    /// `cuGraphNodeFindInClone`.
+    pub(crate) cloned_from: usize,
 }
 
 // SAFETY: node handles are owned by the graph and only dereferenced under its lock or while the
@@ -459,7 +478,7 @@ pub(crate) unsafe fn graph_ref(h: *mut c_void) -> R<&'static Graph> {
     Ok(g)
 }
 
-unsafe fn node_ref(h: *mut c_void) -> R<&'static Node> {
+pub(crate) unsafe fn node_ref(h: *mut c_void) -> R<&'static Node> {
     let n = (h as *const Node)
         .as_ref()
         .ok_or_else(|| fail(CUDA_ERROR_INVALID_VALUE, "the node handle is NULL"))?;
@@ -490,32 +509,53 @@ pub unsafe extern "C" fn cuGraphCreate(ph: *mut *mut c_void, flags: u32) -> CUre
 pub unsafe extern "C" fn cuGraphClone(ph: *mut *mut c_void, orig: *mut c_void) -> CUresult {
     guard("cuGraphClone", || {
         let p = out(ph, "phGraphClone")?;
-        let g = graph_ref(orig)?;
-        let copy: Vec<NodeData> = g
-            .nodes
-            .lock()
-            .0
-            .iter()
-            .map(|d| NodeData {
-                kind: d.kind.clone(),
-                deps: d.deps.clone(),
-            })
-            .collect();
-        let h = new_graph();
-        let c = graph_ref(h)?;
-        let mut nodes = c.nodes.lock();
-        for (index, d) in copy.into_iter().enumerate() {
-            nodes.0.push(d);
-            let node = Box::into_raw(Box::new(Node {
-                magic: NODE_MAGIC,
-                graph: c,
-                index,
-            }));
-            nodes.1.push(node);
-        }
-        *p = h;
+        *p = clone_graph(graph_ref(orig)?, 0)?;
         Ok(())
     })
+}
+
+/// A new graph with a copy of each node of `g` (child graphs cloned too) and the same
+/// dependencies, remembering it was cloned from `g`. `depth`: how deep in child graphs.
+pub(crate) unsafe fn clone_graph(g: &Graph, depth: u32) -> R<*mut c_void> {
+    if depth > 64 {
+        return Err(invalid("child graphs nest more than 64 deep"));
+    }
+    let copy: Vec<NodeData> = g
+        .nodes
+        .lock()
+        .0
+        .iter()
+        .map(|d| {
+            Ok(NodeData {
+                kind: match &d.kind {
+                    NodeKind::Child(c) => NodeKind::Child(Arc::new(ChildGraph(clone_graph(
+                        graph_ref(c.0 as *mut c_void)?,
+                        depth + 1,
+                    )?
+                        as usize))),
+                    k => k.clone(),
+                },
+                deps: d.deps.clone(),
+            })
+        })
+        .collect::<R<_>>()?;
+    let h = Box::into_raw(Box::new(Graph {
+        magic: GRAPH_MAGIC,
+        nodes: Mutex::new((Vec::new(), Vec::new())),
+        cloned_from: g as *const Graph as usize,
+    }));
+    let c = &*h;
+    let mut nodes = c.nodes.lock();
+    for (index, d) in copy.into_iter().enumerate() {
+        nodes.0.push(d);
+        let node = Box::into_raw(Box::new(Node {
+            magic: NODE_MAGIC,
+            graph: c,
+            index,
+        }));
+        nodes.1.push(node);
+    }
+    Ok(h as *mut c_void)
 }
 
 /// `CUDA_HOST_NODE_PARAMS` (and the first two fields of `_v2`).
@@ -629,6 +669,7 @@ pub(crate) fn new_graph() -> *mut c_void {
     Box::into_raw(Box::new(Graph {
         magic: GRAPH_MAGIC,
         nodes: Mutex::new((Vec::new(), Vec::new())),
+        cloned_from: 0,
     })) as *mut c_void
 }
 
@@ -905,12 +946,18 @@ pub(crate) fn copy_va_kind(dst: u64, src: u64, n: u64) -> R<NodeKind> {
             format!("overlapping copy [{src:#x}, +{n}) to [{dst:#x}, +{n}) in a graph"),
         ));
     }
+    // SAFETY: CUDA_MEMCPY3D is plain data; all zeros is a valid value.
+    let mut params: Box<CUDA_MEMCPY3D> = Box::new(unsafe { std::mem::zeroed() });
+    (params.srcMemoryType, params.srcDevice) = (CU_MEMORYTYPE_DEVICE, src);
+    (params.dstMemoryType, params.dstDevice) = (CU_MEMORYTYPE_DEVICE, dst);
+    (params.WidthInBytes, params.Height, params.Depth) = (n as usize, 1, 1);
     Ok(NodeKind::Copy {
         dst: find(dst, "dstDevice")?,
         src: find(src, "srcDevice")?,
         bytes: n,
         rows: Rows::ONE,
         pageable: None,
+        params,
     })
 }
 
@@ -1081,6 +1128,7 @@ pub(crate) unsafe fn copy_kind(p: *const CUDA_MEMCPY3D) -> R<NodeKind> {
         bytes: n,
         rows,
         pageable,
+        params: Box::new(*p),
     })
 }
 
@@ -1255,11 +1303,13 @@ pub unsafe extern "C" fn cuGraphGetNodes(
             *n = list.1.len();
             return Ok(());
         }
-        let k = (*n).min(list.1.len());
-        for i in 0..k {
-            *nodes.add(i) = list.1[i] as *mut c_void;
+        for i in 0..*n {
+            *nodes.add(i) = list
+                .1
+                .get(i)
+                .map_or(std::ptr::null_mut(), |&h| h as *mut c_void);
         }
-        *n = k;
+        *n = (*n).min(list.1.len());
         Ok(())
     })
 }
@@ -1276,6 +1326,7 @@ pub unsafe extern "C" fn cuGraphNodeGetType(h: *mut c_void, ty: *mut u32) -> CUr
             NodeKind::Copy { .. } => 1,
             NodeKind::Memset { .. } => 2,
             NodeKind::Host { .. } => 3,
+            NodeKind::Child(_) => 4,
             NodeKind::Empty => 5,
             NodeKind::MemAlloc(_) => 10,
             NodeKind::MemFree(_) => 11,
@@ -1288,6 +1339,8 @@ pub unsafe extern "C" fn cuGraphNodeGetType(h: *mut c_void, ty: *mut u32) -> CUr
 
 pub struct Exec {
     magic: u64,
+    /// The instantiate flags (`cuGraphExecGetFlags`).
+    pub(crate) flags: u64,
     /// The nodes as instantiated (their parameters updated by the exec updates).
     nodes: Mutex<ExecState>,
 }
@@ -1325,6 +1378,56 @@ struct ExecState {
 
 unsafe impl Send for Exec {}
 unsafe impl Sync for Exec {}
+
+/// The nodes of a graph with its child graphs' nodes in line: a child graph node keeps its
+/// index, becomes an empty node after the child's last nodes, and the child's nodes follow the
+/// graph's (so node handles of the graph keep their index), its first nodes after the child
+/// node's dependencies. `depth`: how deep in child graphs this is.
+fn flatten(nodes: &[NodeData], depth: u32) -> R<Vec<NodeData>> {
+    if depth > 64 {
+        return Err(invalid("child graphs nest more than 64 deep"));
+    }
+    let mut out: Vec<NodeData> = nodes
+        .iter()
+        .map(|d| NodeData {
+            kind: d.kind.clone(),
+            deps: d.deps.clone(),
+        })
+        .collect();
+    for i in 0..nodes.len() {
+        let NodeKind::Child(c) = &nodes[i].kind else {
+            continue;
+        };
+        // SAFETY: the node owns the child graph handle.
+        let child = unsafe { graph_ref(c.0 as *mut c_void) }?;
+        let inner = flatten(&child.nodes.lock().0, depth + 1)?;
+        let base = out.len();
+        let mut has_dependents = vec![false; inner.len()];
+        for d in &inner {
+            for &p in &d.deps {
+                has_dependents[p] = true;
+            }
+        }
+        let outer_deps = std::mem::take(&mut out[i].deps);
+        out[i].kind = NodeKind::Empty;
+        out[i].deps = (0..inner.len())
+            .filter(|&k| !has_dependents[k])
+            .map(|k| base + k)
+            .collect();
+        if inner.is_empty() {
+            out[i].deps = outer_deps.clone();
+        }
+        for d in inner {
+            let deps = if d.deps.is_empty() {
+                outer_deps.clone()
+            } else {
+                d.deps.iter().map(|&p| base + p).collect()
+            };
+            out.push(NodeData { kind: d.kind, deps });
+        }
+    }
+    Ok(out)
+}
 
 /// Dependencies first, otherwise in creation order; an error on a cycle.
 fn topo_order(nodes: &[NodeData]) -> R<Vec<usize>> {
@@ -1379,7 +1482,7 @@ fn node_device(kind: &NodeKind) -> R<Option<tegragpu::core::Device>> {
             }
         }
         NodeKind::Memset { dst, .. } => Some(dst.0.device().clone()),
-        NodeKind::Empty => None,
+        NodeKind::Empty | NodeKind::Child(_) => None,
     })
 }
 
@@ -1449,6 +1552,7 @@ fn record(st: &mut ExecState) -> R {
                 }
             }
             NodeKind::Empty
+            | NodeKind::Child(_)
             | NodeKind::Host { .. }
             | NodeKind::MemAlloc(_)
             | NodeKind::MemFree(_) => continue,
@@ -1509,14 +1613,14 @@ fn record_fill(
     Ok(c)
 }
 
-unsafe fn instantiate(pexec: *mut *mut c_void, h: *mut c_void) -> R {
+unsafe fn instantiate(pexec: *mut *mut c_void, h: *mut c_void, flags: u64) -> R {
     let p = out(pexec, "phGraphExec")?;
     let g = graph_ref(h)?;
     current()?;
-    let nodes = g.nodes.lock();
-    let order = topo_order(&nodes.0)?;
+    let nodes = flatten(&g.nodes.lock().0, 0)?;
+    let order = topo_order(&nodes)?;
     let mut st = ExecState {
-        kinds: nodes.0.iter().map(|d| d.kind.clone()).collect(),
+        kinds: nodes.into_iter().map(|d| d.kind).collect(),
         order,
         cmd: Vec::new(),
         segs: Vec::new(),
@@ -1524,15 +1628,20 @@ unsafe fn instantiate(pexec: *mut *mut c_void, h: *mut c_void) -> R {
         aux: Vec::new(),
         graph: g,
     };
-    drop(nodes);
     record(&mut st)?;
     let e = Box::new(Exec {
         magic: EXEC_MAGIC,
+        flags,
         nodes: Mutex::new(st),
     });
     *p = Box::into_raw(e) as *mut c_void;
     crate::numba_extras::exec_created(h, *p);
     Ok(())
+}
+
+/// The flags executable graph `h` was instantiated with.
+pub(crate) unsafe fn exec_flags(h: *mut c_void) -> R<u64> {
+    Ok(exec_ref(h)?.flags)
 }
 
 unsafe fn exec_ref(h: *mut c_void) -> R<&'static Exec> {
@@ -1589,7 +1698,7 @@ unsafe fn instantiate_logged(
     if let Some(e) = err_node.as_mut() {
         *e = std::ptr::null_mut();
     }
-    let r = instantiate(pexec, g);
+    let r = instantiate(pexec, g, 0);
     if !log.is_null() && log_size > 0 {
         let msg = match &r {
             Ok(()) => String::new(),
@@ -1611,7 +1720,7 @@ pub unsafe extern "C" fn cuGraphInstantiateWithFlags(
 ) -> CUresult {
     guard("cuGraphInstantiateWithFlags", || {
         check_instantiate_flags(flags)?;
-        instantiate(pexec, g)
+        instantiate(pexec, g, flags)
     })
 }
 
@@ -1953,6 +2062,7 @@ pub unsafe extern "C" fn cuGraphExecMemcpyNodeSetParams(
                     bytes: b0,
                     rows: r0,
                     pageable: None,
+                    ..
                 },
                 NodeKind::Copy {
                     dst: d1,
@@ -1960,6 +2070,7 @@ pub unsafe extern "C" fn cuGraphExecMemcpyNodeSetParams(
                     bytes: b1,
                     rows: r1,
                     pageable: None,
+                    ..
                 },
             ) => {
                 Arc::ptr_eq(&d0.0, &d1.0)

@@ -15,6 +15,7 @@ mod error;
 mod export_table;
 mod extras;
 mod graph;
+mod graph_query;
 mod hostreg;
 mod ipc;
 mod library;

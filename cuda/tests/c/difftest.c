@@ -513,6 +513,89 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
     R("cuGraphExecDestroy.2", F(cuGraphExecDestroy)(ge2));
     R("cuGraphDestroy", F(cuGraphDestroy)(g));
 
+    // Graph structure: root nodes, edges, dependencies and dependents, removing edges, a child
+    // graph node, memset node parameters, finding a node in a clone, the instantiate flags.
+    {
+        // The CUDA 12.0 forms by their exported names (cuda.h may map these names to _v2).
+        typedef CUresult (*edges_t)(CUgraph, CUgraphNode *, CUgraphNode *, size_t *);
+        typedef CUresult (*nodes_of_t)(CUgraphNode, CUgraphNode *, size_t *);
+        typedef CUresult (*remove_t)(CUgraph, const CUgraphNode *, const CUgraphNode *, size_t);
+        edges_t get_edges = (edges_t)sym("cuGraphGetEdges");
+        nodes_of_t get_deps = (nodes_of_t)sym("cuGraphNodeGetDependencies");
+        nodes_of_t get_dependents = (nodes_of_t)sym("cuGraphNodeGetDependentNodes");
+        remove_t remove_deps = (remove_t)sym("cuGraphRemoveDependencies");
+        CUgraph gs = NULL, gch = NULL, gcl = NULL, ginner = NULL;
+        F(cuGraphCreate)(&gs, 0);
+        F(cuGraphCreate)(&gch, 0);
+        CUgraphNode a = NULL, b = NULL, c = NULL, d = NULL, cm = NULL, found = NULL;
+        CUDA_MEMSET_NODE_PARAMS ms = {0};
+        ms.dst = dy, ms.value = 0x51, ms.elementSize = 4, ms.width = N, ms.height = 1;
+        R("gq.child_memset", F(cuGraphAddMemsetNode)(&cm, gch, NULL, 0, &ms, c0));
+        F(cuGraphAddEmptyNode)(&a, gs, NULL, 0);
+        ms.dst = dx, ms.value = 7;
+        R("gq.memset", F(cuGraphAddMemsetNode)(&b, gs, &a, 1, &ms, c0));
+        F(cuGraphAddEmptyNode)(&c, gs, &a, 1);
+        CUgraphNode bc[2] = {b, c};
+        R("gq.cuGraphAddChildGraphNode", F(cuGraphAddChildGraphNode)(&d, gs, bc, 2, gch));
+        CUgraphNodeType t = (CUgraphNodeType)99;
+        F(cuGraphNodeGetType)(d, &t);
+        OUT("gq.child_type", "%d", (int)t);
+        R("gq.child_get_graph", F(cuGraphChildGraphNodeGetGraph)(d, &ginner));
+        OUT("gq.child_is_a_copy", "%d", (int)(ginner != NULL && ginner != gch));
+        size_t k = 0;
+        R("gq.roots.count", F(cuGraphGetRootNodes)(gs, NULL, &k));
+        OUT("gq.roots.count.value", "%zu", k);
+        CUgraphNode lst[4] = {0, 0, 0, 0};
+        lst[1] = lst[2] = (CUgraphNode)1;
+        k = 3;
+        R("gq.roots.list", F(cuGraphGetRootNodes)(gs, lst, &k));
+        OUT("gq.roots.list.value", "%zu %d %d %d", k, lst[0] == a, lst[1] == NULL, lst[2] == NULL);
+        k = 0;
+        R("gq.edges.count", get_edges(gs, NULL, NULL, &k));
+        OUT("gq.edges.count.value", "%zu", k);
+        k = 2;
+        R("gq.deps", get_deps(d, lst, &k));
+        OUT("gq.deps.value", "%zu %d %d", k, lst[0] == b, lst[1] == c);
+        k = 4;
+        R("gq.dependents", get_dependents(a, lst, &k));
+        OUT("gq.dependents.value", "%zu %d %d", k, lst[0] == b || lst[1] == b, lst[0] == c || lst[1] == c);
+        R("gq.remove", remove_deps(gs, &c, &d, 1));
+        R("gq.remove.again", remove_deps(gs, &c, &d, 1));
+        k = 0;
+        get_edges(gs, NULL, NULL, &k);
+        OUT("gq.edges.after_remove", "%zu", k);
+        CUDA_MEMSET_NODE_PARAMS back;
+        memset(&back, 0, sizeof back);
+        R("gq.memset_get", F(cuGraphMemsetNodeGetParams)(b, &back));
+        OUT("gq.memset_get.value", "%d %u %u %zu %zu", back.dst == dx, back.value, back.elementSize, back.width,
+            back.height);
+        R("gq.memset_get.empty_node", F(cuGraphMemsetNodeGetParams)(a, &back));
+        ms.value = 9;
+        R("gq.memset_set", F(cuGraphMemsetNodeSetParams)(b, &ms));
+        R("gq.clone", F(cuGraphClone)(&gcl, gs));
+        R("gq.find_in_clone", F(cuGraphNodeFindInClone)(&found, b, gcl));
+        t = (CUgraphNodeType)99;
+        if (found) F(cuGraphNodeGetType)(found, &t);
+        OUT("gq.find_in_clone.type", "%d %d", (int)t, found != b);
+        R("gq.find_in_other", F(cuGraphNodeFindInClone)(&found, b, gch));
+        CUgraphExec gx = NULL;
+        R("gq.instantiate", F(cuGraphInstantiateWithFlags)(&gx, gs, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH));
+        cuuint64_t fl = 99;
+        R("gq.exec_flags", F(cuGraphExecGetFlags)(gx, &fl));
+        OUT("gq.exec_flags.value", "%llu", (unsigned long long)fl);
+        F(cuMemsetD32)(dy, 0, N);
+        R("gq.launch", F(cuGraphLaunch)(gx, 0));
+        R("gq.sync", F(cuCtxSynchronize)());
+        F(cuMemcpyDtoH)(h2, dx, N * 4);
+        OUT("gq.memset_value", "%016llx", fnv(h2, N * 4));
+        F(cuMemcpyDtoH)(h2, dy, N * 4);
+        OUT("gq.child_value", "%016llx", fnv(h2, N * 4));
+        F(cuGraphExecDestroy)(gx);
+        F(cuGraphDestroy)(gcl);
+        F(cuGraphDestroy)(gs);
+        F(cuGraphDestroy)(gch);
+    }
+
     // Memsets behind a kernel that spins until the host sets a flag: recorded in stream order
     // without waiting (the stream is still busy after them), applied after the kernels before
     // them; a pageable copy after them.

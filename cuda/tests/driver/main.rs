@@ -17,6 +17,7 @@ mod devices;
 mod export_table;
 mod exports;
 mod extras;
+mod graph_query;
 mod graphs;
 mod ipc;
 mod library;

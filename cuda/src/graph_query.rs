@@ -1,0 +1,431 @@
+//! Graph structure and node parameters: root nodes, edges, a node's dependencies and
+//! dependents, removing edges, child graph nodes, the parameters of memcpy and memset nodes,
+//! `cuGraphNodeFindInClone` and `cuGraphExecGetFlags`. The graphs themselves are in graph.rs.
+//!
+//! Lists follow the driver API's convention: with a NULL array the count is written; otherwise
+//! up to `*num` entries are written, entries past the graph's count are set to NULL, and `*num`
+//! becomes the number written. Edge data (the `_v2` forms) is always the default: zero bytes.
+
+use crate::device::out;
+use crate::error::{guard, invalid, R};
+use crate::graph::{add_node, graph_ref, node_ref, ChildGraph, Graph, NodeKind};
+use crate::types::*;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// `CUgraphEdgeData`: 8 bytes (ports, type, reserved).
+const EDGE_DATA_BYTES: usize = 8;
+
+/// Write `items` as a driver-API list (see the module's notes).
+unsafe fn write_list(items: &[*mut c_void], list: *mut *mut c_void, num: *mut usize) -> R {
+    let n = out(num, "numNodes")?;
+    if list.is_null() {
+        *n = items.len();
+        return Ok(());
+    }
+    for i in 0..*n {
+        *list.add(i) = items.get(i).copied().unwrap_or(std::ptr::null_mut());
+    }
+    *n = (*n).min(items.len());
+    Ok(())
+}
+
+/// Zero the edge data of `n` edges, when asked for.
+unsafe fn zero_edge_data(edge_data: *mut c_void, n: usize) {
+    if !edge_data.is_null() {
+        std::ptr::write_bytes(edge_data as *mut u8, 0, n * EDGE_DATA_BYTES);
+    }
+}
+
+/// The edges of graph `g` as (from, to) handles, in the order of the `to` nodes.
+fn edges(g: &Graph) -> Vec<(*mut c_void, *mut c_void)> {
+    let list = g.nodes.lock();
+    let mut e = Vec::new();
+    for (i, d) in list.0.iter().enumerate() {
+        for &p in &d.deps {
+            e.push((list.1[p] as *mut c_void, list.1[i] as *mut c_void));
+        }
+    }
+    e
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphGetRootNodes(
+    h: *mut c_void,
+    nodes: *mut *mut c_void,
+    num: *mut usize,
+) -> CUresult {
+    guard("cuGraphGetRootNodes", || {
+        let g = graph_ref(h)?;
+        let roots: Vec<*mut c_void> = {
+            let list = g.nodes.lock();
+            (0..list.0.len())
+                .filter(|&i| list.0[i].deps.is_empty())
+                .map(|i| list.1[i] as *mut c_void)
+                .collect()
+        };
+        write_list(&roots, nodes, num)
+    })
+}
+
+unsafe fn get_edges(
+    h: *mut c_void,
+    from: *mut *mut c_void,
+    to: *mut *mut c_void,
+    edge_data: *mut c_void,
+    num: *mut usize,
+) -> R {
+    let n = out(num, "numEdges")?;
+    let e = edges(graph_ref(h)?);
+    if from.is_null() && to.is_null() {
+        *n = e.len();
+        return Ok(());
+    }
+    if from.is_null() || to.is_null() {
+        return Err(invalid("from and to must both be NULL or both be arrays"));
+    }
+    for i in 0..*n {
+        let (a, b) = e
+            .get(i)
+            .copied()
+            .unwrap_or((std::ptr::null_mut(), std::ptr::null_mut()));
+        (*from.add(i), *to.add(i)) = (a, b);
+    }
+    *n = (*n).min(e.len());
+    zero_edge_data(edge_data, *n);
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphGetEdges(
+    h: *mut c_void,
+    from: *mut *mut c_void,
+    to: *mut *mut c_void,
+    num: *mut usize,
+) -> CUresult {
+    guard("cuGraphGetEdges", || {
+        get_edges(h, from, to, std::ptr::null_mut(), num)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphGetEdges_v2(
+    h: *mut c_void,
+    from: *mut *mut c_void,
+    to: *mut *mut c_void,
+    edge_data: *mut c_void,
+    num: *mut usize,
+) -> CUresult {
+    guard("cuGraphGetEdges_v2", || {
+        get_edges(h, from, to, edge_data, num)
+    })
+}
+
+/// The nodes node `h` depends on (`dependents`: the nodes that depend on it).
+unsafe fn neighbours(
+    h: *mut c_void,
+    dependents: bool,
+    list: *mut *mut c_void,
+    edge_data: *mut c_void,
+    num: *mut usize,
+) -> R {
+    let node = node_ref(h)?;
+    let items: Vec<*mut c_void> = {
+        let g = (*node.graph).nodes.lock();
+        if dependents {
+            (0..g.0.len())
+                .filter(|&i| g.0[i].deps.contains(&node.index))
+                .map(|i| g.1[i] as *mut c_void)
+                .collect()
+        } else {
+            g.0[node.index]
+                .deps
+                .iter()
+                .map(|&p| g.1[p] as *mut c_void)
+                .collect()
+        }
+    };
+    write_list(&items, list, num)?;
+    if !list.is_null() {
+        zero_edge_data(edge_data, *num);
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeGetDependencies(
+    h: *mut c_void,
+    deps: *mut *mut c_void,
+    num: *mut usize,
+) -> CUresult {
+    guard("cuGraphNodeGetDependencies", || {
+        neighbours(h, false, deps, std::ptr::null_mut(), num)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeGetDependencies_v2(
+    h: *mut c_void,
+    deps: *mut *mut c_void,
+    edge_data: *mut c_void,
+    num: *mut usize,
+) -> CUresult {
+    guard("cuGraphNodeGetDependencies_v2", || {
+        neighbours(h, false, deps, edge_data, num)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeGetDependentNodes(
+    h: *mut c_void,
+    nodes: *mut *mut c_void,
+    num: *mut usize,
+) -> CUresult {
+    guard("cuGraphNodeGetDependentNodes", || {
+        neighbours(h, true, nodes, std::ptr::null_mut(), num)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeGetDependentNodes_v2(
+    h: *mut c_void,
+    nodes: *mut *mut c_void,
+    edge_data: *mut c_void,
+    num: *mut usize,
+) -> CUresult {
+    guard("cuGraphNodeGetDependentNodes_v2", || {
+        neighbours(h, true, nodes, edge_data, num)
+    })
+}
+
+/// Remove the edges `from[i]` → `to[i]`; every one must exist (else nothing is removed).
+unsafe fn remove_deps(
+    h: *mut c_void,
+    from: *const *mut c_void,
+    to: *const *mut c_void,
+    edge_data: *const c_void,
+    n: usize,
+) -> R {
+    let g = graph_ref(h)?;
+    if n > 0 && (from.is_null() || to.is_null()) {
+        return Err(invalid("from or to is NULL"));
+    }
+    if !edge_data.is_null() {
+        let bytes = std::slice::from_raw_parts(edge_data as *const u8, EDGE_DATA_BYTES * n);
+        if bytes.iter().any(|&b| b != 0) {
+            return Err(invalid(
+                "edge data other than the default names no edge here",
+            ));
+        }
+    }
+    let mut edges = Vec::with_capacity(n);
+    for i in 0..n {
+        let (a, b) = (node_ref(*from.add(i))?, node_ref(*to.add(i))?);
+        if !std::ptr::eq(a.graph, g) || !std::ptr::eq(b.graph, g) {
+            return Err(invalid(format!("edge {i} joins nodes of another graph")));
+        }
+        edges.push((a.index, b.index));
+    }
+    let mut list = g.nodes.lock();
+    for (i, &(a, b)) in edges.iter().enumerate() {
+        if !list.0[b].deps.contains(&a) {
+            return Err(invalid(format!("edge {i} is not an edge of the graph")));
+        }
+    }
+    for (a, b) in edges {
+        list.0[b].deps.retain(|&p| p != a);
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphRemoveDependencies(
+    h: *mut c_void,
+    from: *const *mut c_void,
+    to: *const *mut c_void,
+    n: usize,
+) -> CUresult {
+    guard("cuGraphRemoveDependencies", || {
+        remove_deps(h, from, to, std::ptr::null(), n)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphRemoveDependencies_v2(
+    h: *mut c_void,
+    from: *const *mut c_void,
+    to: *const *mut c_void,
+    edge_data: *const c_void,
+    n: usize,
+) -> CUresult {
+    guard("cuGraphRemoveDependencies_v2", || {
+        remove_deps(h, from, to, edge_data, n)
+    })
+}
+
+/// `cuGraphAddChildGraphNode`: a node that runs a clone of graph `child` (made now: later
+/// changes to `child` do not reach it).
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddChildGraphNode(
+    ph: *mut *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    n: usize,
+    child: *mut c_void,
+) -> CUresult {
+    guard("cuGraphAddChildGraphNode", || {
+        if std::ptr::eq(child, g) {
+            return Err(invalid("a graph cannot be its own child"));
+        }
+        let c = crate::graph::clone_graph(graph_ref(child)?, 0)?;
+        let kind = NodeKind::Child(Arc::new(ChildGraph(c as usize)));
+        add_node(ph, g, deps, n, kind)
+    })
+}
+
+/// `cuGraphChildGraphNodeGetGraph`: the node's own graph (owned by the node).
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphChildGraphNodeGetGraph(
+    h: *mut c_void,
+    graph: *mut *mut c_void,
+) -> CUresult {
+    guard("cuGraphChildGraphNodeGetGraph", || {
+        let o = out(graph, "phGraph")?;
+        let node = node_ref(h)?;
+        let list = (*node.graph).nodes.lock();
+        match &list.0[node.index].kind {
+            NodeKind::Child(c) => {
+                *o = c.0 as *mut c_void;
+                Ok(())
+            }
+            _ => Err(invalid("the node is not a child graph node")),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphMemcpyNodeGetParams(
+    h: *mut c_void,
+    params: *mut CUDA_MEMCPY3D,
+) -> CUresult {
+    guard("cuGraphMemcpyNodeGetParams", || {
+        let o = out(params, "nodeParams")?;
+        let node = node_ref(h)?;
+        let list = (*node.graph).nodes.lock();
+        match &list.0[node.index].kind {
+            NodeKind::Copy { params, .. } => {
+                *o = **params;
+                Ok(())
+            }
+            _ => Err(invalid("the node is not a memcpy node")),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphMemcpyNodeSetParams(
+    h: *mut c_void,
+    params: *const CUDA_MEMCPY3D,
+) -> CUresult {
+    guard("cuGraphMemcpyNodeSetParams", || {
+        let node = node_ref(h)?;
+        let kind = crate::graph::copy_kind(params)?;
+        let mut list = (*node.graph).nodes.lock();
+        let d = &mut list.0[node.index];
+        if !matches!(d.kind, NodeKind::Copy { .. }) {
+            return Err(invalid("the node is not a memcpy node"));
+        }
+        d.kind = kind;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphMemsetNodeGetParams(
+    h: *mut c_void,
+    params: *mut CUDA_MEMSET_NODE_PARAMS,
+) -> CUresult {
+    guard("cuGraphMemsetNodeGetParams", || {
+        let o = out(params, "nodeParams")?;
+        let node = node_ref(h)?;
+        let list = (*node.graph).nodes.lock();
+        match &list.0[node.index].kind {
+            NodeKind::Memset {
+                dst,
+                value,
+                elem,
+                width,
+                height,
+                pitch,
+            } => {
+                *o = CUDA_MEMSET_NODE_PARAMS {
+                    dst: dst.0.gpu_va() + dst.1,
+                    pitch: *pitch as usize,
+                    value: *value,
+                    elementSize: *elem,
+                    width: (*width / *elem as u64) as usize,
+                    height: *height as usize,
+                };
+                Ok(())
+            }
+            _ => Err(invalid("the node is not a memset node")),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphMemsetNodeSetParams(
+    h: *mut c_void,
+    params: *const CUDA_MEMSET_NODE_PARAMS,
+) -> CUresult {
+    guard("cuGraphMemsetNodeSetParams", || {
+        let node = node_ref(h)?;
+        let p = params
+            .as_ref()
+            .ok_or_else(|| invalid("nodeParams is NULL"))?;
+        let kind = crate::graph::memset_kind(p)?;
+        let mut list = (*node.graph).nodes.lock();
+        let d = &mut list.0[node.index];
+        if !matches!(d.kind, NodeKind::Memset { .. }) {
+            return Err(invalid("the node is not a memset node"));
+        }
+        d.kind = kind;
+        Ok(())
+    })
+}
+
+/// `cuGraphNodeFindInClone`: the node of `clone` (made by `cuGraphClone` of the original node's
+/// graph) that was copied from `original`.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeFindInClone(
+    ph: *mut *mut c_void,
+    original: *mut c_void,
+    clone: *mut c_void,
+) -> CUresult {
+    guard("cuGraphNodeFindInClone", || {
+        let o = out(ph, "phNode")?;
+        let node = node_ref(original)?;
+        let c = graph_ref(clone)?;
+        if c.cloned_from != node.graph as usize {
+            return Err(invalid(
+                "the graph was not cloned from the original node's graph",
+            ));
+        }
+        let list = c.nodes.lock();
+        *o =
+            *list.1.get(node.index).ok_or_else(|| {
+                invalid("the node was added to its graph after the clone was made")
+            })? as *mut c_void;
+        Ok(())
+    })
+}
+
+/// `cuGraphExecGetFlags`: the flags the executable graph was instantiated with.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecGetFlags(h: *mut c_void, flags: *mut u64) -> CUresult {
+    guard("cuGraphExecGetFlags", || {
+        let o = out(flags, "flags")?;
+        *o = crate::graph::exec_flags(h)?;
+        Ok(())
+    })
+}

@@ -1,0 +1,275 @@
+//! Graph structure and node parameters: root nodes, edges, dependencies and dependents,
+//! removing edges, child graph nodes, memset and memcpy node parameters, finding a node in a
+//! clone, the instantiate flags.
+
+use crate::graphs::Memcpy3D;
+use crate::*;
+use std::ffi::c_void;
+use std::ptr::null_mut;
+
+type P = *mut c_void;
+
+#[repr(C)]
+#[derive(Default, Debug, PartialEq, Clone, Copy)]
+struct MemsetParams {
+    dst: u64,
+    pitch: usize,
+    value: u32,
+    element_size: u32,
+    width: usize,
+    height: usize,
+}
+
+fn graph() -> P {
+    let mut g = null_mut();
+    check(cu!(cuGraphCreate(&mut g, 0): *mut P, u32), "cuGraphCreate");
+    g
+}
+
+fn empty(g: P, deps: &[P]) -> P {
+    let mut n = null_mut();
+    check(
+        cu!(cuGraphAddEmptyNode(&mut n, g, deps.as_ptr(), deps.len()): *mut P, P, *const P, usize),
+        "cuGraphAddEmptyNode",
+    );
+    n
+}
+
+fn memset(g: P, deps: &[P], p: &MemsetParams) -> P {
+    let mut n = null_mut();
+    check(
+        cu!(cuGraphAddMemsetNode(&mut n, g, deps.as_ptr(), deps.len(), p, null_mut()): *mut P, P, *const P, usize, *const MemsetParams, P),
+        "cuGraphAddMemsetNode",
+    );
+    n
+}
+
+/// A node list query: (result, the list of `cap` entries, the count written).
+fn list(f: impl Fn(*mut P, *mut usize) -> u32, cap: usize) -> (u32, Vec<P>, usize) {
+    let mut v = vec![1 as P; cap];
+    let mut n = cap;
+    let r = f(if cap == 0 { null_mut() } else { v.as_mut_ptr() }, &mut n);
+    (r, v, n)
+}
+
+#[test]
+fn graph_structure_and_node_parameters() {
+    setup();
+    let n = 64usize;
+    let (buf1, buf2, buf3) = (alloc(n * 4), alloc(n * 4), alloc(n * 4));
+    // The child: a memset of buf2, then a copy of buf2 to buf3.
+    let child = graph();
+    let cm = memset(
+        child,
+        &[],
+        &MemsetParams {
+            dst: buf2,
+            value: 0x51,
+            element_size: 4,
+            width: n,
+            height: 1,
+            ..Default::default()
+        },
+    );
+    let mut mc = Memcpy3D {
+        src_type: 2,
+        src_device: buf2,
+        dst_type: 2,
+        dst_device: buf3,
+        width: n * 4,
+        height: 1,
+        depth: 1,
+        ..Default::default()
+    };
+    let mut cc = null_mut();
+    check(
+        cu!(cuGraphAddMemcpyNode(&mut cc, child, &cm, 1, ptr(&mut mc), null_mut()): *mut P, P, *const P, usize, P, P),
+        "copy in the child",
+    );
+    // A → B (memset buf1), A → C, B and C → D (the child).
+    let g = graph();
+    let a = empty(g, &[]);
+    let bp = MemsetParams {
+        dst: buf1,
+        value: 7,
+        element_size: 4,
+        width: n,
+        height: 1,
+        ..Default::default()
+    };
+    let b = memset(g, &[a], &bp);
+    let c = empty(g, &[a]);
+    let mut d = null_mut();
+    let bc = [b, c];
+    check(
+        cu!(cuGraphAddChildGraphNode(&mut d, g, bc.as_ptr(), 2, child): *mut P, P, *const P, usize, P),
+        "cuGraphAddChildGraphNode",
+    );
+    assert_eq!(
+        cu!(cuGraphAddChildGraphNode(&mut d, g, null_mut(), 0, g): *mut P, P, *const P, usize, P),
+        1,
+        "a graph as its own child"
+    );
+    let mut t = 99u32;
+    check(cu!(cuGraphNodeGetType(d, &mut t): P, *mut u32), "type");
+    assert_eq!(t, 4, "CU_GRAPH_NODE_TYPE_GRAPH");
+    let mut inner = null_mut();
+    check(
+        cu!(cuGraphChildGraphNodeGetGraph(d, &mut inner): P, *mut P),
+        "cuGraphChildGraphNodeGetGraph",
+    );
+    assert!(
+        !inner.is_null() && inner != child,
+        "the node holds a clone of the child"
+    );
+    assert_eq!(
+        list(
+            |l, k| cu!(cuGraphGetNodes(inner, l, k): P, *mut P, *mut usize),
+            0
+        )
+        .2,
+        2
+    );
+
+    // Root nodes: a count, then a list longer than it (the rest NULL).
+    let roots = |cap| {
+        list(
+            |l, k| cu!(cuGraphGetRootNodes(g, l, k): P, *mut P, *mut usize),
+            cap,
+        )
+    };
+    assert_eq!(roots(0).2, 1);
+    let (r, v, k) = roots(3);
+    check(r, "cuGraphGetRootNodes");
+    assert_eq!((k, v), (1, vec![a, null_mut(), null_mut()]));
+    // Edges.
+    let edges = |cap: usize| {
+        let (mut from, mut to) = (vec![null_mut(); cap], vec![null_mut(); cap]);
+        let mut k = cap;
+        let (fp, tp) = if cap == 0 {
+            (null_mut(), null_mut())
+        } else {
+            (from.as_mut_ptr(), to.as_mut_ptr())
+        };
+        check(
+            cu!(cuGraphGetEdges(g, fp, tp, &mut k): P, *mut P, *mut P, *mut usize),
+            "cuGraphGetEdges",
+        );
+        (k, from.into_iter().zip(to).take(k).collect::<Vec<_>>())
+    };
+    assert_eq!(edges(0).0, 4);
+    let (k, e) = edges(8);
+    assert_eq!(k, 4);
+    for want in [(a, b), (a, c), (b, d), (c, d)] {
+        assert!(e.contains(&want), "edge {want:?} in {e:?}");
+    }
+    // Dependencies and dependents, with edge data (zeroed) in the _v2 forms.
+    let (r, v, k) = list(
+        |l, k| cu!(cuGraphNodeGetDependencies(d, l, k): P, *mut P, *mut usize),
+        2,
+    );
+    check(r, "cuGraphNodeGetDependencies");
+    assert_eq!((k, v), (2, vec![b, c]));
+    let mut data = [0xffu8; 16];
+    let mut dep = [null_mut(); 2];
+    let mut k = 2usize;
+    check(
+        cu!(cuGraphNodeGetDependentNodes_v2(a, dep.as_mut_ptr(), data.as_mut_ptr(), &mut k): P, *mut P, *mut u8, *mut usize),
+        "cuGraphNodeGetDependentNodes_v2",
+    );
+    assert_eq!((k, dep), (2, [b, c]));
+    assert_eq!(data, [0; 16], "default edge data");
+    // Removing an edge; removing it again is invalid.
+    check(
+        cu!(cuGraphRemoveDependencies(g, &c, &d, 1): P, *const P, *const P, usize),
+        "cuGraphRemoveDependencies",
+    );
+    assert_eq!(edges(0).0, 3);
+    assert_eq!(
+        cu!(cuGraphRemoveDependencies(g, &c, &d, 1): P, *const P, *const P, usize),
+        1,
+        "an edge that is not there"
+    );
+
+    // Memset parameters: read back, then changed.
+    let mut got = MemsetParams::default();
+    check(
+        cu!(cuGraphMemsetNodeGetParams(b, &mut got): P, *mut MemsetParams),
+        "cuGraphMemsetNodeGetParams",
+    );
+    assert_eq!(
+        (got.dst, got.value, got.element_size, got.width, got.height),
+        (buf1, 7, 4, n, 1)
+    );
+    let nine = MemsetParams { value: 9, ..bp };
+    check(
+        cu!(cuGraphMemsetNodeSetParams(b, &nine): P, *const MemsetParams),
+        "cuGraphMemsetNodeSetParams",
+    );
+    assert_eq!(
+        cu!(cuGraphMemsetNodeGetParams(a, &mut got): P, *mut MemsetParams),
+        1,
+        "an empty node's memset parameters"
+    );
+    // Memcpy parameters of the child's copy node, as given.
+    let mut back = Memcpy3D::default();
+    check(
+        cu!(cuGraphMemcpyNodeGetParams(cc, ptr(&mut back)): P, P),
+        "cuGraphMemcpyNodeGetParams",
+    );
+    assert_eq!(
+        (back.src_device, back.dst_device, back.width, back.src_type),
+        (buf2, buf3, n * 4, 2)
+    );
+
+    // Find in a clone.
+    let mut clone = null_mut();
+    check(cu!(cuGraphClone(&mut clone, g): *mut P, P), "cuGraphClone");
+    let mut found = null_mut();
+    check(
+        cu!(cuGraphNodeFindInClone(&mut found, b, clone): *mut P, P, P),
+        "cuGraphNodeFindInClone",
+    );
+    check(cu!(cuGraphNodeGetType(found, &mut t): P, *mut u32), "type");
+    assert!(found != b && t == 2, "the clone's memset node");
+    assert_eq!(
+        cu!(cuGraphNodeFindInClone(&mut found, b, child): *mut P, P, P),
+        1,
+        "a graph that is not a clone of the node's graph"
+    );
+
+    // Instantiated with AUTO_FREE_ON_LAUNCH: the flags read back; the child's nodes run after B.
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec, g, 1): *mut P, P, u64),
+        "instantiate",
+    );
+    let mut flags = 0u64;
+    check(
+        cu!(cuGraphExecGetFlags(exec, &mut flags): P, *mut u64),
+        "cuGraphExecGetFlags",
+    );
+    assert_eq!(flags, 1);
+    for h in [g, clone, child] {
+        check(cu!(cuGraphDestroy(h): P), "graph destroy");
+    }
+    for round in 0..2 {
+        check(
+            cu!(cuMemsetD32_v2(buf3, 0, n): u64, u32, usize),
+            "zero buf3",
+        );
+        check(cu!(cuGraphLaunch(exec, null_mut()): P, P), "launch");
+        check(cu!(cuCtxSynchronize(): ), "sync");
+        assert_eq!(
+            dtoh::<u32>(buf1, n),
+            vec![9; n],
+            "round {round}: B's new value"
+        );
+        assert_eq!(
+            dtoh::<u32>(buf3, n),
+            vec![0x51; n],
+            "round {round}: the child ran"
+        );
+    }
+    check(cu!(cuGraphExecDestroy(exec): P), "exec destroy");
+}
