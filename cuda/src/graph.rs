@@ -294,6 +294,19 @@ pub unsafe extern "C" fn cuGraphAddMemAllocNode(
     params: *mut MemAllocNodeParams,
 ) -> CUresult {
     guard("cuGraphAddMemAllocNode", || {
+        mem_alloc_node(ph, g, deps, n, params)
+    })
+}
+
+/// [`cuGraphAddMemAllocNode`].
+pub(crate) unsafe fn mem_alloc_node(
+    ph: *mut *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    n: usize,
+    params: *mut MemAllocNodeParams,
+) -> R {
+    {
         let p = params
             .as_mut()
             .ok_or_else(|| invalid("nodeParams is NULL"))?;
@@ -314,7 +327,7 @@ pub unsafe extern "C" fn cuGraphAddMemAllocNode(
         }
         p.dptr = add_alloc_node(ph, g, deps, n, mem_alloc_kind(ctx, p.bytesize as u64)?)?;
         Ok(())
-    })
+    }
 }
 
 /// `cuGraphAddMemFreeNode`: frees, as far as the graph's work goes, the memory of a graph's
@@ -565,7 +578,7 @@ pub struct HostNodeParams {
     data: *mut c_void,
 }
 
-unsafe fn host_kind(p: *const HostNodeParams) -> R<NodeKind> {
+pub(crate) unsafe fn host_kind(p: *const HostNodeParams) -> R<NodeKind> {
     let p = p.as_ref().ok_or_else(|| invalid("nodeParams is NULL"))?;
     let f = p.f.ok_or_else(|| invalid("nodeParams->fn is NULL"))?;
     Ok(NodeKind::Host {
@@ -617,17 +630,20 @@ pub unsafe extern "C" fn cuGraphHostNodeSetParams(
     node: *mut c_void,
     params: *const HostNodeParams,
 ) -> CUresult {
-    guard("cuGraphHostNodeSetParams", || {
-        let kind = host_kind(params)?;
-        let n = node_ref(node)?;
-        let mut nodes = (*n.graph).nodes.lock();
-        let k = &mut nodes.0[n.index].kind;
-        if !matches!(k, NodeKind::Host { .. }) {
-            return Err(invalid("the node is not a host node"));
-        }
-        *k = kind;
-        Ok(())
-    })
+    guard("cuGraphHostNodeSetParams", || host_node_set(node, params))
+}
+
+/// [`cuGraphHostNodeSetParams`].
+pub(crate) unsafe fn host_node_set(node: *mut c_void, params: *const HostNodeParams) -> R {
+    let kind = host_kind(params)?;
+    let n = node_ref(node)?;
+    let mut nodes = (*n.graph).nodes.lock();
+    let k = &mut nodes.0[n.index].kind;
+    if !matches!(k, NodeKind::Host { .. }) {
+        return Err(invalid("the node is not a host node"));
+    }
+    *k = kind;
+    Ok(())
 }
 
 /// `cuGraphExecHostNodeSetParams`: the function and data later launches call.
@@ -638,15 +654,24 @@ pub unsafe extern "C" fn cuGraphExecHostNodeSetParams(
     params: *const HostNodeParams,
 ) -> CUresult {
     guard("cuGraphExecHostNodeSetParams", || {
-        let e = exec_ref(h)?;
-        let kind = host_kind(params)?;
-        let (mut st, i) = exec_node(e, node)?;
-        if !matches!(st.kinds[i], NodeKind::Host { .. }) {
-            return Err(invalid("the node is not a host node"));
-        }
-        st.kinds[i] = kind;
-        Ok(())
+        exec_host_set(h, node, params)
     })
+}
+
+/// [`cuGraphExecHostNodeSetParams`].
+pub(crate) unsafe fn exec_host_set(
+    h: *mut c_void,
+    node: *mut c_void,
+    params: *const HostNodeParams,
+) -> R {
+    let e = exec_ref(h)?;
+    let kind = host_kind(params)?;
+    let (mut st, i) = exec_node(e, node)?;
+    if !matches!(st.kinds[i], NodeKind::Host { .. }) {
+        return Err(invalid("the node is not a host node"));
+    }
+    st.kinds[i] = kind;
+    Ok(())
 }
 
 #[no_mangle]
@@ -817,7 +842,7 @@ unsafe fn v1_of(p: *const c_void) -> R<&'static CUDA_KERNEL_NODE_PARAMS_v1> {
 
 /// The v1 parameters of v2 ones: a library kernel (`kern`, with `func` NULL) stands for its
 /// function on the current context's device.
-unsafe fn v2_of(p: *const c_void) -> R<CUDA_KERNEL_NODE_PARAMS_v1> {
+pub(crate) unsafe fn v2_of(p: *const c_void) -> R<CUDA_KERNEL_NODE_PARAMS_v1> {
     let v2 = (p as *const CUDA_KERNEL_NODE_PARAMS_v2)
         .as_ref()
         .ok_or_else(|| invalid("nodeParams is NULL"))?;
@@ -1259,7 +1284,7 @@ pub unsafe extern "C" fn cuGraphAddDependencies_v2(
     })
 }
 
-unsafe fn kernel_node_set(h: *mut c_void, p: &CUDA_KERNEL_NODE_PARAMS_v1) -> R {
+pub(crate) unsafe fn kernel_node_set(h: *mut c_void, p: &CUDA_KERNEL_NODE_PARAMS_v1) -> R {
     let n = node_ref(h)?;
     let kind = kernel_kind(p)?;
     let g = &*n.graph;
@@ -1980,7 +2005,11 @@ unsafe fn exec_node(
     Ok((st, n.index))
 }
 
-unsafe fn exec_kernel_set(h: *mut c_void, node: *mut c_void, p: &CUDA_KERNEL_NODE_PARAMS_v1) -> R {
+pub(crate) unsafe fn exec_kernel_set(
+    h: *mut c_void,
+    node: *mut c_void,
+    p: &CUDA_KERNEL_NODE_PARAMS_v1,
+) -> R {
     let e = exec_ref(h)?;
     let kind = kernel_kind(p)?;
     let (mut st, i) = exec_node(e, node)?;
@@ -2048,6 +2077,17 @@ pub unsafe extern "C" fn cuGraphExecMemcpyNodeSetParams(
     _ctx: *mut c_void,
 ) -> CUresult {
     guard("cuGraphExecMemcpyNodeSetParams", || {
+        exec_copy_set(h, node, p)
+    })
+}
+
+/// [`cuGraphExecMemcpyNodeSetParams`].
+pub(crate) unsafe fn exec_copy_set(
+    h: *mut c_void,
+    node: *mut c_void,
+    p: *const CUDA_MEMCPY3D,
+) -> R {
+    {
         let e = exec_ref(h)?;
         let kind = copy_kind(p)?;
         let (mut st, i) = exec_node(e, node)?;
@@ -2089,5 +2129,5 @@ pub unsafe extern "C" fn cuGraphExecMemcpyNodeSetParams(
         // Earlier replays may still read the old command buffer; libtegragpu keeps its memory
         // until they complete.
         record(&mut st)
-    })
+    }
 }

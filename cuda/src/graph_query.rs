@@ -429,3 +429,182 @@ pub unsafe extern "C" fn cuGraphExecGetFlags(h: *mut c_void, flags: *mut u64) ->
         Ok(())
     })
 }
+
+/// `CUgraphNodeParams`: the node type at 0, the type's parameters at 16.
+const NODE_PARAMS_AT: usize = 16;
+/// `CUDA_MEMCPY_NODE_PARAMS`: the `CUDA_MEMCPY3D` after `flags`, `reserved` and `copyCtx`.
+const MEMCPY_PARAMS_AT: usize = 16;
+
+/// `CUgraphNodeType` names of the types the generic calls refuse, for messages.
+fn refused_type(ty: u32) -> Option<&'static str> {
+    Some(match ty {
+        6 => "CU_GRAPH_NODE_TYPE_EVENT_RECORD",
+        7 => "CU_GRAPH_NODE_TYPE_WAIT_EVENT",
+        8 => "CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL",
+        9 => "CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT",
+        12 => "CU_GRAPH_NODE_TYPE_BATCH_MEM_OP",
+        13 => "CU_GRAPH_NODE_TYPE_CONDITIONAL",
+        _ => return None,
+    })
+}
+
+/// The node type and the address of its parameters in a `CUgraphNodeParams`.
+unsafe fn type_and_body(p: *const c_void) -> R<(u32, *const u8)> {
+    if p.is_null() {
+        return Err(invalid("nodeParams is NULL"));
+    }
+    let ty = *(p as *const u32);
+    if let Some(name) = refused_type(ty) {
+        return Err(crate::error::fail(
+            CUDA_ERROR_NOT_SUPPORTED,
+            format!("nodeParams->type {ty} ({name}) is not supported"),
+        ));
+    }
+    Ok((ty, (p as *const u8).add(NODE_PARAMS_AT)))
+}
+
+unsafe fn add_generic(
+    ph: *mut *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    n: usize,
+    edge_data: *const c_void,
+    params: *mut c_void,
+) -> R {
+    if !edge_data.is_null() {
+        let bytes = std::slice::from_raw_parts(edge_data as *const u8, EDGE_DATA_BYTES * n);
+        if bytes.iter().any(|&b| b != 0) {
+            return Err(crate::error::fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                "edge data other than the default is not supported",
+            ));
+        }
+    }
+    let (ty, body) = type_and_body(params)?;
+    let kind = match ty {
+        0 => crate::graph::kernel_kind(&crate::graph::v2_of(body as *const c_void)?)?,
+        1 => crate::graph::copy_kind(body.add(MEMCPY_PARAMS_AT) as *const CUDA_MEMCPY3D)?,
+        2 => crate::graph::memset_kind(&*(body as *const CUDA_MEMSET_NODE_PARAMS))?,
+        3 => crate::graph::host_kind(body as *const crate::graph::HostNodeParams)?,
+        4 => {
+            // CUDA_CHILD_GRAPH_NODE_PARAMS: the graph, then the ownership (0: clone, 1: move).
+            let child = *(body as *const *mut c_void);
+            let ownership = *(body.add(8) as *const u32);
+            if std::ptr::eq(child, g) {
+                return Err(invalid("a graph cannot be its own child"));
+            }
+            let c = match ownership {
+                0 => crate::graph::clone_graph(graph_ref(child)?, 0)?,
+                1 => {
+                    graph_ref(child)?;
+                    child
+                }
+                o => return Err(invalid(format!("graph.ownership {o}"))),
+            };
+            NodeKind::Child(Arc::new(ChildGraph(c as usize)))
+        }
+        5 => NodeKind::Empty,
+        10 => {
+            return crate::graph::mem_alloc_node(
+                ph,
+                g,
+                deps,
+                n,
+                body as *mut crate::graph::MemAllocNodeParams,
+            )
+        }
+        11 => crate::graph::mem_free_kind(*(body as *const u64))?,
+        t => {
+            return Err(invalid(format!(
+                "nodeParams->type {t} is not a CUgraphNodeType"
+            )))
+        }
+    };
+    add_node(ph, g, deps, n, kind)
+}
+
+/// `cuGraphAddNode`: a node of the type `nodeParams->type` names (kernel, memcpy, memset, host,
+/// child graph, empty, memory allocation and free nodes; event, external semaphore, batch
+/// memory operation and conditional nodes are `CUDA_ERROR_NOT_SUPPORTED`).
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddNode(
+    ph: *mut *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    n: usize,
+    params: *mut c_void,
+) -> CUresult {
+    guard("cuGraphAddNode", || {
+        add_generic(ph, g, deps, n, std::ptr::null(), params)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddNode_v2(
+    ph: *mut *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    edge_data: *const c_void,
+    n: usize,
+    params: *mut c_void,
+) -> CUresult {
+    guard("cuGraphAddNode_v2", || {
+        add_generic(ph, g, deps, n, edge_data, params)
+    })
+}
+
+/// `cuGraphNodeSetParams`: new parameters of a kernel, memcpy, memset or host node (of the same
+/// type as the node).
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeSetParams(node: *mut c_void, params: *mut c_void) -> CUresult {
+    guard("cuGraphNodeSetParams", || {
+        let (ty, body) = type_and_body(params)?;
+        match ty {
+            0 => crate::graph::kernel_node_set(node, &crate::graph::v2_of(body as *const c_void)?),
+            1 => {
+                let p = body.add(MEMCPY_PARAMS_AT) as *const CUDA_MEMCPY3D;
+                match cuGraphMemcpyNodeSetParams(node, p) {
+                    0 => Ok(()),
+                    c => Err(crate::error::Fail(c, None)),
+                }
+            }
+            2 => match cuGraphMemsetNodeSetParams(node, body as *const CUDA_MEMSET_NODE_PARAMS) {
+                0 => Ok(()),
+                c => Err(crate::error::Fail(c, None)),
+            },
+            3 => crate::graph::host_node_set(node, body as *const crate::graph::HostNodeParams),
+            t => Err(crate::error::fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!("setting the parameters of a node of type {t} is not supported"),
+            )),
+        }
+    })
+}
+
+/// `cuGraphExecNodeSetParams`: new parameters of a kernel, memcpy or host node in an
+/// executable graph (as `cuGraphExecKernelNodeSetParams` and the like).
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecNodeSetParams(
+    h: *mut c_void,
+    node: *mut c_void,
+    params: *mut c_void,
+) -> CUresult {
+    guard("cuGraphExecNodeSetParams", || {
+        let (ty, body) = type_and_body(params)?;
+        match ty {
+            0 => {
+                crate::graph::exec_kernel_set(h, node, &crate::graph::v2_of(body as *const c_void)?)
+            }
+            1 => crate::graph::exec_copy_set(
+                h,
+                node,
+                body.add(MEMCPY_PARAMS_AT) as *const CUDA_MEMCPY3D,
+            ),
+            3 => crate::graph::exec_host_set(h, node, body as *const crate::graph::HostNodeParams),
+            t => Err(crate::error::fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                format!("updating a node of type {t} in an executable graph is not supported"),
+            )),
+        }
+    })
+}

@@ -273,3 +273,180 @@ fn graph_structure_and_node_parameters() {
     }
     check(cu!(cuGraphExecDestroy(exec): P), "exec destroy");
 }
+
+/// A `CUgraphNodeParams` (256 bytes) of node type `ty` with `body` at offset 16.
+fn node_params(ty: u32, body: &[u8]) -> [u8; 256] {
+    let mut p = [0u8; 256];
+    p[..4].copy_from_slice(&ty.to_ne_bytes());
+    p[16..16 + body.len()].copy_from_slice(body);
+    p
+}
+
+fn bytes_of<T>(v: &T) -> &[u8] {
+    // SAFETY: a plain-data value read as its bytes.
+    unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) }
+}
+
+static GENERIC_HOST_CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+unsafe extern "C" fn count_call(_: *mut c_void) {
+    GENERIC_HOST_CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// The generic node calls (`cuGraphAddNode`, `cuGraphNodeSetParams`,
+/// `cuGraphExecNodeSetParams`, as the CUDA runtime's `cudaGraphAddNode` uses them): kernel,
+/// memset, host, empty, child graph and memory nodes; event nodes are refused, an unknown type
+/// is invalid.
+#[test]
+fn generic_node_calls() {
+    setup();
+    let m = load_fixture("kernels");
+    let fill = function(m, "fill_u32");
+    let n = 64usize;
+    let (out1, out2) = (alloc(n * 4), alloc(n * 4));
+    let g = graph();
+    let add = |deps: &[P], p: &mut [u8; 256]| -> (u32, P) {
+        let mut node = null_mut();
+        let r = cu!(cuGraphAddNode(&mut node, g, deps.as_ptr(), deps.len(), p.as_mut_ptr()): *mut P, P, *const P, usize, *mut u8);
+        (r, node)
+    };
+    // A memory allocation node: its address comes back in the parameters (dptr at 16 + 112).
+    let mut alloc_body = [0u8; 120];
+    alloc_body[0..4].copy_from_slice(&1i32.to_ne_bytes());
+    alloc_body[8..12].copy_from_slice(&1i32.to_ne_bytes());
+    alloc_body[104..112].copy_from_slice(&((n * 4) as u64).to_ne_bytes());
+    let mut pa = node_params(10, &alloc_body);
+    let (r, na) = add(&[], &mut pa);
+    check(r, "cuGraphAddNode MEM_ALLOC");
+    let tmp = u64::from_ne_bytes(pa[16 + 112..16 + 120].try_into().unwrap());
+    assert_ne!(tmp, 0);
+    // A kernel node (CUDA_KERNEL_NODE_PARAMS_v3) filling the allocation with 5.
+    let (mut kp, mut kv, mut kn) = (tmp, 5u32, n as u32);
+    let mut args = [ptr(&mut kp), ptr(&mut kv), ptr(&mut kn)];
+    let kernel_body = |args: &mut [P; 3]| crate::graphs::KernelNodeParamsV2 {
+        v1: crate::graphs::KernelNodeParams {
+            func: fill,
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+            shared: 0,
+            params: args.as_mut_ptr(),
+            extra: null_mut(),
+        },
+        kern: null_mut(),
+        ctx: null_mut(),
+    };
+    let mut pk = node_params(0, bytes_of(&kernel_body(&mut args)));
+    let (r, nk) = add(&[na], &mut pk);
+    check(r, "cuGraphAddNode KERNEL");
+    // A memcpy node (CUDA_MEMCPY_NODE_PARAMS: the CUDA_MEMCPY3D at 16) to out1.
+    let mc = Memcpy3D {
+        src_type: 2,
+        src_device: tmp,
+        dst_type: 2,
+        dst_device: out1,
+        width: n * 4,
+        height: 1,
+        depth: 1,
+        ..Default::default()
+    };
+    let mut mbody = vec![0u8; 16];
+    mbody.extend_from_slice(bytes_of(&mc));
+    let mut pm = node_params(1, &mbody);
+    let (r, ncp) = add(&[nk], &mut pm);
+    check(r, "cuGraphAddNode MEMCPY");
+    // A memset node of out2, a host node, an empty node, a free node.
+    let ms = MemsetParams {
+        dst: out2,
+        value: 3,
+        element_size: 4,
+        width: n,
+        height: 1,
+        ..Default::default()
+    };
+    let mut ps = node_params(2, bytes_of(&ms));
+    let (r, nms) = add(&[], &mut ps);
+    check(r, "cuGraphAddNode MEMSET");
+    let host: [usize; 2] = [count_call as usize, 0];
+    let mut ph = node_params(3, bytes_of(&host));
+    let (r, nh) = add(&[ncp, nms], &mut ph);
+    check(r, "cuGraphAddNode HOST");
+    let mut pe = node_params(5, &[]);
+    let (r, _) = add(&[nh], &mut pe);
+    check(r, "cuGraphAddNode EMPTY");
+    let mut pf = node_params(11, &tmp.to_ne_bytes());
+    let (r, _) = add(&[nh], &mut pf);
+    check(r, "cuGraphAddNode MEM_FREE");
+    // A child graph (moved into the node) with one empty node.
+    let child = graph();
+    empty(child, &[]);
+    let mut child_body = [0u8; 16];
+    child_body[..8].copy_from_slice(&(child as usize).to_ne_bytes());
+    child_body[8..12].copy_from_slice(&1u32.to_ne_bytes());
+    let mut pc = node_params(4, &child_body);
+    let (r, nc) = add(&[nh], &mut pc);
+    check(r, "cuGraphAddNode GRAPH (moved)");
+    let mut inner = null_mut();
+    check(
+        cu!(cuGraphChildGraphNodeGetGraph(nc, &mut inner): P, *mut P),
+        "the child",
+    );
+    assert_eq!(inner, child, "a moved child graph is the node's own");
+    // Refused and invalid types.
+    assert_eq!(add(&[], &mut node_params(6, &[])).0, 801, "EVENT_RECORD");
+    assert_eq!(add(&[], &mut node_params(13, &[])).0, 801, "CONDITIONAL");
+    assert_eq!(add(&[], &mut node_params(99, &[])).0, 1, "type 99");
+    let mut none = null_mut();
+    assert_eq!(
+        cu!(cuGraphAddNode(&mut none, g, null_mut(), 0, null_mut()): *mut P, P, *const P, usize, *mut u8),
+        1,
+        "NULL parameters"
+    );
+    // The memset's value changed in the graph before instantiation.
+    let ms7 = MemsetParams { value: 7, ..ms };
+    let mut ps7 = node_params(2, bytes_of(&ms7));
+    check(
+        cu!(cuGraphNodeSetParams(nms, ps7.as_mut_ptr()): P, *mut u8),
+        "cuGraphNodeSetParams MEMSET",
+    );
+    assert_eq!(
+        cu!(cuGraphNodeSetParams(nk, ps7.as_mut_ptr()): P, *mut u8),
+        1,
+        "memset parameters for a kernel node"
+    );
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec, g, 0): *mut P, P, u64),
+        "instantiate",
+    );
+    GENERIC_HOST_CALLS.store(0, std::sync::atomic::Ordering::SeqCst);
+    for (round, value) in [(0, 5u32), (1, 6)] {
+        if round == 1 {
+            // The kernel's value changed in the executable graph.
+            let (mut kp, mut kv, mut kn) = (tmp, value, n as u32);
+            let mut args = [ptr(&mut kp), ptr(&mut kv), ptr(&mut kn)];
+            let mut pk6 = node_params(0, bytes_of(&kernel_body(&mut args)));
+            check(
+                cu!(cuGraphExecNodeSetParams(exec, nk, pk6.as_mut_ptr()): P, P, *mut u8),
+                "cuGraphExecNodeSetParams KERNEL",
+            );
+        }
+        check(cu!(cuGraphLaunch(exec, null_mut()): P, P), "launch");
+        check(cu!(cuCtxSynchronize(): ), "sync");
+        assert_eq!(
+            dtoh::<u32>(out1, n),
+            vec![value; n],
+            "round {round}: the kernel's value"
+        );
+        assert_eq!(
+            dtoh::<u32>(out2, n),
+            vec![7; n],
+            "round {round}: the memset's value"
+        );
+    }
+    assert_eq!(
+        GENERIC_HOST_CALLS.load(std::sync::atomic::Ordering::SeqCst),
+        2
+    );
+    check(cu!(cuGraphExecDestroy(exec): P), "exec destroy");
+    check(cu!(cuGraphDestroy(g): P), "graph destroy");
+}
