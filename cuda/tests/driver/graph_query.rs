@@ -366,7 +366,7 @@ fn generic_node_calls() {
     let mut ps = node_params(2, bytes_of(&ms));
     let (r, nms) = add(&[], &mut ps);
     check(r, "cuGraphAddNode MEMSET");
-    let host: [usize; 2] = [count_call as usize, 0];
+    let host: [usize; 2] = [count_call as *const () as usize, 0];
     let mut ph = node_params(3, bytes_of(&host));
     let (r, nh) = add(&[ncp, nms], &mut ph);
     check(r, "cuGraphAddNode HOST");
