@@ -689,6 +689,12 @@ pub unsafe extern "C" fn cuGraphDestroy(h: *mut c_void) -> CUresult {
     })
 }
 
+/// Free a node handle that left its graph (`cuGraphDestroyNode`).
+pub(crate) unsafe fn free_node_handle(h: *mut Node) {
+    let mut b = Box::from_raw(h);
+    b.magic = 0;
+}
+
 /// A new empty graph (`cuGraphCreate`, `cuStreamBeginCapture`).
 pub(crate) fn new_graph() -> *mut c_void {
     Box::into_raw(Box::new(Graph {
@@ -1399,6 +1405,10 @@ struct ExecState {
     aux: Vec<Aux>,
     /// The graph the exec was made from (node handles are checked against it).
     graph: *const Graph,
+    /// The graph's node handles at instantiation, by index (0 for the nodes of child graphs).
+    handles: Vec<usize>,
+    /// Nodes disabled by `cuGraphNodeSetEnabled` (by index): not recorded.
+    disabled: Vec<bool>,
 }
 
 unsafe impl Send for Exec {}
@@ -1517,6 +1527,9 @@ fn record(st: &mut ExecState) -> R {
     let mut host = Vec::new();
     let mut new_segment = false;
     for &i in &st.order {
+        if st.disabled.get(i) == Some(&true) {
+            continue;
+        }
         match &st.kinds[i] {
             NodeKind::Host { .. } => {
                 host.push((segs.len(), i));
@@ -1642,7 +1655,13 @@ unsafe fn instantiate(pexec: *mut *mut c_void, h: *mut c_void, flags: u64) -> R 
     let p = out(pexec, "phGraphExec")?;
     let g = graph_ref(h)?;
     current()?;
-    let nodes = flatten(&g.nodes.lock().0, 0)?;
+    let (nodes, handles) = {
+        let list = g.nodes.lock();
+        let nodes = flatten(&list.0, 0)?;
+        let mut handles: Vec<usize> = list.1.iter().map(|&h| h as usize).collect();
+        handles.resize(nodes.len(), 0);
+        (nodes, handles)
+    };
     let order = topo_order(&nodes)?;
     let mut st = ExecState {
         kinds: nodes.into_iter().map(|d| d.kind).collect(),
@@ -1652,6 +1671,8 @@ unsafe fn instantiate(pexec: *mut *mut c_void, h: *mut c_void, flags: u64) -> R 
         host: Vec::new(),
         aux: Vec::new(),
         graph: g,
+        handles,
+        disabled: Vec::new(),
     };
     record(&mut st)?;
     let e = Box::new(Exec {
@@ -1662,6 +1683,34 @@ unsafe fn instantiate(pexec: *mut *mut c_void, h: *mut c_void, flags: u64) -> R 
     *p = Box::into_raw(e) as *mut c_void;
     crate::numba_extras::exec_created(h, *p);
     Ok(())
+}
+
+/// `cuGraphNodeSetEnabled` (`on`: Some) and `cuGraphNodeGetEnabled` (None): whether kernel,
+/// memcpy and memset node `node` of executable graph `h` runs; a disabled node is left out of
+/// the recording (the nodes around it keep their order).
+pub(crate) unsafe fn exec_enabled(h: *mut c_void, node: *mut c_void, on: Option<bool>) -> R<bool> {
+    let e = exec_ref(h)?;
+    let (mut st, i) = exec_node(e, node)?;
+    if !matches!(
+        st.kinds[i],
+        NodeKind::Kernel { .. } | NodeKind::Copy { .. } | NodeKind::Memset { .. }
+    ) {
+        return Err(invalid(
+            "only kernel, memcpy and memset nodes can be enabled or disabled",
+        ));
+    }
+    let was = st.disabled.get(i) != Some(&true);
+    if let Some(on) = on {
+        if on != was {
+            let len = st.kinds.len();
+            st.disabled.resize(len, false);
+            st.disabled[i] = !on;
+            // Earlier replays may still read the old command buffers; libtegragpu keeps their
+            // memory until they complete.
+            record(&mut st)?;
+        }
+    }
+    Ok(was)
 }
 
 /// The flags executable graph `h` was instantiated with.
@@ -1997,12 +2046,21 @@ unsafe fn exec_node(
 ) -> R<(parking_lot::MutexGuard<'_, ExecState>, usize)> {
     let n = node_ref(node)?;
     let st = e.nodes.lock();
-    if !std::ptr::eq(n.graph, st.graph) || n.index >= st.kinds.len() {
-        return Err(invalid(
-            "the node is not a node of the graph this executable graph was made from",
-        ));
+    let not_ours =
+        || invalid("the node is not a node of the graph this executable graph was made from");
+    if !std::ptr::eq(n.graph, st.graph) {
+        return Err(not_ours());
     }
-    Ok((st, n.index))
+    // The node's index in the graph, unless nodes were destroyed since the instantiation.
+    let i = if st.handles.get(n.index) == Some(&(node as usize)) {
+        n.index
+    } else {
+        st.handles
+            .iter()
+            .position(|&h| h == node as usize)
+            .ok_or_else(not_ours)?
+    };
+    Ok((st, i))
 }
 
 pub(crate) unsafe fn exec_kernel_set(
@@ -2025,9 +2083,14 @@ pub(crate) unsafe fn exec_kernel_set(
     let NodeKind::Kernel { func, cfg, params } = &kind else {
         unreachable!()
     };
-    if !std::ptr::eq(old_f, *func) {
+    // Another function: recorded again. A disabled node: kept for when it is enabled.
+    if !std::ptr::eq(old_f, *func) || st.cmd[i].is_none() {
         st.kinds[i] = kind;
-        return record(&mut st);
+        return if st.cmd[i].is_none() {
+            Ok(())
+        } else {
+            record(&mut st)
+        };
     }
     let (si, idx) =
         st.cmd[i].ok_or_else(|| fail(CUDA_ERROR_UNKNOWN, "the kernel node has no command"))?;

@@ -608,3 +608,113 @@ pub unsafe extern "C" fn cuGraphExecNodeSetParams(
         }
     })
 }
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeSetEnabled(
+    h: *mut c_void,
+    node: *mut c_void,
+    enabled: u32,
+) -> CUresult {
+    guard("cuGraphNodeSetEnabled", || {
+        crate::graph::exec_enabled(h, node, Some(enabled != 0)).map(|_| ())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeGetEnabled(
+    h: *mut c_void,
+    node: *mut c_void,
+    enabled: *mut u32,
+) -> CUresult {
+    guard("cuGraphNodeGetEnabled", || {
+        let o = out(enabled, "isEnabled")?;
+        *o = crate::graph::exec_enabled(h, node, None)? as u32;
+        Ok(())
+    })
+}
+
+/// `cuGraphDestroyNode`: the node and its edges leave the graph (the nodes that depended on it
+/// no longer do); executable graphs made from the graph keep it.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphDestroyNode(h: *mut c_void) -> CUresult {
+    guard("cuGraphDestroyNode", || {
+        let node = node_ref(h)?;
+        let i = node.index;
+        let g = &*node.graph;
+        let mut list = g.nodes.lock();
+        let data = list.0.remove(i);
+        let handle = list.1.remove(i);
+        for d in list.0.iter_mut() {
+            d.deps.retain(|&p| p != i);
+            for p in d.deps.iter_mut() {
+                if *p > i {
+                    *p -= 1;
+                }
+            }
+        }
+        for (k, &later) in list.1.iter().enumerate().skip(i) {
+            (*later).index = k;
+        }
+        drop(list);
+        // A free node destroyed: its memory is no longer freed by a graph.
+        if let NodeKind::MemFree(m) = &data.kind {
+            m.freed_by_graph
+                .store(false, std::sync::atomic::Ordering::Release);
+        }
+        drop(data);
+        crate::graph::free_node_handle(handle);
+        Ok(())
+    })
+}
+
+/// `cuGraphDebugDotPrint`: the graph in Graphviz's DOT language, written to the file at `path`:
+/// one vertex per node (its type, and for kernel nodes the function's name and launch shape),
+/// one arrow per edge. The flags choose nothing here.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphDebugDotPrint(
+    h: *mut c_void,
+    path: *const std::ffi::c_char,
+    _flags: u32,
+) -> CUresult {
+    guard("cuGraphDebugDotPrint", || {
+        let g = graph_ref(h)?;
+        if path.is_null() {
+            return Err(invalid("path is NULL"));
+        }
+        let path = std::ffi::CStr::from_ptr(path)
+            .to_str()
+            .map_err(|_| invalid("path is not UTF-8"))?;
+        let mut dot = String::from("digraph cuda_graph {\n");
+        {
+            let list = g.nodes.lock();
+            for (i, d) in list.0.iter().enumerate() {
+                let label = match &d.kind {
+                    NodeKind::Kernel { func, cfg, .. } => format!(
+                        "kernel {}\\ngrid {:?} block {:?}",
+                        func.kernel.attributes().name,
+                        cfg.grid,
+                        cfg.block
+                    ),
+                    NodeKind::Copy { bytes, rows, .. } => {
+                        format!("memcpy {bytes} bytes x {} rows", rows.height * rows.depth)
+                    }
+                    NodeKind::Memset { value, elem, .. } => {
+                        format!("memset {value:#x} ({elem}-byte elements)")
+                    }
+                    NodeKind::Host { .. } => "host".into(),
+                    NodeKind::Child(_) => "child graph".into(),
+                    NodeKind::Empty => "empty".into(),
+                    NodeKind::MemAlloc(m) => format!("mem alloc {:#x}", m.va),
+                    NodeKind::MemFree(m) => format!("mem free {:#x}", m.va),
+                };
+                dot.push_str(&format!("  n{i} [label=\"{label}\"];\n"));
+                for p in &d.deps {
+                    dot.push_str(&format!("  n{p} -> n{i};\n"));
+                }
+            }
+        }
+        dot.push_str("}\n");
+        std::fs::write(path, dot)
+            .map_err(|e| crate::error::fail(CUDA_ERROR_OPERATING_SYSTEM, format!("{path}: {e}")))
+    })
+}

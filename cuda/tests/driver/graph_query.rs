@@ -450,3 +450,116 @@ fn generic_node_calls() {
     check(cu!(cuGraphExecDestroy(exec): P), "exec destroy");
     check(cu!(cuGraphDestroy(g): P), "graph destroy");
 }
+
+/// Disabling and enabling nodes of an executable graph, destroying a node of a graph (its edges
+/// go; executable graphs made before keep it, and their node handles still find the right
+/// nodes), and the DOT text of a graph.
+#[test]
+fn enabled_nodes_destroyed_nodes_and_dot_text() {
+    setup();
+    let n = 64usize;
+    let bufs = [alloc(n * 4), alloc(n * 4), alloc(n * 4)];
+    let g = graph();
+    let mut prev: Vec<P> = Vec::new();
+    let mut nodes = Vec::new();
+    for (k, &b) in bufs.iter().enumerate() {
+        let node = memset(
+            g,
+            &prev,
+            &MemsetParams {
+                dst: b,
+                value: k as u32 + 1,
+                element_size: 4,
+                width: n,
+                height: 1,
+                ..Default::default()
+            },
+        );
+        prev = vec![node];
+        nodes.push(node);
+    }
+    let e0 = empty(g, &[nodes[2]]);
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec, g, 0): *mut P, P, u64),
+        "instantiate",
+    );
+    let run = |want: [u32; 3], what: &str| {
+        for &b in &bufs {
+            check(cu!(cuMemsetD32_v2(b, 0, n): u64, u32, usize), "zero");
+        }
+        check(cu!(cuGraphLaunch(exec, null_mut()): P, P), "launch");
+        check(cu!(cuCtxSynchronize(): ), "sync");
+        for (k, &b) in bufs.iter().enumerate() {
+            assert_eq!(dtoh::<u32>(b, n), vec![want[k]; n], "{what}: buffer {k}");
+        }
+    };
+    let enabled = |node: P| {
+        let mut on = 9u32;
+        check(
+            cu!(cuGraphNodeGetEnabled(exec, node, &mut on): P, P, *mut u32),
+            "cuGraphNodeGetEnabled",
+        );
+        on
+    };
+    run([1, 2, 3], "all enabled");
+    check(
+        cu!(cuGraphNodeSetEnabled(exec, nodes[1], 0): P, P, u32),
+        "disable the middle memset",
+    );
+    assert_eq!(enabled(nodes[1]), 0);
+    run([1, 0, 3], "the middle memset disabled");
+    check(
+        cu!(cuGraphNodeSetEnabled(exec, nodes[1], 1): P, P, u32),
+        "enable it again",
+    );
+    assert_eq!(enabled(nodes[1]), 1);
+    run([1, 2, 3], "enabled again");
+    assert_eq!(
+        cu!(cuGraphNodeSetEnabled(exec, e0, 0): P, P, u32),
+        1,
+        "an empty node cannot be disabled"
+    );
+
+    // Destroying the middle node: its edges go with it.
+    check(cu!(cuGraphDestroyNode(nodes[1]): P), "cuGraphDestroyNode");
+    let count = list(
+        |l, k| cu!(cuGraphGetNodes(g, l, k): P, *mut P, *mut usize),
+        0,
+    )
+    .2;
+    assert_eq!(count, 3);
+    let mut k = 0usize;
+    check(
+        cu!(cuGraphGetEdges(g, null_mut(), null_mut(), &mut k): P, *mut P, *mut P, *mut usize),
+        "edges",
+    );
+    assert_eq!(k, 1, "only the edge to the empty node is left");
+    let (r, deps, k) = list(
+        |l, k| cu!(cuGraphNodeGetDependencies(e0, l, k): P, *mut P, *mut usize),
+        1,
+    );
+    check(r, "dependencies of the empty node");
+    assert_eq!((k, deps[0]), (1, nodes[2]));
+    // The executable graph keeps the destroyed node; the last memset's handle still names it.
+    check(
+        cu!(cuGraphNodeSetEnabled(exec, nodes[2], 0): P, P, u32),
+        "disable the last memset",
+    );
+    run([1, 2, 0], "after the node was destroyed in the graph");
+
+    // DOT text of the graph.
+    let path = std::env::temp_dir().join(format!("tg-graph-{}.dot", std::process::id()));
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    check(
+        cu!(cuGraphDebugDotPrint(g, c.as_ptr(), 0): P, *const std::ffi::c_char, u32),
+        "cuGraphDebugDotPrint",
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(text.starts_with("digraph"), "{text}");
+    assert_eq!(text.matches("memset").count(), 2, "{text}");
+    assert_eq!(text.matches("->").count(), 1, "{text}");
+    check(cu!(cuGraphExecDestroy(exec): P), "exec destroy");
+    check(cu!(cuGraphDestroy(g): P), "graph destroy");
+}
