@@ -583,6 +583,42 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         cuuint64_t fl = 99;
         R("gq.exec_flags", F(cuGraphExecGetFlags)(gx, &fl));
         OUT("gq.exec_flags.value", "%llu", (unsigned long long)fl);
+        unsigned en = 9;
+        R("gq.enabled", F(cuGraphNodeGetEnabled)(gx, b, &en));
+        OUT("gq.enabled.value", "%u", en);
+        R("gq.disable", F(cuGraphNodeSetEnabled)(gx, b, 0));
+        en = 9;
+        F(cuGraphNodeGetEnabled)(gx, b, &en);
+        OUT("gq.disabled.value", "%u", en);
+        R("gq.disable.empty_node", F(cuGraphNodeSetEnabled)(gx, a, 0));
+        F(cuMemsetD32)(dx, 0, N);
+        R("gq.launch.disabled", F(cuGraphLaunch)(gx, 0));
+        F(cuCtxSynchronize)();
+        F(cuMemcpyDtoH)(h2, dx, N * 4);
+        OUT("gq.disabled_memset_value", "%016llx", fnv(h2, N * 4));
+        R("gq.enable", F(cuGraphNodeSetEnabled)(gx, b, 1));
+        // The generic call: a memset node.
+        CUgraphNodeParams np;
+        memset(&np, 0, sizeof np);
+        np.type = CU_GRAPH_NODE_TYPE_MEMSET;
+        np.memset.dst = dy, np.memset.value = 3, np.memset.elementSize = 4, np.memset.width = N, np.memset.height = 1;
+        CUgraphNode gn = NULL;
+        R("gq.add_node.memset", ((CUresult(*)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraphNodeParams *))sym(
+                                     "cuGraphAddNode"))(&gn, gcl, NULL, 0, &np));
+        t = (CUgraphNodeType)99;
+        if (gn) F(cuGraphNodeGetType)(gn, &t);
+        OUT("gq.add_node.memset.type", "%d", (int)t);
+        np.type = (CUgraphNodeType)99;
+        R("gq.add_node.type99", ((CUresult(*)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraphNodeParams *))sym(
+                                     "cuGraphAddNode"))(&gn, gcl, NULL, 0, &np));
+        // Destroying a node of the graph: its edges go; the executable graph keeps it.
+        R("gq.destroy_node", F(cuGraphDestroyNode)(c));
+        k = 0;
+        get_edges(gs, NULL, NULL, &k);
+        OUT("gq.edges.after_destroy", "%zu", k);
+        k = 0;
+        F(cuGraphGetNodes)(gs, NULL, &k);
+        OUT("gq.nodes.after_destroy", "%zu", k);
         F(cuMemsetD32)(dy, 0, N);
         R("gq.launch", F(cuGraphLaunch)(gx, 0));
         R("gq.sync", F(cuCtxSynchronize)());
