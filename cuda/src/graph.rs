@@ -1409,6 +1409,8 @@ struct ExecState {
     handles: Vec<usize>,
     /// Nodes disabled by `cuGraphNodeSetEnabled` (by index): not recorded.
     disabled: Vec<bool>,
+    /// Each node's dependencies (by index), for `cuGraphExecUpdate`.
+    deps: Vec<Vec<usize>>,
 }
 
 unsafe impl Send for Exec {}
@@ -1663,7 +1665,9 @@ unsafe fn instantiate(pexec: *mut *mut c_void, h: *mut c_void, flags: u64) -> R 
         (nodes, handles)
     };
     let order = topo_order(&nodes)?;
+    let deps = nodes.iter().map(|d| d.deps.clone()).collect();
     let mut st = ExecState {
+        deps,
         kinds: nodes.into_iter().map(|d| d.kind).collect(),
         order,
         cmd: Vec::new(),
@@ -1711,6 +1715,60 @@ pub(crate) unsafe fn exec_enabled(h: *mut c_void, node: *mut c_void, on: Option<
         }
     }
     Ok(was)
+}
+
+/// Why `cuGraphExecUpdate` refused an update: a `CUgraphExecUpdateResult` and the index of the
+/// node of the new graph it concerns, if one.
+pub(crate) struct UpdateRefused(pub u32, pub Option<usize>);
+
+/// `cuGraphExecUpdate`: executable graph `h` takes the node parameters of graph `g`, which must
+/// have the same nodes (paired by their order of creation, child graphs' nodes included), of the
+/// same types, with the same edges; memory nodes must be the same nodes (as in a clone). On
+/// success the executable graph is recorded again from `g`'s nodes; otherwise it is unchanged.
+/// Its nodes are still named by the handles of the graph it was instantiated from.
+pub(crate) unsafe fn exec_update(h: *mut c_void, g: *mut c_void) -> R<Result<(), UpdateRefused>> {
+    // CUgraphExecUpdateResult values.
+    const TOPOLOGY_CHANGED: u32 = 2;
+    const NODE_TYPE_CHANGED: u32 = 3;
+    const NOT_SUPPORTED: u32 = 6;
+    let e = exec_ref(h)?;
+    let g = graph_ref(g)?;
+    let nodes = flatten(&g.nodes.lock().0, 0)?;
+    let mut st = e.nodes.lock();
+    if nodes.len() != st.kinds.len() {
+        return Ok(Err(UpdateRefused(TOPOLOGY_CHANGED, None)));
+    }
+    let order = topo_order(&nodes)?;
+    // The same edges: the recording order over the old nodes reproduces dependencies only if
+    // both graphs order alike; compare the dependency lists themselves.
+    let old_deps = st.deps.clone();
+    for (i, d) in nodes.iter().enumerate() {
+        let mut a = d.deps.clone();
+        let mut b = old_deps.get(i).cloned().unwrap_or_default();
+        a.sort_unstable();
+        b.sort_unstable();
+        if a != b {
+            return Ok(Err(UpdateRefused(TOPOLOGY_CHANGED, Some(i))));
+        }
+        let same_type = std::mem::discriminant(&d.kind) == std::mem::discriminant(&st.kinds[i]);
+        if !same_type {
+            return Ok(Err(UpdateRefused(NODE_TYPE_CHANGED, Some(i))));
+        }
+        let same_memory = match (&d.kind, &st.kinds[i]) {
+            (NodeKind::MemAlloc(x), NodeKind::MemAlloc(y))
+            | (NodeKind::MemFree(x), NodeKind::MemFree(y)) => Arc::ptr_eq(x, y),
+            _ => true,
+        };
+        if !same_memory {
+            return Ok(Err(UpdateRefused(NOT_SUPPORTED, Some(i))));
+        }
+    }
+    st.kinds = nodes.into_iter().map(|d| d.kind).collect();
+    st.order = order;
+    // Earlier replays may still read the old command buffers; libtegragpu keeps their memory
+    // until they complete.
+    record(&mut st)?;
+    Ok(Ok(()))
 }
 
 /// The flags executable graph `h` was instantiated with.
@@ -2141,6 +2199,28 @@ pub unsafe extern "C" fn cuGraphExecMemcpyNodeSetParams(
 ) -> CUresult {
     guard("cuGraphExecMemcpyNodeSetParams", || {
         exec_copy_set(h, node, p)
+    })
+}
+
+/// `cuGraphExecMemsetNodeSetParams`: the memset node's new parameters, recorded again.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecMemsetNodeSetParams(
+    h: *mut c_void,
+    node: *mut c_void,
+    p: *const CUDA_MEMSET_NODE_PARAMS,
+    _ctx: *mut c_void,
+) -> CUresult {
+    guard("cuGraphExecMemsetNodeSetParams", || {
+        let e = exec_ref(h)?;
+        let kind = memset_kind(p.as_ref().ok_or_else(|| invalid("memsetParams is NULL"))?)?;
+        let (mut st, i) = exec_node(e, node)?;
+        if !matches!(st.kinds[i], NodeKind::Memset { .. }) {
+            return Err(invalid("the node is not a memset node"));
+        }
+        st.kinds[i] = kind;
+        // Earlier replays may still read the old command buffers; libtegragpu keeps their
+        // memory until they complete.
+        record(&mut st)
     })
 }
 

@@ -581,7 +581,7 @@ pub unsafe extern "C" fn cuGraphNodeSetParams(node: *mut c_void, params: *mut c_
     })
 }
 
-/// `cuGraphExecNodeSetParams`: new parameters of a kernel, memcpy or host node in an
+/// `cuGraphExecNodeSetParams`: new parameters of a kernel, memcpy, memset or host node in an
 /// executable graph (as `cuGraphExecKernelNodeSetParams` and the like).
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphExecNodeSetParams(
@@ -600,6 +600,15 @@ pub unsafe extern "C" fn cuGraphExecNodeSetParams(
                 node,
                 body.add(MEMCPY_PARAMS_AT) as *const CUDA_MEMCPY3D,
             ),
+            2 => match crate::graph::cuGraphExecMemsetNodeSetParams(
+                h,
+                node,
+                body as *const CUDA_MEMSET_NODE_PARAMS,
+                std::ptr::null_mut(),
+            ) {
+                0 => Ok(()),
+                c => Err(crate::error::Fail(c, None)),
+            },
             3 => crate::graph::exec_host_set(h, node, body as *const crate::graph::HostNodeParams),
             t => Err(crate::error::fail(
                 CUDA_ERROR_NOT_SUPPORTED,
@@ -716,5 +725,85 @@ pub unsafe extern "C" fn cuGraphDebugDotPrint(
         dot.push_str("}\n");
         std::fs::write(path, dot)
             .map_err(|e| crate::error::fail(CUDA_ERROR_OPERATING_SYSTEM, format!("{path}: {e}")))
+    })
+}
+
+/// `CUgraphExecUpdateResultInfo`.
+#[repr(C)]
+pub struct ExecUpdateResultInfo {
+    result: u32,
+    error_node: *mut c_void,
+    error_from_node: *mut c_void,
+}
+
+/// [`crate::graph::exec_update`], with the result and the node it concerns (a handle of graph
+/// `g`, or NULL).
+unsafe fn exec_update(h: *mut c_void, g: *mut c_void) -> R<(u32, *mut c_void)> {
+    match crate::graph::exec_update(h, g)? {
+        Ok(()) => Ok((0, std::ptr::null_mut())),
+        Err(crate::graph::UpdateRefused(code, node)) => {
+            let handle = node
+                .and_then(|i| graph_ref(g).ok()?.nodes.lock().1.get(i).copied())
+                .map_or(std::ptr::null_mut(), |n| n as *mut c_void);
+            Ok((code, handle))
+        }
+    }
+}
+
+/// `CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE`.
+const CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE: CUresult = 910;
+
+fn update_failed(code: u32) -> crate::error::Fail {
+    let why = match code {
+        2 => "the graph's nodes or edges differ from the executable graph's",
+        3 => "a node's type differs",
+        6 => "a memory node differs",
+        _ => "the update is not possible",
+    };
+    crate::error::fail(
+        CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
+        format!("CUgraphExecUpdateResult {code}: {why}"),
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecUpdate_v2(
+    h: *mut c_void,
+    g: *mut c_void,
+    info: *mut ExecUpdateResultInfo,
+) -> CUresult {
+    guard("cuGraphExecUpdate_v2", || {
+        let o = out(info, "resultInfo")?;
+        let (code, node) = exec_update(h, g)?;
+        *o = ExecUpdateResultInfo {
+            result: code,
+            error_node: node,
+            error_from_node: std::ptr::null_mut(),
+        };
+        if code != 0 {
+            return Err(update_failed(code));
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecUpdate(
+    h: *mut c_void,
+    g: *mut c_void,
+    error_node: *mut *mut c_void,
+    result: *mut u32,
+) -> CUresult {
+    guard("cuGraphExecUpdate", || {
+        let r = out(result, "updateResult_out")?;
+        let (code, node) = exec_update(h, g)?;
+        *r = code;
+        if let Some(e) = error_node.as_mut() {
+            *e = node;
+        }
+        if code != 0 {
+            return Err(update_failed(code));
+        }
+        Ok(())
     })
 }

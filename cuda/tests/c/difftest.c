@@ -611,6 +611,24 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         np.type = (CUgraphNodeType)99;
         R("gq.add_node.type99", ((CUresult(*)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraphNodeParams *))sym(
                                      "cuGraphAddNode"))(&gn, gcl, NULL, 0, &np));
+        // cuGraphExecUpdate from a clone (the same shape) and from a graph of another shape.
+        {
+            CUgraph gu = NULL, gt = NULL;
+            F(cuGraphClone)(&gu, gs);
+            CUgraphExecUpdateResultInfo ui;
+            memset(&ui, 0, sizeof ui);
+            ui.result = (CUgraphExecUpdateResult)99;
+            R("gq.exec_update.clone", F(cuGraphExecUpdate)(gx, gu, &ui));
+            OUT("gq.exec_update.clone.result", "%d %d", (int)ui.result, ui.errorNode == NULL);
+            F(cuGraphCreate)(&gt, 0);
+            CUgraphNode x = NULL;
+            F(cuGraphAddEmptyNode)(&x, gt, NULL, 0);
+            memset(&ui, 0, sizeof ui);
+            R("gq.exec_update.other", F(cuGraphExecUpdate)(gx, gt, &ui));
+            OUT("gq.exec_update.other.result", "%d", (int)ui.result);
+            F(cuGraphDestroy)(gu);
+            F(cuGraphDestroy)(gt);
+        }
         // Destroying a node of the graph: its edges go; the executable graph keeps it.
         R("gq.destroy_node", F(cuGraphDestroyNode)(c));
         k = 0;

@@ -563,3 +563,133 @@ fn enabled_nodes_destroyed_nodes_and_dot_text() {
     check(cu!(cuGraphExecDestroy(exec): P), "exec destroy");
     check(cu!(cuGraphDestroy(g): P), "graph destroy");
 }
+
+/// `cuGraphExecUpdate`: an executable graph takes the parameters of a graph with the same
+/// nodes and edges (here a clone whose memset and kernel nodes were changed); a graph with
+/// another node, or a node of another type, is refused with the reason and the node.
+#[test]
+fn executable_graphs_update_from_a_graph_of_the_same_shape() {
+    setup();
+    let m = load_fixture("kernels");
+    let fill = function(m, "fill_u32");
+    let n = 64usize;
+    let (b1, b2) = (alloc(n * 4), alloc(n * 4));
+    let g = graph();
+    let ms = MemsetParams {
+        dst: b1,
+        value: 1,
+        element_size: 4,
+        width: n,
+        height: 1,
+        ..Default::default()
+    };
+    let a = memset(g, &[], &ms);
+    let (mut kp, mut kv, mut kn) = (b2, 5u32, n as u32);
+    let mut args = [ptr(&mut kp), ptr(&mut kv), ptr(&mut kn)];
+    let mut pk = crate::graphs::KernelNodeParams {
+        func: fill,
+        grid: [1, 1, 1],
+        block: [64, 1, 1],
+        shared: 0,
+        params: args.as_mut_ptr(),
+        extra: null_mut(),
+    };
+    let mut k = null_mut();
+    check(
+        cu!(cuGraphAddKernelNode(&mut k, g, &a, 1, ptr(&mut pk)): *mut P, P, *const P, usize, P),
+        "kernel node",
+    );
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec, g, 0): *mut P, P, u64),
+        "instantiate",
+    );
+    let run = |want: (u32, u32), what: &str| {
+        check(cu!(cuGraphLaunch(exec, null_mut()): P, P), "launch");
+        check(cu!(cuCtxSynchronize(): ), "sync");
+        assert_eq!(dtoh::<u32>(b1, n), vec![want.0; n], "{what}: the memset");
+        assert_eq!(dtoh::<u32>(b2, n), vec![want.1; n], "{what}: the kernel");
+    };
+    run((1, 5), "as instantiated");
+    // A clone with new parameters.
+    let mut c = null_mut();
+    check(cu!(cuGraphClone(&mut c, g): *mut P, P), "clone");
+    let (mut ca, mut ck) = (null_mut(), null_mut());
+    check(
+        cu!(cuGraphNodeFindInClone(&mut ca, a, c): *mut P, P, P),
+        "find the memset",
+    );
+    check(
+        cu!(cuGraphNodeFindInClone(&mut ck, k, c): *mut P, P, P),
+        "find the kernel",
+    );
+    let ms7 = MemsetParams { value: 7, ..ms };
+    check(
+        cu!(cuGraphMemsetNodeSetParams(ca, &ms7): P, *const MemsetParams),
+        "memset 7",
+    );
+    kv = 9;
+    check(
+        cu!(cuGraphKernelNodeSetParams(ck, ptr(&mut pk)): P, P),
+        "kernel 9",
+    );
+    #[repr(C)]
+    struct Info {
+        result: u32,
+        error_node: P,
+        error_from_node: P,
+    }
+    let mut info = Info {
+        result: 99,
+        error_node: 1 as P,
+        error_from_node: 1 as P,
+    };
+    check(
+        cu!(cuGraphExecUpdate_v2(exec, c, &mut info): P, P, *mut Info),
+        "cuGraphExecUpdate_v2",
+    );
+    assert_eq!((info.result, info.error_node), (0, null_mut()));
+    run((7, 9), "updated from the clone");
+    // The exec's nodes are still named by the original graph's handles.
+    check(
+        cu!(cuGraphExecMemsetNodeSetParams(exec, a, &ms, null_mut()): P, P, *const MemsetParams, P),
+        "cuGraphExecMemsetNodeSetParams",
+    );
+    run((1, 9), "the memset set back");
+    // Another node: the topology changed.
+    let extra = graph();
+    let ea = memset(extra, &[], &ms);
+    memset(extra, &[ea], &ms);
+    empty(extra, &[]);
+    assert_eq!(
+        cu!(cuGraphExecUpdate_v2(exec, extra, &mut info): P, P, *mut Info),
+        910
+    );
+    assert_eq!(
+        info.result, 2,
+        "CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED"
+    );
+    // A node of another type: named in the result (the old form).
+    let other = graph();
+    let oa = empty(other, &[]);
+    let mut ok = null_mut();
+    check(
+        cu!(cuGraphAddKernelNode(&mut ok, other, &oa, 1, ptr(&mut pk)): *mut P, P, *const P, usize, P),
+        "kernel node",
+    );
+    let (mut err_node, mut result) = (null_mut(), 99u32);
+    assert_eq!(
+        cu!(cuGraphExecUpdate(exec, other, &mut err_node, &mut result): P, P, *mut P, *mut u32),
+        910
+    );
+    assert_eq!(
+        (result, err_node),
+        (3, oa),
+        "CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED"
+    );
+    run((1, 9), "unchanged by the refused updates");
+    check(cu!(cuGraphExecDestroy(exec): P), "exec destroy");
+    for h in [g, c, extra, other] {
+        check(cu!(cuGraphDestroy(h): P), "graph destroy");
+    }
+}
