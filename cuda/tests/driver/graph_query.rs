@@ -628,7 +628,8 @@ fn executable_graphs_update_from_a_graph_of_the_same_shape() {
         cu!(cuGraphMemsetNodeSetParams(ca, &ms7): P, *const MemsetParams),
         "memset 7",
     );
-    kv = 9;
+    // SAFETY: the kernel node's value argument, a live u32.
+    unsafe { *(args[1] as *mut u32) = 9 };
     check(
         cu!(cuGraphKernelNodeSetParams(ck, ptr(&mut pk)): P, P),
         "kernel 9",
