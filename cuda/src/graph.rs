@@ -63,6 +63,14 @@ pub(crate) enum NodeKind {
     /// allocation: running it does nothing; the memory is freed once the graphs and executable
     /// graphs holding its nodes are destroyed.
     MemFree(Arc<GraphMem>),
+    /// An event record node (`cuGraphAddEventRecordNode`, or `cuEventRecordWithFlags` with
+    /// `CU_EVENT_RECORD_EXTERNAL` captured): the event is recorded on the launch's stream once
+    /// the nodes recorded before it have run.
+    EventRecord(usize),
+    /// An event wait node (`cuGraphAddEventWaitNode`, or `cuStreamWaitEvent` with
+    /// `CU_EVENT_WAIT_EXTERNAL` captured): the nodes recorded after it wait for the event's
+    /// last record at the time of the launch.
+    EventWait(usize),
     /// A child graph node (`cuGraphAddChildGraphNode`): a graph of its own (a clone of the one
     /// given), whose nodes run after this node's dependencies and before its dependents.
     Child(Arc<ChildGraph>),
@@ -1357,6 +1365,8 @@ pub unsafe extern "C" fn cuGraphNodeGetType(h: *mut c_void, ty: *mut u32) -> CUr
             NodeKind::Copy { .. } => 1,
             NodeKind::Memset { .. } => 2,
             NodeKind::Host { .. } => 3,
+            NodeKind::EventRecord(_) => 6,
+            NodeKind::EventWait(_) => 7,
             NodeKind::Child(_) => 4,
             NodeKind::Empty => 5,
             NodeKind::MemAlloc(_) => 10,
@@ -1496,7 +1506,11 @@ fn topo_order(nodes: &[NodeData]) -> R<Vec<usize>> {
 /// The device a node runs on (`None`: an empty node).
 fn node_device(kind: &NodeKind) -> R<Option<tegragpu::core::Device>> {
     Ok(match kind {
-        NodeKind::Host { .. } | NodeKind::MemAlloc(_) | NodeKind::MemFree(_) => None,
+        NodeKind::Host { .. }
+        | NodeKind::EventRecord(_)
+        | NodeKind::EventWait(_)
+        | NodeKind::MemAlloc(_)
+        | NodeKind::MemFree(_) => None,
         NodeKind::Kernel { func, .. } => Some(func.kernel.device().clone()),
         NodeKind::Copy { dst, src, .. } => {
             let (d, s) = (dst.0.device(), src.0.device());
@@ -1533,7 +1547,7 @@ fn record(st: &mut ExecState) -> R {
             continue;
         }
         match &st.kinds[i] {
-            NodeKind::Host { .. } => {
+            NodeKind::Host { .. } | NodeKind::EventRecord(_) | NodeKind::EventWait(_) => {
                 host.push((segs.len(), i));
                 new_segment = true;
                 continue;
@@ -1593,6 +1607,8 @@ fn record(st: &mut ExecState) -> R {
             }
             NodeKind::Empty
             | NodeKind::Child(_)
+            | NodeKind::EventRecord(_)
+            | NodeKind::EventWait(_)
             | NodeKind::Host { .. }
             | NodeKind::MemAlloc(_)
             | NodeKind::MemFree(_) => continue,
@@ -1910,14 +1926,31 @@ enum HostStep {
     Out(usize, Arc<Buffer>, u64, Rows),
 }
 
-/// Run the host steps recorded after `k` segments, in order, on a host thread in the stream's
-/// order (`host_call`).
+/// Run the steps recorded after `k` segments, in order: host steps on a host thread in the
+/// stream's order (`host_call`, one per run of them), event records and waits on the stream.
 unsafe fn host_nodes(st: &ExecState, k: usize, h: *mut c_void, ptds: bool) -> R {
-    let steps: Vec<HostStep> = st
-        .host
+    let mut batch = Vec::new();
+    for &(_, i) in st.host.iter().filter(|(at, _)| *at == k) {
+        match &st.kinds[i] {
+            NodeKind::EventRecord(ev) => {
+                run_host_steps(host_steps(st, &std::mem::take(&mut batch)), h, ptds)?;
+                crate::stream::event_record_on(*ev as *mut c_void, stream_of(h, ptds)?)?;
+            }
+            NodeKind::EventWait(ev) => {
+                run_host_steps(host_steps(st, &std::mem::take(&mut batch)), h, ptds)?;
+                crate::stream::stream_wait_event(h, *ev as *mut c_void, 0, ptds)?;
+            }
+            _ => batch.push(i),
+        }
+    }
+    run_host_steps(host_steps(st, &batch), h, ptds)
+}
+
+/// The host steps of nodes `nodes`.
+fn host_steps(st: &ExecState, nodes: &[usize]) -> Vec<HostStep> {
+    nodes
         .iter()
-        .filter(|(at, _)| *at == k)
-        .filter_map(|(_, i)| match &st.kinds[*i] {
+        .filter_map(|i| match &st.kinds[*i] {
             NodeKind::Host { f, data } => Some(HostStep::Call(*f, *data)),
             NodeKind::Copy {
                 src,
@@ -1935,7 +1968,11 @@ unsafe fn host_nodes(st: &ExecState, k: usize, h: *mut c_void, ptds: bool) -> R 
             } => Some(HostStep::Out(*a, dst.0.clone(), *bytes, *rows)),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// Run `steps`, in order, on a host thread in the stream's order.
+unsafe fn run_host_steps(steps: Vec<HostStep>, h: *mut c_void, ptds: bool) -> R {
     if steps.is_empty() {
         return Ok(());
     }
@@ -2200,6 +2237,18 @@ pub unsafe extern "C" fn cuGraphExecMemcpyNodeSetParams(
     guard("cuGraphExecMemcpyNodeSetParams", || {
         exec_copy_set(h, node, p)
     })
+}
+
+/// Give node `node` of executable graph `h` kind `kind` (an event node's event: the node must
+/// be of the same type; nothing is recorded again).
+pub(crate) unsafe fn exec_set_kind(h: *mut c_void, node: *mut c_void, kind: NodeKind) -> R {
+    let e = exec_ref(h)?;
+    let (mut st, i) = exec_node(e, node)?;
+    if std::mem::discriminant(&st.kinds[i]) != std::mem::discriminant(&kind) {
+        return Err(invalid("the node is not of that type"));
+    }
+    st.kinds[i] = kind;
+    Ok(())
 }
 
 /// `cuGraphExecMemsetNodeSetParams`: the memset node's new parameters, recorded again.

@@ -438,8 +438,6 @@ const MEMCPY_PARAMS_AT: usize = 16;
 /// `CUgraphNodeType` names of the types the generic calls refuse, for messages.
 fn refused_type(ty: u32) -> Option<&'static str> {
     Some(match ty {
-        6 => "CU_GRAPH_NODE_TYPE_EVENT_RECORD",
-        7 => "CU_GRAPH_NODE_TYPE_WAIT_EVENT",
         8 => "CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL",
         9 => "CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT",
         12 => "CU_GRAPH_NODE_TYPE_BATCH_MEM_OP",
@@ -504,6 +502,16 @@ unsafe fn add_generic(
             NodeKind::Child(Arc::new(ChildGraph(c as usize)))
         }
         5 => NodeKind::Empty,
+        6 | 7 => {
+            // CUDA_EVENT_RECORD_NODE_PARAMS / CUDA_EVENT_WAIT_NODE_PARAMS: the event.
+            let ev = *(body as *const *mut c_void);
+            crate::stream::event_check(ev)?;
+            if ty == 6 {
+                NodeKind::EventRecord(ev as usize)
+            } else {
+                NodeKind::EventWait(ev as usize)
+            }
+        }
         10 => {
             return crate::graph::mem_alloc_node(
                 ph,
@@ -524,8 +532,8 @@ unsafe fn add_generic(
 }
 
 /// `cuGraphAddNode`: a node of the type `nodeParams->type` names (kernel, memcpy, memset, host,
-/// child graph, empty, memory allocation and free nodes; event, external semaphore, batch
-/// memory operation and conditional nodes are `CUDA_ERROR_NOT_SUPPORTED`).
+/// child graph, empty, event record and wait, memory allocation and free nodes; external
+/// semaphore, batch memory operation and conditional nodes are `CUDA_ERROR_NOT_SUPPORTED`).
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphAddNode(
     ph: *mut *mut c_void,
@@ -711,6 +719,8 @@ pub unsafe extern "C" fn cuGraphDebugDotPrint(
                         format!("memset {value:#x} ({elem}-byte elements)")
                     }
                     NodeKind::Host { .. } => "host".into(),
+                    NodeKind::EventRecord(e) => format!("event record {e:#x}"),
+                    NodeKind::EventWait(e) => format!("event wait {e:#x}"),
                     NodeKind::Child(_) => "child graph".into(),
                     NodeKind::Empty => "empty".into(),
                     NodeKind::MemAlloc(m) => format!("mem alloc {:#x}", m.va),
@@ -805,5 +815,129 @@ pub unsafe extern "C" fn cuGraphExecUpdate(
             return Err(update_failed(code));
         }
         Ok(())
+    })
+}
+
+/// An event node's kind (`record`: a record node, else a wait node) for event `ev`.
+unsafe fn event_kind(record: bool, ev: *mut c_void) -> R<NodeKind> {
+    crate::stream::event_check(ev)?;
+    Ok(if record {
+        NodeKind::EventRecord(ev as usize)
+    } else {
+        NodeKind::EventWait(ev as usize)
+    })
+}
+
+/// `cuGraphAddEventRecordNode`: the event is recorded on the launch's stream once the nodes
+/// recorded before it have run.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddEventRecordNode(
+    ph: *mut *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    n: usize,
+    ev: *mut c_void,
+) -> CUresult {
+    guard("cuGraphAddEventRecordNode", || {
+        add_node(ph, g, deps, n, event_kind(true, ev)?)
+    })
+}
+
+/// `cuGraphAddEventWaitNode`: the nodes recorded after it wait for the event's last record at
+/// the time of the launch.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddEventWaitNode(
+    ph: *mut *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    n: usize,
+    ev: *mut c_void,
+) -> CUresult {
+    guard("cuGraphAddEventWaitNode", || {
+        add_node(ph, g, deps, n, event_kind(false, ev)?)
+    })
+}
+
+/// The event of event node `h` (`record`: a record node, else a wait node).
+unsafe fn node_event(h: *mut c_void, record: bool) -> R<*mut c_void> {
+    let node = node_ref(h)?;
+    let list = (*node.graph).nodes.lock();
+    match (&list.0[node.index].kind, record) {
+        (NodeKind::EventRecord(e), true) | (NodeKind::EventWait(e), false) => Ok(*e as *mut c_void),
+        _ => Err(invalid(if record {
+            "the node is not an event record node"
+        } else {
+            "the node is not an event wait node"
+        })),
+    }
+}
+
+/// Set the event of event node `h`.
+unsafe fn set_node_event(h: *mut c_void, record: bool, ev: *mut c_void) -> R {
+    node_event(h, record)?;
+    let kind = event_kind(record, ev)?;
+    let node = node_ref(h)?;
+    (*node.graph).nodes.lock().0[node.index].kind = kind;
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphEventRecordNodeGetEvent(
+    h: *mut c_void,
+    ev: *mut *mut c_void,
+) -> CUresult {
+    guard("cuGraphEventRecordNodeGetEvent", || {
+        *out(ev, "event_out")? = node_event(h, true)?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphEventWaitNodeGetEvent(
+    h: *mut c_void,
+    ev: *mut *mut c_void,
+) -> CUresult {
+    guard("cuGraphEventWaitNodeGetEvent", || {
+        *out(ev, "event_out")? = node_event(h, false)?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphEventRecordNodeSetEvent(
+    h: *mut c_void,
+    ev: *mut c_void,
+) -> CUresult {
+    guard("cuGraphEventRecordNodeSetEvent", || {
+        set_node_event(h, true, ev)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphEventWaitNodeSetEvent(h: *mut c_void, ev: *mut c_void) -> CUresult {
+    guard("cuGraphEventWaitNodeSetEvent", || {
+        set_node_event(h, false, ev)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecEventRecordNodeSetEvent(
+    h: *mut c_void,
+    node: *mut c_void,
+    ev: *mut c_void,
+) -> CUresult {
+    guard("cuGraphExecEventRecordNodeSetEvent", || {
+        crate::graph::exec_set_kind(h, node, event_kind(true, ev)?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecEventWaitNodeSetEvent(
+    h: *mut c_void,
+    node: *mut c_void,
+    ev: *mut c_void,
+) -> CUresult {
+    guard("cuGraphExecEventWaitNodeSetEvent", || {
+        crate::graph::exec_set_kind(h, node, event_kind(false, ev)?)
     })
 }

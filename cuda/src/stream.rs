@@ -536,6 +536,10 @@ pub(crate) unsafe fn stream_wait_event(
     }
     let e = event_ref(ev)?;
     let s = stream_of(h, ptds)?;
+    // CU_EVENT_WAIT_EXTERNAL on a capturing stream: an event wait node.
+    if flags == 1 && s.is_capturing() {
+        return crate::capture::add(s, || Ok(crate::graph::NodeKind::EventWait(ev as usize)));
+    }
     if let Some(r) = crate::capture::wait_event(s, ev as usize) {
         return r;
     }
@@ -730,6 +734,20 @@ pub(crate) unsafe fn event_check(ev: *mut c_void) -> R {
     event_ref(ev).map(|_| ())
 }
 
+/// `cuEventRecordWithFlags`: with `CU_EVENT_RECORD_EXTERNAL` on a capturing stream, an event
+/// record node (the event is recorded when the graph runs); otherwise as `cuEventRecord`.
+unsafe fn event_record_flags(ev: *mut c_void, h: *mut c_void, flags: u32, ptds: bool) -> R {
+    if flags & !1 != 0 {
+        return Err(invalid(format!("flags {flags:#x}")));
+    }
+    let s = stream_of(h, ptds)?;
+    if flags & 1 != 0 && s.is_capturing() {
+        event_ref(ev)?;
+        return crate::capture::add(s, || Ok(crate::graph::NodeKind::EventRecord(ev as usize)));
+    }
+    event_record_on(ev, s)
+}
+
 unsafe fn event_record(ev: *mut c_void, h: *mut c_void, ptds: bool) -> R {
     event_record_on(ev, stream_of(h, ptds)?)
 }
@@ -767,10 +785,7 @@ pub unsafe extern "C" fn cuEventRecordWithFlags(
     flags: u32,
 ) -> CUresult {
     guard("cuEventRecordWithFlags", || {
-        if flags & !1 != 0 {
-            return Err(invalid(format!("flags {flags:#x}")));
-        }
-        event_record(ev, h, false)
+        event_record_flags(ev, h, flags, false)
     })
 }
 
@@ -781,10 +796,7 @@ pub unsafe extern "C" fn cuEventRecordWithFlags_ptsz(
     flags: u32,
 ) -> CUresult {
     guard("cuEventRecordWithFlags_ptsz", || {
-        if flags & !1 != 0 {
-            return Err(invalid(format!("flags {flags:#x}")));
-        }
-        event_record(ev, h, true)
+        event_record_flags(ev, h, flags, true)
     })
 }
 

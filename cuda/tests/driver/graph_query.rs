@@ -694,3 +694,147 @@ fn executable_graphs_update_from_a_graph_of_the_same_shape() {
         check(cu!(cuGraphDestroy(h): P), "graph destroy");
     }
 }
+
+/// Event record and wait nodes (added directly, through `cuGraphAddNode`, and captured with
+/// `CU_EVENT_RECORD_EXTERNAL` / `CU_EVENT_WAIT_EXTERNAL`): a wait node holds the nodes after it
+/// until the event's record on another stream has completed; a record node records its event
+/// once the nodes before it have run.
+#[test]
+fn event_nodes_order_the_graph_with_other_streams() {
+    setup();
+    let m = load_fixture("kernels");
+    let spin = function(m, "spin_until");
+    let n = 64usize;
+    let (b1, b2) = (alloc(n * 4), alloc(n * 4));
+    let event = || {
+        let mut e = null_mut();
+        check(cu!(cuEventCreate(&mut e, 0): *mut P, u32), "cuEventCreate");
+        e
+    };
+    let stream = || {
+        let mut s = null_mut();
+        check(
+            cu!(cuStreamCreate(&mut s, 1): *mut P, u32),
+            "cuStreamCreate",
+        );
+        s
+    };
+    let (ewait, erec) = (event(), event());
+    let (s1, s2, s3) = (stream(), stream(), stream());
+    // The graph: memset b1 → wait for ewait → memset b2 → record erec.
+    let g = graph();
+    let ms = |dst, value| MemsetParams {
+        dst,
+        value,
+        element_size: 4,
+        width: n,
+        height: 1,
+        ..Default::default()
+    };
+    let a = memset(g, &[], &ms(b1, 1));
+    let mut w = null_mut();
+    check(
+        cu!(cuGraphAddEventWaitNode(&mut w, g, &a, 1, ewait): *mut P, P, *const P, usize, P),
+        "cuGraphAddEventWaitNode",
+    );
+    let b = memset(g, &[w], &ms(b2, 2));
+    // The record node through the generic call (CUDA_EVENT_RECORD_NODE_PARAMS: the event).
+    let mut pr = node_params(6, &(erec as usize).to_ne_bytes());
+    let mut r = null_mut();
+    check(
+        cu!(cuGraphAddNode(&mut r, g, &b, 1, pr.as_mut_ptr()): *mut P, P, *const P, usize, *mut u8),
+        "cuGraphAddNode EVENT_RECORD",
+    );
+    let mut t = 99u32;
+    check(cu!(cuGraphNodeGetType(r, &mut t): P, *mut u32), "type");
+    assert_eq!(t, 6);
+    let mut got = null_mut();
+    check(
+        cu!(cuGraphEventWaitNodeGetEvent(w, &mut got): P, *mut P),
+        "cuGraphEventWaitNodeGetEvent",
+    );
+    assert_eq!(got, ewait);
+    assert_eq!(
+        cu!(cuGraphEventRecordNodeGetEvent(w, &mut got): P, *mut P),
+        1,
+        "a wait node is not a record node"
+    );
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec, g, 0): *mut P, P, u64),
+        "instantiate",
+    );
+    // s2: a kernel spinning until the flag is set, then ewait's record.
+    let (flag, flag_dev) = host_flag();
+    let (mut fp, mut max_ns) = (flag_dev, 60_000_000_000u64);
+    launch(spin, 1, 32, s2, &mut [ptr(&mut fp), ptr(&mut max_ns)]);
+    check(cu!(cuEventRecord(ewait, s2): P, P), "record ewait on s2");
+    check(cu!(cuGraphLaunch(exec, s1): P, P), "launch");
+    // The first memset runs; the second waits for s2.
+    let read = |d: u64| {
+        let mut v = vec![0u32; n];
+        check(
+            cu!(cuMemcpyDtoHAsync_v2(v.as_mut_ptr() as P, d, n * 4, s3): P, u64, usize, P),
+            "read",
+        );
+        check(cu!(cuStreamSynchronize(s3): P), "sync s3");
+        v
+    };
+    let mut first = read(b1);
+    for _ in 0..1000 {
+        if first[0] == 1 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        first = read(b1);
+    }
+    assert_eq!(first, vec![1; n], "the memset before the wait node ran");
+    assert_eq!(read(b2), vec![0; n], "the memset after the wait node waits");
+    assert_eq!(
+        cu!(cuEventQuery(erec): P),
+        600,
+        "the record node has not run (CUDA_ERROR_NOT_READY)"
+    );
+    // SAFETY: the pinned flag word.
+    unsafe { (flag as *mut u32).write_volatile(1) };
+    check(cu!(cuStreamSynchronize(s1): P), "sync s1");
+    assert_eq!(read(b2), vec![2; n], "the memset after the wait node ran");
+    check(cu!(cuEventQuery(erec): P), "the record node ran");
+    check(cu!(cuGraphExecDestroy(exec): P), "exec destroy");
+    check(cu!(cuGraphDestroy(g): P), "graph destroy");
+
+    // Captured: an external record and an external wait become event nodes.
+    check(cu!(cuStreamBeginCapture_v2(s1, 2): P, u32), "begin capture");
+    check(
+        cu!(cuStreamWaitEvent(s1, ewait, 1): P, P, u32),
+        "captured CU_EVENT_WAIT_EXTERNAL",
+    );
+    check(
+        cu!(cuEventRecordWithFlags(erec, s1, 1): P, P, u32),
+        "captured CU_EVENT_RECORD_EXTERNAL",
+    );
+    let mut cg = null_mut();
+    check(
+        cu!(cuStreamEndCapture(s1, &mut cg): P, *mut P),
+        "end capture",
+    );
+    let types: Vec<u32> = list(
+        |l, k| cu!(cuGraphGetNodes(cg, l, k): P, *mut P, *mut usize),
+        4,
+    )
+    .1
+    .into_iter()
+    .take(2)
+    .map(|node| {
+        let mut t = 99u32;
+        check(cu!(cuGraphNodeGetType(node, &mut t): P, *mut u32), "type");
+        t
+    })
+    .collect();
+    assert_eq!(types, [7, 6], "wait, then record");
+    check(cu!(cuGraphDestroy(cg): P), "graph destroy");
+    check(cu!(cuMemFreeHost(flag): P), "free flag");
+    for s in [s1, s2, s3] {
+        check(cu!(cuStreamDestroy_v2(s): P), "stream destroy");
+    }
+}
