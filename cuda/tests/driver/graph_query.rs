@@ -295,8 +295,8 @@ unsafe extern "C" fn count_call(_: *mut c_void) {
 
 /// The generic node calls (`cuGraphAddNode`, `cuGraphNodeSetParams`,
 /// `cuGraphExecNodeSetParams`, as the CUDA runtime's `cudaGraphAddNode` uses them): kernel,
-/// memset, host, empty, child graph and memory nodes; event nodes are refused, an unknown type
-/// is invalid.
+/// memset, host, empty, child graph and memory nodes; external semaphore nodes are refused, an
+/// unknown type is invalid.
 #[test]
 fn generic_node_calls() {
     setup();
@@ -392,7 +392,8 @@ fn generic_node_calls() {
     );
     assert_eq!(inner, child, "a moved child graph is the node's own");
     // Refused and invalid types.
-    assert_eq!(add(&[], &mut node_params(6, &[])).0, 801, "EVENT_RECORD");
+    assert_eq!(add(&[], &mut node_params(8, &[])).0, 801, "EXT_SEMAS_SIGNAL");
+    assert_eq!(add(&[], &mut node_params(6, &[])).0, 1, "EVENT_RECORD without an event");
     assert_eq!(add(&[], &mut node_params(13, &[])).0, 801, "CONDITIONAL");
     assert_eq!(add(&[], &mut node_params(99, &[])).0, 1, "type 99");
     let mut none = null_mut();
