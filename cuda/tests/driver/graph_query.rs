@@ -393,7 +393,7 @@ fn generic_node_calls() {
     assert_eq!(inner, child, "a moved child graph is the node's own");
     // Refused and invalid types.
     assert_eq!(add(&[], &mut node_params(8, &[])).0, 801, "EXT_SEMAS_SIGNAL");
-    assert_eq!(add(&[], &mut node_params(6, &[])).0, 1, "EVENT_RECORD without an event");
+    assert_eq!(add(&[], &mut node_params(6, &[])).0, 400, "EVENT_RECORD without an event");
     assert_eq!(add(&[], &mut node_params(13, &[])).0, 801, "CONDITIONAL");
     assert_eq!(add(&[], &mut node_params(99, &[])).0, 1, "type 99");
     let mut none = null_mut();
