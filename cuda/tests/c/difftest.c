@@ -629,6 +629,33 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
             F(cuGraphDestroy)(gu);
             F(cuGraphDestroy)(gt);
         }
+        // Event record and wait nodes.
+        {
+            CUevent ev1 = NULL;
+            F(cuEventCreate)(&ev1, 0);
+            CUgraph gev = NULL;
+            F(cuGraphCreate)(&gev, 0);
+            CUgraphNode er = NULL, ew = NULL, enull = NULL;
+            R("gq.event_record_node", F(cuGraphAddEventRecordNode)(&er, gev, NULL, 0, ev1));
+            R("gq.event_wait_node", F(cuGraphAddEventWaitNode)(&ew, gev, &er, 1, ev1));
+            R("gq.event_record_node.null", F(cuGraphAddEventRecordNode)(&enull, gev, NULL, 0, NULL));
+            CUgraphNodeType t1 = (CUgraphNodeType)99, t2 = (CUgraphNodeType)99;
+            F(cuGraphNodeGetType)(er, &t1);
+            F(cuGraphNodeGetType)(ew, &t2);
+            OUT("gq.event_node_types", "%d %d", (int)t1, (int)t2);
+            CUevent back_ev = NULL;
+            R("gq.event_record_node.get", F(cuGraphEventRecordNodeGetEvent)(er, &back_ev));
+            OUT("gq.event_record_node.get.same", "%d", back_ev == ev1);
+            R("gq.event_wait_node.get_as_record", F(cuGraphEventRecordNodeGetEvent)(ew, &back_ev));
+            CUgraphExec gxe = NULL;
+            R("gq.event_graph.instantiate", F(cuGraphInstantiateWithFlags)(&gxe, gev, 0));
+            R("gq.event_graph.launch", F(cuGraphLaunch)(gxe, 0));
+            R("gq.event_graph.sync", F(cuCtxSynchronize)());
+            R("gq.event_graph.query", F(cuEventQuery)(ev1));
+            F(cuGraphExecDestroy)(gxe);
+            F(cuGraphDestroy)(gev);
+            F(cuEventDestroy)(ev1);
+        }
         // Destroying a node of the graph: its edges go; the executable graph keeps it.
         R("gq.destroy_node", F(cuGraphDestroyNode)(c));
         k = 0;
