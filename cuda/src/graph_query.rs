@@ -502,16 +502,9 @@ unsafe fn add_generic(
             NodeKind::Child(Arc::new(ChildGraph(c as usize)))
         }
         5 => NodeKind::Empty,
-        6 | 7 => {
-            // CUDA_EVENT_RECORD_NODE_PARAMS / CUDA_EVENT_WAIT_NODE_PARAMS: the event.
-            let ev = *(body as *const *mut c_void);
-            crate::stream::event_check(ev)?;
-            if ty == 6 {
-                NodeKind::EventRecord(ev as usize)
-            } else {
-                NodeKind::EventWait(ev as usize)
-            }
-        }
+        // CU_GRAPH_NODE_TYPE_WAIT_EVENT (6), _EVENT_RECORD (7): CUDA_EVENT_WAIT_NODE_PARAMS /
+        // CUDA_EVENT_RECORD_NODE_PARAMS, the event.
+        6 | 7 => event_kind(ty == 7, *(body as *const *mut c_void))?,
         10 => {
             return crate::graph::mem_alloc_node(
                 ph,
@@ -820,6 +813,10 @@ pub unsafe extern "C" fn cuGraphExecUpdate(
 
 /// An event node's kind (`record`: a record node, else a wait node) for event `ev`.
 unsafe fn event_kind(record: bool, ev: *mut c_void) -> R<NodeKind> {
+    // NVIDIA's libcuda answers CUDA_ERROR_INVALID_VALUE to a NULL event here.
+    if ev.is_null() {
+        return Err(invalid("the event is NULL"));
+    }
     crate::stream::event_check(ev)?;
     Ok(if record {
         NodeKind::EventRecord(ev as usize)

@@ -392,8 +392,16 @@ fn generic_node_calls() {
     );
     assert_eq!(inner, child, "a moved child graph is the node's own");
     // Refused and invalid types.
-    assert_eq!(add(&[], &mut node_params(8, &[])).0, 801, "EXT_SEMAS_SIGNAL");
-    assert_eq!(add(&[], &mut node_params(6, &[])).0, 400, "EVENT_RECORD without an event");
+    assert_eq!(
+        add(&[], &mut node_params(8, &[])).0,
+        801,
+        "EXT_SEMAS_SIGNAL"
+    );
+    assert_eq!(
+        add(&[], &mut node_params(7, &[])).0,
+        1,
+        "EVENT_RECORD without an event"
+    );
     assert_eq!(add(&[], &mut node_params(13, &[])).0, 801, "CONDITIONAL");
     assert_eq!(add(&[], &mut node_params(99, &[])).0, 1, "type 99");
     let mut none = null_mut();
@@ -696,17 +704,49 @@ fn executable_graphs_update_from_a_graph_of_the_same_shape() {
     }
 }
 
+/// Releases a `spin_until` kernel when dropped (also when the test fails).
+struct Release(P);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        // SAFETY: the pinned flag word, alive until the test frees it after this.
+        unsafe { (self.0 as *mut u32).write_volatile(1) };
+    }
+}
+
 /// Event record and wait nodes (added directly, through `cuGraphAddNode`, and captured with
 /// `CU_EVENT_RECORD_EXTERNAL` / `CU_EVENT_WAIT_EXTERNAL`): a wait node holds the nodes after it
 /// until the event's record on another stream has completed; a record node records its event
-/// once the nodes before it have run.
+/// once the nodes before it have run. The memsets write pinned host memory, which the test
+/// reads while the graph waits.
 #[test]
 fn event_nodes_order_the_graph_with_other_streams() {
     setup();
     let m = load_fixture("kernels");
     let spin = function(m, "spin_until");
     let n = 64usize;
-    let (b1, b2) = (alloc(n * 4), alloc(n * 4));
+    let pinned = || {
+        let mut h: P = null_mut();
+        check(
+            cu!(cuMemHostAlloc(&mut h, n * 4, 0): *mut P, usize, u32),
+            "cuMemHostAlloc",
+        );
+        let mut d = 0u64;
+        check(
+            cu!(cuMemHostGetDevicePointer_v2(&mut d, h, 0): *mut u64, P, u32),
+            "device pointer",
+        );
+        // SAFETY: n pinned words.
+        unsafe { std::slice::from_raw_parts_mut(h as *mut u32, n).fill(0) };
+        (h, d)
+    };
+    let ((h1, b1), (h2, b2)) = (pinned(), pinned());
+    // SAFETY: n pinned words each, written by the GPU.
+    let read = |h: P| unsafe {
+        (0..n)
+            .map(|i| (h as *const u32).add(i).read_volatile())
+            .collect::<Vec<_>>()
+    };
     let event = || {
         let mut e = null_mut();
         check(cu!(cuEventCreate(&mut e, 0): *mut P, u32), "cuEventCreate");
@@ -721,7 +761,7 @@ fn event_nodes_order_the_graph_with_other_streams() {
         s
     };
     let (ewait, erec) = (event(), event());
-    let (s1, s2, s3) = (stream(), stream(), stream());
+    let (s1, s2) = (stream(), stream());
     // The graph: memset b1 → wait for ewait → memset b2 → record erec.
     let g = graph();
     let ms = |dst, value| MemsetParams {
@@ -740,15 +780,20 @@ fn event_nodes_order_the_graph_with_other_streams() {
     );
     let b = memset(g, &[w], &ms(b2, 2));
     // The record node through the generic call (CUDA_EVENT_RECORD_NODE_PARAMS: the event).
-    let mut pr = node_params(6, &(erec as usize).to_ne_bytes());
+    let mut pr = node_params(7, &(erec as usize).to_ne_bytes());
     let mut r = null_mut();
     check(
         cu!(cuGraphAddNode(&mut r, g, &b, 1, pr.as_mut_ptr()): *mut P, P, *const P, usize, *mut u8),
         "cuGraphAddNode EVENT_RECORD",
     );
-    let mut t = 99u32;
-    check(cu!(cuGraphNodeGetType(r, &mut t): P, *mut u32), "type");
-    assert_eq!(t, 6);
+    let (mut tr, mut tw) = (99u32, 99u32);
+    check(cu!(cuGraphNodeGetType(r, &mut tr): P, *mut u32), "type");
+    check(cu!(cuGraphNodeGetType(w, &mut tw): P, *mut u32), "type");
+    assert_eq!(
+        (tr, tw),
+        (7, 6),
+        "CU_GRAPH_NODE_TYPE_EVENT_RECORD, _WAIT_EVENT"
+    );
     let mut got = null_mut();
     check(
         cu!(cuGraphEventWaitNodeGetEvent(w, &mut got): P, *mut P),
@@ -765,46 +810,37 @@ fn event_nodes_order_the_graph_with_other_streams() {
         cu!(cuGraphInstantiateWithFlags(&mut exec, g, 0): *mut P, P, u64),
         "instantiate",
     );
-    // s2: a kernel spinning until the flag is set, then ewait's record.
+    // s2: a kernel spinning until the flag is set (at most 20 s), then ewait's record.
     let (flag, flag_dev) = host_flag();
-    let (mut fp, mut max_ns) = (flag_dev, 60_000_000_000u64);
+    let release = Release(flag);
+    let (mut fp, mut max_ns) = (flag_dev, 20_000_000_000u64);
     launch(spin, 1, 32, s2, &mut [ptr(&mut fp), ptr(&mut max_ns)]);
     check(cu!(cuEventRecord(ewait, s2): P, P), "record ewait on s2");
     check(cu!(cuGraphLaunch(exec, s1): P, P), "launch");
     // The first memset runs; the second waits for s2.
-    let read = |d: u64| {
-        let mut v = vec![0u32; n];
-        check(
-            cu!(cuMemcpyDtoHAsync_v2(v.as_mut_ptr() as P, d, n * 4, s3): P, u64, usize, P),
-            "read",
-        );
-        check(cu!(cuStreamSynchronize(s3): P), "sync s3");
-        v
-    };
-    let mut first = read(b1);
-    for _ in 0..1000 {
+    let mut first = read(h1);
+    for _ in 0..5000 {
         if first[0] == 1 {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
-        first = read(b1);
+        first = read(h1);
     }
     assert_eq!(first, vec![1; n], "the memset before the wait node ran");
-    assert_eq!(read(b2), vec![0; n], "the memset after the wait node waits");
+    assert_eq!(read(h2), vec![0; n], "the memset after the wait node waits");
     assert_eq!(
         cu!(cuEventQuery(erec): P),
         600,
         "the record node has not run (CUDA_ERROR_NOT_READY)"
     );
-    // SAFETY: the pinned flag word.
-    unsafe { (flag as *mut u32).write_volatile(1) };
+    drop(release);
     check(cu!(cuStreamSynchronize(s1): P), "sync s1");
-    assert_eq!(read(b2), vec![2; n], "the memset after the wait node ran");
+    assert_eq!(read(h2), vec![2; n], "the memset after the wait node ran");
     check(cu!(cuEventQuery(erec): P), "the record node ran");
     check(cu!(cuGraphExecDestroy(exec): P), "exec destroy");
     check(cu!(cuGraphDestroy(g): P), "graph destroy");
 
-    // Captured: an external record and an external wait become event nodes.
+    // Captured: an external wait and an external record become event nodes.
     check(cu!(cuStreamBeginCapture_v2(s1, 2): P, u32), "begin capture");
     check(
         cu!(cuStreamWaitEvent(s1, ewait, 1): P, P, u32),
@@ -832,10 +868,13 @@ fn event_nodes_order_the_graph_with_other_streams() {
         t
     })
     .collect();
-    assert_eq!(types, [7, 6], "wait, then record");
+    assert_eq!(types, [6, 7], "wait, then record");
     check(cu!(cuGraphDestroy(cg): P), "graph destroy");
-    check(cu!(cuMemFreeHost(flag): P), "free flag");
-    for s in [s1, s2, s3] {
+    check(cu!(cuStreamSynchronize(s2): P), "sync s2");
+    for h in [flag, h1, h2] {
+        check(cu!(cuMemFreeHost(h): P), "free pinned");
+    }
+    for s in [s1, s2] {
         check(cu!(cuStreamDestroy_v2(s): P), "stream destroy");
     }
 }
