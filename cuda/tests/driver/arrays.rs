@@ -15,25 +15,26 @@ struct ArrayDesc {
     channels: u32,
 }
 
+/// `CUDA_MEMCPY2D`.
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct Memcpy2D {
-    src_x: usize,
-    src_y: usize,
-    src_type: u32,
-    src_host: *const c_void,
-    src_device: u64,
-    src_array: *mut c_void,
-    src_pitch: usize,
-    dst_x: usize,
-    dst_y: usize,
-    dst_type: u32,
-    dst_host: *mut c_void,
-    dst_device: u64,
-    dst_array: *mut c_void,
-    dst_pitch: usize,
-    width: usize,
-    height: usize,
+pub(crate) struct Memcpy2D {
+    pub(crate) src_x: usize,
+    pub(crate) src_y: usize,
+    pub(crate) src_type: u32,
+    pub(crate) src_host: *const c_void,
+    pub(crate) src_device: u64,
+    pub(crate) src_array: *mut c_void,
+    pub(crate) src_pitch: usize,
+    pub(crate) dst_x: usize,
+    pub(crate) dst_y: usize,
+    pub(crate) dst_type: u32,
+    pub(crate) dst_host: *mut c_void,
+    pub(crate) dst_device: u64,
+    pub(crate) dst_array: *mut c_void,
+    pub(crate) dst_pitch: usize,
+    pub(crate) width: usize,
+    pub(crate) height: usize,
 }
 
 impl Default for Memcpy2D {

@@ -1088,45 +1088,19 @@ fn memcpy_nodes_copy_pitched_blocks() {
         "begin capture",
     );
     let mut rows: Vec<u8> = vec![0; 16 * h];
-    #[repr(C)]
-    struct Memcpy2D {
-        src_x: usize,
-        src_y: usize,
-        src_type: u32,
-        src_host: *const c_void,
-        src_device: u64,
-        src_array: *mut c_void,
-        src_pitch: usize,
-        dst_x: usize,
-        dst_y: usize,
-        dst_type: u32,
-        dst_host: *mut c_void,
-        dst_device: u64,
-        dst_array: *mut c_void,
-        dst_pitch: usize,
-        width: usize,
-        height: usize,
-    }
-    let c2 = Memcpy2D {
-        src_x: 0,
-        src_y: 0,
+    let c2 = crate::arrays::Memcpy2D {
         src_type: 1,
         src_host: rows.as_ptr() as *const c_void,
-        src_device: 0,
-        src_array: null_mut(),
         src_pitch: 16,
-        dst_x: 0,
-        dst_y: 0,
         dst_type: 2,
-        dst_host: null_mut(),
         dst_device: up_dst,
-        dst_array: null_mut(),
         dst_pitch: w,
         width: w,
         height: h,
+        ..Default::default()
     };
     check(
-        cu!(cuMemcpy2DAsync_v2(&c2, s): *const Memcpy2D, *mut c_void),
+        cu!(cuMemcpy2DAsync_v2(&c2, s): *const crate::arrays::Memcpy2D, *mut c_void),
         "captured cuMemcpy2DAsync_v2",
     );
     let mut cg = null_mut();
