@@ -51,6 +51,9 @@ struct Seq {
     id: u64,
     /// The graph being built (a `CUgraph`).
     graph: usize,
+    /// The capture made the graph (`cuStreamBeginCapture`), rather than adding to the
+    /// program's (`cuStreamBeginCaptureToGraph`): a failed capture destroys it.
+    owned: bool,
     /// The stream that began it.
     origin: usize,
     mode: u32,
@@ -284,6 +287,17 @@ fn wait_event_slow(s: &Stream, e: usize) -> Option<R> {
 }
 
 unsafe fn begin(h: *mut c_void, mode: u32, ptds: bool) -> R {
+    begin_into(h, mode, ptds, None)
+}
+
+/// Begin a capture on stream `h`: into a new graph, or into graph `into` after its nodes
+/// `deps` (`cuStreamBeginCaptureToGraph`).
+unsafe fn begin_into(
+    h: *mut c_void,
+    mode: u32,
+    ptds: bool,
+    into: Option<(usize, Vec<usize>)>,
+) -> R {
     let s = stream_of(h, ptds)?;
     if mode > MODE_RELAXED {
         return Err(invalid(format!("capture mode {mode}")));
@@ -303,9 +317,12 @@ unsafe fn begin(h: *mut c_void, mode: u32, ptds: bool) -> R {
     }
     st.next_id += 1;
     let id = st.next_id;
+    let owned = into.is_none();
+    let (graph, deps) = into.unwrap_or_else(|| (crate::graph::new_graph() as usize, Vec::new()));
     st.seqs.push(Seq {
         id,
-        graph: crate::graph::new_graph() as usize,
+        graph,
+        owned,
         origin: key(s),
         mode,
         thread: std::thread::current().id(),
@@ -314,10 +331,77 @@ unsafe fn begin(h: *mut c_void, mode: u32, ptds: bool) -> R {
     st.members.push(Member {
         stream: key(s),
         seq: id,
-        deps: Vec::new(),
+        deps,
     });
     s.set_capturing(true);
     Ok(())
+}
+
+/// `cuStreamBeginCaptureToGraph`: the captured work becomes nodes of graph `g`, the first after
+/// its nodes `deps` (default edge data only); the graph stays the program's.
+unsafe fn begin_to_graph(
+    h: *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    edge_data: *const c_void,
+    n: usize,
+    mode: u32,
+    ptds: bool,
+) -> R {
+    crate::graph::graph_ref(g)?;
+    if n > 0 && deps.is_null() {
+        return Err(invalid(format!("dependencies is NULL with {n} nodes")));
+    }
+    if !edge_data.is_null() {
+        let bytes = std::slice::from_raw_parts(edge_data as *const u8, 8 * n);
+        if bytes.iter().any(|&b| b != 0) {
+            return Err(fail(
+                CUDA_ERROR_NOT_SUPPORTED,
+                "edge data other than the default is not supported",
+            ));
+        }
+    }
+    let mut list = Vec::with_capacity(n);
+    for i in 0..n {
+        let node = *deps.add(i);
+        if !crate::graph::node_in(node, g)? {
+            return Err(invalid(format!(
+                "dependencies[{i}] {node:?} is not a node of graph {g:?}"
+            )));
+        }
+        if !list.contains(&(node as usize)) {
+            list.push(node as usize);
+        }
+    }
+    begin_into(h, mode, ptds, Some((g as usize, list)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamBeginCaptureToGraph(
+    h: *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    edge_data: *const c_void,
+    n: usize,
+    mode: u32,
+) -> CUresult {
+    guard("cuStreamBeginCaptureToGraph", || {
+        begin_to_graph(h, g, deps, edge_data, n, mode, false)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamBeginCaptureToGraph_ptsz(
+    h: *mut c_void,
+    g: *mut c_void,
+    deps: *const *mut c_void,
+    edge_data: *const c_void,
+    n: usize,
+    mode: u32,
+) -> CUresult {
+    guard("cuStreamBeginCaptureToGraph_ptsz", || {
+        begin_to_graph(h, g, deps, edge_data, n, mode, true)
+    })
 }
 
 /// The unversioned form (CUDA 10.0) takes no mode: `CU_STREAM_CAPTURE_MODE_GLOBAL`.
@@ -362,13 +446,25 @@ pub(crate) fn stream_destroyed(s: &Stream) {
     }
     st.members.retain(|x| x.seq != seq.id);
     drop(st);
-    // SAFETY: the capture's graph, owned by the capture until it ends.
-    unsafe { crate::graph::cuGraphDestroy(seq.graph as *mut c_void) };
+    if seq.owned {
+        // SAFETY: the capture's graph, owned by the capture until it ends.
+        unsafe { crate::graph::cuGraphDestroy(seq.graph as *mut c_void) };
+    }
 }
 
 unsafe fn end(h: *mut c_void, pg: *mut *mut c_void, ptds: bool) -> R {
-    let p = out(pg, "phGraph")?;
     let s = stream_of(h, ptds)?;
+    // A capture into the program's graph may leave phGraph NULL.
+    let into_existing = {
+        let mut st = STATE.lock();
+        st.member(key(s)).is_some_and(|(_, q)| !st.seqs[q].owned)
+    };
+    let mut ignored = std::ptr::null_mut();
+    let p = if pg.is_null() && into_existing {
+        &mut ignored
+    } else {
+        out(pg, "phGraph")?
+    };
     let mut st = STATE.lock();
     let (m, q) = st
         .member(key(s))
@@ -409,12 +505,16 @@ unsafe fn end(h: *mut c_void, pg: *mut *mut c_void, ptds: bool) -> R {
     drop(st);
     if let Some(why) = seq.invalid {
         *p = std::ptr::null_mut();
-        crate::graph::cuGraphDestroy(graph);
+        if seq.owned {
+            crate::graph::cuGraphDestroy(graph);
+        }
         return Err(invalidated(&why));
     }
     if unjoined {
         *p = std::ptr::null_mut();
-        crate::graph::cuGraphDestroy(graph);
+        if seq.owned {
+            crate::graph::cuGraphDestroy(graph);
+        }
         return Err(fail(
             CUDA_ERROR_STREAM_CAPTURE_UNJOINED,
             "a stream that joined the capture did not rejoin the stream that began it",

@@ -11,7 +11,7 @@
 
 use crate::context::current;
 use crate::device::out;
-use crate::error::{fail, guard, invalid, Fail, R};
+use crate::error::{error_name, fail, guard, invalid, log, Fail, R};
 use crate::module::{func_ref, Func};
 use crate::stream::{packed_params, stream_of};
 use crate::types::*;
@@ -80,6 +80,9 @@ pub(crate) enum NodeKind {
         f: HostFn,
         data: usize,
     },
+    /// A conditional node (`CU_GRAPH_NODE_TYPE_CONDITIONAL`): a host step that reads the
+    /// handle's value once the nodes before it have run and runs the body it selects.
+    Conditional(Arc<crate::conditional::Conditional>),
 }
 
 /// Memory of a graph's allocation node.
@@ -478,6 +481,10 @@ pub struct Graph {
     /// The graph this one was cloned from (`cuGraphClone`; 0 for none), for
     /// `cuGraphNodeFindInClone`.
     pub(crate) cloned_from: usize,
+    /// Its conditional handles (`cuGraphConditionalHandleCreate`).
+    pub(crate) handles: Mutex<Vec<Arc<crate::conditional::CondHandle>>>,
+    /// The graph whose conditional node this graph is a body of (0: none).
+    pub(crate) body_of: usize,
 }
 
 // SAFETY: node handles are owned by the graph and only dereferenced under its lock or while the
@@ -554,6 +561,10 @@ pub(crate) unsafe fn clone_graph(g: &Graph, depth: u32) -> R<*mut c_void> {
                         depth + 1,
                     )?
                         as usize))),
+                    NodeKind::Conditional(_) => return Err(fail(
+                        CUDA_ERROR_NOT_SUPPORTED,
+                        "a graph with conditional nodes cannot be cloned (nor be a child graph)",
+                    )),
                     k => k.clone(),
                 },
                 deps: d.deps.clone(),
@@ -564,6 +575,8 @@ pub(crate) unsafe fn clone_graph(g: &Graph, depth: u32) -> R<*mut c_void> {
         magic: GRAPH_MAGIC,
         nodes: Mutex::new((Vec::new(), Vec::new())),
         cloned_from: g as *const Graph as usize,
+        handles: Mutex::new(g.handles.lock().clone()),
+        body_of: 0,
     }));
     let c = &*h;
     let mut nodes = c.nodes.lock();
@@ -709,6 +722,8 @@ pub(crate) fn new_graph() -> *mut c_void {
         magic: GRAPH_MAGIC,
         nodes: Mutex::new((Vec::new(), Vec::new())),
         cloned_from: 0,
+        handles: Mutex::new(Vec::new()),
+        body_of: 0,
     })) as *mut c_void
 }
 
@@ -1371,6 +1386,7 @@ pub unsafe extern "C" fn cuGraphNodeGetType(h: *mut c_void, ty: *mut u32) -> CUr
             NodeKind::Empty => 5,
             NodeKind::MemAlloc(_) => 10,
             NodeKind::MemFree(_) => 11,
+            NodeKind::Conditional(_) => 13,
         };
         Ok(())
     })
@@ -1421,6 +1437,10 @@ struct ExecState {
     disabled: Vec<bool>,
     /// Each node's dependencies (by index), for `cuGraphExecUpdate`.
     deps: Vec<Vec<usize>>,
+    /// The conditional nodes (by index) with their bodies instantiated.
+    conds: Vec<(usize, Arc<crate::conditional::CondRun>)>,
+    /// The handles of its conditional nodes that take their default value at each launch.
+    defaults: Vec<Arc<crate::conditional::CondHandle>>,
 }
 
 unsafe impl Send for Exec {}
@@ -1507,6 +1527,7 @@ fn topo_order(nodes: &[NodeData]) -> R<Vec<usize>> {
 fn node_device(kind: &NodeKind) -> R<Option<tegragpu::core::Device>> {
     Ok(match kind {
         NodeKind::Host { .. }
+        | NodeKind::Conditional(_)
         | NodeKind::EventRecord(_)
         | NodeKind::EventWait(_)
         | NodeKind::MemAlloc(_)
@@ -1547,7 +1568,10 @@ fn record(st: &mut ExecState) -> R {
             continue;
         }
         match &st.kinds[i] {
-            NodeKind::Host { .. } | NodeKind::EventRecord(_) | NodeKind::EventWait(_) => {
+            NodeKind::Host { .. }
+            | NodeKind::Conditional(_)
+            | NodeKind::EventRecord(_)
+            | NodeKind::EventWait(_) => {
                 host.push((segs.len(), i));
                 new_segment = true;
                 continue;
@@ -1610,6 +1634,7 @@ fn record(st: &mut ExecState) -> R {
             | NodeKind::EventRecord(_)
             | NodeKind::EventWait(_)
             | NodeKind::Host { .. }
+            | NodeKind::Conditional(_)
             | NodeKind::MemAlloc(_)
             | NodeKind::MemFree(_) => continue,
         };
@@ -1671,6 +1696,13 @@ fn record_fill(
 
 unsafe fn instantiate(pexec: *mut *mut c_void, h: *mut c_void, flags: u64) -> R {
     let p = out(pexec, "phGraphExec")?;
+    *p = build_exec(h, flags)? as *mut c_void;
+    crate::numba_extras::exec_created(h, *p);
+    Ok(())
+}
+
+/// An executable graph of graph `h` (`cuGraphInstantiate`; the bodies of conditional nodes).
+pub(crate) unsafe fn build_exec(h: *mut c_void, flags: u64) -> R<*mut Exec> {
     let g = graph_ref(h)?;
     current()?;
     let (nodes, handles) = {
@@ -1693,16 +1725,25 @@ unsafe fn instantiate(pexec: *mut *mut c_void, h: *mut c_void, flags: u64) -> R 
         graph: g,
         handles,
         disabled: Vec::new(),
+        conds: Vec::new(),
+        defaults: Vec::new(),
     };
+    for (i, k) in st.kinds.iter().enumerate() {
+        if let NodeKind::Conditional(c) = k {
+            st.conds
+                .push((i, Arc::new(crate::conditional::CondRun::new(c.clone())?)));
+            if c.handle.assign_default && !st.defaults.iter().any(|d| Arc::ptr_eq(d, &c.handle)) {
+                st.defaults.push(c.handle.clone());
+            }
+        }
+    }
     record(&mut st)?;
     let e = Box::new(Exec {
         magic: EXEC_MAGIC,
         flags,
         nodes: Mutex::new(st),
     });
-    *p = Box::into_raw(e) as *mut c_void;
-    crate::numba_extras::exec_created(h, *p);
-    Ok(())
+    Ok(Box::into_raw(e))
 }
 
 /// `cuGraphNodeSetEnabled` (`on`: Some) and `cuGraphNodeGetEnabled` (None): whether kernel,
@@ -1773,6 +1814,7 @@ pub(crate) unsafe fn exec_update(h: *mut c_void, g: *mut c_void) -> R<Result<(),
         let same_memory = match (&d.kind, &st.kinds[i]) {
             (NodeKind::MemAlloc(x), NodeKind::MemAlloc(y))
             | (NodeKind::MemFree(x), NodeKind::MemFree(y)) => Arc::ptr_eq(x, y),
+            (NodeKind::Conditional(x), NodeKind::Conditional(y)) => Arc::ptr_eq(x, y),
             _ => true,
         };
         if !same_memory {
@@ -1924,6 +1966,8 @@ enum HostStep {
     /// Copy a staging buffer out to pageable host memory (host address, buffer, bytes per row,
     /// the rows: the destination side of [`Rows`] gives the layout of both).
     Out(usize, Arc<Buffer>, u64, Rows),
+    /// A conditional node: read its condition, run the body it selects.
+    Cond(Arc<crate::conditional::CondRun>),
 }
 
 /// Run the steps recorded after `k` segments, in order: host steps on a host thread in the
@@ -1952,6 +1996,11 @@ fn host_steps(st: &ExecState, nodes: &[usize]) -> Vec<HostStep> {
         .iter()
         .filter_map(|i| match &st.kinds[*i] {
             NodeKind::Host { f, data } => Some(HostStep::Call(*f, *data)),
+            NodeKind::Conditional(_) => st
+                .conds
+                .iter()
+                .find(|(at, _)| at == i)
+                .map(|(_, run)| HostStep::Cond(run.clone())),
             NodeKind::Copy {
                 src,
                 bytes,
@@ -1988,6 +2037,18 @@ unsafe fn run_host_steps(steps: Vec<HostStep>, h: *mut c_void, ptds: bool) -> R 
                 unsafe {
                     match step {
                         HostStep::Call(f, data) => f(data as *mut c_void),
+                        HostStep::Cond(run) => {
+                            if let Err(Fail(code, why)) = run.run() {
+                                log(
+                                    tegragpu::log::Level::Error,
+                                    format_args!(
+                                        "a conditional node's body failed ({}): {}; the nodes after it run",
+                                        error_name(code).unwrap_or("?"),
+                                        why.as_deref().unwrap_or("")
+                                    ),
+                                );
+                            }
+                        }
                         HostStep::Fill(a, b, n, rows) => {
                             for (o, _) in rows.offsets() {
                                 std::ptr::copy_nonoverlapping(
@@ -2013,10 +2074,19 @@ unsafe fn run_host_steps(steps: Vec<HostStep>, h: *mut c_void, ptds: bool) -> R 
     )
 }
 
+/// Launch executable graph `e` on stream `h` (the bodies of conditional nodes).
+pub(crate) unsafe fn launch_exec(e: &Exec, h: *mut c_void) -> R {
+    replay(e, h, false)
+}
+
 unsafe fn replay(e: &Exec, h: *mut c_void, ptds: bool) -> R {
     let s = stream_of(h, ptds)?;
     let mut guard = e.nodes.lock();
     let st = &mut *guard;
+    // Conditional handles that take their default value at each launch, in the stream's order.
+    for d in &st.defaults {
+        s.record(|q| q.write_value(d.va(), u64::from(d.default), false, true))?;
+    }
     // One segment on the stream's device (or none) and no host nodes: one replay in the
     // stream's order.
     if st.segs.len() <= 1 && st.host.is_empty() && st.segs.iter().all(|g| g.dev.is(&s.ctx.core)) {

@@ -441,7 +441,6 @@ fn refused_type(ty: u32) -> Option<&'static str> {
         8 => "CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL",
         9 => "CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT",
         12 => "CU_GRAPH_NODE_TYPE_BATCH_MEM_OP",
-        13 => "CU_GRAPH_NODE_TYPE_CONDITIONAL",
         _ => return None,
     })
 }
@@ -515,6 +514,7 @@ unsafe fn add_generic(
             )
         }
         11 => crate::graph::mem_free_kind(*(body as *const u64))?,
+        13 => crate::conditional::cond_kind(g, body as *mut crate::conditional::CondParams)?,
         t => {
             return Err(invalid(format!(
                 "nodeParams->type {t} is not a CUgraphNodeType"
@@ -525,8 +525,8 @@ unsafe fn add_generic(
 }
 
 /// `cuGraphAddNode`: a node of the type `nodeParams->type` names (kernel, memcpy, memset, host,
-/// child graph, empty, event record and wait, memory allocation and free nodes; external
-/// semaphore, batch memory operation and conditional nodes are `CUDA_ERROR_NOT_SUPPORTED`).
+/// child graph, empty, event record and wait, memory allocation and free, and conditional
+/// nodes; external semaphore and batch memory operation nodes are `CUDA_ERROR_NOT_SUPPORTED`).
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphAddNode(
     ph: *mut *mut c_void,
@@ -718,6 +718,15 @@ pub unsafe extern "C" fn cuGraphDebugDotPrint(
                     NodeKind::Empty => "empty".into(),
                     NodeKind::MemAlloc(m) => format!("mem alloc {:#x}", m.va),
                     NodeKind::MemFree(m) => format!("mem free {:#x}", m.va),
+                    NodeKind::Conditional(c) => format!(
+                        "conditional {} handle {:#x}",
+                        match c.ty {
+                            crate::conditional::CU_GRAPH_COND_TYPE_IF => "if",
+                            crate::conditional::CU_GRAPH_COND_TYPE_WHILE => "while",
+                            _ => "switch",
+                        },
+                        c.handle.va()
+                    ),
                 };
                 dot.push_str(&format!("  n{i} [label=\"{label}\"];\n"));
                 for p in &d.deps {

@@ -9,6 +9,7 @@
 mod arrays;
 mod attributes;
 mod capture;
+mod conditional;
 mod context;
 mod device;
 mod error;

@@ -1,8 +1,8 @@
 // The CUDA system calls a user's cubin may import (undefined symbols that the CUDA driver
-// provides): device-side printf (`vprintf`), assert (`__assertfail`) and the device heap
-// (`malloc`, `free`). libtegragpu loads this module once per device and writes the addresses
-// of tg_sys_vprintf, tg_sys_assertfail, tg_sys_malloc and tg_sys_free where a user's cubin has
-// relocations against those symbols (constant bank 4); the caller reaches them with CALL.ABS
+// provides): device-side printf (`vprintf`), assert (`__assertfail`), the device heap
+// (`malloc`, `free`) and the condition of graph conditional nodes (`cudaGraphSetConditional`).
+// libtegragpu loads this module once per device and writes the addresses of its tg_sys_*
+// functions where a user's cubin has relocations against those symbols (constant bank 4); the caller reaches them with CALL.ABS
 // and they return with RET.ABS.
 //
 // Built with -rdc=true (so both are extern functions with the standard calling convention,
@@ -260,6 +260,15 @@ extern "C" __device__ __noinline__ void tg_sys_free(void* p) {
     tg_heap_unlock(&sys->heap_lock[c]);
 }
 
+// `cudaGraphSetConditional(handle, value)`: a conditional node's handle is the GPU address of
+// its 32-bit condition value (host memory the library reads when the node is reached).
+extern "C" __device__ __noinline__ void tg_sys_set_conditional(unsigned long long handle,
+                                                               unsigned value) {
+    if (!handle) return;
+    *(volatile unsigned*)handle = value;
+    __threadfence_system();
+}
+
 // Keeps the functions through the device link (it drops code no kernel reaches). Never
 // launched; it takes their addresses without calling them.
 extern "C" __global__ void tg_sys_keep(void** out) {
@@ -267,4 +276,5 @@ extern "C" __global__ void tg_sys_keep(void** out) {
     out[1] = (void*)&tg_sys_assertfail;
     out[2] = (void*)&tg_sys_malloc;
     out[3] = (void*)&tg_sys_free;
+    out[4] = (void*)&tg_sys_set_conditional;
 }

@@ -49,7 +49,7 @@ pub(crate) struct Syscalls {
     code: Option<Allocation>,
     area: Option<Allocation>,
     /// GPU addresses of the implementations, in [`Syscall::ALL`] order.
-    addresses: [u64; 4],
+    addresses: [u64; 5],
     /// The device heap (`malloc`/`free`), allocated when a module that imports them loads.
     heap: Mutex<Option<Allocation>>,
     /// Largest stack frame of the syscall functions: every kernel of an importing module gets
@@ -94,6 +94,7 @@ impl Syscalls {
             f(Syscall::Assertfail)?,
             f(Syscall::Malloc)?,
             f(Syscall::Free)?,
+            f(Syscall::SetConditional)?,
         ];
         let global = cub.global_symbol("tg_sys").cloned().ok_or_else(|| {
             Error::new(
@@ -104,7 +105,7 @@ impl Syscalls {
         let image_len = cub.image().len() as u64;
         let code = backend.alloc(image_len.max(4096), flags)?;
         let mut s = Syscalls {
-            addresses: [0, 1, 2, 3].map(|i| code.gpu_va + funcs[i].offset),
+            addresses: [0, 1, 2, 3, 4].map(|i| code.gpu_va + funcs[i].offset),
             heap: Mutex::new(None),
             frame_bytes: funcs
                 .iter()
@@ -597,7 +598,7 @@ mod tests {
         let s = Syscalls {
             code: None,
             area: Some(area),
-            addresses: [0; 4],
+            addresses: [0; 5],
             heap: Mutex::new(None),
             frame_bytes: 0,
             registers: 24,

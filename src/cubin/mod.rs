@@ -195,15 +195,19 @@ pub enum Syscall {
     Malloc,
     /// `void free(void *ptr)`: the device heap.
     Free,
+    /// `void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned value)`: the
+    /// condition of a graph conditional node.
+    SetConditional,
 }
 
 impl Syscall {
     /// Every syscall, in bit order of [`Module::imports`].
-    pub const ALL: [Syscall; 4] = [
+    pub const ALL: [Syscall; 5] = [
         Syscall::Vprintf,
         Syscall::Assertfail,
         Syscall::Malloc,
         Syscall::Free,
+        Syscall::SetConditional,
     ];
 
     /// The syscall a cubin's undefined symbol `name` names, if any.
@@ -213,6 +217,7 @@ impl Syscall {
             "__assertfail" => Some(Syscall::Assertfail),
             "malloc" => Some(Syscall::Malloc),
             "free" => Some(Syscall::Free),
+            "cudaGraphSetConditional" => Some(Syscall::SetConditional),
             _ => None,
         }
     }
@@ -224,6 +229,17 @@ impl Syscall {
             Syscall::Assertfail => "__assertfail",
             Syscall::Malloc => "malloc",
             Syscall::Free => "free",
+            Syscall::SetConditional => "cudaGraphSetConditional",
+        }
+    }
+
+    /// What the program uses it for, in messages.
+    pub fn feature(self) -> &'static str {
+        match self {
+            Syscall::Vprintf => "device-side printf",
+            Syscall::Assertfail => "device-side assert",
+            Syscall::Malloc | Syscall::Free => "the device heap",
+            Syscall::SetConditional => "the condition of a graph conditional node",
         }
     }
 
@@ -234,6 +250,7 @@ impl Syscall {
             Syscall::Assertfail => "tg_sys_assertfail",
             Syscall::Malloc => "tg_sys_malloc",
             Syscall::Free => "tg_sys_free",
+            Syscall::SetConditional => "tg_sys_set_conditional",
         }
     }
 

@@ -274,13 +274,13 @@ impl Module {
                         Status::NotSupported,
                         format!(
                             "cubin relocate: {} type {:#x} at image offset {:#x}: the code calls {} \
-                             (device-side {}), which libtegragpu provides only on the SM versions \
-                             it has a built-in syscall module for",
+                             ({}), which libtegragpu provides only on the SM versions it has a \
+                             built-in syscall module for",
                             r.section,
                             r.r_type,
                             r.at,
                             sc.symbol(),
-                            if sc == Syscall::Vprintf { "printf" } else { "assert" }
+                            sc.feature()
                         ),
                     )
                 })?,

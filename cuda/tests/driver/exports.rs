@@ -65,8 +65,8 @@ fn soname(file: &object::File<'_>) -> Option<String> {
 
 /// The families this library refuses, one or two names each: multicast objects, external
 /// memory and semaphores, sparse mappings, shareable handles of memory pools, batched prefetches
-/// of managed memory, graphics interop, stream capture into an existing graph.
-const REFUSED: [&str; 11] = [
+/// of managed memory, graphics interop.
+const REFUSED: [&str; 10] = [
     "cuMulticastCreate",
     "cuImportExternalSemaphore",
     "cuImportExternalMemory",
@@ -77,7 +77,6 @@ const REFUSED: [&str; 11] = [
     "cuMemPrefetchBatchAsync",
     "cuGraphicsMapResources",
     "cuGraphicsUnregisterResource",
-    "cuStreamBeginCaptureToGraph",
 ];
 
 const CHILD_ENV: &str = "TEGRAGPU_CUDA_TEST_REFUSED_CHILD";

@@ -13,6 +13,7 @@ pub(crate) use common::*;
 
 mod arrays;
 mod capture;
+mod conditional;
 mod devices;
 mod export_table;
 mod exports;
