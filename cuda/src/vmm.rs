@@ -17,7 +17,7 @@
 //! file descriptors of device memory (`cuMemExportToShareableHandle`,
 //! `cuMemImportFromShareableHandle`: a dma-buf on Jetson, an RM export fd on desktop GPUs, for
 //! another process of the same machine). Refused as well: shareable handles of host memory, the
-//! other handle types, usage flags. Compression is declined (the memory is uncompressed and its
+//! other handle types, usage flags other than `CU_MEM_CREATE_USAGE_TILE_POOL`. Compression is declined (the memory is uncompressed and its
 //! properties say so, as the driver may answer). A reservation is made on the current
 //! context's device and holds mappings of that device's memory.
 
@@ -276,11 +276,14 @@ pub unsafe extern "C" fn cuMemCreate(
         let Place::Device(ordinal) = place else {
             unreachable!("host memory returned above")
         };
-        if p.usage != 0 {
+        // CU_MEM_CREATE_USAGE_TILE_POOL says the memory is meant to back sparse arrays (which
+        // cuMemMapArrayAsync would map, refused here); the memory is ordinary memory, as
+        // NVIDIA's libcuda gives it, and the flag stays in its properties.
+        if p.usage & !CU_MEM_CREATE_USAGE_TILE_POOL != 0 {
             return Err(fail(
                 CUDA_ERROR_NOT_SUPPORTED,
                 format!(
-                    "prop.allocFlags.usage {:#x}: usage flags are not supported",
+                    "prop.allocFlags.usage {:#x}: of the usage flags only CU_MEM_CREATE_USAGE_TILE_POOL (1) is supported",
                     p.usage
                 ),
             ));
@@ -304,6 +307,9 @@ pub unsafe extern "C" fn cuMemCreate(
         Ok(())
     })
 }
+
+/// `CU_MEM_CREATE_USAGE_TILE_POOL`: the memory is to back sparse arrays.
+const CU_MEM_CREATE_USAGE_TILE_POOL: u16 = 1;
 
 /// `CU_MEM_ALLOCATION_COMP_GENERIC`: generic compression requested.
 const CU_MEM_ALLOCATION_COMP_GENERIC: u8 = 1;

@@ -656,6 +656,93 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
             F(cuGraphDestroy)(gev);
             F(cuEventDestroy)(ev1);
         }
+        // Conditional nodes: the calls' results, and an if node whose handle takes its default
+        // (1) at each launch, with a memset in its first body. (Kernels that set a condition run
+        // in the graphConditionalNodes sample.)
+        {
+            typedef CUresult (*AddNodeFn)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraphNodeParams *);
+            AddNodeFn add_node = (AddNodeFn)sym("cuGraphAddNode");
+            CUgraph gc = NULL, go = NULL;
+            F(cuGraphCreate)(&gc, 0);
+            F(cuGraphCreate)(&go, 0);
+            CUgraphConditionalHandle ch = 0, cx = 0;
+            R("cond.handle", F(cuGraphConditionalHandleCreate)(&ch, gc, c0, 1, CU_GRAPH_COND_ASSIGN_DEFAULT));
+            OUT("cond.handle.nonzero", "%d", ch != 0);
+            R("cond.handle.flags2", F(cuGraphConditionalHandleCreate)(&cx, gc, c0, 0, 2));
+            R("cond.handle.null_graph", F(cuGraphConditionalHandleCreate)(&cx, NULL, c0, 0, 0));
+            struct {
+                int type;
+                unsigned size;
+                const char *key;
+            } cases[] = {{CU_GRAPH_COND_TYPE_WHILE, 2, "cond.while2"},   {CU_GRAPH_COND_TYPE_IF, 3, "cond.if3"},
+                         {CU_GRAPH_COND_TYPE_IF, 0, "cond.if0"},        {CU_GRAPH_COND_TYPE_SWITCH, 0, "cond.switch0"},
+                         {3, 1, "cond.type3"},                          {CU_GRAPH_COND_TYPE_SWITCH, 5, "cond.switch5"},
+                         {CU_GRAPH_COND_TYPE_IF, 2, "cond.if2"}};
+            CUgraphNode cn = NULL;
+            CUgraph if_body = NULL;
+            for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                CUgraphNodeParams cp;
+                memset(&cp, 0, sizeof cp);
+                cp.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+                cp.conditional.handle = ch;
+                cp.conditional.type = (CUgraphConditionalNodeType)cases[i].type;
+                cp.conditional.size = cases[i].size;
+                cp.conditional.ctx = c0;
+                cn = NULL;
+                R(cases[i].key, add_node(&cn, gc, NULL, 0, &cp));
+                if (cn && cases[i].size == 2) if_body = cp.conditional.phGraph_out[0];
+            }
+            t = (CUgraphNodeType)99;
+            if (cn) F(cuGraphNodeGetType)(cn, &t);
+            OUT("cond.node_type", "%d", (int)t);
+            {
+                CUgraphNodeParams cp;
+                memset(&cp, 0, sizeof cp);
+                cp.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+                cp.conditional.handle = ch;
+                cp.conditional.type = CU_GRAPH_COND_TYPE_IF;
+                cp.conditional.size = 1;
+                cp.conditional.ctx = c0;
+                R("cond.other_graph", add_node(&cn, go, NULL, 0, &cp));
+            }
+            CUgraph gcc = NULL;
+            R("cond.clone", F(cuGraphClone)(&gcc, gc));
+            CUgraphNode bm = NULL;
+            CUDA_MEMSET_NODE_PARAMS cm;
+            memset(&cm, 0, sizeof cm);
+            cm.dst = dy, cm.value = 0x5a5a5a5a, cm.elementSize = 4, cm.width = N, cm.height = 1;
+            if (if_body) R("cond.body_memset", F(cuGraphAddMemsetNode)(&bm, if_body, NULL, 0, &cm, c0));
+            F(cuMemsetD32)(dy, 0, N);
+            CUgraphExec gcx = NULL;
+            R("cond.instantiate", F(cuGraphInstantiateWithFlags)(&gcx, gc, 0));
+            R("cond.launch", F(cuGraphLaunch)(gcx, 0));
+            R("cond.sync", F(cuCtxSynchronize)());
+            unsigned first = 0;
+            F(cuMemcpyDtoH)(&first, dy, 4);
+            OUT("cond.body_ran", "%08x", first);
+            // Capture into the program's graph: a memset captured into a new graph after its node.
+            CUgraph gt = NULL;
+            F(cuGraphCreate)(&gt, 0);
+            CUgraphNode root = NULL;
+            F(cuGraphAddEmptyNode)(&root, gt, NULL, 0);
+            CUstream cs = NULL;
+            F(cuStreamCreate)(&cs, CU_STREAM_NON_BLOCKING);
+            R("cond.capture_to_graph", F(cuStreamBeginCaptureToGraph)(cs, gt, &root, NULL, 1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+            R("cond.capture_to_graph.memset", F(cuMemsetD32Async)(dy, 7, N, cs));
+            CUgraph back_g = NULL;
+            R("cond.capture_to_graph.end", F(cuStreamEndCapture)(cs, &back_g));
+            size_t nn = 0;
+            F(cuGraphGetNodes)(gt, NULL, &nn);
+            OUT("cond.capture_to_graph.result", "%d %zu", back_g == gt, nn);
+            R("cond.capture_to_graph.again", F(cuStreamBeginCaptureToGraph)(cs, gt, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+            R("cond.capture_to_graph.end_null", F(cuStreamEndCapture)(cs, NULL));
+            F(cuStreamDestroy)(cs);
+            F(cuGraphDestroy)(gt);
+            if (gcx) F(cuGraphExecDestroy)(gcx);
+            if (gcc) F(cuGraphDestroy)(gcc);
+            F(cuGraphDestroy)(gc);
+            F(cuGraphDestroy)(go);
+        }
         // Destroying a node of the graph: its edges go; the executable graph keeps it.
         R("gq.destroy_node", F(cuGraphDestroyNode)(c));
         k = 0;
@@ -1749,6 +1836,10 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         vp2 = vp;
         vp2.allocFlags.usage = 1;
         R("vmm.create.usage1", F(cuMemCreate)(&vbad, MB2, &vp2, 0));
+        if (vbad) F(cuMemRelease)(vbad), vbad = 0;
+        vp2.allocFlags.usage = 2;
+        R("vmm.create.usage2", F(cuMemCreate)(&vbad, MB2, &vp2, 0));
+        if (vbad) F(cuMemRelease)(vbad), vbad = 0;
         CUmemAllocationProp back;
         memset(&back, 0x5a, sizeof back);
         R("vmm.properties", F(cuMemGetAllocationPropertiesFromHandle)(&back, vh));

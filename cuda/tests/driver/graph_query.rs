@@ -402,7 +402,11 @@ fn generic_node_calls() {
         1,
         "EVENT_RECORD without an event"
     );
-    assert_eq!(add(&[], &mut node_params(13, &[])).0, 801, "CONDITIONAL");
+    assert_eq!(
+        add(&[], &mut node_params(13, &[])).0,
+        1,
+        "CONDITIONAL with handle 0"
+    );
     assert_eq!(add(&[], &mut node_params(99, &[])).0, 1, "type 99");
     let mut none = null_mut();
     assert_eq!(

@@ -122,7 +122,21 @@ fn memory_mapped_at_reserved_addresses() {
     assert_eq!(create(2 * MIB, &comp).0, 1, "compressionType 2");
     let mut usage = prop();
     usage.usage = 1;
-    assert_eq!(create(2 * MIB, &usage).0, 801, "usage flags");
+    let (r, ht) = create(2 * MIB, &usage);
+    assert_eq!(r, 0, "CU_MEM_CREATE_USAGE_TILE_POOL");
+    let mut gott = prop();
+    check(
+        cu!(cuMemGetAllocationPropertiesFromHandle(&mut gott, ht): *mut Prop, u64),
+        "properties of the tile pool",
+    );
+    assert_eq!(gott.usage, 1, "the usage flag stays");
+    check(cu!(cuMemRelease(ht): u64), "release");
+    usage.usage = 2;
+    assert_eq!(
+        create(2 * MIB, &usage).0,
+        801,
+        "CU_MEM_CREATE_USAGE_HW_DECOMPRESS"
+    );
 
     // A reserved range, with the allocation mapped at its start and again 4 MiB in.
     let mut p = 0u64;
