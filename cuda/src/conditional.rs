@@ -35,6 +35,8 @@ pub(crate) struct CondHandle {
     pub default: u32,
     /// `CU_GRAPH_COND_ASSIGN_DEFAULT` was given.
     pub assign_default: bool,
+    /// A conditional node uses it (a handle serves one node, as NVIDIA's libcuda has it).
+    used: std::sync::atomic::AtomicBool,
 }
 
 impl CondHandle {
@@ -114,6 +116,7 @@ pub unsafe extern "C" fn cuGraphConditionalHandleCreate(
             ctx,
             default: default_value,
             assign_default: flags & CU_GRAPH_COND_ASSIGN_DEFAULT != 0,
+            used: std::sync::atomic::AtomicBool::new(false),
         });
         h.write(default_value);
         *p = h.va();
@@ -173,6 +176,12 @@ pub(crate) unsafe fn cond_kind(g: *mut c_void, p: *mut CondParams) -> R<NodeKind
         return Err(invalid(format!(
             "conditional.size {}: more than 65536 bodies",
             p.size
+        )));
+    }
+    if handle.used.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        return Err(invalid(format!(
+            "conditional.handle {:#x} already serves a conditional node (a handle serves one)",
+            p.handle
         )));
     }
     let bodies: Vec<ChildGraph> = (0..p.size)

@@ -17,9 +17,9 @@
 //! file descriptors of device memory (`cuMemExportToShareableHandle`,
 //! `cuMemImportFromShareableHandle`: a dma-buf on Jetson, an RM export fd on desktop GPUs, for
 //! another process of the same machine). Refused as well: shareable handles of host memory, the
-//! other handle types, usage flags other than `CU_MEM_CREATE_USAGE_TILE_POOL`. Compression is declined (the memory is uncompressed and its
-//! properties say so, as the driver may answer). A reservation is made on the current
-//! context's device and holds mappings of that device's memory.
+//! other handle types. The usage flags are kept in the properties. Compression is declined (the
+//! memory is uncompressed and its properties say so, as the driver may answer). A reservation
+//! is made on the current context's device and holds mappings of that device's memory.
 
 use crate::context::{current, Context};
 use crate::device::{dev, out};
@@ -276,17 +276,16 @@ pub unsafe extern "C" fn cuMemCreate(
         let Place::Device(ordinal) = place else {
             unreachable!("host memory returned above")
         };
-        // CU_MEM_CREATE_USAGE_TILE_POOL says the memory is meant to back sparse arrays (which
-        // cuMemMapArrayAsync would map, refused here); the memory is ordinary memory, as
-        // NVIDIA's libcuda gives it, and the flag stays in its properties.
-        if p.usage & !CU_MEM_CREATE_USAGE_TILE_POOL != 0 {
-            return Err(fail(
-                CUDA_ERROR_NOT_SUPPORTED,
-                format!(
-                    "prop.allocFlags.usage {:#x}: of the usage flags only CU_MEM_CREATE_USAGE_TILE_POOL (1) is supported",
-                    p.usage
-                ),
-            ));
+        // The usage flags say what the memory is meant for: CU_MEM_CREATE_USAGE_TILE_POOL,
+        // backing sparse arrays (which cuMemMapArrayAsync would map, refused here), and
+        // CU_MEM_CREATE_USAGE_HW_DECOMPRESS, the buffers of a decompression engine. The memory
+        // is ordinary memory, as NVIDIA's libcuda gives it on a GPU without that engine, and the
+        // flags stay in its properties.
+        if p.usage & !(CU_MEM_CREATE_USAGE_TILE_POOL | CU_MEM_CREATE_USAGE_HW_DECOMPRESS) != 0 {
+            return Err(invalid(format!(
+                "prop.allocFlags.usage {:#x}: the usage flags are CU_MEM_CREATE_USAGE_TILE_POOL (1) and CU_MEM_CREATE_USAGE_HW_DECOMPRESS (2)",
+                p.usage
+            )));
         }
         if p.compression_type > CU_MEM_ALLOCATION_COMP_GENERIC {
             return Err(invalid(format!(
@@ -310,6 +309,8 @@ pub unsafe extern "C" fn cuMemCreate(
 
 /// `CU_MEM_CREATE_USAGE_TILE_POOL`: the memory is to back sparse arrays.
 const CU_MEM_CREATE_USAGE_TILE_POOL: u16 = 1;
+/// `CU_MEM_CREATE_USAGE_HW_DECOMPRESS`: the memory is a buffer of hardware decompression.
+const CU_MEM_CREATE_USAGE_HW_DECOMPRESS: u16 = 2;
 
 /// `CU_MEM_ALLOCATION_COMP_GENERIC`: generic compression requested.
 const CU_MEM_ALLOCATION_COMP_GENERIC: u8 = 1;

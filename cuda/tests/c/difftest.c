@@ -676,8 +676,7 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
                 const char *key;
             } cases[] = {{CU_GRAPH_COND_TYPE_WHILE, 2, "cond.while2"},   {CU_GRAPH_COND_TYPE_IF, 3, "cond.if3"},
                          {CU_GRAPH_COND_TYPE_IF, 0, "cond.if0"},        {CU_GRAPH_COND_TYPE_SWITCH, 0, "cond.switch0"},
-                         {3, 1, "cond.type3"},                          {CU_GRAPH_COND_TYPE_SWITCH, 5, "cond.switch5"},
-                         {CU_GRAPH_COND_TYPE_IF, 2, "cond.if2"}};
+                         {3, 1, "cond.type3"},                          {CU_GRAPH_COND_TYPE_SWITCH, 5, "cond.switch5"}};
             CUgraphNode cn = NULL;
             CUgraph if_body = NULL;
             for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -690,7 +689,25 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
                 cp.conditional.ctx = c0;
                 cn = NULL;
                 R(cases[i].key, add_node(&cn, gc, NULL, 0, &cp));
-                if (cn && cases[i].size == 2) if_body = cp.conditional.phGraph_out[0];
+            }
+            // A handle serves one conditional node: the switch node took ch.
+            CUgraphConditionalHandle ch2 = 0;
+            R("cond.handle2", F(cuGraphConditionalHandleCreate)(&ch2, gc, c0, 1, CU_GRAPH_COND_ASSIGN_DEFAULT));
+            {
+                CUgraphNodeParams cp;
+                memset(&cp, 0, sizeof cp);
+                cp.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+                cp.conditional.handle = ch;
+                cp.conditional.type = CU_GRAPH_COND_TYPE_IF;
+                cp.conditional.size = 1;
+                cp.conditional.ctx = c0;
+                CUgraphNode reused = NULL;
+                R("cond.handle_reused", add_node(&reused, gc, NULL, 0, &cp));
+                cp.conditional.handle = ch2;
+                cp.conditional.size = 2;
+                cn = NULL;
+                R("cond.if2", add_node(&cn, gc, NULL, 0, &cp));
+                if (cn) if_body = cp.conditional.phGraph_out[0];
             }
             t = (CUgraphNodeType)99;
             if (cn) F(cuGraphNodeGetType)(cn, &t);

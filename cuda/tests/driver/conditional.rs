@@ -380,6 +380,8 @@ fn conditional_calls_refuse_bad_arguments() {
     );
     assert_eq!(count, 0, "refused nodes are not added");
     conditional(g, &[], h, IF, 1);
+    let (r, _, _) = try_conditional(g, &[], h, SWITCH, 2);
+    assert_eq!(r, 1, "a handle serves one conditional node");
     let mut c = null_mut();
     assert_eq!(
         cu!(cuGraphClone(&mut c, g): *mut P, P),
