@@ -30,6 +30,8 @@ pub(crate) enum NodeKind {
         func: &'static Func,
         cfg: LaunchConfig,
         params: Vec<u8>,
+        /// The hints its attributes set (`cuGraphKernelNodeSetAttribute`).
+        hints: Box<crate::kernel_node::KernelHints>,
     },
     Copy {
         dst: (Arc<Buffer>, u64),
@@ -467,6 +469,8 @@ pub struct Node {
     magic: u64,
     pub(crate) graph: *const Graph,
     pub(crate) index: usize,
+    /// The `kernelParams` array `cuGraphKernelNodeGetParams` last gave out.
+    pub(crate) args: Mutex<Vec<usize>>,
 }
 
 pub(crate) struct NodeData {
@@ -586,6 +590,7 @@ pub(crate) unsafe fn clone_graph(g: &Graph, depth: u32) -> R<*mut c_void> {
             magic: NODE_MAGIC,
             graph: c,
             index,
+            args: Mutex::new(Vec::new()),
         }));
         nodes.1.push(node);
     }
@@ -792,6 +797,7 @@ pub(crate) unsafe fn add_node(
         magic: NODE_MAGIC,
         graph: g,
         index,
+        args: Mutex::new(Vec::new()),
     }));
     nodes.1.push(node);
     *p = node as *mut c_void;
@@ -833,7 +839,12 @@ pub(crate) unsafe fn kernel_kind(p: &CUDA_KERNEL_NODE_PARAMS_v1) -> R<NodeKind> 
             a.params.len()
         )));
     }
-    Ok(NodeKind::Kernel { func, cfg, params })
+    Ok(NodeKind::Kernel {
+        func,
+        cfg,
+        params,
+        hints: Default::default(),
+    })
 }
 
 /// A kernel node of a captured launch: `f` with `cfg` (its cooperative and cluster settings
@@ -1315,13 +1326,14 @@ pub unsafe extern "C" fn cuGraphAddDependencies_v2(
 
 pub(crate) unsafe fn kernel_node_set(h: *mut c_void, p: &CUDA_KERNEL_NODE_PARAMS_v1) -> R {
     let n = node_ref(h)?;
-    let kind = kernel_kind(p)?;
+    let mut kind = kernel_kind(p)?;
     let g = &*n.graph;
     let mut nodes = g.nodes.lock();
     let d = &mut nodes.0[n.index];
     if !matches!(d.kind, NodeKind::Kernel { .. }) {
         return Err(invalid("the node is not a kernel node"));
     }
+    crate::kernel_node::keep_attributes(&mut kind, &d.kind);
     d.kind = kind;
     Ok(())
 }
@@ -1596,7 +1608,9 @@ fn record(st: &mut ExecState) -> R {
         let si = segs.len() - 1;
         let Segment { dev, cb } = &mut segs[si];
         let idx = match &st.kinds[i] {
-            NodeKind::Kernel { func, cfg, params } => cb.launch(&func.kernel, cfg, params)?,
+            NodeKind::Kernel {
+                func, cfg, params, ..
+            } => cb.launch(&func.kernel, cfg, params)?,
             NodeKind::Copy {
                 dst,
                 src,
@@ -2234,8 +2248,9 @@ pub(crate) unsafe fn exec_kernel_set(
     p: &CUDA_KERNEL_NODE_PARAMS_v1,
 ) -> R {
     let e = exec_ref(h)?;
-    let kind = kernel_kind(p)?;
+    let mut kind = kernel_kind(p)?;
     let (mut st, i) = exec_node(e, node)?;
+    crate::kernel_node::keep_attributes(&mut kind, &st.kinds[i]);
     let NodeKind::Kernel {
         func: old_f,
         cfg: old_cfg,
@@ -2245,7 +2260,10 @@ pub(crate) unsafe fn exec_kernel_set(
         return Err(invalid("the node is not a kernel node"));
     };
     let (old_f, old_cfg) = (*old_f, *old_cfg);
-    let NodeKind::Kernel { func, cfg, params } = &kind else {
+    let NodeKind::Kernel {
+        func, cfg, params, ..
+    } = &kind
+    else {
         unreachable!()
     };
     // Another function: recorded again. A disabled node: kept for when it is enabled.

@@ -19,6 +19,7 @@ mod graph;
 mod graph_query;
 mod hostreg;
 mod ipc;
+mod kernel_node;
 mod library;
 mod link;
 mod managed;

@@ -253,6 +253,21 @@ fn check_attr(attr: u32) -> R {
     }
 }
 
+/// A `CUaccessPolicyWindow` (a cache hint): its hit ratio within 0..=1, its properties
+/// `CUaccessProperty` values.
+pub(crate) fn check_access_policy(v: &[u8; 64]) -> R {
+    let hit = f32::from_le_bytes([v[16], v[17], v[18], v[19]]);
+    let prop = |o: usize| u32::from_le_bytes([v[o], v[o + 1], v[o + 2], v[o + 3]]);
+    if !(0.0..=1.0).contains(&hit) || prop(20) > 2 || prop(24) > 2 {
+        return Err(invalid(format!(
+            "access policy window: hitRatio {hit}, hitProp {}, missProp {}",
+            prop(20),
+            prop(24)
+        )));
+    }
+    Ok(())
+}
+
 unsafe fn stream_get_attribute(h: *mut c_void, attr: u32, v: *mut [u8; 64], ptds: bool) -> R {
     check_attr(attr)?;
     let s = stream_of(h, ptds)?;
@@ -280,15 +295,7 @@ unsafe fn stream_set_attribute(h: *mut c_void, attr: u32, v: *const [u8; 64], pt
     let mut a = s.attrs.lock();
     match attr {
         CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW => {
-            let hit = f32::from_le_bytes([v[16], v[17], v[18], v[19]]);
-            let prop = |o: usize| u32::from_le_bytes([v[o], v[o + 1], v[o + 2], v[o + 3]]);
-            if !(0.0..=1.0).contains(&hit) || prop(20) > 2 || prop(24) > 2 {
-                return Err(invalid(format!(
-                    "access policy window: hitRatio {hit}, hitProp {}, missProp {}",
-                    prop(20),
-                    prop(24)
-                )));
-            }
+            check_access_policy(&v)?;
             a.access_policy = v;
         }
         CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY => {

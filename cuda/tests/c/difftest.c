@@ -656,6 +656,60 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
             F(cuGraphDestroy)(gev);
             F(cuEventDestroy)(ev1);
         }
+        // Kernel nodes read back: parameters and attributes.
+        {
+            CUgraph gk = NULL;
+            F(cuGraphCreate)(&gk, 0);
+            void *kargs[] = {&a, &dx, &dy, &n};
+            CUDA_KERNEL_NODE_PARAMS kp;
+            memset(&kp, 0, sizeof kp);
+            kp.func = axpy, kp.gridDimX = N / 128, kp.gridDimY = kp.gridDimZ = 1;
+            kp.blockDimX = 128, kp.blockDimY = kp.blockDimZ = 1, kp.kernelParams = kargs;
+            CUgraphNode kn = NULL, en = NULL;
+            R("kn.add", F(cuGraphAddKernelNode)(&kn, gk, NULL, 0, &kp));
+            CUDA_KERNEL_NODE_PARAMS kb;
+            memset(&kb, 0x5a, sizeof kb);
+            R("kn.get_params", F(cuGraphKernelNodeGetParams)(kn, &kb));
+            int same_x = kb.kernelParams && kb.kernelParams[1] && *(CUdeviceptr *)kb.kernelParams[1] == dx;
+            OUT("kn.get_params.values", "%d %u %u %u %d %d %d", kb.func == axpy, kb.gridDimX, kb.blockDimX,
+                kb.sharedMemBytes, kb.extra == NULL, kb.kern == NULL, same_x);
+            CUlaunchAttributeValue av;
+            memset(&av, 0x5a, sizeof av);
+            R("kn.attr.cooperative", F(cuGraphKernelNodeGetAttribute)(kn, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &av));
+            OUT("kn.attr.cooperative.value", "%d", av.cooperative);
+            memset(&av, 0x5a, sizeof av);
+            R("kn.attr.priority", F(cuGraphKernelNodeGetAttribute)(kn, CU_LAUNCH_ATTRIBUTE_PRIORITY, &av));
+            OUT("kn.attr.priority.value", "%d", av.priority);
+            memset(&av, 0x5a, sizeof av);
+            R("kn.attr.cluster", F(cuGraphKernelNodeGetAttribute)(kn, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &av));
+            OUT("kn.attr.cluster.value", "%u %u %u", av.clusterDim.x, av.clusterDim.y, av.clusterDim.z);
+            R("kn.attr.sync_policy", F(cuGraphKernelNodeGetAttribute)(kn, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &av));
+            memset(&av, 0, sizeof av);
+            av.priority = -1;
+            R("kn.attr.set_priority", F(cuGraphKernelNodeSetAttribute)(kn, CU_LAUNCH_ATTRIBUTE_PRIORITY, &av));
+            memset(&av, 0, sizeof av);
+            F(cuGraphKernelNodeGetAttribute)(kn, CU_LAUNCH_ATTRIBUTE_PRIORITY, &av);
+            OUT("kn.attr.priority.after_set", "%d", av.priority);
+            memset(&av, 0, sizeof av);
+            av.cooperative = 1;
+            R("kn.attr.set_cooperative", F(cuGraphKernelNodeSetAttribute)(kn, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &av));
+            memset(&av, 0, sizeof av);
+            av.clusterDim.x = 3, av.clusterDim.y = 1, av.clusterDim.z = 1;
+            R("kn.attr.set_cluster3", F(cuGraphKernelNodeSetAttribute)(kn, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &av));
+            R("kn.set_params", F(cuGraphKernelNodeSetParams)(kn, &kp));
+            memset(&av, 0, sizeof av);
+            F(cuGraphKernelNodeGetAttribute)(kn, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &av);
+            OUT("kn.attr.cooperative.after_set_params", "%d", av.cooperative);
+            F(cuGraphAddEmptyNode)(&en, gk, NULL, 0);
+            R("kn.get_params.empty_node", F(cuGraphKernelNodeGetParams)(en, &kb));
+            CUgraphNode kn2 = NULL;
+            F(cuGraphAddKernelNode)(&kn2, gk, NULL, 0, &kp);
+            R("kn.copy_attributes", F(cuGraphKernelNodeCopyAttributes)(kn2, kn));
+            memset(&av, 0, sizeof av);
+            F(cuGraphKernelNodeGetAttribute)(kn2, CU_LAUNCH_ATTRIBUTE_PRIORITY, &av);
+            OUT("kn.copy_attributes.priority", "%d", av.priority);
+            F(cuGraphDestroy)(gk);
+        }
         // Conditional nodes: the calls' results, and an if node whose handle takes its default
         // (1) at each launch, with a memset in its first body. (Kernels that set a condition run
         // in the graphConditionalNodes sample.)

@@ -882,3 +882,138 @@ fn event_nodes_order_the_graph_with_other_streams() {
         check(cu!(cuStreamDestroy_v2(s): P), "stream destroy");
     }
 }
+
+#[test]
+fn kernel_node_parameters_and_attributes_read_back() {
+    use crate::graphs::{KernelNodeParams, KernelNodeParamsV2};
+    let ctx = setup();
+    let m = load_fixture("kernels");
+    let fill = function(m, "fill_u32");
+    let n = 64usize;
+    let buf = alloc(n * 4);
+    let g = graph();
+    let (mut p, mut v, mut count) = (buf, 7u32, n as u32);
+    let mut args = [ptr(&mut p), ptr(&mut v), ptr(&mut count)];
+    let mut kp = KernelNodeParams {
+        func: fill,
+        grid: [2, 1, 1],
+        block: [32, 1, 1],
+        shared: 0,
+        params: args.as_mut_ptr(),
+        extra: null_mut(),
+    };
+    let mut k = null_mut();
+    check(
+        cu!(cuGraphAddKernelNode(&mut k, g, std::ptr::null(), 0, ptr(&mut kp)): *mut P, P, *const P, usize, P),
+        "cuGraphAddKernelNode",
+    );
+    // The node holds its own copy: the program's argument changes (the second node and the new
+    // parameters below take 99).
+    unsafe { *(args[1] as *mut u32) = 99 };
+    let mut back = KernelNodeParamsV2 {
+        v1: KernelNodeParams {
+            func: null_mut(),
+            grid: [0; 3],
+            block: [0; 3],
+            shared: 9,
+            params: null_mut(),
+            extra: std::ptr::without_provenance_mut(1),
+        },
+        kern: std::ptr::without_provenance_mut(1),
+        ctx: null_mut(),
+    };
+    check(
+        cu!(cuGraphKernelNodeGetParams_v2(k, ptr(&mut back)): P, P),
+        "cuGraphKernelNodeGetParams_v2",
+    );
+    assert_eq!(back.v1.func, fill);
+    assert_eq!(
+        (back.v1.grid, back.v1.block, back.v1.shared),
+        ([2, 1, 1], [32, 1, 1], 0)
+    );
+    assert!(back.v1.extra.is_null() && back.kern.is_null());
+    assert_eq!(back.ctx, ctx);
+    let got = unsafe {
+        (
+            *(*back.v1.params as *const u64),
+            *(*back.v1.params.add(1) as *const u32),
+            *(*back.v1.params.add(2) as *const u32),
+        )
+    };
+    assert_eq!(
+        got,
+        (buf, 7, n as u32),
+        "kernelParams point at the node's arguments"
+    );
+
+    // Attributes.
+    let get = |node: P, attr: u32| -> (u32, [u8; 64]) {
+        let mut b = [0xa5u8; 64];
+        let r = cu!(cuGraphKernelNodeGetAttribute(node, attr, &mut b): P, u32, *mut [u8; 64]);
+        (r, b)
+    };
+    let set = |node: P, attr: u32, words: &[u32]| -> u32 {
+        let mut b = [0u8; 64];
+        for (i, w) in words.iter().enumerate() {
+            b[4 * i..4 * i + 4].copy_from_slice(&w.to_le_bytes());
+        }
+        cu!(cuGraphKernelNodeSetAttribute(node, attr, &b): P, u32, *const [u8; 64])
+    };
+    let w0 = |b: [u8; 64]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    assert_eq!(get(k, 2).0, OK);
+    assert_eq!(w0(get(k, 2).1), 0, "not cooperative");
+    assert_eq!(set(k, 2, &[1]), OK, "cooperative");
+    assert_eq!(w0(get(k, 2).1), 1);
+    assert_eq!(set(k, 8, &[5]), OK, "priority");
+    assert_eq!(w0(get(k, 8).1), 5);
+    assert_eq!(
+        set(k, 4, &[3, 1, 1]),
+        1,
+        "a cluster that does not divide the grid"
+    );
+    assert_eq!(get(k, 4).1[..12], [0u8; 12], "no cluster");
+    assert_eq!(
+        get(k, 3).0,
+        1,
+        "SYNCHRONIZATION_POLICY is a stream attribute"
+    );
+    assert_eq!(set(k, 99, &[1]), 1, "attribute 99");
+    // New parameters keep the attributes.
+    check(
+        cu!(cuGraphKernelNodeSetParams(k, ptr(&mut kp)): P, P),
+        "cuGraphKernelNodeSetParams",
+    );
+    assert_eq!((w0(get(k, 2).1), w0(get(k, 8).1)), (1, 5));
+    // Copied to another kernel node.
+    let mut k2 = null_mut();
+    check(
+        cu!(cuGraphAddKernelNode(&mut k2, g, &k, 1, ptr(&mut kp)): *mut P, P, *const P, usize, P),
+        "second kernel node",
+    );
+    assert_eq!(w0(get(k2, 8).1), 0);
+    check(
+        cu!(cuGraphKernelNodeCopyAttributes(k2, k): P, P),
+        "cuGraphKernelNodeCopyAttributes",
+    );
+    assert_eq!((w0(get(k2, 2).1), w0(get(k2, 8).1)), (1, 5));
+    // The cooperative launch runs (v is 99 in the second node's arguments).
+    let mut e = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut e, g, 0): *mut P, P, u64),
+        "instantiate",
+    );
+    check(cu!(cuGraphLaunch(e, null_mut()): P, P), "launch");
+    check(cu!(cuCtxSynchronize(): ), "sync");
+    assert!(dtoh::<u32>(buf, n).iter().all(|&x| x == 99));
+    // Not a kernel node.
+    let e_node = empty(g, &[]);
+    let mut v1 = back.v1;
+    assert_eq!(
+        cu!(cuGraphKernelNodeGetParams(e_node, ptr(&mut v1)): P, P),
+        1,
+        "an empty node"
+    );
+    assert_eq!(get(e_node, 2).0, 1, "an empty node's attribute");
+    check(cu!(cuGraphExecDestroy(e): P), "cuGraphExecDestroy");
+    check(cu!(cuGraphDestroy(g): P), "cuGraphDestroy");
+}

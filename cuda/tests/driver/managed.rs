@@ -409,9 +409,19 @@ fn managed_variables_of_modules_are_managed_memory() {
     assert_eq!(get_managed("d_plain").0, 500, "a plain __device__ variable");
     assert_eq!(get_managed("nope").0, 500, "no such variable");
     check(cu!(cuLibraryUnload(l): *mut c_void), "cuLibraryUnload");
-    assert_eq!(pattr(8, lt).0, 1, "freed with the library");
+    let (r, managed) = pattr(8, lt);
+    assert!(
+        r == 1 || managed == 0,
+        "freed with the library ({r}, {managed})"
+    );
     check(cu!(cuModuleUnload(m): *mut c_void), "cuModuleUnload");
     for (what, (d, _)) in [("m_counter", c), ("m_table", t), ("m_zero", z)] {
-        assert_eq!(pattr(8, d).0, 1, "{what}: freed with the module");
+        // Tests run in parallel: the freed address may already be another test's memory, but
+        // not managed memory of this module.
+        let (r, managed) = pattr(8, d);
+        assert!(
+            r == 1 || managed == 0,
+            "{what}: freed with the module ({r}, {managed})"
+        );
     }
 }
