@@ -198,10 +198,14 @@ pub unsafe extern "C" fn cuGraphKernelNodeSetAttribute(
                     let c = [w(0), w(4), w(8)];
                     let none = c == [0, 0, 0];
                     if !none && (0..3).any(|i| c[i] == 0 || cfg.grid[i] % c[i] != 0) {
-                        return Err(invalid(format!(
-                            "cluster dimension {c:?}: each at least 1 and dividing the grid {:?}",
-                            cfg.grid
-                        )));
+                        // NVIDIA's libcuda answers this (CUDA 13.0 on an H200).
+                        return Err(fail(
+                            CUDA_ERROR_INVALID_CLUSTER_SIZE,
+                            format!(
+                                "cluster dimension {c:?}: each at least 1 and dividing the grid {:?}",
+                                cfg.grid
+                            ),
+                        ));
                     }
                     cfg.cluster = c;
                 }

@@ -968,8 +968,8 @@ fn kernel_node_parameters_and_attributes_read_back() {
     assert_eq!(w0(get(k, 8).1), 5);
     assert_eq!(
         set(k, 4, &[3, 1, 1]),
-        1,
-        "a cluster that does not divide the grid"
+        912,
+        "a cluster that does not divide the grid: CUDA_ERROR_INVALID_CLUSTER_SIZE"
     );
     assert_eq!(get(k, 4).1[..12], [0u8; 12], "no cluster");
     assert_eq!(
