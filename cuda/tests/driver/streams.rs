@@ -123,3 +123,85 @@ fn streams_events_and_ordering() {
     check(cu!(cuStreamDestroy_v2(s2): *mut c_void), "destroy");
     assert_eq!(cu!(cuStreamDestroy_v2(null_mut()): *mut c_void), 400);
 }
+
+const BUSY_CHILD_ENV: &str = "TEGRAGPU_CUDA_TEST_STREAM_WHILE_BUSY_CHILD";
+
+/// A stream made while a kernel of another stream runs works at once: it takes a channel the
+/// device made when it opened, so neither `cuStreamCreate` nor its work waits for the running
+/// kernel (which ends only when the test lets it). Run in a child process of its own, so that
+/// no other test holds the device's channels.
+#[test]
+fn a_stream_made_while_a_kernel_runs_does_not_wait_for_it() {
+    if std::env::var_os(BUSY_CHILD_ENV).is_none() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "streams::a_stream_made_while_a_kernel_runs_does_not_wait_for_it",
+                "--test-threads=1",
+            ])
+            .env(BUSY_CHILD_ENV, "1")
+            .env("TEGRAGPU_CUDA_LIB", lib_path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "child failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    setup();
+    let m = load_fixture("kernels");
+    let spin = function(m, "spin_until");
+    let fill = function(m, "fill_u32");
+    let (flag, flag_dev) = host_flag();
+    let flag_addr = flag as usize;
+    let stream = || {
+        let mut s = null_mut();
+        check(
+            cu!(cuStreamCreate(&mut s, 1): *mut *mut c_void, u32),
+            "cuStreamCreate",
+        );
+        s
+    };
+    let a = stream();
+    let (mut f, mut max_ns) = (flag_dev, 60_000_000_000u64);
+    launch(spin, 1, 1, a, &mut [ptr(&mut f), ptr(&mut max_ns)]);
+    // A safety net only: should stream b wait for the spinning kernel, the flag ends it after
+    // 30 s and the test fails below (the kernel is then no longer running).
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let net = std::thread::spawn(move || {
+        let _ = rx.recv_timeout(std::time::Duration::from_secs(30));
+        // SAFETY: the pinned flag word, freed only after this thread is joined.
+        unsafe { (flag_addr as *mut u32).write_volatile(1) };
+    });
+    let b = stream();
+    let n = 256usize;
+    let buf = alloc(n * 4);
+    let (mut p, mut v, mut count) = (buf, 0x77u32, n as u32);
+    launch(
+        fill,
+        1,
+        256,
+        b,
+        &mut [ptr(&mut p), ptr(&mut v), ptr(&mut count)],
+    );
+    check(cu!(cuStreamSynchronize(b): *mut c_void), "sync b");
+    let running = cu!(cuStreamQuery(a): *mut c_void);
+    tx.send(()).unwrap();
+    net.join().unwrap();
+    check(cu!(cuStreamSynchronize(a): *mut c_void), "sync a");
+    assert_eq!(
+        running, 600,
+        "the kernel of stream a still ran when stream b's work had completed (CUDA_ERROR_NOT_READY)"
+    );
+    assert!(dtoh::<u32>(buf, n).iter().all(|&x| x == 0x77));
+    for s in [a, b] {
+        check(
+            cu!(cuStreamDestroy_v2(s): *mut c_void),
+            "cuStreamDestroy_v2",
+        );
+    }
+    check(cu!(cuMemFreeHost(flag): *mut c_void), "cuMemFreeHost");
+}
