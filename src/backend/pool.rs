@@ -11,8 +11,7 @@
 //!   with EBUSY, and a failed unbind ends in `nvgpu_tsg_abort()`, which stops every channel of
 //!   the TSG.
 //! - **RM** (H100/H200, driver 580): allocating a channel in a channel group whose kernel is
-//!   running fails after RM's own timeout with `NV_ERR_TIMEOUT` (seen with an earlier form of
-//!   `tests/queue_lifecycle.rs`).
+//!   running fails after RM's own timeout with `NV_ERR_TIMEOUT` (seen with `tests/queue_lifecycle.rs`).
 //!
 //! So, as CUDA does (it makes its channels when the context is made), the device makes a set of
 //! channels at open ([`DEFAULT_COMPUTE`] compute and [`DEFAULT_COPY`] copy ones;

@@ -109,13 +109,14 @@ fn unknown_flags(flags: u32, unknown: u32) -> Error {
 ///
 /// - `kind`: `TG_QUEUE_COMPUTE` (launches) or `TG_QUEUE_COPY` (copy engine).
 ///
-/// The queue takes one of the channels the device made when it opened (`TEGRAGPU_CHANNELS`,
-/// default 4 compute and 2 copy) and gives it back when destroyed, so neither preempts the
-/// device's running work; a channel beyond those is made only while the device is idle.
+/// On the Orin (nvgpu) the queue takes one of the channels the device made when it opened
+/// (`TEGRAGPU_CHANNELS`, default 4 compute and 2 copy) and gives it back when destroyed, so
+/// neither preempts the device's running work; a channel beyond those is made only while the
+/// device is idle. On desktop GPUs (RM) a channel is made only while the device is idle.
 ///
 /// Returns `TG_OK`; `TG_ERROR_INVALID_HANDLE`; `TG_ERROR_NULL_POINTER`;
 /// `TG_ERROR_INVALID_ARGUMENT` (unknown kind); `TG_ERROR_OUT_OF_MEMORY` (also: the device
-/// already has 128 channels, the most one channel group holds); `TG_ERROR_NOT_SUPPORTED`
+/// already has 128 channels, the most one nvgpu channel group holds); `TG_ERROR_NOT_SUPPORTED`
 /// (no free channel of the kind and the device is running work: create queues while it is
 /// idle); `TG_ERROR_OS`; `TG_ERROR_DEVICE_FAULT`.
 ///

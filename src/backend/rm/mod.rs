@@ -132,13 +132,7 @@ pub struct RmBackend {
     inner: Arc<Inner>,
     info: DeviceInfo,
     details: RmDetails,
-    /// The channels made at open for queues ([`crate::backend::pool`]).
-    pool: Arc<crate::backend::pool::Pool>,
 }
-
-/// Channels one channel group holds: the runlist's TSG length limit
-/// (`NV_RAMRL_ENTRY_TSG_LENGTH_MAX`, 128).
-pub const TSG_MAX_CHANNELS: u32 = 128;
 
 fn read_sysfs(path: &str) -> Option<String> {
     std::fs::read_to_string(path)
@@ -224,36 +218,15 @@ impl RmBackend {
             }
         };
         debug!("driver {} → branch {}", version.text, branch.major());
-        let (compute, copy) = crate::backend::pool::configured_counts(TSG_MAX_CHANNELS)?;
         let mut inner = Inner::empty(sys, ctl_fd, branch);
-        // On error `inner` drops and undoes what was built.
-        let (info, details) = bringup::bring_up(&mut inner, version, ordinal, share_uvm)?;
-        let inner = Arc::new(inner);
-        let (made_by, bar1_kib) = (inner.clone(), details.bar1_kib);
-        let pool = Arc::new(crate::backend::pool::Pool::new(
-            TSG_MAX_CHANNELS,
-            "the most one channel group holds (NV_RAMRL_ENTRY_TSG_LENGTH_MAX)",
-            Box::new(move |engine| {
-                RmChannel::create(
-                    &made_by,
-                    engine,
-                    crate::backend::pool::POOL_ENTRIES,
-                    bar1_kib,
-                    crate::backend::CopyEngine::Auto,
-                )
-                .map(|c| Box::new(c) as Box<dyn Channel>)
-            }),
-        ));
-        let b = RmBackend {
-            inner,
-            info,
-            details,
-            pool,
-        };
-        b.pool.fill(Engine::Compute, compute)?;
-        b.pool.fill(Engine::Copy, copy)?;
-        debug!("channel pool: {compute} compute, {copy} copy channels");
-        Ok(b)
+        bringup::bring_up(&mut inner, version, ordinal, share_uvm).map(|(info, details)| {
+            RmBackend {
+                inner: Arc::new(inner),
+                info,
+                details,
+            }
+        })
+        // On error `inner` drops here and undoes what was built.
     }
 
     /// RM-specific facts (versions, PCI location, UUID, class list, FB/BAR1 sizes, handles).
@@ -280,13 +253,6 @@ impl RmBackend {
     /// Number of allocations currently outstanding.
     pub fn allocation_count(&self) -> usize {
         self.inner.mem.lock().len()
-    }
-}
-
-impl Drop for RmBackend {
-    fn drop(&mut self) {
-        // The free channels hold the device; queues (and so channels in use) are gone by now.
-        self.pool.drain();
     }
 }
 
@@ -542,10 +508,6 @@ impl Backend for RmBackend {
         entries: u32,
         device_idle: bool,
     ) -> Result<Box<dyn Channel>> {
-        // A channel of the pool when the ring fits one (no driver call, nothing preempted).
-        if entries <= crate::backend::pool::POOL_ENTRIES {
-            return self.pool.take(engine, device_idle);
-        }
         if !device_idle {
             return Err(Error::new(
                 Status::NotSupported,
@@ -584,10 +546,8 @@ impl Backend for RmBackend {
         self.inner.copy_engines.clone()
     }
 
-    fn channel_setup_preempts(&self, engine: Engine) -> bool {
-        // A free channel of the pool is handed out with no driver call; only a new one is
-        // added to the channel group, which RM cannot do while a kernel runs.
-        self.pool.free_count(engine) == 0
+    fn channel_setup_preempts(&self, _engine: Engine) -> bool {
+        true
     }
 
     fn facts(&self) -> crate::backend::BackendFacts {
