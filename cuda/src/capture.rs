@@ -352,15 +352,7 @@ unsafe fn begin_to_graph(
     if n > 0 && deps.is_null() {
         return Err(invalid(format!("dependencies is NULL with {n} nodes")));
     }
-    if !edge_data.is_null() {
-        let bytes = std::slice::from_raw_parts(edge_data as *const u8, 8 * n);
-        if bytes.iter().any(|&b| b != 0) {
-            return Err(fail(
-                CUDA_ERROR_NOT_SUPPORTED,
-                "edge data other than the default is not supported",
-            ));
-        }
-    }
+    crate::graph::default_edges(edge_data, n)?;
     let mut list = Vec::with_capacity(n);
     for i in 0..n {
         let node = *deps.add(i);
@@ -717,15 +709,7 @@ unsafe fn update_deps(
     if n > 0 && nodes.is_null() {
         return Err(invalid(format!("dependencies is NULL with {n} nodes")));
     }
-    if !edge_data.is_null() {
-        let bytes = std::slice::from_raw_parts(edge_data as *const u8, 8 * n);
-        if bytes.iter().any(|&b| b != 0) {
-            return Err(fail(
-                CUDA_ERROR_NOT_SUPPORTED,
-                "edge data other than the default is not supported",
-            ));
-        }
-    }
+    crate::graph::default_edges(edge_data, n)?;
     let s = stream_of(h, ptds)?;
     let mut st = STATE.lock();
     let (m, q) = st

@@ -721,6 +721,22 @@ pub(crate) unsafe fn free_node_handle(h: *mut Node) {
     b.magic = 0;
 }
 
+/// `CUgraphEdgeData` entries (`n`, or none where the pointer is NULL) other than the default
+/// (all zero) are `CUDA_ERROR_NOT_SUPPORTED`: this library makes full dependencies only.
+pub(crate) unsafe fn default_edges(edge_data: *const c_void, n: usize) -> R {
+    if edge_data.is_null() {
+        return Ok(());
+    }
+    let bytes = std::slice::from_raw_parts(edge_data as *const u8, 8 * n);
+    if bytes.iter().any(|&b| b != 0) {
+        return Err(fail(
+            CUDA_ERROR_NOT_SUPPORTED,
+            "edge data other than the default is not supported",
+        ));
+    }
+    Ok(())
+}
+
 /// A new empty graph (`cuGraphCreate`, `cuStreamBeginCapture`).
 pub(crate) fn new_graph() -> *mut c_void {
     Box::into_raw(Box::new(Graph {
@@ -855,7 +871,21 @@ pub(crate) unsafe fn launch_kind(
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> R<NodeKind> {
-    let p = CUDA_KERNEL_NODE_PARAMS_v1 {
+    let mut kind = kernel_kind(&params_v1(f, cfg, params, extra))?;
+    if let NodeKind::Kernel { cfg: c, .. } = &mut kind {
+        *c = *cfg;
+    }
+    Ok(kind)
+}
+
+/// The v1 kernel node parameters of function `f` launched with `cfg`.
+pub(crate) fn params_v1(
+    f: *mut c_void,
+    cfg: &LaunchConfig,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUDA_KERNEL_NODE_PARAMS_v1 {
+    CUDA_KERNEL_NODE_PARAMS_v1 {
         func: f,
         gridDimX: cfg.grid[0],
         gridDimY: cfg.grid[1],
@@ -866,12 +896,7 @@ pub(crate) unsafe fn launch_kind(
         sharedMemBytes: cfg.dynamic_shared_bytes,
         kernelParams: params,
         extra,
-    };
-    let mut kind = kernel_kind(&p)?;
-    if let NodeKind::Kernel { cfg: c, .. } = &mut kind {
-        *c = *cfg;
     }
-    Ok(kind)
 }
 
 unsafe fn v1_of(p: *const c_void) -> R<&'static CUDA_KERNEL_NODE_PARAMS_v1> {
@@ -1311,15 +1336,7 @@ pub unsafe extern "C" fn cuGraphAddDependencies_v2(
     n: usize,
 ) -> CUresult {
     guard("cuGraphAddDependencies_v2", || {
-        if !edge_data.is_null() {
-            let bytes = std::slice::from_raw_parts(edge_data as *const u8, 8 * n);
-            if bytes.iter().any(|&b| b != 0) {
-                return Err(fail(
-                    CUDA_ERROR_NOT_SUPPORTED,
-                    "edge data other than the default is not supported",
-                ));
-            }
-        }
+        crate::graph::default_edges(edge_data, n)?;
         add_deps(g, from, to, n)
     })
 }

@@ -468,15 +468,7 @@ unsafe fn add_generic(
     edge_data: *const c_void,
     params: *mut c_void,
 ) -> R {
-    if !edge_data.is_null() {
-        let bytes = std::slice::from_raw_parts(edge_data as *const u8, EDGE_DATA_BYTES * n);
-        if bytes.iter().any(|&b| b != 0) {
-            return Err(crate::error::fail(
-                CUDA_ERROR_NOT_SUPPORTED,
-                "edge data other than the default is not supported",
-            ));
-        }
-    }
+    crate::graph::default_edges(edge_data, n)?;
     let (ty, body) = type_and_body(params)?;
     let kind = match ty {
         0 => crate::graph::kernel_kind(&crate::graph::v2_of(body as *const c_void)?)?,

@@ -88,18 +88,12 @@ unsafe fn get_params(h: *mut c_void, p: *mut CUDA_KERNEL_NODE_PARAMS_v1) -> R {
         for pa in &func.kernel.attributes().params {
             args.push(params.as_mut_ptr().add(pa.offset as usize) as usize);
         }
-        *o = CUDA_KERNEL_NODE_PARAMS_v1 {
-            func: *func as *const crate::module::Func as *mut c_void,
-            gridDimX: cfg.grid[0],
-            gridDimY: cfg.grid[1],
-            gridDimZ: cfg.grid[2],
-            blockDimX: cfg.block[0],
-            blockDimY: cfg.block[1],
-            blockDimZ: cfg.block[2],
-            sharedMemBytes: cfg.dynamic_shared_bytes,
-            kernelParams: args.as_mut_ptr() as *mut *mut c_void,
-            extra: std::ptr::null_mut(),
-        };
+        *o = crate::graph::params_v1(
+            *func as *const crate::module::Func as *mut c_void,
+            cfg,
+            args.as_mut_ptr() as *mut *mut c_void,
+            std::ptr::null_mut(),
+        );
         Ok(())
     })
 }

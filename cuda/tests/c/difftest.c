@@ -47,6 +47,18 @@ static FILE *g_out;
 #define OUT(key, fmt, ...) (fprintf(g_out, "%s " fmt "\n", key, __VA_ARGS__), fflush(g_out))
 #define R(key, call) OUT(key, "%d", (int)(call))
 
+// The parameters of a conditional node (cuGraphAddNode).
+static CUgraphNodeParams cond_params(CUgraphConditionalHandle h, int type, unsigned size, CUcontext ctx) {
+    CUgraphNodeParams cp;
+    memset(&cp, 0, sizeof cp);
+    cp.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    cp.conditional.handle = h;
+    cp.conditional.type = (CUgraphConditionalNodeType)type;
+    cp.conditional.size = size;
+    cp.conditional.ctx = ctx;
+    return cp;
+}
+
 static void *read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -734,13 +746,7 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
             CUgraphNode cn = NULL;
             CUgraph if_body = NULL;
             for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-                CUgraphNodeParams cp;
-                memset(&cp, 0, sizeof cp);
-                cp.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-                cp.conditional.handle = ch;
-                cp.conditional.type = (CUgraphConditionalNodeType)cases[i].type;
-                cp.conditional.size = cases[i].size;
-                cp.conditional.ctx = c0;
+                CUgraphNodeParams cp = cond_params(ch, cases[i].type, cases[i].size, c0);
                 cn = NULL;
                 R(cases[i].key, add_node(&cn, gc, NULL, 0, &cp));
             }
@@ -748,17 +754,10 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
             CUgraphConditionalHandle ch2 = 0;
             R("cond.handle2", F(cuGraphConditionalHandleCreate)(&ch2, gc, c0, 1, CU_GRAPH_COND_ASSIGN_DEFAULT));
             {
-                CUgraphNodeParams cp;
-                memset(&cp, 0, sizeof cp);
-                cp.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-                cp.conditional.handle = ch;
-                cp.conditional.type = CU_GRAPH_COND_TYPE_IF;
-                cp.conditional.size = 1;
-                cp.conditional.ctx = c0;
+                CUgraphNodeParams cp = cond_params(ch, CU_GRAPH_COND_TYPE_IF, 1, c0);
                 CUgraphNode reused = NULL;
                 R("cond.handle_reused", add_node(&reused, gc, NULL, 0, &cp));
-                cp.conditional.handle = ch2;
-                cp.conditional.size = 2;
+                cp = cond_params(ch2, CU_GRAPH_COND_TYPE_IF, 2, c0);
                 cn = NULL;
                 R("cond.if2", add_node(&cn, gc, NULL, 0, &cp));
                 if (cn) if_body = cp.conditional.phGraph_out[0];
@@ -767,13 +766,7 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
             if (cn) F(cuGraphNodeGetType)(cn, &t);
             OUT("cond.node_type", "%d", (int)t);
             {
-                CUgraphNodeParams cp;
-                memset(&cp, 0, sizeof cp);
-                cp.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-                cp.conditional.handle = ch;
-                cp.conditional.type = CU_GRAPH_COND_TYPE_IF;
-                cp.conditional.size = 1;
-                cp.conditional.ctx = c0;
+                CUgraphNodeParams cp = cond_params(ch, CU_GRAPH_COND_TYPE_IF, 1, c0);
                 R("cond.other_graph", add_node(&cn, go, NULL, 0, &cp));
             }
             CUgraph gcc = NULL;
