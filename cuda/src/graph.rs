@@ -1470,16 +1470,37 @@ struct ExecState {
     conds: Vec<(usize, Arc<crate::conditional::CondRun>)>,
     /// The handles of its conditional nodes that take their default value at each launch.
     defaults: Vec<Arc<crate::conditional::CondHandle>>,
+    /// Where the nodes of the graph's child graph nodes are.
+    children: Vec<ChildRange>,
 }
 
 unsafe impl Send for Exec {}
 unsafe impl Sync for Exec {}
 
+/// Where a child graph node's nodes are in a flattened graph: the child node's index, and the
+/// first index and number of its nodes (its own child graphs' nodes included).
+#[derive(Clone, Copy)]
+struct ChildRange {
+    node: usize,
+    base: usize,
+    len: usize,
+}
+
+/// [`flatten_ranged`] without the ranges.
+fn flatten(nodes: &[NodeData], depth: u32) -> R<Vec<NodeData>> {
+    flatten_ranged(nodes, depth, &mut Vec::new())
+}
+
 /// The nodes of a graph with its child graphs' nodes in line: a child graph node keeps its
 /// index, becomes an empty node after the child's last nodes, and the child's nodes follow the
 /// graph's (so node handles of the graph keep their index), its first nodes after the child
-/// node's dependencies. `depth`: how deep in child graphs this is.
-fn flatten(nodes: &[NodeData], depth: u32) -> R<Vec<NodeData>> {
+/// node's dependencies. `depth`: how deep in child graphs this is. `ranges` gets where the
+/// nodes of each of this graph's child graph nodes went.
+fn flatten_ranged(
+    nodes: &[NodeData],
+    depth: u32,
+    ranges: &mut Vec<ChildRange>,
+) -> R<Vec<NodeData>> {
     if depth > 64 {
         return Err(invalid("child graphs nest more than 64 deep"));
     }
@@ -1498,6 +1519,11 @@ fn flatten(nodes: &[NodeData], depth: u32) -> R<Vec<NodeData>> {
         let child = unsafe { graph_ref(c.0 as *mut c_void) }?;
         let inner = flatten(&child.nodes.lock().0, depth + 1)?;
         let base = out.len();
+        ranges.push(ChildRange {
+            node: i,
+            base,
+            len: inner.len(),
+        });
         let mut has_dependents = vec![false; inner.len()];
         for d in &inner {
             for &p in &d.deps {
@@ -1736,9 +1762,10 @@ unsafe fn instantiate(pexec: *mut *mut c_void, h: *mut c_void, flags: u64) -> R 
 pub(crate) unsafe fn build_exec(h: *mut c_void, flags: u64) -> R<*mut Exec> {
     let g = graph_ref(h)?;
     current()?;
+    let mut children = Vec::new();
     let (nodes, handles) = {
         let list = g.nodes.lock();
-        let nodes = flatten(&list.0, 0)?;
+        let nodes = flatten_ranged(&list.0, 0, &mut children)?;
         let mut handles: Vec<usize> = list.1.iter().map(|&h| h as usize).collect();
         handles.resize(nodes.len(), 0);
         (nodes, handles)
@@ -1758,6 +1785,7 @@ pub(crate) unsafe fn build_exec(h: *mut c_void, flags: u64) -> R<*mut Exec> {
         disabled: Vec::new(),
         conds: Vec::new(),
         defaults: Vec::new(),
+        children,
     };
     for (i, k) in st.kinds.iter().enumerate() {
         if let NodeKind::Conditional(c) = k {
@@ -1821,7 +1849,8 @@ pub(crate) unsafe fn exec_update(h: *mut c_void, g: *mut c_void) -> R<Result<(),
     const NOT_SUPPORTED: u32 = 6;
     let e = exec_ref(h)?;
     let g = graph_ref(g)?;
-    let nodes = flatten(&g.nodes.lock().0, 0)?;
+    let mut children = Vec::new();
+    let nodes = flatten_ranged(&g.nodes.lock().0, 0, &mut children)?;
     let mut st = e.nodes.lock();
     if nodes.len() != st.kinds.len() {
         return Ok(Err(UpdateRefused(TOPOLOGY_CHANGED, None)));
@@ -1854,10 +1883,82 @@ pub(crate) unsafe fn exec_update(h: *mut c_void, g: *mut c_void) -> R<Result<(),
     }
     st.kinds = nodes.into_iter().map(|d| d.kind).collect();
     st.order = order;
+    st.children = children;
     // Earlier replays may still read the old command buffers; libtegragpu keeps their memory
     // until they complete.
     record(&mut st)?;
     Ok(Ok(()))
+}
+
+/// `cuGraphExecChildGraphNodeSetParams`: the nodes of child graph node `node` in executable
+/// graph `h` take the parameters of graph `child`'s nodes, which must have the nodes of the
+/// node's graph (paired by their order of creation, its own child graphs' nodes included), of
+/// the same types, with the same edges; memory and conditional nodes cannot change
+/// (`CUDA_ERROR_INVALID_VALUE` otherwise, and the executable graph is unchanged). Later
+/// launches run the new parameters.
+pub(crate) unsafe fn exec_child_set(h: *mut c_void, node: *mut c_void, child: *mut c_void) -> R {
+    let e = exec_ref(h)?;
+    let c = graph_ref(child)?;
+    let inner = flatten(&c.nodes.lock().0, 1)?;
+    let (mut st, i) = exec_node(e, node)?;
+    let Some(r) = st.children.iter().copied().find(|r| r.node == i) else {
+        return Err(invalid("the node is not a child graph node"));
+    };
+    if inner.len() != r.len {
+        return Err(invalid(format!(
+            "the graph has {} nodes (its child graphs' included); the child graph node's graph has {}",
+            inner.len(),
+            r.len
+        )));
+    }
+    let inside = r.base..r.base + r.len;
+    for (k, d) in inner.iter().enumerate() {
+        let at = r.base + k;
+        let mut was: Vec<usize> = st.deps[at]
+            .iter()
+            .copied()
+            .filter(|p| inside.contains(p))
+            .map(|p| p - r.base)
+            .collect();
+        let mut now = d.deps.clone();
+        was.sort_unstable();
+        now.sort_unstable();
+        if was != now {
+            return Err(invalid(format!(
+                "node {k} of the graph has other dependencies than in the child graph node's graph"
+            )));
+        }
+        if std::mem::discriminant(&d.kind) != std::mem::discriminant(&st.kinds[at]) {
+            return Err(invalid(format!(
+                "node {k} of the graph is of another type than in the child graph node's graph"
+            )));
+        }
+        let same = match (&d.kind, &st.kinds[at]) {
+            (NodeKind::MemAlloc(x), NodeKind::MemAlloc(y))
+            | (NodeKind::MemFree(x), NodeKind::MemFree(y)) => Arc::ptr_eq(x, y),
+            (NodeKind::Conditional(x), NodeKind::Conditional(y)) => Arc::ptr_eq(x, y),
+            _ => true,
+        };
+        if !same {
+            return Err(invalid(format!(
+                "node {k} of the graph is a memory or conditional node other than the child graph node's"
+            )));
+        }
+    }
+    let old: Vec<NodeKind> = st.kinds[inside.clone()].to_vec();
+    for (k, d) in inner.into_iter().enumerate() {
+        st.kinds[r.base + k] = d.kind;
+    }
+    // Earlier replays may still read the old command buffers; libtegragpu keeps their memory
+    // until they complete.
+    if let Err(err) = record(&mut st) {
+        for (k, kind) in old.into_iter().enumerate() {
+            st.kinds[r.base + k] = kind;
+        }
+        record(&mut st)?;
+        return Err(err);
+    }
+    Ok(())
 }
 
 /// The flags executable graph `h` was instantiated with.

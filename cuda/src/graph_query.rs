@@ -283,6 +283,19 @@ pub unsafe extern "C" fn cuGraphAddChildGraphNode(
     })
 }
 
+/// `cuGraphExecChildGraphNodeSetParams`: the child graph node's nodes in the executable graph
+/// take the parameters of `child`'s nodes (the same nodes, types and edges).
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecChildGraphNodeSetParams(
+    h: *mut c_void,
+    node: *mut c_void,
+    child: *mut c_void,
+) -> CUresult {
+    guard("cuGraphExecChildGraphNodeSetParams", || {
+        crate::graph::exec_child_set(h, node, child)
+    })
+}
+
 /// `cuGraphChildGraphNodeGetGraph`: the node's own graph (owned by the node).
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphChildGraphNodeGetGraph(
@@ -603,6 +616,8 @@ pub unsafe extern "C" fn cuGraphExecNodeSetParams(
                 c => Err(crate::error::Fail(c, None)),
             },
             3 => crate::graph::exec_host_set(h, node, body as *const crate::graph::HostNodeParams),
+            // CUDA_CHILD_GRAPH_NODE_PARAMS: the graph first.
+            4 => crate::graph::exec_child_set(h, node, *(body as *const *mut c_void)),
             t => Err(crate::error::fail(
                 CUDA_ERROR_NOT_SUPPORTED,
                 format!("updating a node of type {t} in an executable graph is not supported"),

@@ -807,6 +807,29 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
             F(cuGraphDestroy)(gc);
             F(cuGraphDestroy)(go);
         }
+        // New parameters for the child graph node in the executable graph: a graph of the
+        // same shape, a node that is not a child graph node, graphs of other shapes, NULL.
+        {
+            CUgraph cg1 = NULL, cg2 = NULL, cg3 = NULL;
+            CUgraphNode x1 = NULL, x2 = NULL, x3 = NULL;
+            CUDA_MEMSET_NODE_PARAMS cms = {0};
+            cms.dst = dy, cms.value = 0x52, cms.elementSize = 4, cms.width = N, cms.height = 1;
+            F(cuGraphCreate)(&cg1, 0);
+            F(cuGraphAddMemsetNode)(&x1, cg1, NULL, 0, &cms, c0);
+            F(cuGraphCreate)(&cg2, 0);
+            F(cuGraphAddMemsetNode)(&x2, cg2, NULL, 0, &cms, c0);
+            F(cuGraphAddMemsetNode)(&x3, cg2, &x2, 1, &cms, c0);
+            F(cuGraphCreate)(&cg3, 0);
+            F(cuGraphAddEmptyNode)(&x3, cg3, NULL, 0);
+            R("gq.child_set.not_child", F(cuGraphExecChildGraphNodeSetParams)(gx, b, cg1));
+            R("gq.child_set.two_nodes", F(cuGraphExecChildGraphNodeSetParams)(gx, d, cg2));
+            R("gq.child_set.other_type", F(cuGraphExecChildGraphNodeSetParams)(gx, d, cg3));
+            R("gq.child_set.null", F(cuGraphExecChildGraphNodeSetParams)(gx, d, NULL));
+            R("gq.child_set", F(cuGraphExecChildGraphNodeSetParams)(gx, d, cg1));
+            F(cuGraphDestroy)(cg1);
+            F(cuGraphDestroy)(cg2);
+            F(cuGraphDestroy)(cg3);
+        }
         // Destroying a node of the graph: its edges go; the executable graph keeps it.
         R("gq.destroy_node", F(cuGraphDestroyNode)(c));
         k = 0;

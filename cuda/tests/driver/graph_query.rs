@@ -708,6 +708,144 @@ fn executable_graphs_update_from_a_graph_of_the_same_shape() {
     }
 }
 
+/// A graph of a memset of `b2` to `v2`, then a child graph node holding a memset of `b3` to
+/// `v3` (`nested`: false, a memset of `b3` after the first instead).
+fn two_memsets(b2: u64, v2: u32, b3: u64, v3: u32, n: usize, nested: bool) -> P {
+    let g = graph();
+    let ms = |dst, value| MemsetParams {
+        dst,
+        value,
+        element_size: 4,
+        width: n,
+        height: 1,
+        ..Default::default()
+    };
+    let first = memset(g, &[], &ms(b2, v2));
+    if nested {
+        let inner = graph();
+        memset(inner, &[], &ms(b3, v3));
+        let mut c = null_mut();
+        check(
+            cu!(cuGraphAddChildGraphNode(&mut c, g, &first, 1, inner): *mut P, P, *const P, usize, P),
+            "nested child graph node",
+        );
+        check(cu!(cuGraphDestroy(inner): P), "graph destroy");
+    } else {
+        memset(g, &[first], &ms(b3, v3));
+    }
+    g
+}
+
+/// `cuGraphExecChildGraphNodeSetParams` (and `cuGraphExecNodeSetParams` of a child graph node):
+/// the child's nodes, nested child graphs included, take the new graph's parameters at the next
+/// launch; a node that is not a child graph node, or a graph of other nodes, types or edges, is
+/// `CUDA_ERROR_INVALID_VALUE` and changes nothing.
+#[test]
+fn child_graph_nodes_of_executable_graphs_take_new_parameters() {
+    setup();
+    let n = 64usize;
+    let (b1, b2, b3) = (alloc(n * 4), alloc(n * 4), alloc(n * 4));
+    let g = graph();
+    let a = memset(
+        g,
+        &[],
+        &MemsetParams {
+            dst: b1,
+            value: 1,
+            element_size: 4,
+            width: n,
+            height: 1,
+            ..Default::default()
+        },
+    );
+    let body = two_memsets(b2, 2, b3, 3, n, true);
+    let mut c = null_mut();
+    check(
+        cu!(cuGraphAddChildGraphNode(&mut c, g, &a, 1, body): *mut P, P, *const P, usize, P),
+        "child graph node",
+    );
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec, g, 0): *mut P, P, u64),
+        "instantiate",
+    );
+    let run = |want: [u32; 3], what: &str| {
+        check(cu!(cuGraphLaunch(exec, null_mut()): P, P), "launch");
+        check(cu!(cuCtxSynchronize(): ), "sync");
+        for (b, w) in [b1, b2, b3].into_iter().zip(want) {
+            assert_eq!(dtoh::<u32>(b, n), vec![w; n], "{what}: buffer of {w}");
+        }
+    };
+    run([1, 2, 3], "as instantiated");
+    let new = two_memsets(b2, 20, b3, 30, n, true);
+    check(
+        cu!(cuGraphExecChildGraphNodeSetParams(exec, c, new): P, P, P),
+        "cuGraphExecChildGraphNodeSetParams",
+    );
+    run([1, 20, 30], "new parameters");
+    // The generic call: CUDA_CHILD_GRAPH_NODE_PARAMS, the graph first.
+    let generic = two_memsets(b2, 21, b3, 31, n, true);
+    let mut params = node_params(4, bytes_of(&generic));
+    check(
+        cu!(cuGraphExecNodeSetParams(exec, c, params.as_mut_ptr()): P, P, *mut u8),
+        "cuGraphExecNodeSetParams CHILD_GRAPH",
+    );
+    run([1, 21, 31], "new parameters through the generic call");
+    // Refused: not a child graph node; a nested child replaced by a memset (other types and
+    // node count); fewer nodes; other edges.
+    let flat = two_memsets(b2, 40, b3, 40, n, false);
+    let few = graph();
+    memset(
+        few,
+        &[],
+        &MemsetParams {
+            dst: b2,
+            value: 50,
+            element_size: 4,
+            width: n,
+            height: 1,
+            ..Default::default()
+        },
+    );
+    let unordered = two_memsets(b2, 60, b3, 60, n, true);
+    let nodes = {
+        let (r, v, k) = list(
+            |p, k| cu!(cuGraphGetNodes(unordered, p, k): P, *mut P, *mut usize),
+            2,
+        );
+        assert_eq!((r, k), (0, 2));
+        v
+    };
+    let from = [nodes[0]];
+    let to = [nodes[1]];
+    check(
+        cu!(cuGraphRemoveDependencies(unordered, from.as_ptr(), to.as_ptr(), 1): P, *const P, *const P, usize),
+        "remove the edge",
+    );
+    for (what, node, gr) in [
+        ("a memset node", a, new),
+        ("a memset for a child graph node", c, flat),
+        ("one node for three", c, few),
+        ("no edge", c, unordered),
+    ] {
+        assert_eq!(
+            cu!(cuGraphExecChildGraphNodeSetParams(exec, node, gr): P, P, P),
+            1,
+            "{what}"
+        );
+    }
+    assert_eq!(
+        cu!(cuGraphExecChildGraphNodeSetParams(exec, c, null_mut()): P, P, P),
+        1,
+        "a NULL graph"
+    );
+    run([1, 21, 31], "unchanged by the refused calls");
+    check(cu!(cuGraphExecDestroy(exec): P), "exec destroy");
+    for h in [g, body, new, generic, flat, few, unordered] {
+        check(cu!(cuGraphDestroy(h): P), "graph destroy");
+    }
+}
+
 /// Releases a `spin_until` kernel when dropped (also when the test fails).
 struct Release(P);
 
