@@ -73,6 +73,10 @@ pub(crate) enum NodeKind {
     /// `CU_EVENT_WAIT_EXTERNAL` captured): the nodes recorded after it wait for the event's
     /// last record at the time of the launch.
     EventWait(usize),
+    /// A batch memory operation node (`cuGraphAddBatchMemOpNode`, or `cuStreamWaitValue*`,
+    /// `cuStreamWriteValue*` and `cuStreamBatchMemOp` captured): its operations are recorded on
+    /// the launch's stream once the nodes recorded before it have run.
+    MemOps(Arc<crate::memops::MemOpNode>),
     /// A child graph node (`cuGraphAddChildGraphNode`): a graph of its own (a clone of the one
     /// given), whose nodes run after this node's dependencies and before its dependents.
     Child(Arc<ChildGraph>),
@@ -1416,6 +1420,7 @@ pub unsafe extern "C" fn cuGraphNodeGetType(h: *mut c_void, ty: *mut u32) -> CUr
             NodeKind::MemAlloc(_) => 10,
             NodeKind::MemFree(_) => 11,
             NodeKind::Conditional(_) => 13,
+            NodeKind::MemOps(_) => 12,
         };
         Ok(())
     })
@@ -1585,6 +1590,7 @@ fn node_device(kind: &NodeKind) -> R<Option<tegragpu::core::Device>> {
         | NodeKind::Conditional(_)
         | NodeKind::EventRecord(_)
         | NodeKind::EventWait(_)
+        | NodeKind::MemOps(_)
         | NodeKind::MemAlloc(_)
         | NodeKind::MemFree(_) => None,
         NodeKind::Kernel { func, .. } => Some(func.kernel.device().clone()),
@@ -1626,7 +1632,8 @@ fn record(st: &mut ExecState) -> R {
             NodeKind::Host { .. }
             | NodeKind::Conditional(_)
             | NodeKind::EventRecord(_)
-            | NodeKind::EventWait(_) => {
+            | NodeKind::EventWait(_)
+            | NodeKind::MemOps(_) => {
                 host.push((segs.len(), i));
                 new_segment = true;
                 continue;
@@ -1690,6 +1697,7 @@ fn record(st: &mut ExecState) -> R {
             | NodeKind::Child(_)
             | NodeKind::EventRecord(_)
             | NodeKind::EventWait(_)
+            | NodeKind::MemOps(_)
             | NodeKind::Host { .. }
             | NodeKind::Conditional(_)
             | NodeKind::MemAlloc(_)
@@ -1846,6 +1854,7 @@ pub(crate) unsafe fn exec_update(h: *mut c_void, g: *mut c_void) -> R<Result<(),
     // CUgraphExecUpdateResult values.
     const TOPOLOGY_CHANGED: u32 = 2;
     const NODE_TYPE_CHANGED: u32 = 3;
+    const PARAMETERS_CHANGED: u32 = 5;
     const NOT_SUPPORTED: u32 = 6;
     let e = exec_ref(h)?;
     let g = graph_ref(g)?;
@@ -1879,6 +1888,11 @@ pub(crate) unsafe fn exec_update(h: *mut c_void, g: *mut c_void) -> R<Result<(),
         };
         if !same_memory {
             return Ok(Err(UpdateRefused(NOT_SUPPORTED, Some(i))));
+        }
+        if let (NodeKind::MemOps(x), NodeKind::MemOps(y)) = (&d.kind, &st.kinds[i]) {
+            if !y.updates(x) {
+                return Ok(Err(UpdateRefused(PARAMETERS_CHANGED, Some(i))));
+            }
         }
     }
     st.kinds = nodes.into_iter().map(|d| d.kind).collect();
@@ -1937,11 +1951,12 @@ pub(crate) unsafe fn exec_child_set(h: *mut c_void, node: *mut c_void, child: *m
             (NodeKind::MemAlloc(x), NodeKind::MemAlloc(y))
             | (NodeKind::MemFree(x), NodeKind::MemFree(y)) => Arc::ptr_eq(x, y),
             (NodeKind::Conditional(x), NodeKind::Conditional(y)) => Arc::ptr_eq(x, y),
+            (NodeKind::MemOps(x), NodeKind::MemOps(y)) => y.updates(x),
             _ => true,
         };
         if !same {
             return Err(invalid(format!(
-                "node {k} of the graph is a memory or conditional node other than the child graph node's"
+                "node {k} of the graph is a memory, conditional or batch memory operation node that cannot replace the child graph node's"
             )));
         }
     }
@@ -2115,6 +2130,10 @@ unsafe fn host_nodes(st: &ExecState, k: usize, h: *mut c_void, ptds: bool) -> R 
             NodeKind::EventWait(ev) => {
                 run_host_steps(host_steps(st, &std::mem::take(&mut batch)), h, ptds)?;
                 crate::stream::stream_wait_event(h, *ev as *mut c_void, 0, ptds)?;
+            }
+            NodeKind::MemOps(m) => {
+                run_host_steps(host_steps(st, &std::mem::take(&mut batch)), h, ptds)?;
+                m.record(stream_of(h, ptds)?)?;
             }
             _ => batch.push(i),
         }
@@ -2452,6 +2471,13 @@ pub(crate) unsafe fn exec_set_kind(h: *mut c_void, node: *mut c_void, kind: Node
     let (mut st, i) = exec_node(e, node)?;
     if std::mem::discriminant(&st.kinds[i]) != std::mem::discriminant(&kind) {
         return Err(invalid("the node is not of that type"));
+    }
+    if let (NodeKind::MemOps(old), NodeKind::MemOps(new)) = (&st.kinds[i], &kind) {
+        if !old.updates(new) {
+            return Err(invalid(
+                "an executable graph's batch memory operation node keeps its context, its number of operations and their types",
+            ));
+        }
     }
     st.kinds[i] = kind;
     Ok(())

@@ -453,7 +453,6 @@ fn refused_type(ty: u32) -> Option<&'static str> {
     Some(match ty {
         8 => "CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL",
         9 => "CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT",
-        12 => "CU_GRAPH_NODE_TYPE_BATCH_MEM_OP",
         _ => return None,
     })
 }
@@ -519,6 +518,10 @@ unsafe fn add_generic(
             )
         }
         11 => crate::graph::mem_free_kind(*(body as *const u64))?,
+        12 => crate::memops::node_kind(
+            "cuGraphAddNode",
+            body as *const crate::memops::BatchMemOpNodeParams,
+        )?,
         13 => crate::conditional::cond_kind(g, body as *mut crate::conditional::CondParams)?,
         t => {
             return Err(invalid(format!(
@@ -530,8 +533,8 @@ unsafe fn add_generic(
 }
 
 /// `cuGraphAddNode`: a node of the type `nodeParams->type` names (kernel, memcpy, memset, host,
-/// child graph, empty, event record and wait, memory allocation and free, and conditional
-/// nodes; external semaphore and batch memory operation nodes are `CUDA_ERROR_NOT_SUPPORTED`).
+/// child graph, empty, event record and wait, memory allocation and free, batch memory
+/// operation and conditional nodes; external semaphore nodes are `CUDA_ERROR_NOT_SUPPORTED`).
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphAddNode(
     ph: *mut *mut c_void,
@@ -579,6 +582,11 @@ pub unsafe extern "C" fn cuGraphNodeSetParams(node: *mut c_void, params: *mut c_
                 c => Err(crate::error::Fail(c, None)),
             },
             3 => crate::graph::host_node_set(node, body as *const crate::graph::HostNodeParams),
+            12 => crate::memops::node_set(
+                "cuGraphNodeSetParams",
+                node,
+                body as *const crate::memops::BatchMemOpNodeParams,
+            ),
             t => Err(crate::error::fail(
                 CUDA_ERROR_NOT_SUPPORTED,
                 format!("setting the parameters of a node of type {t} is not supported"),
@@ -618,6 +626,12 @@ pub unsafe extern "C" fn cuGraphExecNodeSetParams(
             3 => crate::graph::exec_host_set(h, node, body as *const crate::graph::HostNodeParams),
             // CUDA_CHILD_GRAPH_NODE_PARAMS: the graph first.
             4 => crate::graph::exec_child_set(h, node, *(body as *const *mut c_void)),
+            12 => crate::memops::exec_set(
+                "cuGraphExecNodeSetParams",
+                h,
+                node,
+                body as *const crate::memops::BatchMemOpNodeParams,
+            ),
             t => Err(crate::error::fail(
                 CUDA_ERROR_NOT_SUPPORTED,
                 format!("updating a node of type {t} in an executable graph is not supported"),
@@ -721,6 +735,7 @@ pub unsafe extern "C" fn cuGraphDebugDotPrint(
                     NodeKind::Host { .. } => "host".into(),
                     NodeKind::EventRecord(e) => format!("event record {e:#x}"),
                     NodeKind::EventWait(e) => format!("event wait {e:#x}"),
+                    NodeKind::MemOps(_) => "batch memory operations".into(),
                     NodeKind::Child(_) => "child graph".into(),
                     NodeKind::Empty => "empty".into(),
                     NodeKind::MemAlloc(m) => format!("mem alloc {:#x}", m.va),

@@ -1499,6 +1499,106 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         flush.flushRemoteWrites.operation = CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES;
         R("memops.batch.flush_remote_writes", bm(0, 1, &flush, 0));
         R("memops.sync.after", F(cuCtxSynchronize)());
+        // Batch memory operation nodes: a write, then a wait on its word; read back, changed in
+        // the executable graph, added through cuGraphAddNode, captured; the refusals.
+        {
+            CUgraph bg = NULL, cg = NULL;
+            CUgraphExec bx = NULL, cx = NULL;
+            CUgraphNode bn = NULL, bn2 = NULL, bn3 = NULL;
+            CUstreamBatchMemOpParams bo[2];
+            memset(bo, 0, sizeof bo);
+            bo[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+            bo[0].writeValue.address = m + 40;
+            bo[0].writeValue.value = 41;
+            bo[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+            bo[1].waitValue.address = m + 40;
+            bo[1].waitValue.value = 41;
+            bo[1].waitValue.flags = CU_STREAM_WAIT_VALUE_EQ;
+            CUDA_BATCH_MEM_OP_NODE_PARAMS bp;
+            memset(&bp, 0, sizeof bp);
+            bp.ctx = c0, bp.count = 2, bp.paramArray = bo, bp.flags = 0;
+            F(cuGraphCreate)(&bg, 0);
+            R("bmnode.add", F(cuGraphAddBatchMemOpNode)(&bn, bg, NULL, 0, &bp));
+            CUgraphNodeType bt = (CUgraphNodeType)99;
+            if (bn) F(cuGraphNodeGetType)(bn, &bt);
+            OUT("bmnode.type", "%d", (int)bt);
+            CUDA_BATCH_MEM_OP_NODE_PARAMS bb;
+            memset(&bb, 0, sizeof bb);
+            R("bmnode.get", F(cuGraphBatchMemOpNodeGetParams)(bn, &bb));
+            OUT("bmnode.get.values", "%d %u %d %u", bb.ctx == c0, bb.count, bb.paramArray != NULL && bb.paramArray != bo,
+                bb.flags);
+            if (bb.paramArray && bb.count == 2)
+                OUT("bmnode.get.ops", "%d %d %u %d %u %u", (int)bb.paramArray[0].operation,
+                    bb.paramArray[0].writeValue.address == m + 40, bb.paramArray[0].writeValue.value,
+                    (int)bb.paramArray[1].operation, bb.paramArray[1].waitValue.value, bb.paramArray[1].waitValue.flags);
+            bp.ctx = NULL;
+            R("bmnode.add.null_ctx", F(cuGraphAddBatchMemOpNode)(&bn2, bg, &bn, 1, &bp));
+            bp.ctx = c0, bp.count = 0;
+            R("bmnode.add.count0", F(cuGraphAddBatchMemOpNode)(&bn3, bg, NULL, 0, &bp));
+            bp.count = 2, bp.flags = 1;
+            R("bmnode.add.flags1", F(cuGraphAddBatchMemOpNode)(&bn3, bg, NULL, 0, &bp));
+            bp.flags = 0;
+            R("bmnode.get.null_node", F(cuGraphBatchMemOpNodeGetParams)(NULL, &bb));
+            R("bmnode.instantiate", F(cuGraphInstantiateWithFlags)(&bx, bg, 0));
+            R("bmnode.launch", F(cuGraphLaunch)(bx, 0));
+            R("bmnode.sync", F(cuCtxSynchronize)());
+            unsigned bv[4] = {0};
+            F(cuMemcpyDtoH)(bv, m + 40, sizeof bv);
+            OUT("bmnode.values", "%u %u %u %u", bv[0], bv[1], bv[2], bv[3]);
+            bo[0].writeValue.value = 42, bo[1].waitValue.value = 42;
+            R("bmnode.exec_set", F(cuGraphExecBatchMemOpNodeSetParams)(bx, bn, &bp));
+            bp.count = 1;
+            R("bmnode.exec_set.count", F(cuGraphExecBatchMemOpNodeSetParams)(bx, bn, &bp));
+            bp.count = 2;
+            bo[1].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+            bo[1].writeValue.address = m + 44;
+            R("bmnode.exec_set.type", F(cuGraphExecBatchMemOpNodeSetParams)(bx, bn, &bp));
+            R("bmnode.set", F(cuGraphBatchMemOpNodeSetParams)(bn, &bp));
+            R("bmnode.launch.2", F(cuGraphLaunch)(bx, 0));
+            R("bmnode.sync.2", F(cuCtxSynchronize)());
+            F(cuMemcpyDtoH)(bv, m + 40, sizeof bv);
+            OUT("bmnode.values.2", "%u %u %u %u", bv[0], bv[1], bv[2], bv[3]);
+            memset(&bb, 0, sizeof bb);
+            F(cuGraphBatchMemOpNodeGetParams)(bn, &bb);
+            if (bb.paramArray && bb.count == 2)
+                OUT("bmnode.set.ops", "%d %u", (int)bb.paramArray[1].operation, bb.paramArray[1].writeValue.value);
+            // Through cuGraphAddNode.
+            CUgraphNodeParams gp;
+            memset(&gp, 0, sizeof gp);
+            gp.type = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
+            gp.memOp.ctx = c0, gp.memOp.count = 1, gp.memOp.paramArray = bo, gp.memOp.flags = 0;
+            R("bmnode.add_node",
+              ((CUresult(*)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraphNodeParams *))sym("cuGraphAddNode"))(
+                  &bn3, bg, NULL, 0, &gp));
+            // Captured: a write and a batch of one write.
+            CUstream bs = NULL;
+            F(cuStreamCreate)(&bs, CU_STREAM_NON_BLOCKING);
+            R("bmnode.capture.begin", F(cuStreamBeginCapture)(bs, CU_STREAM_CAPTURE_MODE_GLOBAL));
+            R("bmnode.capture.write32", w32(bs, m + 48, 49, 0));
+            bo[0].writeValue.address = m + 52, bo[0].writeValue.value = 53;
+            R("bmnode.capture.batch", bm(bs, 1, bo, 0));
+            R("bmnode.capture.end", F(cuStreamEndCapture)(bs, &cg));
+            size_t cn = 0;
+            if (cg) F(cuGraphGetNodes)(cg, NULL, &cn);
+            CUgraphNode cns[4] = {0};
+            CUgraphNodeType ct0 = (CUgraphNodeType)99, ct1 = (CUgraphNodeType)99;
+            if (cn == 2) {
+                F(cuGraphGetNodes)(cg, cns, &cn);
+                F(cuGraphNodeGetType)(cns[0], &ct0);
+                F(cuGraphNodeGetType)(cns[1], &ct1);
+            }
+            OUT("bmnode.capture.nodes", "%zu %d %d", cn, (int)ct0, (int)ct1);
+            if (cg) R("bmnode.capture.instantiate", F(cuGraphInstantiateWithFlags)(&cx, cg, 0));
+            if (cx) R("bmnode.capture.launch", F(cuGraphLaunch)(cx, bs));
+            R("bmnode.capture.sync", F(cuStreamSynchronize)(bs));
+            F(cuMemcpyDtoH)(bv, m + 48, 8);
+            OUT("bmnode.capture.values", "%u %u", bv[0], bv[1]);
+            if (cx) F(cuGraphExecDestroy)(cx);
+            if (cg) F(cuGraphDestroy)(cg);
+            F(cuStreamDestroy)(bs);
+            if (bx) F(cuGraphExecDestroy)(bx);
+            F(cuGraphDestroy)(bg);
+        }
         R("memops.free", F(cuMemFree)(m));
     }
 

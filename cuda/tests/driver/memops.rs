@@ -252,3 +252,316 @@ fn stream_memory_operations() {
     check(cu!(cuStreamDestroy_v2(s2): *mut c_void), "destroy 2");
     check(cu!(cuMemFree_v2(d): u64), "free");
 }
+
+/// `CUDA_BATCH_MEM_OP_NODE_PARAMS`.
+#[repr(C)]
+struct NodeParams {
+    ctx: *mut c_void,
+    count: u32,
+    ops: *const Op,
+    flags: u32,
+}
+
+fn node_params(ops: &[Op]) -> NodeParams {
+    NodeParams {
+        ctx: null_mut(),
+        count: ops.len() as u32,
+        ops: ops.as_ptr(),
+        flags: 0,
+    }
+}
+
+fn add_node(g: *mut c_void, deps: &[*mut c_void], p: &NodeParams) -> (CUresult, *mut c_void) {
+    let mut n = null_mut();
+    let r = cu!(cuGraphAddBatchMemOpNode(&mut n, g, deps.as_ptr(), deps.len(), p):
+        *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *const NodeParams);
+    (r, n)
+}
+
+fn node_type(n: *mut c_void) -> u32 {
+    let mut t = 99u32;
+    check(
+        cu!(cuGraphNodeGetType(n, &mut t): *mut c_void, *mut u32),
+        "type",
+    );
+    t
+}
+
+fn launch(exec: *mut c_void, s: *mut c_void) {
+    check(
+        cu!(cuGraphLaunch(exec, s): *mut c_void, *mut c_void),
+        "launch",
+    );
+}
+
+/// Batch memory operation nodes (added, through `cuGraphAddNode`, and captured from
+/// `cuStreamWriteValue32` and `cuStreamBatchMemOp`): a wait node holds the nodes after it until
+/// the CPU writes the value; write nodes write after the nodes before them; the node's
+/// parameters read back, change in the graph and, within NVIDIA's limits, in the executable
+/// graph; bad parameters are refused.
+#[test]
+fn batch_memory_operation_nodes() {
+    setup();
+    let mut s = null_mut();
+    check(
+        cu!(cuStreamCreate(&mut s, 1): *mut *mut c_void, u32),
+        "stream",
+    );
+    let d = alloc(64);
+    check(cu!(cuMemsetD8_v2(d, 0, 64): u64, u8, usize), "memset");
+    check(cu!(cuCtxSynchronize(): ), "sync");
+    let mut h: *mut c_void = null_mut();
+    check(
+        cu!(cuMemHostAlloc(&mut h, 64, 0): *mut *mut c_void, usize, u32),
+        "host alloc",
+    );
+    let flag = h as *mut u32;
+    unsafe { flag.write_volatile(0) };
+    let mut hd = 0u64;
+    check(
+        cu!(cuMemHostGetDevicePointer_v2(&mut hd, h, 0): *mut u64, *mut c_void, u32),
+        "device pointer",
+    );
+    let mut g = null_mut();
+    check(
+        cu!(cuGraphCreate(&mut g, 0): *mut *mut c_void, u32),
+        "graph",
+    );
+    // wait (flag == 1) -> memset d[0..4] = 5 -> write32 d[8] = 77, write64 d[10..12].
+    let wait = [Op {
+        operation: 1,
+        address: hd,
+        value: 1,
+        flags: 1,
+        ..Default::default()
+    }];
+    let (r, a) = add_node(g, &[], &node_params(&wait));
+    check(r, "cuGraphAddBatchMemOpNode wait");
+    assert_eq!(node_type(a), 12, "CU_GRAPH_NODE_TYPE_BATCH_MEM_OP");
+    #[repr(C)]
+    struct Memset {
+        dst: u64,
+        pitch: usize,
+        value: u32,
+        element_size: u32,
+        width: usize,
+        height: usize,
+    }
+    let ms = Memset {
+        dst: d,
+        pitch: 0,
+        value: 5,
+        element_size: 4,
+        width: 4,
+        height: 1,
+    };
+    let mut b = null_mut();
+    check(
+        cu!(cuGraphAddMemsetNode(&mut b, g, &a, 1, &ms, null_mut()):
+            *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *const Memset, *mut c_void),
+        "memset node",
+    );
+    let writes = [
+        Op {
+            operation: 2,
+            address: d + 32,
+            value: 77,
+            ..Default::default()
+        },
+        Op {
+            operation: 5,
+            address: d + 40,
+            value: 0x3_0000_0033,
+            ..Default::default()
+        },
+    ];
+    let (r, c) = add_node(g, &[b], &node_params(&writes));
+    check(r, "cuGraphAddBatchMemOpNode writes");
+    let mut exec = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut exec, g, 0): *mut *mut c_void, *mut c_void, u64),
+        "instantiate",
+    );
+    launch(exec, s);
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(query(s), NOT_READY, "the graph waits for the flag");
+    assert_eq!(
+        dtoh::<u32>(d, 12),
+        vec![0; 12],
+        "nothing after the wait ran"
+    );
+    unsafe { flag.write_volatile(1) };
+    settle(s, "released graph");
+    assert_eq!(
+        dtoh::<u32>(d, 12),
+        vec![5, 5, 5, 5, 0, 0, 0, 0, 77, 0, 0x33, 3]
+    );
+
+    // Parameters read back: the node's own copy.
+    let mut back = NodeParams {
+        ctx: 2 as *mut c_void,
+        count: 0,
+        ops: std::ptr::null(),
+        flags: 9,
+    };
+    check(
+        cu!(cuGraphBatchMemOpNodeGetParams(c, &mut back): *mut c_void, *mut NodeParams),
+        "get params",
+    );
+    let mut cur = null_mut();
+    check(cu!(cuCtxGetCurrent(&mut cur): *mut *mut c_void), "current");
+    assert_eq!((back.ctx, back.count, back.flags), (cur, 2, 0));
+    assert_ne!(back.ops, writes.as_ptr(), "a copy, not the caller's array");
+    // SAFETY: the node's copy of its 2 operations.
+    let got = unsafe { std::slice::from_raw_parts(back.ops, 2) };
+    assert_eq!(
+        got.iter()
+            .map(|o| (o.operation, o.address, o.value))
+            .collect::<Vec<_>>(),
+        vec![(2, d + 32, 77), (5, d + 40, 0x3_0000_0033)]
+    );
+    assert_eq!(
+        cu!(cuGraphBatchMemOpNodeGetParams(b, &mut back): *mut c_void, *mut NodeParams),
+        INVALID_VALUE,
+        "a memset node"
+    );
+
+    // The executable graph's node: new addresses and values (wait for 2, write 88), not a new
+    // count or operation type.
+    let wait2 = [Op {
+        value: 2,
+        ..wait[0]
+    }];
+    check(
+        cu!(cuGraphExecBatchMemOpNodeSetParams(exec, a, &node_params(&wait2)):
+            *mut c_void, *mut c_void, *const NodeParams),
+        "exec set wait",
+    );
+    let writes2 = [
+        Op {
+            value: 88,
+            ..writes[0]
+        },
+        Op {
+            address: d + 48,
+            ..writes[1]
+        },
+    ];
+    check(
+        cu!(cuGraphExecBatchMemOpNodeSetParams(exec, c, &node_params(&writes2)):
+            *mut c_void, *mut c_void, *const NodeParams),
+        "exec set writes",
+    );
+    for (what, ops) in [
+        ("one operation for two", &writes2[..1]),
+        ("a wait for a write", &[wait2[0], writes2[1]][..]),
+    ] {
+        assert_eq!(
+            cu!(cuGraphExecBatchMemOpNodeSetParams(exec, c, &node_params(ops)):
+                *mut c_void, *mut c_void, *const NodeParams),
+            INVALID_VALUE,
+            "{what}"
+        );
+    }
+    assert_eq!(
+        cu!(cuGraphExecBatchMemOpNodeSetParams(exec, b, &node_params(&writes2)):
+            *mut c_void, *mut c_void, *const NodeParams),
+        INVALID_VALUE,
+        "a memset node"
+    );
+    launch(exec, s);
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(query(s), NOT_READY, "the new wait holds at 1");
+    unsafe { flag.write_volatile(2) };
+    settle(s, "the updated graph");
+    assert_eq!(dtoh::<u32>(d + 32, 6), vec![88, 0, 0x33, 3, 0x33, 3]);
+
+    // The graph's node takes new operations; bad parameters are refused.
+    check(
+        cu!(cuGraphBatchMemOpNodeSetParams(a, &node_params(&wait2)):
+            *mut c_void, *const NodeParams),
+        "set params",
+    );
+    check(
+        cu!(cuGraphBatchMemOpNodeGetParams(a, &mut back): *mut c_void, *mut NodeParams),
+        "get params",
+    );
+    // SAFETY: the node's copy of its operation.
+    assert_eq!(unsafe { (*back.ops).value }, 2);
+    let not_ours = [Op {
+        operation: 2,
+        address: 0x10,
+        value: 1,
+        ..Default::default()
+    }];
+    let flagged = NodeParams {
+        flags: 1,
+        ..node_params(&writes)
+    };
+    for (what, p, want) in [
+        ("no operations", node_params(&[]), INVALID_VALUE),
+        ("flags", flagged, INVALID_VALUE),
+        ("not an allocation", node_params(&not_ours), INVALID_VALUE),
+        (
+            "FLUSH_REMOTE_WRITES",
+            node_params(&[Op {
+                operation: 3,
+                ..Default::default()
+            }]),
+            NOT_SUPPORTED,
+        ),
+    ] {
+        assert_eq!(add_node(g, &[], &p).0, want, "{what}");
+    }
+
+    // Captured: a write and a batch become two nodes of the captured graph.
+    check(
+        cu!(cuStreamBeginCapture_v2(s, 2): *mut c_void, u32),
+        "begin capture",
+    );
+    check(write32(s, d + 56, 99, 0), "captured write");
+    check(
+        batch(
+            s,
+            &[Op {
+                operation: 2,
+                address: d + 60,
+                value: 100,
+                ..Default::default()
+            }],
+            0,
+        ),
+        "captured batch",
+    );
+    let mut cg = null_mut();
+    check(
+        cu!(cuStreamEndCapture(s, &mut cg): *mut c_void, *mut *mut c_void),
+        "end capture",
+    );
+    let mut nodes = [null_mut(); 2];
+    let mut n = 2usize;
+    check(
+        cu!(cuGraphGetNodes(cg, nodes.as_mut_ptr(), &mut n): *mut c_void, *mut *mut c_void, *mut usize),
+        "nodes",
+    );
+    assert_eq!((n, node_type(nodes[0]), node_type(nodes[1])), (2, 12, 12));
+    assert_eq!(dtoh::<u32>(d + 56, 2), vec![0, 0], "capturing ran nothing");
+    let mut cx = null_mut();
+    check(
+        cu!(cuGraphInstantiateWithFlags(&mut cx, cg, 0): *mut *mut c_void, *mut c_void, u64),
+        "instantiate the captured graph",
+    );
+    launch(cx, s);
+    settle(s, "captured graph");
+    assert_eq!(dtoh::<u32>(d + 56, 2), vec![99, 100]);
+
+    for e in [exec, cx] {
+        check(cu!(cuGraphExecDestroy(e): *mut c_void), "exec destroy");
+    }
+    for gr in [g, cg] {
+        check(cu!(cuGraphDestroy(gr): *mut c_void), "graph destroy");
+    }
+    check(cu!(cuMemFreeHost(h): *mut c_void), "free host");
+    check(cu!(cuStreamDestroy_v2(s): *mut c_void), "destroy");
+    check(cu!(cuMemFree_v2(d): u64), "free");
+}
