@@ -1904,12 +1904,17 @@ pub(crate) unsafe fn exec_update(h: *mut c_void, g: *mut c_void) -> R<Result<(),
     Ok(Ok(()))
 }
 
+/// `CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE` with message `why`.
+fn update_failure(why: String) -> Fail {
+    fail(910, why)
+}
+
 /// `cuGraphExecChildGraphNodeSetParams`: the nodes of child graph node `node` in executable
 /// graph `h` take the parameters of graph `child`'s nodes, which must have the nodes of the
 /// node's graph (paired by their order of creation, its own child graphs' nodes included), of
 /// the same types, with the same edges; memory and conditional nodes cannot change
-/// (`CUDA_ERROR_INVALID_VALUE` otherwise, and the executable graph is unchanged). Later
-/// launches run the new parameters.
+/// (`CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE` otherwise, as NVIDIA's libcuda answers, and the
+/// executable graph is unchanged). Later launches run the new parameters.
 pub(crate) unsafe fn exec_child_set(h: *mut c_void, node: *mut c_void, child: *mut c_void) -> R {
     let e = exec_ref(h)?;
     let c = graph_ref(child)?;
@@ -1919,7 +1924,7 @@ pub(crate) unsafe fn exec_child_set(h: *mut c_void, node: *mut c_void, child: *m
         return Err(invalid("the node is not a child graph node"));
     };
     if inner.len() != r.len {
-        return Err(invalid(format!(
+        return Err(update_failure(format!(
             "the graph has {} nodes (its child graphs' included); the child graph node's graph has {}",
             inner.len(),
             r.len
@@ -1938,12 +1943,12 @@ pub(crate) unsafe fn exec_child_set(h: *mut c_void, node: *mut c_void, child: *m
         was.sort_unstable();
         now.sort_unstable();
         if was != now {
-            return Err(invalid(format!(
+            return Err(update_failure(format!(
                 "node {k} of the graph has other dependencies than in the child graph node's graph"
             )));
         }
         if std::mem::discriminant(&d.kind) != std::mem::discriminant(&st.kinds[at]) {
-            return Err(invalid(format!(
+            return Err(update_failure(format!(
                 "node {k} of the graph is of another type than in the child graph node's graph"
             )));
         }
@@ -1955,7 +1960,7 @@ pub(crate) unsafe fn exec_child_set(h: *mut c_void, node: *mut c_void, child: *m
             _ => true,
         };
         if !same {
-            return Err(invalid(format!(
+            return Err(update_failure(format!(
                 "node {k} of the graph is a memory, conditional or batch memory operation node that cannot replace the child graph node's"
             )));
         }

@@ -368,9 +368,8 @@ pub(crate) struct BatchMemOpNodeParams {
     flags: u32,
 }
 
-/// A batch memory operation node of the parameters at `p`: the context (NULL: the current
-/// one), 1 to 256 operations checked as `cuStreamBatchMemOp_v2` checks them for the context's
-/// device, flags 0.
+/// A batch memory operation node of the parameters at `p`: the context, up to 256 operations
+/// checked as `cuStreamBatchMemOp_v2` checks them for the context's device, flags 0.
 pub(crate) unsafe fn node_kind(
     what: &str,
     p: *const BatchMemOpNodeParams,
@@ -381,14 +380,12 @@ pub(crate) unsafe fn node_kind(
     if p.flags != 0 {
         return Err(invalid(format!("{what}: flags {:#x} (must be 0)", p.flags)));
     }
-    if p.count == 0 {
-        return Err(invalid(format!("{what}: no operations (count 0)")));
+    // NVIDIA's libcuda takes no context for the current one (CUDA_ERROR_INVALID_VALUE) and a
+    // node of no operations (H200).
+    if p.ctx.is_null() {
+        return Err(invalid(format!("{what}: nodeParams->ctx is NULL")));
     }
-    let ctx = if p.ctx.is_null() {
-        crate::context::current()?
-    } else {
-        crate::context::ctx_ref(p.ctx)?
-    };
+    let ctx = crate::context::ctx_ref(p.ctx)?;
     let device = ctx.dev.ordinal;
     let mut checked = [Op::Barrier; MAX_BATCH as usize];
     let n = check_ops(what, p.count, p.param_array, device, &mut checked)?;

@@ -20,6 +20,9 @@ use tegragpu::core::{self, LaunchConfig, Queue, QueueKind, Signal};
 
 const MAGIC: u64 = 0x7467_6375_7374_726d;
 const EVENT_MAGIC: u64 = 0x7467_6375_6576_6e74;
+/// How many times a stream's creation waits for the context's work and tries again when the
+/// backend makes channels only while the device is idle.
+const QUEUE_TRIES: u32 = 8;
 /// How long host waits last before they give up (CUDA waits without limit).
 pub const WAIT_NS: u64 = 24 * 3600 * 1_000_000_000;
 
@@ -85,16 +88,19 @@ impl Stream {
         } else {
             None
         };
-        let q = match ctx.core.create_queue(QueueKind::Compute) {
-            Ok(q) => q,
-            // A backend that makes channels only while the device is idle (RM while work runs,
-            // Orin beyond its channel pool) refuses now: wait for the context's work, then
-            // try again.
-            Err(e) if e.status == tegragpu::Status::NotSupported => {
-                ctx.synchronize()?;
-                ctx.core.create_queue(QueueKind::Compute)?
+        // A backend that makes channels only while the device is idle (RM while work runs,
+        // Orin beyond its channel pool) refuses now: wait for the context's work, then try
+        // again; other threads may have launched more meanwhile, so a few times.
+        let mut tries = 0;
+        let q = loop {
+            match ctx.core.create_queue(QueueKind::Compute) {
+                Ok(q) => break q,
+                Err(e) if e.status == tegragpu::Status::NotSupported && tries < QUEUE_TRIES => {
+                    tries += 1;
+                    ctx.synchronize()?;
+                }
+                Err(e) => return Err(e.into()),
             }
-            Err(e) => return Err(e.into()),
         };
         // The copy kernel now, not at the first copy (whose free-memory figure would drop):
         // CUDA allocates what a stream needs when it is created. A device without one fails

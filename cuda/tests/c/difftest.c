@@ -1552,6 +1552,7 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
             bp.count = 2;
             bo[1].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
             bo[1].writeValue.address = m + 44;
+            bo[1].writeValue.flags = 0;
             R("bmnode.exec_set.type", F(cuGraphExecBatchMemOpNodeSetParams)(bx, bn, &bp));
             R("bmnode.set", F(cuGraphBatchMemOpNodeSetParams)(bn, &bp));
             R("bmnode.launch.2", F(cuGraphLaunch)(bx, 0));

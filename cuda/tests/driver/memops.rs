@@ -263,8 +263,10 @@ struct NodeParams {
 }
 
 fn node_params(ops: &[Op]) -> NodeParams {
+    let mut ctx = null_mut();
+    check(cu!(cuCtxGetCurrent(&mut ctx): *mut *mut c_void), "current");
     NodeParams {
-        ctx: null_mut(),
+        ctx,
         count: ops.len() as u32,
         ops: ops.as_ptr(),
         flags: 0,
@@ -498,8 +500,12 @@ fn batch_memory_operation_nodes() {
         flags: 1,
         ..node_params(&writes)
     };
+    let no_ctx = NodeParams {
+        ctx: null_mut(),
+        ..node_params(&writes)
+    };
     for (what, p, want) in [
-        ("no operations", node_params(&[]), INVALID_VALUE),
+        ("no context", no_ctx, INVALID_VALUE),
         ("flags", flagged, INVALID_VALUE),
         ("not an allocation", node_params(&not_ours), INVALID_VALUE),
         (
@@ -513,6 +519,9 @@ fn batch_memory_operation_nodes() {
     ] {
         assert_eq!(add_node(g, &[], &p).0, want, "{what}");
     }
+    let (r, empty) = add_node(g, &[], &node_params(&[]));
+    check(r, "a node of no operations (NVIDIA's libcuda takes one)");
+    assert_eq!(node_type(empty), 12);
 
     // Captured: a write and a batch become two nodes of the captured graph.
     check(

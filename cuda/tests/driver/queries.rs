@@ -401,6 +401,12 @@ fn pointer_sync_memops_and_2d_memsets() {
         cu!(cuMemsetD2D16_v2(d + 2048, 512, 0x2233, 50, 2): u64, usize, u16, usize, usize),
         "cuMemsetD2D16",
     );
+    // The non-blocking stream below does not wait for the legacy stream's memsets, which other
+    // tests' work on the legacy stream may still hold back.
+    check(
+        cu!(cuStreamSynchronize(null_mut()): *mut c_void),
+        "legacy sync",
+    );
     let s = stream(1);
     check(
         cu!(cuMemsetD2D32Async(d + 3072, 256, 0x4455_6677, 30, 3, s): u64, usize, u32, usize, usize, *mut c_void),
