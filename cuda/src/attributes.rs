@@ -287,7 +287,8 @@ fn table(d: &core::Device, attrib: i32) -> Option<i32> {
                 100
             }
         }
-        119 => 0,
+        // Pools with shareable handles: POSIX file descriptors (pools.rs).
+        119 => 1,
         120 => b(a.clusters),
         // Deferred-mapping arrays: refused.
         121 => 0,

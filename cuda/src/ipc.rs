@@ -32,6 +32,11 @@ use std::time::Duration;
 const MAGIC: [u8; 4] = *b"tgIP";
 const KIND_MEM: u8 = 1;
 const KIND_EVENT: u8 = 2;
+/// An allocation of a pool with shareable handles (`cuMemPoolExportPointer`).
+const KIND_POOL_PTR: u8 = 3;
+/// The record in a pool's shareable handle (`cuMemPoolExportToShareableHandle`).
+const POOL_MAGIC: [u8; 4] = *b"tgPL";
+const POOL_RECORD_BYTES: usize = 64;
 /// How long a connection to the exporting process may take to answer.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -225,10 +230,18 @@ fn export(kind: u8, key: u64, make: impl FnOnce() -> R<(RawFd, u64)>) -> R<Handl
 
 /// Stop serving what was exported for `key` (the allocation or event is gone).
 pub(crate) fn forget(kind_event: bool, key: u64) {
+    forget_kind(if kind_event { KIND_EVENT } else { KIND_MEM }, key)
+}
+
+/// Stop serving the pool allocation whose buffer is at `va` (the pool freed the buffer).
+pub(crate) fn forget_pool_pointer(va: u64) {
+    forget_kind(KIND_POOL_PTR, va)
+}
+
+fn forget_kind(kind: u8, key: u64) {
     if !EXPORTED.load(Ordering::Acquire) {
         return;
     }
-    let kind = if kind_event { KIND_EVENT } else { KIND_MEM };
     let Some(s) = *SERVER.lock() else { return };
     if let Some(id) = s.by_key.lock().remove(&(kind, key)) {
         s.exports.lock().remove(&id);
@@ -375,17 +388,23 @@ unsafe fn open_mem_handle(pdptr: *mut CUdeviceptr, handle: CUipcHandle, flags: u
     }
     let h = Handle::decode(&handle.reserved, KIND_MEM)
         .ok_or_else(|| invalid("the handle is not a memory handle of cuIpcGetMemHandle"))?;
+    *o = open_handle(h, "memory")?;
+    Ok(())
+}
+
+/// Map the memory handle `h` names in the current context (once per context: later opens count
+/// and give the same address).
+unsafe fn open_handle(h: Handle, what: &str) -> R<u64> {
     let ctx = current()?;
-    own_process(&h, "memory")?;
+    own_process(&h, what)?;
     let key = (ctx as *const Context as usize, h);
     if let Some(opened) = OPENED.lock().as_mut() {
         if let Some((va, n)) = opened.by_handle.get_mut(&key) {
             *n += 1;
-            *o = *va;
-            return Ok(());
+            return Ok(*va);
         }
     }
-    let (fd, size) = fetch(&h, "memory")?;
+    let (fd, size) = fetch(&h, what)?;
     let buf = ctx.core.import_fd(fd.as_raw_fd(), size)?;
     drop(fd);
     let a = crate::memory::Alloc {
@@ -407,14 +426,12 @@ unsafe fn open_mem_handle(pdptr: *mut CUdeviceptr, handle: CUipcHandle, flags: u
     if let Some((v, n)) = opened.by_handle.get_mut(&key) {
         // Another thread opened it meanwhile: keep that one.
         *n += 1;
-        *o = *v;
-        return Ok(());
+        return Ok(*v);
     }
     opened.by_handle.insert(key, (va, 1));
     opened.by_va.insert(va, key);
     crate::memory::insert(a);
-    *o = va;
-    Ok(())
+    Ok(va)
 }
 
 #[no_mangle]
@@ -443,17 +460,39 @@ pub unsafe extern "C" fn cuIpcOpenMemHandle_v2(
 pub unsafe extern "C" fn cuIpcCloseMemHandle(dptr: CUdeviceptr) -> CUresult {
     guard("cuIpcCloseMemHandle", || {
         current()?;
+        close(dptr, KIND_MEM).ok_or_else(|| {
+            invalid(format!(
+                "{dptr:#x} is not an address cuIpcOpenMemHandle returned (or it is closed)"
+            ))
+        })
+    })
+}
+
+/// Whether `va` is an allocation `cuMemPoolImportPointer` returned.
+pub(crate) fn is_pool_import(va: u64) -> bool {
+    OPENED
+        .lock()
+        .as_ref()
+        .and_then(|o| o.by_va.get(&va))
+        .is_some_and(|(_, h)| h.kind == KIND_POOL_PTR)
+}
+
+/// `cuMemFree` / `cuMemFreeAsync` of an allocation `cuMemPoolImportPointer` returned: one
+/// import fewer; the memory is unmapped at the last (None: `va` is no such allocation).
+pub(crate) fn free_pool_import(va: u64) -> Option<()> {
+    close(va, KIND_POOL_PTR)
+}
+
+/// One open of `dptr` (of handle kind `kind`) fewer; at the last the memory goes (None: no such
+/// open).
+fn close(dptr: u64, kind: u8) -> Option<()> {
+    {
         let mut g = OPENED.lock();
-        let opened = g.as_mut();
-        let key = opened
-            .as_ref()
-            .and_then(|o| o.by_va.get(&dptr).copied())
-            .ok_or_else(|| {
-                invalid(format!(
-                    "{dptr:#x} is not an address cuIpcOpenMemHandle returned (or it is closed)"
-                ))
-            })?;
-        let opened = opened.expect("present");
+        let opened = g.as_mut()?;
+        let key = opened.by_va.get(&dptr).copied()?;
+        if key.1.kind != kind {
+            return None;
+        }
         let last = match opened.by_handle.get_mut(&key) {
             Some((_, n)) if *n > 1 => {
                 *n -= 1;
@@ -461,15 +500,108 @@ pub unsafe extern "C" fn cuIpcCloseMemHandle(dptr: CUdeviceptr) -> CUresult {
             }
             _ => true,
         };
-        if last {
-            opened.by_handle.remove(&key);
-            opened.by_va.remove(&dptr);
-            drop(g);
-            // libtegragpu unmaps the memory once the work queued on it is done.
-            drop(crate::memory::remove(dptr));
+        if !last {
+            return Some(());
         }
-        Ok(())
+        opened.by_handle.remove(&key);
+        opened.by_va.remove(&dptr);
+    }
+    // libtegragpu unmaps the memory once the work queued on it is done.
+    drop(crate::memory::remove(dptr));
+    Some(())
+}
+
+// --- Pools with shareable handles ------------------------------------------------------------
+
+/// What a pool's shareable handle names: the exporting process's pool `uid`, on device
+/// `ordinal` there.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct RemotePool {
+    pid: u32,
+    token: [u8; 16],
+    uid: u64,
+    pub(crate) ordinal: i32,
+}
+
+fn os_fail(what: &str) -> crate::error::Fail {
+    fail(
+        CUDA_ERROR_OPERATING_SYSTEM,
+        format!("{what}: {}", std::io::Error::last_os_error()),
+    )
+}
+
+/// `cuMemPoolExportToShareableHandle` (`CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`): a new
+/// file descriptor (a memfd) holding what names pool `uid` of device `ordinal` of this process.
+pub(crate) fn pool_share_fd(uid: u64, ordinal: i32) -> R<RawFd> {
+    let s = server()?;
+    let mut rec = [0u8; POOL_RECORD_BYTES];
+    rec[0..4].copy_from_slice(&POOL_MAGIC);
+    rec[4..8].copy_from_slice(&ordinal.to_le_bytes());
+    rec[8..12].copy_from_slice(&s.pid.to_le_bytes());
+    rec[16..32].copy_from_slice(&s.token);
+    rec[32..40].copy_from_slice(&uid.to_le_bytes());
+    // SAFETY: a NUL-terminated name; a new descriptor this function owns until it returns it.
+    let fd = unsafe { libc::memfd_create(c"tegragpu-pool".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(os_fail("memfd_create for a pool's shareable handle"));
+    }
+    // SAFETY: `fd` was just made and is owned here; `rec` is 64 readable bytes.
+    let n = unsafe { libc::pwrite(fd, rec.as_ptr() as *const c_void, rec.len(), 0) };
+    if n != rec.len() as isize {
+        let e = os_fail("writing a pool's shareable handle");
+        // SAFETY: closes the descriptor made above.
+        unsafe { libc::close(fd) };
+        return Err(e);
+    }
+    Ok(fd)
+}
+
+/// `cuMemPoolImportFromShareableHandle`: the pool the descriptor `fd` (of
+/// [`pool_share_fd`], maybe in another process) names.
+pub(crate) fn pool_from_fd(fd: RawFd) -> R<RemotePool> {
+    let mut rec = [0u8; POOL_RECORD_BYTES];
+    // SAFETY: reads at most 64 bytes into `rec`; a bad descriptor is an error of pread.
+    let n = unsafe { libc::pread(fd, rec.as_mut_ptr() as *mut c_void, rec.len(), 0) };
+    if n != rec.len() as isize || rec[0..4] != POOL_MAGIC {
+        return Err(invalid(format!(
+            "descriptor {fd} is not a memory pool's shareable handle of this library (cuMemPoolExportToShareableHandle)"
+        )));
+    }
+    let u32_at = |o: usize| u32::from_le_bytes(rec[o..o + 4].try_into().unwrap_or([0; 4]));
+    Ok(RemotePool {
+        pid: u32_at(8),
+        token: rec[16..32].try_into().unwrap_or([0; 16]),
+        uid: u64::from_le_bytes(rec[32..40].try_into().unwrap_or([0; 8])),
+        ordinal: u32_at(4) as i32,
     })
+}
+
+/// `cuMemPoolExportPointer`: the 64 bytes that name allocation `a` (at its start) of pool
+/// `uid`.
+pub(crate) fn pool_export_pointer(a: &crate::memory::Alloc, uid: u64) -> R<[u8; 64]> {
+    let va = a.buf.gpu_va();
+    let size = a.size;
+    let buf = a.buf.clone();
+    let h = export(KIND_POOL_PTR, va, || {
+        let (fd, _) = buf.export_fd()?;
+        Ok((fd, size))
+    })?;
+    let mut b = h.encode();
+    b[48..56].copy_from_slice(&uid.to_le_bytes());
+    Ok(b)
+}
+
+/// `cuMemPoolImportPointer`: map the allocation `data` names, which must be of pool `pool`.
+pub(crate) unsafe fn pool_import_pointer(pool: &RemotePool, data: &[u8; 64]) -> R<u64> {
+    let h = Handle::decode(data, KIND_POOL_PTR)
+        .ok_or_else(|| invalid("shareData is not the data of cuMemPoolExportPointer"))?;
+    let uid = u64::from_le_bytes(data[48..56].try_into().unwrap_or([0; 8]));
+    if h.pid != pool.pid || h.token != pool.token || uid != pool.uid {
+        return Err(invalid(
+            "shareData names an allocation of another memory pool than the one given",
+        ));
+    }
+    open_handle(h, "memory pool allocation")
 }
 
 // --- Events -----------------------------------------------------------------------------------

@@ -187,6 +187,9 @@ pub unsafe extern "C" fn cuMemAllocPitch_v2(
 }
 
 fn free_va(va: u64, host: bool) -> R {
+    if !host && crate::ipc::is_pool_import(va) && crate::ipc::free_pool_import(va).is_some() {
+        return Ok(());
+    }
     if crate::ipc::is_opened(va) {
         return Err(invalid(format!(
             "{va:#x} was opened with cuIpcOpenMemHandle: close it with cuIpcCloseMemHandle"

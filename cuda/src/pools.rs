@@ -19,10 +19,15 @@
 //! and the GPU reach at the same address, made as managed memory is (managed.rs) on the device
 //! of the allocating stream; devices are given access with `cuMemPoolSetAccess` (read-write).
 //! The host has a default pool of its own (`cuMemGetDefaultMemPool` with
-//! `CU_MEM_LOCATION_TYPE_HOST`). Shareable handles (`handleTypes` other than none,
-//! `cuMemPoolExport*` / `Import*`) and the managed allocation type are refused with
-//! `CUDA_ERROR_NOT_SUPPORTED`, so
-//! `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES` reads 0.
+//! `CU_MEM_LOCATION_TYPE_HOST`). The managed allocation type is refused with
+//! `CUDA_ERROR_NOT_SUPPORTED`.
+//!
+//! Device pools made with `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR` share with other
+//! processes (ipc.rs): `cuMemPoolExportToShareableHandle` gives a memfd naming the pool,
+//! `cuMemPoolImportFromShareableHandle` makes a pool of it in the other process, and each
+//! allocation is exported (`cuMemPoolExportPointer`: its libtegragpu export fd, served as
+//! `cuIpcGetMemHandle` serves memory) and imported (`cuMemPoolImportPointer`) on its own.
+//! `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES` reads 1 (POSIX file descriptors).
 
 use crate::context::Context;
 use crate::device::{dev, out};
@@ -106,8 +111,18 @@ pub struct Pool {
     access: std::sync::atomic::AtomicU64,
     /// `CUmemPoolProps::maxSize` rounded up to [`MAX_SIZE_STEP`] (0: no limit).
     max_size: u64,
+    /// Made with `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`: exported and imported by
+    /// interprocess handles.
+    shareable: bool,
+    /// A pool imported from another process (`cuMemPoolImportFromShareableHandle`): its
+    /// allocations are imported (`cuMemPoolImportPointer`), not made.
+    remote: Option<crate::ipc::RemotePool>,
+    /// A number naming the pool in its shareable handles.
+    uid: u64,
     st: Mutex<PoolState>,
 }
+
+static NEXT_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Some pool keeps more than its release threshold: the next synchronization trims.
 static OVER: AtomicBool = AtomicBool::new(false);
@@ -151,11 +166,24 @@ impl Pool {
     }
 
     fn with_numa(ordinal: i32, numa: Option<i32>, max_size: u64) -> &'static Pool {
+        Pool::make(ordinal, numa, max_size, false, None)
+    }
+
+    fn make(
+        ordinal: i32,
+        numa: Option<i32>,
+        max_size: u64,
+        shareable: bool,
+        remote: Option<crate::ipc::RemotePool>,
+    ) -> &'static Pool {
         let p: &'static Pool = Box::leak(Box::new(Pool {
             ordinal,
             numa,
             access: std::sync::atomic::AtomicU64::new(0),
             max_size,
+            shareable,
+            remote,
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             st: Mutex::new(PoolState {
                 follow_event_dependencies: true,
                 allow_opportunistic: true,
@@ -208,7 +236,14 @@ impl Pool {
         }
         if self.max_size != 0 && st.reserved + cap > self.max_size {
             // Give back what is kept before refusing.
-            let freed: u64 = st.kept.drain(..).map(|k| k.buf.size()).sum();
+            let freed: u64 = st
+                .kept
+                .drain(..)
+                .map(|k| {
+                    crate::ipc::forget_pool_pointer(k.buf.gpu_va());
+                    k.buf.size()
+                })
+                .sum();
             st.reserved -= freed;
             if st.reserved + cap > self.max_size {
                 return Err(fail(
@@ -261,7 +296,10 @@ impl Pool {
                     OVER.store(true, Ordering::Release);
                 }
             }
-            _ => st.reserved -= c,
+            _ => {
+                st.reserved -= c;
+                crate::ipc::forget_pool_pointer(buf.gpu_va());
+            }
         }
     }
 
@@ -271,6 +309,7 @@ impl Pool {
         while st.reserved > keep {
             let Some(k) = st.kept.pop() else { break };
             st.reserved -= k.buf.size();
+            crate::ipc::forget_pool_pointer(k.buf.gpu_va());
         }
     }
 }
@@ -383,6 +422,11 @@ unsafe fn alloc_async(
         Some(p) => p,
         None => device_pools(ctx.dev.ordinal)?.1,
     };
+    if pool.remote.is_some() {
+        return Err(invalid(format!(
+            "{what}: the pool was imported from another process: import its allocations with cuMemPoolImportPointer"
+        )));
+    }
     if !pool.is_host() && pool.ordinal != ctx.dev.ordinal {
         return Err(fail(
             CUDA_ERROR_NOT_SUPPORTED,
@@ -509,6 +553,14 @@ unsafe fn free_async(what: &str, dptr: CUdeviceptr, stream: *mut c_void, ptsz: b
         // Captured: a free node of a graph allocation.
         return crate::capture::add(s, || crate::graph::mem_free_kind(dptr));
     }
+    // An allocation imported from another process's pool: unmapped once the work queued on it
+    // is done.
+    if crate::ipc::is_pool_import(dptr) {
+        s.record(|_| Ok(()))?;
+        if crate::ipc::free_pool_import(dptr).is_some() {
+            return Ok(());
+        }
+    }
     match find_va(dptr) {
         Some((a, 0)) if a.graph.is_some() && crate::graph::program_frees(dptr) => return Ok(()),
         Some((a, 0)) if !a.pinned_host() && !a.is_managed() => {}
@@ -567,12 +619,22 @@ pub unsafe extern "C" fn cuMemPoolCreate(
         let p = props.as_ref().ok_or_else(|| invalid("poolProps is NULL"))?;
         crate::device::check_init()?;
         let (ordinal, numa) = pool_location(&p.location, p.alloc_type)?;
-        if p.handle_types != 0 {
-            return Err(fail(
-                CUDA_ERROR_NOT_SUPPORTED,
-                format!("handleTypes {:#x}: pools with shareable handles (IPC) are not supported; use CU_MEM_HANDLE_TYPE_NONE", p.handle_types),
-            ));
-        }
+        let shareable = match p.handle_types {
+            0 => false,
+            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR if ordinal >= 0 => true,
+            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR => {
+                return Err(fail(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    "handleTypes CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: host pools have no shareable handles",
+                ))
+            }
+            t => {
+                return Err(fail(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    format!("handleTypes {t:#x}: pools share by POSIX file descriptors only (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1)"),
+                ))
+            }
+        };
         if p.usage != 0 {
             return Err(fail(
                 CUDA_ERROR_NOT_SUPPORTED,
@@ -585,7 +647,121 @@ pub unsafe extern "C" fn cuMemPoolCreate(
         let max = (p.max_size as u64)
             .checked_next_multiple_of(MAX_SIZE_STEP)
             .unwrap_or(u64::MAX);
-        *o = Pool::with_numa(ordinal, numa, max).handle();
+        *o = Pool::make(ordinal, numa, max, shareable, None).handle();
+        Ok(())
+    })
+}
+
+// --- Interprocess pools -------------------------------------------------------------------
+
+const CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: i32 = 1;
+
+fn posix_fd_type(what: &str, ty: i32, flags: u64) -> R {
+    if ty != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR {
+        return Err(invalid(format!(
+            "{what}: handleType {ty}: pools share by POSIX file descriptors only (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1)"
+        )));
+    }
+    if flags != 0 {
+        return Err(invalid(format!("{what}: flags {flags:#x} (must be 0)")));
+    }
+    Ok(())
+}
+
+/// `cuMemPoolExportToShareableHandle`: a new file descriptor naming the pool, for
+/// `cuMemPoolImportFromShareableHandle` in another process (sent there over a Unix socket with
+/// `SCM_RIGHTS`); the caller closes it.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolExportToShareableHandle(
+    handle_out: *mut c_void,
+    pool: *mut c_void,
+    ty: i32,
+    flags: u64,
+) -> CUresult {
+    guard("cuMemPoolExportToShareableHandle", || {
+        let o = out(handle_out as *mut i32, "handle_out")?;
+        let p = pool_ref(pool)?;
+        posix_fd_type("cuMemPoolExportToShareableHandle", ty, flags)?;
+        if !p.shareable || p.remote.is_some() {
+            return Err(invalid(
+                "the pool was not made with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR in this process",
+            ));
+        }
+        *o = crate::ipc::pool_share_fd(p.uid, p.ordinal)?;
+        Ok(())
+    })
+}
+
+/// `cuMemPoolImportFromShareableHandle`: the pool another process exported (the descriptor's
+/// number in `handle`); only its exported allocations can be used, by `cuMemPoolImportPointer`.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolImportFromShareableHandle(
+    pool_out: *mut *mut c_void,
+    handle: *mut c_void,
+    ty: i32,
+    flags: u64,
+) -> CUresult {
+    guard("cuMemPoolImportFromShareableHandle", || {
+        let o = out(pool_out, "pool_out")?;
+        crate::device::check_init()?;
+        posix_fd_type("cuMemPoolImportFromShareableHandle", ty, flags)?;
+        let remote = crate::ipc::pool_from_fd(handle as usize as i32)?;
+        dev(remote.ordinal)?;
+        *o = Pool::make(remote.ordinal, None, 0, true, Some(remote)).handle();
+        Ok(())
+    })
+}
+
+/// `cuMemPoolExportPointer`: the 64 bytes naming allocation `ptr` (its start) of a pool made
+/// with `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`, for `cuMemPoolImportPointer` in another
+/// process.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolExportPointer(
+    share_data_out: *mut [u8; 64],
+    ptr: CUdeviceptr,
+) -> CUresult {
+    guard("cuMemPoolExportPointer", || {
+        let o = out(share_data_out, "shareData_out")?;
+        crate::device::check_init()?;
+        let a = match find_va(ptr) {
+            Some((a, 0)) => a,
+            _ => {
+                return Err(invalid(format!(
+                    "{ptr:#x} is not the start of a memory pool's allocation"
+                )))
+            }
+        };
+        let p = a
+            .pool
+            .filter(|p| p.shareable && p.remote.is_none())
+            .ok_or_else(|| {
+                invalid(format!(
+                    "{ptr:#x} is not an allocation of a pool made with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR"
+                ))
+            })?;
+        *o = crate::ipc::pool_export_pointer(&a, p.uid)?;
+        Ok(())
+    })
+}
+
+/// `cuMemPoolImportPointer`: map the allocation `share_data` names, of the imported pool
+/// `pool`; `cuMemFree` or `cuMemFreeAsync` unmaps it.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolImportPointer(
+    ptr_out: *mut CUdeviceptr,
+    pool: *mut c_void,
+    share_data: *const [u8; 64],
+) -> CUresult {
+    guard("cuMemPoolImportPointer", || {
+        let o = out(ptr_out, "ptr_out")?;
+        let p = pool_ref(pool)?;
+        let data = share_data
+            .as_ref()
+            .ok_or_else(|| invalid("shareData is NULL"))?;
+        let remote = p.remote.as_ref().ok_or_else(|| {
+            invalid("the pool was not imported (cuMemPoolImportFromShareableHandle)")
+        })?;
+        *o = crate::ipc::pool_import_pointer(remote, data)?;
         Ok(())
     })
 }
@@ -627,7 +803,14 @@ pub unsafe extern "C" fn cuMemPoolDestroy(pool: *mut c_void) -> CUresult {
         }
         let mut st = p.st.lock();
         st.destroyed = true;
-        let freed: u64 = st.kept.drain(..).map(|k| k.buf.size()).sum();
+        let freed: u64 = st
+            .kept
+            .drain(..)
+            .map(|k| {
+                crate::ipc::forget_pool_pointer(k.buf.gpu_va());
+                k.buf.size()
+            })
+            .sum();
         st.reserved -= freed;
         Ok(())
     })

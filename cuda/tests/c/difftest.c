@@ -1902,6 +1902,42 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
         if (m2) F(cuMemFreeAsync)(m2, s1);
         F(cuStreamSynchronize)(s1);
         R("pools.destroy_max32", F(cuMemPoolDestroy)(small));
+        // Pools with shareable handles (POSIX file descriptors), in one process.
+        {
+            CUmemoryPool sp = NULL, sp2 = NULL, ip = NULL;
+            pp.maxSize = 0;
+            pp.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+            R("pools.ipc.create", F(cuMemPoolCreate)(&sp, &pp));
+            pp.handleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
+            R("pools.ipc.create_fabric", F(cuMemPoolCreate)(&sp2, &pp));
+            if (sp2) F(cuMemPoolDestroy)(sp2), sp2 = NULL;
+            pp.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+            CUdeviceptr ia = 0;
+            R("pools.ipc.alloc", F(cuMemAllocFromPoolAsync)(&ia, 4096, sp, s1));
+            F(cuStreamSynchronize)(s1);
+            CUmemPoolPtrExportData ed;
+            memset(&ed, 0, sizeof ed);
+            R("pools.ipc.export_pointer", F(cuMemPoolExportPointer)(&ed, ia));
+            R("pools.ipc.export_pointer.inside", F(cuMemPoolExportPointer)(&ed, ia + 4));
+            int pfd = -1;
+            R("pools.ipc.export_fd", F(cuMemPoolExportToShareableHandle)(&pfd, sp, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+            OUT("pools.ipc.export_fd.valid", "%d", pfd >= 0);
+            int pfd2 = -1;
+            R("pools.ipc.export_fd.fabric", F(cuMemPoolExportToShareableHandle)(&pfd2, sp, CU_MEM_HANDLE_TYPE_FABRIC, 0));
+            R("pools.ipc.export_fd.plain_pool", F(cuMemPoolExportToShareableHandle)(&pfd2, def, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+            if (pfd >= 0) {
+                R("pools.ipc.import", F(cuMemPoolImportFromShareableHandle)(&ip, (void *)(long)pfd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+                CUdeviceptr ix = 0;
+                if (ip) R("pools.ipc.alloc_from_import", F(cuMemAllocFromPoolAsync)(&ix, 64, ip, s1));
+                if (ip) R("pools.ipc.import_pointer.own", F(cuMemPoolImportPointer)(&ix, ip, &ed));
+                R("pools.ipc.import_pointer.not_imported", F(cuMemPoolImportPointer)(&ix, sp, &ed));
+                if (ip) R("pools.ipc.destroy_import", F(cuMemPoolDestroy)(ip));
+                close(pfd);
+            }
+            R("pools.ipc.free", F(cuMemFreeAsync)(ia, s1));
+            F(cuStreamSynchronize)(s1);
+            R("pools.ipc.destroy", F(cuMemPoolDestroy)(sp));
+        }
         pp.maxSize = 0;
         pp.allocType = (CUmemAllocationType)0;
         R("pools.create.type0", F(cuMemPoolCreate)(&bad, &pp));

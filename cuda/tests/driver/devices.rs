@@ -207,10 +207,9 @@ fn devices_agree_with_libtegragpu() {
         }
     }
     assert!(compared >= 15, "only {compared} attributes compared");
-    // Features the library refuses read 0 (shareable handles of pools); IPC events read 1 on
-    // desktop GPUs; managed memory, device memory pools, virtual memory management and its
-    // POSIX fd handles read 1.
-    assert_eq!(get(119), 0, "attribute 119");
+    // Pools share by POSIX file descriptors (1); IPC events read 1 on desktop GPUs; managed
+    // memory, device memory pools, virtual memory management and its POSIX fd handles read 1.
+    assert_eq!(get(119), 1, "attribute 119");
     assert_eq!(get(125), !emulated() as i32, "attribute 125");
     for attr in [83, 102, 103, 115] {
         assert_eq!(get(attr), 1, "attribute {attr}");

@@ -320,3 +320,222 @@ fn ipc_child() {
     check(close_mem(d), "close the second open");
     assert_eq!(close_mem(d), 1, "closed twice already");
 }
+
+/// `CUmemPoolProps` of a device-0 pool with `handle_types`.
+#[repr(C)]
+struct PoolProps {
+    alloc_type: i32,
+    handle_types: i32,
+    loc_type: i32,
+    loc_id: i32,
+    win32: *mut c_void,
+    max_size: usize,
+    usage: u16,
+    reserved: [u8; 54],
+}
+
+fn shareable_pool(handle_types: i32) -> (CUresult, *mut c_void) {
+    let p = PoolProps {
+        alloc_type: 1,
+        handle_types,
+        loc_type: 1,
+        loc_id: 0,
+        win32: null_mut(),
+        max_size: 0,
+        usage: 0,
+        reserved: [0; 54],
+    };
+    let mut pool = null_mut();
+    let r = cu!(cuMemPoolCreate(&mut pool, &p): *mut *mut c_void, *const PoolProps);
+    (r, pool)
+}
+
+fn pool_alloc(pool: *mut c_void, n: usize, s: *mut c_void) -> u64 {
+    let mut d = 0u64;
+    check(
+        cu!(cuMemAllocFromPoolAsync(&mut d, n, pool, s): *mut u64, usize, *mut c_void, *mut c_void),
+        "cuMemAllocFromPoolAsync",
+    );
+    d
+}
+
+fn export_pointer(d: u64) -> (CUresult, IpcHandle) {
+    let mut h = ZERO;
+    let r = cu!(cuMemPoolExportPointer(&mut h, d): *mut IpcHandle, u64);
+    (r, h)
+}
+
+fn export_pool(pool: *mut c_void, ty: i32) -> (CUresult, i32) {
+    let mut fd = -1i32;
+    let r = cu!(cuMemPoolExportToShareableHandle(ptr(&mut fd), pool, ty, 0): *mut c_void, *mut c_void, i32, u64);
+    (r, fd)
+}
+
+fn import_pool(fd: i32) -> (CUresult, *mut c_void) {
+    let mut pool = null_mut();
+    let r = cu!(cuMemPoolImportFromShareableHandle(&mut pool, fd as usize as *mut c_void, 1, 0):
+        *mut *mut c_void, *mut c_void, i32, u64);
+    (r, pool)
+}
+
+fn import_pointer(pool: *mut c_void, h: &IpcHandle) -> (CUresult, u64) {
+    let mut d = 0u64;
+    let r = cu!(cuMemPoolImportPointer(&mut d, pool, h): *mut u64, *mut c_void, *const IpcHandle);
+    (r, d)
+}
+
+const POOL_CHILD_ENV: &str = "TG_TEST_IPC_POOL_CHILD";
+
+/// Pools with shareable handles (`CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`): the pool's
+/// descriptor and an allocation's export data, refusals in one process, and on a GPU a second
+/// process that imports the pool and the allocation (not one of another pool), reads and writes
+/// it, and frees its import with `cuMemFreeAsync`; this process then sees the writes.
+#[test]
+fn pools_share_allocations_with_another_process() {
+    setup();
+    let mut s = null_mut();
+    check(
+        cu!(cuStreamCreate(&mut s, 1): *mut *mut c_void, u32),
+        "stream",
+    );
+    let (r, pool) = shareable_pool(1);
+    check(r, "a pool with POSIX file descriptor handles");
+    let (r, other) = shareable_pool(1);
+    check(r, "another");
+    let (r, plain) = shareable_pool(0);
+    check(r, "a pool without handles");
+    let d = pool_alloc(pool, 1 << 16, s);
+    let d2 = pool_alloc(other, 4096, s);
+    let d3 = pool_alloc(plain, 4096, s);
+    check(cu!(cuStreamSynchronize(s): *mut c_void), "sync");
+    htod(d, &[1u32, 2, 3, 4]);
+    let (r, data) = export_pointer(d);
+    check(r, "cuMemPoolExportPointer");
+    let (r, data2) = export_pointer(d2);
+    check(r, "cuMemPoolExportPointer of the other pool");
+    assert_eq!(
+        export_pointer(d3).0,
+        1,
+        "an allocation of a pool without handles"
+    );
+    assert_eq!(export_pointer(d + 4).0, 1, "not the allocation's start");
+    let (r, fd) = export_pool(pool, 1);
+    check(r, "cuMemPoolExportToShareableHandle");
+    assert!(fd >= 0, "a descriptor: {fd}");
+    assert_eq!(export_pool(pool, 8).0, 1, "fabric handle type");
+    assert_eq!(export_pool(plain, 1).0, 1, "a pool without handles");
+    // In this process: the pool imports; its allocations are not made here, and this
+    // process's own export data does not import.
+    let (r, imported) = import_pool(fd);
+    check(r, "cuMemPoolImportFromShareableHandle");
+    let mut x = 0u64;
+    assert_eq!(
+        cu!(cuMemAllocFromPoolAsync(&mut x, 64, imported, s): *mut u64, usize, *mut c_void, *mut c_void),
+        1,
+        "allocating from an imported pool"
+    );
+    assert_ne!(import_pointer(imported, &data).0, 0, "own export data");
+    assert_eq!(
+        import_pointer(pool, &data).0,
+        1,
+        "a pool that was not imported"
+    );
+    let null = std::fs::File::open("/dev/null").expect("/dev/null");
+    use std::os::fd::AsRawFd;
+    assert_eq!(
+        import_pool(null.as_raw_fd()).0,
+        1,
+        "not a pool's descriptor"
+    );
+    check(
+        cu!(cuMemPoolDestroy(imported): *mut c_void),
+        "destroy the import",
+    );
+
+    if emulated() {
+        eprintln!("NOTICE: the emulated GPU runs in one process; the second process needs a GPU");
+    } else {
+        // The child inherits the descriptor.
+        // SAFETY: clears close-on-exec of a descriptor this test owns.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+        let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args([
+                "--exact",
+                "ipc::pool_child",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(
+                POOL_CHILD_ENV,
+                format!("{fd} {} {}", hex(&data), hex(&data2)),
+            )
+            .output()
+            .expect("running the child");
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && text.contains("1 passed"),
+            "child: {text}"
+        );
+        assert_eq!(dtoh::<u32>(d, 4), [1, 2, 3, 4], "the child's reads left it");
+        assert_eq!(dtoh::<u32>(d + 16, 4), [9, 8, 7, 6], "the child's writes");
+    }
+    // SAFETY: closes the descriptor the export made.
+    unsafe { libc::close(fd) };
+    for x in [d, d2, d3] {
+        check(
+            cu!(cuMemFreeAsync(x, s): u64, *mut c_void),
+            "cuMemFreeAsync",
+        );
+    }
+    check(cu!(cuStreamSynchronize(s): *mut c_void), "sync");
+    for p in [pool, other, plain] {
+        check(cu!(cuMemPoolDestroy(p): *mut c_void), "destroy");
+    }
+    check(cu!(cuStreamDestroy_v2(s): *mut c_void), "stream");
+}
+
+/// The second process of [`pools_share_allocations_with_another_process`] (run by it).
+#[test]
+#[ignore = "the child process of pools_share_allocations_with_another_process"]
+fn pool_child() {
+    let arg =
+        std::env::var(POOL_CHILD_ENV).expect("run by pools_share_allocations_with_another_process");
+    let mut parts = arg.split(' ');
+    let fd: i32 = parts.next().expect("fd").parse().expect("fd number");
+    let data = unhex(parts.next().expect("export data"));
+    let data2 = unhex(parts.next().expect("export data of the other pool"));
+    setup();
+    let (r, pool) = import_pool(fd);
+    check(r, "cuMemPoolImportFromShareableHandle");
+    let mut flags = -1i32;
+    let loc = [1i32, 0];
+    check(
+        cu!(cuMemPoolGetAccess(&mut flags, pool, loc.as_ptr()): *mut i32, *mut c_void, *const i32),
+        "cuMemPoolGetAccess",
+    );
+    assert_eq!(flags, 3, "read-write for the pool's device");
+    assert_eq!(
+        import_pointer(pool, &data2).0,
+        1,
+        "an allocation of another pool"
+    );
+    let (r, d) = import_pointer(pool, &data);
+    check(r, "cuMemPoolImportPointer");
+    assert_eq!(dtoh::<u32>(d, 4), [1, 2, 3, 4]);
+    htod(d + 16, &[9u32, 8, 7, 6]);
+    let mut s = null_mut();
+    check(
+        cu!(cuStreamCreate(&mut s, 1): *mut *mut c_void, u32),
+        "stream",
+    );
+    check(
+        cu!(cuMemFreeAsync(d, s): u64, *mut c_void),
+        "free the import",
+    );
+    check(cu!(cuStreamSynchronize(s): *mut c_void), "sync");
+    assert_eq!(cu!(cuMemFree_v2(d): u64), 1, "freed already");
+    check(cu!(cuMemPoolDestroy(pool): *mut c_void), "destroy");
+    check(cu!(cuStreamDestroy_v2(s): *mut c_void), "stream");
+}

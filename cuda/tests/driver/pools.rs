@@ -251,8 +251,12 @@ fn stream_ordered_allocation_from_pools() {
 
     // Pools this library does not make.
     let mut bad = props(0);
+    bad.handle_types = 8;
+    assert_eq!(create(&bad).0, 801, "fabric handles");
+    let mut bad = props(0);
     bad.handle_types = 1;
-    assert_eq!(create(&bad).0, 801, "shareable handles");
+    bad.loc_type = 2;
+    assert_eq!(create(&bad).0, 801, "a host pool with shareable handles");
     let mut bad = props(0);
     bad.alloc_type = 2;
     assert_eq!(create(&bad).0, 801, "a managed pool");
