@@ -1912,13 +1912,17 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
             R("pools.ipc.create_fabric", F(cuMemPoolCreate)(&sp2, &pp));
             if (sp2) F(cuMemPoolDestroy)(sp2), sp2 = NULL;
             pp.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
-            CUdeviceptr ia = 0;
+            CUdeviceptr ia = 0, ib = 0, ic = 0;
             R("pools.ipc.alloc", F(cuMemAllocFromPoolAsync)(&ia, 4096, sp, s1));
+            R("pools.ipc.alloc_2m", F(cuMemAllocFromPoolAsync)(&ib, 2 << 20, sp, s1));
+            R("pools.ipc.alloc_64m", F(cuMemAllocFromPoolAsync)(&ic, 64 << 20, sp, s1));
             F(cuStreamSynchronize)(s1);
             CUmemPoolPtrExportData ed;
             memset(&ed, 0, sizeof ed);
             R("pools.ipc.export_pointer", F(cuMemPoolExportPointer)(&ed, ia));
-            R("pools.ipc.export_pointer.inside", F(cuMemPoolExportPointer)(&ed, ia + 4));
+            R("pools.ipc.export_pointer.2m", F(cuMemPoolExportPointer)(&ed, ib));
+            R("pools.ipc.export_pointer.inside", F(cuMemPoolExportPointer)(&ed, ic + 4));
+            R("pools.ipc.export_pointer.64m", F(cuMemPoolExportPointer)(&ed, ic));
             int pfd = -1;
             R("pools.ipc.export_fd", F(cuMemPoolExportToShareableHandle)(&pfd, sp, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
             OUT("pools.ipc.export_fd.valid", "%d", pfd >= 0);
@@ -1935,6 +1939,8 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
                 close(pfd);
             }
             R("pools.ipc.free", F(cuMemFreeAsync)(ia, s1));
+            F(cuMemFreeAsync)(ib, s1);
+            F(cuMemFreeAsync)(ic, s1);
             F(cuStreamSynchronize)(s1);
             R("pools.ipc.destroy", F(cuMemPoolDestroy)(sp));
         }
