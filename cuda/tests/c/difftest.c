@@ -1926,6 +1926,9 @@ static int run(const char *libpath, const char *cubin_path, const char *ptx_path
             int pfd = -1;
             R("pools.ipc.export_fd", F(cuMemPoolExportToShareableHandle)(&pfd, sp, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
             OUT("pools.ipc.export_fd.valid", "%d", pfd >= 0);
+            // Once the pool was exported.
+            R("pools.ipc.export_pointer.after_fd", F(cuMemPoolExportPointer)(&ed, ic));
+            R("pools.ipc.export_pointer.after_fd.4k", F(cuMemPoolExportPointer)(&ed, ia));
             int pfd2 = -1;
             R("pools.ipc.export_fd.fabric", F(cuMemPoolExportToShareableHandle)(&pfd2, sp, CU_MEM_HANDLE_TYPE_FABRIC, 0));
             R("pools.ipc.export_fd.plain_pool", F(cuMemPoolExportToShareableHandle)(&pfd2, def, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
