@@ -320,6 +320,8 @@ fn fetch(h: &Handle, kind_name: &str) -> R<(OwnedFd, u64)> {
 struct Opened {
     by_handle: HashMap<(usize, Handle), (u64, u32)>,
     by_va: HashMap<u64, (usize, Handle)>,
+    /// Pool allocations imported (`cuMemPoolImportPointer`): the pool's number in its process.
+    pool_uid: HashMap<u64, u64>,
 }
 
 static OPENED: Mutex<Option<Opened>> = Mutex::new(None);
@@ -393,10 +395,13 @@ unsafe fn open_mem_handle(pdptr: *mut CUdeviceptr, handle: CUipcHandle, flags: u
 }
 
 /// Map the memory handle `h` names in the current context (once per context: later opens count
-/// and give the same address).
+/// and give the same address). Memory handles of this process are refused, as NVIDIA's
+/// libcuda refuses them; pool allocations are imported here too.
 unsafe fn open_handle(h: Handle, what: &str) -> R<u64> {
     let ctx = current()?;
-    own_process(&h, what)?;
+    if h.kind == KIND_MEM {
+        own_process(&h, what)?;
+    }
     let key = (ctx as *const Context as usize, h);
     if let Some(opened) = OPENED.lock().as_mut() {
         if let Some((va, n)) = opened.by_handle.get_mut(&key) {
@@ -404,9 +409,41 @@ unsafe fn open_handle(h: Handle, what: &str) -> R<u64> {
             return Ok(*va);
         }
     }
-    let (fd, size) = fetch(&h, what)?;
-    let buf = ctx.core.import_fd(fd.as_raw_fd(), size)?;
-    drop(fd);
+    // This process's own export (pool allocations only): its fd, without the socket.
+    let local = (h.pid == std::process::id())
+        .then(|| *SERVER.lock())
+        .flatten()
+        .filter(|s| s.token == h.token);
+    let (buf, size) = match local {
+        Some(s) => {
+            let exports = s.exports.lock();
+            let e = exports
+                .get(&h.id)
+                .filter(|e| e.kind == h.kind)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "the {what} handle: this process no longer exports it (freed or destroyed)"
+                    ))
+                })?;
+            let buf = ctx.core.import_fd(e.fd.as_raw_fd(), e.size)?;
+            if crate::memory::find_va(buf.gpu_va()).is_some() {
+                // nvgpu maps a buffer mapped already at the same address (a second reference
+                // to the first mapping): the import would be the allocation itself.
+                return Err(fail(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    format!(
+                        "the {what} is mapped at its own address {:#x} in this process (the kernel reuses a buffer's mapping): import it in another process",
+                        buf.gpu_va()
+                    ),
+                ));
+            }
+            (buf, e.size)
+        }
+        None => {
+            let (fd, size) = fetch(&h, what)?;
+            (ctx.core.import_fd(fd.as_raw_fd(), size)?, size)
+        }
+    };
     let a = crate::memory::Alloc {
         buf: std::sync::Arc::new(buf),
         size,
@@ -422,6 +459,7 @@ unsafe fn open_handle(h: Handle, what: &str) -> R<u64> {
     let opened = g.get_or_insert_with(|| Opened {
         by_handle: HashMap::new(),
         by_va: HashMap::new(),
+        pool_uid: HashMap::new(),
     });
     if let Some((v, n)) = opened.by_handle.get_mut(&key) {
         // Another thread opened it meanwhile: keep that one.
@@ -505,6 +543,7 @@ fn close(dptr: u64, kind: u8) -> Option<()> {
         }
         opened.by_handle.remove(&key);
         opened.by_va.remove(&dptr);
+        opened.pool_uid.remove(&dptr);
     }
     // libtegragpu unmaps the memory once the work queued on it is done.
     drop(crate::memory::remove(dptr));
@@ -601,7 +640,23 @@ pub(crate) unsafe fn pool_import_pointer(pool: &RemotePool, data: &[u8; 64]) -> 
             "shareData names an allocation of another memory pool than the one given",
         ));
     }
-    open_handle(h, "memory pool allocation")
+    let va = open_handle(h, "memory pool allocation")?;
+    if let Some(o) = OPENED.lock().as_mut() {
+        o.pool_uid.insert(va, uid);
+    }
+    Ok(va)
+}
+
+/// Whether allocations of imported pool `pool` are mapped here.
+pub(crate) fn pool_imports_live(pool: &RemotePool) -> bool {
+    OPENED.lock().as_ref().is_some_and(|o| {
+        o.pool_uid.iter().any(|(va, &uid)| {
+            uid == pool.uid
+                && o.by_va
+                    .get(va)
+                    .is_some_and(|(_, h)| h.pid == pool.pid && h.token == pool.token)
+        })
+    })
 }
 
 // --- Events -----------------------------------------------------------------------------------

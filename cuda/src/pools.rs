@@ -25,8 +25,9 @@
 //! Device pools made with `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR` share with other
 //! processes (ipc.rs): `cuMemPoolExportToShareableHandle` gives a memfd naming the pool,
 //! `cuMemPoolImportFromShareableHandle` makes a pool of it in the other process, and each
-//! allocation is exported (`cuMemPoolExportPointer`: its libtegragpu export fd, served as
-//! `cuIpcGetMemHandle` serves memory) and imported (`cuMemPoolImportPointer`) on its own.
+//! allocation is exported (`cuMemPoolExportPointer`, once the pool was: its libtegragpu export
+//! fd, served as `cuIpcGetMemHandle` serves memory) and imported (`cuMemPoolImportPointer`, in
+//! this process too) on its own; an imported pool with imports still mapped is not destroyed.
 //! `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES` reads 1 (POSIX file descriptors).
 
 use crate::context::Context;
@@ -119,6 +120,9 @@ pub struct Pool {
     remote: Option<crate::ipc::RemotePool>,
     /// A number naming the pool in its shareable handles.
     uid: u64,
+    /// Whether `cuMemPoolExportToShareableHandle` gave its descriptor (its allocations are
+    /// exported only after that, as by NVIDIA's libcuda).
+    exported: AtomicBool,
     st: Mutex<PoolState>,
 }
 
@@ -184,6 +188,7 @@ impl Pool {
             shareable,
             remote,
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
+            exported: AtomicBool::new(false),
             st: Mutex::new(PoolState {
                 follow_event_dependencies: true,
                 allow_opportunistic: true,
@@ -688,6 +693,7 @@ pub unsafe extern "C" fn cuMemPoolExportToShareableHandle(
             ));
         }
         *o = crate::ipc::pool_share_fd(p.uid, p.ordinal)?;
+        p.exported.store(true, Ordering::Release);
         Ok(())
     })
 }
@@ -739,6 +745,11 @@ pub unsafe extern "C" fn cuMemPoolExportPointer(
                     "{ptr:#x} is not an allocation of a pool made with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR"
                 ))
             })?;
+        if !p.exported.load(Ordering::Acquire) {
+            return Err(invalid(format!(
+                "{ptr:#x}: export the pool first (cuMemPoolExportToShareableHandle), as NVIDIA's libcuda requires"
+            )));
+        }
         *o = crate::ipc::pool_export_pointer(&a, p.uid)?;
         Ok(())
     })
@@ -770,6 +781,13 @@ pub unsafe extern "C" fn cuMemPoolImportPointer(
 pub unsafe extern "C" fn cuMemPoolDestroy(pool: *mut c_void) -> CUresult {
     guard("cuMemPoolDestroy", || {
         let p = pool_ref(pool)?;
+        if let Some(r) = &p.remote {
+            if crate::ipc::pool_imports_live(r) {
+                return Err(invalid(
+                    "allocations imported from the pool are still mapped: free them first (cuMemFree, cuMemFreeAsync)",
+                ));
+            }
+        }
         {
             let d = DEVICE_POOLS.lock();
             if let Some((def, cur)) = d.get(p.ordinal as usize) {

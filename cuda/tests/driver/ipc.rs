@@ -409,6 +409,15 @@ fn pools_share_allocations_with_another_process() {
     let d3 = pool_alloc(plain, 4096, s);
     check(cu!(cuStreamSynchronize(s): *mut c_void), "sync");
     htod(d, &[1u32, 2, 3, 4]);
+    // NVIDIA's libcuda exports a pool's allocations once the pool was exported.
+    assert_eq!(export_pointer(d).0, 1, "before the pool's descriptor");
+    let (r, fd) = export_pool(pool, 1);
+    check(r, "cuMemPoolExportToShareableHandle");
+    assert!(fd >= 0, "a descriptor: {fd}");
+    let (r, fd2) = export_pool(other, 1);
+    check(r, "cuMemPoolExportToShareableHandle of the other pool");
+    assert_eq!(export_pool(pool, 8).0, 1, "fabric handle type");
+    assert_eq!(export_pool(plain, 1).0, 1, "a pool without handles");
     let (r, data) = export_pointer(d);
     check(r, "cuMemPoolExportPointer");
     let (r, data2) = export_pointer(d2);
@@ -419,13 +428,9 @@ fn pools_share_allocations_with_another_process() {
         "an allocation of a pool without handles"
     );
     assert_eq!(export_pointer(d + 4).0, 1, "not the allocation's start");
-    let (r, fd) = export_pool(pool, 1);
-    check(r, "cuMemPoolExportToShareableHandle");
-    assert!(fd >= 0, "a descriptor: {fd}");
-    assert_eq!(export_pool(pool, 8).0, 1, "fabric handle type");
-    assert_eq!(export_pool(plain, 1).0, 1, "a pool without handles");
-    // In this process: the pool imports; its allocations are not made here, and this
-    // process's own export data does not import.
+    // In this process too: the pool imports, its allocations import (another mapping of the
+    // same memory) and the pool is not destroyed while they are mapped; it makes no
+    // allocations of its own.
     let (r, imported) = import_pool(fd);
     check(r, "cuMemPoolImportFromShareableHandle");
     let mut x = 0u64;
@@ -434,12 +439,31 @@ fn pools_share_allocations_with_another_process() {
         1,
         "allocating from an imported pool"
     );
-    assert_ne!(import_pointer(imported, &data).0, 0, "own export data");
+    assert_eq!(import_pointer(imported, &data2).0, 1, "another pool's data");
     assert_eq!(
         import_pointer(pool, &data).0,
         1,
         "a pool that was not imported"
     );
+    let (r, own) = import_pointer(imported, &data);
+    if emulated() {
+        // nvgpu maps the buffer again at its own address: refused, the import would be the
+        // allocation itself.
+        assert_eq!(
+            r, 801,
+            "cuMemPoolImportPointer in the exporting process (nvgpu)"
+        );
+    } else {
+        check(r, "cuMemPoolImportPointer in the exporting process");
+        assert_ne!(own, d, "another mapping");
+        assert_eq!(dtoh::<u32>(own, 4), [1, 2, 3, 4], "the same memory");
+        assert_eq!(
+            cu!(cuMemPoolDestroy(imported): *mut c_void),
+            1,
+            "an imported pool with an import mapped"
+        );
+        check(cu!(cuMemFree_v2(own): u64), "cuMemFree of the import");
+    }
     let null = std::fs::File::open("/dev/null").expect("/dev/null");
     use std::os::fd::AsRawFd;
     assert_eq!(
@@ -451,6 +475,8 @@ fn pools_share_allocations_with_another_process() {
         cu!(cuMemPoolDestroy(imported): *mut c_void),
         "destroy the import",
     );
+    // SAFETY: closes the other pool's descriptor, made above.
+    unsafe { libc::close(fd2) };
 
     if emulated() {
         eprintln!("NOTICE: the emulated GPU runs in one process; the second process needs a GPU");
