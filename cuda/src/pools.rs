@@ -103,6 +103,16 @@ struct PoolState {
     destroyed: bool,
 }
 
+impl PoolState {
+    /// Free every kept buffer (their interprocess exports go with them).
+    fn free_kept(&mut self) {
+        for k in self.kept.drain(..) {
+            crate::ipc::forget_pool_pointer(k.buf.gpu_va());
+            self.reserved -= k.buf.size();
+        }
+    }
+}
+
 pub struct Pool {
     /// The device of a device pool; -1 for a host pool.
     pub ordinal: i32,
@@ -241,15 +251,7 @@ impl Pool {
         }
         if self.max_size != 0 && st.reserved + cap > self.max_size {
             // Give back what is kept before refusing.
-            let freed: u64 = st
-                .kept
-                .drain(..)
-                .map(|k| {
-                    crate::ipc::forget_pool_pointer(k.buf.gpu_va());
-                    k.buf.size()
-                })
-                .sum();
-            st.reserved -= freed;
+            st.free_kept();
             if st.reserved + cap > self.max_size {
                 return Err(fail(
                     CUDA_ERROR_OUT_OF_MEMORY,
@@ -821,15 +823,7 @@ pub unsafe extern "C" fn cuMemPoolDestroy(pool: *mut c_void) -> CUresult {
         }
         let mut st = p.st.lock();
         st.destroyed = true;
-        let freed: u64 = st
-            .kept
-            .drain(..)
-            .map(|k| {
-                crate::ipc::forget_pool_pointer(k.buf.gpu_va());
-                k.buf.size()
-            })
-            .sum();
-        st.reserved -= freed;
+        st.free_kept();
         Ok(())
     })
 }

@@ -36,11 +36,11 @@ fn event() -> *mut c_void {
     e
 }
 
-fn begin(s: *mut c_void) -> CUresult {
+pub(crate) fn begin(s: *mut c_void) -> CUresult {
     cu!(cuStreamBeginCapture_v2(s, THREAD_LOCAL): *mut c_void, u32)
 }
 
-fn end(s: *mut c_void) -> (CUresult, *mut c_void) {
+pub(crate) fn end(s: *mut c_void) -> (CUresult, *mut c_void) {
     let mut g = null_mut();
     let r = cu!(cuStreamEndCapture(s, &mut g): *mut c_void, *mut *mut c_void);
     (r, g)
@@ -55,13 +55,13 @@ fn status(s: *mut c_void) -> u32 {
     st
 }
 
-fn instantiate(g: *mut c_void, flags: u64) -> (CUresult, *mut c_void) {
+pub(crate) fn instantiate(g: *mut c_void, flags: u64) -> (CUresult, *mut c_void) {
     let mut e = null_mut();
     let r = cu!(cuGraphInstantiateWithFlags(&mut e, g, flags): *mut *mut c_void, *mut c_void, u64);
     (r, e)
 }
 
-fn node_types(g: *mut c_void) -> Vec<u32> {
+pub(crate) fn node_types(g: *mut c_void) -> Vec<u32> {
     let mut n = 0usize;
     check(
         cu!(cuGraphGetNodes(g, null_mut(), &mut n): *mut c_void, *mut *mut c_void, *mut usize),

@@ -11,13 +11,27 @@ type P = *mut c_void;
 
 #[repr(C)]
 #[derive(Default, Debug, PartialEq, Clone, Copy)]
-struct MemsetParams {
-    dst: u64,
-    pitch: usize,
-    value: u32,
-    element_size: u32,
-    width: usize,
-    height: usize,
+pub(crate) struct MemsetParams {
+    pub dst: u64,
+    pub pitch: usize,
+    pub value: u32,
+    pub element_size: u32,
+    pub width: usize,
+    pub height: usize,
+}
+
+impl MemsetParams {
+    /// One row of `width` 32-bit words of `value` at `dst`.
+    pub(crate) fn row(dst: u64, value: u32, width: usize) -> MemsetParams {
+        MemsetParams {
+            dst,
+            value,
+            element_size: 4,
+            width,
+            height: 1,
+            ..Default::default()
+        }
+    }
 }
 
 fn graph() -> P {
@@ -59,18 +73,7 @@ fn graph_structure_and_node_parameters() {
     let (buf1, buf2, buf3) = (alloc(n * 4), alloc(n * 4), alloc(n * 4));
     // The child: a memset of buf2, then a copy of buf2 to buf3.
     let child = graph();
-    let cm = memset(
-        child,
-        &[],
-        &MemsetParams {
-            dst: buf2,
-            value: 0x51,
-            element_size: 4,
-            width: n,
-            height: 1,
-            ..Default::default()
-        },
-    );
+    let cm = memset(child, &[], &MemsetParams::row(buf2, 0x51, n));
     let mut mc = Memcpy3D {
         src_type: 2,
         src_device: buf2,
@@ -89,14 +92,7 @@ fn graph_structure_and_node_parameters() {
     // A → B (memset buf1), A → C, B and C → D (the child).
     let g = graph();
     let a = empty(g, &[]);
-    let bp = MemsetParams {
-        dst: buf1,
-        value: 7,
-        element_size: 4,
-        width: n,
-        height: 1,
-        ..Default::default()
-    };
+    let bp = MemsetParams::row(buf1, 7, n);
     let b = memset(g, &[a], &bp);
     let c = empty(g, &[a]);
     let mut d = null_mut();
@@ -355,14 +351,7 @@ fn generic_node_calls() {
     let (r, ncp) = add(&[nk], &mut pm);
     check(r, "cuGraphAddNode MEMCPY");
     // A memset node of out2, a host node, an empty node, a free node.
-    let ms = MemsetParams {
-        dst: out2,
-        value: 3,
-        element_size: 4,
-        width: n,
-        height: 1,
-        ..Default::default()
-    };
+    let ms = MemsetParams::row(out2, 3, n);
     let mut ps = node_params(2, bytes_of(&ms));
     let (r, nms) = add(&[], &mut ps);
     check(r, "cuGraphAddNode MEMSET");
@@ -588,14 +577,7 @@ fn executable_graphs_update_from_a_graph_of_the_same_shape() {
     let n = 64usize;
     let (b1, b2) = (alloc(n * 4), alloc(n * 4));
     let g = graph();
-    let ms = MemsetParams {
-        dst: b1,
-        value: 1,
-        element_size: 4,
-        width: n,
-        height: 1,
-        ..Default::default()
-    };
+    let ms = MemsetParams::row(b1, 1, n);
     let a = memset(g, &[], &ms);
     let (mut kp, mut kv, mut kn) = (b2, 5u32, n as u32);
     let mut args = [ptr(&mut kp), ptr(&mut kv), ptr(&mut kn)];
@@ -712,14 +694,7 @@ fn executable_graphs_update_from_a_graph_of_the_same_shape() {
 /// `v3` (`nested`: false, a memset of `b3` after the first instead).
 fn two_memsets(b2: u64, v2: u32, b3: u64, v3: u32, n: usize, nested: bool) -> P {
     let g = graph();
-    let ms = |dst, value| MemsetParams {
-        dst,
-        value,
-        element_size: 4,
-        width: n,
-        height: 1,
-        ..Default::default()
-    };
+    let ms = |dst, value| MemsetParams::row(dst, value, n);
     let first = memset(g, &[], &ms(b2, v2));
     if nested {
         let inner = graph();
@@ -746,18 +721,7 @@ fn child_graph_nodes_of_executable_graphs_take_new_parameters() {
     let n = 64usize;
     let (b1, b2, b3) = (alloc(n * 4), alloc(n * 4), alloc(n * 4));
     let g = graph();
-    let a = memset(
-        g,
-        &[],
-        &MemsetParams {
-            dst: b1,
-            value: 1,
-            element_size: 4,
-            width: n,
-            height: 1,
-            ..Default::default()
-        },
-    );
+    let a = memset(g, &[], &MemsetParams::row(b1, 1, n));
     let body = two_memsets(b2, 2, b3, 3, n, true);
     let mut c = null_mut();
     check(
@@ -795,18 +759,7 @@ fn child_graph_nodes_of_executable_graphs_take_new_parameters() {
     // node count); fewer nodes; other edges.
     let flat = two_memsets(b2, 40, b3, 40, n, false);
     let few = graph();
-    memset(
-        few,
-        &[],
-        &MemsetParams {
-            dst: b2,
-            value: 50,
-            element_size: 4,
-            width: n,
-            height: 1,
-            ..Default::default()
-        },
-    );
+    memset(few, &[], &MemsetParams::row(b2, 50, n));
     let unordered = two_memsets(b2, 60, b3, 60, n, true);
     let nodes = {
         let (r, v, k) = list(
@@ -908,14 +861,7 @@ fn event_nodes_order_the_graph_with_other_streams() {
     let (s1, s2) = (stream(), stream());
     // The graph: memset b1 → wait for ewait → memset b2 → record erec.
     let g = graph();
-    let ms = |dst, value| MemsetParams {
-        dst,
-        value,
-        element_size: 4,
-        width: n,
-        height: 1,
-        ..Default::default()
-    };
+    let ms = |dst, value| MemsetParams::row(dst, value, n);
     let a = memset(g, &[], &ms(b1, 1));
     let mut w = null_mut();
     check(

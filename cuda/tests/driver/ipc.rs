@@ -321,33 +321,10 @@ fn ipc_child() {
     assert_eq!(close_mem(d), 1, "closed twice already");
 }
 
-/// `CUmemPoolProps` of a device-0 pool with `handle_types`.
-#[repr(C)]
-struct PoolProps {
-    alloc_type: i32,
-    handle_types: i32,
-    loc_type: i32,
-    loc_id: i32,
-    win32: *mut c_void,
-    max_size: usize,
-    usage: u16,
-    reserved: [u8; 54],
-}
-
 fn shareable_pool(handle_types: i32) -> (CUresult, *mut c_void) {
-    let p = PoolProps {
-        alloc_type: 1,
-        handle_types,
-        loc_type: 1,
-        loc_id: 0,
-        win32: null_mut(),
-        max_size: 0,
-        usage: 0,
-        reserved: [0; 54],
-    };
-    let mut pool = null_mut();
-    let r = cu!(cuMemPoolCreate(&mut pool, &p): *mut *mut c_void, *const PoolProps);
-    (r, pool)
+    let mut p = crate::pools::props(0);
+    p.handle_types = handle_types;
+    crate::pools::create(&p)
 }
 
 fn pool_alloc(pool: *mut c_void, n: usize, s: *mut c_void) -> u64 {

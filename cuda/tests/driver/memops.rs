@@ -340,27 +340,11 @@ fn batch_memory_operation_nodes() {
     let (r, a) = add_node(g, &[], &node_params(&wait));
     check(r, "cuGraphAddBatchMemOpNode wait");
     assert_eq!(node_type(a), 12, "CU_GRAPH_NODE_TYPE_BATCH_MEM_OP");
-    #[repr(C)]
-    struct Memset {
-        dst: u64,
-        pitch: usize,
-        value: u32,
-        element_size: u32,
-        width: usize,
-        height: usize,
-    }
-    let ms = Memset {
-        dst: d,
-        pitch: 0,
-        value: 5,
-        element_size: 4,
-        width: 4,
-        height: 1,
-    };
+    let ms = crate::graph_query::MemsetParams::row(d, 5, 4);
     let mut b = null_mut();
     check(
         cu!(cuGraphAddMemsetNode(&mut b, g, &a, 1, &ms, null_mut()):
-            *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *const Memset, *mut c_void),
+            *mut *mut c_void, *mut c_void, *const *mut c_void, usize, *const crate::graph_query::MemsetParams, *mut c_void),
         "memset node",
     );
     let writes = [
@@ -524,10 +508,7 @@ fn batch_memory_operation_nodes() {
     assert_eq!(node_type(empty), 12);
 
     // Captured: a write and a batch become two nodes of the captured graph.
-    check(
-        cu!(cuStreamBeginCapture_v2(s, 2): *mut c_void, u32),
-        "begin capture",
-    );
+    check(crate::capture::begin(s), "begin capture");
     check(write32(s, d + 56, 99, 0), "captured write");
     check(
         batch(
@@ -542,24 +523,12 @@ fn batch_memory_operation_nodes() {
         ),
         "captured batch",
     );
-    let mut cg = null_mut();
-    check(
-        cu!(cuStreamEndCapture(s, &mut cg): *mut c_void, *mut *mut c_void),
-        "end capture",
-    );
-    let mut nodes = [null_mut(); 2];
-    let mut n = 2usize;
-    check(
-        cu!(cuGraphGetNodes(cg, nodes.as_mut_ptr(), &mut n): *mut c_void, *mut *mut c_void, *mut usize),
-        "nodes",
-    );
-    assert_eq!((n, node_type(nodes[0]), node_type(nodes[1])), (2, 12, 12));
+    let (r, cg) = crate::capture::end(s);
+    check(r, "end capture");
+    assert_eq!(crate::capture::node_types(cg), [12, 12]);
     assert_eq!(dtoh::<u32>(d + 56, 2), vec![0, 0], "capturing ran nothing");
-    let mut cx = null_mut();
-    check(
-        cu!(cuGraphInstantiateWithFlags(&mut cx, cg, 0): *mut *mut c_void, *mut c_void, u64),
-        "instantiate the captured graph",
-    );
+    let (r, cx) = crate::capture::instantiate(cg, 0);
+    check(r, "instantiate the captured graph");
     launch(cx, s);
     settle(s, "captured graph");
     assert_eq!(dtoh::<u32>(d + 56, 2), vec![99, 100]);

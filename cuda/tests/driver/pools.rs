@@ -4,10 +4,11 @@ use crate::*;
 use std::ffi::c_void;
 use std::ptr::null_mut;
 
+/// `CUmemPoolProps`.
 #[repr(C)]
-struct Props {
+pub(crate) struct Props {
     alloc_type: i32,
-    handle_types: i32,
+    pub handle_types: i32,
     loc_type: i32,
     loc_id: i32,
     win32: *mut c_void,
@@ -16,7 +17,8 @@ struct Props {
     reserved: [u8; 54],
 }
 
-fn props(max_size: usize) -> Props {
+/// A device-0 pool of pinned memory of at most `max_size` bytes (0: no limit).
+pub(crate) fn props(max_size: usize) -> Props {
     Props {
         alloc_type: 1,
         handle_types: 0,
@@ -29,7 +31,7 @@ fn props(max_size: usize) -> Props {
     }
 }
 
-fn create(p: &Props) -> (u32, *mut c_void) {
+pub(crate) fn create(p: &Props) -> (u32, *mut c_void) {
     let mut pool = null_mut();
     let r = cu!(cuMemPoolCreate(&mut pool, p): *mut *mut c_void, *const Props);
     (r, pool)
