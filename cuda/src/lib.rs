@@ -33,6 +33,7 @@ mod pools;
 mod procaddr;
 mod queries;
 mod stream;
+mod tensormap;
 mod texture;
 mod transfer;
 mod types;

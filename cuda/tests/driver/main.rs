@@ -33,5 +33,6 @@ mod peer;
 mod pools;
 mod queries;
 mod streams;
+mod tensormap;
 mod texture;
 mod vmm;
